@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# GPU checks of sparsescope on a machine with an NVIDIA GPU (the lent device machine).
+#
+#   bash scripts/device_gpu_tests.sh            # install carried wheels, env, pytest
+#   bash scripts/device_gpu_tests.sh --seed6    # ... then `run --suite seed6 --backend all`
+#
+# Wheels the image lacks (fast_matrix_market, platformdirs) travel in .device-wheels/
+# (run with carry=[".device-wheels"]). Logs go to $OUT (the device tool's folder that comes
+# back; /tmp/sparsescope-device elsewhere). Exit status: pytest's.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT="${OUT:-/tmp/sparsescope-device}"
+mkdir -p "$OUT"
+export PYTHONPATH=src PYTHONUNBUFFERED=1
+
+if compgen -G ".device-wheels/*.whl" >/dev/null; then
+    python3 -m pip install -q --no-index --no-deps .device-wheels/*.whl 2>&1 | tail -2
+fi
+
+{
+    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm,temperature.gpu,power.draw \
+        --format=csv
+    python3 - <<'PY'
+import platform, numpy, scipy
+print("python", platform.python_version(), "numpy", numpy.__version__, "scipy", scipy.__version__)
+try:
+    import torch
+    print("torch", torch.__version__, "cuda", torch.version.cuda, torch.cuda.get_device_name(0))
+except Exception as exc:
+    print("torch unavailable:", exc)
+try:
+    import cupy
+    print("cupy", cupy.__version__, "runtime", cupy.cuda.runtime.runtimeGetVersion())
+except Exception as exc:
+    print("cupy unavailable:", exc)
+PY
+} 2>&1 | tee "$OUT/env.txt"
+
+python3 -m pytest tests/gpu tests/backends tests/timing -q -s -p no:cacheprovider --timeout 300 2>&1 \
+    | tee "$OUT/pytest.log"
+rc=${PIPESTATUS[0]}
+
+# Ceilings through the CLI module (in-process: works before the lead lists the module).
+python3 -c 'import sys; from sparsescope.cli import main; sys.exit(main(sys.argv[1:], modules=["sparsescope.cli.ceilings_cmd"]))' \
+    ceilings --json --no-store > "$OUT/ceilings.json" 2>&1 || echo "ceilings failed: see ceilings.json"
+
+if [ "${1:-}" = "--seed6" ]; then
+    start=$(date +%s)
+    python3 -m sparsescope run --suite seed6 --backend all --out /tmp/seed6 --no-store \
+        > "$OUT/seed6.log" 2>&1 || echo "seed6 run failed: see seed6.log"
+    echo "seed6 run took $(( $(date +%s) - start )) s" | tee -a "$OUT/seed6.log"
+    cp /tmp/seed6/results.json "$OUT/seed6_results.json" 2>/dev/null
+    cp /tmp/seed6/report.md "$OUT/seed6_report.md" 2>/dev/null
+    python3 -c 'import sys; from sparsescope.cli import main; sys.exit(main(sys.argv[1:], modules=["sparsescope.cli.results_cmd"]))' \
+        results show /tmp/seed6/results.json 2>&1 | tee "$OUT/seed6_show.txt"
+fi
+tail -n 3 "$OUT/pytest.log"
+exit "$rc"

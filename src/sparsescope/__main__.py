@@ -1,0 +1,3 @@
+from sparsescope.cli import main
+
+raise SystemExit(main())

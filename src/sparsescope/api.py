@@ -1,0 +1,185 @@
+"""The Python API behind the CLI: run a suite end to end, re-render a report.
+
+``run`` is the main job: matrices in, every backend run and checked against float64, timed with
+the one protocol, results written atomically as versioned JSON, appended to the results store,
+and the report written.
+"""
+
+from __future__ import annotations
+
+import sys
+import uuid
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from sparsescope.errors import UsageError
+from sparsescope.results.records import CaseResult, MatrixRecord, RunSet
+from sparsescope.timing.types import TimingConfig
+
+
+@dataclass(frozen=True)
+class RunOutput:
+    """What :func:`run` produced."""
+
+    runset: RunSet
+    results_path: Path
+    report_paths: object
+    """``sparsescope.report.write.ReportPaths``."""
+    store_path: Path | None
+
+
+def _progress(iterable: Iterable, total: int | None, desc: str) -> Iterator:
+    from tqdm import tqdm
+
+    return iter(tqdm(iterable, total=total, desc=desc, unit="matrix", file=sys.stderr,
+                     disable=not sys.stderr.isatty(), leave=False))
+
+
+def _matrices(suite: str | None, files: Sequence[str], scale: float, seed: int, strict: bool):
+    """(count, iterator of Matrix) for a suite or a list of files, loaded one at a time."""
+    from sparsescope import matrices
+
+    if files:
+        return len(files), (matrices.read_matrix(f, strict=strict) for f in files)
+    entries = matrices.suite_entries(suite, scale=scale)
+    return len(entries), matrices.load_suite(suite, scale=scale, seed=seed)
+
+
+def _device(backends: Sequence[str]):
+    """(DeviceSpec, MeasuredCeilings, driver) of the device that will run the backends.
+
+    A GPU backend on a machine with a GPU: the spec table's entry for the detected GPU (or a
+    spec built from the device query), ceilings measured on it now, the driver version.
+    Otherwise the host CPU with its measured ceilings (GPU backends then skip as unavailable).
+    When the GPU ceilings cannot be measured (no CuPy), the run goes on with an empty
+    ceilings record whose ``method`` says why.
+    """
+    from sparsescope.backends.registry import get_backend
+    from sparsescope.errors import SparsescopeError
+    from sparsescope.hardware import cpu_ceilings, detect
+    from sparsescope.hardware.types import MeasuredCeilings
+
+    kinds = {get_backend(name).capability.device for name in backends}
+    if "gpu" in kinds:
+        gpu = detect.detect_gpu()
+        if gpu is not None:
+            from sparsescope.hardware.gpu_ceilings import measure_gpu_ceilings
+
+            spec = detect.spec_for_detected(gpu)
+            try:
+                ceilings = measure_gpu_ceilings()
+            except SparsescopeError as exc:
+                ceilings = MeasuredCeilings(device=gpu.name,
+                                            method={"not_measured": str(exc)})
+            return spec, ceilings, gpu.driver
+    ceilings = cpu_ceilings.measure_cpu_ceilings()
+    return detect.cpu_spec(ceilings), ceilings, ""
+
+
+def _choose_backends(backends: Sequence[str] | None) -> list[str]:
+    """The backends to run: the given names; ``all`` (alone or among them) expands to every
+    backend registered for the present device (GPU backends when a GPU answers, else CPU
+    ones); None means the defaults of the present device."""
+    from sparsescope.backends.registry import default_backends, get_backend, list_backends
+    from sparsescope.hardware.detect import gpu_available
+
+    kind = "gpu" if gpu_available() else "cpu"
+    if backends is None:
+        return default_backends(kind)
+    chosen: list[str] = []
+    for name in backends:
+        names = ([n for n in list_backends() if get_backend(n).capability.device == kind]
+                 if name == "all" else [name])
+        chosen += [n for n in names if n not in chosen]
+    if not chosen:
+        raise UsageError("no backend to run")
+    return chosen
+
+
+def run(*, suite: str | None = "seed6", files: Sequence[str] = (), scale: float = 1.0,
+        backends: Sequence[str] | None = None, out_dir: str | Path = "out",
+        timing: TimingConfig | None = None, latency_ns: float | None = None,
+        reference_gpu: str = "H200", seed: int = 0, strict: bool = False,
+        store: bool = True, command: str = "sparsescope.api.run") -> RunOutput:
+    """Run every backend on every matrix of ``suite`` (or ``files``) and write results + report.
+
+    Results go to ``out_dir/results.json`` (atomic), the report to ``out_dir/report.*``,
+    ``out_dir/figures`` and ``out_dir/tables``; the run is appended to the results store.
+    """
+    from sparsescope import matrices
+    from sparsescope.backends.runner import run_case
+    from sparsescope.hardware.specs import get_spec
+    from sparsescope.report.write import write_report
+    from sparsescope.results.io import write_runset
+    from sparsescope.results.provenance import collect_provenance
+    from sparsescope.results.store import ResultsStore
+
+    if not files and not suite:
+        raise UsageError("give a suite (--suite) or matrix files")
+    if not scale > 0:
+        raise UsageError(f"--scale must be > 0, got {scale}")
+    get_spec(reference_gpu)  # fail early on an unknown name
+    timing = timing or TimingConfig()
+    created = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    backends = _choose_backends(backends)
+    spec, ceilings, driver = _device(backends)
+
+    count, loaded = _matrices(suite, files, scale, seed, strict)
+    records: list[MatrixRecord] = []
+    cases: list[CaseResult] = []
+    libraries: dict[str, str] = {}
+    for matrix in _progress(loaded, count, "matrices"):
+        stats = matrices.compute_stats(matrix.csr)
+        records.append(MatrixRecord(name=matrix.name, source=matrix.source, kind=matrix.kind,
+                                    analog_of=matrix.analog_of, stats=stats))
+        for name in backends:
+            cases.append(run_case(matrix, name, config=timing))
+    for name in backends:
+        libraries.update(_library_versions(name))
+
+    provenance = collect_provenance(command, device=ceilings.device or spec.vendor_name,
+                                    driver=driver, libraries=libraries)
+    provenance = _with_created(provenance, created)
+    runset = RunSet(
+        run_id=uuid.uuid4().hex[:12], suite=suite if not files else "files", scale=scale,
+        provenance=provenance, device=spec, ceilings=ceilings, timing=timing,
+        matrices=tuple(records), cases=tuple(cases),
+        latency_ns=latency_ns if latency_ns is not None else (
+            spec.dram_latency_ns if spec.kind == "gpu" else get_spec(reference_gpu).dram_latency_ns),
+        reference_gpu=reference_gpu,
+    )
+    out = Path(out_dir)
+    results_path = write_runset(out / "results.json", runset)
+    report_paths = write_report(runset, out)
+    store_path = None
+    if store:
+        results_store = ResultsStore()
+        results_store.append(runset)
+        store_path = results_store.path
+    return RunOutput(runset=runset, results_path=Path(results_path), report_paths=report_paths,
+                     store_path=store_path)
+
+
+def _library_versions(backend: str) -> dict[str, str]:
+    from sparsescope.backends.registry import get_backend
+
+    try:
+        return dict(get_backend(backend).library_versions())
+    except Exception as exc:  # a missing optional library must not sink the run's provenance
+        return {backend: f"unavailable ({exc})"}
+
+
+def _with_created(provenance, created: str):
+    from dataclasses import replace
+
+    return replace(provenance, created_utc=created)
+
+
+def report(results_json: str | Path, out_dir: str | Path):
+    """Re-render the report of a saved run."""
+    from sparsescope.report.write import write_report
+    from sparsescope.results.io import read_runset
+
+    return write_report(read_runset(results_json), Path(out_dir))

@@ -1,0 +1,174 @@
+"""sparsescope's own CSR SpMV kernels (``backends/kernels/spmv_csr.cu``), run through CuPy.
+
+Compiled at run time by NVRTC (``cupy.RawModule`` with name expressions), for float32 or
+float64 values and INT32 or INT64 indices:
+
+* ``cuda-csr-scalar``: one thread per row (``csr_scalar<T, I>``); 256-thread blocks.
+* ``cuda-csr-vector``: ``TPR`` threads per row reduced by warp shuffles
+  (``csr_vector<T, I, TPR>``), ``TPR`` = the smallest power of two >= the mean row length,
+  clamped to [2, 32]; the choice and the rule are kept in the case's notes.
+
+Both write every y element once and never read y (``Capability.y_read=False``). The device
+``y`` is allocated once per prepared case and reused, so :meth:`poison_output` can fill it with
+NaN: a launch that skips a row leaves NaN there and fails the correctness gate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from sparsescope.backends import _gpu
+from sparsescope.backends.base import Backend, Capability
+from sparsescope.timing.types import Measurement, TimingConfig
+
+SOURCE = "spmv_csr.cu"
+BLOCK_THREADS = 256
+
+
+def _name_expressions() -> tuple[str, ...]:
+    """Every instantiation the backends launch (compiled together, once per process)."""
+    names = []
+    for value in _gpu.CUDA_VALUE_TYPES.values():
+        for index in _gpu.CUDA_INDEX_TYPES.values():
+            names.append(f"csr_scalar<{value}, {index}>")
+            names += [f"csr_vector<{value}, {index}, {w}>" for w in _gpu.VECTOR_WIDTHS]
+    return tuple(names)
+
+
+@dataclass
+class PreparedCsr:
+    """Device arrays of one case plus the launch configuration chosen for it."""
+
+    rows: int
+    cols: int
+    nnz: int
+    value_dtype: str
+    index_bytes: int
+    indptr: Any
+    """cupy.ndarray, rows + 1 entries."""
+    indices: Any
+    data: Any
+    x: Any
+    """Device x, cols entries (filled by run/time)."""
+    y: Any
+    """Device y, rows entries, reused by every call (poisoned before the checked run)."""
+    kernel_name: str
+    threads_per_row: int
+    grid: int
+    notes: dict[str, str]
+
+
+class _CudaCsrKernel(Backend):
+    """A CSR kernel from ``spmv_csr.cu``; subclasses choose the threads per row."""
+
+    capability: Capability
+
+    def availability(self) -> tuple[bool, str]:
+        return _gpu.cupy_cuda_status()
+
+    def _threads_per_row(self, csr: sp.csr_matrix) -> tuple[int, dict[str, str]]:
+        raise NotImplementedError
+
+    def _kernel_name(self, value_dtype: str, index_bytes: int, tpr: int) -> str:
+        raise NotImplementedError
+
+    def prepare(self, matrix_csr: sp.csr_matrix, value_dtype: str,
+                index_bytes: int) -> PreparedCsr:
+        import cupy
+
+        rows, cols = (int(n) for n in matrix_csr.shape)
+        index_dtype = _gpu.INDEX_DTYPES[index_bytes]
+        dtype = _gpu.VALUE_DTYPES[value_dtype]
+        tpr, notes = self._threads_per_row(matrix_csr)
+        name = self._kernel_name(value_dtype, index_bytes, tpr)
+        grid = max(1, -(-rows * tpr // BLOCK_THREADS))
+        notes.update(kernel=name, block_threads=str(BLOCK_THREADS), grid_blocks=str(grid),
+                     index_dtype=np.dtype(index_dtype).name, value_dtype=value_dtype)
+        return PreparedCsr(
+            rows=rows, cols=cols, nnz=int(matrix_csr.nnz), value_dtype=value_dtype,
+            index_bytes=index_bytes,
+            indptr=cupy.asarray(matrix_csr.indptr.astype(index_dtype, copy=False)),
+            indices=cupy.asarray(matrix_csr.indices.astype(index_dtype, copy=False)),
+            data=cupy.asarray(matrix_csr.data.astype(dtype, copy=False)),
+            x=cupy.zeros(cols, dtype=dtype), y=cupy.zeros(rows, dtype=dtype),
+            kernel_name=name, threads_per_row=tpr, grid=grid, notes=notes)
+
+    def _launch(self, p: PreparedCsr, rows: int) -> None:
+        """Launch the kernel over the first ``rows`` rows (all of them outside tests)."""
+        kernel = _gpu.raw_module(SOURCE, _name_expressions()).get_function(p.kernel_name)
+        kernel((p.grid,), (BLOCK_THREADS,),
+               (np.int64(rows), p.indptr, p.indices, p.data, p.x, p.y))
+
+    def _set_x(self, p: PreparedCsr, x: np.ndarray) -> None:
+        p.x.set(np.ascontiguousarray(x, dtype=p.x.dtype))
+
+    def poison_output(self, prepared: PreparedCsr) -> bool:
+        prepared.y.fill(np.nan)
+        return True
+
+    def run(self, prepared: PreparedCsr, x: np.ndarray) -> np.ndarray:
+        self._set_x(prepared, x)
+        self._launch(prepared, prepared.rows)
+        return prepared.y.get()
+
+    def time(self, prepared: PreparedCsr, x: np.ndarray, config: TimingConfig) -> Measurement:
+        from sparsescope.timing.cuda import time_cuda
+
+        self._set_x(prepared, x)
+        p = prepared
+        working_set = _gpu.csr_working_set_bytes(p.rows, p.cols, p.nnz, p.x.itemsize,
+                                                 p.index_bytes)
+        return time_cuda(lambda: self._launch(p, p.rows), config, library="cupy",
+                         working_set_bytes=working_set)
+
+    def library_versions(self) -> dict[str, str]:
+        import cupy
+
+        runtime = cupy.cuda.runtime.runtimeGetVersion()
+        nvrtc = cupy.cuda.nvrtc.getVersion()
+        return {"cupy": cupy.__version__,
+                "cuda_runtime": f"{runtime // 1000}.{runtime % 1000 // 10}",
+                "nvrtc": ".".join(str(v) for v in nvrtc)}
+
+    def notes(self, prepared: PreparedCsr) -> dict[str, str]:
+        return dict(prepared.notes)
+
+
+_CAPABILITY = dict(ops=("spmv",), value_dtypes=("float32", "float64"), index_bytes=(4, 8),
+                   device="gpu", y_read=False)
+
+
+class CudaCsrScalar(_CudaCsrKernel):
+    name = "cuda-csr-scalar"
+    capability = Capability(**_CAPABILITY,
+                            description="own CSR-scalar kernel, one thread per row (NVRTC)")
+
+    def _threads_per_row(self, csr: sp.csr_matrix) -> tuple[int, dict[str, str]]:
+        return 1, {"threads_per_row": "1"}
+
+    def _kernel_name(self, value_dtype: str, index_bytes: int, tpr: int) -> str:
+        return (f"csr_scalar<{_gpu.CUDA_VALUE_TYPES[value_dtype]}, "
+                f"{_gpu.CUDA_INDEX_TYPES[index_bytes]}>")
+
+
+class CudaCsrVector(_CudaCsrKernel):
+    name = "cuda-csr-vector"
+    capability = Capability(**_CAPABILITY,
+                            description="own CSR-vector kernel, 2-32 threads per row chosen "
+                                        "from the mean row length (NVRTC)")
+
+    def _threads_per_row(self, csr: sp.csr_matrix) -> tuple[int, dict[str, str]]:
+        rows = max(1, csr.shape[0])
+        mean = csr.nnz / rows
+        tpr = _gpu.threads_per_row(mean)
+        return tpr, {"threads_per_row": str(tpr),
+                     "threads_per_row_rule": (f"smallest power of two >= mean nnz/row "
+                                              f"({mean:.2f}), clamped to [2, 32]")}
+
+    def _kernel_name(self, value_dtype: str, index_bytes: int, tpr: int) -> str:
+        return (f"csr_vector<{_gpu.CUDA_VALUE_TYPES[value_dtype]}, "
+                f"{_gpu.CUDA_INDEX_TYPES[index_bytes]}, {tpr}>")

@@ -1,0 +1,181 @@
+"""``sparsescope profile``: run a case under Nsight Compute, read profiles, render the section.
+
+    sparsescope profile [run] --suite S --matrix M --backend B [--groups stalls,memory | --set full]
+                        [--kernel NAME|regex:EXPR] [--launch-skip N] [--launch-count N]
+                        [--clock-control base|none] [--cache-control all|none] [--out DIR]
+    sparsescope profile read FILE [--details DETAILS.csv] [--json]
+    sparsescope profile report FILE... [--details D.csv ...] [--kernel NAME] [--all-launches]
+                              [--labels a,b] [--out DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from sparsescope.cli import add_json_flag
+from sparsescope.errors import UsageError
+
+DEFAULT_OUT = "sparsescope-results"
+
+
+def _add_run_options(parser: argparse.ArgumentParser) -> None:
+    from sparsescope.profile.collect import CACHE_CONTROLS, CLOCK_CONTROLS, NAME_BASES
+    from sparsescope.profile.metrics import DEFAULT_GROUPS, METRIC_GROUPS
+
+    parser.add_argument("--suite", help="suite holding the matrix")
+    parser.add_argument("--matrix", help="matrix name within the suite")
+    parser.add_argument("--backend", help="backend registry name")
+    parser.add_argument("--op", default="spmv")
+    parser.add_argument("--scale", type=float, default=1.0, help="suite scale factor")
+    what = parser.add_mutually_exclusive_group()
+    what.add_argument("--groups", default=",".join(DEFAULT_GROUPS),
+                      help="comma-separated metric groups: " + ", ".join(METRIC_GROUPS))
+    what.add_argument("--set", dest="section_set", help="an ncu section set instead, e.g. full")
+    parser.add_argument("--kernel", help="ncu --kernel-name: a name or regex:EXPR")
+    parser.add_argument("--kernel-name-base", choices=NAME_BASES, default="function")
+    parser.add_argument("--launch-skip", type=int, default=0)
+    parser.add_argument("--launch-count", type=int)
+    parser.add_argument("--clock-control", choices=CLOCK_CONTROLS, default="base")
+    parser.add_argument("--cache-control", choices=CACHE_CONTROLS, default="all")
+    parser.add_argument("--warmups", type=int, default=1, help="case warm-up calls")
+    parser.add_argument("--repeats", type=int, default=3, help="case timed calls")
+    parser.add_argument("--out", default=DEFAULT_OUT, help="folder for the report and exports")
+    parser.add_argument("--ncu", help="path of the ncu binary (default: search)")
+    parser.add_argument("--timeout", type=float, help="seconds before ncu is stopped")
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "profile", help="profile a case with Nsight Compute; read and report profiles",
+        description="Without a subcommand, the same as 'profile run'.")
+    _add_run_options(parser)
+    add_json_flag(parser)
+    parser.set_defaults(handler=_run)
+    sub = parser.add_subparsers(dest="profile_command", metavar="SUBCOMMAND")
+
+    run = sub.add_parser("run", help="run one case under ncu; write .ncu-rep and CSV exports")
+    _add_run_options(run)
+    add_json_flag(run)
+    run.set_defaults(handler=_run)
+
+    read = sub.add_parser("read", help="summarise the kernels of a .ncu-rep or raw CSV export")
+    read.add_argument("file", help=".ncu-rep report or --page raw CSV export")
+    read.add_argument("--details", help="--page details CSV export (rule messages)")
+    add_json_flag(read)
+    read.set_defaults(handler=_read)
+
+    report = sub.add_parser("report", help="Markdown section and figures from profiles")
+    report.add_argument("files", nargs="+", help=".ncu-rep reports or raw CSV exports")
+    report.add_argument("--details", action="append", default=[],
+                        help="details export of each CSV file, in the same order")
+    report.add_argument("--kernel", help="keep only kernels with this function name")
+    report.add_argument("--all-launches", action="store_true",
+                        help="one column per launch (default: the median-duration launch of "
+                        "each repeated kernel launch)")
+    report.add_argument("--labels", help="comma-separated column labels, one per kernel kept")
+    report.add_argument("--out", help="write profile.md and the figures into this folder")
+    add_json_flag(report)
+    report.set_defaults(handler=_report)
+
+
+def _run(args):
+    from sparsescope.profile.collect import (
+        CollectOptions,
+        profile_stem,
+        run_profile,
+        target_command,
+    )
+    from sparsescope.profile.read_csv import load_profiles_csv
+
+    missing = [f"--{n}" for n in ("suite", "matrix", "backend") if not getattr(args, n)]
+    if missing:
+        raise UsageError(f"profile run needs {', '.join(missing)} (or a subcommand: run, read, "
+                         "report)")
+    groups = tuple(g.strip() for g in args.groups.split(",") if g.strip())
+    options = CollectOptions(
+        groups=groups, section_set=args.section_set, kernel_filter=args.kernel,
+        kernel_name_base=args.kernel_name_base, launch_skip=args.launch_skip,
+        launch_count=args.launch_count, clock_control=args.clock_control,
+        cache_control=args.cache_control)
+    target = target_command(args.suite, args.matrix, args.backend, op=args.op, scale=args.scale,
+                            warmups=args.warmups, repeats=args.repeats)
+    run = run_profile(target, args.out, profile_stem(args.suite, args.matrix, args.backend),
+                      options, ncu=args.ncu, timeout_s=args.timeout)
+    profiles = load_profiles_csv(run.raw_csv, run.details_csv)
+    result = {
+        "report": str(run.report_path), "raw_csv": str(run.raw_csv),
+        "details_csv": str(run.details_csv),
+        "source_csv": None if run.source_csv is None else str(run.source_csv),
+        "log": str(run.log_path), "command": list(run.command), "ncu_version": run.ncu_version,
+        "kernels": [p.summary() for p in profiles],
+    }
+    text = "\n".join([f"report:  {run.report_path}", f"exports: {run.raw_csv}, {run.details_csv}"
+                      + (f", {run.source_csv}" if run.source_csv else ""),
+                      _kernel_lines(profiles)])
+    return result, text
+
+
+def _kernel_lines(profiles) -> str:
+    def f(v, fmt):
+        return "n/a" if v is None else format(v, fmt)
+
+    lines = [f"{'#':>3} {'kernel':<28} {'block':>6} {'grid':>8} {'regs':>5} {'CPI':>7} "
+             f"{'top stall':<24} {'occ %':>6} {'time us':>9}"]
+    for p in profiles:
+        top = max(p.stalls.items(), key=lambda kv: kv[1], default=None)
+        top_text = "n/a" if top is None else f"{top[0]} {top[1]:.2f}"
+        time_us = None if p.duration_ns is None else p.duration_ns / 1e3
+        lines.append(f"{p.index:>3} {p.name[:28]:<28} {f(p.block_size, 'd'):>6} "
+                     f"{f(p.grid_size, 'd'):>8} {f(p.registers_per_thread, 'd'):>5} "
+                     f"{f(p.cpi, '.2f'):>7} {top_text:<24} "
+                     f"{f(p.achieved_occupancy_pct, '.1f'):>6} {f(time_us, '.2f'):>9}")
+    return "\n".join(lines)
+
+
+def _read(args):
+    from sparsescope.profile import load
+
+    profiles = load(args.file, args.details)
+    fmt = "ncu-rep" if not str(args.file).lower().endswith(".csv") else "csv"
+    result = {"file": str(args.file), "format": fmt, "kernels": [p.summary() for p in profiles]}
+    return result, f"{args.file}: {len(profiles)} kernel launch(es)\n" + _kernel_lines(profiles)
+
+
+def _report(args):
+    from pathlib import Path
+
+    from sparsescope._atomic import write_text_atomic
+    from sparsescope.profile import load
+    from sparsescope.profile.analysis import representative_launches
+    from sparsescope.profile.render import render_markdown, write_figures
+
+    csv_files = [f for f in args.files if f.lower().endswith(".csv")]
+    if args.details and len(args.details) != len(csv_files):
+        raise UsageError(f"{len(args.details)} --details for {len(csv_files)} CSV files")
+    details = iter(args.details)
+    profiles = []
+    for f in args.files:
+        detail = next(details, None) if f.lower().endswith(".csv") else None
+        profiles.extend(load(f, detail))
+    if args.kernel:
+        profiles = [p for p in profiles if p.name == args.kernel]
+        if not profiles:
+            raise UsageError(f"no kernel named {args.kernel!r} in {', '.join(args.files)}")
+    if not args.all_launches:
+        profiles = list(representative_launches(profiles))
+    labels = None
+    if args.labels:
+        labels = [s.strip() for s in args.labels.split(",")]
+        if len(labels) != len(profiles):
+            raise UsageError(f"{len(labels)} labels for {len(profiles)} kernels")
+    figures = {}
+    result = {"kernels": len(profiles)}
+    if args.out:
+        out = Path(args.out)
+        made = write_figures(profiles, out, labels=labels)
+        figures = {k: p.name for k, p in made.items()}  # relative to profile.md beside them
+        result["figures"] = {k: str(p) for k, p in made.items()}
+    markdown = render_markdown(profiles, labels=labels, figures=figures)
+    if args.out:
+        result["markdown"] = str(write_text_atomic(Path(args.out) / "profile.md", markdown))
+    return result, markdown

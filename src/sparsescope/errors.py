@@ -1,0 +1,77 @@
+"""Errors a user can act on.
+
+Every error sparsescope raises for bad input derives from :class:`SparsescopeError`; the CLI
+prints its message (no traceback) and exits with :attr:`SparsescopeError.exit_code`.
+"""
+
+from __future__ import annotations
+
+
+class SparsescopeError(Exception):
+    """Base class: a message a user can act on, and the CLI exit code."""
+
+    exit_code = 1
+
+
+class UsageError(SparsescopeError):
+    """A command-line argument or API parameter is invalid."""
+
+    exit_code = 2
+
+
+class MatrixFormatError(SparsescopeError):
+    """A matrix file is malformed. The message names the file and the line or index.
+
+    Attributes:
+        path: the file being read.
+        line: 1-based line number of the defect, when it is known.
+        index: 0-based entry index of the defect, when a line number does not apply.
+    """
+
+    exit_code = 3
+
+    def __init__(self, path: str, message: str, *, line: int | None = None,
+                 index: int | None = None) -> None:
+        self.path = str(path)
+        self.line = line
+        self.index = index
+        where = self.path
+        if line is not None:
+            where += f", line {line}"
+        elif index is not None:
+            where += f", entry {index}"
+        super().__init__(f"{where}: {message}")
+
+
+class MatrixNotAvailableError(SparsescopeError):
+    """A named matrix is neither in the cache nor downloadable (no network)."""
+
+    exit_code = 4
+
+
+class ResultsFormatError(SparsescopeError):
+    """A results file does not match the schema it claims."""
+
+    exit_code = 5
+
+
+class MissingDependencyError(SparsescopeError):
+    """An optional dependency is not installed; the message names the extra to install."""
+
+    exit_code = 6
+
+
+class DeviceError(SparsescopeError):
+    """No usable device, or the device failed while running a case."""
+
+    exit_code = 7
+
+
+class UnknownNameError(UsageError):
+    """A name (GPU, suite, backend, generator) is not in its table; lists the known names."""
+
+    def __init__(self, kind: str, name: str, known: list[str] | tuple[str, ...]) -> None:
+        self.kind = kind
+        self.name = name
+        self.known = list(known)
+        super().__init__(f"unknown {kind} {name!r}; known: {', '.join(sorted(self.known))}")

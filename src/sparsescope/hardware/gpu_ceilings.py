@@ -1,0 +1,193 @@
+"""Ceilings measured on the GPU that runs the cases (CuPy; kernels in
+``backends/kernels/gpu_ceilings.cu``). The report and model set them beside the datasheet.
+
+Protocol (each figure's ``method`` string repeats it):
+
+* clocks ramped first: the FMA kernel runs for 0.1 s before anything is timed (an idle H200
+  sits near 345 MHz);
+* every figure is the best of ``repeats`` CUDA-event-timed launches after one untimed launch
+  -- a ceiling is what the device can reach, as STREAM reports it;
+* copy: ``cudaMemcpyAsync`` device to device between two buffers of ``size_mb`` MiB (>> L2),
+  ``copy_bw = 2 B / t`` (read + write counted);
+* read: a grid-stride float4 ``__ldcg`` sum over one such buffer, ``read_bw = B / t``;
+* L2: the same kernel, ``l2_passes`` passes over a buffer of L2/4, ``l2_bw = passes B / t``
+  (after one untimed pass has brought the buffer into L2);
+* latency: one thread chasing ``j = next[j]`` through a random single-cycle permutation of
+  nodes 256 B apart (more than a 128 B line: no load hits a line another brought in);
+  DRAM: 4 Mi nodes over 1 GiB, each timed chase visiting nodes no earlier chase touched;
+  L2: the nodes of L2/4 bytes, chased once untimed to load them; ``ns/load = t / steps``;
+* FP32: ``fma_chains``, 8 independent FMA chains per thread, full occupancy,
+  ``fp32 = 2 x 8 x iters x threads / t``.
+
+Takes about 1-3 s on an H200 (NVRTC compilation included).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from sparsescope.backends import _gpu
+from sparsescope.errors import DeviceError
+from sparsescope.hardware.types import MeasuredCeilings
+
+MiB = 1024 * 1024
+SOURCE = "gpu_ceilings.cu"
+STRIDE_BYTES = 256
+"""Node spacing of the pointer chase: two 128 B lines, so each node owns its line."""
+CHAINS = 8
+"""FMA chains per thread in ``fma_chains`` (the kernel's ``CHAINS``)."""
+RAMP_S = 0.1
+"""Seconds of FMA work run untimed first, so the SM clock has left its idle state."""
+
+
+class _Timer:
+    """Best-of-N CUDA-event timing of a launch on the current stream."""
+
+    def __init__(self, cupy, repeats: int) -> None:
+        self.cupy, self.repeats = cupy, repeats
+
+    def best_ms(self, launch, untimed: int = 1) -> float:
+        cp = self.cupy
+        for _ in range(untimed):
+            launch()
+        best = float("inf")
+        for _ in range(self.repeats):
+            start, end = cp.cuda.Event(), cp.cuda.Event()
+            start.record()
+            launch()
+            end.record()
+            end.synchronize()
+            best = min(best, cp.cuda.get_elapsed_time(start, end))
+        return max(best, 1e-6)
+
+
+def _chase_array(cupy, nodes: int, seed: int):
+    """Device ``next`` array (uint32) holding one random cycle through ``nodes`` nodes spaced
+    ``STRIDE_BYTES`` apart; returns (array, first node's element index)."""
+    step = STRIDE_BYTES // 4
+    order = np.random.default_rng(seed).permutation(nodes).astype(np.int64)
+    successor = np.empty(nodes, dtype=np.int64)
+    successor[order] = np.roll(order, -1)  # order[i] -> order[i+1], last -> first
+    array = cupy.zeros(nodes * step, dtype=cupy.uint32)
+    array[cupy.arange(nodes, dtype=cupy.int64) * step] = cupy.asarray(
+        (successor * step).astype(np.uint32))
+    return array, int(order[0] * step)
+
+
+def _bandwidth_ms(cupy, timer: _Timer, read, launch: tuple, nbytes: int, l2_bytes: int,
+                  l2_passes: int) -> tuple[float, float, float]:
+    """Best (copy, DRAM read, L2 read) times in ms; the buffers are freed on return."""
+    blocks, threads, sink = launch
+    src = cupy.ones(nbytes // 4, dtype=cupy.float32)
+    dst = cupy.empty_like(src)
+    copy_ms = timer.best_ms(lambda: dst.data.copy_from_device_async(src.data, nbytes))
+    read_ms = timer.best_ms(lambda: read((blocks,), (threads,),
+                                         (src, np.uint64(nbytes // 16), np.int32(1), sink)))
+    small = src[: l2_bytes // 4]
+    l2_ms = timer.best_ms(lambda: read((blocks,), (threads,), (
+        small, np.uint64(l2_bytes // 16), np.int32(l2_passes), sink)))
+    return copy_ms, read_ms, l2_ms
+
+
+def _dram_chase_ms(cupy, chase, nodes: int, steps: int, repeats: int) -> float:
+    """Best of ``repeats`` chases of ``steps`` loads, each continuing where the last stopped
+    (so every load reaches a node nothing touched before: a DRAM access)."""
+    array, position = _chase_array(cupy, nodes, seed=1)
+    out = cupy.zeros(1, dtype=cupy.uint32)
+    samples = []
+    for i in range(repeats + 1):
+        begin, end = cupy.cuda.Event(), cupy.cuda.Event()
+        begin.record()
+        chase((1,), (1,), (array, np.uint32(position), np.int32(steps), out))
+        end.record()
+        end.synchronize()
+        position = int(out.get()[0])
+        if i > 0:  # the first chase is untimed, like every other figure's first launch
+            samples.append(cupy.cuda.get_elapsed_time(begin, end))
+    return min(samples)
+
+
+def _l2_chase_ms(cupy, timer: _Timer, chase, nodes: int, steps: int) -> float:
+    """Best chase of ``steps`` loads over ``nodes`` nodes already brought into L2."""
+    array, start = _chase_array(cupy, nodes, seed=2)
+    out = cupy.zeros(1, dtype=cupy.uint32)
+    chase((1,), (1,), (array, np.uint32(start), np.int32(nodes), out))  # one lap loads L2
+    return timer.best_ms(lambda: chase((1,), (1,), (array, np.uint32(start),
+                                                    np.int32(steps), out)), untimed=0)
+
+
+def measure_gpu_ceilings(*, size_mb: float = 1024, repeats: int = 5, l2_passes: int = 200,
+                         chase_steps: int = 20_000, fma_iters: int = 8192) -> MeasuredCeilings:
+    """Measure copy, read and L2 bandwidth (GB/s, 10^9 B/s), DRAM and L2 load latency (ns) and
+    FP32 FMA throughput (GFLOP/s) of device 0. See the module docstring for the protocol."""
+    ok, why = _gpu.cupy_cuda_status()
+    if not ok:
+        raise DeviceError(f"cannot measure GPU ceilings: {why}")
+    import cupy
+
+    runtime = cupy.cuda.runtime
+    props = runtime.getDeviceProperties(0)
+    name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
+    l2 = int(runtime.deviceGetAttribute(38, 0))
+    sms = int(runtime.deviceGetAttribute(16, 0))
+    module = _gpu.raw_module(SOURCE)
+    read, chase, fma = (module.get_function(n) for n in ("read_stream", "pointer_chase",
+                                                         "fma_chains"))
+    timer = _Timer(cupy, repeats)
+    sink = cupy.zeros(4, dtype=cupy.float32)
+    threads, blocks = 256, sms * 8  # 2048 threads per SM: full occupancy on Hopper
+
+    def fma_launch() -> None:
+        fma((blocks,), (threads,), (np.int32(fma_iters), np.float32(0.999), np.float32(1e-3),
+                                    sink))
+
+    ramp_until = time.perf_counter() + RAMP_S  # clocks up before anything is timed
+    while time.perf_counter() < ramp_until:
+        for _ in range(5):
+            fma_launch()
+        cupy.cuda.Device().synchronize()
+    fma_ms = timer.best_ms(fma_launch)
+    flops = 2.0 * CHAINS * fma_iters * blocks * threads
+
+    nbytes = int(size_mb * MiB) // 16 * 16
+    l2_bytes = (l2 // 4) // 16 * 16
+    copy_ms, read_ms, l2_ms = _bandwidth_ms(cupy, timer, read, (blocks, threads, sink),
+                                            nbytes, l2_bytes, l2_passes)
+    dram_nodes = 4 * MiB
+    dram_ms = _dram_chase_ms(cupy, chase, dram_nodes, chase_steps, repeats)
+    l2_nodes = max(1024, l2_bytes // STRIDE_BYTES)
+    l2_chase_ms = _l2_chase_ms(cupy, timer, chase, l2_nodes, chase_steps)
+    cupy.get_default_memory_pool().free_all_blocks()
+
+    best = f"best of {repeats} CUDA-event-timed launches after 1 untimed"
+    return MeasuredCeilings(
+        device=name,
+        copy_bw_gb_s=2 * nbytes / (copy_ms * 1e-3) / 1e9,
+        read_bw_gb_s=nbytes / (read_ms * 1e-3) / 1e9,
+        l2_bw_gb_s=l2_passes * l2_bytes / (l2_ms * 1e-3) / 1e9,
+        dram_latency_ns=dram_ms * 1e6 / chase_steps,
+        l2_latency_ns=l2_chase_ms * 1e6 / chase_steps,
+        fp32_gflops=flops / (fma_ms * 1e-3) / 1e9,
+        method={
+            "copy_bw_gb_s": f"cudaMemcpyAsync D2D, 2 buffers x {nbytes / MiB:.0f} MiB "
+                            f"({nbytes / l2:.0f}x the {l2 / MiB:.0f} MiB L2); bytes = read + "
+                            f"write; {best}",
+            "read_bw_gb_s": f"grid-stride float4 __ldcg sum over {nbytes / MiB:.0f} MiB, "
+                            f"{blocks} x {threads} threads; {best}",
+            "l2_bw_gb_s": f"same kernel, {l2_passes} passes over {l2_bytes / MiB:.1f} MiB "
+                          f"(L2/4); {best}",
+            "dram_latency_ns": f"1-thread pointer chase, {chase_steps} dependent __ldcg loads "
+                               f"over a random cycle of {dram_nodes} nodes {STRIDE_BYTES} B "
+                               f"apart ({dram_nodes * STRIDE_BYTES / MiB:.0f} MiB), every "
+                               f"load a fresh node; best of {repeats} chases; ns per load",
+            "l2_latency_ns": f"1-thread pointer chase, {chase_steps} dependent __ldcg loads "
+                             f"over a random cycle of {l2_nodes} nodes {STRIDE_BYTES} B apart "
+                             f"({l2_nodes * STRIDE_BYTES / MiB:.1f} MiB, chased once untimed "
+                             f"to load L2); best of {repeats}; ns per load",
+            "fp32_gflops": f"fma_chains: {CHAINS} independent FMA chains x {fma_iters} "
+                           f"iterations, {blocks} x {threads} threads, 2 flops per FMA; "
+                           f"after {RAMP_S:g} s of FMAs to raise clocks; {best}",
+        },
+    )

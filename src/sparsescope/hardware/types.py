@@ -1,0 +1,64 @@
+"""Hardware records: datasheet specs and ceilings measured on a device."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class DeviceSpec:
+    """Datasheet figures of one device, each with its source in :attr:`sources`."""
+
+    name: str
+    """Canonical name, e.g. ``H200``."""
+    vendor_name: str
+    """Marketing name, e.g. ``NVIDIA H200 SXM 141GB``."""
+    kind: str
+    """``gpu`` or ``cpu``."""
+    compute_capability: str
+    """e.g. ``9.0``; empty for a CPU."""
+    sm_count: int
+    """Streaming multiprocessors (cores for a CPU)."""
+    max_warps_per_sm: int
+    """Resident warps per SM at 100% occupancy."""
+    max_threads_per_sm: int
+    max_blocks_per_sm: int
+    registers_per_sm: int
+    """32-bit registers per SM."""
+    shared_mem_per_sm_bytes: int
+    warp_schedulers_per_sm: int
+    l2_bytes: int
+    peak_bw_gb_s: float
+    """Peak DRAM bandwidth, GB/s (10^9 bytes/s)."""
+    fp32_peak_gflops: float
+    """Peak non-tensor FP32, GFLOP/s (2 flops per FMA)."""
+    sm_clock_mhz: float
+    """Boost SM clock used for the FP32 peak."""
+    dram_latency_ns: float
+    """Estimated loaded DRAM latency, ns (the model's Little's-law input)."""
+    memory: str = ""
+    """Memory type and size, e.g. ``141 GB HBM3e``."""
+    sources: dict[str, str] = field(default_factory=dict, compare=False)
+    """Field name -> where the figure comes from (datasheet, whitepaper, measured, derived)."""
+
+
+@dataclass(frozen=True)
+class MeasuredCeilings:
+    """Ceilings measured on the device that ran the cases (None where not measured)."""
+
+    device: str
+    """Device name as reported by the driver or the OS."""
+    copy_bw_gb_s: float | None = None
+    """Device-to-device (or RAM-to-RAM) copy, read + write bytes counted, GB/s."""
+    read_bw_gb_s: float | None = None
+    """Read-only streaming bandwidth, GB/s."""
+    l2_bw_gb_s: float | None = None
+    """Bandwidth with the working set well inside L2, GB/s."""
+    dram_latency_ns: float | None = None
+    """Pointer-chasing load latency, working set much larger than L2, ns."""
+    l2_latency_ns: float | None = None
+    """Pointer-chasing load latency, working set inside L2, ns."""
+    fp32_gflops: float | None = None
+    """Measured FP32 FMA throughput, GFLOP/s."""
+    method: dict[str, str] = field(default_factory=dict, compare=False)
+    """Ceiling name -> how it was measured (buffer size, repeats, statistic)."""

@@ -1,0 +1,167 @@
+"""Matrix Market (``.mtx``, ``.mtx.gz``) reading with exact error locations.
+
+Fast path: the header (banner, comments, size line) is parsed in Python
+(:mod:`~sparsescope.matrices.mtx_header`), the body by ``fast_matrix_market`` (multi-threaded
+C++), then everything else is checked vectorised with NumPy: non-finite values, nonzero diagonal
+of a skew-symmetric file, duplicates. Only when a check fails (or ``fast_matrix_market`` raises)
+is the text looked at again (:mod:`~sparsescope.matrices._mtx_scan`), to name the exact 1-based
+line and write a precise message.
+
+Supported: ``coordinate`` and ``array`` formats; ``real``, ``integer`` and ``pattern`` fields
+(pattern values read as 1.0); ``general``, ``symmetric`` and ``skew-symmetric`` symmetry, expanded
+to full storage (skew mirrors with the sign negated; its diagonal must be zero). Symmetric files
+may store either triangle; an entry given in both triangles is reported as a duplicate.
+
+The Matrix Market format lets coordinate entries come in any order (SuiteSparse files are
+column-major), so entry order is not a defect here: rows are sorted silently. Duplicates are a
+defect: summed with a :class:`MatrixWarning`, or refused with ``strict=True``. In ``array`` files
+only the nonzero values become stored entries.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+
+from sparsescope.errors import MatrixFormatError
+from sparsescope.matrices._csr import (
+    check_finite,
+    coo_to_csr_unsummed,
+    finish_csr,
+    first_repeat,
+    first_row_defects,
+    make_csr,
+    report_defect,
+)
+from sparsescope.matrices._mtx_scan import (
+    check_entry_count,
+    line_text,
+    locate_entries,
+    parse_entry,
+    scan_body,
+)
+from sparsescope.matrices.mtx_header import MtxHeader, read_header
+
+__all__ = ["MtxHeader", "read_header", "read_mtx"]
+
+
+def read_mtx(path: str | Path, *, strict: bool = False) -> sp.csr_matrix:
+    """Read a ``.mtx``/``.mtx.gz`` file into canonical CSR; see the module docstring."""
+    header = read_header(path)
+    _check_announced_size(path, header)
+    if header.format == "array":
+        return _read_array(path, header)
+    import fast_matrix_market as fmm
+
+    try:
+        (values, (rows, cols)), _ = fmm.read_coo(str(path), generalize_symmetry=False)
+    except Exception as exc:  # noqa: BLE001 - any parser failure goes to the exact re-scan
+        # Raises a precise error; if it finds no defect (say, comment lines between entries,
+        # which fast_matrix_market refuses), its entries are used.
+        rows, cols, values = scan_body(path, header, hint=exc)
+    values = np.asarray(values, dtype=np.float64)
+    bad = check_finite(values)
+    if bad >= 0:
+        _raise_via_scan(path, header, bad, f"value {values[bad]} is not finite (NaN or infinity)")
+    if header.symmetry == "skew-symmetric":
+        diag = np.flatnonzero((rows == cols) & (values != 0.0))
+        if len(diag):
+            k = int(diag[0])
+            _raise_via_scan(path, header, k, "skew-symmetric matrix has a nonzero diagonal entry")
+    return _coordinate_to_csr(path, header, rows, cols, values, strict)
+
+
+def _check_announced_size(path, header: MtxHeader) -> None:
+    """A size line announcing more entries than the file can hold: name where the file ends.
+
+    Each entry line takes at least 4 bytes (``i j\\n``; 2 for an array value), so a count the
+    file cannot hold is caught before the parser allocates arrays for it. Compressed files are
+    not checked here (a parser failure reaches the same re-scan).
+    """
+    if str(path).endswith(".gz"):
+        return
+    min_bytes = 2 if header.format == "array" else 4
+    if header.entries * min_bytes > Path(path).stat().st_size:
+        check_entry_count(path, header)  # raises "file ends at line ... after n of N entries"
+
+
+def _raise_via_scan(path, header: MtxHeader, entry: int, message: str):
+    """A vectorised check found the first defect at ``entry``: name its line and its token.
+
+    fast_matrix_market parsed every line, so this entry is the first defect in file order; only
+    its line is located and parsed again to word the message.
+    """
+    line = locate_entries(path, header, [entry])[entry]
+    parse_entry(str(path), header, line, line_text(path, line))  # raises, quoting the token
+    raise MatrixFormatError(str(path), message, line=line)
+
+
+def _coordinate_to_csr(path, header: MtxHeader, rows, cols, values, strict: bool):
+    n_file = len(values)
+    mirrored = None
+    if header.symmetry != "general":
+        mirrored = np.flatnonzero(rows != cols)
+        sign = -1.0 if header.symmetry == "skew-symmetric" else 1.0
+        rows, cols = (np.concatenate((rows, cols[mirrored])),
+                      np.concatenate((cols, rows[mirrored])))
+        values = np.concatenate((values, sign * values[mirrored]))
+    matrix = coo_to_csr_unsummed(rows, cols, values, (header.rows, header.cols))
+    unsorted, dup = first_row_defects(matrix.indptr, matrix.indices)
+    if unsorted >= 0:
+        matrix.sort_indices()
+        dup = first_row_defects(matrix.indptr, matrix.indices)[1]
+    matrix.has_sorted_indices = True
+    if dup < 0:
+        return make_csr(matrix.data, matrix.indices, matrix.indptr, matrix.shape)
+    keys = np.asarray(rows, dtype=np.int64) * header.cols + np.asarray(cols, dtype=np.int64)
+    later, earlier = first_repeat(keys)
+
+    def origin(k: int) -> int:
+        return k if k < n_file else int(mirrored[k - n_file])
+
+    first_entry, second_entry = sorted((origin(later), origin(earlier)))
+    lines = locate_entries(path, header, [first_entry, second_entry])
+    note = " (symmetric storage mirrors each off-diagonal entry)" if mirrored is not None else ""
+    report_defect(
+        str(path),
+        f"duplicate entry ({int(rows[later]) + 1}, {int(cols[later]) + 1}): it repeats the entry "
+        f"on line {lines[first_entry]}{note}; duplicates are summed",
+        strict=strict, line=lines[second_entry])
+    return finish_csr(matrix)
+
+
+def _array_positions(header: MtxHeader) -> tuple[np.ndarray, np.ndarray]:
+    """0-based (row, col) of each value of an array file, in file (column-major) order."""
+    n, m = header.rows, header.cols
+    if header.symmetry == "general":
+        cols, rows = np.divmod(np.arange(n * m, dtype=np.int64), n)
+        return rows, cols
+    upper_r, upper_c = np.triu_indices(n, k=0 if header.symmetry == "symmetric" else 1)
+    return upper_c, upper_r  # lower triangle, column by column
+
+
+def _read_array(path: str | Path, header: MtxHeader) -> sp.csr_matrix:
+    """Dense ``array`` files: keep the nonzero values only."""
+    import fast_matrix_market as fmm
+
+    try:
+        dense = np.asarray(fmm.read_array(str(path)), dtype=np.float64)
+    except Exception as exc:  # noqa: BLE001 - exact re-scan names the line
+        file_values = scan_body(path, header, hint=exc)
+        rows, cols = _array_positions(header)
+        dense = np.zeros((header.rows, header.cols))
+        dense[rows, cols] = file_values
+        if header.symmetry != "general":
+            sign = -1.0 if header.symmetry == "skew-symmetric" else 1.0
+            dense[cols, rows] = sign * file_values
+    if not np.isfinite(dense).all():
+        scan_body(path, header)  # raises at the first non-finite value
+        raise MatrixFormatError(str(path), "non-finite value (NaN or infinity)")
+    csr = sp.csr_matrix(dense)
+    if csr.nnz == 0:
+        raise MatrixFormatError(str(path), "empty matrix: every value is zero",
+                                line=header.size_line)
+    csr.sort_indices()
+    return make_csr(csr.data, csr.indices, csr.indptr, csr.shape)

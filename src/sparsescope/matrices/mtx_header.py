@@ -1,0 +1,127 @@
+"""Matrix Market banner and size line: parsed in Python, checked word by word."""
+
+from __future__ import annotations
+
+import gzip
+from dataclasses import dataclass
+from pathlib import Path
+
+from sparsescope.errors import MatrixFormatError
+
+BANNER = "%%MatrixMarket"
+BANNER_HELP = "'%%MatrixMarket matrix <coordinate|array> <real|integer|pattern> <symmetry>'"
+FORMATS = ("coordinate", "array")
+FIELDS = ("real", "integer", "pattern")
+SYMMETRIES = ("general", "symmetric", "skew-symmetric")
+
+
+@dataclass(frozen=True)
+class MtxHeader:
+    """What the banner and the size line of a Matrix Market file say."""
+
+    format: str
+    """``coordinate`` or ``array``."""
+    field: str
+    """``real``, ``integer`` or ``pattern``."""
+    symmetry: str
+    """``general``, ``symmetric`` or ``skew-symmetric``."""
+    rows: int
+    cols: int
+    entries: int
+    """Entries stored in the file: the third number of a coordinate size line, or the count of
+    values an array file must hold for its symmetry."""
+    size_line: int
+    """1-based line number of the size line; the body starts after it."""
+
+
+def open_binary(path: str | Path):
+    """Open a file for binary reading, through gzip when it ends in ``.gz``."""
+    return gzip.open(path, "rb") if str(path).endswith(".gz") else open(path, "rb")
+
+
+def short_text(raw: bytes, limit: int = 80) -> str:
+    text = raw.decode("latin-1").strip()
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def read_header(path: str | Path) -> MtxHeader:
+    """Parse and check the banner and size line; raise :class:`MatrixFormatError` on any defect."""
+    p = str(path)
+    with open_binary(path) as fh:
+        try:
+            first = fh.readline()
+        except (OSError, EOFError) as exc:
+            raise MatrixFormatError(p, f"cannot read file: {exc}") from exc
+        tokens = first.decode("latin-1").split()
+        if not tokens or tokens[0] != BANNER:
+            found = short_text(first) or "an empty line"
+            raise MatrixFormatError(p, f"bad banner: expected {BANNER_HELP}, found '{found}'",
+                                    line=1)
+        if len(tokens) != 5:
+            raise MatrixFormatError(
+                p, f"bad banner: expected 5 words {BANNER_HELP}, found {len(tokens)}", line=1)
+        obj, fmt, field, symmetry = (t.lower() for t in tokens[1:])
+        _check_banner(p, obj, fmt, field, symmetry)
+        lineno = 1
+        size_raw = b""
+        for raw in fh:
+            lineno += 1
+            stripped = raw.strip()
+            if stripped and not stripped.startswith(b"%"):
+                size_raw = stripped
+                break
+        if not size_raw:
+            raise MatrixFormatError(p, "file ends before the size line", line=lineno)
+    want = 3 if fmt == "coordinate" else 2
+    shape_help = "'rows cols entries'" if want == 3 else "'rows cols'"
+    parts = size_raw.split()
+    try:
+        numbers = [int(t) for t in parts]
+    except ValueError:
+        numbers = []
+    if len(numbers) != want or min(numbers) < 0:
+        raise MatrixFormatError(
+            p, f"bad size line: expected {shape_help} as {want} non-negative integers, "
+               f"found '{short_text(size_raw)}'", line=lineno)
+    rows, cols = numbers[0], numbers[1]
+    if rows == 0 or cols == 0:
+        raise MatrixFormatError(p, f"empty matrix: the size line gives {rows} x {cols}",
+                                line=lineno)
+    if symmetry != "general" and rows != cols:
+        raise MatrixFormatError(
+            p, f"a {symmetry} matrix must be square; the size line gives {rows} x {cols}",
+            line=lineno)
+    if want == 3:
+        entries = numbers[2]
+    elif symmetry == "general":
+        entries = rows * cols
+    elif symmetry == "symmetric":
+        entries = rows * (rows + 1) // 2
+    else:
+        entries = rows * (rows - 1) // 2
+    if entries == 0:
+        raise MatrixFormatError(p, "empty matrix: the size line announces 0 entries", line=lineno)
+    return MtxHeader(fmt, field, symmetry, rows, cols, entries, lineno)
+
+
+def _check_banner(p: str, obj: str, fmt: str, field: str, symmetry: str) -> None:
+    if obj != "matrix":
+        raise MatrixFormatError(p, f"unsupported object '{obj}' (only 'matrix')", line=1)
+    if fmt not in FORMATS:
+        raise MatrixFormatError(p, f"unknown format '{fmt}' (expected coordinate or array)",
+                                line=1)
+    if field == "complex":
+        raise MatrixFormatError(
+            p, "field 'complex' is not supported (expected real, integer or pattern)", line=1)
+    if field not in FIELDS:
+        raise MatrixFormatError(p, f"unknown field '{field}' (expected real, integer or pattern)",
+                                line=1)
+    if symmetry == "hermitian":
+        raise MatrixFormatError(
+            p, "symmetry 'hermitian' is not supported (it needs complex values)", line=1)
+    if symmetry not in SYMMETRIES:
+        raise MatrixFormatError(
+            p, f"unknown symmetry '{symmetry}' (expected general, symmetric or skew-symmetric)",
+            line=1)
+    if fmt == "array" and field == "pattern":
+        raise MatrixFormatError(p, "field 'pattern' is not allowed with format 'array'", line=1)

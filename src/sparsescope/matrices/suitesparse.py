@@ -1,0 +1,120 @@
+"""SuiteSparse Matrix Collection matrices by ``Group/Name``, cached on disk.
+
+Cache layout, under ``$SPARSESCOPE_CACHE`` or ``platformdirs.user_cache_dir("sparsescope")``::
+
+    suitesparse/<Group>/<Name>.tar.gz       the archive as downloaded (kept)
+    suitesparse/<Group>/<Name>/<Name>.mtx   the matrix, extracted from it
+
+An existing ``.mtx`` is used as it is; an existing ``.tar.gz`` is extracted without downloading.
+Otherwise the archive is downloaded from :data:`BASE_URL` (the collection's public Matrix Market
+mirror); with no network a :class:`MatrixNotAvailableError` says which URL to fetch by hand and
+where to put the file.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import tarfile
+import tempfile
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from sparsescope.errors import MatrixFormatError, MatrixNotAvailableError, UsageError
+
+BASE_URL = "https://suitesparse-collection-website.herokuapp.com/MM"
+DOWNLOAD_TIMEOUT_S = 60.0
+_NAME_PART = re.compile(r"^[A-Za-z0-9_.+-]+$")
+
+
+def cache_root() -> Path:
+    """``$SPARSESCOPE_CACHE`` when set, else the per-user cache folder of sparsescope."""
+    env = os.environ.get("SPARSESCOPE_CACHE")
+    if env:
+        return Path(env)
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("sparsescope"))
+
+
+def split_name(group_name: str) -> tuple[str, str]:
+    """Check and split ``Group/Name``."""
+    parts = group_name.strip().split("/")
+    if len(parts) != 2 or not all(_NAME_PART.match(part) for part in parts) or \
+            any(part in (".", "..") for part in parts):
+        raise UsageError(
+            f"bad SuiteSparse matrix name {group_name!r}: expected 'Group/Name', e.g. "
+            "'Williams/cant'")
+    return parts[0], parts[1]
+
+
+def suitesparse_url(group: str, name: str) -> str:
+    return f"{BASE_URL}/{group}/{name}.tar.gz"
+
+
+def _download(url: str, dest: Path, timeout_s: float = DOWNLOAD_TIMEOUT_S) -> None:
+    """Stream ``url`` to ``dest`` (through a temp file beside it) with a progress bar."""
+    from tqdm import tqdm
+
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".part", dir=dest.parent)
+    try:
+        with urllib.request.urlopen(url, timeout=timeout_s) as response, \
+                os.fdopen(fd, "wb") as out:
+            total = int(response.headers.get("Content-Length") or 0) or None
+            with tqdm(total=total, unit="B", unit_scale=True, desc=dest.name, file=sys.stderr,
+                      disable=not sys.stderr.isatty()) as bar:
+                while chunk := response.read(1 << 20):
+                    out.write(chunk)
+                    bar.update(len(chunk))
+        os.replace(tmp, dest)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _extract(archive: Path, group_dir: Path, name: str) -> None:
+    """Extract the members under ``<Name>/`` (SuiteSparse archives hold ``<Name>/<Name>.mtx``)."""
+    try:
+        with tarfile.open(archive, "r:gz") as tar:
+            members = [m for m in tar.getmembers()
+                       if m.name.split("/")[0] == name and (m.isfile() or m.isdir())]
+            tar.extractall(group_dir, members=members, filter="data")
+    except (tarfile.TarError, OSError, EOFError) as exc:
+        raise MatrixFormatError(str(archive), f"cannot extract the archive: {exc}") from None
+
+
+def fetch_suitesparse(group_name: str, *, cache_dir: str | os.PathLike | None = None,
+                      download: bool = True) -> Path:
+    """Return the path of ``Group/Name``'s ``.mtx`` in the cache, downloading it if needed.
+
+    Raises :class:`MatrixNotAvailableError` when it is not cached and cannot be downloaded
+    (``download=False`` or no network), naming the URL and the place to put the file.
+    """
+    group, name = split_name(group_name)
+    root = Path(cache_dir) if cache_dir is not None else cache_root()
+    group_dir = root / "suitesparse" / group
+    mtx = group_dir / name / f"{name}.mtx"
+    archive = group_dir / f"{name}.tar.gz"
+    if mtx.is_file():
+        return mtx
+    url = suitesparse_url(group, name)
+    if not archive.is_file():
+        how = (f"fetch {url} and place it at {archive} (or extract its {name}/{name}.mtx to "
+               f"{mtx})")
+        if not download:
+            raise MatrixNotAvailableError(f"{group}/{name} is not in the cache; {how}")
+        try:
+            group_dir.mkdir(parents=True, exist_ok=True)
+            _download(url, archive)
+        except (urllib.error.URLError, OSError, TimeoutError, ValueError) as exc:
+            reason = getattr(exc, "reason", exc)
+            raise MatrixNotAvailableError(
+                f"cannot download {group}/{name} ({reason}); {how}") from None
+    _extract(archive, group_dir, name)
+    if not mtx.is_file():
+        raise MatrixFormatError(str(archive), f"the archive holds no {name}/{name}.mtx")
+    return mtx

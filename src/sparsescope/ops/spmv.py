@@ -1,0 +1,57 @@
+"""SpMV, ``y = A x``: the input vector, the float64 reference, and the correctness check.
+
+Every backend's output is compared with :func:`reference_spmv` before it may be timed
+(the correctness gate in ``backends.runner``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from sparsescope.results.records import Correctness
+
+OP_NAME = "spmv"
+
+#: Relative L2 error allowed per value dtype. float32: the float64 reference differs from a
+#: float32 computation by rounding of A, of the products and of the running sums, ~1e-7 x
+#: sqrt(nnz per row) relative; 1e-5 leaves room for any summation order and still catches a
+#: single dropped nonzero in all but the largest rows. float64: ~1e-16 rounding, 1e-12 gate.
+DEFAULT_TOLERANCE = {"float32": 1e-5, "float64": 1e-12}
+
+
+def make_x(cols: int, seed: int = 0, dtype=np.float32) -> np.ndarray:
+    """Deterministic input vector: ``cols`` values uniform in [-1, 1) from ``seed``.
+
+    Drawn in float64 then cast, so the same seed gives the same values (rounded) in every dtype.
+    Distinct random values (not all ones) make a wrong column index change the result.
+    """
+    rng = np.random.default_rng(seed)
+    return (rng.random(cols) * 2.0 - 1.0).astype(dtype)
+
+
+def reference_spmv(csr: sp.csr_matrix, x: np.ndarray) -> np.ndarray:
+    """``A x`` in float64 (A and x cast to float64 first), as a dense 1-D array."""
+    a64 = sp.csr_matrix(csr, dtype=np.float64, copy=False)
+    if a64.shape[1] != x.shape[0]:
+        raise ValueError(f"x has {x.shape[0]} entries, A has {a64.shape[1]} columns")
+    return np.asarray(a64 @ np.asarray(x, dtype=np.float64), dtype=np.float64).ravel()
+
+
+def check_output(y: np.ndarray, y_ref: np.ndarray, tolerance: float) -> Correctness:
+    """Relative L2 error of ``y`` against ``y_ref``.
+
+    ``rel_err = ||y - y_ref||_2 / ||y_ref||_2``; the absolute error ``||y - y_ref||_2`` when
+    ``y_ref`` is all zero. A NaN or infinity in ``y``, or a wrong length, gives an infinite
+    error (so the gate fails it).
+    """
+    y = np.asarray(y)
+    y_ref = np.asarray(y_ref, dtype=np.float64)
+    if y.shape != y_ref.shape or not np.all(np.isfinite(y)):
+        return Correctness(rel_err=float("inf"), tolerance=tolerance, max_abs_err=float("inf"))
+    diff = y.astype(np.float64) - y_ref
+    err = float(np.linalg.norm(diff))
+    ref_norm = float(np.linalg.norm(y_ref))
+    rel = err / ref_norm if ref_norm > 0 else err
+    max_abs = float(np.max(np.abs(diff))) if diff.size else 0.0
+    return Correctness(rel_err=rel, tolerance=tolerance, max_abs_err=max_abs)

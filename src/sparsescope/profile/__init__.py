@@ -1,0 +1,41 @@
+"""The profile stage: run a case under Nsight Compute, read ``.ncu-rep`` files and ncu's CSV
+exports into typed records, and turn them into the report's tables and figures.
+
+Modules: ``metrics`` (metric groups and stall names as data), ``records`` (KernelProfile,
+RuleMessage, InstructionSample), ``read_report`` / ``read_csv`` (the two readers), ``analysis`` and
+``instruction_roofline`` (tables), ``figures`` and ``render`` (report pieces), ``collect`` (ncu
+command lines, running, errors), ``target`` (the program ncu profiles). No module imports a GPU
+library; ``ncu_report`` and matplotlib are imported where they are used.
+"""
+
+from sparsescope.profile.errors import ProfileError
+from sparsescope.profile.records import InstructionSample, KernelProfile, RuleMessage
+
+__all__ = ["InstructionSample", "KernelProfile", "ProfileError", "RuleMessage", "load"]
+
+
+def load(path, details=None):
+    """Kernel profiles from a ``.ncu-rep`` report or a ``--page raw`` CSV export (with an
+    optional ``--page details`` export for the rule messages), chosen by the file's content."""
+    from pathlib import Path
+
+    from sparsescope.profile.read_report import REPORT_MAGIC, load_profiles
+
+    path = Path(path)
+    if details is not None and path.suffix.lower() == ".ncu-rep":
+        from sparsescope.errors import UsageError
+
+        raise UsageError(f"{path}: a .ncu-rep report holds its rule messages; --details is for "
+                         "CSV exports")
+    if path.suffix.lower() == ".csv":
+        from sparsescope.profile.read_csv import load_profiles_csv
+
+        return load_profiles_csv(path, details)
+    if path.is_file() and path.suffix.lower() != ".ncu-rep":
+        with path.open("rb") as handle:
+            head = handle.read(4096)
+        if head and not head.startswith(REPORT_MAGIC) and b"\x00" not in head:
+            from sparsescope.profile.read_csv import load_profiles_csv
+
+            return load_profiles_csv(path, details)
+    return load_profiles(path)

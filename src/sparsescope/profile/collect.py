@@ -1,0 +1,299 @@
+"""Run a case under Nsight Compute (``ncu``): find the binary, build the command line, run it,
+turn ncu's messages and exit code into specific errors, and export the report's CSV pages.
+
+ncu writes ``==PROF==``, ``==WARNING==`` and ``==ERROR==`` lines into the same streams as the
+profiled program; :func:`interpret_ncu_output` reads those. The texts it looks for are ncu's own:
+
+- ``==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU
+  Performance Counters on the target device 0. ...``
+- ``==ERROR== The application returned an error code (1).``
+- ``==WARNING== No kernels were profiled.`` (followed, when a filter matched nothing, by
+  ``Available Kernels:`` and a numbered list)
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+import shutil
+import subprocess
+import sys
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sparsescope._atomic import write_text_atomic
+from sparsescope.errors import UnknownNameError, UsageError
+from sparsescope.profile.errors import ProfileError
+from sparsescope.profile.metrics import DEFAULT_GROUPS, METRIC_GROUPS, group_metrics
+
+#: Where ncu lives when it is not on PATH (CUDA toolkits, standalone Nsight Compute installs).
+NCU_GLOBS = ("/usr/local/cuda*/bin/ncu", "/opt/nvidia/nsight-compute*/ncu",
+             "/opt/nvidia/nsight-compute*/*/ncu")
+CLOCK_CONTROLS = ("base", "none")
+CACHE_CONTROLS = ("all", "none")
+NAME_BASES = ("function", "demangled", "mangled")
+SECTION_SETS = ("basic", "detailed", "full")
+
+PERMISSION_MARK = "ERR_NVGPUCTRPERM"
+NO_KERNELS_MARK = "No kernels were profiled"
+_APP_ERROR = re.compile(r"The application returned an error code \((-?\d+)\)")
+_AVAILABLE = re.compile(r"^\s*\d+\.\s+(\S.*)$")
+
+
+def find_ncu(env: Mapping[str, str] | None = None,
+             search_globs: Sequence[str] | None = None) -> Path | None:
+    """The ncu binary: on PATH, then ``$CUDA_HOME/bin`` and ``$CUDA_PATH/bin``, then the usual
+    install folders (:data:`NCU_GLOBS`, newest version first); None when there is none."""
+    env = os.environ if env is None else env
+    search_globs = NCU_GLOBS if search_globs is None else search_globs
+    found = shutil.which("ncu", path=env.get("PATH", ""))
+    if found:
+        return Path(found)
+    for var in ("CUDA_HOME", "CUDA_PATH"):
+        if env.get(var):
+            candidate = Path(env[var]) / "bin" / "ncu"
+            if candidate.is_file() and os.access(candidate, os.X_OK):
+                return candidate
+    for pattern in search_globs:
+        for match in sorted(glob.glob(pattern), reverse=True):
+            if os.access(match, os.X_OK):
+                return Path(match)
+    return None
+
+
+@dataclass(frozen=True)
+class CollectOptions:
+    """What ncu collects and from which launches; each field maps to one ncu option."""
+
+    groups: tuple[str, ...] = DEFAULT_GROUPS
+    """Metric groups (:data:`~sparsescope.profile.metrics.METRIC_GROUPS`); ignored with a set."""
+    section_set: str | None = None
+    """``--set`` (e.g. ``full``) instead of the groups."""
+    kernel_filter: str | None = None
+    """``--kernel-name``: a name, or ``regex:<expression>``."""
+    kernel_name_base: str = "function"
+    """``--kernel-name-base``: what the filter matches (function, demangled, mangled)."""
+    launch_skip: int = 0
+    """``--launch-skip``: matching launches to skip first (e.g. warm-up calls)."""
+    launch_count: int | None = None
+    """``--launch-count``: matching launches to profile; None profiles all."""
+    clock_control: str = "base"
+    """``--clock-control``: ``base`` locks clocks to base (repeatable), ``none`` leaves them."""
+    cache_control: str = "all"
+    """``--cache-control``: ``all`` flushes caches before each replay pass, ``none`` keeps them."""
+    import_source: bool = True
+    """``--import-source yes``: store CUDA source in the report (needs -lineinfo)."""
+    extra_args: tuple[str, ...] = ()
+    """Further ncu options, passed as given."""
+
+    def __post_init__(self) -> None:
+        for name in self.groups:
+            if name not in METRIC_GROUPS:
+                raise UnknownNameError("metric group", name, list(METRIC_GROUPS))
+        if self.section_set is None and not self.groups:
+            raise UsageError("give at least one metric group or a section set")
+        for value, allowed, what in ((self.clock_control, CLOCK_CONTROLS, "clock control"),
+                                     (self.cache_control, CACHE_CONTROLS, "cache control"),
+                                     (self.kernel_name_base, NAME_BASES, "kernel name base")):
+            if value not in allowed:
+                raise UnknownNameError(what, value, allowed)
+        if self.section_set is not None and self.section_set not in SECTION_SETS:
+            raise UnknownNameError("section set", self.section_set, SECTION_SETS)
+        if self.launch_skip < 0:
+            raise UsageError(f"launch skip must be >= 0, got {self.launch_skip}")
+        if self.launch_count is not None and self.launch_count < 1:
+            raise UsageError(f"launch count must be >= 1, got {self.launch_count}")
+
+    @property
+    def collects_source(self) -> bool:
+        """Whether the report will hold per-instruction counters (source page worth exporting)."""
+        if self.section_set == "full":
+            return True
+        return self.section_set is None and "SourceCounters" in group_metrics(self.groups)[1]
+
+
+def build_ncu_command(ncu: str | Path, report_path: str | Path, target: Sequence[str],
+                      options: CollectOptions) -> list[str]:
+    """The full ``ncu ... <target>`` command line."""
+    cmd = [str(ncu), "--export", str(report_path), "--force-overwrite",
+           "--target-processes", "all",
+           "--clock-control", options.clock_control, "--cache-control", options.cache_control]
+    if options.section_set is not None:
+        cmd += ["--set", options.section_set]
+    else:
+        metrics, sections = group_metrics(options.groups)
+        cmd += ["--metrics", ",".join(metrics)]
+        for section in sections:
+            cmd += ["--section", section]
+    if options.kernel_filter:
+        cmd += ["--kernel-name-base", options.kernel_name_base,
+                "--kernel-name", options.kernel_filter]
+    if options.launch_skip:
+        cmd += ["--launch-skip", str(options.launch_skip)]
+    if options.launch_count is not None:
+        cmd += ["--launch-count", str(options.launch_count)]
+    if options.import_source:
+        cmd += ["--import-source", "yes"]
+    return cmd + list(options.extra_args) + list(target)
+
+
+def export_command(ncu: str | Path, report_path: str | Path, page: str) -> list[str]:
+    """``ncu --import R --csv --page <raw|details|source>``; numbers in base units, the source
+    page as SASS."""
+    cmd = [str(ncu), "--import", str(report_path), "--csv", "--page", page]
+    if page == "source":
+        return cmd + ["--print-source", "sass"]
+    if page in ("raw", "details"):
+        return cmd + ["--print-units", "base"]
+    raise UsageError(f"unknown ncu page {page!r}; known: raw, details, source")
+
+
+def target_command(suite: str, matrix: str, backend: str, *, op: str = "spmv",
+                   scale: float = 1.0, warmups: int = 1, repeats: int = 3) -> list[str]:
+    """The program ncu profiles: one case run by :mod:`sparsescope.profile.target`."""
+    return [sys.executable, "-m", "sparsescope.profile.target", "--suite", suite,
+            "--matrix", matrix, "--backend", backend, "--op", op, "--scale", repr(scale),
+            "--warmups", str(warmups), "--repeats", str(repeats)]
+
+
+@dataclass(frozen=True)
+class NcuResult:
+    """What one ncu invocation returned."""
+
+    command: tuple[str, ...]
+    returncode: int
+    stdout: str
+    stderr: str
+
+    @property
+    def output(self) -> str:
+        return self.stdout + ("\n" if self.stdout and self.stderr else "") + self.stderr
+
+
+def run_ncu(command: Sequence[str], *, timeout_s: float | None = None,
+            env: Mapping[str, str] | None = None) -> NcuResult:
+    try:
+        done = subprocess.run(list(command), capture_output=True, text=True, errors="replace",
+                              timeout=timeout_s, env=None if env is None else dict(env))
+    except FileNotFoundError as exc:
+        raise ProfileError("ncu_not_found", f"cannot execute {command[0]}: {exc}") from exc
+    except subprocess.TimeoutExpired as exc:
+        raise ProfileError("ncu_failed", f"ncu did not finish within {timeout_s} s: "
+                           f"{' '.join(command[:6])} ...") from exc
+    return NcuResult(tuple(command), done.returncode, done.stdout, done.stderr)
+
+
+def _program_output(text: str, lines: int = 15) -> str:
+    kept = [ln for ln in text.splitlines() if ln.strip() and not ln.startswith("==")]
+    return "\n".join(kept[-lines:])
+
+
+def interpret_ncu_output(result: NcuResult, report_path: str | Path,
+                         kernel_filter: str | None = None) -> None:
+    """Raise :class:`ProfileError` for each failure ncu reports; return when the report exists.
+
+    Checked in this order because ncu prints "No kernels were profiled" after the other two:
+    counter permission, the profiled program's failure, nothing matched, other ncu errors."""
+    text = result.output
+    error_lines = [ln.strip() for ln in text.splitlines() if ln.startswith("==ERROR==")]
+    if PERMISSION_MARK in text:
+        line = next((ln for ln in text.splitlines() if PERMISSION_MARK in ln), PERMISSION_MARK)
+        raise ProfileError("permission", (
+            f"no permission to read the GPU performance counters: {line.strip()} "
+            "Fix: let non-admin users profile (driver option "
+            "NVreg_RestrictProfilingToAdminUsers=0, see https://developer.nvidia.com/"
+            "ERR_NVGPUCTRPERM), run as root, or start the container with --cap-add=SYS_ADMIN."))
+    app = _APP_ERROR.search(text)
+    if app:
+        tail = _program_output(text)
+        raise ProfileError("target_failed", (
+            f"the profiled program failed (exit code {app.group(1)})"
+            + (f"; its last output:\n{tail}" if tail else "")))
+    if NO_KERNELS_MARK in text:
+        after = text[text.index(NO_KERNELS_MARK):].splitlines()[1:]
+        available = [m.group(1) for m in map(_AVAILABLE.match, after) if m]
+        if kernel_filter:
+            msg = f"no kernel launch matched the filter {kernel_filter!r} (ncu: {NO_KERNELS_MARK})"
+        else:
+            msg = f"ncu profiled no kernel ({NO_KERNELS_MARK}): the program launched none"
+        if available:
+            msg += "; kernels the program launched: " + ", ".join(available)
+        raise ProfileError("no_kernels", msg)
+    if result.returncode != 0 or error_lines:
+        detail = "\n".join(error_lines) or _program_output(text) or "(no output)"
+        raise ProfileError("ncu_failed", f"ncu exited with code {result.returncode}:\n{detail}")
+    if not Path(report_path).is_file():
+        raise ProfileError("ncu_failed", f"ncu exited 0 but wrote no report at {report_path}")
+
+
+@dataclass(frozen=True)
+class ProfileRun:
+    """Files one profiling run wrote, and how."""
+
+    report_path: Path
+    raw_csv: Path
+    details_csv: Path
+    source_csv: Path | None
+    """None when the run collected no per-instruction counters, or the export failed."""
+    log_path: Path
+    """ncu's and the program's output during profiling."""
+    command: tuple[str, ...]
+    ncu_version: str = ""
+    notes: dict[str, str] = field(default_factory=dict, compare=False)
+
+
+def ncu_version(ncu: str | Path) -> str:
+    """The ``Version ...`` line of ``ncu --version``, or empty."""
+    result = run_ncu([str(ncu), "--version"], timeout_s=60)
+    return next((ln.strip() for ln in result.stdout.splitlines() if "Version" in ln), "")
+
+
+def _export(ncu: Path, report: Path, page: str, dest: Path, timeout_s: float | None) -> Path:
+    result = run_ncu(export_command(ncu, report, page), timeout_s=timeout_s)
+    errors = [ln for ln in result.output.splitlines() if ln.startswith("==ERROR==")]
+    if result.returncode != 0 or errors or not result.stdout.strip():
+        raise ProfileError("ncu_failed", f"exporting the {page} page failed (code "
+                           f"{result.returncode}): " + ("\n".join(errors) or result.stderr.strip()
+                                                       or "empty output"), path=str(report))
+    return write_text_atomic(dest, result.stdout)
+
+
+def run_profile(target: Sequence[str], out_dir: str | Path, stem: str, options: CollectOptions,
+                *, ncu: str | Path | None = None, timeout_s: float | None = None,
+                env: Mapping[str, str] | None = None) -> ProfileRun:
+    """Profile ``target`` and write ``<stem>.ncu-rep``, ``<stem>_raw.csv``,
+    ``<stem>_details.csv``, ``<stem>_source.csv`` (when source counters were collected) and
+    ``<stem>.ncu.log`` into ``out_dir``."""
+    binary = Path(ncu) if ncu is not None else find_ncu(env)
+    if binary is None:
+        raise ProfileError("ncu_not_found", (
+            "ncu (Nsight Compute) not found on PATH, in $CUDA_HOME/bin or in "
+            + ", ".join(NCU_GLOBS) + "; install Nsight Compute or pass its path (--ncu)"))
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    report = out / f"{stem}.ncu-rep"
+    command = build_ncu_command(binary, report, target, options)
+    result = run_ncu(command, timeout_s=timeout_s, env=env)
+    log = write_text_atomic(out / f"{stem}.ncu.log", "$ " + " ".join(command) + "\n"
+                            + result.output)
+    interpret_ncu_output(result, report, options.kernel_filter)
+    raw = _export(binary, report, "raw", out / f"{stem}_raw.csv", timeout_s)
+    details = _export(binary, report, "details", out / f"{stem}_details.csv", timeout_s)
+    source, notes = None, {}
+    if options.collects_source:
+        try:
+            source = _export(binary, report, "source", out / f"{stem}_source.csv", timeout_s)
+        except ProfileError as exc:  # the report itself is fine; keep it and say what is missing
+            notes["source"] = str(exc)
+            warnings.warn(f"source page not exported: {exc}", stacklevel=2)
+    return ProfileRun(report, raw, details, source, log, tuple(command),
+                      ncu_version(binary), notes)
+
+
+def profile_stem(suite: str, matrix: str, backend: str) -> str:
+    """File stem of a case's profile: ``profile_<suite>_<matrix>_<backend>``, filename-safe."""
+    return "profile_" + "_".join(re.sub(r"[^A-Za-z0-9.+-]+", "-", part)
+                                 for part in (suite, matrix, backend))

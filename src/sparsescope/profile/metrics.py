@@ -1,0 +1,253 @@
+"""Nsight Compute metric names as data: metric groups, stall reasons, and the names analyses read.
+
+Every name here is a real ncu metric name, taken from the headers of the H200 recordings in
+``shared/fixtures/h200`` (``ncu_metrics_*_analog.csv`` for the metric-group runs,
+``spmv_full_raw.csv`` for ``--set full``). Where the full set and a metric-group run name the same
+quantity differently (``smsp__inst_executed_op_global_ld.sum`` vs
+``smsp__sass_inst_executed_op_global_ld.sum``), analyses take the first of a tuple of candidates
+that the profile holds.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+# --- warp stall reasons -------------------------------------------------------------------------
+
+#: Stall reasons in ncu's order
+#: (``smsp__average_warps_issue_stalled_<reason>_per_issue_active.ratio`` on Hopper). Readers accept
+#: any reason the profile holds, so a newer ncu's extra reasons appear too.
+STALL_REASONS = (
+    "barrier", "branch_resolving", "dispatch_stall", "drain", "gmma", "imc_miss", "lg_throttle",
+    "long_scoreboard", "math_pipe_throttle", "membar", "mio_throttle", "misc", "no_instruction",
+    "not_selected", "selected", "short_scoreboard", "sleeping", "tex_throttle", "wait",
+)
+
+#: reason -> (label as ncu's Warp State section prints it, what the warp waits for).
+STALL_LABELS: dict[str, tuple[str, str]] = {
+    "barrier": ("Barrier", "waiting for sibling warps at a barrier (__syncthreads)"),
+    "branch_resolving": ("Branch Resolving", "waiting for a branch target to be computed"),
+    "dispatch_stall": ("Dispatch Stall", "dispatcher could not issue the selected instruction"),
+    "drain": ("Drain", "waiting for memory stores to drain at exit"),
+    "gmma": ("GMMA", "waiting for warpgroup MMA (wgmma) resources"),
+    "imc_miss": ("IMC Miss", "waiting for an immediate constant cache miss"),
+    "lg_throttle": ("LG Throttle", "local/global memory instruction queue full"),
+    "long_scoreboard": ("Long Scoreboard", "waiting for an L1TEX (global, local, texture) result"),
+    "math_pipe_throttle": ("Math Pipe Throttle", "math pipeline busy (backpressure)"),
+    "membar": ("Membar", "waiting at a memory barrier"),
+    "mio_throttle": ("MIO Throttle",
+                     "memory input/output queue full (shared memory, special math)"),
+    "misc": ("Misc", "miscellaneous hardware reasons"),
+    "no_instruction": ("No Instruction",
+                       "instruction not fetched yet (i-cache miss, after a branch)"),
+    "not_selected": ("Not Selected", "eligible but the scheduler issued another warp"),
+    "selected": ("Selected", "issuing: the one cycle every instruction costs"),
+    "short_scoreboard": ("Short Scoreboard",
+                         "waiting for an MIO result (shared memory, special math)"),
+    "sleeping": ("Sleeping", "all threads of the warp sleep (nanosleep) or yielded"),
+    "tex_throttle": ("Tex Throttle", "texture unit queue full"),
+    "wait": ("Wait", "fixed-latency dependency (a result a known number of cycles away)"),
+}
+
+_STALL_RATIO = re.compile(r"^smsp__average_warps_issue_stalled_(\w+?)_per_issue_active\.ratio$")
+_PCSAMP = re.compile(r"^smsp__pcsamp_warps_issue_stalled_(\w+?)(_not_issued)?$")
+
+#: Short names of the per-instruction stall columns of ``--page source`` (``stall_long_sb``)
+#: that differ from the reason name; the others (``stall_wait``) are the reason itself.
+SOURCE_STALL_NAMES = {
+    "dispatch": "dispatch_stall", "imc": "imc_miss", "lg": "lg_throttle",
+    "long_sb": "long_scoreboard", "math": "math_pipe_throttle", "mio": "mio_throttle",
+    "no_inst": "no_instruction", "short_sb": "short_scoreboard", "sleep": "sleeping",
+    "tex": "tex_throttle",
+}
+#: PC-sampling metric names that differ from the ratio metric's reason (plural ``instructions``).
+PCSAMP_NAMES = {"no_instructions": "no_instruction"}
+
+
+def stall_metric(reason: str) -> str:
+    """The ratio metric of a stall reason: cycles per issued instruction spent in that state."""
+    return f"smsp__average_warps_issue_stalled_{reason}_per_issue_active.ratio"
+
+
+def stall_reason(metric: str) -> str | None:
+    """``smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio`` ->
+    ``long_scoreboard``; None for any other metric."""
+    match = _STALL_RATIO.match(metric)
+    return match.group(1) if match else None
+
+
+def pcsamp_reason(metric: str) -> tuple[str, bool] | None:
+    """``smsp__pcsamp_warps_issue_stalled_long_scoreboard_not_issued`` -> (``long_scoreboard``,
+    True): the reason and whether the metric counts only samples where no instruction issued."""
+    match = _PCSAMP.match(metric)
+    if not match:
+        return None
+    return PCSAMP_NAMES.get(match.group(1), match.group(1)), match.group(2) is not None
+
+
+def source_column_reason(column: str) -> tuple[str, bool] | None:
+    """``stall_long_sb`` -> (``long_scoreboard``, False); ``stall_sleeping (Not Issued)`` ->
+    (``sleeping``, True); None for a column that is not a stall column."""
+    if not column.startswith("stall_"):
+        return None
+    not_issued = column.endswith(" (Not Issued)")
+    short = column[len("stall_"):].removesuffix(" (Not Issued)")
+    return SOURCE_STALL_NAMES.get(short, short), not_issued
+
+
+def stall_label(reason: str) -> str:
+    return STALL_LABELS.get(reason, (reason.replace("_", " ").title(), ""))[0]
+
+
+# --- names the typed record and the analyses read -------------------------------------------------
+
+CPI = "smsp__average_warp_latency_per_inst_issued.ratio"
+"""Warp cycles per issued instruction (ncu: Warp Cycles Per Issued Instruction)."""
+ACHIEVED_OCCUPANCY_PCT = "sm__warps_active.avg.pct_of_peak_sustained_active"
+THEORETICAL_OCCUPANCY_PCT = "sm__maximum_warps_per_active_cycle_pct"
+DURATION_NS = "gpu__time_duration.sum"
+REGISTERS_PER_THREAD = "launch__registers_per_thread"
+BLOCK_SIZE = "launch__block_size"
+GRID_SIZE = "launch__grid_size"
+BLOCK_DIMS = ("launch__block_dim_x", "launch__block_dim_y", "launch__block_dim_z")
+GRID_DIMS = ("launch__grid_dim_x", "launch__grid_dim_y", "launch__grid_dim_z")
+DEVICE_NAME = "device__attribute_display_name"
+
+# Candidates, first present wins (metric-group run name first, full-set name after).
+ACTIVE_WARPS_PER_SM = ("sm__warps_active.avg.per_cycle_active",)
+MAX_WARPS_PER_SM = ("device__attribute_max_warps_per_multiprocessor",)
+SM_THROUGHPUT_PCT = ("sm__throughput.avg.pct_of_peak_sustained_elapsed",)
+DRAM_THROUGHPUT_PCT = ("dram__throughput.avg.pct_of_peak_sustained_elapsed",
+                       "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed")
+ELIGIBLE_WARPS = ("smsp__warps_eligible.avg.per_cycle_active",)
+NO_ELIGIBLE_PCT = ("smsp__issue_inst0.avg.pct_of_peak_sustained_active",)
+ISSUE_ACTIVE_PCT = ("smsp__issue_active.avg.pct_of_peak_sustained_active",)
+IPC = ("sm__inst_executed.avg.per_cycle_active",)
+
+BYTES_PER_SECTOR_LD = ("smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.ratio",)
+BYTES_PER_SECTOR_ST = ("smsp__sass_average_data_bytes_per_sector_mem_global_op_st.ratio",)
+L2_SECTORS_GLOBAL = ("memory_l2_theoretical_sectors_global",)
+L2_SECTORS_GLOBAL_EXCESSIVE = ("derived__memory_l2_theoretical_sectors_global_excessive",)
+GLOBAL_LD_SECTORS = ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",)
+GLOBAL_ST_SECTORS = ("l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",)
+GLOBAL_LD_REQUESTS = ("l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",)
+GLOBAL_ST_REQUESTS = ("l1tex__t_requests_pipe_lsu_mem_global_op_st.sum",)
+SHARED_LD_WAVEFRONTS = ("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",)
+SHARED_ST_WAVEFRONTS = ("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",)
+SHARED_LD_CONFLICTS = ("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",)
+SHARED_ST_CONFLICTS = ("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",)
+SHARED_LD_INST = ("smsp__inst_executed_op_shared_ld.sum",
+                  "smsp__sass_inst_executed_op_shared_ld.sum")
+SHARED_ST_INST = ("smsp__inst_executed_op_shared_st.sum",
+                  "smsp__sass_inst_executed_op_shared_st.sum")
+L1_HIT_RATE_PCT = ("l1tex__t_sector_hit_rate.pct",)
+L2_HIT_RATE_PCT = ("lts__t_sector_hit_rate.pct",)
+
+WARP_INST = ("smsp__inst_executed.sum",)
+THREAD_INST = ("smsp__thread_inst_executed.sum", "thread_inst_executed")
+THREAD_INST_PRED_ON = ("smsp__thread_inst_executed_pred_on.sum", "thread_inst_executed_true")
+GLOBAL_LD_INST = ("smsp__inst_executed_op_global_ld.sum",
+                  "smsp__sass_inst_executed_op_global_ld.sum")
+GLOBAL_ST_INST = ("smsp__inst_executed_op_global_st.sum",
+                  "smsp__sass_inst_executed_op_global_st.sum")
+#: L2 sectors, first set the profile holds wins: by operation (metric-group runs, as Ding &
+#: Williams count them), the all-operation total (the full set has no per-op totals), and the
+#: L1-originated (TEX) part by operation as a last resort.
+L2_SECTOR_OPS = (
+    ("lts__t_sectors_op_read.sum", "lts__t_sectors_op_write.sum", "lts__t_sectors_op_atom.sum",
+     "lts__t_sectors_op_red.sum"),
+    ("lts__t_sectors.sum",),
+    ("lts__t_sectors_srcunit_tex_op_read.sum", "lts__t_sectors_srcunit_tex_op_write.sum",
+     "lts__t_sectors_srcunit_tex_op_atom.sum", "lts__t_sectors_srcunit_tex_op_red.sum"),
+)
+DRAM_SECTORS = ("dram__sectors_read.sum", "dram__sectors_write.sum")
+SM_CLOCK_HZ = ("sm__cycles_elapsed.avg.per_second",)
+SM_COUNT = ("launch__sm_count",)
+IPC_PER_SM_MAX = ("device__attribute_max_ipc_per_multiprocessor",)
+DRAM_PEAK_BYTES_PER_CYCLE = ("dram__bytes.sum.peak_sustained",)
+DRAM_CLOCK_HZ = ("dram__cycles_elapsed.avg.per_second",)
+L2_PEAK_SECTORS_PER_CYCLE_PER_SLICE = ("lts__t_sectors.avg.peak_sustained",)
+L2_CYCLES_AVG = ("lts__cycles_elapsed.avg",)
+L2_CYCLES_SUM = ("lts__cycles_elapsed.sum",)
+L2_CLOCK_HZ = ("lts__cycles_elapsed.avg.per_second",)
+L1_PEAK_BYTES_PER_CYCLE = ("derived__l1tex__lsu_writeback_bytes_mem_lgds.sum.peak_sustained",)
+L1_PEAK_WRITEBACKS_PER_CYCLE = ("l1tex__lsu_writeback_active_mem_lgds.sum.peak_sustained",)
+
+
+# --- metric groups --------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class MetricGroup:
+    """A named set of metrics (``ncu --metrics``) and sections (``ncu --section``) to collect."""
+
+    name: str
+    description: str
+    metrics: tuple[str, ...]
+    """Metric names passed to ``--metrics``, comma-joined."""
+    sections: tuple[str, ...] = ()
+    """Section identifiers passed as ``--section``: needed where a quantity is defined by a
+    section (source-level sector counts) and to get ncu's rule messages for it."""
+
+
+_LAUNCH = MetricGroup(
+    "launch", "launch configuration, resources and duration (seed 4.1 rows 1-3)",
+    ("launch__block_size", *BLOCK_DIMS, "launch__grid_size", *GRID_DIMS, REGISTERS_PER_THREAD,
+     "launch__shared_mem_per_block", "launch__shared_mem_per_block_static",
+     "launch__shared_mem_per_block_dynamic", "launch__thread_count",
+     "launch__waves_per_multiprocessor", "launch__sm_count", DURATION_NS, *SM_CLOCK_HZ),
+    ("LaunchStats",),
+)
+_OCCUPANCY = MetricGroup(
+    "occupancy", "theoretical and achieved occupancy and what limits it",
+    (THEORETICAL_OCCUPANCY_PCT, ACHIEVED_OCCUPANCY_PCT, *ACTIVE_WARPS_PER_SM,
+     "sm__maximum_warps_avg_per_active_cycle", "launch__occupancy_limit_blocks",
+     "launch__occupancy_limit_registers", "launch__occupancy_limit_shared_mem",
+     "launch__occupancy_limit_warps", "launch__occupancy_limit_barriers", REGISTERS_PER_THREAD),
+    ("Occupancy",),
+)
+_STALLS = MetricGroup(
+    "stalls", "warp stall reasons per issued instruction, scheduler statistics (seed 4.1-4.2)",
+    (CPI, *(stall_metric(r) for r in STALL_REASONS), *ELIGIBLE_WARPS,
+     "smsp__warps_active.avg.per_cycle_active", "smsp__issue_active.avg.per_cycle_active",
+     *NO_ELIGIBLE_PCT, *IPC, *SM_THROUGHPUT_PCT, DRAM_THROUGHPUT_PCT[0]),
+    ("WarpStateStats", "SchedulerStats"),
+)
+_MEMORY = MetricGroup(
+    "memory", "coalescing, sectors per request, bank conflicts, cache hit rates (seed 4.3)",
+    (*BYTES_PER_SECTOR_LD, *BYTES_PER_SECTOR_ST, *GLOBAL_LD_SECTORS, *GLOBAL_ST_SECTORS,
+     *GLOBAL_LD_REQUESTS, *GLOBAL_ST_REQUESTS, *SHARED_LD_WAVEFRONTS, *SHARED_ST_WAVEFRONTS,
+     *SHARED_LD_CONFLICTS, *SHARED_ST_CONFLICTS, SHARED_LD_INST[1], SHARED_ST_INST[1],
+     *L1_HIT_RATE_PCT, *L2_HIT_RATE_PCT, "dram__bytes_read.sum", "dram__bytes_write.sum"),
+    # SourceCounters defines the theoretical/excessive sector counts behind "excessive sectors".
+    ("MemoryWorkloadAnalysis_Tables", "SourceCounters"),
+)
+_INSTRUCTION_ROOFLINE = MetricGroup(
+    "instruction-roofline",
+    "warp and thread instructions and transactions per memory level (Ding & Williams, seed 004)",
+    (*WARP_INST, THREAD_INST[0], THREAD_INST_PRED_ON[0], GLOBAL_LD_INST[0], GLOBAL_ST_INST[0],
+     SHARED_LD_INST[0], SHARED_ST_INST[0], *GLOBAL_LD_SECTORS, *GLOBAL_ST_SECTORS,
+     *SHARED_LD_WAVEFRONTS, *SHARED_ST_WAVEFRONTS, *L2_SECTOR_OPS[0], *DRAM_SECTORS, DURATION_NS,
+     *SM_CLOCK_HZ, *SM_COUNT, *DRAM_PEAK_BYTES_PER_CYCLE, *DRAM_CLOCK_HZ,
+     *L2_PEAK_SECTORS_PER_CYCLE_PER_SLICE, *L2_CYCLES_AVG, *L2_CYCLES_SUM, *L2_CLOCK_HZ,
+     *L1_PEAK_WRITEBACKS_PER_CYCLE),
+)
+
+#: Group name -> group. ``--set full`` collects all of them (and much more) at once.
+METRIC_GROUPS: dict[str, MetricGroup] = {
+    g.name: g for g in (_LAUNCH, _OCCUPANCY, _STALLS, _MEMORY, _INSTRUCTION_ROOFLINE)
+}
+DEFAULT_GROUPS = tuple(METRIC_GROUPS)
+
+
+def group_metrics(names: tuple[str, ...] | list[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Union of the metrics and of the sections of the named groups, first-seen order, no repeats.
+
+    Raises KeyError naming the unknown group (the CLI turns it into UnknownNameError)."""
+    metrics: dict[str, None] = {}
+    sections: dict[str, None] = {}
+    for name in names:
+        group = METRIC_GROUPS[name]
+        metrics.update(dict.fromkeys(group.metrics))
+        sections.update(dict.fromkeys(group.sections))
+    return tuple(metrics), tuple(sections)

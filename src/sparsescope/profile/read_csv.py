@@ -1,0 +1,220 @@
+"""Read ncu's CSV exports into the same records as :mod:`sparsescope.profile.read_report`.
+
+Pages (``ncu --import R.ncu-rep --csv --page <page>``):
+
+- ``raw``: one row per launch, one column per metric. Row 1 is the header, row 2 the units; numbers
+  may carry thousands separators and scaled units (converted back to base units here).
+- ``details``: one row per section metric or rule message; the rule rows (``Rule Name``,
+  ``Rule Type``, ``Rule Description``, ``Estimated Speedup``) become :class:`RuleMessage`.
+- ``source`` with ``--print-source sass``: a ``"Kernel Name",<name>`` row, then a header and one row
+  per SASS instruction, repeated per launch.
+
+ncu writes its own ``==PROF==``/``==WARNING==`` lines, and the profiled program its output, into the
+same stream when the CSV comes straight from a profiling run; those lines are skipped.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+
+from sparsescope.profile import metrics as M
+from sparsescope.profile.errors import ProfileError
+from sparsescope.profile.records import (
+    InstructionSample,
+    KernelProfile,
+    MetricValue,
+    RuleMessage,
+    build_profile,
+)
+from sparsescope.profile.units import parse_number, to_base_unit
+
+#: Columns ncu adds to the raw and details pages that are not metrics (metric names have no spaces).
+ID_COLUMNS = frozenset({"ID", "Context", "Stream", "Device", "CC"})
+#: What the raw page prints for a metric the report holds no value for.
+NO_VALUE = frozenset({"no data", "n/a", "N/A"})
+_DETAILS_COLUMNS = ("Section Name", "Metric Name", "Rule Name")
+
+
+def _read_text(path: str | Path) -> str:
+    path = Path(path)
+    if not path.is_file():
+        raise ProfileError("not_a_report", "no such file", path=str(path))
+    data = path.read_bytes()
+    if not data.strip():
+        raise ProfileError("not_a_report", "empty file, not an ncu CSV export", path=str(path))
+    if b"\x00" in data[:4096]:
+        raise ProfileError("not_a_report", "binary file, not an ncu CSV export (for a .ncu-rep "
+                           "report use the report reader)", path=str(path))
+    return data.decode("utf-8", errors="replace")
+
+
+def _table(path: str | Path, first_cell: str) -> list[list[str]]:
+    """CSV rows from the first row whose first cell is ``first_cell``; ncu log lines dropped."""
+    lines = _read_text(path).splitlines()
+    marker = f'"{first_cell}"'
+    start = next((i for i, line in enumerate(lines) if line.startswith(marker)), None)
+    if start is None:
+        raise ProfileError("not_a_report", f"not an ncu CSV export (no row starting with "
+                           f"{marker})", path=str(path))
+    kept = [line for line in lines[start:] if line.strip() and not line.startswith("==")]
+    return list(csv.reader(io.StringIO("\n".join(kept))))
+
+
+def _dims_product(text: str) -> int | None:
+    """``"(512, 1, 1)"`` -> 512."""
+    parts = [parse_number(p) for p in text.strip("() ").split(",")]
+    if not parts or any(p is None for p in parts):
+        return None
+    product = 1
+    for p in parts:
+        product *= int(p)  # type: ignore[arg-type]
+    return product
+
+
+def read_raw_rows(path: str | Path) -> list[dict[str, str]]:
+    """The raw page as dicts (header -> text), units row excluded; for callers needing text."""
+    rows = _table(path, "ID")
+    header = rows[0]
+    if "Section Name" in header:
+        raise ProfileError("not_a_report", "this is a --page details export; the raw page "
+                           "(--page raw) holds the metrics", path=str(path))
+    return [dict(zip(header, row, strict=False))
+            for row in rows[2:] if row and row[0].strip().isdigit()]
+
+
+def _raw_metrics(header: list[str], units: list[str], row: list[str]) -> dict[str, MetricValue]:
+    metrics: dict[str, MetricValue] = {}
+    for name, unit, text in zip(header, units, row, strict=False):
+        if " " in name or name in ID_COLUMNS or not text.strip() or text.strip() in NO_VALUE:
+            continue
+        number = parse_number(text)
+        if number is None:
+            metrics[name] = (text, unit)
+        else:
+            metrics[name] = to_base_unit(number, unit)
+    return metrics
+
+
+def read_details_rules(path: str | Path) -> dict[int, tuple[RuleMessage, ...]]:
+    """Rule messages of a details-page export: launch ID -> messages in page order."""
+    rows = _table(path, "ID")
+    header = rows[0]
+    if any(col not in header for col in _DETAILS_COLUMNS):
+        raise ProfileError("not_a_report", "not a --page details export (no Section Name, "
+                           "Metric Name and Rule Name columns)", path=str(path))
+    col = {name: i for i, name in enumerate(header)}
+
+    def cell(row: list[str], name: str) -> str:
+        i = col.get(name)
+        return row[i] if i is not None and i < len(row) else ""
+
+    rules: dict[int, list[RuleMessage]] = {}
+    for row in rows[1:]:
+        if not row or not row[0].strip().isdigit():
+            continue
+        rule, message = cell(row, "Rule Name"), cell(row, "Rule Description")
+        if not rule or not message:
+            continue
+        rules.setdefault(int(row[0]), []).append(RuleMessage(
+            rule=rule, section=cell(row, "Section Name"), type=cell(row, "Rule Type"),
+            message=message, speedup_type=cell(row, "Estimated Speedup Type"),
+            estimated_speedup_pct=parse_number(cell(row, "Estimated Speedup")),
+        ))
+    return {k: tuple(v) for k, v in rules.items()}
+
+
+def load_profiles_csv(raw_path: str | Path,
+                      details_path: str | Path | None = None) -> tuple[KernelProfile, ...]:
+    """Every launch of a raw-page export; rule messages joined from a details export by ID."""
+    rows = _table(raw_path, "ID")
+    header = rows[0]
+    if "Section Name" in header:
+        raise ProfileError("not_a_report", "this is a --page details export; the raw page "
+                           "(--page raw) holds the metrics", path=str(raw_path))
+    if len(rows) < 2 or rows[1][:1] != [""]:  # the units row: the ID column has no unit
+        raise ProfileError("not_a_report", "raw export without its units row (row 2)",
+                           path=str(raw_path))
+    units = rows[1]
+    rules = read_details_rules(details_path) if details_path is not None else {}
+    col = {name: i for i, name in enumerate(header)}
+    profiles = []
+    for row in rows[2:]:
+        if not row or not row[0].strip().isdigit():
+            continue
+        launch_id = int(row[0])
+        metrics = _raw_metrics(header, units, row)
+        for column, names in (("Block Size", (M.BLOCK_SIZE,)), ("Grid Size", (M.GRID_SIZE,))):
+            # ncu always prints these two columns; use them when the metrics were not collected
+            if names[0] not in metrics and column in col:
+                product = _dims_product(row[col[column]])
+                if product is not None:
+                    metrics[names[0]] = (float(product), "")
+        demangled = row[col["Kernel Name"]] if "Kernel Name" in col else ""
+        profiles.append(build_profile(launch_id, demangled, metrics,
+                                      rules=rules.get(launch_id, ()), source=str(raw_path)))
+    if not profiles:
+        raise ProfileError("not_a_report", "raw export with no kernel rows", path=str(raw_path))
+    return tuple(profiles)
+
+
+def _int(text: str) -> int:
+    number = parse_number(text)
+    return 0 if number is None else int(number)
+
+
+def _source_block(kernel: str, header: list[str], rows: list[list[str]]) -> tuple:
+    col = {name: i for i, name in enumerate(header)}
+    stall_cols = {}
+    for name in header:
+        parsed = M.source_column_reason(name)
+        if parsed is not None and not parsed[1]:
+            stall_cols[parsed[0]] = col[name]
+    out = []
+    for row in rows:
+        def get(name: str, row: list[str] = row) -> str:
+            i = col.get(name)
+            return row[i] if i is not None and i < len(row) else ""
+        samples = {reason: _int(row[i]) for reason, i in stall_cols.items() if _int(row[i])}
+        out.append(InstructionSample(
+            kernel=kernel, address=int(get("Address"), 16), sass=get("Source").strip(),
+            warp_stall_samples=_int(get("Warp Stall Sampling (All Samples)")),
+            warp_stall_samples_not_issued=_int(get("Warp Stall Sampling (Not-issued Samples)")),
+            instructions_executed=_int(get("Instructions Executed")),
+            thread_instructions_executed=_int(get("Thread Instructions Executed")),
+            predicated_on_thread_instructions=_int(
+                get("Predicated-On Thread Instructions Executed")),
+            stall_samples=samples,
+            l2_sectors_global=_int(get("L2 Theoretical Sectors Global")),
+            l2_sectors_global_excessive=_int(get("L2 Theoretical Sectors Global Excessive")),
+        ))
+    return tuple(out)
+
+
+def load_instruction_samples_csv(path: str | Path) -> dict[int, tuple[InstructionSample, ...]]:
+    """A ``--page source --print-source sass`` export: block order (one block per profiled
+    launch) -> instructions in address order, like
+    :func:`~sparsescope.profile.read_report.load_instruction_samples`."""
+    rows = _table(path, "Kernel Name")
+    blocks: dict[int, tuple[InstructionSample, ...]] = {}
+    i = 0
+    while i < len(rows):
+        if not rows[i] or rows[i][0] != "Kernel Name":
+            i += 1
+            continue
+        kernel = rows[i][1] if len(rows[i]) > 1 else ""
+        if i + 1 >= len(rows) or "Address" not in rows[i + 1]:
+            raise ProfileError("not_a_report", f"source export: no header row after kernel "
+                               f"{kernel!r}", path=str(path))
+        header = rows[i + 1]
+        j = i + 2
+        while j < len(rows) and rows[j] and rows[j][0] != "Kernel Name":
+            j += 1
+        try:
+            blocks[len(blocks)] = _source_block(kernel, header, rows[i + 2:j])
+        except ValueError as exc:
+            raise ProfileError("not_a_report", f"source export, kernel {kernel!r}: {exc}",
+                               path=str(path)) from exc
+        i = j
+    return blocks

@@ -1,0 +1,180 @@
+"""What every table is computed against: the bandwidth, the GPU of the warp model, the cases.
+
+Which bandwidth and which GPU (the report's one rule, stated in every table's basis):
+
+* cases that ran on a GPU (``device.kind == "gpu"``) are judged against the device's datasheet
+  peak bandwidth, and the warp model (Little's law, DAE) is that GPU's, at ``RunSet.latency_ns``;
+* cases that ran on a CPU are judged against the CPU's measured copy bandwidth
+  (``device.peak_bw_gb_s``), and the warp model is computed for ``RunSet.reference_gpu`` from
+  the spec table at ``RunSet.latency_ns`` (which the run stage fills with that GPU's datasheet
+  latency unless overridden); warps do not describe a CPU.
+
+When ``ceilings.copy_bw_gb_s`` is present every bandwidth figure is also given against it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sparsescope.errors import ResultsFormatError
+from sparsescope.hardware.types import DeviceSpec
+from sparsescope.model import CaseMetrics, SpmvTraffic, case_metrics, spmv_traffic
+from sparsescope.results.records import CaseResult, MatrixRecord, RunSet
+
+
+@dataclass(frozen=True)
+class CaseView:
+    """One ok case with the numbers derived from it."""
+
+    case: CaseResult
+    matrix: MatrixRecord
+    label: str
+    """Unique short name in tables and figures: the matrix, plus the backend when several ran."""
+    traffic: SpmvTraffic
+    metrics: CaseMetrics
+    """Against the basis bandwidth (datasheet peak on a GPU, measured copy on a CPU)."""
+    measured: CaseMetrics | None
+    """Against the measured copy ceiling, when one was measured."""
+
+
+@dataclass(frozen=True)
+class ReportContext:
+    """A RunSet resolved into the basis of every table."""
+
+    runset: RunSet
+    bw_gb_s: float
+    """Bandwidth the floor, gap and % of peak use."""
+    bw_label: str
+    """What ``bw_gb_s`` is, for sentences (``H200 datasheet peak``)."""
+    measured_copy_gb_s: float | None
+    gpu: DeviceSpec
+    """GPU of the warp-based tables."""
+    gpu_is_run_device: bool
+    """False when the cases ran on a CPU and ``gpu`` is the reference GPU."""
+    latency_ns: float
+    """DRAM latency of the warp-based tables."""
+    specs: tuple[DeviceSpec, ...]
+    """The spec table (every GPU of the cross-GPU table)."""
+    cases: tuple[CaseView, ...]
+    """Ok cases with a measurement, in run order."""
+
+    @property
+    def device(self) -> DeviceSpec:
+        return self.runset.device
+
+    @property
+    def on_cpu(self) -> bool:
+        return self.runset.device.kind != "gpu"
+
+    @property
+    def device_label(self) -> str:
+        return self.runset.device.vendor_name or self.runset.device.name
+
+    @property
+    def best(self) -> CaseView | None:
+        """The case closest to the floor (highest % of peak)."""
+        return max(self.cases, key=lambda v: v.metrics.pct_peak, default=None)
+
+    @property
+    def worst(self) -> CaseView | None:
+        return min(self.cases, key=lambda v: v.metrics.pct_peak, default=None)
+
+    def warp_basis(self) -> str:
+        """The sentence every warp-based table opens its basis with."""
+        gpu = self.gpu
+        if self.gpu_is_run_device:
+            return (f"{gpu.name}: {gpu.sm_count} SMs, {gpu.max_warps_per_sm} warps/SM, "
+                    f"{gpu.peak_bw_gb_s:,.0f} GB/s, DRAM latency {self.latency_ns:,.0f} ns.")
+        return (f"Computed for the reference GPU {gpu.name} from the spec table "
+                f"({gpu.sm_count} SMs, {gpu.max_warps_per_sm} warps/SM, "
+                f"{gpu.peak_bw_gb_s:,.0f} GB/s, {self.latency_ns:,.0f} ns): the cases ran on "
+                f"a CPU ({self.device_label}), where Little's law in warps does not apply.")
+
+
+def _spec_table(specs: Sequence[DeviceSpec] | None) -> tuple[DeviceSpec, ...]:
+    if specs is not None:
+        return tuple(specs)
+    from sparsescope.hardware.specs import list_specs
+
+    return tuple(list_specs())
+
+
+def _reference_gpu(name: str, specs: Sequence[DeviceSpec] | None) -> DeviceSpec:
+    if specs is None:
+        from sparsescope.hardware.specs import get_spec
+
+        return get_spec(name)
+    for spec in specs:
+        if spec.name.lower() == name.lower():
+            return spec
+    from sparsescope.errors import UnknownNameError
+
+    raise UnknownNameError("GPU", name, [s.name for s in specs])
+
+
+def _labels(cases: Sequence[CaseResult]) -> list[str]:
+    """Matrix name, plus the backend when several backends ran, plus a counter if still equal."""
+    several = len({c.backend for c in cases}) > 1
+    labels = [f"{c.matrix} [{c.backend}]" if several else c.matrix for c in cases]
+    seen: dict[str, int] = {}
+    out = []
+    for label in labels:
+        seen[label] = seen.get(label, 0) + 1
+        out.append(label if labels.count(label) == 1 else f"{label} #{seen[label]}")
+    return out
+
+
+def matrix_by_name(runset: RunSet) -> dict[str, MatrixRecord]:
+    return {m.name: m for m in runset.matrices}
+
+
+def ok_cases(runset: RunSet) -> list[CaseResult]:
+    """Cases that count as timed: outcome ok with a measurement. Failed ones never do."""
+    return [c for c in runset.cases if c.outcome == "ok" and c.measurement is not None
+            and c.measurement.samples_ms]
+
+
+def build_context(runset: RunSet, *, specs: Sequence[DeviceSpec] | None = None) -> ReportContext:
+    """Resolve the basis (see the module docstring). ``specs`` replaces the spec table."""
+    device = runset.device
+    if device.peak_bw_gb_s <= 0:
+        raise ResultsFormatError(f"device {device.name!r} has no peak bandwidth "
+                                 f"(peak_bw_gb_s = {device.peak_bw_gb_s})")
+    table = _spec_table(specs)
+    if device.kind == "gpu":
+        gpu, gpu_is_run, latency = device, True, runset.latency_ns
+        bw_label = f"{device.name} datasheet peak"
+    else:
+        gpu = _reference_gpu(runset.reference_gpu, table if specs is not None else None)
+        # The run stage stores the reference GPU's latency here (or the user's override).
+        gpu_is_run, latency = False, runset.latency_ns
+        bw_label = "measured copy bandwidth of the CPU"
+    copy = runset.ceilings.copy_bw_gb_s
+    copy = copy if copy is not None and copy > 0 else None
+    if copy is not None and device.kind != "gpu" and abs(copy - device.peak_bw_gb_s) <= 1e-9 * copy:
+        copy = None  # on a CPU the peak already is the measured copy: no second column
+    matrices = matrix_by_name(runset)
+    timed = ok_cases(runset)
+    views = []
+    for case, label in zip(timed, _labels(timed), strict=True):
+        record = matrices.get(case.matrix)
+        if record is None:
+            raise ResultsFormatError(f"case {case.matrix}/{case.backend} names a matrix that is "
+                                     f"not in the run's matrices")
+        st = record.stats
+        traffic = spmv_traffic(st.rows, st.cols, st.nnz, value_bytes=case.value_bytes,
+                               index_bytes=case.index_bytes, y_read=case.y_read)
+        time_ms = case.measurement.time_ms
+        if not time_ms > 0:
+            raise ResultsFormatError(f"case {label}: time {time_ms} ms is not positive")
+        views.append(CaseView(
+            case=case, matrix=record, label=label, traffic=traffic,
+            metrics=case_metrics(traffic, time_ms, device.peak_bw_gb_s),
+            measured=case_metrics(traffic, time_ms, copy) if copy else None,
+        ))
+    return ReportContext(
+        runset=runset, bw_gb_s=device.peak_bw_gb_s, bw_label=bw_label, measured_copy_gb_s=copy,
+        gpu=gpu, gpu_is_run_device=gpu_is_run, latency_ns=latency, specs=table,
+        cases=tuple(views),
+    )

@@ -1,0 +1,96 @@
+"""Write a report folder: report.md, report.html, figures/*.png, tables/*.json.
+
+Everything is computed and rendered in memory first; only then are files written, each one
+atomically (temporary file + rename). A failure anywhere before the writes (a bad RunSet, a
+plot that raises) leaves an existing report exactly as it was.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sparsescope._atomic import write_bytes_atomic, write_json_atomic, write_text_atomic
+from sparsescope.errors import UsageError
+from sparsescope.hardware.types import DeviceSpec
+from sparsescope.report.context import build_context
+from sparsescope.report.document import build_document
+from sparsescope.report.figures import FIGURE_FUNCS, render_figures
+from sparsescope.report.html import render_html
+from sparsescope.report.markdown import render_markdown
+from sparsescope.report.tables import build_tables
+from sparsescope.results.records import RunSet
+
+
+@dataclass(frozen=True)
+class ReportPaths:
+    """What :func:`write_report` wrote."""
+
+    out_dir: Path
+    markdown: Path
+    html: Path
+    figures: tuple[Path, ...]
+    tables: tuple[Path, ...]
+    skipped_figures: tuple[tuple[str, str], ...] = ()
+    """(figure name, why it was not drawn)."""
+    readings: dict[str, str] = field(default_factory=dict, compare=False)
+    """Table name -> its computed reading."""
+
+    def to_dict(self) -> dict:
+        return {
+            "out_dir": str(self.out_dir), "markdown": str(self.markdown), "html": str(self.html),
+            "figures": [str(p) for p in self.figures], "tables": [str(p) for p in self.tables],
+            "skipped_figures": [{"name": n, "reason": r} for n, r in self.skipped_figures],
+            "readings": dict(self.readings),
+        }
+
+
+def _check_sections(extra_sections: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+    checked = []
+    for i, item in enumerate(extra_sections):
+        if (not isinstance(item, tuple | list) or len(item) != 2
+                or not all(isinstance(x, str) for x in item)):
+            raise UsageError(f"extra_sections[{i}] must be a (title, markdown_text) pair of "
+                             f"strings, got {item!r}")
+        checked.append((item[0], item[1]))
+    return checked
+
+
+def write_report(runset: RunSet, out_dir: str | os.PathLike, *,
+                 extra_sections: Sequence[tuple[str, str]] = (),
+                 specs: Sequence[DeviceSpec] | None = None,
+                 progress: bool = True) -> ReportPaths:
+    """Compute every table and figure of ``runset`` and write the report into ``out_dir``.
+
+    ``extra_sections``: (title, Markdown) pairs appended by later stages (profiling, SASS),
+    rendered in both report.md and report.html. ``specs`` replaces the spec table
+    (``sparsescope.hardware.specs.list_specs()``). ``progress`` shows a tqdm bar on stderr.
+    """
+    sections = _check_sections(extra_sections)
+    ctx = build_context(runset, specs=specs)
+    tables = {t.name: t for t in build_tables(runset, ctx=ctx)}
+    figures = render_figures(ctx, tables, progress=progress)
+    doc = build_document(ctx, tables, {f.name: f for f in figures}, sections)
+    markdown, page = render_markdown(doc), render_html(doc)
+
+    out = Path(out_dir)
+    fig_paths = tuple(write_bytes_atomic(out / f.path, f.png) for f in figures
+                      if f.png is not None)
+    table_paths = tuple(write_json_atomic(out / "tables" / f"{name}.json", t.to_dict())
+                        for name, t in tables.items())
+    html_path = write_text_atomic(out / "report.html", page)
+    md_path = write_text_atomic(out / "report.md", markdown)
+    for path in (*fig_paths, *table_paths, html_path, md_path):
+        # The atomic writer's temporary files are private (0600); a report is meant to be read.
+        os.chmod(path, 0o644)
+    skipped = tuple((f.name, f.skipped_reason) for f in figures if f.png is None)
+    for name, _ in skipped:
+        # A figure drawn by an earlier report of this folder would now contradict the text.
+        stale = out / "figures" / f"{name}.png"
+        if name in FIGURE_FUNCS and stale.exists():
+            stale.unlink()
+    return ReportPaths(out_dir=out, markdown=md_path, html=html_path, figures=fig_paths,
+                       tables=table_paths, skipped_figures=skipped,
+                       readings={name: t.reading for name, t in tables.items()})

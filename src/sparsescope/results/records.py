@@ -1,0 +1,122 @@
+"""Result records: what one run of sparsescope measured, with provenance.
+
+These are the stage-to-stage contract: backends and timing fill :class:`CaseResult`, the run
+assembles a :class:`RunSet`, ``results.io`` writes and validates it, the report reads it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sparsescope.hardware.types import DeviceSpec, MeasuredCeilings
+from sparsescope.matrices.types import MatrixStats
+from sparsescope.timing.types import Measurement, TimingConfig
+
+#: Bumped on any incompatible change of the JSON layout; readers refuse other versions.
+SCHEMA_VERSION = 1
+
+OUTCOMES = ("ok", "skipped", "failed")
+
+
+@dataclass(frozen=True)
+class Correctness:
+    """A backend's output against the float64 reference."""
+
+    rel_err: float
+    """||y - y_ref||_2 / ||y_ref||_2 (absolute L2 error when y_ref is all zero)."""
+    tolerance: float
+    """The gate: rel_err above this marks the case ``failed``."""
+    max_abs_err: float = 0.0
+    """max_i |y_i - y_ref_i|."""
+
+    @property
+    def passed(self) -> bool:
+        return self.rel_err <= self.tolerance
+
+
+@dataclass(frozen=True)
+class MatrixRecord:
+    """A matrix as it appears in results: identity plus structure statistics."""
+
+    name: str
+    source: str
+    kind: str
+    analog_of: str | None
+    stats: MatrixStats
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    """One (matrix, backend, op) case: outcome ok / skipped / failed, with a reason."""
+
+    matrix: str
+    """MatrixRecord.name."""
+    backend: str
+    """Backend registry name, e.g. ``scipy-cpu``."""
+    op: str
+    """Operation, e.g. ``spmv``."""
+    outcome: str
+    """``ok``, ``skipped`` or ``failed``."""
+    reason: str = ""
+    """Why skipped or failed; empty for ok."""
+    value_bytes: int = 4
+    """Bytes per stored value (4 float32, 8 float64)."""
+    index_bytes: int = 4
+    """Bytes per column index and row pointer (4 INT32, 8 INT64)."""
+    y_read: bool = False
+    """Whether the kernel reads y before writing it (y += A x)."""
+    measurement: Measurement | None = None
+    """Timing with raw samples; None unless outcome is ok."""
+    correctness: Correctness | None = None
+    """Error against float64; present whenever the backend produced an output."""
+    notes: dict[str, str] = field(default_factory=dict, compare=False)
+    """Backend-specific facts worth keeping (kernel chosen, threads per row, ...)."""
+
+    @property
+    def time_ms(self) -> float | None:
+        return self.measurement.time_ms if self.measurement is not None else None
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Where and how a run happened."""
+
+    created_utc: str
+    """ISO 8601 time the run started."""
+    command: str
+    """The command line (or API call) that produced it."""
+    sparsescope_version: str
+    git_commit: str
+    """Commit of the sparsescope checkout, or ``unknown``."""
+    hostname: str
+    platform: str
+    python: str
+    device: str
+    """Device that ran the cases, as reported by the driver or the OS."""
+    driver: str = ""
+    """GPU driver version; empty on a CPU run."""
+    libraries: dict[str, str] = field(default_factory=dict)
+    """Library -> version for everything that touched the numbers (numpy, scipy, torch, ...)."""
+
+
+@dataclass(frozen=True)
+class RunSet:
+    """Everything one run measured. Serialized as versioned JSON (``schema_version``)."""
+
+    run_id: str
+    suite: str
+    """Suite name, or ``files`` for matrices given as paths."""
+    scale: float
+    """Suite scale factor (1.0 = full size)."""
+    provenance: Provenance
+    device: DeviceSpec
+    """Spec of the device the cases ran on (datasheet figures, or the CPU's)."""
+    ceilings: MeasuredCeilings
+    timing: TimingConfig
+    matrices: tuple[MatrixRecord, ...]
+    cases: tuple[CaseResult, ...]
+    latency_ns: float
+    """DRAM latency the model used (the spec's estimate unless overridden)."""
+    reference_gpu: str = "H200"
+    """GPU whose datasheet drives the model tables when the cases ran on a CPU."""
+    schema_version: int = SCHEMA_VERSION

@@ -1,0 +1,161 @@
+"""SQLite store of every run: provenance columns, one row per case, and the full JSON.
+
+Default location: ``$SPARSESCOPE_STORE`` if set, else ``<user cache dir>/sparsescope/
+results.sqlite`` (platformdirs). ``runs`` has one row per run (the columns a query filters on
+plus the whole RunSet as validated JSON); ``cases`` one row per case with its time and error,
+so "every time of backend B on matrix M across runs" is one query.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from sparsescope.errors import ResultsFormatError, UnknownNameError, UsageError
+from sparsescope.results.io import runset_from_dict, runset_to_dict
+from sparsescope.results.records import RunSet
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    run_id TEXT PRIMARY KEY, created TEXT NOT NULL, device TEXT NOT NULL, driver TEXT NOT NULL,
+    libraries TEXT NOT NULL, sparsescope_version TEXT NOT NULL, git_commit TEXT NOT NULL,
+    command TEXT NOT NULL, suite TEXT NOT NULL, scale REAL NOT NULL,
+    schema_version INTEGER NOT NULL, json TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS cases (
+    run_id TEXT NOT NULL REFERENCES runs(run_id), idx INTEGER NOT NULL, matrix TEXT NOT NULL,
+    backend TEXT NOT NULL, op TEXT NOT NULL, outcome TEXT NOT NULL, reason TEXT NOT NULL,
+    time_ms REAL, rel_err REAL, PRIMARY KEY (run_id, idx)
+);
+CREATE INDEX IF NOT EXISTS cases_by_matrix_backend ON cases(matrix, backend);
+"""
+
+
+@dataclass(frozen=True)
+class StoredRun:
+    """One row of ``runs`` (without the JSON)."""
+
+    run_id: str
+    created: str
+    device: str
+    driver: str
+    sparsescope_version: str
+    git_commit: str
+    command: str
+    suite: str
+    scale: float
+    case_count: int
+
+
+@dataclass(frozen=True)
+class StoredCase:
+    """One row of ``cases``, with its run's time and device."""
+
+    run_id: str
+    created: str
+    device: str
+    matrix: str
+    backend: str
+    op: str
+    outcome: str
+    reason: str
+    time_ms: float | None
+    rel_err: float | None
+    """Relative error against float64; None when the backend produced no output."""
+
+
+def default_store_path() -> Path:
+    """``$SPARSESCOPE_STORE``, else the user cache dir's ``sparsescope/results.sqlite``."""
+    env = os.environ.get("SPARSESCOPE_STORE")
+    if env:
+        return Path(env)
+    from platformdirs import user_cache_dir
+
+    return Path(user_cache_dir("sparsescope")) / "results.sqlite"
+
+
+def _finite_or_none(value: float | None) -> float | None:
+    # SQLite stores inf but not NaN (it becomes NULL anyway); keep inf, say NULL for NaN.
+    return None if value is None or value != value else value
+
+
+class ResultsStore:
+    """Append-only store of RunSets in one SQLite file."""
+
+    def __init__(self, path: str | os.PathLike | None = None) -> None:
+        self.path = Path(path) if path is not None else default_store_path()
+
+    @contextmanager
+    def _connect(self) -> Iterator[sqlite3.Connection]:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        con = sqlite3.connect(self.path)
+        try:
+            con.executescript(_SCHEMA)
+            with con:  # one transaction: commit on success, roll back on error
+                yield con
+        except sqlite3.DatabaseError as exc:
+            raise ResultsFormatError(f"{self.path}: not a usable results store ({exc})") from None
+        finally:
+            con.close()
+
+    def append(self, runset: RunSet) -> None:
+        """Store ``runset``: its provenance row, one row per case, and its full JSON."""
+        prov = runset.provenance
+        data = json.dumps(runset_to_dict(runset), allow_nan=False)
+        with self._connect() as con:
+            if con.execute("SELECT 1 FROM runs WHERE run_id = ?", (runset.run_id,)).fetchone():
+                raise UsageError(f"run {runset.run_id!r} is already in {self.path}")
+            con.execute(
+                "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (runset.run_id, prov.created_utc, prov.device, prov.driver,
+                 json.dumps(prov.libraries, sort_keys=True), prov.sparsescope_version,
+                 prov.git_commit, prov.command, runset.suite, runset.scale,
+                 runset.schema_version, data))
+            con.executemany(
+                "INSERT INTO cases VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [(runset.run_id, i, c.matrix, c.backend, c.op, c.outcome, c.reason,
+                  _finite_or_none(c.time_ms),
+                  _finite_or_none(c.correctness.rel_err if c.correctness else None))
+                 for i, c in enumerate(runset.cases)])
+
+    def runs(self) -> list[StoredRun]:
+        """Every stored run, oldest first."""
+        with self._connect() as con:
+            rows = con.execute(
+                "SELECT r.run_id, r.created, r.device, r.driver, r.sparsescope_version, "
+                "r.git_commit, r.command, r.suite, r.scale, "
+                "(SELECT COUNT(*) FROM cases c WHERE c.run_id = r.run_id) "
+                "FROM runs r ORDER BY r.created, r.rowid").fetchall()
+        return [StoredRun(*row) for row in rows]
+
+    def load(self, run_id: str) -> RunSet:
+        """The stored RunSet, validated as a results file is."""
+        with self._connect() as con:
+            row = con.execute("SELECT json FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+            known = [] if row else [r[0] for r in con.execute("SELECT run_id FROM runs")]
+        if row is None:
+            raise UnknownNameError("run", run_id, known)
+        try:
+            return runset_from_dict(json.loads(row[0]))
+        except (ResultsFormatError, json.JSONDecodeError) as exc:
+            raise ResultsFormatError(f"{self.path}, run {run_id}: {exc}") from None
+
+    def cases(self, matrix: str | None = None, backend: str | None = None) -> list[StoredCase]:
+        """Stored cases, optionally of one matrix and/or one backend, oldest run first."""
+        where, params = [], []
+        for column, value in (("c.matrix", matrix), ("c.backend", backend)):
+            if value is not None:
+                where.append(f"{column} = ?")
+                params.append(value)
+        sql = ("SELECT c.run_id, r.created, r.device, c.matrix, c.backend, c.op, c.outcome, "
+               "c.reason, c.time_ms, c.rel_err FROM cases c JOIN runs r USING (run_id)"
+               + (" WHERE " + " AND ".join(where) if where else "")
+               + " ORDER BY r.created, r.rowid, c.idx")
+        with self._connect() as con:
+            rows = con.execute(sql, params).fetchall()
+        return [StoredCase(*row) for row in rows]

@@ -1,0 +1,245 @@
+"""Get SASS out of binaries and sources: cubins, fatbins, objects, executables, shared libraries,
+saved listings, and ``.cu`` files compiled here (nvcc, or NVRTC when nvcc is absent).
+
+* A cubin (ELF with ``e_machine == EM_CUDA``) is disassembled with ``nvdisasm -c -g`` when nvdisasm
+  is present (source lines and labels kept), else with ``cuobjdump -sass``.
+* Anything else CUDA (fatbin, ``.o``, executable, ``.so``) goes through ``cuobjdump -sass``,
+  streamed function by function, with ``-fun`` when only a few kernels are selected (for one
+  kernel of libcusparse that is 0.6 s instead of minutes).
+* Kernel names come first from ``cuobjdump -res-usage`` (fast, and it carries the resource figures),
+  are demangled in one ``c++filt`` call, and are selected by a regular expression matched against
+  the mangled or the demangled name.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import re
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from sparsescope._tools import ToolError, demangle, find_tool, run_tool, stream_tool
+from sparsescope.errors import MissingDependencyError, UsageError
+from sparsescope.sass.listing import (
+    KernelListing,
+    is_listing_file,
+    iter_cuobjdump,
+    iter_nvdisasm,
+    read_listing,
+)
+from sparsescope.sass.resources import KernelResources, parse_ptxas_verbose, parse_res_usage
+
+EM_CUDA = 190
+#: With at most this many kernels selected, cuobjdump is asked for them by name (``-fun``).
+MAX_FUN_NAMES = 64
+
+
+@dataclass(frozen=True)
+class KernelEntry:
+    """A kernel found in a binary or listing, before disassembly."""
+
+    name: str
+    """Name as in the binary (mangled for C++ kernels)."""
+    demangled: str
+    arch: str
+    resources: KernelResources | None
+
+
+def is_cubin(path: str | Path) -> bool:
+    """True for an ELF file built for the CUDA machine (``e_machine`` 190)."""
+    with open(path, "rb") as fh:
+        head = fh.read(20)
+    return len(head) == 20 and head[:4] == b"\x7fELF" and int.from_bytes(head[18:20],
+                                                                         "little") == EM_CUDA
+
+
+def _arch_flag(arch: str | None) -> list[str]:
+    return ["-arch", arch] if arch else []
+
+
+def _matcher(kernel: str | None):
+    if not kernel:
+        return lambda name, demangled: True
+    try:
+        rx = re.compile(kernel)
+    except re.error as exc:
+        raise UsageError(f"--kernel {kernel!r} is not a valid regular expression: {exc}") from exc
+    return lambda name, demangled: bool(rx.search(name) or rx.search(demangled))
+
+
+def list_kernels(path: str | Path, *, arch: str | None = None,
+                 kernel: str | None = None) -> list[KernelEntry]:
+    """Kernels in a CUDA binary or a saved listing, optionally filtered by a name regex."""
+    path = Path(path)
+    if not path.is_file():
+        raise UsageError(f"{path}: no such file")
+    match = _matcher(kernel)
+    if is_listing_file(path):
+        listings = read_listing(path)
+        names = demangle([k.name for k in listings])
+        return [KernelEntry(k.name, names[k.name], k.arch, None) for k in listings
+                if (not arch or not k.arch or k.arch == arch) and match(k.name, names[k.name])]
+    proc = run_tool("cuobjdump", ["-res-usage", *_arch_flag(arch), str(path)],
+                    purpose="listing the kernels of a CUDA binary", check=False)
+    if proc.returncode != 0:
+        msg = (proc.stderr or proc.stdout).strip().splitlines()
+        raise ToolError(f"{path}: cuobjdump cannot read it ({msg[-1] if msg else 'no output'}); "
+                        "expected a cubin, fatbin, object, executable or shared library with "
+                        "device code")
+    res = parse_res_usage(proc.stdout)
+    names = demangle([n for n, _ in res])
+    return [KernelEntry(n, names[n], a, r) for (n, a), r in res.items() if match(n, names[n])]
+
+
+def _stream_binary(path: Path, arch: str | None, selected: set[str]) -> Iterator[KernelListing]:
+    select = selected.__contains__
+    if is_cubin(path) and find_tool("nvdisasm") is not None:
+        proc = run_tool("nvdisasm", ["-c", "-g", str(path)], purpose="disassembling a cubin",
+                        check=False)
+        # an nvdisasm older than the cubin's architecture fails: cuobjdump may still read it
+        if proc.returncode == 0:
+            yield from iter_nvdisasm(proc.stdout.splitlines(), select)
+            return
+    args = ["-sass", *_arch_flag(arch)]
+    if len(selected) <= MAX_FUN_NAMES:
+        args += ["-fun", ",".join(sorted(selected))]
+    with stream_tool("cuobjdump", [*args, str(path)], purpose="disassembling CUDA code") as lines:
+        yield from iter_cuobjdump(lines, select)
+
+
+def iter_kernels(path: str | Path, *, arch: str | None = None, kernel: str | None = None
+                 ) -> Iterator[tuple[KernelEntry, KernelListing]]:
+    """(entry, listing) of every selected kernel of a binary or listing, streamed."""
+    path = Path(path)
+    entries = list_kernels(path, arch=arch, kernel=kernel)
+    if not entries:
+        return
+    by_key = {(e.name, e.arch): e for e in entries}
+    by_name = {e.name: e for e in entries}
+    if is_listing_file(path):
+        wanted = set(by_name)
+        for lst in read_listing(path, wanted.__contains__):
+            if arch and lst.arch and lst.arch != arch:
+                continue
+            yield by_key.get((lst.name, lst.arch), by_name[lst.name]), lst
+        return
+    for lst in _stream_binary(path, arch, set(by_name)):
+        entry = by_key.get((lst.name, lst.arch)) or by_name.get(lst.name)
+        if entry is not None:
+            yield entry, lst
+
+
+# --------------------------------------------------------------------------- compiling
+
+
+@dataclass(frozen=True)
+class CompiledSource:
+    """A CUDA source compiled to a cubin for one architecture."""
+
+    cubin: Path
+    arch: str
+    source: str
+    """The CUDA source text (for parameter names)."""
+    ptxas_log: str
+    """``-Xptxas -v`` output: registers, stack, spills per kernel."""
+    compiler: str
+    """``nvcc`` or ``nvrtc``."""
+
+
+def compile_cuda(source: str | Path, arch: str = "sm_90", *, out_dir: str | Path | None = None,
+                 options: tuple[str, ...] = ()) -> CompiledSource:
+    """Compile a ``.cu`` file or a source string to a cubin with ``-lineinfo``.
+
+    nvcc is used when found; otherwise NVRTC (``libnvrtc``) through ctypes.
+    """
+    if isinstance(source, Path) or (isinstance(source, str) and "\n" not in source
+                                    and source.endswith((".cu", ".cuh")) and Path(source).exists()):
+        text = Path(source).read_text()
+        name = Path(source).stem
+    else:
+        text, name = str(source), "kernel"
+    out = Path(out_dir) if out_dir else Path(tempfile.mkdtemp(prefix="sparsescope-sass-"))
+    out.mkdir(parents=True, exist_ok=True)
+    cubin = out / f"{name}_{arch}.cubin"
+    if find_tool("nvcc") is not None:
+        src = out / f"{name}.cu"
+        src.write_text(text)
+        proc = run_tool("nvcc", ["-cubin", f"-arch={arch}", "-lineinfo", "-Xptxas", "-v",
+                                 *options, "-o", str(cubin), str(src)],
+                        purpose="compiling CUDA source for SASS analysis")
+        return CompiledSource(cubin, arch, text, proc.stderr + proc.stdout, "nvcc")
+    image, log = _nvrtc_compile(text, name, arch, options)
+    cubin.write_bytes(image)
+    return CompiledSource(cubin, arch, text, log, "nvrtc")
+
+
+def _nvrtc_library() -> ctypes.CDLL:
+    from sparsescope._tools import candidate_dirs
+
+    override = os.environ.get("SPARSESCOPE_NVRTC")
+    names = [override] if override else []
+    for folder in candidate_dirs("nvrtc"):
+        for sub in ("lib64", "lib"):
+            lib = folder.parent / sub
+            if lib.is_dir():
+                names.extend(str(p) for p in sorted(lib.glob("libnvrtc.so*"), reverse=True)
+                             if "builtins" not in p.name)
+    names += ["libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"]
+    for candidate in names:
+        folder = Path(candidate).parent
+        # libnvrtc dlopens its builtins by soname: load them first from the same folder
+        for builtins in sorted(folder.glob("libnvrtc-builtins.so*")) if str(folder) != "." else []:
+            try:
+                ctypes.CDLL(str(builtins), mode=ctypes.RTLD_GLOBAL)
+                break
+            except OSError:
+                continue
+        try:
+            return ctypes.CDLL(candidate)
+        except OSError:
+            continue
+    raise MissingDependencyError("neither nvcc nor libnvrtc was found (needed to compile CUDA "
+                                 "source); install a CUDA toolkit or pip install nvidia-cuda-nvrtc")
+
+
+def _nvrtc_compile(text: str, name: str, arch: str, options: tuple[str, ...]) -> tuple[bytes, str]:
+    """Compile with NVRTC to a cubin (``--gpu-architecture=sm_XX -lineinfo``)."""
+    lib = _nvrtc_library()
+    prog = ctypes.c_void_p()
+    check = _nvrtc_checker(lib)
+    check(lib.nvrtcCreateProgram(ctypes.byref(prog), text.encode(), f"{name}.cu".encode(), 0,
+                                 None, None), "nvrtcCreateProgram")
+    opts = [f"--gpu-architecture={arch}", "-lineinfo", "--ptxas-options=-v", *options]
+    arr = (ctypes.c_char_p * len(opts))(*[o.encode() for o in opts])
+    status = lib.nvrtcCompileProgram(prog, len(opts), arr)
+    size = ctypes.c_size_t()
+    lib.nvrtcGetProgramLogSize(prog, ctypes.byref(size))
+    buf = ctypes.create_string_buffer(size.value)
+    lib.nvrtcGetProgramLog(prog, buf)
+    log = buf.value.decode(errors="replace")
+    if status != 0:
+        lib.nvrtcDestroyProgram(ctypes.byref(prog))
+        raise ToolError(f"NVRTC failed to compile {name}.cu for {arch}: {log.strip()[-2000:]}")
+    check(lib.nvrtcGetCUBINSize(prog, ctypes.byref(size)), "nvrtcGetCUBINSize")
+    image = ctypes.create_string_buffer(size.value)
+    check(lib.nvrtcGetCUBIN(prog, image), "nvrtcGetCUBIN")
+    lib.nvrtcDestroyProgram(ctypes.byref(prog))
+    return image.raw, log
+
+
+def _nvrtc_checker(lib: ctypes.CDLL):
+    lib.nvrtcGetErrorString.restype = ctypes.c_char_p
+
+    def check(status: int, what: str) -> None:
+        if status != 0:
+            raise ToolError(f"{what} failed: {lib.nvrtcGetErrorString(status).decode()}")
+
+    return check
+
+
+def compiled_resources(compiled: CompiledSource) -> dict[str, KernelResources]:
+    """ptxas figures of a compiled source, by kernel name."""
+    return parse_ptxas_verbose(compiled.ptxas_log)

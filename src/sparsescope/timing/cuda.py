@@ -1,0 +1,309 @@
+"""The CUDA side of the one timing protocol: device events, L2 flush, graph replay, breakdown.
+
+Same steps as :func:`sparsescope.timing.host.time_host`, with the settings recorded in the
+returned :class:`Measurement` (``clock="cuda-events"``):
+
+1. ``config.warmups`` calls, then a device synchronise (module load, NVRTC compilation,
+   cuSPARSE handle and workspace creation stay out of the samples).
+2. Optional CUDA-graph capture (``config.graph_capture``): one call is captured and each
+   repeat replays the graph, which removes the Python and launch gaps between kernels. When
+   the library cannot capture the call, the calls are launched as usual, a warning says why,
+   and the recorded config says ``graph_capture=False``.
+3. Repeat: optionally flush L2, then record a start event, make the call, record an end
+   event -- only the event pair is timed, never the flush. At least ``config.repeats``
+   samples, more until they add up to ``config.min_total_ms``. A sample is the *end-to-end*
+   time of one call on the device's stream: its kernels plus any gaps while the host was
+   still launching them (as the seed report's CUDA-event timing measured).
+4. A kernel breakdown of one call (:func:`kernel_breakdown`, PyTorch profiler with CUDA
+   activity): name, time per call, % of GPU time, launches per call -- the seed's nsys table.
+
+L2 flush: ``config.flush_l2`` True/False decides; None flushes when the working set fits in
+L2 (``working_set_bytes <= l2_bytes``), so a small matrix is timed from DRAM like a large one.
+The flush adds 1 to every int32 of a device buffer of ``2 x L2`` bytes (read + write through
+L2), which evicts the previous repeat's lines. The flush's dirty lines are written back while
+the next call runs: a small, unavoidable extra DRAM traffic the protocol accepts (as
+nvbench's flush does).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Iterable
+from dataclasses import replace
+
+from sparsescope.errors import UsageError
+from sparsescope.timing.host import MAX_SAMPLES, should_flush, validate_config
+from sparsescope.timing.types import Measurement, TimingConfig
+
+LIBRARIES = ("torch", "cupy")
+#: Calls profiled for the breakdown; times are divided by this (per call).
+BREAKDOWN_CALLS = 3
+
+_flush_buffers: dict[str, object] = {}
+
+
+class _TorchLib:
+    name = "torch"
+
+    def __init__(self) -> None:
+        import torch
+
+        self.torch = torch
+
+    def event(self):
+        return self.torch.cuda.Event(enable_timing=True)
+
+    def synchronize(self) -> None:
+        self.torch.cuda.synchronize()
+
+    def l2_bytes(self) -> int:
+        return int(self.torch.cuda.get_device_properties(0).L2_cache_size)
+
+    def new_flush_buffer(self, nbytes: int):
+        return self.torch.zeros(nbytes // 4, dtype=self.torch.int32, device="cuda")
+
+    def flush(self, buffer) -> None:
+        buffer.add_(1)
+
+    def capture(self, fn: Callable[[], object]):
+        """(replay, keep-alive) of a CUDA graph of one call (torch.cuda.graph)."""
+        torch = self.torch
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):  # torch asks for warm-up on a side stream before capture
+            fn()
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            out = fn()
+        return graph.replay, (graph, out)
+
+
+class _CupyLib:
+    name = "cupy"
+
+    def __init__(self) -> None:
+        import cupy
+
+        self.cupy = cupy
+
+    def event(self):
+        return self.cupy.cuda.Event()
+
+    def synchronize(self) -> None:
+        self.cupy.cuda.Device().synchronize()
+
+    def l2_bytes(self) -> int:
+        return int(self.cupy.cuda.runtime.deviceGetAttribute(38, 0))  # cudaDevAttrL2CacheSize
+
+    def new_flush_buffer(self, nbytes: int):
+        return self.cupy.zeros(nbytes // 4, dtype=self.cupy.int32)
+
+    def flush(self, buffer) -> None:
+        buffer += 1
+
+    def capture(self, fn: Callable[[], object]):
+        """(replay, keep-alive) of a CUDA graph of one call, captured on a side stream.
+
+        The call's outputs are kept alive with the graph: the graph writes into them on every
+        replay, and memory returned to CuPy's pool could be handed to someone else.
+        """
+        stream = self.cupy.cuda.Stream(non_blocking=True)
+        with stream:
+            fn()
+            stream.synchronize()
+            stream.begin_capture()
+            try:
+                out = fn()
+            finally:
+                graph = stream.end_capture()
+        return graph.launch, (graph, out, stream)
+
+
+def _library(name: str):
+    if name not in LIBRARIES:
+        raise UsageError(f"CUDA timing library must be one of {', '.join(LIBRARIES)}, "
+                         f"got {name!r}")
+    return _TorchLib() if name == "torch" else _CupyLib()
+
+
+def _flush_buffer(lib, l2_bytes: int):
+    """The library's flush buffer of ``2 x l2_bytes`` (allocated once, kept for the next case)."""
+    nbytes = 2 * int(l2_bytes)
+    buffer = _flush_buffers.get(lib.name)
+    if buffer is None or buffer.nbytes < nbytes:
+        buffer = lib.new_flush_buffer(nbytes)
+        _flush_buffers[lib.name] = buffer
+    return buffer
+
+
+def release_flush_buffers() -> None:
+    """Free the flush buffers (each twice the L2)."""
+    _flush_buffers.clear()
+
+
+def _capture_or_none(lib, fn: Callable[[], object]):
+    try:
+        return lib.capture(fn)
+    except Exception as exc:  # e.g. an allocation or a host sync inside the library call
+        lib.synchronize()
+        warnings.warn(f"CUDA graph capture failed ({type(exc).__name__}: {exc}); timed "
+                      "ordinary launches instead (recorded as graph_capture=False)",
+                      stacklevel=3)
+        return None
+
+
+def time_cuda(fn: Callable[[], object], config: TimingConfig, *, library: str,
+              working_set_bytes: int = 0, l2_bytes: int | None = None,
+              breakdown: bool = True) -> Measurement:
+    """Time ``fn()`` (which launches work on the current CUDA stream) with CUDA events.
+
+    ``library`` names whose events, streams and graphs are used (``torch`` or ``cupy``);
+    ``working_set_bytes`` is what one call touches, for the automatic flush decision;
+    ``l2_bytes`` defaults to the device's L2. Samples are in ms, in the order run.
+    """
+    validate_config(config)
+    lib = _library(library)
+    if l2_bytes is None:
+        l2_bytes = lib.l2_bytes()
+    flushed = should_flush(config, working_set_bytes, l2_bytes)
+    buffer = _flush_buffer(lib, l2_bytes) if flushed else None
+
+    for _ in range(config.warmups):
+        fn()
+    lib.synchronize()
+    call, keep_alive = fn, None
+    graph = bool(config.graph_capture)
+    if graph:
+        captured = _capture_or_none(lib, fn)
+        graph = captured is not None
+        if graph:
+            call, keep_alive = captured
+            call()  # first replay uploads the graph
+            lib.synchronize()
+
+    samples: list[float] = []
+    while len(samples) < config.repeats or (sum(samples) < config.min_total_ms
+                                            and len(samples) < MAX_SAMPLES):
+        batch = config.repeats if len(samples) < config.repeats else min(
+            config.repeats, MAX_SAMPLES - len(samples))
+        samples.extend(_timed_batch(lib, call, batch, buffer))
+
+    kernels: tuple[dict, ...] = ()
+    if breakdown:
+        kernels = kernel_breakdown(call, synchronize=lib.synchronize)
+    del keep_alive
+    recorded = replace(config, clock="cuda-events", graph_capture=graph)
+    return Measurement(samples_ms=tuple(samples), config=recorded, flushed=flushed,
+                       clock="cuda-events", kernel_breakdown=kernels)
+
+
+def _timed_batch(lib, call: Callable[[], object], count: int, buffer) -> list[float]:
+    """``count`` samples: [flush] start-event call end-event, all queued, one synchronise."""
+    pairs = []
+    for _ in range(count):
+        if buffer is not None:
+            lib.flush(buffer)
+        start, end = lib.event(), lib.event()
+        start.record()
+        call()
+        end.record()
+        pairs.append((start, end))
+    lib.synchronize()
+    if lib.name == "torch":
+        return [float(start.elapsed_time(end)) for start, end in pairs]
+    import cupy
+
+    return [float(cupy.cuda.get_elapsed_time(start, end)) for start, end in pairs]
+
+
+# ----------------------------------------------------------------------------- breakdown
+
+def kernel_breakdown(fn: Callable[[], object], *, synchronize: Callable[[], None],
+                     calls: int = BREAKDOWN_CALLS) -> tuple[dict, ...]:
+    """Per-kernel split of one call of ``fn``, from the PyTorch profiler (CUDA activity).
+
+    CUPTI sees every kernel in the process, so this also covers CuPy and NVRTC kernels.
+    Empty when PyTorch is not installed. See :func:`summarize_device_events` for the fields.
+    """
+    try:
+        from torch.autograd import DeviceType
+        from torch.profiler import ProfilerActivity, profile
+    except ImportError:
+        return ()
+    synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            fn()
+        synchronize()
+    events = [(e.name, e.time_range.elapsed_us()) for e in prof.events()
+              if e.device_type == DeviceType.CUDA]
+    return summarize_device_events(events, calls)
+
+
+def summarize_device_events(events: Iterable[tuple[str, float]],
+                            calls: int) -> tuple[dict, ...]:
+    """Group device activities by name: ``{"name", "full_name", "time_ms", "pct",
+    "launches"}`` per call, longest first.
+
+    ``time_ms = sum(us) / 1000 / calls``, ``launches = count / calls``,
+    ``pct = 100 x time / total device time`` (kernels, memsets and copies together, as
+    nsys's GPU-time share).
+    """
+    if calls < 1:
+        raise ValueError(f"calls must be >= 1, got {calls}")
+    totals: dict[str, list[float]] = {}
+    for name, us in events:
+        entry = totals.setdefault(name, [0.0, 0])
+        entry[0] += float(us)
+        entry[1] += 1
+    grand = sum(t for t, _ in totals.values())
+    rows = [{"name": short_kernel_name(name), "full_name": name[:400],
+             "time_ms": t / 1000.0 / calls, "pct": 100.0 * t / grand if grand > 0 else 0.0,
+             "launches": n / calls}
+            for name, (t, n) in totals.items()]
+    return tuple(sorted(rows, key=lambda r: (-r["time_ms"], r["name"])))
+
+
+_ANON = "(anonymous namespace)"
+
+
+def _matching_open(text: str, close_at: int, opener: str, closer: str) -> int:
+    """Index of the bracket opening the one at ``close_at`` (scanning back), or -1."""
+    depth = 0
+    for i in range(close_at, -1, -1):
+        if text[i] == closer:
+            depth += 1
+        elif text[i] == opener:
+            depth -= 1
+            if depth == 0:
+                return i
+    return -1
+
+
+def short_kernel_name(name: str) -> str:
+    """Qualified kernel name without return type, template arguments and parameters.
+
+    ``void cusparse::csrmv_v3_kernel<cusparse::Policy<...>, int>(cusparse::KernelCoeffs<float>,
+    ...)`` -> ``cusparse::csrmv_v3_kernel``; ``csr_vector<float, int, 8>`` -> ``csr_vector``;
+    names that are not C++ signatures (``Memset (Device)``) are returned unchanged.
+    """
+    text = name.strip().replace(_ANON, "{anon}")
+    if not (text.endswith(")") or text.endswith(">")) or " (" in text:
+        return name.strip()
+    if text.endswith(")"):
+        start = _matching_open(text, len(text) - 1, "(", ")")
+        text = text[:start] if start > 0 else text
+    text = text.rstrip()
+    if text.endswith(">"):
+        start = _matching_open(text, len(text) - 1, "<", ">")
+        text = text[:start] if start > 0 else text
+    depth, cut = 0, 0
+    for i, ch in enumerate(text):  # drop a return type: the last space outside brackets
+        if ch in "<(":
+            depth += 1
+        elif ch in ">)":
+            depth -= 1
+        elif ch == " " and depth == 0:
+            cut = i + 1
+    return (text[cut:] or name.strip()).replace("{anon}", _ANON)

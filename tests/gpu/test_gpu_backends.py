@@ -1,0 +1,118 @@
+"""Every GPU backend against float64 on awkward matrices; the poison check; the runner path."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sparsescope.backends import BACKENDS, get_backend, run_case
+from sparsescope.backends.cuda_kernels import CudaCsrScalar, CudaCsrVector
+from sparsescope.ops.spmv import check_output, make_x, reference_spmv
+from sparsescope.timing import TimingConfig
+
+GPU_BACKENDS = ("torch-cusparse-i64", "torch-cusparse-i32", "cupy-cusparse-i32",
+                "cuda-csr-scalar", "cuda-csr-vector")
+pytestmark = pytest.mark.gpu
+TOLERANCE = {"float32": 1e-5, "float64": 1e-12}
+QUICK = TimingConfig(warmups=1, repeats=3)
+
+
+@pytest.mark.parametrize("backend_name", GPU_BACKENDS)
+def test_backend_matches_float64_on_awkward_matrices(backend_name, awkward_matrices):
+    backend = get_backend(backend_name)
+    assert backend.availability() == (True, "")
+    cap = backend.capability
+    assert cap.device == "gpu" and cap.ops == ("spmv",)
+    failures = []
+    checked = 0
+    for matrix in awkward_matrices:
+        for dtype in cap.value_dtypes:
+            for index_bytes in cap.index_bytes:
+                x = make_x(matrix.cols, seed=checked, dtype=dtype)
+                prepared = backend.prepare(matrix.csr, dtype, index_bytes)
+                poisoned = backend.poison_output(prepared)
+                y = backend.run(prepared, x)
+                assert isinstance(y, np.ndarray) and y.dtype == np.dtype(dtype)
+                result = check_output(y, reference_spmv(matrix.csr, x), TOLERANCE[dtype])
+                checked += 1
+                if not result.passed:
+                    failures.append((matrix.name, dtype, index_bytes, poisoned, result.rel_err))
+    assert failures == []
+    assert checked >= len(awkward_matrices) * len(cap.value_dtypes)
+
+
+def test_capabilities_are_truthful():
+    for name in ("torch-cusparse-i64", "torch-cusparse-i32", "cupy-cusparse-i32"):
+        assert get_backend(name).capability.y_read  # cuSPARSE csrmv accumulates into y
+    for name in ("cuda-csr-scalar", "cuda-csr-vector"):
+        cap = get_backend(name).capability
+        assert not cap.y_read and cap.index_bytes == (4, 8)
+    assert get_backend("torch-cusparse-i64").capability.index_bytes == (8,)
+    assert get_backend("torch-cusparse-i32").capability.index_bytes == (4,)
+
+
+class SkipsLastRow(CudaCsrScalar):
+    """A broken kernel launch: the last row is never computed."""
+
+    def _launch(self, p, rows):
+        super()._launch(p, rows - 1)
+
+
+class VectorSkipsLastRow(CudaCsrVector):
+    def _launch(self, p, rows):
+        super()._launch(p, rows - 1)
+
+
+@pytest.mark.parametrize("broken", [SkipsLastRow, VectorSkipsLastRow])
+def test_poison_catches_a_skipped_row(broken, monkeypatch, awkward_matrices):
+    monkeypatch.setitem(BACKENDS, "broken", broken)
+    matrix = next(m for m in awkward_matrices if m.name.startswith("rand-4099x3001"))
+    case = run_case(matrix, "broken", config=QUICK)
+    assert case.outcome == "failed"
+    assert case.correctness.rel_err == float("inf")
+    assert case.measurement is None  # a failed case is never timed
+    # and the y the broken launch left holds the poison exactly where it skipped
+    backend = broken()
+    prepared = backend.prepare(matrix.csr, "float32", 4)
+    assert backend.poison_output(prepared)
+    y = backend.run(prepared, make_x(matrix.cols))
+    assert np.isnan(y[-1]) and np.all(np.isfinite(y[:-1]))
+
+
+def test_library_backends_have_no_buffer_to_poison(awkward_matrices):
+    matrix = awkward_matrices[0]
+    for name in ("torch-cusparse-i64", "torch-cusparse-i32", "cupy-cusparse-i32"):
+        backend = get_backend(name)
+        prepared = backend.prepare(matrix.csr, "float32", backend.capability.index_bytes[0])
+        assert backend.poison_output(prepared) is False
+
+
+@pytest.mark.parametrize("backend_name", GPU_BACKENDS)
+def test_runner_times_each_backend_with_cuda_events(backend_name, banded_4m):
+    case = run_case(banded_4m, backend_name, config=QUICK)
+    assert case.outcome == "ok", case.reason
+    assert case.correctness.rel_err < 1e-5
+    m = case.measurement
+    assert m.clock == "cuda-events" and m.config.clock == "cuda-events"
+    assert len(m.samples_ms) == 3 and all(0.001 < s < 50 for s in m.samples_ms)
+    assert m.flushed  # ~33 MB working set fits the H200's 60 MiB L2: flushed by default
+    assert m.kernel_breakdown and abs(sum(k["pct"] for k in m.kernel_breakdown) - 100) < 1e-6
+    assert case.index_bytes == get_backend(backend_name).capability.index_bytes[0]
+    assert case.notes
+
+
+def test_vector_kernel_records_its_threads_per_row(banded_4m):
+    case = run_case(banded_4m, "cuda-csr-vector", config=QUICK)
+    assert case.notes["threads_per_row"] == "32"  # mean 64.2 nnz/row -> capped at 32
+    assert "64.17" in case.notes["threads_per_row_rule"]
+    assert case.notes["kernel"] == "csr_vector<float, int, 32>"
+    assert case.measurement.kernel_breakdown[0]["name"] == "csr_vector"
+
+
+def test_float64_and_int64_through_the_runner(banded_4m):
+    case = run_case(banded_4m, "cuda-csr-scalar", config=QUICK, value_dtype="float64",
+                    index_bytes=8)
+    assert case.outcome == "ok", case.reason
+    assert case.value_bytes == 8 and case.index_bytes == 8
+    assert case.correctness.rel_err < 1e-12
+    assert case.notes["kernel"] == "csr_scalar<double, long long>"

@@ -1,0 +1,62 @@
+"""Measured GPU ceilings land in plausible H200 ranges; the API picks the GPU and its backends."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.fixture(scope="module")
+def measured():
+    from sparsescope.hardware.gpu_ceilings import measure_gpu_ceilings
+
+    start = time.perf_counter()
+    ceilings = measure_gpu_ceilings()
+    return ceilings, time.perf_counter() - start
+
+
+def test_ceilings_take_under_ten_seconds(measured):
+    ceilings, seconds = measured
+    print(f"\nceilings of {ceilings.device} in {seconds:.2f} s: copy "
+          f"{ceilings.copy_bw_gb_s:,.0f} GB/s, read {ceilings.read_bw_gb_s:,.0f} GB/s, L2 "
+          f"{ceilings.l2_bw_gb_s:,.0f} GB/s, DRAM {ceilings.dram_latency_ns:.0f} ns, L2 "
+          f"{ceilings.l2_latency_ns:.0f} ns, FP32 {ceilings.fp32_gflops:,.0f} GFLOP/s")
+    assert seconds < 10
+
+
+def test_ceilings_are_plausible_for_the_device(measured):
+    ceilings, _ = measured
+    assert set(ceilings.method) == {"copy_bw_gb_s", "read_bw_gb_s", "l2_bw_gb_s",
+                                    "dram_latency_ns", "l2_latency_ns", "fp32_gflops"}
+    assert ceilings.l2_latency_ns < ceilings.dram_latency_ns
+    assert ceilings.l2_bw_gb_s > ceilings.read_bw_gb_s
+    if "H200" in ceilings.device:  # HBM3e 4.8 TB/s datasheet; ~4.3 TB/s copies seen here
+        assert 3_000 < ceilings.copy_bw_gb_s < 5_000
+        assert 3_000 < ceilings.read_bw_gb_s < 5_000
+        assert 300 < ceilings.dram_latency_ns < 1_500
+        assert 50 < ceilings.l2_latency_ns < 600
+        assert 20_000 < ceilings.fp32_gflops < 70_000  # 66.9 TFLOP/s at 1,980 MHz boost
+
+
+def test_all_means_every_gpu_backend_when_a_gpu_answers():
+    from sparsescope.api import _choose_backends
+
+    gpu = ["cuda-csr-scalar", "cuda-csr-vector", "cupy-cusparse-i32", "torch-cusparse-i32",
+           "torch-cusparse-i64"]
+    assert _choose_backends(["all"]) == gpu
+    assert _choose_backends(["torch-cusparse-i64", "all"]) == ["torch-cusparse-i64",
+                                                               *gpu[:-1]]
+    assert _choose_backends(["all", "scipy-cpu"]) == [*gpu, "scipy-cpu"]
+    assert sorted(_choose_backends(None)) == gpu
+
+
+def test_device_of_a_gpu_run():
+    from sparsescope.api import _device
+
+    spec, ceilings, driver = _device(["cuda-csr-vector"])
+    assert spec.kind == "gpu" and spec.sm_count > 0
+    assert ceilings.copy_bw_gb_s > 0 and ceilings.dram_latency_ns > 0
+    assert driver

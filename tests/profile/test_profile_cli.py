@@ -1,0 +1,120 @@
+"""``sparsescope profile`` in-process: read, report, and run with the fake ncu."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from sparsescope.cli import main
+
+MODULES = ["sparsescope.cli.profile_cmd"]
+SUMMARY_KEYS = {"index", "name", "demangled_name", "block_size", "grid_size",
+                "registers_per_thread", "cpi", "stalls", "achieved_occupancy_pct",
+                "theoretical_occupancy_pct", "duration_ns"}
+
+
+def _json(capsys):
+    return json.loads(capsys.readouterr().out)
+
+
+def test_read_report_json(shared_fixtures, capsys):
+    rc = main(["profile", "read", str(shared_fixtures / "spmv_full.ncu-rep"), "--json"],
+              modules=MODULES)
+    assert rc == 0
+    out = _json(capsys)
+    assert out["format"] == "ncu-rep" and len(out["kernels"]) == 4
+    first = out["kernels"][0]
+    assert set(first) == SUMMARY_KEYS
+    assert (first["name"], first["block_size"], first["grid_size"]) == (
+        "csrmv_v3_kernel", 512, 1305)
+    assert first["registers_per_thread"] == 47
+    assert first["cpi"] == pytest.approx(14.540206, abs=1e-6)
+    assert first["stalls"]["long_scoreboard"] == pytest.approx(4.035870, abs=1e-6)
+    assert "smsp__" not in "".join(first["stalls"])           # reason names, not metric names
+    assert first["theoretical_occupancy_pct"] == 50.0
+    assert first["duration_ns"] == 27840.0
+
+
+def test_read_csv_with_details(shared_fixtures, capsys):
+    rc = main(["profile", "read", str(shared_fixtures / "spmv_full_raw.csv"), "--details",
+               str(shared_fixtures / "spmv_full_details.csv")], modules=MODULES)
+    assert rc == 0
+    text = capsys.readouterr().out
+    assert "4 kernel launch(es)" in text
+    assert "spmv_csr_scalar" in text and "long_scoreboard 38.34" in text
+
+
+def test_read_not_a_report(tmp_path, capsys):
+    bad = tmp_path / "x.ncu-rep"
+    bad.write_bytes(b"\x13\x37" * 2000)
+    rc = main(["profile", "read", str(bad), "--json"], modules=MODULES)
+    assert rc == 8
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["type"] == "ProfileError"
+    assert f"sparsescope: error: {bad}: not an Nsight Compute report" in captured.err
+
+
+def test_report_writes_markdown_and_figures(shared_fixtures, tmp_path, capsys):
+    rc = main(["profile", "report", str(shared_fixtures / "ncu_metrics_cant_analog.csv"),
+               str(shared_fixtures / "spmv_full.ncu-rep"), "--kernel", "csrmv_v3_kernel",
+               "--labels", "cant-int64,cant-int32,cant-full", "--out", str(tmp_path), "--json"],
+              modules=MODULES)
+    assert rc == 0
+    out = _json(capsys)
+    assert out["kernels"] == 3                         # one launch per distinct launch config
+    markdown = (tmp_path / "profile.md").read_text()
+    assert "| Metric | cant-int64 | cant-int32 | cant-full |" in markdown
+    assert "| Registers/Thread | 47 | 32 | 47 |" in markdown
+    assert "![Warp stall breakdown](profile_stalls.png)" in markdown
+    assert set(out["figures"]) == {"stalls", "pie:cant-int64", "pie:cant-int32", "pie:cant-full",
+                                   "instruction_roofline"}
+    for path in out["figures"].values():
+        assert (tmp_path / path.split("/")[-1]).read_bytes()[:4] == b"\x89PNG"
+
+
+def test_report_usage_errors(shared_fixtures, capsys):
+    rep = str(shared_fixtures / "spmv_full.ncu-rep")
+    assert main(["profile", "report", rep, "--kernel", "nope"], modules=MODULES) == 2
+    assert main(["profile", "report", rep, "--labels", "a,b,c"], modules=MODULES) == 2  # 2 kept
+    assert main(["profile", "read", rep, "--details", rep], modules=MODULES) == 2
+    assert "no kernel named 'nope'" in capsys.readouterr().err
+
+
+def test_run_with_fake_ncu(fake_ncu, tmp_path, capsys):
+    rc = main(["profile", "run", "--suite", "seed", "--matrix", "cant", "--backend", "torch",
+               "--set", "full", "--kernel", "regex:csrmv", "--launch-skip", "1",
+               "--clock-control", "none", "--out", str(tmp_path), "--json"], modules=MODULES)
+    assert rc == 0
+    out = _json(capsys)
+    assert out["report"] == str(tmp_path / "profile_seed_cant_torch.ncu-rep")
+    assert out["source_csv"] == str(tmp_path / "profile_seed_cant_torch_source.csv")
+    assert [k["name"] for k in out["kernels"]] == ["csrmv_v3_kernel"] * 3 + ["spmv_csr_scalar"]
+    assert set(out["kernels"][0]) == SUMMARY_KEYS
+    command = " ".join(out["command"])
+    assert "--set full" in command and "--kernel-name regex:csrmv" in command
+    assert "--launch-skip 1" in command and "--clock-control none" in command
+    assert command.endswith("--backend torch --op spmv --scale 1.0 --warmups 1 --repeats 3")
+
+
+def test_bare_profile_is_run_and_reports_errors(fake_ncu, tmp_path, capsys):
+    fake_ncu.mode("perm")
+    rc = main(["profile", "--suite", "seed", "--matrix", "cant", "--backend", "torch",
+               "--out", str(tmp_path)], modules=MODULES)
+    assert rc == 8
+    assert "ERR_NVGPUCTRPERM" in capsys.readouterr().err
+    assert main(["profile"], modules=MODULES) == 2
+    assert main(["profile", "run", "--suite", "s", "--matrix", "m", "--backend", "b",
+                 "--groups", "stalls,bogus"], modules=MODULES) == 2
+    assert "unknown metric group 'bogus'" in capsys.readouterr().err
+
+
+def test_cli_module_imports_no_heavy_library():
+    code = ("import sys; from sparsescope.cli import build_parser; "
+            "build_parser(['sparsescope.cli.profile_cmd']); import sparsescope.profile; "
+            "print(sorted(m for m in ('matplotlib', 'ncu_report', 'torch', 'cupy', 'scipy') "
+            "if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -1,0 +1,198 @@
+"""ncu command construction and error interpretation, run against a fake ncu on PATH that prints
+the real ncu's messages (see conftest.FAKE_NCU)."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+from sparsescope.errors import UnknownNameError, UsageError
+from sparsescope.profile import metrics as M
+from sparsescope.profile.collect import (
+    CollectOptions,
+    NcuResult,
+    build_ncu_command,
+    export_command,
+    find_ncu,
+    interpret_ncu_output,
+    profile_stem,
+    run_profile,
+    target_command,
+)
+from sparsescope.profile.errors import ProfileError
+
+TARGET = target_command("seed", "cant", "torch")
+
+
+def test_target_command():
+    assert TARGET == [sys.executable, "-m", "sparsescope.profile.target", "--suite", "seed",
+                      "--matrix", "cant", "--backend", "torch", "--op", "spmv", "--scale", "1.0",
+                      "--warmups", "1", "--repeats", "3"]
+
+
+def test_command_with_groups_filter_and_launch_window():
+    options = CollectOptions(groups=("stalls", "memory"), kernel_filter="regex:csrmv",
+                             launch_skip=2, launch_count=1, clock_control="none",
+                             cache_control="none")
+    cmd = build_ncu_command("/opt/ncu", "/out/r.ncu-rep", TARGET, options)
+    assert cmd[:3] == ["/opt/ncu", "--export", "/out/r.ncu-rep"]
+    assert cmd[-len(TARGET):] == TARGET
+    joined = " ".join(cmd)
+    for part in ("--clock-control none", "--cache-control none", "--kernel-name-base function",
+                 "--kernel-name regex:csrmv", "--launch-skip 2", "--launch-count 1",
+                 "--section WarpStateStats", "--section SourceCounters", "--import-source yes",
+                 "--force-overwrite", "--target-processes all"):
+        assert part in joined
+    metrics = cmd[cmd.index("--metrics") + 1].split(",")
+    assert M.CPI in metrics and M.stall_metric("long_scoreboard") in metrics
+    assert "smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.ratio" in metrics
+    assert len(metrics) == len(set(metrics))
+    assert "--set" not in cmd
+
+
+def test_command_with_full_set_and_defaults():
+    cmd = build_ncu_command("ncu", "r.ncu-rep", TARGET, CollectOptions(section_set="full"))
+    assert cmd[cmd.index("--set") + 1] == "full"
+    assert "--metrics" not in cmd and "--kernel-name" not in cmd and "--launch-skip" not in cmd
+    assert cmd[cmd.index("--clock-control") + 1] == "base"
+    assert cmd[cmd.index("--cache-control") + 1] == "all"
+
+
+def test_export_commands():
+    assert export_command("ncu", "r.ncu-rep", "raw") == [
+        "ncu", "--import", "r.ncu-rep", "--csv", "--page", "raw", "--print-units", "base"]
+    assert export_command("ncu", "r.ncu-rep", "source")[-2:] == ["--print-source", "sass"]
+    with pytest.raises(UsageError):
+        export_command("ncu", "r.ncu-rep", "summary")
+
+
+@pytest.mark.parametrize("kwargs, error", [
+    ({"groups": ("stall",)}, UnknownNameError), ({"clock_control": "locked"}, UnknownNameError),
+    ({"cache_control": "some"}, UnknownNameError),
+    ({"section_set": "everything"}, UnknownNameError),
+    ({"launch_skip": -1}, UsageError), ({"launch_count": 0}, UsageError),
+    ({"groups": ()}, UsageError),
+])
+def test_options_are_validated(kwargs, error):
+    with pytest.raises(error):
+        CollectOptions(**kwargs)
+
+
+def test_collects_source_only_with_source_counters():
+    assert CollectOptions(section_set="full").collects_source
+    assert CollectOptions(groups=("memory",)).collects_source
+    assert not CollectOptions(groups=("stalls", "launch")).collects_source
+
+
+def test_find_ncu(tmp_path):
+    cuda = tmp_path / "cuda" / "bin"
+    cuda.mkdir(parents=True)
+    (cuda / "ncu").write_text("#!/bin/sh\n")
+    (cuda / "ncu").chmod(0o755)
+    assert find_ncu({"PATH": str(cuda)}, search_globs=()) == cuda / "ncu"
+    assert find_ncu({"PATH": "", "CUDA_HOME": str(tmp_path / "cuda")}, search_globs=()) == (
+        cuda / "ncu")
+    versions = tmp_path / "opt"
+    for version in ("2024.1.0", "2025.3.1"):
+        (versions / f"nsight-compute-{version}").mkdir(parents=True)
+        exe = versions / f"nsight-compute-{version}" / "ncu"
+        exe.write_text("#!/bin/sh\n")
+        exe.chmod(0o755)
+    found = find_ncu({"PATH": ""}, search_globs=(str(versions / "nsight-compute*/ncu"),))
+    assert found == versions / "nsight-compute-2025.3.1" / "ncu"   # newest first
+    assert find_ncu({"PATH": ""}, search_globs=()) is None
+
+
+def test_profile_stem():
+    assert profile_stem("seed", "webbase-1M", "torch/int64") == (
+        "profile_seed_webbase-1M_torch-int64")
+
+
+def test_run_profile_writes_report_and_exports(fake_ncu, tmp_path, shared_fixtures):
+    options = CollectOptions(section_set="full", kernel_filter="csrmv_v3_kernel", launch_count=3)
+    run = run_profile(TARGET, tmp_path / "out", "profile_seed_cant_torch", options)
+    assert run.report_path == tmp_path / "out" / "profile_seed_cant_torch.ncu-rep"
+    assert run.report_path.read_bytes() == (shared_fixtures / "spmv_full.ncu-rep").read_bytes()
+    assert run.raw_csv.read_text() == (shared_fixtures / "spmv_full_raw.csv").read_text()
+    assert run.details_csv.name == "profile_seed_cant_torch_details.csv"
+    assert run.source_csv.read_text() == (shared_fixtures / "scalar_source_sass.csv").read_text()
+    assert run.ncu_version.startswith("Version 2025.3.1")
+    assert "==PROF== Report:" in run.log_path.read_text()
+    calls = fake_ncu.calls()
+    assert calls[0].startswith("--export ") and calls[0].endswith(" ".join(TARGET))
+    assert "--kernel-name csrmv_v3_kernel" in calls[0] and "--launch-count 3" in calls[0]
+    pages = [c.split("--page ")[1].split()[0] for c in calls if c.startswith("--import")]
+    assert pages == ["raw", "details", "source"]
+
+
+def test_source_export_failure_keeps_the_report(fake_ncu, tmp_path):
+    fake_ncu.mode("nosource")
+    with pytest.warns(UserWarning, match="source page not exported"):
+        run = run_profile(TARGET, tmp_path, "p", CollectOptions(section_set="full"))
+    assert run.source_csv is None and "Source page not available" in run.notes["source"]
+    assert run.report_path.is_file() and run.raw_csv.is_file()
+
+
+def test_no_source_export_without_source_counters(fake_ncu, tmp_path):
+    run = run_profile(TARGET, tmp_path, "p", CollectOptions(groups=("stalls",)))
+    assert run.source_csv is None
+    assert not any("--page source" in c for c in fake_ncu.calls())
+
+
+@pytest.mark.parametrize("mode, reason, fragments", [
+    ("perm", "permission", ["ERR_NVGPUCTRPERM - The user does not have permission",
+                            "NVreg_RestrictProfilingToAdminUsers=0", "--cap-add=SYS_ADMIN"]),
+    ("nokernels", "no_kernels", ["no kernel launch matched the filter 'spmv_nope'",
+                                 "kernels the program launched: csr_partition_kernel, "
+                                 "csrmv_v3_kernel"]),
+    ("appfail", "target_failed", ["the profiled program failed (exit code 1)",
+                                  "torch.OutOfMemoryError: CUDA out of memory"]),
+    ("crash", "ncu_failed", ["ncu exited with code 2", "==ERROR== Unknown Error on device 0."]),
+    ("noreport", "ncu_failed", ["wrote no report"]),
+])
+def test_collect_errors(fake_ncu, tmp_path, mode, reason, fragments):
+    fake_ncu.mode(mode)
+    options = CollectOptions(groups=("stalls",), kernel_filter="spmv_nope")
+    with pytest.raises(ProfileError) as err:
+        run_profile(TARGET, tmp_path, "p", options)
+    assert err.value.reason == reason
+    assert err.value.exit_code == 8
+    for fragment in fragments:
+        assert fragment in str(err.value)
+    assert (tmp_path / "p.ncu.log").is_file()              # ncu's output is kept for the user
+    assert not (tmp_path / "p_raw.csv").exists()           # nothing exported from a failed run
+
+
+def test_no_kernels_without_filter(fake_ncu, tmp_path):
+    fake_ncu.mode("nokernels")
+    with pytest.raises(ProfileError, match="the program launched none") as err:
+        run_profile(TARGET, tmp_path, "p", CollectOptions(groups=("launch",)))
+    assert err.value.reason == "no_kernels"
+
+
+def test_ncu_not_found(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.delenv("CUDA_HOME", raising=False)
+    monkeypatch.delenv("CUDA_PATH", raising=False)
+    monkeypatch.setattr("sparsescope.profile.collect.NCU_GLOBS", ())
+    with pytest.raises(ProfileError, match="ncu \\(Nsight Compute\\) not found") as err:
+        run_profile(TARGET, tmp_path, "p", CollectOptions())
+    assert err.value.reason == "ncu_not_found"
+    with pytest.raises(ProfileError) as err:
+        run_profile(TARGET, tmp_path, "p", CollectOptions(), ncu=tmp_path / "missing" / "ncu")
+    assert err.value.reason == "ncu_not_found"
+
+
+def test_interpret_precedence(tmp_path):
+    # the permission error comes with the no-kernels warning: the cause is the permission
+    both = NcuResult(("ncu",), 1, "==ERROR== ERR_NVGPUCTRPERM - no\n"
+                     "==WARNING== No kernels were profiled.\n", "")
+    with pytest.raises(ProfileError) as err:
+        interpret_ncu_output(both, tmp_path / "r.ncu-rep")
+    assert err.value.reason == "permission"
+    report = tmp_path / "r.ncu-rep"
+    report.write_bytes(b"NVR\x00")
+    interpret_ncu_output(NcuResult(("ncu",), 0, "==PROF== Report: r\n", ""), report)
+    assert os.path.exists(report)

@@ -1,0 +1,74 @@
+"""``sparsescope report RESULTS.json --out DIR`` in-process."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from conftest import make_cpu_runset
+
+from sparsescope.cli import main
+from sparsescope.results.io import write_runset
+
+MODULES = ["sparsescope.cli.report_cmd"]
+
+
+@pytest.fixture(scope="module")
+def results_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("results") / "run.json"
+    write_runset(path, make_cpu_runset())
+    return path
+
+
+def test_report_json_lists_paths_and_readings(results_file, tmp_path, capsys):
+    out_dir = tmp_path / "rep"
+    assert main(["report", str(results_file), "--out", str(out_dir), "--json"],
+                modules=MODULES) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["markdown"] == str(out_dir / "report.md")
+    assert out["html"] == str(out_dir / "report.html")
+    assert len(out["figures"]) == 8 and len(out["tables"]) == 15
+    assert all((out_dir / "figures").joinpath(p.rsplit("/", 1)[1]).is_file()
+               for p in out["figures"])
+    assert "reference GPU H200" in out["readings"]["littles_law"]
+    assert out["readings"]["outcomes"].startswith("1 case(s) skipped and 1 failed, of 4")
+    assert out["skipped_figures"] == []
+
+
+def test_report_text_output(results_file, tmp_path, capsys):
+    assert main(["report", str(results_file), "--out", str(tmp_path)], modules=MODULES) == 0
+    text = capsys.readouterr().out
+    assert f"wrote {tmp_path / 'report.html'}" in text
+    assert "wrote 8 figures" in text and "  timing: band-small comes closest" in text
+
+
+@pytest.mark.parametrize("content, message", [
+    ("{not json", "not JSON"),
+    ('{"schema_version": 999}', "run.json"),
+])
+def test_bad_results_file_exits_5_with_the_message(tmp_path, capsys, content, message):
+    bad = tmp_path / "run.json"
+    bad.write_text(content)
+    out_dir = tmp_path / "rep"
+    assert main(["report", str(bad), "--out", str(out_dir)], modules=MODULES) == 5
+    err = capsys.readouterr().err
+    assert err.startswith("sparsescope: error: ") and message in err
+    assert "Traceback" not in err
+    assert not out_dir.exists()
+
+
+def test_missing_results_file_exits_5(tmp_path, capsys):
+    assert main(["report", str(tmp_path / "nope.json"), "--out", str(tmp_path / "r"), "--json"],
+                modules=MODULES) == 5
+    assert json.loads(capsys.readouterr().out)["type"] == "ResultsFormatError"
+
+
+def test_importing_the_report_stage_loads_no_matplotlib():
+    code = ("import sys, sparsescope.report, sparsescope.cli.report_cmd\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+            "('matplotlib', 'torch', 'cupy', 'tqdm')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "[]"

@@ -1,0 +1,162 @@
+"""Results JSON: exact round trip, validation naming the JSON path, atomic writes."""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import os
+
+import pytest
+
+from sparsescope import _atomic
+from sparsescope.errors import ResultsFormatError
+from sparsescope.results.io import read_runset, runset_from_dict, runset_to_dict, write_runset
+from sparsescope.results.records import SCHEMA_VERSION
+
+
+def _strict_loads(text: str):
+    def refuse(token):
+        raise AssertionError(f"non-standard JSON token {token}")
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_round_trip_is_exact(runset):
+    data = _strict_loads(json.dumps(runset_to_dict(runset), allow_nan=False))
+    back = runset_from_dict(data)
+    assert back == runset
+    # fields excluded from == are kept too
+    assert back.device.sources == runset.device.sources
+    assert back.ceilings.method == runset.ceilings.method
+    assert back.cases[0].notes == {"kernel": "csrmv_v3_kernel"}
+    assert back.cases[0].measurement.kernel_breakdown == (
+        {"name": "csrmv_v3_kernel", "time_ms": 0.19, "pct": 96.7},)
+    # tuples stay tuples, samples are kept in order, statistics are recomputable
+    assert isinstance(back.cases, tuple) and isinstance(back.matrices, tuple)
+    assert back.cases[0].measurement.samples_ms == (0.1964, 0.1971, 0.1958, 0.2012)
+    assert back.cases[0].time_ms == pytest.approx(0.19675)
+    assert back.cases[2].correctness.rel_err == math.inf
+    assert back.ceilings.read_bw_gb_s is None
+    assert back.matrices[1].analog_of == "webbase-1M" and back.matrices[0].analog_of is None
+
+
+def test_dict_layout(runset):
+    d = runset_to_dict(runset)
+    assert d["schema_version"] == SCHEMA_VERSION
+    assert d["cases"][2]["correctness"]["rel_err"] == "Infinity"
+    assert d["cases"][0]["measurement"]["samples_ms"] == [0.1964, 0.1971, 0.1958, 0.2012]
+    assert d["device"]["sources"]["sm_count"].startswith("seed 000")
+    assert d["cases"][1]["measurement"] is None
+
+
+def test_file_round_trip(runset, tmp_path):
+    path = write_runset(tmp_path / "out" / "results.json", runset)
+    assert path == tmp_path / "out" / "results.json"
+    _strict_loads(path.read_text())
+    assert read_runset(path) == runset
+
+
+def mutate(d, path, value):
+    """Set (or with value=KeyError, delete) the entry at a path like ('cases', 1, 'outcome')."""
+    target = d
+    for key in path[:-1]:
+        target = target[key]
+    if value is KeyError:
+        del target[path[-1]]
+    else:
+        target[path[-1]] = value
+
+
+@pytest.mark.parametrize("path, value, message", [
+    (("cases", 1, "outcome"), "great",
+     "cases[1].outcome: expected one of ok/skipped/failed, got 'great'"),
+    (("schema_version",), 2, "schema_version: expected 1, got 2"),
+    (("schema_version",), KeyError, "schema_version: expected 1, got None"),
+    (("provenance", "git_commit"), KeyError, "provenance.git_commit: required field missing"),
+    (("matrices", 0, "stats", "rows"), "12",
+     "matrices[0].stats.rows: expected an integer, got string '12'"),
+    (("matrices", 0, "stats", "rows"), 12.0,
+     "matrices[0].stats.rows: expected an integer, got float 12.0"),
+    (("cases", 0, "measurement", "samples_ms", 1), "fast",
+     "cases[0].measurement.samples_ms[1]: expected a number, got string 'fast'"),
+    (("cases", 0, "measurement", "samples_ms"), [],
+     "cases[0].measurement.samples_ms: expected at least one sample"),
+    (("cases", 0, "measurement"), None,
+     "cases[0].measurement: an ok case must carry its measurement"),
+    (("cases", 0, "y_read"), 1, "cases[0].y_read: expected a boolean, got int 1"),
+    (("device", "kind"), "tpu", "device.kind: expected one of gpu/cpu, got 'tpu'"),
+    (("device", "sources", "sm_count"), 132,
+     "device.sources.sm_count: expected a string, got int 132"),
+    (("timing", "statistic"), "p90",
+     "timing.statistic: expected one of median/mean/min, got 'p90'"),
+    (("cases",), {}, "cases: expected an array, got object"),
+    (("cases", 2), "failed", "cases[2]: expected an object (CaseResult), got string 'failed'"),
+    (("cases", 0, "foo"), 1, "cases[0]: unexpected field 'foo' in CaseResult"),
+    (("scale",), True, "scale: expected a number, got boolean True"),
+    (("suite",), None, "suite: expected a string, got null"),
+    (("cases", 2, "correctness", "rel_err"), "huge",
+     "cases[2].correctness.rel_err: expected a number, got string 'huge'"),
+])
+def test_validation_names_the_json_path(runset, path, value, message):
+    d = copy.deepcopy(runset_to_dict(runset))
+    mutate(d, path, value)
+    with pytest.raises(ResultsFormatError) as info:
+        runset_from_dict(d)
+    assert str(info.value) == message
+
+
+def test_top_level_must_be_an_object():
+    with pytest.raises(ResultsFormatError,
+                       match="expected a JSON object at the top level, got array"):
+        runset_from_dict([1, 2])
+
+
+def test_optional_fields_with_defaults_may_be_absent(runset):
+    d = runset_to_dict(runset)
+    del d["reference_gpu"], d["cases"][1]["notes"], d["cases"][1]["y_read"]
+    back = runset_from_dict(d)
+    assert back.reference_gpu == "H200" and back.cases[1].notes == {}
+
+
+def test_read_errors_name_the_file(runset, tmp_path):
+    missing = tmp_path / "nope.json"
+    with pytest.raises(ResultsFormatError, match=f"^{missing}: no such results file$"):
+        read_runset(missing)
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"schema_version": 1,\n  "run_id": }')
+    with pytest.raises(ResultsFormatError, match=rf"^{bad}: not JSON \(line 2, column 13"):
+        read_runset(bad)
+    wrong = tmp_path / "wrong.json"
+    d = runset_to_dict(runset)
+    d["cases"][0]["outcome"] = "great"
+    wrong.write_text(json.dumps(d))
+    with pytest.raises(ResultsFormatError) as info:
+        read_runset(wrong)
+    assert str(info.value) == (
+        f"{wrong}: cases[0].outcome: expected one of ok/skipped/failed, got 'great'")
+    assert info.value.exit_code == 5
+
+
+def test_failed_serialisation_leaves_the_old_file_intact(runset, tmp_path):
+    path = write_runset(tmp_path / "results.json", runset)
+    before = path.read_bytes()
+    broken = runset.__class__(**{**runset.__dict__, "cases": (
+        runset.cases[0].__class__(**{**runset.cases[0].__dict__, "notes": {"bad": {1, 2}}}),)})
+    with pytest.raises(TypeError):
+        write_runset(path, broken)
+    assert path.read_bytes() == before
+    assert os.listdir(tmp_path) == ["results.json"]
+
+
+def test_a_crash_while_writing_leaves_the_old_file_intact(runset, tmp_path, monkeypatch):
+    path = write_runset(tmp_path / "results.json", runset)
+    before = path.read_bytes()
+
+    def crash(fd):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(_atomic.os, "fsync", crash)
+    with pytest.raises(OSError, match="disk full"):
+        write_runset(path, runset.__class__(**{**runset.__dict__, "run_id": "other"}))
+    assert path.read_bytes() == before
+    assert os.listdir(tmp_path) == ["results.json"]
