@@ -3,13 +3,15 @@
 #
 #   bash scripts/device_gpu_tests.sh            # install carried wheels, env, pytest
 #   bash scripts/device_gpu_tests.sh --seed6    # ... then `run --suite seed6 --backend all`
+#   bash scripts/device_gpu_tests.sh --seed6 --sweep   # ... and every backend plus every
+#        vector width on the seed6 analogs, flush off (as the H200 anchor ran) and auto
 #
 # Wheels the image lacks (fast_matrix_market, platformdirs) travel in .device-wheels/
 # (run with carry=[".device-wheels"]). Logs go to $OUT (the device tool's folder that comes
 # back; /tmp/sparsescope-device elsewhere). Exit status: pytest's.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-OUT="${OUT:-/tmp/sparsescope-device}"
+export OUT="${OUT:-/tmp/sparsescope-device}"
 mkdir -p "$OUT"
 export PYTHONPATH=src PYTHONUNBUFFERED=1
 
@@ -50,9 +52,48 @@ if [ "${1:-}" = "--seed6" ]; then
         > "$OUT/seed6.log" 2>&1 || echo "seed6 run failed: see seed6.log"
     echo "seed6 run took $(( $(date +%s) - start )) s" | tee -a "$OUT/seed6.log"
     cp /tmp/seed6/results.json "$OUT/seed6_results.json" 2>/dev/null
-    cp /tmp/seed6/report.md "$OUT/seed6_report.md" 2>/dev/null
     python3 -c 'import sys; from sparsescope.cli import main; sys.exit(main(sys.argv[1:], modules=["sparsescope.cli.results_cmd"]))' \
         results show /tmp/seed6/results.json 2>&1 | tee "$OUT/seed6_show.txt"
+fi
+if [ "${2:-}" = "--sweep" ]; then
+    python3 - <<'PY' 2>&1 | tee "$OUT/sweep.txt"
+import json, os, time
+from sparsescope.backends import get_backend
+from sparsescope.backends.cuda_kernels import CudaCsrVector
+from sparsescope.matrices import load_suite
+from sparsescope.ops.spmv import check_output, make_x, reference_spmv
+from sparsescope.timing import TimingConfig
+
+configs = {"off": TimingConfig(warmups=5, repeats=20, flush_l2=False),
+           "auto": TimingConfig(warmups=5, repeats=20)}
+names = ["torch-cusparse-i64", "torch-cusparse-i32", "cupy-cusparse-i32", "cuda-csr-scalar"]
+rows = []
+for matrix in load_suite("seed6"):
+    x = make_x(matrix.cols)
+    ref = reference_spmv(matrix.csr, x)
+    variants = [(n, get_backend(n)) for n in names]
+    for tpr in (2, 4, 8, 16, 32):
+        class Fixed(CudaCsrVector):
+            def _threads_per_row(self, csr, tpr=tpr):
+                return tpr, {"threads_per_row": str(tpr)}
+        variants.append((f"vector-tpr{tpr}", Fixed()))
+    row = {"matrix": matrix.name, "nnz": matrix.nnz,
+           "mean_nnz_per_row": matrix.nnz / matrix.rows}
+    for name, backend in variants:
+        prepared = backend.prepare(matrix.csr, "float32", backend.capability.index_bytes[0])
+        err = check_output(backend.run(prepared, x), ref, 1e-5).rel_err
+        row[name] = {"rel_err": err}
+        for flush, config in configs.items():
+            m = backend.time(prepared, x, config)
+            row[name][flush] = {"median_ms": m.median_ms, "cv": m.cov, "flushed": m.flushed}
+        del prepared
+    rows.append(row)
+    for flush in configs:
+        print(matrix.name, flush, " ".join(f"{k}={v[flush]['median_ms']:.4f}"
+                                           for k, v in row.items() if isinstance(v, dict)),
+              flush=True)
+json.dump(rows, open(os.environ["OUT"] + "/sweep.json", "w"), indent=1)
+PY
 fi
 tail -n 3 "$OUT/pytest.log"
 exit "$rc"

@@ -17,7 +17,8 @@ SHARED_FIXTURES = Path(
 def shared_fixtures() -> Path:
     """Folder of real H200 profiler outputs, SASS listings and timings (read-only)."""
     if not SHARED_FIXTURES.is_dir():
-        pytest.fail(f"shared fixtures not found at {SHARED_FIXTURES}; set SPARSESCOPE_SHARED_FIXTURES")
+        pytest.fail(f"shared fixtures not found at {SHARED_FIXTURES}; "
+                    "set SPARSESCOPE_SHARED_FIXTURES")
     return SHARED_FIXTURES
 
 

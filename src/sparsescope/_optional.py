@@ -25,4 +25,5 @@ def import_optional(module: str, purpose: str = "") -> ModuleType:
         extra = EXTRA_FOR_MODULE.get(top)
         hint = f"pip install 'sparsescope[{extra}]'" if extra else f"pip install {top}"
         why = f" (needed for {purpose})" if purpose else ""
-        raise MissingDependencyError(f"{module} is not installed{why}; install it with: {hint}") from exc
+        raise MissingDependencyError(
+            f"{module} is not installed{why}; install it with: {hint}") from exc

@@ -11,7 +11,7 @@ import sys
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from sparsescope.errors import UsageError
@@ -122,7 +122,7 @@ def run(*, suite: str | None = "seed6", files: Sequence[str] = (), scale: float 
         raise UsageError(f"--scale must be > 0, got {scale}")
     get_spec(reference_gpu)  # fail early on an unknown name
     timing = timing or TimingConfig()
-    created = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    created = datetime.now(UTC).isoformat(timespec="seconds")
     backends = _choose_backends(backends)
     spec, ceilings, driver = _device(backends)
 
@@ -147,7 +147,8 @@ def run(*, suite: str | None = "seed6", files: Sequence[str] = (), scale: float 
         provenance=provenance, device=spec, ceilings=ceilings, timing=timing,
         matrices=tuple(records), cases=tuple(cases),
         latency_ns=latency_ns if latency_ns is not None else (
-            spec.dram_latency_ns if spec.kind == "gpu" else get_spec(reference_gpu).dram_latency_ns),
+            spec.dram_latency_ns if spec.kind == "gpu"
+            else get_spec(reference_gpu).dram_latency_ns),
         reference_gpu=reference_gpu,
     )
     out = Path(out_dir)

@@ -1,5 +1,5 @@
-"""``import sparsescope`` and ``sparsescope --help`` load no GPU library, nor matplotlib (checked in a fresh
-interpreter, so nothing imported by other tests can hide an import)."""
+"""``import sparsescope`` and ``sparsescope --help`` load no GPU library, nor matplotlib
+(checked in a fresh interpreter, so nothing imported by other tests can hide an import)."""
 
 from __future__ import annotations
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import warnings
 
 import pytest
@@ -34,6 +35,27 @@ def test_flush_on_and_off_are_recorded_and_samples_plausible(banded_4m):
     assert on.median_ms > 0.8 * off.median_ms
     print(f"\ncuda-csr-vector cant-sized: flushed {on.median_ms:.4f} ms, "
           f"warm L2 {off.median_ms:.4f} ms")
+
+
+def test_host_launch_time_stays_out_of_the_samples(awkward_matrices):
+    """A call that spends 2 ms on the host before launching a ~us kernel is timed at the
+    kernel's device time: the batch waits behind a hold until the host has queued it all
+    (here after a retry: 10 x 2 ms of queueing outlasts the first 5 ms hold)."""
+    from sparsescope.backends.cuda_kernels import CudaCsrScalar
+    from sparsescope.timing.cuda import time_cuda
+
+    backend = CudaCsrScalar()
+    matrix = next(m for m in awkward_matrices if m.name == "one-by-one")
+    p = backend.prepare(matrix.csr, "float32", 4)
+
+    def slow_host_call():
+        time.sleep(0.002)
+        backend._launch(p, p.rows)
+
+    m = time_cuda(slow_host_call, TimingConfig(warmups=1, repeats=10, flush_l2=False),
+                  library="cupy", breakdown=False)
+    assert len(m.samples_ms) == 10
+    assert max(m.samples_ms) < 0.5, m.samples_ms  # not the 2 ms the host spent per call
 
 
 def test_min_total_ms_extends_the_samples(banded_4m):

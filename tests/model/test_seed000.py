@@ -44,7 +44,8 @@ def assert_seed(actual: float, printed: float | int | str, rel_input: float = 0.
     decimals = len(text.split(".")[1]) if "." in text else 0
     unit = 10.0 ** -decimals
     expected = float(text)
-    assert abs(actual - expected) <= unit * 1.0000001 + abs(expected) * rel_input, (actual, expected)
+    tolerance = unit * 1.0000001 + abs(expected) * rel_input
+    assert abs(actual - expected) <= tolerance, (actual, expected)
 
 
 def case(name: str, *, index_bytes: int = 8, y_read: bool = False) -> model.CaseMetrics:

@@ -45,13 +45,15 @@ def test_runs_the_case(stages, capsys):
                                            (("skipped", "no INT64 support"), 3)])
 def test_exit_code_follows_the_outcome(stages, capsys, outcome, code):
     stages["outcome"] = outcome
-    rc = target.main(["--suite", "seed6", "--scale", "0.001", "--matrix", "cant", "--backend", "cupy"])
+    rc = target.main(["--suite", "seed6", "--scale", "0.001", "--matrix", "cant",
+                      "--backend", "cupy"])
     assert rc == code
     assert f"{outcome[0]} ({outcome[1]})" in capsys.readouterr().err
 
 
 def test_unknown_matrix(stages, capsys):
-    rc = target.main(["--suite", "seed6", "--scale", "0.001", "--matrix", "bcsstk", "--backend", "torch"])
+    rc = target.main(["--suite", "seed6", "--scale", "0.001", "--matrix", "bcsstk",
+                      "--backend", "torch"])
     assert rc == 2
     err = capsys.readouterr().err
     assert "unknown entry of suite 'seed6' 'bcsstk'; known: cage15, cant, circuit5M, ldoor" in err

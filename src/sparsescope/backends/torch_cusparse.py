@@ -63,12 +63,17 @@ class _TorchCusparse(Backend):
         def device(array: np.ndarray):
             return torch.from_numpy(np.ascontiguousarray(array)).to("cuda")
 
-        with warnings.catch_warnings():  # "Sparse CSR tensor support is in beta state"
+        with warnings.catch_warnings():
+            # "Sparse CSR tensor support is in beta state" and "Sparse invariant checks are
+            # implicitly disabled": the matrices stage validated the CSR already, so
+            # PyTorch's own check would only repeat it.
             warnings.filterwarnings("ignore", message=".*[Ss]parse CSR tensor support")
+            warnings.filterwarnings("ignore", message=".*[Ss]parse invariant checks")
             matrix = torch.sparse_csr_tensor(
                 device(matrix_csr.indptr.astype(index_dtype, copy=False)),
                 device(matrix_csr.indices.astype(index_dtype, copy=False)),
-                device(values), size=tuple(int(n) for n in matrix_csr.shape))
+                device(values), size=tuple(int(n) for n in matrix_csr.shape),
+                check_invariants=False)
         return PreparedTorch(matrix=matrix, rows=int(matrix_csr.shape[0]),
                              cols=int(matrix_csr.shape[1]), nnz=int(matrix_csr.nnz),
                              value_bytes=values.itemsize, index_bytes=index_bytes)

@@ -30,6 +30,7 @@ COMMAND_MODULES = (
     "sparsescope.cli.specs_cmd",
     "sparsescope.cli.report_cmd",
     "sparsescope.cli.profile_cmd",
+    "sparsescope.cli.sass_cmd",
 )
 
 

@@ -45,8 +45,10 @@ def _list(args: argparse.Namespace) -> tuple[dict, str]:
              "registers": e.resources.registers if e.resources else None,
              "shared_bytes": e.resources.shared_bytes if e.resources else None}
             for e in entries]
-    text = "\n".join(f"{r['arch'] or '?':7} {r['registers'] if r['registers'] is not None else '-':>4}"
-                     f"  {r['demangled']}" for r in rows)
+    def regs(r: dict) -> str:
+        return "-" if r["registers"] is None else str(r["registers"])
+
+    text = "\n".join(f"{r['arch'] or '?':7} {regs(r):>4}  {r['demangled']}" for r in rows)
     return {"file": str(args.file), "kernels": rows}, text or "no kernel"
 
 

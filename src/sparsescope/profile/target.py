@@ -14,7 +14,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from sparsescope.errors import SparsescopeError, UnknownNameError, UsageError
+from sparsescope.errors import SparsescopeError, UsageError
 
 EXIT_FAILED = 1
 EXIT_SKIPPED = 3

@@ -116,12 +116,12 @@ class ControlFlow:
     """Instruction index -> index of the innermost loop holding it, -1 outside loops."""
     hot_loop: int
     """Index into :attr:`loops` of the static hot loop, -1 when the kernel has no loop."""
+    block_loops: tuple[tuple[int, ...], ...] = ()
+    """Block index -> indices of the loops holding it, outermost first."""
 
     def loops_containing(self, instruction_index: int) -> tuple[int, ...]:
         """Indices of every loop holding the instruction, innermost last."""
-        b = self.block_of[instruction_index]
-        found = [i for i, lp in enumerate(self.loops) if b in lp.blocks]
-        return tuple(sorted(found, key=lambda i: self.loops[i].depth))
+        return self.block_loops[self.block_of[instruction_index]] if self.block_loops else ()
 
 
 def _conditional(ins: Instruction) -> bool:
@@ -252,7 +252,12 @@ def build_cfg(instructions: tuple[Instruction, ...] | list[Instruction],
             for i in range(spans[b][0], spans[b][1] + 1):
                 loop_of[i] = li
     paths = _code_paths(blocks, instructions, rpo, succ, loop_of, min_arm_instructions)
-    return ControlFlow(blocks, loops, paths, tuple(block_of), tuple(loop_of), _hot_loop(loops))
+    block_loops: list[list[int]] = [[] for _ in blocks]
+    for li in sorted(range(len(loops)), key=lambda i: loops[i].depth):
+        for b in loops[li].blocks:
+            block_loops[b].append(li)
+    return ControlFlow(blocks, loops, paths, tuple(block_of), tuple(loop_of), _hot_loop(loops),
+                       tuple(tuple(x) for x in block_loops))
 
 
 def _natural_loops(blocks, instructions, rpo, succ, preds, idom) -> tuple[Loop, ...]:

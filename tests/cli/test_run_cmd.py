@@ -1,0 +1,90 @@
+"""``sparsescope run`` end to end on the CPU: results, report, store, and bad input."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from sparsescope.cli import main
+from sparsescope.results.io import read_runset
+from sparsescope.results.store import ResultsStore
+
+FAST = ["--warmups", "1", "--repeats", "3", "--flush", "off"]
+
+
+@pytest.fixture(scope="module")
+def seed6_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("run") / "seed6"
+    rc = main(["run", "--suite", "seed6", "--scale", "0.002", "--out", str(out), "--no-store",
+               "--json", *FAST])
+    return rc, out
+
+
+def test_run_writes_everything(seed6_run):
+    rc, out = seed6_run
+    assert rc == 0
+    for name in ("results.json", "report.md", "report.html"):
+        assert (out / name).stat().st_size > 1000
+    assert len(list((out / "figures").glob("*.png"))) >= 8
+    assert (out / "tables" / "timing.json").is_file()
+
+
+def test_results_are_valid_and_checked(seed6_run):
+    _, out = seed6_run
+    rs = read_runset(out / "results.json")
+    assert [m.name for m in rs.matrices] == ["webbase-1M", "cant", "pwtk", "ldoor", "circuit5M",
+                                             "cage15"]
+    assert all(m.analog_of for m in rs.matrices)
+    assert rs.device.kind == "cpu" and rs.reference_gpu == "H200"
+    assert rs.latency_ns == 300.0
+    assert rs.ceilings.copy_bw_gb_s and rs.ceilings.copy_bw_gb_s > 0
+    for case in rs.cases:
+        assert case.backend == "scipy-cpu" and case.outcome == "ok"
+        assert case.correctness.rel_err < 1e-5
+        assert len(case.measurement.samples_ms) == 3
+    # the ldoor analog at scale 0.002: rows and nnz scale together
+    ldoor = next(m for m in rs.matrices if m.name == "ldoor").stats
+    assert ldoor.rows == round(952_203 * 0.002)
+    assert abs(ldoor.nnz / ldoor.rows - 46_522_475 / 952_203) < 0.5
+
+
+def test_report_says_cpu_and_analog(seed6_run):
+    _, out = seed6_run
+    md = (out / "report.md").read_text()
+    assert "Generated analogs, not the real matrices" in md
+    assert "Measured on a CPU" in md and "H200" in md
+
+
+def test_run_appends_to_store(tmp_path, capsys):
+    rc = main(["run", "--suite", "awkward", "--out", str(tmp_path / "a"), "--json", *FAST])
+    assert rc == 0
+    result = json.loads(capsys.readouterr().out)
+    store = ResultsStore()
+    assert result["run_id"] in [r.run_id for r in store.runs()]
+    assert {c["outcome"] for c in result["cases"]} == {"ok"}
+
+
+def test_bad_matrix_file_names_line_and_keeps_old_results(tmp_path, capsys):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "results.json").write_text("previous results\n")
+    bad = tmp_path / "bad.mtx"
+    bad.write_text("%%MatrixMarket matrix coordinate real general\n3 3 2\n1 1 1.0\n4 2 2.0\n")
+    rc = main(["run", "--matrix", str(bad), "--out", str(out), "--no-store", *FAST])
+    err = capsys.readouterr().err
+    assert rc == 3
+    assert "bad.mtx, line 4" in err and "Traceback" not in err
+    assert (out / "results.json").read_text() == "previous results\n"
+
+
+@pytest.mark.parametrize("argv, code, message", [
+    (["--suite", "nope"], 2, "unknown suite 'nope'"),
+    (["--suite", "seed6", "--scale", "0"], 2, "--scale must be > 0"),
+    (["--suite", "seed6", "--backend", "warp-drive"], 2, "unknown backend 'warp-drive'"),
+    (["--suite", "seed6", "--repeats", "0"], 2, "--repeats >= 1"),
+])
+def test_bad_arguments(tmp_path, capsys, argv, code, message):
+    rc = main(["run", *argv, "--out", str(tmp_path / "o"), "--no-store"])
+    err = capsys.readouterr().err
+    assert rc == code and message in err and "Traceback" not in err
