@@ -72,3 +72,22 @@ def test_importing_the_report_stage_loads_no_matplotlib():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_report_with_profile_and_sass_sections(results_file, tmp_path, capsys, shared_fixtures):
+    out_dir = tmp_path / "rep"
+    argv = ["report", str(results_file), "--out", str(out_dir), "--json",
+            "--profile", str(shared_fixtures / "ncu_metrics_cant_analog.csv"),
+            "--sass", str(shared_fixtures / "spmv_kernels_sm90.cuobjdump.sass"),
+            "--kernel", "spmv_csr_scalar"]
+    assert main(argv, modules=MODULES) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["sections"] == ["Nsight Compute profile", "SASS analysis"]
+    md = (out_dir / "report.md").read_text()
+    assert "Long Scoreboard" in md or "long_scoreboard" in md
+    assert "spmv_csr_scalar" in md and "spmv_csr_vector8" not in md
+    assert (out_dir / "figures" / "profile_stalls.png").stat().st_size > 5000
+    page = (out_dir / "report.html").read_text()
+    # every figure, the profile's too, is embedded: the page loads nothing from outside
+    assert page.count("data:image/png;base64") == len(list((out_dir / "figures").glob("*.png")))
+    assert "[image:" not in page

@@ -5,8 +5,9 @@ float64 values and INT32 or INT64 indices:
 
 * ``cuda-csr-scalar``: one thread per row (``csr_scalar<T, I>``); 256-thread blocks.
 * ``cuda-csr-vector``: ``TPR`` threads per row reduced by warp shuffles
-  (``csr_vector<T, I, TPR>``), ``TPR`` = the smallest power of two >= the mean row length,
-  clamped to [2, 32]; the choice and the rule are kept in the case's notes.
+  (``csr_vector<T, I, TPR>``), ``TPR`` chosen from the mean and the longest row length
+  (:func:`sparsescope.backends._gpu.threads_per_row`); the choice and the rule are kept in
+  the case's notes.
 
 Both write every y element once and never read y (``Capability.y_read=False``). The device
 ``y`` is allocated once per prepared case and reused, so :meth:`poison_output` can fill it with
@@ -159,15 +160,18 @@ class CudaCsrVector(_CudaCsrKernel):
     name = "cuda-csr-vector"
     capability = Capability(**_CAPABILITY,
                             description="own CSR-vector kernel, 2-32 threads per row chosen "
-                                        "from the mean row length (NVRTC)")
+                                        "from the mean and longest row (NVRTC)")
 
     def _threads_per_row(self, csr: sp.csr_matrix) -> tuple[int, dict[str, str]]:
         rows = max(1, csr.shape[0])
         mean = csr.nnz / rows
-        tpr = _gpu.threads_per_row(mean)
+        longest = int(np.diff(csr.indptr).max()) if csr.shape[0] else 0
+        tpr = _gpu.threads_per_row(mean, longest)
         return tpr, {"threads_per_row": str(tpr),
-                     "threads_per_row_rule": (f"smallest power of two >= mean nnz/row "
-                                              f"({mean:.2f}), clamped to [2, 32]")}
+                     "threads_per_row_rule": (
+                         f"smallest power of two >= max(mean nnz/row {mean:.2f} / "
+                         f"{_gpu.NNZ_PER_LANE_MEAN}, longest row {longest} / "
+                         f"{_gpu.NNZ_PER_LANE_LONGEST}), clamped to [2, 32]")}
 
     def _kernel_name(self, value_dtype: str, index_bytes: int, tpr: int) -> str:
         return (f"csr_vector<{_gpu.CUDA_VALUE_TYPES[value_dtype]}, "

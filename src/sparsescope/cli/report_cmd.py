@@ -1,8 +1,10 @@
-"""``sparsescope report RESULTS.json --out DIR``: write the report of a results file."""
+"""``sparsescope report RESULTS.json --out DIR``: write the report of a results file, optionally
+with Nsight Compute profile sections (``--profile``) and SASS analysis sections (``--sass``)."""
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from sparsescope.cli import add_json_flag
 
@@ -14,8 +16,36 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "report.html, figures/*.png and tables/*.json into DIR.")
     parser.add_argument("results", metavar="RESULTS.json", help="results file written by `run`")
     parser.add_argument("--out", required=True, metavar="DIR", help="folder for the report")
+    parser.add_argument("--profile", action="append", default=[], metavar="FILE",
+                        help="add an Nsight Compute section from a .ncu-rep or a --page raw CSV "
+                             "(repeatable)")
+    parser.add_argument("--sass", action="append", default=[], metavar="FILE",
+                        help="add a SASS analysis section (cubin, listing, .cu, library; "
+                             "repeatable)")
+    parser.add_argument("--kernel", metavar="REGEX", help="kernels to keep in the SASS section")
     add_json_flag(parser)
     parser.set_defaults(handler=handle_report)
+
+
+def _profile_section(files: list[str], out: Path) -> tuple[str, str]:
+    """(title, markdown) of the ncu section; its figures go to ``out/figures/profile_*``."""
+    from sparsescope.profile import load
+    from sparsescope.profile.analysis import representative_launches
+    from sparsescope.profile.render import render_markdown, write_figures
+
+    profiles = [p for f in files for p in load(f)]
+    profiles = list(representative_launches(profiles))
+    made = write_figures(profiles, out / "figures", prefix="profile")
+    figures = {key: f"figures/{path.name}" for key, path in made.items()}
+    text = render_markdown(profiles, figures=figures, level=3)
+    return "Nsight Compute profile", f"Source: {', '.join(files)}\n\n{text}"
+
+
+def _sass_section(files: list[str], kernel: str | None) -> tuple[str, str]:
+    from sparsescope.sass import analyse_file, render_markdown
+
+    analyses = [a for f in files for a in analyse_file(f, kernel=kernel)]
+    return "SASS analysis", render_markdown(analyses, level=3)
 
 
 def handle_report(args: argparse.Namespace) -> tuple[dict, str]:
@@ -24,10 +54,19 @@ def handle_report(args: argparse.Namespace) -> tuple[dict, str]:
     from sparsescope.results.io import read_runset
 
     runset = read_runset(args.results)  # a bad file raises ResultsFormatError (exit code 5)
-    paths = write_report(runset, args.out)
+    out = Path(args.out)
+    sections = []
+    if args.profile:
+        sections.append(_profile_section(args.profile, out))
+    if args.sass:
+        sections.append(_sass_section(args.sass, args.kernel))
+    paths = write_report(runset, out, extra_sections=sections)
     lines = [f"wrote {paths.markdown}", f"wrote {paths.html}",
              f"wrote {len(paths.figures)} figures under {paths.out_dir / 'figures'}",
              f"wrote {len(paths.tables)} tables under {paths.out_dir / 'tables'}"]
+    lines += [f"added section: {title}" for title, _ in sections]
     lines += [f"figure {name} not drawn: {reason}" for name, reason in paths.skipped_figures]
     lines += ["", "Readings:"] + [f"  {name}: {text}" for name, text in paths.readings.items()]
-    return paths.to_dict(), "\n".join(lines)
+    result = paths.to_dict()
+    result["sections"] = [title for title, _ in sections]
+    return result, "\n".join(lines)

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import gzip
 import os
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
 import scipy.sparse as sp
 
+from sparsescope._atomic import atomic_writer
 from sparsescope.errors import MatrixFormatError, MatrixNotAvailableError, UsageError
 from sparsescope.matrices._csr import make_csr
 from sparsescope.matrices.mtx import read_mtx
@@ -91,16 +91,8 @@ def write_matrix(matrix: Matrix | sp.spmatrix, path: str | os.PathLike) -> Path:
     if suffix not in READERS:
         raise UsageError(str(_unknown_suffix(target)))
     csr = _canonical(matrix)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            _write(csr, suffix, handle)
-        os.replace(tmp, target)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    with atomic_writer(target) as handle:
+        _write(csr, suffix, handle)
     return target
 
 

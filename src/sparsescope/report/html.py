@@ -10,6 +10,7 @@ import base64
 import html
 import re
 from importlib import resources
+from pathlib import Path
 
 from sparsescope.report.document import (
     Bullets,
@@ -60,7 +61,33 @@ def _figure_html(block: FigureBlock) -> str:
             f"{inline(f.caption)}</figcaption></figure>")
 
 
-def _block(block) -> str:
+_IMAGE_LINE = re.compile(r"^\s*!\[([^\]]*)\]\(([^)\s]+)\)\s*$")
+
+
+def _raw_markdown_html(text: str, image_root: Path | None) -> str:
+    """Extra sections' Markdown; a line holding only ``![alt](figures/x.png)`` whose file exists
+    under ``image_root`` is embedded as a base64 figure, so the page stays self-contained."""
+    parts: list[str] = []
+    pending: list[str] = []
+    for line in text.splitlines():
+        m = _IMAGE_LINE.match(line)
+        path = (image_root / m.group(2)) if (m and image_root is not None) else None
+        if path is not None and path.suffix.lower() == ".png" and path.is_file():
+            if pending:
+                parts.append(markdown_to_html("\n".join(pending)))
+                pending = []
+            data = base64.b64encode(path.read_bytes()).decode("ascii")
+            parts.append(f'<figure><img alt="{html.escape(m.group(1), quote=True)}" '
+                         f'src="data:image/png;base64,{data}"><figcaption>'
+                         f"{inline(m.group(1))}</figcaption></figure>")
+        else:
+            pending.append(line)
+    if pending:
+        parts.append(markdown_to_html("\n".join(pending)))
+    return "\n".join(parts)
+
+
+def _block(block, image_root: Path | None = None) -> str:
     if isinstance(block, Heading):
         text = block.text
         anchor = f' id="{_slug(text)}"' if block.level == 2 else ""
@@ -74,7 +101,7 @@ def _block(block) -> str:
     if isinstance(block, Code):
         return f"<pre><code>{html.escape(block.text)}</code></pre>"
     if isinstance(block, RawMarkdown):
-        return f'<div class="extra">{markdown_to_html(block.text)}</div>'
+        return f'<div class="extra">{_raw_markdown_html(block.text, image_root)}</div>'
     if isinstance(block, TableBlock):
         t = block.table
         parts = [f'<p class="caption" id="table-{t.name}">Table {block.number}: '
@@ -89,10 +116,11 @@ def _block(block) -> str:
     raise TypeError(f"unknown block {type(block).__name__}")
 
 
-def render_html(doc: Document) -> str:
+def render_html(doc: Document, *, image_root: Path | None = None) -> str:
+    """The whole page; ``image_root`` is the report folder, where extra sections' figures lie."""
     toc = "".join(f'<li><a href="#{_slug(b.text)}">{inline(b.text)}</a></li>'
                   for b in doc.blocks if isinstance(b, Heading) and b.level == 2)
-    body = "\n".join(_block(b) for b in doc.blocks)
+    body = "\n".join(_block(b, image_root) for b in doc.blocks)
     title = html.escape(doc.title)
     return (f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
             f'<meta name="viewport" content="width=device-width, initial-scale=1">\n'

@@ -73,18 +73,15 @@ def write_report(runset: RunSet, out_dir: str | os.PathLike, *,
     tables = {t.name: t for t in build_tables(runset, ctx=ctx)}
     figures = render_figures(ctx, tables, progress=progress)
     doc = build_document(ctx, tables, {f.name: f for f in figures}, sections)
-    markdown, page = render_markdown(doc), render_html(doc)
-
     out = Path(out_dir)
+    markdown, page = render_markdown(doc), render_html(doc, image_root=out)
+
     fig_paths = tuple(write_bytes_atomic(out / f.path, f.png) for f in figures
                       if f.png is not None)
     table_paths = tuple(write_json_atomic(out / "tables" / f"{name}.json", t.to_dict())
                         for name, t in tables.items())
     html_path = write_text_atomic(out / "report.html", page)
     md_path = write_text_atomic(out / "report.md", markdown)
-    for path in (*fig_paths, *table_paths, html_path, md_path):
-        # The atomic writer's temporary files are private (0600); a report is meant to be read.
-        os.chmod(path, 0o644)
     skipped = tuple((f.name, f.skipped_reason) for f in figures if f.png is None)
     for name, _ in skipped:
         # A figure drawn by an earlier report of this folder would now contradict the text.
