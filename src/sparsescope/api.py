@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -125,6 +125,8 @@ def run(*, suite: str | None = "seed6", files: Sequence[str] = (), scale: float 
     created = datetime.now(UTC).isoformat(timespec="seconds")
     backends = _choose_backends(backends)
     spec, ceilings, driver = _device(backends)
+    if spec.kind == "gpu":
+        timing = replace(timing, clock="cuda-events")  # the GPU backends time with CUDA events
 
     count, loaded = _matrices(suite, files, scale, seed, strict)
     records: list[MatrixRecord] = []
@@ -146,9 +148,7 @@ def run(*, suite: str | None = "seed6", files: Sequence[str] = (), scale: float 
         run_id=uuid.uuid4().hex[:12], suite=suite if not files else "files", scale=scale,
         provenance=provenance, device=spec, ceilings=ceilings, timing=timing,
         matrices=tuple(records), cases=tuple(cases),
-        latency_ns=latency_ns if latency_ns is not None else (
-            spec.dram_latency_ns if spec.kind == "gpu"
-            else get_spec(reference_gpu).dram_latency_ns),
+        latency_ns=_model_latency_ns(latency_ns, spec, ceilings, reference_gpu),
         reference_gpu=reference_gpu,
     )
     out = Path(out_dir)
@@ -163,6 +163,18 @@ def run(*, suite: str | None = "seed6", files: Sequence[str] = (), scale: float 
                      store_path=store_path)
 
 
+def _model_latency_ns(given: float | None, spec, ceilings, reference_gpu: str) -> float:
+    """DRAM latency for the model: the user's, else the one measured on this GPU by pointer
+    chasing, else the spec table's estimate (the reference GPU's on a CPU run)."""
+    from sparsescope.hardware.specs import get_spec
+
+    if given is not None:
+        return given
+    if spec.kind != "gpu":
+        return get_spec(reference_gpu).dram_latency_ns
+    return ceilings.dram_latency_ns or spec.dram_latency_ns
+
+
 def _library_versions(backend: str) -> dict[str, str]:
     from sparsescope.backends.registry import get_backend
 
@@ -173,8 +185,6 @@ def _library_versions(backend: str) -> dict[str, str]:
 
 
 def _with_created(provenance, created: str):
-    from dataclasses import replace
-
     return replace(provenance, created_utc=created)
 
 

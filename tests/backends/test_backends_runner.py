@@ -198,3 +198,32 @@ def test_unavailable_backend_is_skipped(small_matrix):
 def test_unknown_backend_is_a_usage_error(small_matrix):
     with pytest.raises(UnknownNameError):
         run_case(small_matrix, "no-such-backend", config=CONFIG)
+
+
+def test_gate_widens_tolerance_only_for_cancelling_sums():
+    """One row of 1000 equal values against x in [-1, 1): the sum cancels (kappa = 14.6), so
+    float32 rounding is large relative to it; the gate scales by kappa / 10 and says so. With
+    the signs of x (no cancellation, kappa = 1) the plain tolerance stays."""
+    import numpy as np
+    import scipy.sparse as sp
+
+    from sparsescope.matrices.types import Matrix
+    from sparsescope.ops.spmv import cancellation_factor, make_x
+
+    x = make_x(1000, seed=0).astype(np.float64)
+    config = TimingConfig(warmups=0, repeats=1)
+    cancelling = sp.csr_matrix(np.full((1, 1000), 0.001))
+    kappa = cancellation_factor(cancelling, x)
+    assert kappa == pytest.approx(np.abs(x).sum() / abs(x.sum()))  # one row: |A||x| / |Ax|
+    assert round(kappa, 1) == 14.6
+    case = run_case(Matrix(name="cancel", csr=cancelling, source="test"), "scipy-cpu",
+                    config=config)
+    assert case.correctness.tolerance == pytest.approx(1e-5 * kappa / 10)
+    assert case.notes["tolerance_scaled_by_cancellation"] == "kappa 14.6"
+
+    aligned = sp.csr_matrix((np.sign(x) * 0.001)[None, :])
+    assert cancellation_factor(aligned, x) == 1.0
+    case = run_case(Matrix(name="aligned", csr=aligned, source="test"), "scipy-cpu",
+                    config=config)
+    assert case.correctness.tolerance == 1e-5
+    assert "tolerance_scaled_by_cancellation" not in case.notes

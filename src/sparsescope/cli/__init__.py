@@ -31,6 +31,8 @@ COMMAND_MODULES = (
     "sparsescope.cli.report_cmd",
     "sparsescope.cli.profile_cmd",
     "sparsescope.cli.sass_cmd",
+    "sparsescope.cli.ceilings_cmd",
+    "sparsescope.cli.results_cmd",
 )
 
 
