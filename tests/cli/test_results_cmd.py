@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
@@ -128,3 +129,95 @@ def test_bad_file_is_an_error_not_a_traceback(tmp_path, capsys):
     assert rc != 0
     assert out.err.startswith("sparsescope: error: ")
     assert "results.json" in out.err
+
+
+# ----------------------------------------------------------------------------- compare
+
+def _pair_runset(run_id: str, times: dict[str, tuple[float, ...] | None]) -> RunSet:
+    """One ldoor case per backend; None: a failed case (no time counted)."""
+    cases = tuple(_case(backend, samples, index_bytes=4, y_read=False,
+                        outcome="ok" if samples else "failed")
+                  for backend, samples in times.items())
+    return dataclasses.replace(_runset(copy_bw=4000.0), run_id=run_id, cases=cases)
+
+
+def _compare(capsys, tmp_path, times_a, times_b, *extra: str):
+    a = write_runset(tmp_path / "a.json", _pair_runset("run-a", times_a))
+    b = write_runset(tmp_path / "b.json", _pair_runset("run-b", times_b))
+    rc = main(["results", "compare", str(a), str(b), *extra], modules=MODULES)
+    return rc, capsys.readouterr()
+
+
+A_TIMES = {"torch-cusparse-i64": (0.20, 0.21, 0.19), "cuda-csr-vector": (0.100, 0.100),
+           "cupy-cusparse-i32": (0.130,), "cuda-csr-scalar": None}
+B_TIMES = {"torch-cusparse-i64": (0.204, 0.206), "cuda-csr-vector": (0.108,),
+           "cupy-cusparse-i32": None, "cuda-csr-scalar": None, "torch-cusparse-i32": (0.13,)}
+
+
+def test_compare_rows_ratio_spread_and_status(tmp_path, capsys):
+    rc, out = _compare(capsys, tmp_path, A_TIMES, B_TIMES, "--json")
+    assert rc == 0
+    data = json.loads(out.out)
+    rows = {r["backend"]: r for r in data["rows"]}
+    assert [r["backend"] for r in data["rows"]] == [*A_TIMES, "torch-cusparse-i32"]
+    torch_row = rows["torch-cusparse-i64"]
+    # medians 0.20 and 0.205: ratio 1.025, spread 0.005 / 0.20 = 2.5 %
+    assert torch_row["median_a_ms"] == pytest.approx(0.20)
+    assert torch_row["median_b_ms"] == pytest.approx(0.205)
+    assert torch_row["ratio_b_over_a"] == pytest.approx(1.025)
+    assert torch_row["spread"] == pytest.approx(0.025)
+    assert torch_row["status"] == "agree"
+    vector = rows["cuda-csr-vector"]  # 0.100 -> 0.108: 8 % > 5 %
+    assert vector["spread"] == pytest.approx(0.08) and vector["status"] == "differ"
+    assert rows["cupy-cusparse-i32"]["status"] == "only_a"
+    assert rows["cupy-cusparse-i32"]["median_b_ms"] is None
+    assert rows["cuda-csr-scalar"]["status"] == "untimed"
+    assert rows["torch-cusparse-i32"]["status"] == "only_b"
+    s = data["summary"]
+    assert s["within"] == 0.05 and s["rows"] == 5 and s["compared"] == 2
+    assert s["counts"] == {"agree": 1, "differ": 1, "only_a": 1, "only_b": 1, "untimed": 1}
+    assert s["max_spread"] == pytest.approx(0.08)
+    assert s["max_spread_case"] == {"matrix": "ldoor", "backend": "cuda-csr-vector"}
+    assert s["median_spread"] == pytest.approx(0.0525)
+    assert s["all_within"] is False
+    assert data["a"]["run_id"] == "run-a" and data["b"]["run_id"] == "run-b"
+    assert data["same_device"] is True
+
+
+def test_compare_all_within_a_wider_threshold(tmp_path, capsys):
+    times_a = {k: v for k, v in A_TIMES.items() if k in ("torch-cusparse-i64", "cuda-csr-vector",
+                                                          "cuda-csr-scalar")}
+    times_b = {k: B_TIMES[k] for k in times_a}
+    rc, out = _compare(capsys, tmp_path, times_a, times_b, "--json", "--within", "0.08")
+    summary = json.loads(out.out)["summary"]
+    assert rc == 0
+    assert summary["all_within"] is True  # 8 % spread <= 0.08; the untimed row is left out
+    assert summary["counts"]["agree"] == 2 and summary["counts"]["untimed"] == 1
+    rc, out = _compare(capsys, tmp_path, times_a, times_b, "--json")
+    assert json.loads(out.out)["summary"]["all_within"] is False
+
+
+def test_compare_text(tmp_path, capsys):
+    rc, out = _compare(capsys, tmp_path, A_TIMES, B_TIMES)
+    assert rc == 0
+    lines = out.out.splitlines()
+    assert lines[0].startswith("A: run run-a (2026-11-21T10:00:00+00:00, NVIDIA H200)")
+    assert lines[2].split() == ["matrix", "backend", "A", "ms", "B", "ms", "B/A", "spread",
+                                "status"]
+    assert lines[4].split() == ["ldoor", "torch-cusparse-i64", "0.2000", "0.2050", "1.025",
+                                "2.5%", "agree"]
+    assert lines[5].split() == ["ldoor", "cuda-csr-vector", "0.1000", "0.1080", "1.080",
+                                "8.0%", "differ"]
+    assert lines[6].split() == ["ldoor", "cupy-cusparse-i32", "0.1300", "-", "-", "-", "only_a"]
+    assert lines[-1] == ("max spread 8.0% (ldoor cuda-csr-vector); 1 of 2 timed rows within "
+                         "5.0%; all rows agree: no")
+
+
+def test_compare_refuses_a_negative_threshold_and_bad_files(tmp_path, capsys):
+    rc, out = _compare(capsys, tmp_path, A_TIMES, B_TIMES, "--within", "-0.1")
+    assert rc != 0 and out.err.startswith("sparsescope: error: --within must be")
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}")
+    rc = main(["results", "compare", str(bad), str(tmp_path / "a.json")], modules=MODULES)
+    err = capsys.readouterr().err
+    assert rc != 0 and err.startswith("sparsescope: error: ") and "bad.json" in err

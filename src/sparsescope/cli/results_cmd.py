@@ -10,16 +10,28 @@ needs -- so they compare backends by time alone::
 
 ``copy_bw`` is the run's measured ``ceilings.copy_bw_gb_s``; ``pct_copy_bw`` is null when the
 run measured none. Cases without a time (skipped, failed) have null times and bandwidths.
+
+``sparsescope results compare A B``: the same cases of two runs side by side (back-to-back
+repeatability, or two machines). Per (matrix, backend, op)::
+
+    ratio = median_b / median_a        spread = |median_a - median_b| / min(median_a, median_b)
+
+A row *agrees* when spread <= ``--within`` (default 0.05). Only ok cases count as timed; a case
+timed in one run and not in the other is a disagreement, a case timed in neither is listed as
+``untimed`` and left out of the verdict.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import statistics
 
 from sparsescope.cli import add_json_flag
 
 COLUMNS = ("matrix", "backend", "median_ms", "cv", "rel_err", "eff_bw_gb_s", "pct_copy_bw")
+DEFAULT_WITHIN = 0.05
+"""``results compare``: spreads up to 5 % count as agreement."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -35,6 +47,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     show.add_argument("file", metavar="FILE", help="results.json")
     add_json_flag(show)
     show.set_defaults(handler=handle_show)
+    compare = sub.add_parser(
+        "compare", help="two runs side by side: medians, ratio, spread, agreement",
+        description="For every (matrix, backend) of two results files: both medians, their "
+                    "ratio B/A and the spread |a-b|/min(a,b); a summary with the largest "
+                    "spread and whether every row agrees within --within.")
+    compare.add_argument("file_a", metavar="A", help="first results.json")
+    compare.add_argument("file_b", metavar="B", help="second results.json")
+    compare.add_argument("--within", type=float, default=DEFAULT_WITHIN, metavar="F",
+                         help="largest spread that counts as agreement (default 0.05 = 5%%)")
+    add_json_flag(compare)
+    compare.set_defaults(handler=handle_compare)
 
 
 def _json_float(value):
@@ -108,3 +131,117 @@ def handle_show(args: argparse.Namespace) -> tuple[dict, str]:
     text = (f"run {runset.run_id} on {runset.provenance.device} (copy bandwidth {bw}; "
             f"bandwidths use the INT32, y-written byte model)\n" + _table(rows))
     return result, text
+
+
+# ----------------------------------------------------------------------------- compare
+
+def _timed_median(case) -> float | None:
+    """The median of an ok case with samples; None for skipped and failed cases."""
+    m = case.measurement
+    if case.outcome != "ok" or m is None or not m.samples_ms:
+        return None
+    return m.median_ms
+
+
+def _keyed(runset) -> dict[tuple[str, str, str, int], object]:
+    """Cases by (matrix, backend, op, occurrence): a run that holds a case twice pairs them
+    in order."""
+    seen: dict[tuple[str, str, str], int] = {}
+    out = {}
+    for case in runset.cases:
+        key = (case.matrix, case.backend, case.op)
+        seen[key] = seen.get(key, 0) + 1
+        out[(*key, seen[key])] = case
+    return out
+
+
+def compare_rows(runset_a, runset_b, within: float = DEFAULT_WITHIN) -> list[dict]:
+    """One row per case of A (in A's order), then the cases only B holds.
+
+    ``status``: ``agree`` / ``differ`` (both timed), ``only_a`` / ``only_b`` (timed in one run
+    only), ``untimed`` (in neither).
+    """
+    a, b = _keyed(runset_a), _keyed(runset_b)
+    rows = []
+    for key in [*a, *(k for k in b if k not in a)]:
+        ta = _timed_median(a[key]) if key in a else None
+        tb = _timed_median(b[key]) if key in b else None
+        ratio = spread = None
+        if ta is not None and tb is not None and min(ta, tb) > 0:
+            ratio = tb / ta
+            spread = abs(ta - tb) / min(ta, tb)
+            status = "agree" if spread <= within else "differ"
+        elif ta is not None:
+            status = "only_a"
+        elif tb is not None:
+            status = "only_b"
+        else:
+            status = "untimed"
+        rows.append({"matrix": key[0], "backend": key[1], "op": key[2], "median_a_ms": ta,
+                     "median_b_ms": tb, "ratio_b_over_a": ratio, "spread": spread,
+                     "status": status})
+    return rows
+
+
+def compare_summary(rows: list[dict], within: float) -> dict:
+    """Largest spread, counts per status, and whether every timed row agrees within."""
+    compared = [r for r in rows if r["spread"] is not None]
+    worst = max(compared, key=lambda r: r["spread"], default=None)
+    counts = {s: sum(r["status"] == s for r in rows)
+              for s in ("agree", "differ", "only_a", "only_b", "untimed")}
+    return {
+        "within": within, "rows": len(rows), "compared": len(compared), "counts": counts,
+        "max_spread": worst["spread"] if worst else None,
+        "max_spread_case": ({"matrix": worst["matrix"], "backend": worst["backend"]}
+                            if worst else None),
+        "median_spread": statistics.median(r["spread"] for r in compared) if compared else None,
+        "all_within": bool(compared) and counts["agree"] + counts["untimed"] == len(rows),
+    }
+
+
+def _run_info(runset, path: str) -> dict:
+    return {"file": path, "run_id": runset.run_id, "created_utc": runset.provenance.created_utc,
+            "device": runset.provenance.device, "suite": runset.suite, "scale": runset.scale}
+
+
+def _compare_text(info_a: dict, info_b: dict, rows: list[dict], summary: dict) -> str:
+    header = ["matrix", "backend", "A ms", "B ms", "B/A", "spread", "status"]
+    formats = ("{}", "{}", "{:.4f}", "{:.4f}", "{:.3f}", "{:.1%}", "{}")
+    keys = ("matrix", "backend", "median_a_ms", "median_b_ms", "ratio_b_over_a", "spread",
+            "status")
+    body = [[_cell(r[k], f) for k, f in zip(keys, formats, strict=True)] for r in rows]
+    widths = [max(len(line[i]) for line in [header, *body]) for i in range(len(header))]
+    lines = [f"A: run {info_a['run_id']} ({info_a['created_utc']}, {info_a['device']})",
+             f"B: run {info_b['run_id']} ({info_b['created_utc']}, {info_b['device']})"]
+    for line in [header, ["-" * w for w in widths], *body]:
+        cells = [line[0].ljust(widths[0]), line[1].ljust(widths[1])]
+        cells += [c.rjust(w) for c, w in zip(line[2:-1], widths[2:-1], strict=True)]
+        cells.append(line[-1])
+        lines.append("  ".join(cells).rstrip())
+    within = summary["within"]
+    if summary["compared"]:
+        case = summary["max_spread_case"]
+        lines.append(f"max spread {summary['max_spread']:.1%} ({case['matrix']} "
+                     f"{case['backend']}); {summary['counts']['agree']} of "
+                     f"{summary['compared']} timed rows within {within:.1%}; all rows agree: "
+                     f"{'yes' if summary['all_within'] else 'no'}")
+    else:
+        lines.append("no case was timed in both runs")
+    return "\n".join(lines)
+
+
+def handle_compare(args: argparse.Namespace) -> tuple[dict, str]:
+    from sparsescope.errors import UsageError
+    from sparsescope.results.io import read_runset
+
+    if not (args.within >= 0 and math.isfinite(args.within)):
+        raise UsageError(f"--within must be a finite number >= 0, got {args.within}")
+    runset_a, runset_b = read_runset(args.file_a), read_runset(args.file_b)
+    rows = compare_rows(runset_a, runset_b, args.within)
+    summary = compare_summary(rows, args.within)
+    info_a, info_b = _run_info(runset_a, args.file_a), _run_info(runset_b, args.file_b)
+    result = {"a": info_a, "b": info_b,
+              "same_device": info_a["device"] == info_b["device"],
+              "spread_formula": "|a - b| / min(a, b) of the two medians",
+              "summary": summary, "rows": rows}
+    return result, _compare_text(info_a, info_b, rows, summary)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sparsescope.report.context import ReportContext
-from sparsescope.report.table_types import Table, bw_text
+from sparsescope.report.table_types import Table, bw_text, span
 
 DPI = 110
 WIDE = (10.0, 5.2)
@@ -339,6 +339,32 @@ def plot_int32_vs_int64(ctx: ReportContext, tables: Mapping[str, Table]):
                  f"INT32 is {min(ai):.3f}–{max(ai):.3f} FLOP/byte{tail}.")
 
 
+def plot_seed_vs_ours(ctx: ReportContext, tables: Mapping[str, Table]):
+    """Seed 000 section 3.1's torch.sparse.mm times beside this run's, per seed matrix."""
+    import numpy as np
+
+    table = tables.get("seed_comparison")
+    if table is None or not table.rows:
+        return "no torch-cusparse-i64 case on a matrix of seed 000 section 3.1"
+    rows = list(table.rows)
+    fig, ax = _figure()
+    x = np.arange(len(rows))
+    ax.bar(x - 0.2, [r.seed_time_ms for r in rows], 0.4, color="tab:grey",
+           label="seed 000, section 3.1 (published)")
+    bars = ax.bar(x + 0.2, [r.time_ms for r in rows], 0.4, color="tab:blue",
+                  label=f"this run ({ctx.device_label})")
+    for bar, r in zip(bars, rows, strict=True):
+        ax.annotate(f"{r.ratio_x:.2f}x", (bar.get_x() + bar.get_width() / 2, bar.get_height()),
+                    ha="center", va="bottom", fontsize=8)
+    _bar_labels(ax, [r.matrix + (" (analog)" if r.analog else "") for r in rows])
+    ax.set_ylabel("Time (ms)")
+    ax.set_title("torch.sparse.mm, INT64: seed against this run" + _suffix(ctx))
+    ax.legend(fontsize=9, loc="upper left")
+    ratios = [r.ratio_x for r in rows]
+    return fig, (f"Published seed times (grey) against this run's (blue); ours / seed "
+                 f"(bar labels): {span(ratios, '.2f')}x.")
+
+
 PlotFn = Callable[[ReportContext, Mapping[str, Table]], Any]
 
 #: Figure name -> plot function, in report order (tests replace entries to inject failures).
@@ -347,6 +373,7 @@ FIGURE_FUNCS: dict[str, PlotFn] = {
     "bw_efficiency": plot_bw_efficiency,
     "floor_vs_measured": plot_floor_vs_measured,
     "nnz_vs_bw": plot_nnz_vs_bw,
+    "seed_vs_ours": plot_seed_vs_ours,
     "gap_decomposition": plot_gap_decomposition,
     "latency_sensitivity": plot_latency_sensitivity,
     "dae_speedup": plot_dae_speedup,

@@ -488,13 +488,19 @@ def provenance_table(ctx: ReportContext) -> Table:
 def build_tables(runset: RunSet, *, specs: Sequence[DeviceSpec] | None = None,
                  ctx: ReportContext | None = None) -> list[Table]:
     """Every table of the report, in report order (``specs`` replaces the spec table)."""
+    from sparsescope.report import gpu_tables as gt
     from sparsescope.report import warp_tables as wt
+    from sparsescope.report.seed_comparison import seed_comparison_table
 
     ctx = ctx or build_context(runset, specs=specs)
+    # Shown only when the run has them: kernel breakdowns, a seed matrix timed as the seed did.
+    kernels = gt.kernel_breakdown_tables(ctx) or ()
+    seed = seed_comparison_table(ctx)
     return [
-        device_table(ctx), matrices_table(ctx), timing_table(ctx), floor_table(ctx),
-        roofline_table(ctx), wt.littles_law_table(ctx), wt.sensitivity_table(ctx),
-        gap_table(ctx), wt.dae_table(ctx), wt.sram_table(ctx), wt.fifo_table(ctx),
-        wt.cross_gpu_table(ctx), index_width_table(ctx), outcomes_table(ctx),
-        provenance_table(ctx),
+        device_table(ctx), matrices_table(ctx), timing_table(ctx), *kernels,
+        gt.stability_table(ctx), gt.bandwidth_models_table(ctx), *([seed] if seed else []),
+        floor_table(ctx), roofline_table(ctx), wt.littles_law_table(ctx),
+        wt.sensitivity_table(ctx), gap_table(ctx), wt.dae_table(ctx), wt.sram_table(ctx),
+        wt.fifo_table(ctx), wt.cross_gpu_table(ctx), index_width_table(ctx),
+        outcomes_table(ctx), provenance_table(ctx),
     ]

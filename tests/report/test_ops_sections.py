@@ -1,0 +1,200 @@
+"""SpMM and slice report sections: numbers from hand-built H200 runs, the bound verdict, the
+own-kernel-against-peers table, the instruction roofline from a real H200 profile, and a
+whole report written from a real CPU run."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from sparsescope.backends.op_runner import run_op_case
+from sparsescope.hardware.types import DeviceSpec, MeasuredCeilings
+from sparsescope.matrices import compute_stats
+from sparsescope.matrices.types import Matrix, MatrixStats
+from sparsescope.report.ops_sections import (
+    bound_verdict,
+    op_views,
+    ops_sections,
+    slice_rows_table,
+    spmm_rows,
+    write_ops_report,
+)
+from sparsescope.results.records import (
+    CaseResult,
+    Correctness,
+    MatrixRecord,
+    Provenance,
+    RunSet,
+)
+from sparsescope.timing.types import Measurement, TimingConfig
+
+H200 = DeviceSpec(
+    name="H200", vendor_name="NVIDIA H200", kind="gpu", compute_capability="9.0", sm_count=132,
+    max_warps_per_sm=64, max_threads_per_sm=2048, max_blocks_per_sm=32, registers_per_sm=65_536,
+    shared_mem_per_sm_bytes=233_472, warp_schedulers_per_sm=4, l2_bytes=50 * 2**20,
+    peak_bw_gb_s=4800.0, fp32_peak_gflops=66_900.0, sm_clock_mhz=1980.0, dram_latency_ns=300.0)
+PROVENANCE = Provenance(created_utc="2026-01-01T00:00:00+00:00", command="test",
+                        sparsescope_version="0.1.0", git_commit="unknown", hostname="h",
+                        platform="linux", python="3.11", device="NVIDIA H200")
+OK = Correctness(rel_err=1e-7, tolerance=1e-5)
+
+
+def stats(rows, cols, nnz) -> MatrixStats:
+    return MatrixStats(rows=rows, cols=cols, nnz=nnz, nnz_per_row_mean=nnz / rows,
+                       nnz_per_row_std=0.0, nnz_per_row_min=0, nnz_per_row_max=0, empty_rows=0,
+                       bandwidth=cols, distinct_columns=cols, x_reuse=nnz / cols,
+                       x_reuse_in_window=0.0)
+
+
+def case(matrix, backend, op, time_ms, notes, kernels=()) -> CaseResult:
+    m = Measurement(samples_ms=(time_ms,), config=TimingConfig(clock="cuda-events"),
+                    clock="cuda-events", kernel_breakdown=tuple(kernels))
+    return CaseResult(matrix=matrix, backend=backend, op=op, outcome="ok", measurement=m,
+                      correctness=OK, notes=notes)
+
+
+def runset(matrices, cases, l2=10_000.0) -> RunSet:
+    return RunSet(run_id="r1", suite="test", scale=1.0, provenance=PROVENANCE, device=H200,
+                  ceilings=MeasuredCeilings(device="H200", l2_bw_gb_s=l2),
+                  timing=TimingConfig(), matrices=tuple(matrices), cases=tuple(cases),
+                  latency_ns=300.0)
+
+
+SLICE_NOTES = {"op.rows_selected": "5000", "op.weights": "per-nnz",
+               "op.nnz_selected": "5000000", "op.sectors_32b": "3560417"}
+
+
+@pytest.fixture()
+def slice_run() -> RunSet:
+    """Seed 003's large workload on an H200: the scatter kernel 0.060 ms + a 0.045 ms memset."""
+    record = MatrixRecord("slice-10000", "generated", "pruned", None,
+                          stats(10_000, 10_000, 10_000_000))
+    kernels = ({"name": "slice_scatter", "time_ms": 0.060, "pct": 57.0, "launches": 1.0},
+               {"name": "Memset (Device)", "time_ms": 0.045, "pct": 43.0, "launches": 1.0})
+    cases = [case("slice-10000", "slice-cuda-scatter", "slice", 0.105, SLICE_NOTES, kernels),
+             case("slice-10000", "slice-cuda-gather", "slice", 0.070, SLICE_NOTES),
+             case("slice-10000", "slice-torch", "slice", 0.300, SLICE_NOTES),
+             CaseResult("slice-10000", "slice-brainevent", "slice", "skipped",
+                        reason="backend unavailable: jax is not installed", notes=SLICE_NOTES)]
+    return runset([record], cases)
+
+
+def test_slice_table_has_the_four_bounds(slice_run):
+    rows = {r["backend"]: r for r in slice_rows_table(slice_run, op_views(slice_run, "slice"))}
+    scatter = rows["slice-cuda-scatter"]
+    assert scatter["kernel_ms"] == pytest.approx(0.060)
+    reads = 40_060_000
+    assert scatter["streaming_bound_ms"] == pytest.approx((reads + 20e6) / 4.8e12 * 1e3)
+    assert scatter["dense_bound_ms"] == pytest.approx((reads + 200e6) / 4.8e12 * 1e3)  # 0.0500
+    assert scatter["sector_bound_ms"] == pytest.approx(
+        reads / 4.8e12 * 1e3 + 3_560_417 * 32 / 1e13 * 1e3)
+    assert scatter["seed_line_bound_ms"] == pytest.approx(reads / 4.8e12 * 1e3 + 0.128)
+    assert rows["slice-cuda-gather"]["pct_of_dense_bound"] == pytest.approx(
+        100 * 0.050013 / 0.070, rel=1e-4)
+    assert scatter["sectors_per_write"] == pytest.approx(0.712, abs=1e-3)
+
+
+def test_the_measurements_refute_the_seed_line_model(slice_run):
+    text = bound_verdict(slice_run, op_views(slice_run, "slice"))
+    # 0.060 ms beats the seed's 0.136 ms bound; the 32-byte sector bound (0.0197 ms) stands
+    # and is tighter than the streaming one (0.0125 ms)
+    assert "support the **32-byte sector scatter** bound" in text
+    assert "Seed 003's line model is **refuted**" in text
+    assert "kernel time from the breakdown" in text
+
+
+def test_slice_sections_peer_table_and_outcomes(slice_run, tmp_path):
+    report = ops_sections(slice_run, figures_dir=tmp_path)
+    titles = [t for t, _ in report.sections]
+    assert titles == ["Slice: time, bandwidth and % of bound",
+                      "Slice: which bound the measurements support",
+                      "SpMM and slice: skipped and failed cases"]
+    text = dict(report.sections)
+    assert "slice-cuda-gather | 0.07 | slice-torch | 0.3 | 4.286 | yes" in text[titles[0]]
+    assert "at least as fast as the best peer on every case" in text[titles[0]]
+    assert "jax is not installed" in text[titles[2]]
+    assert (tmp_path / "ops_slice_bounds.png").stat().st_size > 5000
+    assert report.tables["ops_slice_peers"][0]["speedup_x"] == pytest.approx(0.3 / 0.07)
+
+
+@pytest.fixture()
+def spmm_run() -> RunSet:
+    record = MatrixRecord("dlmc-512x1024", "generated", "pruned", "DLMC 1",
+                          stats(512, 1024, 157_286))
+    k8, k64 = {"op.k": "8", "op.layout": "row"}, {"op.k": "64", "op.layout": "row"}
+    cases = [case("dlmc-512x1024", "spmm-cuda-rowwarp", "spmm", 0.010, k8),
+             case("dlmc-512x1024", "spmm-torch-i64", "spmm", 0.012, k8),
+             case("dlmc-512x1024", "spmm-cuda-rowwarp", "spmm", 0.030, k64),
+             case("dlmc-512x1024", "spmm-cupy-i32", "spmm", 0.020, k64)]
+    return runset([record], cases)
+
+
+def test_spmm_rows_hand_numbers(spmm_run):
+    rows = spmm_rows(spmm_run, op_views(spmm_run, "spmm"))
+    first = rows[0]
+    assert first["gflops"] == pytest.approx(2 * 157_286 * 8 / 1e-5 / 1e9)  # 251.66
+    compulsory = 157_286 * 8 + 513 * 4 + 1024 * 8 * 4 + 512 * 8 * 4  # 1,309,492 B
+    assert first["eff_bw_gb_s"] == pytest.approx(compulsory / 1e-5 / 1e9)
+    assert first["bound_ms"] == pytest.approx(compulsory / 4.8e12 * 1e3)
+    assert first["pct_of_bound"] == pytest.approx(100 * compulsory / 4.8e12 * 1e3 / 0.010)
+
+
+def test_spmm_sections_say_where_our_kernel_is_slower(spmm_run):
+    report = ops_sections(spmm_run)
+    text = dict(report.sections)
+    main = text["SpMM: time, bandwidth and % of bound"]
+    assert "dlmc-512x1024 k=8 row | spmm-cuda-rowwarp | 0.01 | spmm-torch-i64" in main
+    assert "slower than the best peer on 1 of 2 cases (dlmc-512x1024 k=64 row)" in main
+    ai = text["SpMM: arithmetic intensity against k"]
+    assert "| 64 | 1.654 | 20.13 | 12.18 | 8 | 0.4833 |" in ai  # the model test's numbers
+    assert "Ridge of H200: 13.9 FLOP/byte" in ai
+    assert "SpMM: instruction roofline" not in text  # no profile given
+
+
+def test_instruction_roofline_section_from_a_real_h200_profile(spmm_run, shared_fixtures,
+                                                               tmp_path):
+    from sparsescope.profile import load
+
+    profiles = load(shared_fixtures / "ncu_metrics_cant_analog.csv")[:4]
+    report = ops_sections(spmm_run, profiles=profiles, figures_dir=tmp_path)
+    roof = dict(report.sections)["SpMM: instruction roofline"]
+    assert roof.count("csrmv_v3_kernel") == 2 and "csr_partition_kernel" in roof
+    assert "stride-" in roof and "predicated off %" in roof
+    assert "132 SMs x 4 inst/cycle" in roof  # ceiling from the profile's own peaks
+    assert "H200 datasheet: 4800 GB/s" in roof and "measured 10000 GB/s" in roof
+    assert (tmp_path / "ops_instruction_roofline.png").is_file()
+
+
+def test_write_ops_report_from_a_real_cpu_run(tmp_path):
+    rng = np.random.default_rng(2)
+    csr = sp.random(400, 300, density=0.05, format="csr", random_state=rng)
+    csr.sort_indices()
+    matrix = Matrix(name="r400", csr=csr, source="test")
+    config = TimingConfig(warmups=0, repeats=3, flush_l2=False)
+    cases = [run_op_case(matrix, "spmm-scipy-cpu", "spmm", {"k": k}, config=config)
+             for k in (1, 8)]
+    cases += [run_op_case(matrix, "slice-scipy-cpu", "slice", {"rows_selected": 32},
+                          config=config),
+              run_op_case(matrix, "spmm-cuda-rowwarp", "spmm", {"k": 8}, config=config)]
+    assert [c.outcome for c in cases] == ["ok", "ok", "ok", "skipped"]
+    cpu = DeviceSpec(name="cpu", vendor_name="test CPU", kind="cpu", compute_capability="",
+                     sm_count=2, max_warps_per_sm=1, max_threads_per_sm=2, max_blocks_per_sm=1,
+                     registers_per_sm=0, shared_mem_per_sm_bytes=0, warp_schedulers_per_sm=1,
+                     l2_bytes=32 * 2**20, peak_bw_gb_s=12.5, fp32_peak_gflops=150.0,
+                     sm_clock_mhz=2450.0, dram_latency_ns=90.0)
+    record = MatrixRecord("r400", "test", "uniform", None, compute_stats(csr))
+    run = RunSet(run_id="cpu1", suite="files", scale=1.0, provenance=PROVENANCE, device=cpu,
+                 ceilings=MeasuredCeilings(device="cpu", copy_bw_gb_s=12.5),
+                 timing=config, matrices=(record,), cases=tuple(cases), latency_ns=300.0)
+    paths = write_ops_report(run, tmp_path)
+    markdown = paths.markdown.read_text()
+    for title in ("SpMM: time, bandwidth and % of bound", "Slice: which bound the measurements",
+                  "SpMM: arithmetic intensity against k", "skipped and failed cases"):
+        assert title in markdown
+    assert "cupy is not installed" in markdown
+    assert "No ``slice-cuda-scatter`` case was timed" in markdown
+    assert "measured no L2" not in markdown
+    assert (tmp_path / "figures" / "ops_spmm_roofline.png").is_file()
+    assert (tmp_path / "tables" / "ops_spmm.json").is_file()
+    assert 'src="data:image/png;base64' in paths.html.read_text()
