@@ -62,3 +62,10 @@ def test_a_package_inside_another_repository_reports_unknown(tmp_path):
     git("add", ".", cwd=tmp_path)
     git("commit", "-q", "-m", "init", cwd=tmp_path)
     assert git_commit(package) == "unknown"
+
+
+def test_commit_override_for_trees_without_git(monkeypatch):
+    from sparsescope.results.provenance import git_commit
+
+    monkeypatch.setenv("SPARSESCOPE_GIT_COMMIT", "0740b16-dirty")
+    assert git_commit() == "0740b16-dirty"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import platform
 import socket
 import subprocess
@@ -28,10 +29,14 @@ def _git(args: list[str], cwd: Path) -> str | None:
 def git_commit(package_dir: Path = _PACKAGE_DIR) -> str:
     """Commit of the sparsescope checkout the package runs from, ``-dirty`` when tracked files
     changed; ``unknown`` for an installed copy, a checkout without commits, or no git.
+    ``$SPARSESCOPE_GIT_COMMIT`` overrides it (set by scripts that ship the tree without .git).
 
     The checkout must be sparsescope's own (``<top>/src/sparsescope`` is the package), so a
     package installed inside some other repository does not report that repository's commit.
     """
+    override = os.environ.get("SPARSESCOPE_GIT_COMMIT")
+    if override:  # a copy without .git (e.g. a tree sent to a GPU machine) names its commit
+        return override
     top = _git(["rev-parse", "--show-toplevel"], package_dir)
     if not top or (Path(top) / "src" / "sparsescope").resolve() != package_dir.resolve():
         return "unknown"
