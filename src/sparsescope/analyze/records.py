@@ -21,7 +21,7 @@ ANALYSIS_SCHEMA_VERSION = 1
 #: The ``kind`` field of an analysis JSON (tells it apart from a RunSet).
 ANALYSIS_KIND = "sparsescope-analysis"
 
-Number = float | int | str
+Number = float | int | str | None
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,7 @@ COMMAND_MODULES = (
     "sparsescope.cli.sass_cmd",
     "sparsescope.cli.ceilings_cmd",
     "sparsescope.cli.results_cmd",
+    "sparsescope.cli.analyze_cmd",
 )
 
 

@@ -1,0 +1,102 @@
+"""What bounds a kernel: DRAM or L1/L2 bandwidth, compute (issue), or latency -- from the
+measured throughputs against the ceilings and Little's law at the measured warps."""
+
+from __future__ import annotations
+
+from sparsescope.analyze.evidence import Evidence, KernelEvidence
+from sparsescope.analyze.records import Bottleneck
+
+#: A unit's throughput above this % of peak means the unit bounds the kernel (ncu's own
+#: guidance treats > 60 % of peak as "high utilization").
+BOUND_PCT = 60.0
+
+
+def _r(x: float | None, digits: int = 4):
+    return None if x is None else round(float(x), digits)
+
+
+def kernel_bytes(ev: Evidence, ke: KernelEvidence) -> tuple[float | None, str]:
+    """Bytes this kernel moves: DRAM bytes from the profile, else the ideal bytes when the
+    workload has one kernel."""
+    if ke.profile is not None and ke.profile.dram_bytes is not None:
+        return ke.profile.dram_bytes, "dram"
+    if ev.ideal_bytes and len(ev.kernels) == 1:
+        return float(ev.ideal_bytes), "ideal"
+    return None, ""
+
+
+def bottleneck(ev: Evidence, ke: KernelEvidence) -> Bottleneck:
+    """Bandwidth, compute or latency bound (formulas in the returned reason)::
+
+        bw_pct   = 100 x bytes / time / peak_bw        (DRAM bytes, or ideal bytes)
+        bound    = bandwidth if bw_pct >= 60; compute if SM throughput or issue >= 60;
+                   latency otherwise, with Little's law at the measured active warps:
+        required = peak_bw x latency / SMs / 128 B,  ceiling = 100 x min(1, active / required)
+    """
+    from sparsescope.model.littles_law import ceiling_pct, warps_per_sm_required
+
+    dev = ev.device
+    nums: dict = {}
+    nbytes, kind = kernel_bytes(ev, ke)
+    p = ke.profile
+    bw_pct = None
+    if p is not None and p.dram_throughput_pct is not None:
+        bw_pct = p.dram_throughput_pct
+    if nbytes is not None and ke.time_ms:
+        per_launch_ms = ke.time_ms / max(1, ke.launches)
+        bw = nbytes / (per_launch_ms * 1e-3) / 1e9
+        nums["achieved_bw_gb_s"] = _r(bw, 1)
+        nums[f"{kind}_bytes"] = int(nbytes)
+        bw_pct = bw_pct if bw_pct is not None else 100.0 * bw / dev.peak_bw_gb_s
+    nums["bw_pct_of_peak"] = _r(bw_pct, 2)
+    cache_pct, cache = None, ""
+    if p is not None:
+        for name, v in (("L2", p.l2_throughput_pct), ("L1", p.l1_throughput_pct)):
+            if v is not None and v > (cache_pct or 0.0):
+                cache_pct, cache = v, name
+        nums["l2_throughput_pct"] = _r(p.l2_throughput_pct, 2)
+        nums["l1_throughput_pct"] = _r(p.l1_throughput_pct, 2)
+    sm_pct = None if p is None else max(x for x in (p.sm_throughput_pct or 0.0,
+                                                    p.issue_active_pct or 0.0))
+    if p is not None:
+        nums["sm_throughput_pct"] = _r(p.sm_throughput_pct, 2)
+        nums["issue_active_pct"] = _r(p.issue_active_pct, 2)
+    flops_pct = None
+    if ev.ideal_flops and ev.time_ms and len(ev.kernels) == 1:
+        flops_pct = 100.0 * ev.ideal_flops / (ev.time_ms * 1e-3) / 1e9 / dev.fp32_peak_gflops
+        nums["flops_pct_of_peak"] = _r(flops_pct, 3)
+    required = warps_per_sm_required(dev.peak_bw_gb_s, dev.dram_latency_ns, dev.sm_count)
+    nums["required_warps_per_sm"] = _r(required, 1)
+    nums["dram_latency_ns"] = dev.dram_latency_ns
+    active = None
+    if p is not None and p.active_warps_per_sm is not None:
+        active = p.active_warps_per_sm
+    elif ke.occupancy is not None:
+        active = ke.occupancy.active_warps_per_sm
+    if active is not None:
+        nums["active_warps_per_sm"] = _r(active, 2)
+        nums["littles_law_ceiling_pct"] = _r(ceiling_pct(active, required), 2)
+    if bw_pct is None and sm_pct is None:
+        return Bottleneck(ke.name, "unknown", "no time, bytes or profile to compare with the "
+                          "ceilings", nums)
+    if bw_pct is not None and bw_pct >= BOUND_PCT:
+        return Bottleneck(ke.name, "bandwidth", f"DRAM at {bw_pct:.1f} % of peak "
+                          f"(>= {BOUND_PCT:.0f} %)", nums)
+    if cache_pct is not None and cache_pct >= BOUND_PCT:
+        return Bottleneck(ke.name, "bandwidth", f"{cache} at {cache_pct:.1f} % of peak "
+                          f"(>= {BOUND_PCT:.0f} %) with DRAM at {(bw_pct or 0):.1f} %: the "
+                          "traffic between SM and L2 bounds it, not DRAM", nums)
+    top = max(x for x in (sm_pct or 0.0, flops_pct or 0.0))
+    if top >= BOUND_PCT:
+        return Bottleneck(ke.name, "compute", f"SM/issue at {top:.1f} % of peak "
+                          f"(>= {BOUND_PCT:.0f} %) with DRAM at "
+                          f"{(bw_pct or 0):.1f} %", nums)
+    why = f"neither DRAM ({(bw_pct or 0):.1f} %) nor SM ({(sm_pct or 0):.1f} %) above " \
+          f"{BOUND_PCT:.0f} % of peak: the kernel waits on latency"
+    if active is not None:
+        why += (f"; {active:.1f} active warps/SM against {required:.1f} needed to cover "
+                f"{dev.dram_latency_ns:.0f} ns at peak bandwidth (Little's law ceiling "
+                f"{nums['littles_law_ceiling_pct']:.1f} %)")
+    return Bottleneck(ke.name, "latency", why, nums)
+
+
