@@ -78,7 +78,7 @@ def _device(backends: Sequence[str]):
     return detect.cpu_spec(ceilings), ceilings, ""
 
 
-def _choose_backends(backends: Sequence[str] | None) -> list[str]:
+def _choose_backends(backends: Sequence[str] | None, op: str = "spmv") -> list[str]:
     """The backends to run: the given names; ``all`` (alone or among them) expands to every
     backend registered for the present device (GPU backends when a GPU answers, else CPU
     ones); None means the defaults of the present device."""
@@ -87,10 +87,11 @@ def _choose_backends(backends: Sequence[str] | None) -> list[str]:
 
     kind = "gpu" if gpu_available() else "cpu"
     if backends is None:
-        return default_backends(kind)
+        return default_backends(kind, op)
     chosen: list[str] = []
     for name in backends:
-        names = ([n for n in list_backends() if get_backend(n).capability.device == kind]
+        names = ([n for n in list_backends()
+                  if (cap := get_backend(n).capability).device == kind and op in cap.ops]
                  if name == "all" else [name])
         chosen += [n for n in names if n not in chosen]
     if not chosen:
@@ -102,15 +103,18 @@ def run(*, suite: str | None = "seed6", files: Sequence[str] = (), scale: float 
         backends: Sequence[str] | None = None, out_dir: str | Path = "out",
         timing: TimingConfig | None = None, latency_ns: float | None = None,
         reference_gpu: str = "H200", seed: int = 0, strict: bool = False,
-        store: bool = True, command: str = "sparsescope.api.run") -> RunOutput:
+        store: bool = True, command: str = "sparsescope.api.run", op: str = "spmv",
+        op_params: dict[str, Sequence] | None = None) -> RunOutput:
     """Run every backend on every matrix of ``suite`` (or ``files``) and write results + report.
 
     Results go to ``out_dir/results.json`` (atomic), the report to ``out_dir/report.*``,
     ``out_dir/figures`` and ``out_dir/tables``; the run is appended to the results store.
     """
     from sparsescope import matrices
+    from sparsescope.backends.op_runner import run_op_matrix
     from sparsescope.backends.runner import run_case
     from sparsescope.hardware.specs import get_spec
+    from sparsescope.ops.registry import get_op, params_for
     from sparsescope.report.write import write_report
     from sparsescope.results.io import write_runset
     from sparsescope.results.provenance import collect_provenance
@@ -121,9 +125,12 @@ def run(*, suite: str | None = "seed6", files: Sequence[str] = (), scale: float 
     if not scale > 0:
         raise UsageError(f"--scale must be > 0, got {scale}")
     get_spec(reference_gpu)  # fail early on an unknown name
+    get_op(op)  # and on an unknown op
+    if op == "spmv" and any(op_params.values() if op_params else ()):
+        raise UsageError("spmv takes no op parameters (--k, --layout, --rows-selected, ...)")
     timing = timing or TimingConfig()
     created = datetime.now(UTC).isoformat(timespec="seconds")
-    backends = _choose_backends(backends)
+    backends = _choose_backends(backends, op)
     spec, ceilings, driver = _device(backends)
     if spec.kind == "gpu":
         timing = replace(timing, clock="cuda-events")  # the GPU backends time with CUDA events
@@ -136,8 +143,13 @@ def run(*, suite: str | None = "seed6", files: Sequence[str] = (), scale: float 
         stats = matrices.compute_stats(matrix.csr)
         records.append(MatrixRecord(name=matrix.name, source=matrix.source, kind=matrix.kind,
                                     analog_of=matrix.analog_of, stats=stats))
-        for name in backends:
-            cases.append(run_case(matrix, name, config=timing))
+        if op == "spmv":
+            cases += [run_case(matrix, name, config=timing) for name in backends]
+        else:  # params in each CaseResult.notes (op.k, op.rows_selected, ...)
+            params = params_for(op, op_params, suite=None if files else suite,
+                                matrix=matrix.name)
+            cases += run_op_matrix(matrix, backends, op, params, config=timing, seed=seed,
+                                   strict=strict)
     for name in backends:
         libraries.update(_library_versions(name))
 
@@ -153,7 +165,12 @@ def run(*, suite: str | None = "seed6", files: Sequence[str] = (), scale: float 
     )
     out = Path(out_dir)
     results_path = write_runset(out / "results.json", runset)
-    report_paths = write_report(runset, out)
+    if op == "spmv":
+        report_paths = write_report(runset, out)
+    else:
+        from sparsescope.report.ops_sections import write_ops_report
+
+        report_paths = write_ops_report(runset, out)
     store_path = None
     if store:
         results_store = ResultsStore()

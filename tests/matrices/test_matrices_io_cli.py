@@ -161,7 +161,7 @@ def test_cli_list(capsys):
     cant = next(e for e in seed6["entries"] if e["name"] == "cant")
     assert (cant["rows"], cant["nnz"], cant["suitesparse"]) == (62451, 4007383, "Williams/cant")
     assert {g["name"] for g in data["generators"]} == {"banded", "powerlaw", "scattered",
-                                                       "uniform", "rmat"}
+                                                       "uniform", "rmat", "pruned"}
     rc, out, _ = cli(["list"], capsys)
     assert rc == 0 and "circuit5M" in out and "rmat" in out
 

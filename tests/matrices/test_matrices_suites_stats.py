@@ -32,8 +32,9 @@ SEED6 = {  # name: (rows, nnz, kind), the real SuiteSparse sizes
 
 
 def test_suite_registry():
-    assert list_suites() == ["seed6", "awkward"] and set(SUITES) == {"seed6", "awkward"}
-    with pytest.raises(UnknownNameError, match="unknown suite 'nope'; known: awkward, seed6"):
+    assert list_suites() == ["seed6", "awkward", "dlmc3", "slice003"]
+    assert set(SUITES) == {"seed6", "awkward", "dlmc3", "slice003"}
+    with pytest.raises(UnknownNameError, match="unknown suite 'nope'; known: awkward, dlmc3, seed6, slice003"):
         suite_entries("nope")
     with pytest.raises(UnknownNameError):
         load_suite("nope")  # raised at once, not on the first next()

@@ -157,13 +157,21 @@ def test_instruction_roofline_section_from_a_real_h200_profile(spmm_run, shared_
     from sparsescope.profile import load
 
     profiles = load(shared_fixtures / "ncu_metrics_cant_analog.csv")[:4]
-    report = ops_sections(spmm_run, profiles=profiles, figures_dir=tmp_path)
+    labels = ["torch-i64 cant: csr_partition_kernel", "torch-i64 cant: csrmv_v3_kernel",
+              "torch-i32 cant: csr_partition_kernel", "torch-i32 cant: csrmv_v3_kernel"]
+    report = ops_sections(spmm_run, profiles=profiles, labels=labels, figures_dir=tmp_path)
     roof = dict(report.sections)["SpMM: instruction roofline"]
-    assert roof.count("csrmv_v3_kernel") == 2 and "csr_partition_kernel" in roof
+    assert roof.count("csrmv_v3_kernel") == 2 and "torch-i32 cant: csr_partition_kernel" in roof
     assert "stride-" in roof and "predicated off %" in roof
     assert "132 SMs x 4 inst/cycle" in roof  # ceiling from the profile's own peaks
     assert "H200 datasheet: 4800 GB/s" in roof and "measured 10000 GB/s" in roof
-    assert (tmp_path / "ops_instruction_roofline.png").is_file()
+    # one figure per backend, as seed 004 draws one per library
+    assert sorted(p.name for p in report.figures if "iroofline" in p.name) == [
+        "ops_iroofline_torch-i32.png", "ops_iroofline_torch-i64.png"]
+    assert "![Instruction roofline: torch-i64](figures/ops_iroofline_torch-i64.png)" in roof
+    # csrmv_v3_kernel: 390.6 warp GIPS, thread predication ~11 % of lanes off
+    row = next(line for line in roof.splitlines() if "torch-i64 cant: csrmv_v3" in line)
+    assert "| 390.6 |" in row
 
 
 def test_write_ops_report_from_a_real_cpu_run(tmp_path):

@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 from sparsescope.backends.base import Backend
 from sparsescope.errors import UnknownNameError, UsageError
+from sparsescope.ops.registry import get_op, op_backends
 
 BACKENDS: dict[str, str | Callable[[], Backend]] = {
     "scipy-cpu": "sparsescope.backends.scipy_cpu:ScipyCpuBackend",
@@ -21,6 +22,7 @@ BACKENDS: dict[str, str | Callable[[], Backend]] = {
     "cuda-csr-scalar": "sparsescope.backends.cuda_kernels:CudaCsrScalar",
     "cuda-csr-vector": "sparsescope.backends.cuda_kernels:CudaCsrVector",
 }
+BACKENDS.update(op_backends())  # SpMM and slice backends, named by sparsescope.ops.registry
 
 #: Backends a run uses when none are named, per device kind.
 DEFAULTS: dict[str, tuple[str, ...]] = {
@@ -50,8 +52,10 @@ def get_backend(name: str) -> Backend:
     return backend
 
 
-def default_backends(device_kind: str) -> list[str]:
-    """Backends run by default on a ``cpu`` or ``gpu`` machine."""
+def default_backends(device_kind: str, op: str = "spmv") -> list[str]:
+    """Backends run by default for ``op`` on a ``cpu`` or ``gpu`` machine."""
     if device_kind not in DEFAULTS:
         raise UsageError(f"device kind must be one of {', '.join(DEFAULTS)}, got {device_kind!r}")
-    return list(DEFAULTS[device_kind])
+    if op == "spmv":
+        return list(DEFAULTS[device_kind])
+    return list(get_op(op).defaults[device_kind])

@@ -223,12 +223,14 @@ class BoundVerdict:
 
 
 def judge_bounds(bounds: dict[str, list[float]], times_ms: list[float], *,
-                 tolerance: float = 0.05) -> list[BoundVerdict]:
+                 tolerance: float = 0.05, decisive: int | None = None) -> list[BoundVerdict]:
     """Which bounds the times refute and which they support.
 
     A bound is refuted when some case took less than ``(1 - tolerance) x bound`` (timing noise
-    of a few % is not a refutation). Of the bounds left, the one with the highest median
+    of a few % is not a refutation). Of the bounds left, the one with the highest
     ``bound / time`` is the one the measurements support: the tightest bound still respected.
+    "Highest" is the median over the cases, or the value at case ``decisive`` when given (the
+    largest workload: small ones are launch-bound, where every bound is far below the time).
     """
     verdicts = []
     for name, values in bounds.items():
@@ -240,7 +242,8 @@ def judge_bounds(bounds: dict[str, list[float]], times_ms: list[float], *,
         verdicts.append(BoundVerdict(name, tuple(values), tuple(times_ms), pct, refuted))
     standing = [v for v in verdicts if not v.refuted and v.pct_of_bound]
     if standing:
-        best = max(standing, key=lambda v: v.median_pct)
+        best = max(standing, key=lambda v: v.median_pct if decisive is None
+                   else v.pct_of_bound[decisive])
         verdicts = [BoundVerdict(v.name, v.bound_ms, v.time_ms, v.pct_of_bound, v.refuted,
                                  supported=v is best) for v in verdicts]
     return verdicts

@@ -233,13 +233,18 @@ def _subsections(blocks: list, tables: Mapping[str, Table], figures: Mapping[str
 
 def build_document(ctx: ReportContext, tables: Mapping[str, Table],
                    figures: Mapping[str, FigureResult],
-                   extra_sections: Sequence[tuple[str, str]] = ()) -> Document:
+                   extra_sections: Sequence[tuple[str, str]] = (), *,
+                   ops_label: str | None = None, note: str | None = None) -> Document:
+    """``ops_label`` names the operations in the title when the SpMV tables are not the point
+    (an SpMM or slice run); ``note`` is a call-out placed first."""
     rs, p = ctx.runset, ctx.runset.provenance
-    title = f"{_ops(ctx)} performance report: {ctx.device_label}"
+    title = f"{ops_label or _ops(ctx)} performance report: {ctx.device_label}"
     backends = ", ".join(dict.fromkeys(c.backend for c in rs.cases)) or "none"
     blocks: list[Block] = [Paragraph(
         f"**Run:** `{rs.run_id}` · **Date:** {p.created_utc} · **Suite:** {rs.suite} (scale "
         f"{rs.scale:g}) · **Backends:** {backends} · **sparsescope** {p.sparsescope_version}")]
+    if note:
+        blocks.append(Callout(note))
     note = analog_note(ctx)
     if note:
         blocks.append(Callout(note))

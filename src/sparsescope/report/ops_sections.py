@@ -247,10 +247,14 @@ def bound_verdict(runset: RunSet, views: Sequence[OpView]) -> str:
                                          for v in scatter],
               "seed 003: 128-byte line read + write per store": [
                   seed_line_bound_ms(v.traffic, dram, l2) for v in scatter]}
-    verdicts = judge_bounds(bounds, times)
-    table = md_table(["bound", "median % of bound", "refuted by a faster case", "supported"],
-                     [[v.name, v.median_pct, "yes" if v.refuted else "no",
-                       "**yes**" if v.supported else "no"] for v in verdicts])
+    largest = max(range(len(scatter)), key=lambda i: scatter[i].traffic.read_bytes)
+    verdicts = judge_bounds(bounds, times, decisive=largest)
+    table = md_table(["bound", f"% of bound, largest case ({scatter[largest].case.matrix}, "
+                      f"{scatter[largest].traffic.selected_rows} rows)", "median % of bound",
+                      "refuted by a faster case", "supported"],
+                     [[v.name, v.pct_of_bound[largest], v.median_pct,
+                       "yes" if v.refuted else "no", "**yes**" if v.supported else "no"]
+                      for v in verdicts])
     supported = [v.name for v in verdicts if v.supported]
     seed = next(v for v in verdicts if v.name.startswith("seed"))
     text = (f"Times: {source}; DRAM {dram:g} GB/s, L2 {l2:.0f} GB/s (measured). "
@@ -265,8 +269,9 @@ def bound_verdict(runset: RunSet, views: Sequence[OpView]) -> str:
 # ----------------------------------------------------------------------------- roofline
 
 def roofline_markdown(runset: RunSet, profiles: Sequence[Any], labels: Sequence[str] | None,
-                      figure_path: Path | None) -> tuple[str, Path | None]:
-    """Instruction-roofline table (and figure) of profiled kernels; ceilings from the profile's
+                      figure_dir: Path | None) -> tuple[str, list[Path]]:
+    """Instruction-roofline table of profiled kernels and one figure per backend (the first
+    word of a label, as seed 004 draws one roofline per library); ceilings from the profile's
     own peaks where present, else the spec (datasheet) and the run's measured L2."""
     from sparsescope.profile.instruction_roofline import (
         WALLS,
@@ -279,7 +284,7 @@ def roofline_markdown(runset: RunSet, profiles: Sequence[Any], labels: Sequence[
     points = instruction_roofline(list(profiles), list(labels) if labels else None)
     if not points:
         return ("No profile with the instruction-roofline metrics was given (collect with "
-                "`--groups instruction-roofline` or `--set full`).", None)
+                "`--groups instruction-roofline` or `--set full`).", [])
     ceilings = merge_ceilings(ceilings_from_profile(profiles[0]),
                               ceilings_from_device(runset.device, l2_bw_gb_s=_l2_bw(runset)))
     body = []
@@ -305,12 +310,19 @@ def roofline_markdown(runset: RunSet, profiles: Sequence[Any], labels: Sequence[
                       "II global ld/st", "nearest wall", "closest ceiling", "predicated off %"],
                      body)
     sources = "; ".join(f"{k}: {v}" for k, v in ceilings.sources.items())
-    written = None
-    if figure_path is not None:
+    text, written = f"{table}\n\nCeilings: {sources}.", []
+    if figure_dir is not None:
         from sparsescope.profile.figures import instruction_roofline_figure
 
-        written = instruction_roofline_figure(points, ceilings, figure_path)
-    return f"{table}\n\nCeilings: {sources}.", written
+        groups: dict[str, list] = {}
+        for p in points:
+            groups.setdefault(p.kernel.split(" ")[0] if labels else "kernels", []).append(p)
+        for key, members in groups.items():
+            name = "ops_iroofline_" + "".join(c if c.isalnum() or c in "-_" else "-" for c in key)
+            written.append(instruction_roofline_figure(members, ceilings,
+                                                       figure_dir / f"{name}.png"))
+            text += f"\n\n![Instruction roofline: {key}](figures/{name}.png)"
+    return text, written
 
 
 # ----------------------------------------------------------------------------- figures
@@ -374,13 +386,21 @@ def slice_figure(runset: RunSet, views: Sequence[OpView], path: Path) -> Path:
     for backend in dict.fromkeys(v.case.backend for v in views):
         xs, ys = zip(*[(keys.index(_slice_key(v)), v.time_ms) for v in views
                        if v.case.backend == backend], strict=True)
-        ax.plot(xs, ys, "o", label=backend)
+        line, = ax.plot(xs, ys, "o", label=backend)
+        kernel = [(keys.index(_slice_key(v)), _kernel_ms(v.case, SCATTER_KERNEL)) for v in views
+                  if v.case.backend == backend and _kernel_ms(v.case, SCATTER_KERNEL)]
+        if kernel:
+            kx, ky = zip(*kernel, strict=True)
+            ax.plot(kx, ky, "o", markerfacecolor="none", color=line.get_color(),
+                    label=f"{backend}: kernel only")
     first = {k: next(v for v in views if _slice_key(v) == k) for k in keys}
-    bounds = [("dense", lambda t: dense_bound_ms(t, dram), "black"),
-              ("streaming", lambda t: streaming_bound_ms(t, dram), "gray")]
+    bounds = [("dense (whole call)", lambda t: dense_bound_ms(t, dram), "black"),
+              ("streaming (kernel)", lambda t: streaming_bound_ms(t, dram), "gray")]
     if l2:
-        bounds += [("32-B sector", lambda t: sector_scatter_bound_ms(t, dram, l2), "tab:blue"),
-                   ("seed 128-B line", lambda t: seed_line_bound_ms(t, dram, l2), "tab:red")]
+        bounds += [("32-B sector (kernel)", lambda t: sector_scatter_bound_ms(t, dram, l2),
+                    "tab:blue"),
+                   ("seed 128-B line (kernel)", lambda t: seed_line_bound_ms(t, dram, l2),
+                    "tab:red")]
     for label, fn, color in bounds:
         ax.plot(range(len(keys)), [fn(first[k].traffic) for k in keys], "_", color=color,
                 markersize=22, markeredgewidth=2, label=f"{label} bound")
@@ -435,12 +455,8 @@ def ops_sections(runset: RunSet, *, profiles: Sequence[Any] = (),
         sections.append(("SpMM: time, bandwidth and % of bound", text))
         sections.append(("SpMM: arithmetic intensity against k", intensity))
         if profiles:
-            path = fig_dir / "ops_instruction_roofline.png" if fig_dir is not None else None
-            roof, written = roofline_markdown(runset, profiles, labels, path)
-            if written is not None:
-                figures.append(written)
-                roof += ("\n\n![Hierarchical instruction roofline of the profiled kernels]"
-                         "(figures/ops_instruction_roofline.png)")
+            roof, written = roofline_markdown(runset, profiles, labels, fig_dir)
+            figures += written
             sections.append(("SpMM: instruction roofline", roof))
     if "slice" in present:
         views = op_views(runset, "slice")
@@ -483,4 +499,12 @@ def write_ops_report(runset: RunSet, out_dir: str | os.PathLike, *, profiles: Se
     for name, rows in report.tables.items():
         write_json_atomic(out / "tables" / f"{name}.json", {"name": name, "rows": rows})
     spmv_only = replace(runset, cases=tuple(c for c in runset.cases if c.op == "spmv"))
-    return write_report(spmv_only, out, extra_sections=report.sections, progress=progress)
+    ops = [op for op in dict.fromkeys(c.op for c in runset.cases) if op != "spmv"]
+    label = ", ".join({"spmm": "SpMM", "slice": "CSR row slicing"}.get(o, o) for o in ops)
+    note = None
+    if ops and not spmv_only.cases:
+        note = (f"**This run measured {label}.** Its results are in the sections after the "
+                "SpMV ones; the SpMV tables (timing, floor, Little's law, DAE) hold no case of "
+                "this run and are kept for the matrices, the device and the model.")
+    return write_report(spmv_only, out, extra_sections=report.sections, progress=progress,
+                        ops_label=label or None, note=note)

@@ -1,0 +1,226 @@
+"""sparsescope's own CSR SpMM kernel (``backends/kernels/spmm_rowwarp.cu``), run through CuPy.
+
+``spmm-cuda-rowwarp``: X row-major, one warp per row slice, k-wide vector loads of X's rows
+(see the kernel's header for the lane layout). Two host-side choices, both pure functions
+tested without a GPU and recorded in the case's notes:
+
+* the template (:func:`launch_shape`): VEC values per load (4, 2 or 1 dividing k; 2 at most
+  for float64, whose 32-byte vectors have no single load), GROUP lanes per nonzero (smallest
+  power of two covering k / VEC, at most 32) and CHUNKS loads per lane (k > 32 x VEC);
+* the row slices (:func:`slice_plan`): rows are cut into runs of at most S nonzeros,
+  ``S = max(1024, round_up(nnz / (SMs x 8 warps), 32))``: a long row (power-law matrices)
+  is shared by several warps, so one row no longer finishes last by itself; rows under 1,024
+  nonzeros (every DLMC layer) stay whole (:data:`MIN_SLICE_NNZ`). A cut row is summed with
+  atomicAdd into a zero-filled Y (one memset more per call); an uncut row is stored directly.
+
+Y is allocated once per prepared case and reused, so :meth:`poison_output` can fill it with NaN.
+Column-major X is not supported by this kernel (it would need one sector per value); those
+cases are skipped with that reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from sparsescope.backends import _gpu
+from sparsescope.backends.base import Capability
+from sparsescope.backends.op_runner import OpBackend
+from sparsescope.ops.registry import OpCase
+from sparsescope.timing.types import Measurement, TimingConfig
+
+SOURCE = "spmm_rowwarp.cu"
+BLOCK_THREADS = 256
+WARPS_PER_BLOCK = BLOCK_THREADS // 32
+TARGET_WARPS_PER_SM = 8
+"""Slices aimed at per SM: a quarter of Hopper's 64 resident warps, enough to cover latency
+with several loads in flight per warp, few enough that large matrices are not cut at all."""
+MIN_SLICE_NNZ = 1024
+"""Rows shorter than this are never cut: 32 chunks of 32 nonzeros, each costing about one L2
+round trip of X gathers (the next chunk's indices are prefetched), take ~10 us; below that the
+zero fill (one more launch) and the atomics cost more than the parallelism they buy. So the
+DLMC layers (rows of 77-383 nonzeros) run a row per warp, and only long rows of power-law
+matrices are cut. A hypothesis to check on the H200 (the notes record the rule and S)."""
+SLICE_UNIT = 32
+MAX_CHUNKS = 8
+_CUDA_ATTR_SM_COUNT = 16  # cudaDevAttrMultiProcessorCount
+
+
+def launch_shape(k: int, value_dtype: str) -> tuple[int, int, int]:
+    """(VEC, GROUP, CHUNKS) for k columns::
+
+        VEC    = largest of (4, 2, 1) dividing k, at most 16 bytes per load (2 for float64)
+        GROUP  = smallest power of two >= ceil(k / VEC), at most 32
+        CHUNKS = ceil(ceil(k / VEC) / GROUP)
+
+    k = 1 -> (1, 1, 1): a 32-lane CSR-vector SpMV; k = 8 -> (4, 2, 1); k = 64 -> (4, 16, 1);
+    k = 256 -> (4, 32, 2); k = 6 -> (2, 4, 1); k = 255 -> (1, 32, 8).
+    """
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+    widest = 4 if value_dtype == "float32" else 2
+    vec = next(v for v in (4, 2, 1) if v <= widest and k % v == 0)
+    lanes = -(-k // vec)
+    group = 1
+    while group < lanes and group < 32:
+        group *= 2
+    return vec, group, -(-lanes // group)
+
+
+def choose_slice_nnz(nnz: int, sm_count: int, min_slice: int | None = None) -> int:
+    """S = max(MIN_SLICE_NNZ, round_up(ceil(nnz / (sm_count x TARGET_WARPS_PER_SM)), 32))."""
+    floor = MIN_SLICE_NNZ if min_slice is None else min_slice
+    target = max(1, sm_count * TARGET_WARPS_PER_SM)
+    per = -(-nnz // target)
+    return max(floor, SLICE_UNIT, -(-per // SLICE_UNIT) * SLICE_UNIT)
+
+
+@dataclass(frozen=True)
+class SlicePlan:
+    """How the rows are cut into warps' slices."""
+
+    slice_nnz: int
+    """S: most nonzeros per slice."""
+    slice_ptr: np.ndarray
+    """n_slices + 1 offsets into the column and value arrays (int64)."""
+    slice_row: np.ndarray | None
+    """Row of each slice, -(row + 1) for a row cut into several; None when no row is cut."""
+    split_rows: int
+    """Rows cut into more than one slice (their Y rows are zero-filled and atomically summed)."""
+
+    @property
+    def n_slices(self) -> int:
+        return int(self.slice_ptr.size - 1)
+
+
+def slice_plan(indptr: np.ndarray, slice_nnz: int) -> SlicePlan:
+    """Cut every row into ``max(1, ceil(len / S))`` consecutive slices (an empty row keeps one
+    empty slice, which stores its zero row). Slices are consecutive in the nonzero arrays, so
+    the slice pointers are each slice's start plus the final nnz."""
+    indptr = np.asarray(indptr, dtype=np.int64)
+    lengths = np.diff(indptr)
+    pieces = np.maximum(1, -(-lengths // slice_nnz))
+    if (pieces == 1).all():
+        return SlicePlan(slice_nnz, indptr.copy(), None, 0)
+    rows = np.repeat(np.arange(lengths.size, dtype=np.int64), pieces)
+    first = np.cumsum(pieces) - pieces
+    within = np.arange(rows.size, dtype=np.int64) - np.repeat(first, pieces)
+    begins = indptr[rows] + within * slice_nnz
+    cut = pieces[rows] > 1
+    slice_row = np.where(cut, -(rows + 1), rows)
+    return SlicePlan(slice_nnz, np.append(begins, indptr[-1]), slice_row,
+                     int((pieces > 1).sum()))
+
+
+def kernel_name(value_dtype: str, index_bytes: int, shape: tuple[int, int, int]) -> str:
+    vec, group, chunks = shape
+    return (f"spmm_rowwarp<{_gpu.CUDA_VALUE_TYPES[value_dtype]}, "
+            f"{_gpu.CUDA_INDEX_TYPES[index_bytes]}, {vec}, {group}, {chunks}>")
+
+
+@dataclass
+class PreparedSpmmCuda:
+    rows: int
+    k: int
+    kernel: str
+    plan: SlicePlan
+    grid: int
+    slice_ptr: Any
+    slice_row: Any
+    """Device slice rows, or the slice pointers again when no row is cut (never read then)."""
+    indices: Any
+    data: Any
+    x: Any
+    y: Any
+    working_set_bytes: int
+    notes: dict[str, str]
+
+
+class SpmmCudaRowWarp(OpBackend):
+    name = "spmm-cuda-rowwarp"
+    capability = Capability(
+        ops=("spmm",), value_dtypes=("float32", "float64"), index_bytes=(4, 8), device="gpu",
+        description="own CSR SpMM: row-major X, k-wide vector loads, a row slice per warp "
+                    "(NVRTC)")
+
+    def availability(self) -> tuple[bool, str]:
+        return _gpu.cupy_cuda_status()
+
+    def unsupported_params(self, case: OpCase) -> str:
+        if case.params["layout"] != "row":
+            return "the own SpMM kernel reads row-major X only (layout=col is not supported)"
+        value_dtype = "float32" if case.traffic.value_bytes == 4 else "float64"
+        _, _, chunks = launch_shape(case.params["k"], value_dtype)
+        if chunks > MAX_CHUNKS:
+            return f"k = {case.params['k']} needs {chunks} loads per lane (at most {MAX_CHUNKS})"
+        return ""
+
+    def prepare(self, case: OpCase, value_dtype: str, index_bytes: int) -> PreparedSpmmCuda:
+        import cupy
+
+        csr, k = case.matrix, case.params["k"]
+        shape = launch_shape(k, value_dtype)
+        sm_count = cupy.cuda.runtime.deviceGetAttribute(_CUDA_ATTR_SM_COUNT,
+                                                        cupy.cuda.Device().id)
+        plan = slice_plan(csr.indptr, choose_slice_nnz(csr.nnz, sm_count))
+        index_dtype = _gpu.INDEX_DTYPES[index_bytes]
+        dtype = _gpu.VALUE_DTYPES[value_dtype]
+        name = kernel_name(value_dtype, index_bytes, shape)
+        grid = max(1, -(-plan.n_slices // WARPS_PER_BLOCK))
+        slice_ptr = cupy.asarray(plan.slice_ptr.astype(index_dtype))
+        slice_row = (cupy.asarray(plan.slice_row.astype(index_dtype))
+                     if plan.slice_row is not None else slice_ptr)
+        x = cupy.asarray(np.ascontiguousarray(case.inputs, dtype=dtype))
+        notes = {"kernel": name, "vec": str(shape[0]), "lanes_per_nonzero": str(shape[1]),
+                 "loads_per_lane": str(shape[2]), "slice_nnz": str(plan.slice_nnz),
+                 "slices": str(plan.n_slices), "split_rows": str(plan.split_rows),
+                 "zero_fill": "yes" if plan.split_rows else "no",
+                 "block_threads": str(BLOCK_THREADS), "grid_blocks": str(grid),
+                 "sm_count": str(sm_count), "index_dtype": np.dtype(index_dtype).name,
+                 "value_dtype": value_dtype,
+                 "slice_rule": f"S = max({MIN_SLICE_NNZ}, round_up(nnz / ({sm_count} SMs x "
+                               f"{TARGET_WARPS_PER_SM} warps), 32))"}
+        return PreparedSpmmCuda(
+            rows=csr.shape[0], k=k, kernel=name, plan=plan, grid=grid, slice_ptr=slice_ptr,
+            slice_row=slice_row, indices=cupy.asarray(csr.indices.astype(index_dtype)),
+            data=cupy.asarray(csr.data.astype(dtype)), x=x,
+            y=cupy.zeros((csr.shape[0], k), dtype=dtype),
+            working_set_bytes=case.traffic.compulsory_bytes, notes=notes)
+
+    def _launch(self, p: PreparedSpmmCuda) -> None:
+        import cupy
+
+        if p.plan.split_rows:
+            stream = cupy.cuda.get_current_stream()
+            cupy.cuda.runtime.memsetAsync(p.y.data.ptr, 0, p.y.nbytes, stream.ptr)
+        kernel = _gpu.raw_module(SOURCE, (p.kernel,)).get_function(p.kernel)
+        kernel((p.grid,), (BLOCK_THREADS,),
+               (np.int64(p.plan.n_slices), np.int32(p.k), np.int32(p.plan.split_rows > 0),
+                p.slice_ptr, p.slice_row, p.indices, p.data, p.x, p.y))
+
+    def poison_output(self, prepared: PreparedSpmmCuda) -> bool:
+        prepared.y.fill(np.nan)
+        return True
+
+    def run(self, prepared: PreparedSpmmCuda) -> np.ndarray:
+        self._launch(prepared)
+        return prepared.y.get()
+
+    def time(self, prepared: PreparedSpmmCuda, config: TimingConfig) -> Measurement:
+        from sparsescope.timing.cuda import time_cuda
+
+        return time_cuda(lambda: self._launch(prepared), config, library="cupy",
+                         working_set_bytes=prepared.working_set_bytes)
+
+    def library_versions(self) -> dict[str, str]:
+        import cupy
+
+        runtime = cupy.cuda.runtime.runtimeGetVersion()
+        return {"cupy": cupy.__version__,
+                "cuda_runtime": f"{runtime // 1000}.{runtime % 1000 // 10}",
+                "nvrtc": ".".join(str(v) for v in cupy.cuda.nvrtc.getVersion())}
+
+    def notes(self, prepared: PreparedSpmmCuda) -> dict[str, str]:
+        return dict(prepared.notes)

@@ -1,0 +1,202 @@
+"""The op runner's gate: skipped / failed / ok semantics, poisoning, no timing of a failed case,
+parameters in the notes, SpMV delegation, and the profile-target entry point."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from sparsescope.backends.base import Capability
+from sparsescope.backends.op_runner import OpBackend, main, resolve_backend, run_op_case
+from sparsescope.backends.runner import run_case
+from sparsescope.backends.scipy_cpu import ScipyCpuBackend
+from sparsescope.errors import UnknownNameError, UsageError
+from sparsescope.matrices.types import Matrix
+from sparsescope.ops.slice_rows import RowIndexError
+from sparsescope.timing.types import Measurement, TimingConfig
+
+QUICK = TimingConfig(warmups=0, repeats=2, flush_l2=False)
+
+
+class FakeSpmm(OpBackend):
+    """An SpMM backend whose misbehaviour is chosen by ``mode``; it records its calls."""
+
+    capability = Capability(ops=("spmm",), value_dtypes=("float32",), index_bytes=(4,),
+                            device="cpu")
+
+    def __init__(self, mode="ok", available=True, unsupported=""):
+        self.mode, self.available, self.unsupported = mode, available, unsupported
+        self.calls = []
+
+    def availability(self):
+        return (True, "") if self.available else (False, "no device here")
+
+    def unsupported_params(self, case):
+        return self.unsupported
+
+    def prepare(self, case, value_dtype, index_bytes):
+        self.calls.append("prepare")
+        if self.mode == "prepare_raises":
+            raise RuntimeError("out of memory")
+        return {"a": case.matrix.astype(np.float32), "x": case.inputs,
+                "y": np.zeros(case.output_shape, dtype=np.float32)}
+
+    def poison_output(self, prepared):
+        if self.mode in ("skip_row_poisoned", "ok_buffer"):
+            prepared["y"].fill(np.nan)
+            return True
+        return False
+
+    def run(self, prepared):
+        self.calls.append("run")
+        y = np.asarray(prepared["a"] @ prepared["x"], dtype=np.float32)
+        if self.mode == "run_raises":
+            raise ValueError("bad launch")
+        if self.mode == "wrong_shape":
+            return y[:-1]
+        if self.mode == "alias":
+            return prepared["x"]
+        if self.mode == "skip_row_poisoned":
+            prepared["y"][1:] = y[1:]  # row 0 never written: stays NaN
+            return prepared["y"]
+        if self.mode == "ok_buffer":
+            prepared["y"][:] = y
+            return prepared["y"]
+        if self.mode == "wrong_value":
+            y[0, 0] += 1.0
+        return y
+
+    def time(self, prepared, config):
+        self.calls.append("time")
+        if self.mode == "time_raises":
+            raise RuntimeError("events failed")
+        return Measurement(samples_ms=(1.0, 2.0, 3.0), config=config)
+
+    def library_versions(self):
+        return {"fake": "1"}
+
+    def notes(self, prepared):
+        if self.mode == "bad_notes":
+            raise KeyError("kernel")
+        return {"kernel": "fake_kernel"}
+
+
+@pytest.fixture(scope="module")
+def square() -> Matrix:
+    """80 x 80 so that X (cols x k) and Y (rows x k) have the same shape (aliasing test)."""
+    csr = sp.random(80, 80, density=0.1, format="csr", random_state=3)
+    csr.sort_indices()
+    return Matrix(name="sq80", csr=csr, source="test")
+
+
+def run(square, backend, **kw):
+    params = kw.pop("params", {"k": 4})
+    return run_op_case(square, "fake", "spmm", params, config=QUICK,
+                       backend_factory=lambda: backend, **kw)
+
+
+def test_ok_case_is_timed_and_keeps_params_and_backend_notes(square):
+    backend = FakeSpmm()
+    case = run(square, backend)
+    assert case.outcome == "ok" and case.time_ms == 2.0 and case.correctness.passed
+    assert case.op == "spmm" and case.backend == "fake" and case.value_bytes == 4
+    assert case.notes["op.k"] == "4" and case.notes["kernel"] == "fake_kernel"
+    assert backend.calls == ["prepare", "run", "time"]
+    ok_buffer = run(square, FakeSpmm("ok_buffer"))  # a poisoned buffer fully rewritten passes
+    assert ok_buffer.outcome == "ok"
+
+
+@pytest.mark.parametrize(("mode", "reason"), [
+    ("prepare_raises", "prepare failed: RuntimeError: out of memory"),
+    ("run_raises", "run failed: ValueError: bad launch"),
+    ("wrong_shape", "output has shape (79, 4), expected (80, 4)"),
+    ("alias", "output aliases an input array"),
+    ("skip_row_poisoned", "rel_err inf above tolerance"),
+    ("wrong_value", "above tolerance"),
+    ("time_raises", "timing failed: RuntimeError: events failed"),
+])
+def test_failed_cases_are_never_reported_as_timed(square, mode, reason):
+    backend = FakeSpmm(mode)
+    case = run(square, backend)
+    assert case.outcome == "failed" and reason in case.reason
+    assert case.measurement is None
+    if mode != "time_raises":
+        assert "time" not in backend.calls
+
+
+@pytest.mark.parametrize(("kwargs", "backend", "reason"), [
+    ({"value_dtype": "float64"}, FakeSpmm(), "value dtype float64 not supported"),
+    ({"index_bytes": 8}, FakeSpmm(), "INT64 indices not supported"),
+    ({}, FakeSpmm(unsupported="layout=col is not supported"), "layout=col is not supported"),
+    ({}, FakeSpmm(available=False), "backend unavailable: no device here"),
+])
+def test_skipped_cases_carry_their_reason_and_never_run(square, kwargs, backend, reason):
+    case = run(square, backend, **kwargs)
+    assert case.outcome == "skipped" and reason in case.reason
+    assert backend.calls == [] and case.notes["op.k"] == "4"
+
+
+def test_notes_failure_does_not_fail_the_case(square):
+    case = run(square, FakeSpmm("bad_notes"))
+    assert case.outcome == "ok" and "KeyError" in case.notes["notes_error"]
+
+
+def test_bad_params_and_bad_rows_raise_before_any_backend_call(square):
+    backend = FakeSpmm()
+    with pytest.raises(UsageError, match="k must be >= 1"):
+        run(square, backend, params={"k": 0})
+    with pytest.raises(RowIndexError, match="row index 80"):
+        run_op_case(square, "slice-scipy-cpu", "slice", {"rows": [1, 80]}, config=QUICK)
+    assert backend.calls == []
+
+
+def test_spmv_goes_through_the_spmv_runner_unchanged(square):
+    via_op = run_op_case(square, "scipy-cpu", "spmv", config=QUICK, seed=3)
+    direct = run_case(square, "scipy-cpu", config=QUICK, x_seed=3)
+    assert via_op.outcome == direct.outcome == "ok"
+    assert via_op.correctness == direct.correctness and via_op.notes == direct.notes
+    adapted = run_op_case(square, "scipy-cpu", "spmv", config=QUICK, seed=3,
+                          backend_factory=ScipyCpuBackend)
+    assert adapted.outcome == "ok" and adapted.correctness == direct.correctness
+    with pytest.raises(UsageError, match="has no parameter k"):
+        run_op_case(square, "scipy-cpu", "spmv", {"k": 2}, config=QUICK)
+    spmm_on_spmv = run_op_case(square, "scipy-cpu", "spmm", {"k": 2}, config=QUICK)
+    assert spmm_on_spmv.outcome == "skipped" and "not supported" in spmm_on_spmv.reason
+
+
+def test_resolve_backend_knows_both_registries():
+    assert resolve_backend("scipy-cpu").name == "scipy-cpu"
+    assert resolve_backend("slice-scipy-cpu").capability.ops == ("slice",)
+    with pytest.raises(UnknownNameError, match="spmm-scipy-cpu"):
+        resolve_backend("nope")
+
+
+def test_profile_target_entry_point(capsys):
+    args = ["--op", "spmm", "--suite", "dlmc3", "--matrix", "dlmc-128x256", "--repeats", "1"]
+    assert main([*args, "--backend", "spmm-scipy-cpu", "--param", "k=8"]) == 0
+    assert "dlmc-128x256 spmm-scipy-cpu spmm: ok" in capsys.readouterr().out
+    assert main([*args, "--backend", "spmm-scipy-cpu", "--param", "k=0"]) == 2
+    assert "k must be >= 1" in capsys.readouterr().err
+    assert main(["--op", "slice", "--suite", "dlmc3", "--matrix", "dlmc-128x256",
+                 "--backend", "slice-scipy-cpu", "--param", "rows=0,5,5"]) == 0
+    assert main([*args, "--backend", "spmm-scipy-cpu", "--param", "k"]) == 2
+
+
+def test_check_only_and_run_op_matrix(square, capsys):
+    from sparsescope.backends.op_runner import run_op_matrix
+
+    backend = FakeSpmm()
+    case = run(square, backend, timed=False)
+    assert case.outcome == "ok" and case.measurement is None and "time" not in backend.calls
+    spmv = run_op_case(square, "scipy-cpu", "spmv", config=QUICK, timed=False)
+    assert spmv.outcome == "ok" and spmv.measurement is None and spmv.correctness.passed
+    cases = run_op_matrix(square, ["spmm-scipy-cpu", "spmm-cuda-rowwarp"], "spmm",
+                          [{"k": 1}, {"k": 16}], config=QUICK)
+    assert [(c.backend, c.notes["op.k"]) for c in cases] == [
+        ("spmm-scipy-cpu", "1"), ("spmm-cuda-rowwarp", "1"), ("spmm-scipy-cpu", "16"),
+        ("spmm-cuda-rowwarp", "16")]
+    assert [c.outcome for c in cases] == ["ok", "skipped", "ok", "skipped"]
+    assert main(["--op", "spmm", "--suite", "dlmc3", "--matrix", "dlmc-128x256", "--backend",
+                 "spmm-scipy-cpu", "--check-only"]) == 0
+    assert "checked only" in capsys.readouterr().out

@@ -1,0 +1,104 @@
+"""SpMM byte/flop model against hand-computed numbers (model.spmm)."""
+
+from __future__ import annotations
+
+import pytest
+
+from sparsescope.model.spmm import (
+    intensity_table,
+    l2_gather_bound_ms,
+    spmm_bound_ms,
+    spmm_traffic,
+    x_sectors_per_nonzero,
+)
+from sparsescope.model.spmv import spmv_traffic
+
+
+@pytest.mark.parametrize(("k", "value_bytes", "sectors"), [
+    (1, 4, 1.0),      # 4 B at a 4-B-aligned start: always inside one sector
+    (2, 4, 1.0),      # 8 B, 8-aligned
+    (3, 4, 1.25),     # 12 B: starts 0,12,24,4,16,28,8,20 need 1,1,2,1,1,2,1,1 sectors
+    (5, 4, 1.5),      # 20 B: (20 + 32 - 4) / 32
+    (8, 4, 1.0),      # 32 B, aligned: exactly one sector
+    (64, 4, 8.0),     # 256 B: eight sectors
+    (4, 8, 1.0),      # float64: 32 B
+    (3, 8, 1.0 + 0.5),  # 24 B, 8-aligned: (24 + 32 - 8) / 32
+])
+def test_row_major_sectors_per_nonzero(k, value_bytes, sectors):
+    assert x_sectors_per_nonzero(k, value_bytes, "row") == pytest.approx(sectors)
+
+
+def test_row_major_sector_formula_matches_brute_force_over_starts():
+    for k in (1, 3, 5, 6, 7, 9, 13):
+        length = 4 * k
+        period = 32  # starts repeat with period lcm(length, 32) / length rows
+        counts = [((j * length + length - 1) // 32) - (j * length // 32) + 1
+                  for j in range(period * 8)]
+        assert x_sectors_per_nonzero(k) == pytest.approx(sum(counts) / len(counts))
+
+
+def test_column_major_needs_a_sector_per_value():
+    assert x_sectors_per_nonzero(64, 4, "col") == 64.0
+    assert x_sectors_per_nonzero(1, 4, "col") == 1.0
+
+
+def test_dlmc_512x1024_k64_hand_numbers():
+    t = spmm_traffic(512, 1024, 157_286, 64)
+    assert t.a_bytes == 157_286 * 8 + 513 * 4 == 1_260_340
+    assert t.x_bytes == 262_144 and t.y_bytes == 131_072
+    assert t.compulsory_bytes == 1_653_556
+    assert t.flops == 20_132_608
+    assert t.arithmetic_intensity == pytest.approx(12.1753, abs=1e-4)
+    assert t.x_gather_bytes == 157_286 * 256
+    assert t.gather_bytes == pytest.approx(41_656_628)
+    assert t.gather_intensity == pytest.approx(0.48330, abs=1e-5)
+    assert t.x_useful_fraction == 1.0
+
+
+def test_k1_is_exactly_the_spmv_model():
+    for ib in (4, 8):
+        s = spmv_traffic(512, 1024, 157_286, value_bytes=4, index_bytes=ib)
+        t = spmm_traffic(512, 1024, 157_286, 1, index_bytes=ib)
+        assert t.compulsory_bytes == s.total_bytes
+        assert t.flops == s.flops
+
+
+def test_intensity_grows_with_k_and_column_major_gathers_more():
+    ais = [spmm_traffic(256, 512, 39_321, k).arithmetic_intensity for k in (1, 8, 64, 256)]
+    assert ais == sorted(ais) and ais[-1] > 20 * ais[0]
+    row = spmm_traffic(256, 512, 39_321, 8)
+    col = spmm_traffic(256, 512, 39_321, 8, layout="col")
+    assert col.compulsory_bytes == row.compulsory_bytes
+    assert col.x_gather_bytes == 8 * row.x_gather_bytes  # 8 sectors against 1
+    assert col.x_useful_fraction == pytest.approx(4 / 32)
+
+
+def test_bounds_are_the_larger_of_bytes_and_flops():
+    t = spmm_traffic(512, 1024, 157_286, 64)
+    # 1,653,556 B / 4,800 GB/s = 0.3445 us; 20,132,608 FLOP / 66,900 GFLOP/s = 0.3009 us
+    assert spmm_bound_ms(t, 4800.0, 66_900.0) == pytest.approx(1_653_556 / 4.8e12 * 1e3)
+    assert spmm_bound_ms(t, 4800.0, 10_000.0) == pytest.approx(20_132_608 / 1e13 * 1e3)
+    assert l2_gather_bound_ms(t, 10_000.0) == pytest.approx(41_656_628 / 1e13 * 1e3)
+
+
+def test_intensity_table_marks_the_ridge():
+    table = intensity_table(512, 1024, 157_286, (1, 64, 256), bw_gb_s=4800.0,
+                            fp32_peak_gflops=66_900.0)
+    assert [r.k for r in table] == [1, 64, 256]
+    # ridge 13.94 FLOP/B: k = 1 (AI 0.248) and k = 64 (12.18) below it, k = 256 (28.4) above
+    assert [r.memory_bound for r in table] == [True, True, False]
+    assert table[2].arithmetic_intensity == pytest.approx(28.424, abs=1e-3)
+    # the smallest DLMC layer never crosses it: X and Y grow with k as fast as the flops
+    small = spmm_traffic(128, 256, 9_830, 1024).arithmetic_intensity
+    assert small == pytest.approx(12.19, abs=0.01) and small < 66_900 / 4800
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="k must be >= 1"):
+        x_sectors_per_nonzero(0)
+    with pytest.raises(ValueError, match="layout"):
+        x_sectors_per_nonzero(4, layout="diag")
+    with pytest.raises(ValueError, match="index_bytes"):
+        spmm_traffic(1, 1, 1, 1, index_bytes=2)
+    with pytest.raises(ValueError, match="> 0"):
+        spmm_bound_ms(spmm_traffic(1, 1, 1, 1), 0.0, 1.0)
