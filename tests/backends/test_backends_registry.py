@@ -57,7 +57,7 @@ def test_default_backends():
     assert default_backends("cpu") == ["scipy-cpu"]
     assert default_backends("gpu") == ["torch-cusparse-i64", "torch-cusparse-i32",
                                        "cupy-cusparse-i32", "cuda-csr-scalar",
-                                       "cuda-csr-vector"]
+                                       "cuda-csr-vector", "cuda-spmv-auto"]
     with pytest.raises(UsageError, match="device kind must be one of cpu, gpu"):
         default_backends("tpu")
 

@@ -21,6 +21,13 @@ BACKENDS: dict[str, str | Callable[[], Backend]] = {
     "cupy-cusparse-i32": "sparsescope.backends.cupy_cusparse:CupyCusparseI32",
     "cuda-csr-scalar": "sparsescope.backends.cuda_kernels:CudaCsrScalar",
     "cuda-csr-vector": "sparsescope.backends.cuda_kernels:CudaCsrVector",
+    # Our own SpMV kernels (issue 5), selected by matrix statistics in cuda-spmv-auto.
+    "cuda-spmv-adaptive": "sparsescope.backends.spmv_adaptive:CudaSpmvAdaptive",
+    "cuda-spmv-merge": "sparsescope.backends.spmv_merge:CudaSpmvMerge",
+    "cuda-spmv-sell": "sparsescope.backends.spmv_sell:CudaSpmvSell",
+    "cuda-spmv-delta16": "sparsescope.backends.spmv_sell:CudaSpmvDelta16",
+    "cuda-spmv-delta16-tiles": "sparsescope.backends.spmv_compressed:CudaSpmvTileDelta16",
+    "cuda-spmv-auto": "sparsescope.backends.spmv_auto:CudaSpmvAuto",
 }
 BACKENDS.update(op_backends())  # SpMM and slice backends, named by sparsescope.ops.registry
 
@@ -28,7 +35,7 @@ BACKENDS.update(op_backends())  # SpMM and slice backends, named by sparsescope.
 DEFAULTS: dict[str, tuple[str, ...]] = {
     "cpu": ("scipy-cpu",),
     "gpu": ("torch-cusparse-i64", "torch-cusparse-i32", "cupy-cusparse-i32", "cuda-csr-scalar",
-            "cuda-csr-vector"),
+            "cuda-csr-vector", "cuda-spmv-auto"),
 }
 
 

@@ -1,0 +1,438 @@
+// SpMV kernels of sparsescope's own backends (cuda-spmv-adaptive, cuda-spmv-merge,
+// cuda-spmv-delta16: spmv_tile; cuda-spmv-sell: spmv_sell; split rows: spmv_fixup), compiled at run time by NVRTC through cupy.RawModule and instantiated by
+// name expression, e.g. "spmv_tile<float, 0, 1, 256, 2>".
+//
+// y = A x. One block per tile; a tile is a contiguous range of nonzeros [j0, j1) and the rows
+// [r0, r1) they belong to, described by two int4 built on the host (spmv_formats.py):
+//   a = {r0, r1, j0, j1},  b = {head_slot, tail_slot, col_base, esc_start}.
+// Phase 1 streams the tile's nonzeros in aligned chunks of 4 (one 16-byte load of values and
+// one 16-byte load of INT32 columns, or one 8-byte load of four 16-bit column offsets, per
+// chunk and thread), all ITERS chunks of a thread issued before the first x gather, and
+// stores the products val * x[col] in shared memory; the row pointer slice is loaded at the
+// same time (the stream loads depend on the tile descriptor only, never on row_ptr). Phase 2
+// reduces each row of the tile from shared memory with LANES threads per row, LANES a power of
+// two <= 32 chosen per tile from its row count (thread, sub-warp or warp per row), and stores
+// y[row] once: no atomics. A row that continues into another tile (the first row when
+// head_slot >= 0, the last when tail_slot >= 0) stores its partial sum in partials[slot]
+// instead, and spmv_fixup adds a split row's slots (contiguous) into y.
+//
+// IDX = 0: INT32 column indices. IDX = 1 (delta16): col = col_base + off16 for off16 < 0xFFFF;
+// off16 == 0xFFFF marks an escape whose INT32 column is esc[esc_start + rank], rank = number of
+// escapes before it in the tile (block-wide exclusive scan).
+// HINT = 0: streams read with ld.global.nc (L1-cached); HINT = 1: streams read with
+// ld.global.nc.L1::no_allocate and an L2 evict_first policy, so they neither evict x from L1
+// nor push it out of L2. x is always read with ld.global.nc (L1 and L2 cached, normal priority).
+
+#define FULL_MASK 0xffffffffu
+
+template <int HINT> struct Stream;
+
+template <> struct Stream<0> {
+    __device__ __forceinline__ void init() {}
+    __device__ __forceinline__ unsigned long long policy_or_zero() const { return 0ull; }
+    __device__ __forceinline__ int4 i4(const int4* p) const { return __ldg(p); }
+    __device__ __forceinline__ uint2 u2(const uint2* p) const { return __ldg(p); }
+    __device__ __forceinline__ float4 f4(const float4* p) const { return __ldg(p); }
+    __device__ __forceinline__ double2 d2(const double2* p) const { return __ldg(p); }
+    __device__ __forceinline__ int i1(const int* p) const { return __ldg(p); }
+    __device__ __forceinline__ float v1(const float* p) const { return __ldg(p); }
+    __device__ __forceinline__ double v1(const double* p) const { return __ldg(p); }
+};
+
+template <> struct Stream<1> {
+    unsigned long long policy;
+    __device__ __forceinline__ void init() {
+        asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+    }
+    __device__ __forceinline__ unsigned long long policy_or_zero() const { return policy; }
+    __device__ __forceinline__ int4 i4(const int4* p) const {
+        int4 v;
+        asm volatile("ld.global.nc.L1::no_allocate.L2::cache_hint.v4.s32 {%0,%1,%2,%3}, [%4], %5;"
+                     : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p), "l"(policy));
+        return v;
+    }
+    __device__ __forceinline__ uint2 u2(const uint2* p) const {
+        uint2 v;
+        asm volatile("ld.global.nc.L1::no_allocate.L2::cache_hint.v2.u32 {%0,%1}, [%2], %3;"
+                     : "=r"(v.x), "=r"(v.y) : "l"(p), "l"(policy));
+        return v;
+    }
+    __device__ __forceinline__ float4 f4(const float4* p) const {
+        float4 v;
+        asm volatile("ld.global.nc.L1::no_allocate.L2::cache_hint.v4.f32 {%0,%1,%2,%3}, [%4], %5;"
+                     : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "l"(p), "l"(policy));
+        return v;
+    }
+    __device__ __forceinline__ double2 d2(const double2* p) const {
+        double2 v;
+        asm volatile("ld.global.nc.L1::no_allocate.L2::cache_hint.v2.f64 {%0,%1}, [%2], %3;"
+                     : "=d"(v.x), "=d"(v.y) : "l"(p), "l"(policy));
+        return v;
+    }
+    __device__ __forceinline__ int i1(const int* p) const {
+        int v;
+        asm volatile("ld.global.nc.L1::no_allocate.L2::cache_hint.s32 %0, [%1], %2;"
+                     : "=r"(v) : "l"(p), "l"(policy));
+        return v;
+    }
+    __device__ __forceinline__ float v1(const float* p) const {
+        float v;
+        asm volatile("ld.global.nc.L1::no_allocate.L2::cache_hint.f32 %0, [%1], %2;"
+                     : "=f"(v) : "l"(p), "l"(policy));
+        return v;
+    }
+    __device__ __forceinline__ double v1(const double* p) const {
+        double v;
+        asm volatile("ld.global.nc.L1::no_allocate.L2::cache_hint.f64 %0, [%1], %2;"
+                     : "=d"(v) : "l"(p), "l"(policy));
+        return v;
+    }
+};
+
+// x gathers: ld.global.nc (L1 and L2 cached). Written as volatile asm, like the stream loads,
+// so the compiler keeps them after every stream load of the thread: all ITERS chunks' loads
+// are then in flight before the first gather waits for its column.
+__device__ __forceinline__ float gather(const float* p) {
+    float v;
+    asm volatile("ld.global.nc.f32 %0, [%1];" : "=f"(v) : "l"(p));
+    return v;
+}
+__device__ __forceinline__ double gather(const double* p) {
+    double v;
+    asm volatile("ld.global.nc.f64 %0, [%1];" : "=d"(v) : "l"(p));
+    return v;
+}
+
+// Four consecutive values starting at a 4-aligned element index.
+template <typename T> struct Vals4;
+template <> struct Vals4<float> {
+    float v[4];
+    template <int H> __device__ __forceinline__ void load(const Stream<H>& s, const float* p) {
+        const float4 a = s.f4(reinterpret_cast<const float4*>(p));
+        v[0] = a.x; v[1] = a.y; v[2] = a.z; v[3] = a.w;
+    }
+};
+template <> struct Vals4<double> {
+    double v[4];
+    template <int H> __device__ __forceinline__ void load(const Stream<H>& s, const double* p) {
+        const double2 a = s.d2(reinterpret_cast<const double2*>(p));
+        const double2 b = s.d2(reinterpret_cast<const double2*>(p) + 1);
+        v[0] = a.x; v[1] = a.y; v[2] = b.x; v[3] = b.y;
+    }
+};
+
+// Four column indices (IDX 0: INT32; IDX 1: four 16-bit offsets packed in 8 bytes).
+template <int IDX> struct Cols4;
+template <> struct Cols4<0> {
+    int c[4];
+    template <int H> __device__ __forceinline__ void load(const Stream<H>& s, const void* base,
+                                                          long long q) {
+        const int4 a = s.i4(reinterpret_cast<const int4*>(base) + q);
+        c[0] = a.x; c[1] = a.y; c[2] = a.z; c[3] = a.w;
+    }
+};
+template <> struct Cols4<1> {
+    int c[4];
+    template <int H> __device__ __forceinline__ void load(const Stream<H>& s, const void* base,
+                                                          long long q) {
+        const uint2 a = s.u2(reinterpret_cast<const uint2*>(base) + q);
+        c[0] = a.x & 0xffff; c[1] = a.x >> 16; c[2] = a.y & 0xffff; c[3] = a.y >> 16;
+    }
+};
+
+// Exclusive block-wide scan of v (BLOCK threads); returns the prefix, total in *total.
+template <int BLOCK>
+__device__ __forceinline__ int block_exclusive_scan(int v, int* warp_sums, int* total) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    int inc = v;
+#pragma unroll
+    for (int off = 1; off < 32; off <<= 1) {
+        const int n = __shfl_up_sync(FULL_MASK, inc, off);
+        if (lane >= off) inc += n;
+    }
+    if (lane == 31) warp_sums[warp] = inc;
+    __syncthreads();
+    int before = 0, all = 0;
+#pragma unroll
+    for (int w = 0; w < BLOCK / 32; ++w) {
+        const int s = warp_sums[w];
+        before += (w < warp) ? s : 0;
+        all += s;
+    }
+    *total = all;
+    return before + inc - v;
+}
+
+// HUB > 0: the block is persistent (a grid-stride loop over the tiles) and keeps x[0, HUB) in
+// shared memory, loaded once: gathers of those columns (the hub columns of a matrix whose
+// popular columns come first, as in degree-ordered graphs) read shared memory, not L2.
+template <typename T, int IDX, int HINT, int BLOCK, int ITERS, int HUB>
+__global__ void __launch_bounds__(BLOCK)
+spmv_tile(const int ntiles, const int4* __restrict__ tiles, const int* __restrict__ row_ptr,
+          const void* __restrict__ cols, const int* __restrict__ esc,
+          const T* __restrict__ val, const T* __restrict__ x, T* __restrict__ y,
+          T* __restrict__ partials, const int ncols) {
+    constexpr int CHUNKS = BLOCK * ITERS;
+    static_assert(IDX == 0 || (ITERS <= 2 && 4 * BLOCK < 0x8000), "escape counts need 16 bits");
+    __shared__ __align__(16) T prod[CHUNKS * 4];
+    __shared__ int rp[CHUNKS * 4 + 2];
+    __shared__ int warp_sums[BLOCK / 32];
+    __shared__ T hub[HUB > 0 ? HUB : 1];
+
+    Stream<HINT> s;
+    s.init();
+    if (HUB > 0) {
+        for (int k = threadIdx.x; k < HUB; k += BLOCK) hub[k] = k < ncols ? __ldg(x + k) : T(0);
+        __syncthreads();
+    }
+    for (int tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
+    const int4 a = __ldg(tiles + 2 * (long long)tile);
+    const int4 b = __ldg(tiles + 2 * (long long)tile + 1);
+    const int r0 = a.x, r1 = a.y, j0 = a.z, j1 = a.w;
+    const int tid = threadIdx.x;
+    const int nrows = r1 - r0;
+    const long long q0 = j0 >> 2;
+    const long long q1 = ((long long)j1 + 3) >> 2;
+
+    // Stream loads first, unconditionally (a chunk past the tile is clamped to its last one;
+    // the arrays carry one chunk of padding, so a tile without nonzeros reads padding), so
+    // that nothing waits before all of them are in flight.
+    Vals4<T> v[ITERS];
+    Cols4<IDX> c[ITERS];
+#pragma unroll
+    for (int it = 0; it < ITERS; ++it) {
+        const long long q = min(q0 + it * BLOCK + tid, max(q1 - 1, q0));
+        v[it].load(s, val + 4 * q);
+        c[it].load(s, cols, q);
+    }
+    // Row pointer slice, clamped to the tile: rp[k] = clamp(row_ptr[r0 + k], j0, j1); the
+    // first BLOCK entries are loaded now and stored after the gathers.
+    const int rp_first = s.i1(row_ptr + r0 + min(tid, nrows));
+    if (IDX == 1) {
+        // Escapes: rank them in chunk order (iteration-major, thread-minor); the counts of the
+        // (at most two) iterations are packed 16 bits each into one scan.
+        int packed = 0;
+#pragma unroll
+        for (int it = 0; it < ITERS; ++it) {
+            const long long q = q0 + it * BLOCK + tid;
+            int n = 0;
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const long long j = 4 * q + e;
+                n += (q < q1 && j >= j0 && j < j1 && c[it].c[e] == 0xffff) ? 1 : 0;
+            }
+            packed |= n << (16 * it);
+        }
+        int total_packed;
+        int rank = block_exclusive_scan<BLOCK>(packed, warp_sums, &total_packed);
+        const int col_base = b.z;
+        int offset = b.w;
+#pragma unroll
+        for (int it = 0; it < ITERS; ++it) {
+            const long long q = q0 + it * BLOCK + tid;
+            int r = offset + ((rank >> (16 * it)) & 0xffff);
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const long long j = 4 * q + e;
+                const bool in = q < q1 && j >= j0 && j < j1;
+                if (in && c[it].c[e] == 0xffff) {
+                    c[it].c[e] = s.i1(esc + r);
+                    ++r;
+                } else {
+                    c[it].c[e] += col_base;
+                }
+            }
+            offset += (total_packed >> (16 * it)) & 0xffff;
+        }
+    }
+    // One warp vote over every loaded column: the gathers depend on it, so the compiler must
+    // issue all chunks' column loads before the first gather (without it, ptxas issues the
+    // second chunk's loads only after the first chunk's gathers, one more latency per tile).
+    // Columns are >= 0 (escapes resolved above), so the vote is always false.
+    int any_col = 0;
+#pragma unroll
+    for (int it = 0; it < ITERS; ++it) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) any_col |= c[it].c[e];
+    }
+    const bool bad = __any_sync(FULL_MASK, any_col < 0);
+#pragma unroll
+    for (int it = 0; it < ITERS; ++it) {
+        const long long q = q0 + it * BLOCK + tid;
+        T p[4];
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+            const long long j = 4 * q + e;
+            const int col = c[it].c[e];
+            const bool in = !bad && q < q1 && j >= j0 && j < j1;
+            p[e] = in ? v[it].v[e] * ((HUB > 0 && col < HUB) ? hub[col] : gather(x + col))
+                      : T(0);
+        }
+        if (q < q1) {
+            T* dst = prod + 4 * (it * BLOCK + tid);
+#pragma unroll
+            for (int e = 0; e < 4; ++e) dst[e] = p[e];
+        }
+    }
+    if (tid <= nrows) rp[tid] = min(max(rp_first, j0), j1);
+    for (int k = tid + BLOCK; k <= nrows; k += BLOCK) rp[k] = min(max(s.i1(row_ptr + r0 + k), j0), j1);
+    __syncthreads();
+
+    // Phase 2: LANES threads per row, LANES = largest power of two <= BLOCK / rows, <= 32.
+    int lanes = 1;
+    while (lanes < 32 && lanes * 2 * nrows <= BLOCK) lanes *= 2;
+    const int groups = BLOCK / lanes;
+    const int g = tid / lanes, lane = tid % lanes;
+    const int shift = (int)(4 * q0);
+    const int head = b.x, tail = b.y;
+    for (int base = 0; base < nrows; base += groups) {
+        const int r = base + g;
+        T sum = T(0);
+        if (r < nrows) {
+            // Four independent partial sums, so four shared-memory loads are in flight.
+            const int e = rp[r + 1] - shift;
+            int k = rp[r] - shift + lane;
+            T s1 = T(0), s2 = T(0), s3 = T(0);
+            for (; k + 3 * lanes < e; k += 4 * lanes) {
+                sum += prod[k];
+                s1 += prod[k + lanes];
+                s2 += prod[k + 2 * lanes];
+                s3 += prod[k + 3 * lanes];
+            }
+            for (; k < e; k += lanes) sum += prod[k];
+            sum += s1 + s2 + s3;
+        }
+        for (int off = lanes >> 1; off > 0; off >>= 1) sum += __shfl_xor_sync(FULL_MASK, sum, off);
+        if (lane == 0 && r < nrows) {
+            if (r == 0 && head >= 0) {
+                partials[head] = sum;
+            } else if (r == nrows - 1 && tail >= 0) {
+                partials[tail] = sum;
+            } else {
+                y[r0 + r] = sum;
+            }
+        }
+    }
+    if (HUB > 0) __syncthreads();  // the next tile overwrites prod and rp
+    }
+}
+
+// y[split_row[s]] = sum of partials[split_ptr[s] .. split_ptr[s+1]), one warp per split row.
+template <typename T>
+__global__ void spmv_fixup(const int nsplit, const int* __restrict__ split_row,
+                           const int* __restrict__ split_ptr, const T* __restrict__ partials,
+                           T* __restrict__ y) {
+    const long long w = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const int lane = threadIdx.x & 31;
+    if (w >= nsplit) return;  // whole warps leave together: the shuffles below see full warps
+    const int begin = split_ptr[w], end = split_ptr[w + 1];
+    T sum = T(0);
+    for (int k = begin + lane; k < end; k += 32) sum += partials[k];
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) sum += __shfl_xor_sync(FULL_MASK, sum, off);
+    if (lane == 0) y[split_row[w]] = sum;
+}
+
+// SELL-C-sigma, C = 32: one warp per slice of 32 (virtual) rows, one thread per row. Slice s
+// holds slice_ptr[s+1] - slice_ptr[s] columns of 32 entries, stored column-major, so each load
+// of a warp reads contiguous bytes. out[s*32 + lane] is the row the thread's sum goes to
+// (>= 0), a partial slot of a split row (-2 - slot), or -1 for an empty lane.
+// IDX = 0: INT32 columns, padding -1. IDX = 1 (delta16): 16-bit offsets from the slice's base
+// column base[s]; 0xFFFE marks padding, 0xFFFF an escape whose INT32 column is the lane's next
+// entry of the slice's escape slab, esc[(esc_ptr[s] + e) * 32 + lane] (e counts the lane's
+// escapes so far: no scan needed, each thread walks its own row).
+// The loop is software-pipelined: the columns and values of step k + UNROLL are loaded before
+// the gathers of step k, and the last, partial step is predicated, never a serial tail.
+// MINB: blocks of 256 per SM the register allocation must allow (8: 32 registers, full
+// occupancy; 6: up to 40). TPR = 2: lanes i and i + 16 share a row (each walks half of it)
+// and one shuffle adds the halves; out is -1 for lanes 16-31.
+template <int IDX> struct SellIdx;
+template <> struct SellIdx<0> {
+    using type = int;
+    static __device__ __forceinline__ bool pad(int c) { return c < 0; }
+};
+template <> struct SellIdx<1> {
+    using type = unsigned short;
+    static __device__ __forceinline__ bool pad(int c) { return c == 0xfffe; }
+};
+
+template <int HINT>
+__device__ __forceinline__ int load_idx(const Stream<HINT>& s, const int* p) { return s.i1(p); }
+template <int HINT>
+__device__ __forceinline__ int load_idx(const Stream<HINT>& s, const unsigned short* p) {
+    unsigned short v;
+    if (HINT == 1) {
+        asm volatile("ld.global.nc.L1::no_allocate.L2::cache_hint.u16 %0, [%1], %2;"
+                     : "=h"(v) : "l"(p), "l"(s.policy_or_zero()));
+    } else {
+        v = __ldg(p);
+    }
+    return v;
+}
+
+template <typename T, int IDX, int HINT, int UNROLL, int MINB, int TPR>
+__global__ void __launch_bounds__(256, MINB)
+spmv_sell(const int nslices, const int* __restrict__ slice_ptr,
+          const typename SellIdx<IDX>::type* __restrict__ cols, const T* __restrict__ val,
+          const int* __restrict__ out, const int* __restrict__ base,
+          const int* __restrict__ esc_ptr, const int* __restrict__ esc,
+          const T* __restrict__ x, T* __restrict__ y, T* __restrict__ partials) {
+    const long long warp = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const int lane = threadIdx.x & 31;
+    if (warp >= nslices) return;
+    Stream<HINT> s;
+    s.init();
+    const int k0 = __ldg(slice_ptr + warp), k1 = __ldg(slice_ptr + warp + 1);
+    const int dest = s.i1(out + warp * 32 + lane);
+    const int col_base = IDX == 1 ? __ldg(base + warp) : 0;
+    const long long esc0 = IDX == 1 ? (long long)__ldg(esc_ptr + warp) * 32 + lane : 0;
+    int n_esc = 0;
+    T sum = T(0);
+    // Loads are predicated, never clamped: a step past the slice's end loads nothing.
+    const typename SellIdx<IDX>::type* cp = cols + (long long)k0 * 32 + lane;
+    const T* vp = val + (long long)k0 * 32 + lane;
+    int cn[UNROLL];
+    T vn[UNROLL];
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) {
+        if (k0 + u < k1) {
+            cn[u] = load_idx(s, cp + 32 * u);
+            vn[u] = s.v1(vp + 32 * u);
+        }
+    }
+    for (int k = k0; k < k1; k += UNROLL) {
+        int c[UNROLL];
+        T v[UNROLL];
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) { c[u] = cn[u]; v[u] = vn[u]; }
+        cp += 32 * UNROLL;
+        vp += 32 * UNROLL;
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) {
+            if (k + UNROLL + u < k1) {
+                cn[u] = load_idx(s, cp + 32 * u);
+                vn[u] = s.v1(vp + 32 * u);
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) {
+            int col = c[u];
+            const bool use = k + u < k1 && !SellIdx<IDX>::pad(col);
+            if (IDX == 1 && use) {
+                if (col == 0xffff) {
+                    col = s.i1(esc + esc0 + 32LL * n_esc);
+                    ++n_esc;
+                } else {
+                    col += col_base;
+                }
+            }
+            sum += use ? v[u] * gather(x + col) : T(0);
+        }
+    }
+    if (TPR == 2) sum += __shfl_down_sync(FULL_MASK, sum, 16);  // whole warps reach here
+    if (dest >= 0) {
+        y[dest] = sum;
+    } else if (dest <= -2) {
+        partials[-2 - dest] = sum;
+    }
+}

@@ -1,0 +1,214 @@
+"""Automatic choice of an own SpMV kernel from matrix statistics, with the reason in words.
+
+Pure NumPy: no GPU needed to decide (the SM count is a parameter; 132 on an H100/H200 SXM).
+:func:`matrix_statistics` measures what the rules read (row-length moments, SELL padding, the
+share of columns a 16-bit offset can hold); :func:`select_kernel` applies the rules, first
+match wins:
+
+1. SELL slices (``cuda-spmv-delta16`` or ``cuda-spmv-sell``) when the row lengths are regular
+   (SELL-32-256 pads at most :data:`SELL_MAX_PADDING` of the nonzeros) and there are enough
+   rows to give every SM :data:`SELL_MIN_WARPS_PER_SM` warps of 16 rows: a warp then reads
+   contiguous bytes and 32 neighbouring rows gather x together.
+   a. ``cuda-spmv-delta16`` (16-bit column offsets) when at most
+      :data:`DELTA16_MAX_ESCAPE_FRACTION` of the columns escape: it moves 6 bytes per nonzero
+      instead of 8, but every escape adds a dependent load (cage15's 9.9% escapes made it
+      slower than INT32 SELL on the H200);
+   b. ``cuda-spmv-sell`` otherwise.
+   Two threads per row when one-thread slices would fill fewer than
+   :data:`TPR2_MAX_WAVES` waves of the GPU's warp slots (half the steps per warp, twice the
+   warps); ``unroll 2 / minb 8`` (32 registers, 64 warps per SM) instead of ``unroll 4 /
+   minb 6`` (48 warps per SM, deeper pipelining) when its last wave is fuller by more than
+   :data:`WAVE_FILL_MARGIN`.
+2. Otherwise tiles of whole rows in shared memory (``cuda-spmv-adaptive``; long rows split
+   across tiles): ``iters = 2`` (2,048-nonzero tiles) when rows average at least
+   :data:`ITERS2_MIN_MEAN` nonzeros, else 1. Merge-path tiles (``cuda-spmv-merge``) are not
+   chosen: on both power-law analogs whole-row tiles were as fast or faster on the H200.
+
+The thresholds come from the H200 sweeps in ``results/h200/kernels`` (see its report).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from sparsescope.backends.spmv_delta16_format import encode_delta16
+from sparsescope.backends.spmv_sell_format import sell_padding_ratio
+from sparsescope.backends.spmv_tiling import TileSet, row_tiles
+from sparsescope.model.spmv import spmv_traffic
+
+#: Rule 1: SELL when its padding adds at most this share of stored entries ...
+SELL_MAX_PADDING = 1.10
+#: ... and the rows give every SM at least this many warps of 16 rows.
+SELL_MIN_WARPS_PER_SM = 32
+#: Rule 1a: delta16 when at most this share of the columns escapes 16 bits.
+DELTA16_MAX_ESCAPE_FRACTION = 0.02
+#: Two threads per row below this many full waves of one-thread slices (64 warps per SM).
+TPR2_MAX_WAVES = 2.0
+#: Resident warps per SM of the SELL kernel by register budget (minb 6: 40, minb 8: 32).
+SELL_WARPS_PER_SM = {6: 48, 8: 64}
+#: unroll 2 / minb 8 when its last wave is fuller than unroll 4 / minb 6's by this much.
+WAVE_FILL_MARGIN = 0.05
+#: Rule 2: 2,048-nonzero tiles when rows average at least this many nonzeros.
+ITERS2_MIN_MEAN = 16.0
+#: Streaming multiprocessors assumed when the caller gives none (H100 / H200 SXM).
+DEFAULT_SM_COUNT = 132
+#: Tiles whose columns are encoded to estimate the escape share (evenly spaced).
+SAMPLE_TILES = 1024
+#: Chunk budget of the tiles the statistics are measured on (the kernels' default).
+CHUNKS = 256
+SELL_SIGMA = 256
+
+
+@dataclass(frozen=True)
+class MatrixStatistics:
+    """What the selection rules read."""
+
+    rows: int
+    cols: int
+    nnz: int
+    mean_nnz_per_row: float
+    max_nnz_per_row: int
+    cv_nnz_per_row: float
+    """std / mean of the row lengths (0 for an empty matrix)."""
+    empty_row_fraction: float
+    escape_fraction: float
+    """Share of nonzeros whose column does not fit a 16-bit offset from its tile's base
+    (estimated on :data:`SAMPLE_TILES` evenly spaced tiles)."""
+    delta16_byte_ratio: float
+    """SELL-32-256 delta16 bytes / INT32 CSR bytes (float32 values), estimated from the
+    padding and the escape share (:func:`delta16_sell_bytes`)."""
+    sell_padding_ratio: float
+    """SELL-32-256 stored entries per nonzero (row lengths only)."""
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The chosen kernel, its parameters and why."""
+
+    backend: str
+    params: dict[str, Any] = field(default_factory=dict)
+    rule: str = ""
+    reason: str = ""
+    statistics: MatrixStatistics | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"backend": self.backend, "params": dict(self.params), "rule": self.rule,
+                "reason": self.reason,
+                "statistics": asdict(self.statistics) if self.statistics else None}
+
+
+def delta16_sell_bytes(rows: int, cols: int, nnz: int, padding_ratio: float,
+                       escape_fraction: float, value_bytes: int = 4) -> float:
+    """Estimated bytes of a SELL-32 delta16 SpMV::
+
+        padded (value_bytes + 2) + 4 x 1.1 escapes (slab, ~10% lane padding)
+        + 4 (rows rounded up to 32) (destinations) + 12 per slice + value_bytes (rows + cols)
+    """
+    padded = padding_ratio * nnz
+    slices = -(-rows // 32)
+    return (padded * (value_bytes + 2) + 4 * 1.1 * escape_fraction * nnz + 4 * 32 * slices
+            + 12 * slices + value_bytes * (rows + cols))
+
+
+def _sample(tiles: TileSet, indices: np.ndarray, count: int) -> tuple[TileSet, np.ndarray]:
+    """A TileSet of ``count`` evenly spaced tiles, their columns concatenated."""
+    picked = np.unique(np.linspace(0, tiles.ntiles - 1, min(count, tiles.ntiles)).astype(int))
+    table = tiles.tiles[picked].astype(np.int64)
+    parts = [indices[a:b] for a, b in table[:, 2:4]]
+    lengths = table[:, 3] - table[:, 2]
+    starts = np.cumsum(lengths) - lengths
+    table[:, 2], table[:, 3] = starts, starts + lengths
+    sub = TileSet(tiles=table.astype(np.int32), split_rows=np.zeros(0, np.int32),
+                  split_ptr=np.zeros(1, np.int32), chunks=tiles.chunks, kind=tiles.kind)
+    return sub, (np.concatenate(parts) if parts else np.zeros(0, np.int32))
+
+
+def matrix_statistics(csr: sp.csr_matrix) -> MatrixStatistics:
+    """Measure the statistics of a canonical CSR matrix. Cost: a pass over the row pointers,
+    one over the tiles, and an encoding of :data:`SAMPLE_TILES` tiles."""
+    rows, cols = (int(n) for n in csr.shape)
+    lengths = np.diff(csr.indptr).astype(np.int64)
+    nnz = int(csr.nnz)
+    mean = nnz / rows if rows else 0.0
+    escape = 0.0
+    if nnz:
+        sub, sub_cols = _sample(row_tiles(csr.indptr, CHUNKS), csr.indices, SAMPLE_TILES)
+        if sub_cols.size:
+            escape = encode_delta16(sub, None, sub_cols, rows, cols).escape_fraction
+    int32 = spmv_traffic(rows, cols, nnz, value_bytes=4, index_bytes=4).total_bytes
+    padding = sell_padding_ratio(lengths, SELL_SIGMA)
+    d16 = delta16_sell_bytes(rows, cols, nnz, padding, escape)
+    return MatrixStatistics(
+        rows=rows, cols=cols, nnz=nnz, mean_nnz_per_row=mean,
+        max_nnz_per_row=int(lengths.max()) if rows else 0,
+        cv_nnz_per_row=float(lengths.std() / mean) if mean > 0 else 0.0,
+        empty_row_fraction=float((lengths == 0).mean()) if rows else 0.0,
+        escape_fraction=float(escape), delta16_byte_ratio=d16 / int32 if int32 else 1.0,
+        sell_padding_ratio=padding)
+
+
+def wave_fill(slices: int, warps_per_sm: int, sm_count: int) -> float:
+    """How full the waves are: ``w / ceil(w)`` with ``w = slices / (warps_per_sm x SMs)``."""
+    waves = slices / (warps_per_sm * sm_count)
+    return waves / math.ceil(waves) if waves > 0 else 0.0
+
+
+def sell_params(rows: int, sm_count: int) -> tuple[dict[str, int], str]:
+    """Threads per row and (unroll, minb) of the SELL kernels, with the arithmetic in words."""
+    full_waves = rows / 32 / (SELL_WARPS_PER_SM[8] * sm_count)
+    tpr = 2 if full_waves < TPR2_MAX_WAVES else 1
+    slices = -(-rows // (32 // tpr))
+    fill6 = wave_fill(slices, SELL_WARPS_PER_SM[6], sm_count)
+    fill8 = wave_fill(slices, SELL_WARPS_PER_SM[8], sm_count)
+    unroll, minb = (2, 8) if fill8 > fill6 + WAVE_FILL_MARGIN else (4, 6)
+    text = (f"{rows / 32:.0f} one-thread slices make {full_waves:.2f} waves of "
+            f"{SELL_WARPS_PER_SM[8]} warps x {sm_count} SMs, so {tpr} thread(s) per row "
+            f"(rule: 2 below {TPR2_MAX_WAVES} waves); {slices} warps fill their last wave "
+            f"{100 * fill6:.0f}% at 48 warps/SM and {100 * fill8:.0f}% at 64, so unroll "
+            f"{unroll} / minb {minb}")
+    return {"tpr": tpr, "unroll": unroll, "minb": minb}, text
+
+
+def select_kernel(stats: MatrixStatistics, sm_count: int = DEFAULT_SM_COUNT) -> Selection:
+    """Apply the rules (module docstring) to ``stats``."""
+    shape = (f"mean {stats.mean_nnz_per_row:.1f} nonzeros per row, longest "
+             f"{stats.max_nnz_per_row}, std/mean {stats.cv_nnz_per_row:.2f}")
+    warps_per_sm = stats.rows / 16 / sm_count
+    regular = stats.sell_padding_ratio <= SELL_MAX_PADDING
+    if regular and warps_per_sm >= SELL_MIN_WARPS_PER_SM:
+        params, launch = sell_params(stats.rows, sm_count)
+        why = (f"regular rows ({shape}): SELL-32-256 pads only "
+               f"{100 * (stats.sell_padding_ratio - 1):.1f}% (rule: <= "
+               f"{100 * (SELL_MAX_PADDING - 1):.0f}%) and the rows give {warps_per_sm:.0f} "
+               f"warps of 16 rows per SM (rule: >= {SELL_MIN_WARPS_PER_SM}); {launch}")
+        if stats.escape_fraction <= DELTA16_MAX_ESCAPE_FRACTION:
+            return Selection("cuda-spmv-delta16", params, "regular-rows-delta16", (
+                f"{why}; {100 * stats.escape_fraction:.2f}% of the columns escape a 16-bit "
+                f"offset (rule: <= {100 * DELTA16_MAX_ESCAPE_FRACTION:.0f}%), so 16-bit "
+                f"offsets: {stats.delta16_byte_ratio:.3f} of INT32 CSR's bytes"), stats)
+        return Selection("cuda-spmv-sell", params, "regular-rows", (
+            f"{why}; {100 * stats.escape_fraction:.1f}% of the columns would escape 16 bits "
+            f"(rule: <= {100 * DELTA16_MAX_ESCAPE_FRACTION:.0f}%; each escape is one more "
+            "dependent load), so INT32 columns"), stats)
+    iters = 2 if stats.mean_nnz_per_row >= ITERS2_MIN_MEAN else 1
+    if not regular:
+        why = (f"irregular rows ({shape}): SELL would pad "
+               f"{100 * (stats.sell_padding_ratio - 1):.0f}% (rule: <= "
+               f"{100 * (SELL_MAX_PADDING - 1):.0f}%)")
+    else:
+        why = (f"regular rows ({shape}) but only {warps_per_sm:.1f} SELL warps per SM (rule: "
+               f">= {SELL_MIN_WARPS_PER_SM}): too few loads in flight")
+    return Selection("cuda-spmv-adaptive", {"iters": iters}, "tiles", (
+        f"{why}; tiles of whole rows in shared memory, 8 warps each, long rows split; "
+        f"iters={iters} ({1024 * iters}-nonzero tiles: mean {stats.mean_nnz_per_row:.1f} "
+        f"{'>=' if iters == 2 else '<'} {ITERS2_MIN_MEAN:.0f})"), stats)
+
+
+def select_for(csr: sp.csr_matrix, sm_count: int = DEFAULT_SM_COUNT) -> Selection:
+    """:func:`select_kernel` of :func:`matrix_statistics`."""
+    return select_kernel(matrix_statistics(csr), sm_count)

@@ -1,0 +1,258 @@
+"""What sparsescope's own SpMV backends share: kernels of ``kernels/spmv_own.cu`` compiled by
+NVRTC on use, device buffers, launches, poisoning, timing and the optional L2 window.
+
+A backend subclass turns the canonical CSR into a host-side format (:meth:`build_format`,
+pure NumPy, testable without a GPU) and uploads it into a :class:`PreparedOwn`, a list of
+launches plus buffers (:meth:`upload`). ``prepare`` is the two in a row; the benchmark calls
+them separately to reuse one format across kernel variants. INT32 indices only (the format
+builders check the sizes); float32 or float64 values.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from sparsescope.backends import _gpu
+from sparsescope.backends.base import Backend, Capability
+from sparsescope.timing.types import Measurement, TimingConfig
+
+SOURCE = "spmv_own.cu"
+BLOCK = 256
+FIXUP_BLOCK = 256
+#: Largest nonzero count the INT32 kernels index (chunk padding included).
+MAX_NNZ = 2**31 - 64
+
+CAPABILITY = dict(ops=("spmv",), value_dtypes=("float32", "float64"), index_bytes=(4,),
+                  device="gpu", y_read=False)
+
+
+def cuda_type(value_dtype: str) -> str:
+    return _gpu.CUDA_VALUE_TYPES[value_dtype]
+
+
+def tile_kernel(value_dtype: str, idx: int, hint: int, iters: int, hub: int = 0,
+                block: int = BLOCK) -> str:
+    return f"spmv_tile<{cuda_type(value_dtype)}, {idx}, {hint}, {block}, {iters}, {hub}>"
+
+
+def sell_kernel(value_dtype: str, idx: int, hint: int, unroll: int, minb: int,
+                tpr: int = 1) -> str:
+    return f"spmv_sell<{cuda_type(value_dtype)}, {idx}, {hint}, {unroll}, {minb}, {tpr}>"
+
+
+def fixup_kernel(value_dtype: str) -> str:
+    return f"spmv_fixup<{cuda_type(value_dtype)}>"
+
+
+@functools.cache
+def kernel_function(name: str):
+    """The compiled ``cupy.RawKernel`` of one instantiation (one NVRTC module per name; only
+    the instantiations a run uses are compiled)."""
+    import cupy
+
+    module = cupy.RawModule(code=_gpu.kernel_source(SOURCE), options=("-std=c++17",),
+                            name_expressions=(name,))
+    return module.get_function(name)
+
+
+#: Hopper: shared memory per SM usable by blocks, and the 1 KB the driver reserves per block.
+SMEM_PER_SM = 228 * 1024
+SMEM_RESERVED_PER_BLOCK = 1024
+
+
+def resident_blocks(name: str, block: int) -> int:
+    """Blocks of ``block`` threads of kernel ``name`` one SM holds at once, from the compiled
+    kernel's registers and static shared memory (threads: 2048 per SM; registers: 64 K,
+    allocated in units of 8 per thread)."""
+    attrs = kernel_function(name).attributes
+    regs = max(1, int(attrs.get("num_regs", 32)))
+    smem = int(attrs.get("shared_size_bytes", 0)) + SMEM_RESERVED_PER_BLOCK
+    by_regs = 65536 // (-(-regs // 8) * 8 * block)
+    by_smem = SMEM_PER_SM // smem
+    return max(1, min(2048 // block, by_regs, by_smem))
+
+
+def sm_count() -> int:
+    import cupy
+
+    return int(cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)["multiProcessorCount"])
+
+
+@dataclass
+class Launch:
+    """One kernel launch of a SpMV call."""
+
+    kernel: str
+    grid: int
+    block: int
+    args: tuple
+
+
+@dataclass
+class PreparedOwn:
+    """Device buffers and launches of one prepared case."""
+
+    rows: int
+    cols: int
+    nnz: int
+    value_dtype: str
+    x: Any
+    """cupy.ndarray, cols entries; set by run/time."""
+    y: Any
+    """cupy.ndarray, rows entries, written once per call (poisoned before the checked run)."""
+    partials: Any
+    """cupy.ndarray of split-row partial sums (at least one entry), poisoned with y."""
+    launches: list[Launch]
+    bytes_moved: int
+    """Bytes the format makes one SpMV read and write at least (its own byte model)."""
+    buffers: dict[str, Any] = field(default_factory=dict)
+    notes: dict[str, str] = field(default_factory=dict)
+
+
+def check_int32(csr: sp.csr_matrix) -> None:
+    rows, cols = csr.shape
+    if max(rows, cols, csr.nnz) > MAX_NNZ:
+        raise ValueError(f"{rows} x {cols} with {csr.nnz} nonzeros does not fit the INT32 "
+                         f"kernels (at most {MAX_NNZ})")
+
+
+def padded(array: np.ndarray, dtype, fill=0) -> np.ndarray:
+    """``array`` cast to ``dtype`` and padded with ``fill`` to a multiple of 4 plus one chunk
+    of 4 (a kernel reads whole aligned chunks, clamped to the tile's last one)."""
+    n = array.size
+    out = np.full(4 * ((n + 3) // 4 + 1), fill, dtype=dtype)
+    out[:n] = array
+    return out
+
+
+class OwnSpmvBackend(Backend):
+    """Base of the own SpMV backends; subclasses implement :meth:`build_format` and
+    :meth:`upload`. Keyword parameters override the class defaults (variants in benchmarks)."""
+
+    capability = Capability(**CAPABILITY)
+    #: Parameters a subclass accepts, with their defaults.
+    defaults: dict[str, Any] = {}
+    #: Keep x in L2 with an access-policy window while timing (see spmv_l2).
+    l2_window: bool = False
+    #: Per-kernel breakdown (PyTorch profiler) after timing.
+    breakdown: bool = True
+
+    def __init__(self, *, l2_window: bool = False, breakdown: bool = True, **params) -> None:
+        unknown = sorted(set(params) - set(self.defaults))
+        if unknown:
+            raise TypeError(f"{type(self).__name__} has no parameter {', '.join(unknown)}; "
+                            f"its parameters: {', '.join(self.defaults) or 'none'}")
+        self.params = {**self.defaults, **params}
+        self.l2_window = l2_window
+        self.breakdown = breakdown
+
+    # -- the two halves of prepare ----------------------------------------------------------
+    def build_format(self, csr: sp.csr_matrix) -> Any:
+        raise NotImplementedError
+
+    def upload(self, fmt: Any, csr: sp.csr_matrix, value_dtype: str) -> PreparedOwn:
+        raise NotImplementedError
+
+    def format_key(self) -> tuple:
+        """Parameters the host format depends on (the benchmark caches formats by it)."""
+        return (type(self).__name__,)
+
+    def availability(self) -> tuple[bool, str]:
+        return _gpu.cupy_cuda_status()
+
+    def prepare(self, matrix_csr: sp.csr_matrix, value_dtype: str,
+                index_bytes: int) -> PreparedOwn:
+        if index_bytes != 4:
+            raise ValueError(f"own SpMV kernels take INT32 indices, not INT{8 * index_bytes}")
+        check_int32(matrix_csr)
+        return self.upload(self.build_format(matrix_csr), matrix_csr, value_dtype)
+
+    # -- shared device plumbing --------------------------------------------------------------
+    @staticmethod
+    def new_prepared(csr: sp.csr_matrix, value_dtype: str, nslots: int, launches: list[Launch],
+                     bytes_moved: int, buffers: dict[str, Any], notes: dict[str, str]
+                     ) -> PreparedOwn:
+        import cupy
+
+        dtype = _gpu.VALUE_DTYPES[value_dtype]
+        rows, cols = (int(n) for n in csr.shape)
+        return PreparedOwn(rows=rows, cols=cols, nnz=int(csr.nnz), value_dtype=value_dtype,
+                           x=cupy.zeros(max(cols, 1), dtype=dtype),
+                           y=cupy.zeros(max(rows, 1), dtype=dtype),
+                           partials=cupy.zeros(max(nslots, 1), dtype=dtype),
+                           launches=launches, bytes_moved=int(bytes_moved), buffers=buffers,
+                           notes=notes)
+
+    @staticmethod
+    def fixup_launch(value_dtype: str, split_rows, split_ptr, prepared_args: tuple) -> Launch:
+        """The ``spmv_fixup`` launch of ``split_rows`` (device arrays): one warp per row."""
+        nsplit = int(split_rows.size)
+        grid = max(1, -(-nsplit * 32 // FIXUP_BLOCK))
+        return Launch(fixup_kernel(value_dtype), grid, FIXUP_BLOCK,
+                      (np.int32(nsplit), split_rows, split_ptr) + prepared_args)
+
+    def _launch(self, p: PreparedOwn) -> None:
+        for step in p.launches:
+            kernel_function(step.kernel)((step.grid,), (step.block,), step.args)
+
+    def _set_x(self, p: PreparedOwn, x: np.ndarray) -> None:
+        if p.cols:
+            p.x[:p.cols].set(np.ascontiguousarray(x, dtype=p.x.dtype))
+
+    def poison_output(self, prepared: PreparedOwn) -> bool:
+        prepared.y.fill(np.nan)
+        prepared.partials.fill(np.nan)
+        return True
+
+    def run(self, prepared: PreparedOwn, x: np.ndarray) -> np.ndarray:
+        import cupy
+
+        self._set_x(prepared, x)
+        self._launch(prepared)
+        cupy.cuda.get_current_stream().synchronize()
+        return prepared.y[:prepared.rows].get()
+
+    def time(self, prepared: PreparedOwn, x: np.ndarray, config: TimingConfig) -> Measurement:
+        import cupy
+
+        from sparsescope.timing.cuda import time_cuda
+
+        self._set_x(prepared, x)
+        p = prepared
+
+        def measure() -> Measurement:
+            return time_cuda(lambda: self._launch(p), config, library="cupy",
+                             working_set_bytes=p.bytes_moved, breakdown=self.breakdown)
+
+        if not self.l2_window:
+            return measure()
+        from sparsescope.backends.spmv_l2 import L2Window
+
+        stream = cupy.cuda.Stream(non_blocking=True)
+        with stream:
+            window = L2Window(p.x.data.ptr, p.x.nbytes, stream.ptr)
+            p.notes["l2_window"] = window.describe()
+            with window:
+                result = measure()
+            stream.synchronize()
+        return result
+
+    def library_versions(self) -> dict[str, str]:
+        import cupy
+
+        runtime = cupy.cuda.runtime.runtimeGetVersion()
+        driver = cupy.cuda.runtime.driverGetVersion()
+        return {"cupy": cupy.__version__,
+                "cuda_runtime": f"{runtime // 1000}.{runtime % 1000 // 10}",
+                "cuda_driver_api": f"{driver // 1000}.{driver % 1000 // 10}",
+                "nvrtc": ".".join(str(v) for v in cupy.cuda.nvrtc.getVersion())}
+
+    def notes(self, prepared: PreparedOwn) -> dict[str, str]:
+        return {**prepared.notes, "bytes_moved": str(prepared.bytes_moved),
+                "kernels": " + ".join(f"{s.kernel} grid {s.grid} x {s.block}"
+                                      for s in prepared.launches)}

@@ -1,0 +1,128 @@
+"""``cuda-spmv-sell`` and ``cuda-spmv-delta16``: SELL-C-sigma SpMV, C = 32 (one warp per slice,
+one thread per row), with INT32 columns or 16-bit column offsets per slice.
+
+Rows sorted by length within windows of ``sigma`` rows, packed column-major in slices of 32
+(:mod:`sparsescope.backends.spmv_sell_format`): every load of a warp reads contiguous bytes,
+and 32 neighbouring rows gather x together. Rows longer than ``long_row`` are cut into pieces
+added by ``spmv_fixup``. ``cuda-spmv-delta16`` stores each column as a 16-bit offset from its
+slice's base, escapes in INT32 (:mod:`sparsescope.backends.spmv_sell16_format`): 6 bytes per
+nonzero instead of 8 where the columns fit, to go below the INT32 CSR floor.
+
+Parameters: ``sigma`` (default 256), ``long_row`` (default from the row lengths), ``unroll``
+(columns per pipelined step: 2 or 4), ``minb`` (blocks per SM the registers must allow: 6 or
+8), ``hint`` (0 or 1, as for the tiled kernels), ``tpr`` (threads per row: 1, or 2 for twice
+the warps and half the steps each).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from sparsescope.backends import _gpu
+from sparsescope.backends.base import Capability
+from sparsescope.backends.spmv_device import (
+    CAPABILITY,
+    Launch,
+    OwnSpmvBackend,
+    PreparedOwn,
+    sell_kernel,
+)
+from sparsescope.backends.spmv_sell16_format import Sell16, encode_sell16
+from sparsescope.backends.spmv_sell_format import C, Sell, pack_sell
+
+SELL_BLOCK = 256
+UNROLLS = (2, 4)
+MINBS = (6, 8)
+HINTS = (0, 1)
+TPRS = (1, 2)
+
+
+class CudaSpmvSell(OwnSpmvBackend):
+    name = "cuda-spmv-sell"
+    capability = Capability(**CAPABILITY, description=(
+        "own SELL-32-sigma kernel, thread per row, pipelined loads, long rows split (NVRTC)"))
+    defaults: dict[str, Any] = {"sigma": 256, "long_row": None, "unroll": 4, "minb": 6,
+                                "hint": 1, "tpr": 1}
+    idx = 0
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        p = self.params
+        if (p["unroll"] not in UNROLLS or p["minb"] not in MINBS or p["hint"] not in HINTS
+                or p["tpr"] not in TPRS):
+            raise ValueError(f"unroll must be one of {UNROLLS}, minb one of {MINBS}, hint one "
+                             f"of {HINTS}, tpr one of {TPRS}; got {p['unroll']}, {p['minb']}, "
+                             f"{p['hint']}, {p['tpr']}")
+
+    def format_key(self) -> tuple:
+        return (type(self).__name__, self.params["sigma"], self.params["long_row"],
+                self.params["tpr"])
+
+    def build_format(self, csr: sp.csr_matrix) -> Sell | Sell16:
+        sell = pack_sell(csr.indptr, csr.indices, csr.data, sigma=int(self.params["sigma"]),
+                         long_row=self.params["long_row"], tpr=int(self.params["tpr"]))
+        if sell.padded >= 2**31 - 64:
+            raise ValueError(f"SELL packing holds {sell.padded} entries: too many for INT32")
+        return sell
+
+    def upload(self, fmt: Sell | Sell16, csr: sp.csr_matrix, value_dtype: str) -> PreparedOwn:
+        import cupy
+
+        sell = fmt.sell if isinstance(fmt, Sell16) else fmt
+        dtype = _gpu.VALUE_DTYPES[value_dtype]
+
+        def dev(array: np.ndarray, empty) -> Any:
+            return cupy.asarray(array if array.size else np.full(1, empty, array.dtype))
+
+        buffers = {"slice_ptr": cupy.asarray(sell.slice_ptr),
+                   "val": dev(sell.vals.astype(dtype), 0), "out": cupy.asarray(sell.out),
+                   "split_rows": cupy.asarray(sell.split_rows),
+                   "split_ptr": cupy.asarray(sell.split_ptr)}
+        notes = {"sigma": str(sell.sigma), "long_row": str(sell.long_row),
+                 "slices": str(sell.slices), "padding_ratio": f"{sell.padding_ratio:.4f}",
+                 "split_rows": str(sell.split_rows.size), "unroll": str(self.params["unroll"]),
+                 "minb": str(self.params["minb"]), "hint": str(self.params["hint"]),
+                 "threads_per_row": str(sell.tpr),
+                 "value_dtype": value_dtype, "index_dtype": "int32"}
+        if isinstance(fmt, Sell16):
+            buffers.update(cols=dev(fmt.offsets, 0), base=dev(fmt.base, 0),
+                           esc_ptr=cupy.asarray(fmt.esc_ptr), esc=dev(fmt.escapes, -1))
+            notes.update(index_encoding="16-bit offsets per slice + INT32 escapes",
+                         escape_fraction=f"{fmt.escape_fraction:.4f}",
+                         escape_slots=str(fmt.escapes.size))
+            idx = 1
+        else:
+            zero = cupy.zeros(1, dtype=cupy.int32)
+            buffers.update(cols=dev(sell.cols, -1), base=zero, esc_ptr=zero, esc=zero)
+            idx = 0
+        nslots = int(sell.split_ptr[-1]) if sell.split_ptr.size else 0
+        p = self.new_prepared(csr, value_dtype, nslots, [], 0, buffers, notes)
+        if p.rows and sell.slices:
+            b = buffers
+            grid = -(-sell.slices * C // SELL_BLOCK)
+            name = sell_kernel(value_dtype, idx, int(self.params["hint"]),
+                               int(self.params["unroll"]), int(self.params["minb"]), sell.tpr)
+            p.launches.append(Launch(name, grid, SELL_BLOCK, (
+                np.int32(sell.slices), b["slice_ptr"], b["cols"], b["val"], b["out"], b["base"],
+                b["esc_ptr"], b["esc"], p.x, p.y, p.partials)))
+            if sell.split_rows.size:
+                p.launches.append(self.fixup_launch(value_dtype, b["split_rows"],
+                                                    b["split_ptr"], (p.partials, p.y)))
+        itemsize = np.dtype(dtype).itemsize
+        p.bytes_moved = fmt.bytes_moved(*csr.shape, value_bytes=itemsize)
+        return p
+
+
+class CudaSpmvDelta16(CudaSpmvSell):
+    name = "cuda-spmv-delta16"
+    capability = Capability(**CAPABILITY, description=(
+        "own compressed-index kernel: SELL-32-sigma with 16-bit column offsets per slice, "
+        "INT32 escapes (NVRTC)"))
+    idx = 1
+
+    def build_format(self, csr: sp.csr_matrix) -> Sell16:
+        rows, cols = csr.shape
+        return encode_sell16(super().build_format(csr), rows, cols)

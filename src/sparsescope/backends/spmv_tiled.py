@@ -1,0 +1,116 @@
+"""The tiled CSR backends' shared half: tile table upload and launches of ``spmv_tile``.
+
+Subclasses pick the tiling (:mod:`sparsescope.backends.spmv_tiling`) and the column encoding
+(INT32, or delta16 from :mod:`sparsescope.backends.spmv_delta16_format`). Parameters:
+``iters`` (aligned 4-nonzero chunks per thread and tile: 1 or 2; a tile holds at most
+``256 x iters`` chunks), ``hint`` (0: streams through L1 like x; 1: streams with
+``L1::no_allocate`` and an L2 ``evict_first`` policy, leaving L1 and L2 to x) and ``hub``
+(0, 4096 or 8192: persistent blocks keep x[0, hub) in shared memory, float32 only; with
+iters=2 at most 4096).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from sparsescope.backends import _gpu
+from sparsescope.backends.spmv_device import (
+    BLOCK,
+    Launch,
+    OwnSpmvBackend,
+    PreparedOwn,
+    padded,
+    resident_blocks,
+    sm_count,
+    tile_kernel,
+)
+from sparsescope.backends.spmv_tiling import TileSet
+from sparsescope.model.spmv import spmv_traffic
+
+ITERS = (1, 2)
+HINTS = (0, 1)
+#: Hub sizes (x entries in shared memory) by iters: static shared memory stays under 48 KB.
+HUBS = {1: (0, 4096, 8192), 2: (0, 4096)}
+
+
+class TiledBackend(OwnSpmvBackend):
+    """``spmv_tile`` over a :class:`TileSet`; ``idx`` 0 (INT32 columns) or 1 (delta16)."""
+
+    idx = 0
+    defaults: dict[str, Any] = {"iters": 1, "hint": 1, "hub": 0}
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        p = self.params
+        if p["iters"] not in ITERS or p["hint"] not in HINTS or p["hub"] not in HUBS[p["iters"]]:
+            raise ValueError(f"iters must be one of {ITERS}, hint one of {HINTS}, hub one of "
+                             f"{HUBS} by iters; got {p['iters']}, {p['hint']}, {p['hub']}")
+
+    @property
+    def chunks(self) -> int:
+        return BLOCK * int(self.params["iters"])
+
+    def tiling(self, csr: sp.csr_matrix) -> TileSet:
+        raise NotImplementedError
+
+    def format_key(self) -> tuple:
+        return (type(self).__name__, self.chunks,
+                *(v for k, v in sorted(self.params.items()) if k not in ("iters", "hint", "hub")))
+
+    def build_format(self, csr: sp.csr_matrix) -> TileSet:
+        return self.tiling(csr)
+
+    def columns(self, fmt: Any, csr: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray, TileSet]:
+        """(padded column stream, escape columns, tiles) to upload."""
+        return padded(csr.indices, np.int32), np.zeros(1, np.int32), fmt
+
+    def format_bytes(self, fmt: Any, csr: sp.csr_matrix, value_bytes: int) -> int:
+        rows, cols = csr.shape
+        traffic = spmv_traffic(rows, cols, csr.nnz, value_bytes=value_bytes, index_bytes=4)
+        return traffic.total_bytes + fmt.table_bytes()
+
+    def upload(self, fmt: Any, csr: sp.csr_matrix, value_dtype: str) -> PreparedOwn:
+        import cupy
+
+        stream, escapes, tiles = self.columns(fmt, csr)
+        dtype = _gpu.VALUE_DTYPES[value_dtype]
+        buffers = {
+            "tiles": cupy.asarray(np.ascontiguousarray(tiles.tiles).reshape(-1)),
+            "row_ptr": cupy.asarray(csr.indptr.astype(np.int32, copy=False)),
+            "cols": cupy.asarray(stream),
+            "escapes": cupy.asarray(escapes),
+            "val": cupy.asarray(padded(csr.data, dtype)),
+            "split_rows": cupy.asarray(tiles.split_rows),
+            "split_ptr": cupy.asarray(tiles.split_ptr),
+        }
+        # shared memory holds 8-byte values only half as many: no hub for float64
+        hub = int(self.params["hub"]) if value_dtype == "float32" else 0
+        name = tile_kernel(value_dtype, self.idx, int(self.params["hint"]),
+                           int(self.params["iters"]), hub)
+        notes = {"tiling": tiles.kind, "tiles": str(tiles.ntiles),
+                 "chunks_per_tile": str(tiles.chunks),
+                 "max_rows_per_tile": str(tiles.max_rows_per_tile),
+                 "split_rows": str(tiles.split_rows.size), "hint": str(self.params["hint"]),
+                 "value_dtype": value_dtype, "index_dtype": "int32"}
+        notes.update(self.format_notes(fmt))
+        p = self.new_prepared(csr, value_dtype, tiles.nslots, [], 0, buffers, notes)
+        if p.rows and tiles.ntiles:
+            b = buffers
+            grid = tiles.ntiles
+            if hub:  # persistent: one wave of resident blocks loops over the tiles
+                grid = min(grid, sm_count() * resident_blocks(name, BLOCK))
+                notes.update(hub=str(hub), persistent_blocks=str(grid))
+            p.launches.append(Launch(name, grid, BLOCK, (
+                np.int32(tiles.ntiles), b["tiles"], b["row_ptr"], b["cols"], b["escapes"],
+                b["val"], p.x, p.y, p.partials, np.int32(p.cols))))
+            if tiles.split_rows.size:
+                p.launches.append(self.fixup_launch(value_dtype, b["split_rows"],
+                                                    b["split_ptr"], (p.partials, p.y)))
+        p.bytes_moved = self.format_bytes(fmt, csr, np.dtype(dtype).itemsize)
+        return p
+
+    def format_notes(self, fmt: Any) -> dict[str, str]:
+        return {}

@@ -1,0 +1,239 @@
+"""Host-side formats of the own SpMV kernels, checked against SciPy with NumPy emulations of
+what the kernels compute (tiles + fixup, delta16 decoding, SELL slices)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from sparsescope.backends.spmv_delta16_format import (
+    ESCAPE,
+    decode_delta16,
+    delta16_bytes,
+    encode_delta16,
+)
+from sparsescope.backends.spmv_sell16_format import PAD, decode_sell16, encode_sell16
+from sparsescope.backends.spmv_sell_format import (
+    default_long_row,
+    emulate_sell,
+    pack_sell,
+    sell_padding_ratio,
+    virtual_rows,
+)
+from sparsescope.backends.spmv_tiling import (
+    chunk_span,
+    emulate_tiles,
+    merge_coordinates,
+    merge_items,
+    merge_tiles,
+    row_tiles,
+)
+
+
+def _csr(rows, cols, entries) -> sp.csr_matrix:
+    r, c, v = zip(*entries, strict=True) if entries else ((), (), ())
+    m = sp.csr_matrix((np.array(v, float), (np.array(r, int), np.array(c, int))),
+                      shape=(rows, cols))
+    m.sort_indices()
+    return m
+
+
+def _random(rng, rows, cols, density) -> sp.csr_matrix:
+    m = sp.random(rows, cols, density=density, format="csr", random_state=rng,
+                  data_rvs=lambda n: rng.random(n) * 2 - 1)
+    m.sum_duplicates()
+    m.sort_indices()
+    return m
+
+
+def _heavy_row(rng, n) -> sp.csr_matrix:
+    """One row holding most nonzeros, many empty rows, n not a multiple of 32."""
+    heavy = rng.choice(n, size=n * 3 // 4, replace=False)
+    rows = np.concatenate([np.full(heavy.size, n // 3), rng.integers(0, n, size=n // 8)])
+    cols = np.concatenate([heavy, rng.integers(0, n, size=n // 8)])
+    m = sp.coo_matrix((rng.random(rows.size) - 0.5, (rows, cols)), shape=(n, n)).tocsr()
+    m.sum_duplicates()
+    m.sort_indices()
+    return m
+
+
+def matrices():
+    rng = np.random.default_rng(7)
+    return {
+        "1x1": _csr(1, 1, [(0, 0, 2.0)]),
+        "1x777": _random(rng, 1, 777, 0.3),
+        "777x1": _random(rng, 777, 1, 0.3),
+        "mostly-empty-1000": _random(rng, 1000, 1000, 0.0005),
+        "4099x3001": _random(rng, 4099, 3001, 0.01),
+        "heavy-row-3001": _heavy_row(rng, 3001),
+        "dense-rows-65x2049": _random(rng, 65, 2049, 0.5),
+        "wide-300x200000": _random(rng, 300, 200_000, 0.002),  # columns beyond 16 bits
+        "empty-5x5": sp.csr_matrix((5, 5)),
+    }
+
+
+MATRICES = matrices()
+
+
+@pytest.mark.parametrize("name", sorted(MATRICES))
+@pytest.mark.parametrize("tiling", ["rows-8", "rows-8-max3", "merge-8", "merge-2", "rows-256"])
+def test_tiles_compute_scipy_product(name, tiling):
+    a = MATRICES[name]
+    x = np.random.default_rng(1).random(a.shape[1]) * 2 - 1
+    kind, chunks, *extra = tiling.split("-")
+    if kind == "rows":
+        tiles = row_tiles(a.indptr, int(chunks), 3 if extra else None)
+    else:
+        tiles = merge_tiles(a.indptr, int(chunks))
+    t = tiles.tiles.astype(np.int64)
+    assert np.all(chunk_span(t[:, 2], t[:, 3]) <= int(chunks))
+    assert np.array_equal(t[1:, 2], t[:-1, 3]) and (a.nnz == 0 or t[-1, 3] == a.nnz)
+    y = emulate_tiles(tiles, a.indptr, a.indices, a.data, x)
+    np.testing.assert_allclose(y, a @ x, rtol=1e-12, atol=1e-12)
+    # encoding the same tiles in 16 bits and decoding gives the columns back
+    d = encode_delta16(tiles, a.indptr, a.indices, *a.shape)
+    assert np.array_equal(decode_delta16(d), a.indices)
+    np.testing.assert_allclose(emulate_tiles(d.tiles, a.indptr, decode_delta16(d), a.data, x),
+                               a @ x, rtol=1e-12, atol=1e-12)
+
+
+def test_row_tiles_hand_example():
+    # rows of 3, 9, 0, 2 nonzeros; 2 chunks (8 nonzeros) per tile
+    indptr = np.array([0, 3, 12, 12, 14])
+    tiles = row_tiles(indptr, 2)
+    # row 0 alone (row 1 ends at 12 > 8); row 1 cut at 8 (4 * (3 // 4 + 2)); rows 2-3 together
+    assert tiles.tiles[:, :6].tolist() == [[0, 1, 0, 3, -1, -1], [1, 2, 3, 8, -1, 0],
+                                           [1, 2, 8, 12, 1, -1], [2, 4, 12, 14, -1, -1]]
+    assert tiles.split_rows.tolist() == [1] and tiles.split_ptr.tolist() == [0, 2]
+
+
+def test_merge_coordinates_match_a_walk():
+    indptr = np.array([0, 2, 2, 5, 6, 6, 9])
+    # walk the merge: consume a nonzero while j < indptr[i+1], else end row i
+    i = j = 0
+    expected = [(0, 0)]
+    while i < 6:
+        if j < indptr[i + 1]:
+            j += 1
+        else:
+            i += 1
+        expected.append((i, j))
+    got_i, got_j = merge_coordinates(indptr, np.arange(len(expected)))
+    assert list(zip(got_i.tolist(), got_j.tolist(), strict=True)) == expected
+
+
+def test_merge_tiles_carry_equal_work():
+    indptr = np.concatenate([[0], np.cumsum(np.r_[np.ones(500, int), 5000, np.zeros(40, int)])])
+    tiles = merge_tiles(indptr, 8)
+    t = tiles.tiles.astype(np.int64)
+    items = (t[:, 3] - t[:, 2]) + np.diff(np.r_[merge_coordinates(indptr, [0])[0], t[1:, 0],
+                                                 541])
+    assert merge_items(8) == 28 and np.all(items[:-1] == 28)
+    assert 5000 // 28 <= tiles.nslots  # the long row is spread over ~180 tiles
+
+
+def test_delta16_escapes_and_bytes(monkeypatch):
+    import sparsescope.backends.spmv_delta16_format as fmt
+
+    monkeypatch.setattr(fmt, "SAMPLE_STRIDE", 1)  # judge the bases on every nonzero
+    a = _csr(3, 200_000, [(0, 5, 1.0), (1, 150_000, 3.0), (1, 150_001, 4.0), (1, 150_002, 2.0),
+                          (2, 0, 5.0)])
+    d = encode_delta16(row_tiles(a.indptr, 2), a.indptr, a.indices, *a.shape)
+    # One tile of 5 nonzeros. Candidates: smallest column 0 covers {5, 0}; diagonal
+    # 1 * 200_000 // 3 - 32_767 = 33_899 covers none; middle column 150_001 - 32_767 =
+    # 117_234 covers the three 150_00x: it wins, 5 and 0 become escapes.
+    assert d.tiles.tiles[0, 6] == 117_234 and d.base_choice.tolist() == [2]
+    assert d.offsets.tolist() == [ESCAPE, 32_766, 32_767, 32_768, ESCAPE]
+    assert d.escapes.tolist() == [5, 0] and d.escape_fraction == pytest.approx(0.4)
+    assert np.array_equal(decode_delta16(d), a.indices)
+    # 5 * (4 + 2) + 2 * 4 + 4 * (3 + 1) + 4 * (200_000 + 3)
+    assert delta16_bytes(3, 200_000, 5, 2) == 30 + 8 + 16 + 800_012
+
+
+@pytest.mark.parametrize("name", sorted(MATRICES))
+@pytest.mark.parametrize("sigma,long_row,tpr", [(1, None, 1), (32, 7, 1), (256, None, 1),
+                                                (10_000, 2, 1), (1, None, 2), (256, 7, 2)])
+def test_sell_computes_scipy_product(name, sigma, long_row, tpr):
+    a = MATRICES[name]
+    x = np.random.default_rng(2).random(a.shape[1]) * 2 - 1
+    sell = pack_sell(a.indptr, a.indices, a.data, sigma=sigma, long_row=long_row, tpr=tpr)
+    np.testing.assert_allclose(emulate_sell(sell, a.shape[0], x), a @ x, rtol=1e-12, atol=1e-12)
+    assert sell.padded >= a.nnz and np.all(sell.cols[sell.vals == 0] < 0) or a.nnz == 0
+    assert sell_padding_ratio(np.diff(a.indptr), sigma, sell.long_row, tpr) == pytest.approx(
+        sell.padding_ratio)
+
+
+def test_sell_hand_example():
+    # row lengths 1, 3, 2 (+ 29 empty lanes), sigma 2: rows (0,1) sorted -> (1,0); row 2 alone
+    a = _csr(3, 4, [(0, 0, 1.0), (1, 1, 2.0), (1, 2, 3.0), (1, 3, 4.0), (2, 0, 5.0),
+                    (2, 3, 6.0)])
+    sell = pack_sell(a.indptr, a.indices, a.data, sigma=2, long_row=64)
+    assert sell.slice_ptr.tolist() == [0, 3]
+    assert sell.out[:4].tolist() == [1, 0, 2, -1]
+    assert sell.cols[:3].tolist() == [1, 0, 0] and sell.cols[32:35].tolist() == [2, -1, 3]
+    assert sell.padding_ratio == pytest.approx(96 / 6)
+
+
+def test_sell_two_threads_per_row_hand_example():
+    # rows of 3 and 4 nonzeros, tpr 2: one slice of 16 rows, ceil(4 / 2) = 2 columns;
+    # lane 0: row 0 entries 0-1, lane 16: entry 2; lane 1: row 1 entries 0-1, lane 17: 2-3
+    a = _csr(2, 9, [(0, 0, 1.0), (0, 1, 2.0), (0, 2, 3.0), (1, 3, 4.0), (1, 4, 5.0),
+                    (1, 5, 6.0), (1, 6, 7.0)])
+    sell = pack_sell(a.indptr, a.indices, a.data, sigma=1, long_row=64, tpr=2)
+    assert sell.slice_ptr.tolist() == [0, 2] and sell.tpr == 2
+    assert sell.cols[[0, 1, 16, 17]].tolist() == [0, 3, 2, 5]
+    assert sell.cols[[32, 33, 48, 49]].tolist() == [1, 4, -1, 6]
+    assert sell.out[:2].tolist() == [0, 1] and np.all(sell.out[16:] == -1)
+    assert sell.padding_ratio == pytest.approx(64 / 7)
+
+
+def test_virtual_rows_cut_long_rows():
+    v_row, k, v_len = virtual_rows(np.array([0, 5, 2]), 2)
+    assert v_row.tolist() == [0, 1, 1, 1, 2] and k.tolist() == [0, 0, 1, 2, 0]
+    assert v_len.tolist() == [0, 2, 2, 1, 2]
+    # mean 19.9 -> 8 * 20 = 160; 99th percentile 19.9; floor 64
+    assert default_long_row(np.array([10] * 99 + [1000])) == 160
+    assert default_long_row(np.array([1] * 50 + [100] * 50)) == 8 * 51
+
+
+def test_bad_parameters_raise():
+    with pytest.raises(ValueError):
+        row_tiles(np.array([0, 1]), 1)
+    with pytest.raises(ValueError):
+        pack_sell(np.array([0, 1]), np.array([0]), np.array([1.0]), sigma=0)
+    with pytest.raises(ValueError):
+        encode_delta16(row_tiles(np.array([0, 2]), 2), None, np.array([1]), 1, 4)
+
+
+@pytest.mark.parametrize("name", sorted(MATRICES))
+@pytest.mark.parametrize("sigma,long_row,tpr", [(1, None, 1), (256, 5, 1), (256, None, 2)])
+def test_sell16_decodes_to_the_sell_columns(name, sigma, long_row, tpr):
+    a = MATRICES[name]
+    sell = pack_sell(a.indptr, a.indices, a.data, sigma=sigma, long_row=long_row, tpr=tpr)
+    s16 = encode_sell16(sell, *a.shape)
+    assert np.array_equal(decode_sell16(s16), sell.cols.astype(np.int64))
+    assert np.array_equal(s16.offsets == PAD, sell.cols < 0)
+
+
+def test_sell16_hand_example(monkeypatch):
+    import sparsescope.backends.spmv_sell16_format as fmt
+
+    monkeypatch.setattr(fmt, "SAMPLE_STRIDE", 1)
+    # 2 rows, 200,000 columns: row 0 = {10, 150,000}, row 1 = {11, 12, 150,001}; one slice
+    a = _csr(2, 200_000, [(0, 10, 1.0), (0, 150_000, 2.0), (1, 11, 3.0), (1, 12, 4.0),
+                          (1, 150_001, 5.0)])
+    sell = pack_sell(a.indptr, a.indices, a.data, sigma=1, long_row=64)
+    s16 = encode_sell16(sell, *a.shape)
+    # Stored column-major (sigma 1: no sort): k=0 -> 10, 11; k=1 -> 150,000, 12; k=2 -> pad,
+    # 150,001. Candidates: smallest column 10 covers {10, 11, 12}; diagonal (mean row 0) -> 0
+    # covers the same three; the middle entry (index 48) is padding -> smallest. Tie: first.
+    assert s16.base.tolist() == [10] and s16.esc_ptr.tolist() == [0, 1]
+    assert s16.offsets[[0, 1, 32, 33, 64, 65]].tolist() == [0, 1, fmt.ESCAPE, 2, PAD,
+                                                              fmt.ESCAPE]
+    # one escape per lane: a slab one column deep, lane 0 and lane 1 filled
+    assert s16.escapes[:3].tolist() == [150_000, 150_001, -1] and s16.escapes.size == 32
+    assert s16.escape_fraction == pytest.approx(2 / 5)
+    # 96 entries x 6 + 4 x 32 escape slots + slice_ptr 4 x 2 + base 4 + esc_ptr 4 x 2
+    # + destinations 4 x 32 + x and y 4 x (2 + 200,000) + the empty split list's pointer 4
+    assert s16.bytes_moved(2, 200_000) == 576 + 128 + 8 + 4 + 8 + 128 + 800_008 + 4
