@@ -20,6 +20,8 @@ Versions (``addresses`` names the findings of the previous version's roadmap eac
 * ``vec``       -- seed phase 2: + 16-byte vector loads and stores (8 bf16 channels a thread);
 * ``warp``      -- seed phase 3: + warp-cooperative 32-ary search;
 * ``ours``      -- search only the window of source times a tile of sorted targets can hit;
+* ``ours2``     -- find that window in one block-wide round of pivots: 3 dependent round trips
+  per block instead of 6;
 * ``reference`` -- PyTorch: ``searchsorted`` + ``gather`` + ``lerp``.
 """
 
@@ -155,6 +157,12 @@ def ours():
     return _launch("resample_ours", (-(-T // TILE), B), (TILE * D // 8,))
 
 
+@describe(**_COMMON, cuda_source="kernels/resample_ours2.cu", kernel="resample_ours2",
+          name="resample", version="ours2", addresses=("dependent_load_chain",))
+def ours2():
+    return _launch("resample_ours2", (-(-T // TILE), B), (TILE * D // 8,))
+
+
 @describe(ideal_bytes=IDEAL_BYTES, ideal_flops=IDEAL_FLOPS, reference=f"{__name__}:exact",
           inputs=_inputs_list, library="torch", tolerance=2e-2, name="resample",
           version="pytorch")
@@ -173,4 +181,4 @@ def reference():
     return torch.lerp(d0, d1, w.unsqueeze(-1).to(data.dtype))
 
 
-VERSIONS = ("naive", "smem", "vec", "warp", "ours")
+VERSIONS = ("naive", "smem", "vec", "warp", "ours", "ours2")

@@ -46,7 +46,7 @@ def test_cuda_workload_timed_and_checked(saxpy_workload):
     assert result.bottlenecks[0].bound in ("bandwidth", "latency")
 
 
-@pytest.mark.parametrize("version", ["naive", "smem", "vec", "warp", "ours", "reference"])
+@pytest.mark.parametrize("version", ["naive", "smem", "vec", "warp", "ours", "ours2", "reference"])
 def test_resample_versions_match_float64(version):
     from sparsescope.analyze.measure import check_correctness, instantiate
     from sparsescope.analyze.workload import callable_workload

@@ -1,5 +1,5 @@
 """The worked example (examples/resample, seed 002) on the CPU: its inputs and float64
-reference, and what static analysis of its five kernels finds (one nvcc call for all)."""
+reference, and what static analysis of its six kernels finds (one nvcc call for all)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from sparsescope.analyze.sources import evidence_from_sass
 from sparsescope.analyze.workload import bf16_bits_to_float, callable_workload
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "resample"
-VERSIONS = ("naive", "smem", "vec", "warp", "ours")
+VERSIONS = ("naive", "smem", "vec", "warp", "ours", "ours2")
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +32,7 @@ def module():
 
 @pytest.fixture(scope="module")
 def kernels(module, tmp_path_factory):
-    """name -> KernelAnalysis of the five versions, compiled together (each file in its own
+    """name -> KernelAnalysis of the six versions, compiled together (each file in its own
     namespace so their helpers do not clash)."""
     from sparsescope._tools import find_tool
     from sparsescope.sass.analysis import analyse_source
@@ -93,11 +93,13 @@ def test_static_findings_of_each_version(kernels):
     assert found["naive"]["narrow_loads"].numbers["widths_bytes"] == "2"
     # smem: the search moved to shared memory; the bf16 loads are still 2 bytes
     assert "dependent_load_chain" not in found["smem"] and "narrow_loads" in found["smem"]
-    # vec, warp, ours: 16-byte vectors
-    for v in ("vec", "warp", "ours"):
+    # vec, warp, ours, ours2: 16-byte vectors
+    for v in ("vec", "warp", "ours", "ours2"):
         assert "narrow_loads" not in found[v]
         widths = {x.width_bytes for x in static_evidence(kernels[f"resample_{v}"]).accesses
                   if x.space == "global" and x.op == "store"}
         assert widths == {16}
-    # ours keeps a global search only on its fallback path (profile counts show it cold)
-    assert found["ours"]["dependent_load_chain"].numbers["searches"] == 1
+    # ours and ours2 keep a global search only on their fallback path (profile counts show it
+    # cold)
+    for v in ("ours", "ours2"):
+        assert found[v]["dependent_load_chain"].numbers["searches"] == 1

@@ -4,8 +4,9 @@ predictions scored, for any GPU kernel.
 Pipeline: a :mod:`.workload` (a ``module:function`` or a CUDA source with a launch spec) is
 measured by :mod:`.measure` (timing protocol, correctness, ncu profile, SASS, floor) into
 :class:`.evidence.Evidence` -- or the evidence is read from recorded files by :mod:`.sources`
-(``--from-profile``, ``--sass``); :mod:`.bound` and :mod:`.diagnose` turn it into a bottleneck and
-:class:`.records.Finding` records, :mod:`.roadmap` ranks them by the gain the model predicts,
+(``--from-profile``, ``--sass``) or from a live run's folder (``--from-measurement``);
+:mod:`.bound` and :mod:`.diagnose` turn it into a bottleneck and :class:`.records.Finding`
+records, :mod:`.roadmap` ranks them by the gain the model predicts,
 :mod:`.score` compares a prediction with the next version's measurement and keeps the history,
 :mod:`.render` writes the report. :mod:`.threadflow` is the per-lane dataflow the static rules
 use. No module imports a GPU library at import time.
@@ -30,7 +31,9 @@ _LAZY = {
     "evidence_from_sass": "sources",
     "diagnose": "diagnose", "RULES": "diagnose", "build_roadmap": "roadmap",
     "compare": "score", "compare_series": "score", "ScoreHistory": "score",
-    "measure": "measure", "callable_workload": "workload", "cuda_workload": "workload",
+    "measure": "measure", "evidence_from_measurement": "measure",
+    "evidence_changes": "score", "assign_samples": "sources",
+    "callable_workload": "workload", "cuda_workload": "workload",
     "describe": "workload", "write_analysis_report": "render",
     "AnalysisResult": "records", "Finding": "records", "RoadmapItem": "records",
     "Score": "records",

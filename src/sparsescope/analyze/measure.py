@@ -23,6 +23,8 @@ import numpy as np
 from sparsescope.analyze.workload import Workload, bf16_bits_to_float, host_arrays, resolve_callable
 from sparsescope.errors import DeviceError, SparsescopeError, UsageError
 
+#: Written into the output folder before profiling: the timed and checked numbers.
+MEASUREMENT_FILE = "measurement.json"
 #: Relative-error tolerance by output precision (bf16 has 8 mantissa bits: ~4e-3 per rounding).
 TOLERANCE = {"bfloat16": 2e-2, "float16": 1e-2, "float32": 1e-4, "float64": 1e-10}
 
@@ -183,16 +185,20 @@ def profile_once(workload: Workload, out_dir: Path, *, ncu: str | None = None,
                              kernel_filter=f"regex:{workload.kernel}" if workload.kernel
                              else None, import_source=True,
                              extra_args=("--profile-from-start", "off"))
-    stem = "profile_" + "".join(c if c.isalnum() or c in "._-" else "-"
+    return run_profile(target, out_dir, profile_stem_of(workload), options, ncu=ncu,
+                       timeout_s=timeout_s)
+
+
+def profile_stem_of(workload: Workload) -> str:
+    """File stem of a workload's profile files: ``profile_<name>_<version>``, filename-safe."""
+    return "profile_" + "".join(c if c.isalnum() or c in "._-" else "-"
                                 for c in f"{workload.name}_{workload.version}")
-    return run_profile(target, out_dir, stem, options, ncu=ncu, timeout_s=timeout_s)
 
 
 def measure(workload: Workload, *, timing=None, profile: bool = True,
             out_dir: str | Path | None = None, ncu: str | None = None):
     """Evidence of ``workload`` on this machine's GPU (see the module docstring)."""
-    from sparsescope.analyze.evidence import Evidence
-    from sparsescope.analyze.sources import analyses_from, evidence_from_profiles
+    from sparsescope.analyze.sources import analyses_from
     from sparsescope.timing.cuda import time_cuda
     from sparsescope.timing.types import TimingConfig
 
@@ -233,21 +239,110 @@ def measure(workload: Workload, *, timing=None, profile: bool = True,
         return replace(ev, device=device, time_source="cuda-events", bytes_source=how,
                        timing=timing_info, correctness=correctness, floor_ms=floor)
     out = Path(out_dir) if out_dir else Path(tempfile.mkdtemp(prefix="sparsescope-analyze-"))
-    run = profile_once(workload, out, ncu=ncu)
-    from sparsescope.analyze.sources import load_profiles, load_samples
+    # kept before profiling: if ncu or a later step fails, the timed and checked numbers stay,
+    # and --from-measurement rebuilds the analysis from them and the profile's exports
+    from sparsescope._atomic import write_json_atomic
+    from sparsescope.analyze.records import to_jsonable
 
-    chosen, every = load_profiles(run.raw_csv)
-    counts: dict[str, int] = {}
-    for p in every:
-        counts[p.name] = counts.get(p.name, 0) + 1
+    out.mkdir(parents=True, exist_ok=True)
+    measured = {"workload": workload.to_dict(), "device": device.name,
+                "device_evidence": to_jsonable(device), "time_ms": m.time_ms,
+                "ideal_bytes": nbytes, "bytes_source": how, "floor_ms": floor,
+                "timing": timing_info, "correctness": correctness, "notes": notes}
+    write_json_atomic(out / MEASUREMENT_FILE, measured)
+    run = profile_once(workload, out, ncu=ncu)
+    return _profiled_evidence(workload, device, measured, run.raw_csv, run.source_csv,
+                              run.report_path, analyses,
+                              notes + [f"profile: {run.report_path.name} ({run.ncu_version})"])
+
+
+def _profiled_evidence(workload: Workload, device, measured: dict, raw_csv: Path,
+                       source_csv: Path | None, report: Path, analyses, notes):
+    """The evidence of a measured and profiled workload: the profile's launches (launches per
+    call counted from the one profiled call) with the measured time, timing and correctness."""
+    from sparsescope.analyze.evidence import Evidence
+    from sparsescope.analyze.sources import (
+        evidence_from_profiles,
+        launch_key,
+        load_profiles,
+        load_samples,
+    )
+
+    chosen, every = load_profiles(raw_csv)
+    counts: dict[tuple, int] = {}
+    for p in every:  # launches per call of each distinct launch (one call was profiled)
+        counts[launch_key(p)] = counts.get(launch_key(p), 0) + 1
     ev = evidence_from_profiles(chosen, all_launches=every,
-                                samples=load_samples(run.source_csv, run.report_path),
+                                samples=load_samples(source_csv, report),
                                 analyses=analyses, workload=workload.name,
-                                version=workload.version, ideal_bytes=nbytes,
-                                ideal_flops=workload.ideal_flops, bytes_source=how,
-                                time_ms=m.time_ms, time_source="cuda-events", launches=counts,
-                                timing=timing_info, correctness=correctness,
-                                notes=notes + [f"profile: {run.report_path.name} "
-                                               f"({run.ncu_version})"])
+                                version=workload.version, ideal_bytes=measured["ideal_bytes"],
+                                ideal_flops=workload.ideal_flops,
+                                bytes_source=measured["bytes_source"],
+                                time_ms=measured["time_ms"], time_source="cuda-events",
+                                launches=counts, timing=measured["timing"],
+                                correctness=measured["correctness"], notes=notes)
     return Evidence(**{**{f: getattr(ev, f) for f in ev.__dataclass_fields__},
-                       "device": device, "floor_ms": floor})
+                       "device": device, "floor_ms": measured["floor_ms"]})
+
+
+def evidence_from_measurement(folder: str | Path):
+    """Rebuild a live analysis's evidence without a GPU: ``measurement.json`` (the timed and
+    checked numbers, written before profiling) and the profile's exports in ``folder`` (what
+    ``sparsescope analyze WORKLOAD --out folder`` wrote), analysed by this sparsescope. The
+    kernels' SASS is compiled again when the workload's CUDA source is here, else the
+    profile's own SASS is used."""
+    from sparsescope.analyze.evidence import DeviceEvidence
+    from sparsescope.analyze.records import from_jsonable
+    from sparsescope.analyze.sources import analyses_from, device_evidence
+    from sparsescope.errors import ResultsFormatError
+
+    folder = Path(folder)
+    path = folder / MEASUREMENT_FILE
+    try:
+        measured = json.loads(path.read_text())
+        workload = Workload.from_dict(measured["workload"])
+    except FileNotFoundError:
+        raise ResultsFormatError(f"{path}: no such file (written by sparsescope analyze "
+                                 "WORKLOAD --out DIR before it profiles)") from None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ResultsFormatError(f"{path}: not a measurement record ({exc})") from None
+    if measured.get("device_evidence"):
+        device = from_jsonable(DeviceEvidence, measured["device_evidence"], str(path))
+    else:
+        device = device_evidence(measured.get("device"))[0]
+    stem = profile_stem_of(workload)
+    raw = folder / f"{stem}_raw.csv"
+    if not raw.is_file():
+        raise ResultsFormatError(f"{raw}: no such file (the profile's raw export)")
+    source = _plain(folder / f"{stem}_source.csv")
+    notes = list(measured.get("notes", ()))
+    analyses = []
+    src = workload.cuda_source
+    if src is not None and src.is_file():
+        try:
+            analyses = analyses_from(src, f"sm_{device.compute_capability.replace('.', '')}")
+        except SparsescopeError as exc:
+            notes.append(f"SASS of {src.name} not compiled here ({exc}); the static evidence "
+                         "comes from the profile's SASS")
+    elif src is not None:
+        notes.append(f"{src} not found here: the static evidence comes from the profile's SASS")
+    notes.append(f"re-analysed from {path.name} and {stem}_*.csv")
+    return _profiled_evidence(workload, device, measured, raw, source,
+                              folder / f"{stem}.ncu-rep", analyses, notes)
+
+
+def _plain(path: Path) -> Path | None:
+    """``path``, or its gzip-compressed copy ``path.gz`` (large source pages are kept
+    compressed) decompressed into a temporary file; None when neither exists."""
+    if path.is_file():
+        return path
+    packed = path.with_name(path.name + ".gz")
+    if not packed.is_file():
+        return None
+    import gzip
+    import shutil
+
+    plain = Path(tempfile.mkdtemp(prefix="sparsescope-analyze-")) / path.name
+    with gzip.open(packed, "rb") as src, open(plain, "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    return plain

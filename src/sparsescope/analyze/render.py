@@ -165,7 +165,33 @@ def render_series(scores: Sequence[Score], results: Sequence[AnalysisResult], *,
                          "passed" if reference.evidence.correctness.get("passed") else "-", "-"])
     out += ["## Versions", _table(["version", "time", "floor", "gap", "correct",
                                     "top roadmap item"], versions)]
+    moved = _changes_table(results)
+    if moved:
+        out += ["## What moved", "The profiles' figures of each step, before -> after (counts "
+                "per call, summed over the kernels; rates of the kernel with the largest time "
+                "share), to read each prediction's miss against.", moved]
     return "\n\n".join(out) + "\n"
+
+
+def _change_cell(a: float | None, b: float | None) -> str:
+    if a is None or b is None:
+        return "-"
+    text = f"{_f(float(a))} -> {_f(float(b))}"
+    return text + (f" ({b / a:.2f}x)" if a else "")
+
+
+def _changes_table(results: Sequence[AnalysisResult]) -> str | None:
+    from sparsescope.analyze.score import CHANGE_METRICS, evidence_changes
+
+    rows = []
+    for a, b in zip(results, results[1:], strict=False):
+        changes = evidence_changes(a, b)
+        if all(x is None or y is None for _, x, y in changes):
+            continue
+        rows.append([f"{a.version} -> {b.version}", *(_change_cell(x, y) for _, x, y in changes)])
+    if not rows:
+        return None
+    return _table(["step", *(label for label, _, _ in CHANGE_METRICS)], rows)
 
 
 def html_page(markdown: str, title: str) -> str:

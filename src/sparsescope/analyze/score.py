@@ -81,6 +81,60 @@ def compare_series(results: Sequence[AnalysisResult]) -> tuple[Score, ...]:
     return tuple(compare(a, b) for a, b in zip(results, results[1:], strict=False))
 
 
+#: What :func:`evidence_changes` compares: label, how to read it from an evidence, and whether
+#: it sums over the kernels (counts) or is the dominant kernel's (rates and ratios).
+CHANGE_METRICS = (
+    ("kernel time (ms, profiled)", "time_ms", True),
+    ("warp instructions", "warp_instructions", True),
+    ("DRAM bytes", "dram_bytes", True),
+    ("L2 sectors (global)", "l2_sectors", True),
+    ("CPI", "cpi", False),
+    ("long scoreboard (cycles/inst)", "long_scoreboard", False),
+    ("issue active (%)", "issue_active_pct", False),
+    ("achieved occupancy (%)", "achieved_occupancy_pct", False),
+)
+
+
+def _kernel_value(ke, key: str) -> float | None:
+    p = ke.profile
+    if key == "time_ms":
+        return ke.time_ms
+    if p is None:
+        return None
+    if key == "warp_instructions":
+        per_launch = sum(i.executed for i in p.instructions) if p.instructions else None
+        return per_launch * ke.launches if per_launch else None
+    if key == "dram_bytes":
+        return p.dram_bytes * ke.launches if p.dram_bytes is not None else None
+    if key == "l2_sectors":
+        return (p.l2_theoretical_sectors * ke.launches
+                if p.l2_theoretical_sectors is not None else None)
+    if key == "long_scoreboard":
+        return p.stalls.get("long_scoreboard")
+    return getattr(p, key)
+
+
+def evidence_value(result: AnalysisResult, key: str, summed: bool) -> float | None:
+    """One :data:`CHANGE_METRICS` figure of an analysis: summed over its kernels (None when any
+    kernel lacks it), or its dominant (largest time share) kernel's."""
+    kernels = result.evidence.kernels
+    if not kernels:
+        return None
+    if not summed:
+        return _kernel_value(max(kernels, key=lambda k: k.time_share), key)
+    values = [_kernel_value(k, key) for k in kernels]
+    return None if any(v is None for v in values) else float(sum(values))
+
+
+def evidence_changes(before: AnalysisResult, after: AnalysisResult
+                     ) -> tuple[tuple[str, float | None, float | None], ...]:
+    """What the measurements say moved between two versions, to read a prediction's miss
+    against: ``(label, before, after)`` for each of :data:`CHANGE_METRICS` (per workload call:
+    counts x launches)."""
+    return tuple((label, evidence_value(before, key, summed), evidence_value(after, key, summed))
+                 for label, key, summed in CHANGE_METRICS)
+
+
 @dataclass(frozen=True)
 class StoredScore:
     id: int

@@ -94,26 +94,66 @@ def match_analysis(profile, analyses: Sequence):
     return analyses[0] if len(analyses) == 1 else None
 
 
-def _samples_for(profile, position: int, blocks: dict, launches: Sequence) -> tuple:
-    """Per-instruction rows of one launch: a report's rows by launch index; a CSV export's
-    blocks by kernel name, in launch order."""
-    if profile.index in blocks and (not blocks[profile.index] or
-                                    blocks[profile.index][0].kernel in _names(profile)):
-        return blocks[profile.index]
-    same = [p for p in launches if p.name == profile.name]
-    mine = [b for b in blocks.values() if b and b[0].kernel in _names(profile)]
-    k = same.index(profile) if profile in same else 0
-    if k < len(mine):
-        return mine[k]
-    if len(blocks) == 1 and len(launches) == 1:
-        return next(iter(blocks.values()))
-    return ()
+def launch_key(profile) -> tuple:
+    """What makes launches repeats of one kernel launch (as
+    :func:`~sparsescope.profile.analysis.representative_launches` groups them): the demangled
+    name (template instances of one function differ), block and grid size."""
+    return (profile.demangled_name or profile.name, profile.block_size, profile.grid_size)
+
+
+def _named(block: Sequence, profile) -> bool:
+    """The source-page block names ``profile``'s kernel (the page prints the full signature,
+    the raw page a shortened one: compare the function name as a whole identifier)."""
+    if not block:
+        return False
+    text = block[0].kernel
+    return text in _names(profile) or re.search(
+        rf"(?<![\w]){re.escape(profile.name)}(?![\w])", text) is not None
+
+
+def _same_block(a: Sequence, b: Sequence) -> bool:
+    return len(a) == len(b) and bool(a) and a[0].kernel == b[0].kernel and all(
+        x.address == y.address and x.instructions_executed == y.instructions_executed
+        and x.stall_samples == y.stall_samples for x, y in zip(a, b, strict=True))
+
+
+def assign_samples(launches: Sequence, blocks: dict) -> dict[int, tuple]:
+    """Launch index -> its per-instruction rows.
+
+    The source page prints one block per launch, in launch order, but ncu 2025.3 printed some
+    launches' blocks twice (seen on PyTorch kernels: identical consecutive blocks, counters and
+    samples equal). Blocks keyed by launch index are used when there is one per launch and each
+    names its launch's kernel; otherwise identical consecutive blocks are merged and, when as
+    many blocks as launches remain and each names its launch's kernel, they are matched in
+    order; otherwise each launch takes the next unused block naming its kernel."""
+    launches = list(launches)
+    if len(blocks) == len(launches) and all(p.index in blocks and _named(blocks[p.index], p)
+                                            for p in launches):
+        return {p.index: tuple(blocks[p.index]) for p in launches}
+    ordered = [tuple(blocks[k]) for k in sorted(blocks)]
+    if len(ordered) > len(launches):
+        merged: list[tuple] = []
+        for b in ordered:
+            if not (merged and _same_block(merged[-1], b)):
+                merged.append(b)
+        ordered = merged
+    if len(ordered) == len(launches) and all(_named(b, p) for b, p in
+                                             zip(ordered, launches, strict=True)):
+        return {p.index: b for p, b in zip(launches, ordered, strict=True)}
+    out, used = {}, set()
+    for p in launches:
+        k = next((i for i, b in enumerate(ordered) if i not in used and _named(b, p)), None)
+        if k is not None:
+            used.add(k)
+            out[p.index] = ordered[k]
+    return out
 
 
 def kernel_evidence(profile, *, analysis=None, samples=(), time_share: float = 1.0,
                     launches: int = 1, time_ms: float | None = None,
-                    arch: str = "") -> KernelEvidence:
-    """One kernel's evidence from its profile, per-instruction rows and SASS analysis.
+                    arch: str = "", name: str | None = None) -> KernelEvidence:
+    """One kernel's evidence from its profile, per-instruction rows and SASS analysis; ``name``
+    labels it (default: the profiled function name).
 
     With per-instruction rows the SASS is the rows' own text (exactly the profiled code, so the
     counters line up by address); a separately compiled ``analysis`` then only contributes its
@@ -133,7 +173,8 @@ def kernel_evidence(profile, *, analysis=None, samples=(), time_share: float = 1
                              if profile is not None else None, arch=arch)
     if time_ms is None and profile is not None and profile.duration_ns:
         time_ms = profile.duration_ns * 1e-6 * launches
-    return KernelEvidence(profile.name if profile is not None else analysis.name, time_ms,
+    label = name or (profile.name if profile is not None else analysis.name)
+    return KernelEvidence(label, time_ms,
                           time_share, launches, pe.grid_blocks if pe else None,
                           pe.block_threads if pe else None, st, pe, occ)
 
@@ -194,26 +235,30 @@ def evidence_from_profiles(profiles: Sequence, *, all_launches: Sequence = (),
                            timing: dict | None = None, correctness: dict | None = None,
                            notes: Sequence[str] = (), latency_ns: float | None = None,
                            bw_gb_s: float | None = None) -> Evidence:
-    """Evidence of the given launches (one :class:`KernelEvidence` each).
+    """Evidence of the given launches (one :class:`KernelEvidence` each, labelled by
+    :func:`~sparsescope.profile.analysis.kernel_labels`: ``name#index`` where function names
+    repeat, e.g. two template instances).
 
-    ``launches``: kernel name -> launches per workload call (default 1). Time shares come from
-    duration x launches; the workload time is ``time_ms`` when measured, else the sum of the
-    kernels' profiled times."""
+    ``launches``: :func:`launch_key` (or kernel name) -> launches per workload call (default 1).
+    Time shares come from duration x launches; the workload time is ``time_ms`` when measured,
+    else the sum of the kernels' profiled times."""
+    from sparsescope.profile.analysis import kernel_labels
+
     if not profiles:
         raise UsageError("no profiled launch to analyse")
-    samples = samples or {}
     launches = launches or {}
     device, note = device_evidence(gpu, profiles[0], latency_ns=latency_ns, bw_gb_s=bw_gb_s)
     arch = _arch_of(profiles[0]) or f"sm_{device.compute_capability.replace('.', '')}"
-    times = [(p.duration_ns or 0.0) * 1e-6 * launches.get(p.name, 1) for p in profiles]
+    counts = [int(launches.get(launch_key(p), launches.get(p.name, 1))) for p in profiles]
+    times = [(p.duration_ns or 0.0) * 1e-6 * n for p, n in zip(profiles, counts, strict=True)]
     total = sum(times) or 1.0
+    rows = assign_samples(list(all_launches) or list(profiles), samples or {})
     kernels = []
-    for p, t in zip(profiles, times, strict=True):
-        rows = _samples_for(p, 0, samples, list(all_launches) or list(profiles))
+    for p, t, n, label in zip(profiles, times, counts, kernel_labels(profiles), strict=True):
         kernels.append(kernel_evidence(p, analysis=match_analysis(p, analyses) if analyses
-                                       else None, samples=rows, time_share=t / total,
-                                       launches=launches.get(p.name, 1), time_ms=t or None,
-                                       arch=arch))
+                                       else None, samples=rows.get(p.index, ()),
+                                       time_share=t / total, launches=n, time_ms=t or None,
+                                       arch=arch, name=label))
     workload_ms = time_ms if time_ms is not None else (sum(times) or None)
     floor = ideal_bytes / (device.peak_bw_gb_s * 1e9) * 1e3 if ideal_bytes else None
     return Evidence(workload, version, device, workload_ms, time_source, ideal_bytes, ideal_flops,

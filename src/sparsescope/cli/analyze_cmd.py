@@ -7,6 +7,7 @@ Modes::
     sparsescope analyze --cuda K.cu --kernel NAME --grid G --block B --args SPEC      # GPU
     sparsescope analyze --from-profile REPORT [--source-csv CSV] [--sass FILE] [--bytes B]
     sparsescope analyze --sass FILE [--block N --grid N]                  # static only, no GPU
+    sparsescope analyze --from-measurement DIR      # re-analyse a live run's folder, no GPU
     sparsescope analyze --compare BEFORE.json AFTER.json [MORE.json ...]
 """
 
@@ -65,6 +66,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "the CUDA install)")
     o = p.add_argument_group("recorded evidence")
     o.add_argument("--from-profile", metavar="REPORT", help=".ncu-rep report or --page raw CSV")
+    o.add_argument("--from-measurement", metavar="DIR",
+                   help="re-analyse a live analysis's folder (its measurement.json and profile "
+                        "exports) with this sparsescope, without a GPU")
     o.add_argument("--source-csv", metavar="CSV", help="--page source --print-source sass CSV "
                    "of the same report (per-instruction counters)")
     o.add_argument("--sass", metavar="FILE", help="SASS listing, CUDA binary or .cu file of the "
@@ -220,9 +224,27 @@ def _live(args) -> tuple[dict, str]:
     return _finish(analyze_evidence(ev, addresses=workload.addresses, command=_command()), args)
 
 
+def _remeasured(args) -> tuple[dict, str]:
+    from sparsescope.analyze.api import analyze_evidence
+    from sparsescope.analyze.measure import evidence_from_measurement
+
+    ev = evidence_from_measurement(args.from_measurement)
+    addresses = _rules(args.addresses) or _addresses_of(args.from_measurement)
+    return _finish(analyze_evidence(ev, addresses=addresses, command=_command()), args)
+
+
+def _addresses_of(folder: str) -> tuple[str, ...]:
+    import json
+
+    data = json.loads((Path(folder) / "measurement.json").read_text())
+    return tuple(data.get("workload", {}).get("addresses", ()))
+
+
 def _handle(args: argparse.Namespace) -> tuple[dict, str]:
     if args.compare:
         return _compare(args)
+    if args.from_measurement:
+        return _remeasured(args)
     if args.from_profile or (args.sass and not args.cuda and not args.workload):
         return _offline(args)
     return _live(args)
