@@ -175,7 +175,14 @@ def test_kernel_labels_are_unique(cant, full_report):
         "csrmv_v3_kernel#1", "csrmv_v3_kernel#3", "spmv_csr_scalar")
     # launch 1 of two files: the file stem tells them apart
     assert A.kernel_labels([cant[1], full_report[1]]) == (
-        "ncu_metrics_cant_analog:csrmv_v3_kernel#1", "spmv_full:csrmv_v3_kernel#1")
+        "ncu/metrics/cant/analog csrmv_v3_kernel", "spmv/full csrmv_v3_kernel")
+    assert A.kernel_labels([cant[1], cant[3], full_report[1]]) == (
+        "ncu/metrics/cant/analog csrmv_v3_kernel#1", "ncu/metrics/cant/analog csrmv_v3_kernel#3",
+        "spmv/full csrmv_v3_kernel")
+    assert A.file_tags(["a/profile_seed6_cant_torch-cusparse-i64_raw.csv",
+                        "b/profile_seed6_cage15_cuda-spmv-auto_raw.csv"]) == {
+        "a/profile_seed6_cant_torch-cusparse-i64_raw.csv": "cant/torch-cusparse-i64",
+        "b/profile_seed6_cage15_cuda-spmv-auto_raw.csv": "cage15/cuda-spmv-auto"}
 
 
 def _without(profile, *names):

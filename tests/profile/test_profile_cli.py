@@ -69,8 +69,10 @@ def test_report_writes_markdown_and_figures(shared_fixtures, tmp_path, capsys):
     assert "| Metric | cant-int64 | cant-int32 | cant-full |" in markdown
     assert "| Registers/Thread | 47 | 32 | 47 |" in markdown
     assert "![Warp stall breakdown](profile_stalls.png)" in markdown
+    # the metric-group runs hold no FLOP counters; the full set does (classic roofline)
     assert set(out["figures"]) == {"stalls", "pie:cant-int64", "pie:cant-int32", "pie:cant-full",
-                                   "instruction_roofline"}
+                                   "instruction_roofline", "shared_roofline", "classic_roofline"}
+    assert out["ceiling_kinds"] == ["ncu peak", "spec"]   # no results file, no store
     for path in out["figures"].values():
         assert (tmp_path / path.split("/")[-1]).read_bytes()[:4] == b"\x89PNG"
 
@@ -93,6 +95,7 @@ def test_run_with_fake_ncu(fake_ncu, tmp_path, capsys):
     assert out["source_csv"] == str(tmp_path / "profile_seed_cant_torch_source.csv")
     assert [k["name"] for k in out["kernels"]] == ["csrmv_v3_kernel"] * 3 + ["spmv_csr_scalar"]
     assert set(out["kernels"][0]) == SUMMARY_KEYS
+    assert out["passes"] == [{"kernel": "csrmv_v3_kernel", "passes": 40}]
     command = " ".join(out["command"])
     assert "--set full" in command and "--kernel-name regex:csrmv" in command
     assert "--launch-skip 1" in command and "--clock-control none" in command
@@ -118,3 +121,19 @@ def test_cli_module_imports_no_heavy_library():
             "if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_report_takes_measured_ceilings_from_a_results_file(shared_fixtures, tmp_path, capsys):
+    from pathlib import Path
+
+    results = Path(__file__).resolve().parents[2] / "results" / "h200" / "seed6" / "results.json"
+    rc = main(["profile", "report", str(shared_fixtures / "spmv_full.ncu-rep"), "--results",
+               str(results), "--json"], modules=MODULES)
+    assert rc == 0
+    out = _json(capsys)
+    assert out["ceiling_kinds"] == ["measured", "ncu peak", "spec"]
+    assert out["labels"] == ["csrmv_v3_kernel", "spmv_csr_scalar"]
+    with pytest.raises(SystemExit) as exit_:                              # one source of ceilings
+        main(["profile", "report", str(shared_fixtures / "spmv_full.ncu-rep"), "--results",
+              str(results), "--store"], modules=MODULES)
+    assert exit_.value.code == 2

@@ -62,7 +62,8 @@ def test_command_with_full_set_and_defaults():
 
 def test_export_commands():
     assert export_command("ncu", "r.ncu-rep", "raw") == [
-        "ncu", "--import", "r.ncu-rep", "--csv", "--page", "raw", "--print-units", "base"]
+        "ncu", "--import", "r.ncu-rep", "--csv", "--page", "raw", "--print-units", "base",
+        "--print-fp"]
     assert export_command("ncu", "r.ncu-rep", "source")[-2:] == ["--print-source", "sass"]
     with pytest.raises(UsageError):
         export_command("ncu", "r.ncu-rep", "summary")
@@ -120,6 +121,8 @@ def test_run_profile_writes_report_and_exports(fake_ncu, tmp_path, shared_fixtur
     assert run.source_csv.read_text() == (shared_fixtures / "scalar_source_sass.csv").read_text()
     assert run.ncu_version.startswith("Version 2025.3.1")
     assert "==PROF== Report:" in run.log_path.read_text()
+    assert run.passes == (("csrmv_v3_kernel", 40),)      # the fake's one ==PROF== line
+    assert run.profile_wall_s > 0 and run.export_wall_s > 0
     calls = fake_ncu.calls()
     assert calls[0].startswith("--export ") and calls[0].endswith(" ".join(TARGET))
     assert "--kernel-name csrmv_v3_kernel" in calls[0] and "--launch-count 3" in calls[0]

@@ -37,7 +37,8 @@ def test_instruction_roofline_figure(tmp_path, cant, full_report):
 
 def test_write_figures_keys(tmp_path, full_report):
     made = write_figures(full_report[:1] + full_report[3:], tmp_path, labels=["v3", "scalar"])
-    assert set(made) == {"stalls", "pie:v3", "pie:scalar", "instruction_roofline"}
+    assert set(made) == {"stalls", "pie:v3", "pie:scalar", "instruction_roofline",
+                         "shared_roofline", "classic_roofline"}
     assert all(_is_png(p) for p in made.values())
 
 
@@ -48,8 +49,10 @@ def test_render_markdown(full_report):
     text = render_markdown(profiles, labels=["cant", "scalar"], figures=figures)
     for heading in ("## NCU Kernel Analysis", "### Top-Level Metrics", "### Warp Stall Breakdown",
                     "### Memory Access Efficiency", "### NCU Rule Summary",
-                    "### Instruction Roofline",
-                    "### CPI-Based Speedup Without Long Scoreboard Stalls"):
+                    "### Hottest SASS Instructions",
+                    "### DAE Estimates From Measured Stalls and Bandwidth",
+                    "### Little's Law at the Measured Occupancy", "### Instruction Roofline",
+                    "### Hierarchical Roofline (FLOP/byte)", "### Ceilings Used"):
         assert heading in text
     assert "| Metric | cant | scalar |" in text
     assert "| Registers/Thread | 47 | 32 |" in text
@@ -66,7 +69,9 @@ def test_render_markdown(full_report):
     assert "![Warp stall breakdown](profile_stalls.png)" in text
     assert "![Warp stalls: scalar](pie1.png)" in text
     assert "![Hierarchical instruction roofline](roof.png)" in text
-    assert "Peak warp GIPS: 772.2" in text
+    # no measured ceilings given: the H200 spec table (132 SMs x 4 x 1.98 GHz), then ncu's peaks
+    assert "Peak warp GIPS: 1,045.4 (spec)" in text
+    assert "No per-instruction samples" in text
     speedup = 14.540206 / (14.540206 - 4.035870)                   # 1.38x
     assert f"**{speedup:.2f}x**" in text
     with pytest.raises(ValueError):

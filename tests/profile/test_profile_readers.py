@@ -227,13 +227,16 @@ def test_csv_reader_refuses_wrong_files(shared_fixtures, tmp_path):
     no_units = tmp_path / "no_units.csv"
     lines = (shared_fixtures / "spmv_full_raw.csv").read_text().splitlines()
     no_units.write_text("\n".join([lines[0]] + lines[2:]))
+    details_as_raw = tmp_path / "details_given_twice.csv"
     cases = [(empty, "empty file"), (binary, "binary file"), (text, 'no row starting with "ID"'),
-             (shared_fixtures / "spmv_full_details.csv", "--page details export"),
              (no_units, "units row")]
     for path, message in cases:
         with pytest.raises(ProfileError, match=message) as err:
             load_profiles_csv(path)
         assert err.value.reason == "not_a_report" and str(path) in str(err.value)
+    details_as_raw.write_bytes((shared_fixtures / "spmv_full_details.csv").read_bytes())
+    with pytest.raises(ProfileError, match="holds its own rule messages"):
+        load_profiles_csv(details_as_raw, shared_fixtures / "spmv_full_details.csv")
 
 
 def test_load_dispatches_on_content(shared_fixtures, tmp_path):

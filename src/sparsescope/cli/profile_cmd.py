@@ -5,7 +5,7 @@
                         [--clock-control base|none] [--cache-control all|none] [--out DIR]
     sparsescope profile read FILE [--details DETAILS.csv] [--json]
     sparsescope profile report FILE... [--details D.csv ...] [--kernel NAME] [--all-launches]
-                              [--labels a,b] [--out DIR]
+                              [--labels a,b] [--results RESULTS.json | --store] [--out DIR]
 """
 
 from __future__ import annotations
@@ -73,6 +73,13 @@ def register(subparsers) -> None:
                         help="one column per launch (default: the median-duration launch of "
                         "each repeated kernel launch)")
     report.add_argument("--labels", help="comma-separated column labels, one per kernel kept")
+    ceilings = report.add_mutually_exclusive_group()
+    ceilings.add_argument("--results", metavar="RESULTS.json",
+                          help="take measured ceilings (bandwidths, DRAM latency, FP32 rate) "
+                          "from this results file")
+    ceilings.add_argument("--store", action="store_true",
+                          help="take measured ceilings from the newest run on the profiled "
+                          "device in the results store")
     report.add_argument("--out", help="write profile.md and the figures into this folder")
     add_json_flag(report)
     report.set_defaults(handler=_report)
@@ -107,10 +114,16 @@ def _run(args):
         "details_csv": str(run.details_csv),
         "source_csv": None if run.source_csv is None else str(run.source_csv),
         "log": str(run.log_path), "command": list(run.command), "ncu_version": run.ncu_version,
+        "passes": [{"kernel": k, "passes": n} for k, n in run.passes],
+        "profile_wall_s": run.profile_wall_s, "export_wall_s": run.export_wall_s,
         "kernels": [p.summary() for p in profiles],
     }
+    passes = ", ".join(f"{k} {n}" for k, n in run.passes) or "n/a"
     text = "\n".join([f"report:  {run.report_path}", f"exports: {run.raw_csv}, {run.details_csv}"
                       + (f", {run.source_csv}" if run.source_csv else ""),
+                      f"ncu: {run.ncu_version or 'version unknown'}; profiling "
+                      f"{run.profile_wall_s:.1f} s, exports {run.export_wall_s:.1f} s; "
+                      f"passes per launch: {passes}",
                       _kernel_lines(profiles)])
     return result, text
 
@@ -145,37 +158,28 @@ def _report(args):
     from pathlib import Path
 
     from sparsescope._atomic import write_text_atomic
-    from sparsescope.profile import load
-    from sparsescope.profile.analysis import representative_launches
-    from sparsescope.profile.render import render_markdown, write_figures
+    from sparsescope.profile.section import build_section, load_inputs
 
     csv_files = [f for f in args.files if f.lower().endswith(".csv")]
     if args.details and len(args.details) != len(csv_files):
         raise UsageError(f"{len(args.details)} --details for {len(csv_files)} CSV files")
-    details = iter(args.details)
-    profiles = []
-    for f in args.files:
-        detail = next(details, None) if f.lower().endswith(".csv") else None
-        profiles.extend(load(f, detail))
-    if args.kernel:
-        profiles = [p for p in profiles if p.name == args.kernel]
-        if not profiles:
-            raise UsageError(f"no kernel named {args.kernel!r} in {', '.join(args.files)}")
-    if not args.all_launches:
-        profiles = list(representative_launches(profiles))
-    labels = None
-    if args.labels:
-        labels = [s.strip() for s in args.labels.split(",")]
-        if len(labels) != len(profiles):
-            raise UsageError(f"{len(labels)} labels for {len(profiles)} kernels")
-    figures = {}
-    result = {"kernels": len(profiles)}
+    given = iter(args.details)
+    details = [next(given, None) if f.lower().endswith(".csv") else None for f in args.files]
+    inputs = load_inputs(args.files, details)
+    runset = None
+    if args.results:
+        from sparsescope.results.io import read_runset
+
+        runset = read_runset(args.results)
+    labels = [s.strip() for s in args.labels.split(",")] if args.labels else None
+    section = build_section(inputs, figure_dir=Path(args.out) if args.out else None,
+                            runset=runset, use_store=args.store, kernel=args.kernel,
+                            all_launches=args.all_launches, labels=labels)
+    result = {"kernels": len(section.profiles), "labels": list(section.labels),
+              "files": list(section.files),
+              "ceiling_kinds": sorted(section.ceilings.kinds())}
     if args.out:
-        out = Path(args.out)
-        made = write_figures(profiles, out, labels=labels)
-        figures = {k: p.name for k, p in made.items()}  # relative to profile.md beside them
-        result["figures"] = {k: str(p) for k, p in made.items()}
-    markdown = render_markdown(profiles, labels=labels, figures=figures)
-    if args.out:
-        result["markdown"] = str(write_text_atomic(Path(args.out) / "profile.md", markdown))
-    return result, markdown
+        result["figures"] = {k: str(p) for k, p in section.figures.items()}
+        result["markdown"] = str(write_text_atomic(Path(args.out) / "profile.md",
+                                                   section.markdown))
+    return result, section.markdown

@@ -18,7 +18,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--out", required=True, metavar="DIR", help="folder for the report")
     parser.add_argument("--profile", action="append", default=[], metavar="FILE",
                         help="add an Nsight Compute section from a .ncu-rep or a --page raw CSV "
-                             "(repeatable)")
+                             "(its _details.csv and _source.csv beside it are read too; "
+                             "repeatable); ceilings from the results file's measurements")
     parser.add_argument("--sass", action="append", default=[], metavar="FILE",
                         help="add a SASS analysis section (cubin, listing, .cu, library; "
                              "repeatable)")
@@ -27,18 +28,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=handle_report)
 
 
-def _profile_section(files: list[str], out: Path) -> tuple[str, str]:
-    """(title, markdown) of the ncu section; its figures go to ``out/figures/profile_*``."""
-    from sparsescope.profile import load
-    from sparsescope.profile.analysis import representative_launches
-    from sparsescope.profile.render import render_markdown, write_figures
+def _profile_section(files: list[str], out: Path, runset) -> tuple[str, str]:
+    """(title, markdown) of the ncu section; its figures go to ``out/figures/profile_*``.
+    Ceilings: the RunSet's measured ones, then the spec table, then ncu's peaks."""
+    from sparsescope.profile.section import build_section, load_inputs
 
-    profiles = [p for f in files for p in load(f)]
-    profiles = list(representative_launches(profiles))
-    made = write_figures(profiles, out / "figures", prefix="profile")
-    figures = {key: f"figures/{path.name}" for key, path in made.items()}
-    text = render_markdown(profiles, figures=figures, level=3)
-    return "Nsight Compute profile", f"Source: {', '.join(files)}\n\n{text}"
+    section = build_section(load_inputs(files), figure_dir=out / "figures",
+                            figure_link_root="figures/", runset=runset, level=3)
+    return "Nsight Compute profile", f"Source: {', '.join(section.files)}\n\n{section.markdown}"
 
 
 def _sass_section(files: list[str], kernel: str | None) -> tuple[str, str]:
@@ -57,7 +54,7 @@ def handle_report(args: argparse.Namespace) -> tuple[dict, str]:
     out = Path(args.out)
     sections = []
     if args.profile:
-        sections.append(_profile_section(args.profile, out))
+        sections.append(_profile_section(args.profile, out, runset))
     if args.sass:
         sections.append(_sass_section(args.sass, args.kernel))
     paths = write_report(runset, out, extra_sections=sections)

@@ -2,10 +2,14 @@
 exports into typed records, and turn them into the report's tables and figures.
 
 Modules: ``metrics`` (metric groups and stall names as data), ``records`` (KernelProfile,
-RuleMessage, InstructionSample), ``read_report`` / ``read_csv`` (the two readers), ``analysis`` and
-``instruction_roofline`` (tables), ``figures`` and ``render`` (report pieces), ``collect`` (ncu
-command lines, running, errors), ``target`` (the program ncu profiles). No module imports a GPU
-library; ``ncu_report`` and matplotlib are imported where they are used.
+RuleMessage, InstructionSample), ``read_report`` / ``read_csv`` (the two readers; raw, details and
+``ncu --csv`` long layouts, older stall forms), ``analysis`` (seed 4.1-4.3 tables),
+``hotspots`` (hottest SASS instructions, through the SASS stage's stall map), ``ceilings``
+(measured / spec / ncu-peak ceilings), ``latency`` (Little's law, DAE estimates),
+``instruction_roofline`` and ``classic_roofline`` (Ding & Williams; FLOP/byte), ``figures``,
+``render`` and ``render_models`` (report pieces), ``section`` (files -> section), ``collect``
+(ncu command lines, running, errors, passes), ``target`` (the program ncu profiles). No module
+imports a GPU library; ``ncu_report`` and matplotlib are imported where they are used.
 """
 
 from sparsescope.profile.errors import ProfileError

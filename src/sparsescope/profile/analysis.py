@@ -21,13 +21,33 @@ def _ratio(num: float | None, den: float | None, scale: float = 1.0) -> float | 
     return scale * num / den
 
 
+def file_tags(sources: Sequence[str]) -> dict[str, str]:
+    """Short, distinct tags of profile files: the ``_``-separated words of each file stem that
+    not every stem shares (``profile_seed6_cant_torch-cusparse-i64_raw`` among other
+    ``profile_seed6_*_raw`` files -> ``cant/torch-cusparse-i64``); the stem when that is empty."""
+    stems = {src: Path(src).stem for src in dict.fromkeys(sources)}
+    words = {src: stem.split("_") for src, stem in stems.items()}
+    common = set.intersection(*(set(w) for w in words.values())) if len(words) > 1 else set()
+    tags = {src: "/".join(w for w in ws if w not in common) or stems[src]
+            for src, ws in words.items()}
+    if len(set(tags.values())) < len(tags):
+        return stems
+    return tags
+
+
 def kernel_labels(profiles: Sequence[KernelProfile]) -> tuple[str, ...]:
-    """Default column labels, unique: the kernel name; ``name#index`` where names repeat;
-    ``file-stem:name#index`` where that still repeats (launches read from several files)."""
+    """Default column labels, unique: the kernel name; when a name is found in several files
+    (a comparison across runs), every label gets its file's tag, ``<file tag> <name>``
+    (:func:`file_tags`); ``#index`` added where a label still repeats."""
     names = [p.name for p in profiles]
-    labels = [f"{p.name}#{p.index}" if names.count(p.name) > 1 else p.name for p in profiles]
-    return tuple(f"{Path(p.source).stem}:{lab}" if labels.count(lab) > 1 else lab
-                 for p, lab in zip(profiles, labels, strict=True))
+    files_of: dict[str, set[str]] = {}
+    for p in profiles:
+        files_of.setdefault(p.name, set()).add(p.source)
+    if any(len(files) > 1 for files in files_of.values()):
+        tags = file_tags([p.source for p in profiles])
+        names = [f"{tags[p.source]} {p.name}" for p in profiles]
+    return tuple(f"{lab}#{p.index}" if names.count(lab) > 1 else lab
+                 for p, lab in zip(profiles, names, strict=True))
 
 
 def representative_launches(profiles: Sequence[KernelProfile]) -> tuple[KernelProfile, ...]:

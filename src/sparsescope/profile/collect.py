@@ -19,6 +19,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -41,6 +42,19 @@ PERMISSION_MARK = "ERR_NVGPUCTRPERM"
 NO_KERNELS_MARK = "No kernels were profiled"
 _APP_ERROR = re.compile(r"The application returned an error code \((-?\d+)\)")
 _AVAILABLE = re.compile(r"^\s*\d+\.\s+(\S.*)$")
+#: ``==PROF== Profiling "spmv_tile": 0%....50%....100% - 8 passes`` (older versions write
+#: ``"name" - 0: 0%...``): one line per profiled launch.
+_PASSES = re.compile(r'^==PROF== Profiling "([^"]+)".*?-\s*(\d+)\s+pass(?:es)?\s*$')
+
+
+def passes_from_output(text: str) -> tuple[tuple[str, int], ...]:
+    """(kernel, replay passes) of each profiled launch, in order, from ncu's output."""
+    found = []
+    for line in text.splitlines():
+        match = _PASSES.match(line.strip())
+        if match:
+            found.append((match.group(1), int(match.group(2))))
+    return tuple(found)
 
 
 def find_ncu(env: Mapping[str, str] | None = None,
@@ -141,13 +155,14 @@ def build_ncu_command(ncu: str | Path, report_path: str | Path, target: Sequence
 
 
 def export_command(ncu: str | Path, report_path: str | Path, page: str) -> list[str]:
-    """``ncu --import R --csv --page <raw|details|source>``; numbers in base units, the source
-    page as SASS."""
+    """``ncu --import R --csv --page <raw|details|source>``; numbers in base units and as full
+    floats (``--print-fp``: without it ncu 2025.3 rounds ratios to two decimals, seen on the
+    H200 run: CPI 38.92 for 38.921...), the source page as SASS."""
     cmd = [str(ncu), "--import", str(report_path), "--csv", "--page", page]
     if page == "source":
         return cmd + ["--print-source", "sass"]
     if page in ("raw", "details"):
-        return cmd + ["--print-units", "base"]
+        return cmd + ["--print-units", "base", "--print-fp"]
     raise UsageError(f"unknown ncu page {page!r}; known: raw, details, source")
 
 
@@ -243,6 +258,12 @@ class ProfileRun:
     command: tuple[str, ...]
     ncu_version: str = ""
     notes: dict[str, str] = field(default_factory=dict, compare=False)
+    passes: tuple[tuple[str, int], ...] = ()
+    """(kernel, ncu replay passes) per profiled launch, from ncu's ``==PROF==`` lines."""
+    profile_wall_s: float | None = None
+    """Wall time of the profiling run (the program under ncu), s."""
+    export_wall_s: float | None = None
+    """Wall time of the CSV exports and the version query after it, s."""
 
 
 def ncu_version(ncu: str | Path) -> str:
@@ -276,10 +297,13 @@ def run_profile(target: Sequence[str], out_dir: str | Path, stem: str, options: 
     out.mkdir(parents=True, exist_ok=True)
     report = out / f"{stem}.ncu-rep"
     command = build_ncu_command(binary, report, target, options)
+    started = time.perf_counter()
     result = run_ncu(command, timeout_s=timeout_s, env=env)
+    profile_wall_s = time.perf_counter() - started
     log = write_text_atomic(out / f"{stem}.ncu.log", "$ " + " ".join(command) + "\n"
                             + result.output)
     interpret_ncu_output(result, report, options.kernel_filter)
+    started = time.perf_counter()
     raw = _export(binary, report, "raw", out / f"{stem}_raw.csv", timeout_s)
     details = _export(binary, report, "details", out / f"{stem}_details.csv", timeout_s)
     source, notes = None, {}
@@ -289,8 +313,10 @@ def run_profile(target: Sequence[str], out_dir: str | Path, stem: str, options: 
         except ProfileError as exc:  # the report itself is fine; keep it and say what is missing
             notes["source"] = str(exc)
             warnings.warn(f"source page not exported: {exc}", stacklevel=2)
-    return ProfileRun(report, raw, details, source, log, tuple(command),
-                      ncu_version(binary), notes)
+    version = ncu_version(binary)
+    return ProfileRun(report, raw, details, source, log, tuple(command), version, notes,
+                      passes=passes_from_output(result.output), profile_wall_s=profile_wall_s,
+                      export_wall_s=time.perf_counter() - started)
 
 
 def profile_stem(suite: str, matrix: str, backend: str) -> str:

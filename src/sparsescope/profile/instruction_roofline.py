@@ -16,6 +16,13 @@ Ceilings: a horizontal line at the peak warp-instruction rate and one slanted li
 ``GIPS = II x bandwidth[G transactions/s]``. The global-memory point (global ld/st instructions per
 global L1 sector, their own GIPS) sits against the access-pattern walls: stride-0 (II = 1),
 unit stride 32-bit (II = 1/4), stride 8 (II = 1/32).
+
+Thread predication: the same instructions counted per thread, ``thread_gips = thread instructions
+/ 32 / duration`` (and the predicated-on part), sit below the warp GIPS by the share of idle lanes.
+
+Shared-memory roofline: shared ld/st warp instructions per shared wavefront against their GIPS;
+an n-way bank conflict needs n wavefronts per instruction, so the walls are II = 1 (no conflict),
+1/2, 1/4, ... 1/32 (32-way); the ceiling is one wavefront per SM per cycle.
 """
 
 from __future__ import annotations
@@ -35,6 +42,9 @@ SHARED_WAVEFRONT_SECTORS = 4
 L1_BYTES_PER_CYCLE_PER_SM = 128.0
 #: Access-pattern walls for 4-byte elements: warp instructions per sector.
 WALLS = {"stride-0": 1.0, "stride-1": 0.25, "stride-8": 1.0 / 32.0}
+#: Bank-conflict walls of the shared-memory roofline: warp instructions per wavefront.
+BANK_CONFLICT_WALLS = {"no conflict": 1.0, "2-way": 0.5, "4-way": 0.25, "8-way": 0.125,
+                       "16-way": 1.0 / 16.0, "32-way": 1.0 / 32.0}
 
 
 def _sum(p: KernelProfile, names: Sequence[str]) -> float | None:
@@ -57,8 +67,8 @@ class InstructionRooflinePoint:
     warp_gips: float
     """warp_instructions / duration_ns (instructions per ns = 10^9 per s)."""
     predicated_on_gips: float | None
-    """Predicated-on thread instructions / 32 / duration_ns: the GIPS the kernel would reach with
-    every lane active; its gap above warp_gips measures predication and divergence."""
+    """Predicated-on thread instructions / 32 / duration_ns (warp-equivalent GIPS of the lanes
+    that did work); its gap below warp_gips measures predication and divergence."""
     l1_transactions: float | None
     l2_transactions: float | None
     dram_transactions: float | None
@@ -74,6 +84,18 @@ class InstructionRooflinePoint:
     """global_instructions / global_sectors: compare with :data:`WALLS`."""
     global_gips: float | None
     """global_instructions / duration_ns."""
+    thread_gips: float | None = None
+    """Thread instructions / 32 / duration_ns: the warp-equivalent rate of the active lanes."""
+    active_lanes_pct: float | None = None
+    """100 x thread instructions / (32 x warp instructions): lanes active per instruction."""
+    predicated_on_pct: float | None = None
+    """100 x predicated-on thread instructions / (32 x warp instructions)."""
+    shared_instructions: float | None = None
+    """Shared load + store warp instructions."""
+    shared_wavefronts: float | None = None
+    shared_intensity: float | None = None
+    """shared_instructions / shared_wavefronts: 1 without bank conflicts, 1/n for n-way."""
+    shared_gips: float | None = None
 
 
 def _l2_transactions(p: KernelProfile) -> float | None:
@@ -100,7 +122,9 @@ def roofline_point(profile: KernelProfile, label: str | None = None) -> Instruct
     dram = _sum(p, M.DRAM_SECTORS)
     ld, st = p.value(*M.GLOBAL_LD_INST), p.value(*M.GLOBAL_ST_INST)
     global_inst = None if ld is None or st is None else ld + st
-    pred_on = p.value(*M.THREAD_INST_PRED_ON)
+    pred_on, threads = p.value(*M.THREAD_INST_PRED_ON), p.value(*M.THREAD_INST)
+    sld, sst = p.value(*M.SHARED_LD_INST), p.value(*M.SHARED_ST_INST)
+    shared_inst = None if sld is None or sst is None else sld + sst
     return InstructionRooflinePoint(
         kernel=label or p.name, duration_ns=time_ns, warp_instructions=inst,
         warp_gips=inst / time_ns,
@@ -110,6 +134,12 @@ def roofline_point(profile: KernelProfile, label: str | None = None) -> Instruct
         global_instructions=global_inst, global_sectors=global_sectors,
         global_intensity=_div(global_inst, global_sectors),
         global_gips=_div(global_inst, time_ns),
+        thread_gips=None if threads is None else threads / 32.0 / time_ns,
+        active_lanes_pct=_div(None if threads is None else 100.0 * threads, 32.0 * inst),
+        predicated_on_pct=_div(None if pred_on is None else 100.0 * pred_on, 32.0 * inst),
+        shared_instructions=shared_inst, shared_wavefronts=shared,
+        shared_intensity=_div(shared_inst, shared) if shared_inst else None,
+        shared_gips=_div(shared_inst, time_ns) if shared_inst else None,
     )
 
 
@@ -125,6 +155,27 @@ class InstructionCeilings:
     dram_gtxn_s: float | None
     sources: dict[str, str] = field(default_factory=dict, compare=False)
     """Ceiling -> how it was obtained (metrics used, or datasheet)."""
+    kinds: dict[str, str] = field(default_factory=dict, compare=False)
+    """Ceiling (``peak_warp_gips``, ``l1``, ``l2``, ``dram``, ``shared``) -> ``measured``,
+    ``spec`` or ``ncu peak``; what the figure's legend says."""
+    shared_gtxn_s: float | None = None
+    """Shared-memory wavefronts per second, 10^9."""
+
+
+def instruction_ceilings(rc) -> InstructionCeilings:
+    """The instruction roofline's ceilings from a
+    :class:`~sparsescope.profile.ceilings.RooflineCeilings`: bandwidths over 32-byte sectors
+    (GB/s / 32 = G transactions/s), shared memory over 128-byte wavefronts."""
+    items = (("peak_warp_gips", rc.warp_gips, 1.0), ("l1", rc.l1_gb_s, 32.0),
+             ("l2", rc.l2_gb_s, 32.0), ("dram", rc.dram_gb_s, 32.0),
+             ("shared", rc.shared_gb_s, 128.0))
+    values = {key: None if c is None else c.value / scale for key, c, scale in items}
+    return InstructionCeilings(
+        peak_warp_gips=values["peak_warp_gips"], l1_gtxn_s=values["l1"],
+        l2_gtxn_s=values["l2"], dram_gtxn_s=values["dram"],
+        sources={k: c.source for k, c, _ in items if c is not None},
+        kinds={k: c.kind for k, c, _ in items if c is not None},
+        shared_gtxn_s=values["shared"])
 
 
 def ceilings_from_profile(profile: KernelProfile) -> InstructionCeilings:

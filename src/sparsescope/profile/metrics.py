@@ -51,6 +51,9 @@ STALL_LABELS: dict[str, tuple[str, str]] = {
 }
 
 _STALL_RATIO = re.compile(r"^smsp__average_warps_issue_stalled_(\w+?)_per_issue_active\.ratio$")
+#: The form older ncu versions' sections (and the nvprof migration guide) record: % of the warp's
+#: active cycles spent in the state. Cycles per issued instruction = pct / 100 x CPI.
+_STALL_PCT = re.compile(r"^smsp__warp_issue_stalled_(\w+?)_per_warp_active\.pct$")
 _PCSAMP = re.compile(r"^smsp__pcsamp_warps_issue_stalled_(\w+?)(_not_issued)?$")
 
 #: Short names of the per-instruction stall columns of ``--page source`` (``stall_long_sb``)
@@ -74,6 +77,13 @@ def stall_reason(metric: str) -> str | None:
     """``smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio`` ->
     ``long_scoreboard``; None for any other metric."""
     match = _STALL_RATIO.match(metric)
+    return match.group(1) if match else None
+
+
+def stall_pct_reason(metric: str) -> str | None:
+    """``smsp__warp_issue_stalled_long_scoreboard_per_warp_active.pct`` -> ``long_scoreboard``
+    (the % of warp-active cycles form); None for any other metric."""
+    match = _STALL_PCT.match(metric)
     return match.group(1) if match else None
 
 
@@ -173,6 +183,30 @@ L2_CYCLES_SUM = ("lts__cycles_elapsed.sum",)
 L2_CLOCK_HZ = ("lts__cycles_elapsed.avg.per_second",)
 L1_PEAK_BYTES_PER_CYCLE = ("derived__l1tex__lsu_writeback_bytes_mem_lgds.sum.peak_sustained",)
 L1_PEAK_WRITEBACKS_PER_CYCLE = ("l1tex__lsu_writeback_active_mem_lgds.sum.peak_sustained",)
+SM_CYCLES_ELAPSED = ("smsp__cycles_elapsed.avg", "sm__cycles_elapsed.avg")
+DEVICE_SM_COUNT = ("device__attribute_multiprocessor_count", "launch__sm_count")
+DEVICE_SCHEDULERS_PER_SM = ("device__attribute_num_schedulers_per_multiprocessor",)
+DEVICE_CC = ("device__attribute_compute_capability_major",
+             "device__attribute_compute_capability_minor")
+
+#: Floating-point thread instructions (predicated on) by operation: an FMA counts 2 FLOPs.
+#: ncu's full set records only the rate ``<base>.sum.per_cycle_elapsed`` (its roofline chart's
+#: input), which times ``smsp__cycles_elapsed.avg`` gives the count back; a ``<base>.sum`` a
+#: user collected is taken first.
+FLOP_OPS = {
+    "fp32": (("ffma", 2), ("fadd", 1), ("fmul", 1)),
+    "fp64": (("dfma", 2), ("dadd", 1), ("dmul", 1)),
+}
+
+
+def flop_counter(op: str) -> str:
+    """``ffma`` -> ``smsp__sass_thread_inst_executed_op_ffma_pred_on`` (add ``.sum``)."""
+    return f"smsp__sass_thread_inst_executed_op_{op}_pred_on"
+
+
+#: Peak FMA thread instructions per cycle over the device (ncu's roofline chart uses them).
+FP32_PEAK_FMA_PER_CYCLE = ("sm__sass_thread_inst_executed_op_ffma_pred_on.sum.peak_sustained",)
+FP64_PEAK_FMA_PER_CYCLE = ("sm__sass_thread_inst_executed_op_dfma_pred_on.sum.peak_sustained",)
 
 
 # --- metric groups --------------------------------------------------------------------------------
@@ -230,7 +264,10 @@ _INSTRUCTION_ROOFLINE = MetricGroup(
      *SHARED_LD_WAVEFRONTS, *SHARED_ST_WAVEFRONTS, *L2_SECTOR_OPS[0], *DRAM_SECTORS, DURATION_NS,
      *SM_CLOCK_HZ, *SM_COUNT, *DRAM_PEAK_BYTES_PER_CYCLE, *DRAM_CLOCK_HZ,
      *L2_PEAK_SECTORS_PER_CYCLE_PER_SLICE, *L2_CYCLES_AVG, *L2_CYCLES_SUM, *L2_CLOCK_HZ,
-     *L1_PEAK_WRITEBACKS_PER_CYCLE),
+     *L1_PEAK_WRITEBACKS_PER_CYCLE,
+     # FLOPs and the FMA peaks for the classic (FLOP/byte) hierarchical roofline
+     *(f"{flop_counter(op)}.sum.per_cycle_elapsed" for ops in FLOP_OPS.values() for op, _ in ops),
+     SM_CYCLES_ELAPSED[0], *FP32_PEAK_FMA_PER_CYCLE, *FP64_PEAK_FMA_PER_CYCLE),
 )
 
 #: Group name -> group. ``--set full`` collects all of them (and much more) at once.

@@ -6,6 +6,10 @@ Pages (``ncu --import R.ncu-rep --csv --page <page>``):
   may carry thousands separators and scaled units (converted back to base units here).
 - ``details``: one row per section metric or rule message; the rule rows (``Rule Name``,
   ``Rule Type``, ``Rule Description``, ``Estimated Speedup``) become :class:`RuleMessage`.
+  This "long" layout is also what ``ncu --csv`` prints by default, so files others recorded with
+  ``ncu --csv --metrics a,b`` (section "Command line profiler metrics") are read as profiles too:
+  rows naming a metric are taken as they are, the section tables' display names that mean one
+  metric (:data:`DISPLAY_METRICS`) are mapped to it, everything else is left out.
 - ``source`` with ``--print-source sass``: a ``"Kernel Name",<name>`` row, then a header and one row
   per SASS instruction, repeated per launch.
 
@@ -35,6 +39,31 @@ ID_COLUMNS = frozenset({"ID", "Context", "Stream", "Device", "CC"})
 #: What the raw page prints for a metric the report holds no value for.
 NO_VALUE = frozenset({"no data", "n/a", "N/A"})
 _DETAILS_COLUMNS = ("Section Name", "Metric Name", "Rule Name")
+_LONG_COLUMNS = ("Kernel Name", "Metric Name", "Metric Unit", "Metric Value")
+
+#: Display names of the details page (section tables, ncu 2023-2025) -> the metric each shows.
+#: Only names that mean one metric in every section are listed ("Memory Throughput" is not).
+DISPLAY_METRICS = {
+    "Duration": M.DURATION_NS,
+    "Block Size": M.BLOCK_SIZE,
+    "Grid Size": M.GRID_SIZE,
+    "Registers Per Thread": M.REGISTERS_PER_THREAD,
+    "# SMs": M.SM_COUNT[0],
+    "Theoretical Occupancy": M.THEORETICAL_OCCUPANCY_PCT,
+    "Achieved Occupancy": M.ACHIEVED_OCCUPANCY_PCT,
+    "Achieved Active Warps Per SM": M.ACTIVE_WARPS_PER_SM[0],
+    "Warp Cycles Per Issued Instruction": M.CPI,
+    "Compute (SM) Throughput": M.SM_THROUGHPUT_PCT[0],
+    "DRAM Throughput": M.DRAM_THROUGHPUT_PCT[1],
+    "SM Frequency": M.SM_CLOCK_HZ[0],
+    "DRAM Frequency": M.DRAM_CLOCK_HZ[0],
+    "Executed Ipc Active": M.IPC[0],
+    "Eligible Warps Per Scheduler": M.ELIGIBLE_WARPS[0],
+    "No Eligible": M.NO_ELIGIBLE_PCT[0],
+    "Executed Instructions": M.WARP_INST[0],
+    "L1/TEX Hit Rate": M.L1_HIT_RATE_PCT[0],
+    "L2 Hit Rate": M.L2_HIT_RATE_PCT[0],
+}
 
 
 def _read_text(path: str | Path) -> str:
@@ -125,14 +154,47 @@ def read_details_rules(path: str | Path) -> dict[int, tuple[RuleMessage, ...]]:
     return {k: tuple(v) for k, v in rules.items()}
 
 
+def _long_format_profiles(rows: list[list[str]], path: str | Path) -> tuple[KernelProfile, ...]:
+    """Profiles of a long-layout export (one row per metric: details page, or ``ncu --csv``)."""
+    header = rows[0]
+    col = {name: i for i, name in enumerate(header)}
+    launches: dict[int, tuple[str, dict[str, MetricValue]]] = {}
+    for row in rows[1:]:
+        if not row or not row[0].strip().isdigit() or len(row) <= col["Metric Value"]:
+            continue
+        launch = launches.setdefault(int(row[0]), (row[col["Kernel Name"]], {}))
+        name = row[col["Metric Name"]].strip()
+        # metric names are lower case without spaces; display names ("Duration") are not
+        metric = DISPLAY_METRICS.get(name) or (name if name and " " not in name
+                                               and name == name.lower() else None)
+        text = row[col["Metric Value"]].strip()
+        if metric is None or metric in launch[1] or not text or text in NO_VALUE:
+            continue
+        number = parse_number(text)
+        unit = row[col["Metric Unit"]].strip()
+        launch[1][metric] = (text, unit) if number is None else to_base_unit(number, unit)
+    if not launches:
+        raise ProfileError("not_a_report", "long-layout export with no metric rows",
+                           path=str(path))
+    rules = read_details_rules(path) if "Rule Name" in col else {}
+    return tuple(build_profile(i, demangled, metrics, rules=rules.get(i, ()), source=str(path))
+                 for i, (demangled, metrics) in sorted(launches.items()))
+
+
 def load_profiles_csv(raw_path: str | Path,
                       details_path: str | Path | None = None) -> tuple[KernelProfile, ...]:
-    """Every launch of a raw-page export; rule messages joined from a details export by ID."""
+    """Every launch of a raw-page export; rule messages joined from a details export by ID.
+
+    A long-layout file (details page, or the default ``ncu --csv`` output) given as
+    ``raw_path`` is read by :func:`_long_format_profiles`: fewer metrics, same records."""
     rows = _table(raw_path, "ID")
     header = rows[0]
-    if "Section Name" in header:
-        raise ProfileError("not_a_report", "this is a --page details export; the raw page "
-                           "(--page raw) holds the metrics", path=str(raw_path))
+    if all(c in header for c in _LONG_COLUMNS):
+        if details_path is not None:
+            raise ProfileError("not_a_report", "a long-layout (details) export holds its own "
+                               "rule messages; give --details only with a --page raw export",
+                               path=str(raw_path))
+        return _long_format_profiles(rows, raw_path)
     if len(rows) < 2 or rows[1][:1] != [""]:  # the units row: the ID column has no unit
         raise ProfileError("not_a_report", "raw export without its units row (row 2)",
                            path=str(raw_path))

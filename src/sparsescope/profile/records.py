@@ -8,6 +8,7 @@ through :func:`build_profile`, so the same report read either way gives the same
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -130,15 +131,17 @@ def short_kernel_name(demangled: str) -> str:
     ``csr_partition_kernel``; ``void csr_vector<8>(int, ...)`` -> ``csr_vector``.
 
     Strips the parameter list (first ``(`` outside template brackets), the trailing template
-    arguments, the namespaces and the return type, the way ncu's ``function`` name base does."""
-    text = demangled.replace("(anonymous namespace)", "<anonymous>").strip()
+    arguments, the namespaces and the return type, the way ncu's ``function`` name base does.
+    ncu's CSV pages shorten ``cusparse::<unnamed>::`` to ``unnamed>::`` (an unmatched bracket):
+    anonymous-namespace qualifiers in every spelling are dropped first."""
+    text = _ANONYMOUS.sub("", demangled).strip()
     depth = 0
     end = len(text)
     for i, ch in enumerate(text):
         if ch == "<":
             depth += 1
         elif ch == ">":
-            depth -= 1
+            depth = max(0, depth - 1)
         elif ch == "(" and depth == 0:
             end = i
             break
@@ -162,6 +165,9 @@ def short_kernel_name(demangled: str) -> str:
     return head[cut:] or demangled
 
 
+_ANONYMOUS = re.compile(r"(?:\(anonymous namespace\)|<?(?:unnamed|anonymous)>)::")
+
+
 def _int_or_none(value: float | None) -> int | None:
     return None if value is None or math.isnan(value) else int(round(value))
 
@@ -175,12 +181,22 @@ def _dims_product(metrics: Mapping[str, MetricValue], names: tuple[str, ...]) ->
 
 def stalls_from_metrics(metrics: Mapping[str, MetricValue]) -> dict[str, float]:
     """Every ``smsp__average_warps_issue_stalled_*_per_issue_active.ratio`` -> reason: cycles,
-    in ncu's order (known reasons first, any newer ones after, alphabetically)."""
+    in ncu's order (known reasons first, any newer ones after, alphabetically).
+
+    A profile that recorded only the older form, ``smsp__warp_issue_stalled_*_per_warp_active.pct``
+    (% of the warps' active cycles), gets ``cycles = pct / 100 x CPI`` when it holds the CPI
+    (CPI is the warps' active cycles per issued instruction, so the two forms agree)."""
     found = {}
     for name, (value, _unit) in metrics.items():
         reason = M.stall_reason(name)
         if reason is not None and not isinstance(value, str):
             found[reason] = float(value)
+    cpi = metrics.get(M.CPI)
+    if not found and cpi is not None and not isinstance(cpi[0], str):
+        for name, (value, _unit) in metrics.items():
+            reason = M.stall_pct_reason(name)
+            if reason is not None and not isinstance(value, str):
+                found[reason] = float(value) / 100.0 * float(cpi[0])
     order = {r: i for i, r in enumerate(M.STALL_REASONS)}
     return dict(sorted(found.items(), key=lambda kv: (order.get(kv[0], len(order)), kv[0])))
 
