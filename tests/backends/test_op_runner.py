@@ -203,3 +203,30 @@ def test_check_only_and_run_op_matrix(square, capsys):
     assert main(["--op", "spmm", "--suite", "dlmc3", "--matrix", "dlmc-128x256", "--backend",
                  "spmm-scipy-cpu", "--check-only"]) == 0
     assert "checked only" in capsys.readouterr().out
+
+
+def test_case_label_and_split_marked_profiles():
+    from types import SimpleNamespace
+
+    from sparsescope.backends.op_runner import MARKER_KERNEL, case_label, split_marked_profiles
+
+    spec = {"op": "spmm", "suite": "dlmc3", "matrix": "dlmc-256x512",
+            "backend": "spmm-torch-i32", "params": {"layout": "row", "k": 8}}
+    assert case_label(spec) == "spmm-torch-i32 dlmc-256x512 k=8 layout=row"
+    records = [{"index": 0, "label": "a m k=8", "outcome": "ok"},
+               {"index": 1, "label": "b m k=8", "outcome": "failed"},
+               {"index": 2, "label": "c m k=8", "outcome": "ok"}]
+
+    def launch(index, name, grid=1):
+        return SimpleNamespace(index=index, name=name, grid_size=grid)
+
+    # ncu's order is the launch order (the index), whatever order the reader returns
+    profiles = [launch(6, "fill", 4), launch(0, MARKER_KERNEL, 1), launch(1, "csrmm"),
+                launch(2, "transpose"), launch(3, MARKER_KERNEL, 2), launch(4, "bad"),
+                launch(5, MARKER_KERNEL, 3), launch(7, "spmm_rowwarp")][::-1]
+    kept, labels = split_marked_profiles(profiles, records)
+    assert [p.index for p in kept] == [1, 2, 6, 7]
+    assert labels == ["a m k=8: csrmm", "a m k=8: transpose", "c m k=8: fill",
+                      "c m k=8: spmm_rowwarp"]
+    # a kernel before any marker belongs to no case
+    assert split_marked_profiles([launch(0, "init")], records) == ([], [])

@@ -121,3 +121,20 @@ def test_torch_gradient_on_the_gpu():
             check_invariants=False), x)
 
     assert torch.autograd.gradcheck(fn, (values,), eps=1e-6, atol=1e-8)
+
+
+def test_marked_cases_for_ncu_run_check_and_record():
+    """The multi-case profile target without ncu: every case checked, skips recorded."""
+    from sparsescope.backends.op_runner import run_marked_cases
+
+    specs = [{"op": "spmm", "suite": "dlmc3", "matrix": "dlmc-128x256", "backend": b,
+              "params": {"k": 8, "layout": layout}}
+             for b in ("spmm-cuda-rowwarp", "spmm-torch-i32") for layout in ("row", "col")]
+    specs.append({"op": "slice", "suite": "slice003", "matrix": "slice-1000",
+                  "backend": "slice-cuda-gather", "params": {"rows_selected": 16}})
+    records = run_marked_cases(specs)
+    outcomes = [r["outcome"] for r in records]
+    assert outcomes == ["ok", "skipped", "ok", "ok", "ok"], records
+    assert "row-major X only" in records[1]["reason"]
+    assert all(r["rel_err"] < 1e-5 for r in records if r["outcome"] == "ok")
+    assert records[0]["label"] == "spmm-cuda-rowwarp dlmc-128x256 k=8 layout=row"

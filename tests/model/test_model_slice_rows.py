@@ -10,6 +10,7 @@ from sparsescope.model.slice_rows import (
     dense_bound_ms,
     expected_sectors_uniform,
     judge_bounds,
+    sector_rmw_bound_ms,
     sector_scatter_bound_ms,
     seed_line_bound_ms,
     slice_traffic,
@@ -105,3 +106,16 @@ def test_judge_bounds_refutes_beaten_bounds_and_supports_the_tightest_left():
     assert not v.refuted and v.supported
     with pytest.raises(ValueError, match="2 values for 1 times"):
         judge_bounds({"x": [1.0, 2.0]}, [1.0])
+
+
+def test_sector_rmw_bound_by_hand():
+    # seed workload, every write its own sector: 40.06 MB read + 2 x 160 MB, at 1,500 GB/s
+    t = slice_traffic(5_000, 10_000, 5_000_000, index_bytes=4, sector_writes=5_000_000)
+    assert t.read_bytes == 40_060_000
+    assert sector_rmw_bound_ms(t, 1_500) == pytest.approx((40_060_000 + 320_000_000)
+                                                          / 1.5e12 * 1e3)
+    assert sector_rmw_bound_ms(t, 1_500) == pytest.approx(0.240, abs=5e-4)
+    # fewer distinct sectors (merged stores) lower it: 712 of 1,250 sectors per row
+    merged = slice_traffic(5_000, 10_000, 5_000_000, sector_writes=3_560_000)
+    assert sector_rmw_bound_ms(merged, 1_500) == pytest.approx(
+        (40_060_000 + 2 * 3_560_000 * 32) / 1.5e12 * 1e3)

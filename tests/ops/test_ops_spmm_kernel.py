@@ -14,7 +14,9 @@ from sparsescope.backends.spmm_cuda import (
     choose_slice_nnz,
     kernel_name,
     launch_shape,
+    pipeline,
     slice_plan,
+    warps_per_block,
 )
 
 
@@ -46,12 +48,43 @@ def test_choose_slice_nnz():
     # circuit5M-like: a 1.28 M-entry row is cut into 23 slices of 56,384 nonzeros
     s = choose_slice_nnz(59_524_291, 132)
     assert s == 56_384 and -(-1_278_415 // s) == 23
-    assert kernel_name("float32", 4, (4, 2, 1)) == "spmm_rowwarp<float, int, 4, 2, 1>"
+    assert kernel_name("float32", 4, (4, 2, 1)) == "spmm_rowwarp<float, int, 4, 2, 1, 4, 8>"
+    assert (kernel_name("float64", 8, (2, 32, 4), (1, 2))
+            == "spmm_rowwarp<double, long long, 2, 32, 4, 1, 2>")
 
 
-def emulate(csr: sp.csr_matrix, x: np.ndarray, k: int, shape, plan) -> np.ndarray:
-    """The kernel's lane arithmetic in NumPy, lane for lane (32 lanes per warp/slice)."""
+@pytest.mark.parametrize(("shape", "depth", "stages"), [
+    ((1, 1, 1), None, (4, 4)), ((4, 2, 1), None, (4, 8)), ((4, 16, 1), None, (4, 8)),
+    ((4, 32, 2), None, (1, 4)), ((1, 32, 8), None, (1, 1)), ((2, 32, 4), None, (1, 2)),
+    ((4, 2, 1), 1, (1, 2)), ((4, 16, 1), 1, (1, 8)), ((2, 4, 1), 2, (2, 8)),
+])
+def test_pipeline(shape, depth, stages):
+    assert pipeline(shape, depth) == stages
+    d, batch = stages
+    assert (d * shape[1]) % batch == 0 and batch * shape[2] <= 8 or batch == 1
+
+
+def test_pipeline_rejects_a_depth_that_is_not_a_power_of_two():
+    with pytest.raises(ValueError, match="power of two"):
+        pipeline((4, 2, 1), 3)
+
+
+def test_warps_per_block_spreads_small_layers_over_every_sm():
+    assert warps_per_block(512, 132) == 4  # dlmc-512x1024: 128 blocks, not 64 of 8 warps
+    assert warps_per_block(256, 132) == 2
+    assert warps_per_block(128, 132) == 1
+    assert warps_per_block(100_000, 132) == 8
+    assert warps_per_block(0, 132) == 1
+    assert warps_per_block(512, 132, warps=8) == 8
+    with pytest.raises(ValueError):
+        warps_per_block(512, 132, warps=16)
+
+
+def emulate(csr: sp.csr_matrix, x: np.ndarray, k: int, shape, plan, stages) -> np.ndarray:
+    """The kernel's lane arithmetic in NumPy, lane for lane (32 lanes per warp/slice): stages
+    of DEPTH chunks, batches of BATCH entries per group, the warp-uniform tail break."""
     vec, group, chunks = shape
+    depth, batch = stages
     groups = 32 // group
     lanes = np.arange(32)
     g, li = lanes // group, lanes % group
@@ -65,20 +98,32 @@ def emulate(csr: sp.csr_matrix, x: np.ndarray, k: int, shape, plan) -> np.ndarra
             atomic, row = r < 0, (-r - 1 if r < 0 else r)
         begin, end = int(plan.slice_ptr[s]), int(plan.slice_ptr[s + 1])
         acc = np.zeros((32, chunks, vec))
-        for base in range(begin, end, 32):
-            idx = base + lanes
-            have = idx < end
-            my_col = np.where(have, csr.indices[np.minimum(idx, csr.nnz - 1)], 0)
-            my_val = np.where(have, csr.data[np.minimum(idx, csr.nnz - 1)], 0.0)
-            for i in range(group):
-                e = g + groups * i
-                assert e.max() < 32
-                j, a, ok = my_col[e], my_val[e], base + e < end
-                for c in range(chunks):
-                    cc = (li + group * c) * vec
-                    m = ok & (cc < k)
-                    for v in range(vec):
-                        acc[m, c, v] += a[m] * x[j[m], cc[m] + v]
+        for base in range(begin, end, 32 * depth):
+            my_col, my_val = [], []
+            for d in range(depth):
+                idx = base + 32 * d + lanes
+                have = idx < end
+                my_col.append(np.where(have, csr.indices[np.minimum(idx, csr.nnz - 1)], 0))
+                my_val.append(np.where(have, csr.data[np.minimum(idx, csr.nnz - 1)], 0.0))
+            for i0 in range(0, depth * group, batch):
+                if base + 32 * (i0 // group) >= end:
+                    break
+                a = np.zeros((batch, 32))
+                xv = np.zeros((batch, 32, chunks, vec))
+                for b in range(batch):
+                    i = i0 + b
+                    d = 0 if depth == 1 else i // group
+                    e = g + groups * (i % group)
+                    assert e.max() < 32 and d < depth
+                    j, a[b] = my_col[d][e], my_val[d][e]
+                    live = base + 32 * d + e < end
+                    for c in range(chunks):
+                        cc = (li + group * c) * vec
+                        m = live & (cc < k)
+                        for v in range(vec):
+                            xv[b, m, c, v] = x[j[m], cc[m] + v]
+                for b in range(batch):
+                    acc += a[b][:, None, None] * xv[b]
         off = group
         while off < 32:
             acc = acc + acc[lanes ^ off]
@@ -96,7 +141,8 @@ def emulate(csr: sp.csr_matrix, x: np.ndarray, k: int, shape, plan) -> np.ndarra
 
 @pytest.mark.parametrize("k", [1, 3, 6, 8, 40, 64, 256])
 @pytest.mark.parametrize("slice_nnz", [32, 4096])
-def test_emulated_kernel_matches_the_reference(k, slice_nnz):
+@pytest.mark.parametrize("depth", [None, 1])
+def test_emulated_kernel_matches_the_reference(k, slice_nnz, depth):
     rng = np.random.default_rng(k)
     lengths = rng.integers(0, 90, size=24)
     lengths[[3, 7]] = 0  # empty rows must still be written (zeros)
@@ -107,18 +153,21 @@ def test_emulated_kernel_matches_the_reference(k, slice_nnz):
     x = rng.random((cols, k)) * 2 - 1
     plan = slice_plan(csr.indptr, slice_nnz)
     assert (plan.split_rows > 0) == (slice_nnz == 32)
-    y = emulate(csr, x, k, launch_shape(k, "float32"), plan)
+    shape = launch_shape(k, "float32")
+    y = emulate(csr, x, k, shape, plan, pipeline(shape, depth))
     assert not np.isnan(y).any()
     np.testing.assert_allclose(y, csr @ x, rtol=1e-12, atol=1e-12)
 
 
 WRAPPER = """
 #include "{path}"
-template __global__ void spmm_rowwarp<float, int, 4, 2, 1>(long long, int, int, const int*,
-    const int*, const int*, const float*, const float*, float*);
-template __global__ void spmm_rowwarp<float, int, 4, 16, 1>(long long, int, int, const int*,
-    const int*, const int*, const float*, const float*, float*);
-template __global__ void spmm_rowwarp<double, long long, 2, 32, 4>(long long, int, int,
+template __global__ void spmm_rowwarp<float, int, 4, 2, 1, 4, 8>(long long, int, int,
+    const int*, const int*, const int*, const float*, const float*, float*);
+template __global__ void spmm_rowwarp<float, int, 4, 16, 1, 4, 8>(long long, int, int,
+    const int*, const int*, const int*, const float*, const float*, float*);
+template __global__ void spmm_rowwarp<float, int, 4, 32, 2, 1, 4>(long long, int, int,
+    const int*, const int*, const int*, const float*, const float*, float*);
+template __global__ void spmm_rowwarp<double, long long, 2, 32, 4, 1, 2>(long long, int, int,
     const long long*, const long long*, const long long*, const double*, const double*, double*);
 """
 
@@ -138,15 +187,22 @@ def spmm_sass(tmp_path_factory):
 
 
 def test_sass_uses_k_wide_vector_loads_and_does_not_spill(spmm_sass):
-    k8 = spmm_sass["void spmm_rowwarp<float, int, 4, 2, 1>"]
-    k64 = spmm_sass["void spmm_rowwarp<float, int, 4, 16, 1>"]
-    for analysis in (k8, k64):
+    k8 = spmm_sass["void spmm_rowwarp<float, int, 4, 2, 1, 4, 8>"]
+    k64 = spmm_sass["void spmm_rowwarp<float, int, 4, 16, 1, 4, 8>"]
+    k256 = spmm_sass["void spmm_rowwarp<float, int, 4, 32, 2, 1, 4>"]
+    for analysis in (k8, k64, k256):
         wide = {(i.opcode, i.access_bytes) for i in analysis.instructions}
         assert ("LDG", 16) in wide  # X gathered as float4: k-wide vector loads
         assert ("STG", 16) in wide  # Y stored as float4
         assert any(i.opcode == "SHFL" for i in analysis.instructions)
-        res = analysis.resources
-        assert res.registers <= 64 and not res.local_bytes and not res.spill_store_bytes
-    double = spmm_sass["void spmm_rowwarp<double, long long, 2, 32, 4>"]
+        res = analysis.resources  # __launch_bounds__(256, 2): at most 128 registers
+        assert res.registers <= 128 and not res.local_bytes and not res.spill_store_bytes
+    # DEPTH x 2 coalesced (col, val) loads and BATCH float4 gathers issued before the first
+    # FMA that needs one: k = 8 stages 4 chunks and gathers 8 X rows a lane
+    first_ffma = next(n for n, i in enumerate(k8.instructions) if i.opcode == "FFMA")
+    early = [i for i in k8.instructions[:first_ffma] if i.opcode == "LDG"]
+    assert sum(i.access_bytes == 16 for i in early) >= 6
+    assert sum(i.access_bytes == 4 for i in early) >= 8
+    double = spmm_sass["void spmm_rowwarp<double, long long, 2, 32, 4, 1, 2>"]
     assert ("LDG", 16) in {(i.opcode, i.access_bytes) for i in double.instructions}  # double2
     assert any(i.opcode in ("RED", "ATOM", "REDG", "ATOMG") for i in double.instructions)

@@ -97,11 +97,52 @@ def test_slice_table_has_the_four_bounds(slice_run):
 
 def test_the_measurements_refute_the_seed_line_model(slice_run):
     text = bound_verdict(slice_run, op_views(slice_run, "slice"))
-    # 0.060 ms beats the seed's 0.136 ms bound; the 32-byte sector bound (0.0197 ms) stands
-    # and is tighter than the streaming one (0.0125 ms)
-    assert "support the **32-byte sector scatter** bound" in text
+    # 0.060 ms beats the seed's 0.136 ms bound; the 32-byte sector bound (0.0197 ms) and the
+    # sector read-modify-write bound ((40.06 MB + 2 x 3,560,417 x 32 B) / 4.8 TB/s =
+    # 0.0558 ms) stand, and the RMW bound is the tightest (93.0 % of it)
+    assert "support the **32-byte sector read + write-back in DRAM** bound" in text
+    assert "| 32-byte sector read + write-back in DRAM | 93.03 |" in text
     assert "Seed 003's line model is **refuted**" in text
     assert "kernel time from the breakdown" in text
+    assert "Sectors of the scatter kernel under ncu" not in text  # no profile given
+
+
+def _profile(index, name, duration_ns, metrics=(), grid=1, block=256, stalls=()):
+    from sparsescope.profile.records import build_profile
+
+    values = {"gpu__time_duration.sum": (duration_ns, "ns"), "launch__grid_size": (grid, ""),
+              "launch__block_size": (block, ""), **{k: (v, "") for k, v in metrics},
+              **{f"smsp__average_warps_issue_stalled_{r}_per_issue_active.ratio": (c, "")
+                 for r, c in stalls}}
+    return build_profile(index, f"void {name}<float>(int)", values, name=name)
+
+
+def test_scatter_counters_and_profiled_kernels(slice_run):
+    views = op_views(slice_run, "slice")
+    label = "slice-cuda-scatter slice-10000 rows_selected=5000 weights=per-nnz"
+    profiles = [_profile(0, "slice_scatter", 104_000, metrics=(
+        ("dram__sectors_read.sum", 4_610_000), ("dram__sectors_write.sum", 3_540_000),
+        ("lts__t_sectors_op_read.sum", 1_850_000), ("lts__t_sectors_op_write.sum", 8_620_000),
+        ("lts__t_sectors_op_atom.sum", 0), ("lts__t_sectors_op_red.sum", 0)),
+        grid=625, stalls=(("long_scoreboard", 162.4), ("lg_throttle", 134.0))),
+        _profile(1, "slice_gather", 68_700, grid=5000),
+        _profile(2, "other_case", 1_000)]
+    labels = [f"{label}: slice_scatter",
+              "slice-cuda-gather slice-10000 rows_selected=5000 weights=per-nnz: slice_gather",
+              "slice-torch slice-10000 rows_selected=64 weights=per-nnz: other_case"]
+    text = bound_verdict(slice_run, views, profiles, labels)
+    # reads 40.06 MB = 1.252 M sectors; + 3.560 M touched = 4.812 M; seed: 8 x 5 M = 40 M
+    assert ("| slice-10000 rows=5000 per-nnz | 104 | 1.252 | 4.812 | 4.61 | 3.56 | 3.54 | 40 "
+            "| 10.47 |") in text
+    report = ops_sections(slice_run, profiles=profiles, labels=labels)
+    rows = report.tables["ops_slice_profiled"]
+    assert [(r["backend"], r["kernels"], r["main_kernel"]) for r in rows] == [
+        ("slice-cuda-scatter", 1, "slice_scatter"), ("slice-cuda-gather", 1, "slice_gather")]
+    assert rows[0]["main_top_stall"] == "long_scoreboard" and rows[0]["main_grid_blocks"] == 625
+    assert rows[0]["ncu_sum_us"] == pytest.approx(104.0)
+    titles = [t for t, _ in report.sections]
+    assert "Slice: profiled kernels per case" in titles
+    assert "Slice: instruction roofline" in titles
 
 
 def test_slice_sections_peer_table_and_outcomes(slice_run, tmp_path):
@@ -206,3 +247,34 @@ def test_write_ops_report_from_a_real_cpu_run(tmp_path):
     assert (tmp_path / "figures" / "ops_spmm_roofline.png").is_file()
     assert (tmp_path / "tables" / "ops_spmm.json").is_file()
     assert 'src="data:image/png;base64' in paths.html.read_text()
+
+
+def test_unprofiled_losses_point_at_the_nearest_profiled_case():
+    from sparsescope.report.ops_sections import unprofiled_losses
+
+    record = MatrixRecord("dlmc-512x1024", "generated", "pruned", "DLMC 1",
+                          stats(512, 1024, 157_286))
+    notes = {"op.k": "256", "op.layout": "row", "grid_blocks": "128", "block_threads": "128",
+             "slices": "512"}
+    run = runset([record], [case("dlmc-512x1024", "spmm-cuda-rowwarp", "spmm", 0.0585, notes),
+                            case("dlmc-512x1024", "spmm-torch-i32", "spmm", 0.0315, notes)])
+    views = op_views(run, "spmm")
+    peers = [{"case": "dlmc-512x1024 k=256 row", "own_backend": "spmm-cuda-rowwarp",
+              "best_peer": "spmm-torch-i32", "speedup_x": 0.54, "at_least_as_fast": False}]
+    profiled = [{"case": f"dlmc-512x1024 k={k} row", "backend": b, "kernels": n,
+                 "ncu_sum_us": us * n, "main_kernel": name, "main_us": us,
+                 "main_grid_blocks": grid, "main_block_threads": 128,
+                 "main_achieved_occupancy_pct": occ}
+                for k in (8, 64)
+                for b, n, name, us, grid, occ in (
+                    ("spmm-cuda-rowwarp", 1, "spmm_rowwarp", 15.46, 128, 6.1),
+                    ("spmm-torch-i32", 4, "csrmm_alg2_kernel", 13.38, 1639, 43.8))]
+    text = unprofiled_losses(peers, views, profiled)
+    assert "**dlmc-512x1024 k=256 row** (0.54x): at k=64 (profiled)" in text
+    assert "`spmm_rowwarp` alone takes 15.46 µs at 6.1 % achieved occupancy" in text
+    assert "`csrmm_alg2_kernel` 13.38 µs at 43.8 % (1639 blocks of 128)" in text
+    assert "1 kernel against 4 (53.5 µs in all)" in text
+    assert "(128 blocks of 128 threads, 512 warps, one per row slice) with 4x" in text
+    # a profiled loss needs no pointer elsewhere
+    profiled.append(dict(profiled[0], case="dlmc-512x1024 k=256 row"))
+    assert unprofiled_losses(peers, views, profiled) == ""

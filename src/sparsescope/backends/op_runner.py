@@ -19,6 +19,13 @@ the backend's own notes. Run as a module, this file is the program ncu profiles 
 
     python -m sparsescope.backends.op_runner --op spmm --suite dlmc3 --matrix dlmc-512x1024 \
         --backend spmm-cuda-rowwarp --param k=8
+
+or for a list of cases in one process (one ncu run; ``ncu --profile-from-start off``)::
+
+    python -m sparsescope.backends.op_runner --cases cases.json --record ran.json
+
+where each case's call is preceded by a marker launch whose grid size is the case's position
+plus one, so :func:`split_marked_profiles` can label every profiled kernel with its case.
 """
 
 from __future__ import annotations
@@ -298,8 +305,121 @@ def _params(pairs: Sequence[str]) -> dict[str, Any]:
     return params
 
 
+MARKER_KERNEL = "sparsescope_case_marker"
+_MARKER_SOURCE = 'extern "C" __global__ void sparsescope_case_marker() {}'
+
+
+def case_label(spec: Mapping[str, Any]) -> str:
+    """``<backend> <matrix> <name>=<value> ...`` -- the label of a profiled case (the report
+    groups instruction-roofline points by its first word, the backend)."""
+    params = " ".join(f"{k}={v}" for k, v in sorted(dict(spec.get("params") or {}).items()))
+    return " ".join(part for part in (spec["backend"], spec["matrix"], params) if part)
+
+
+def run_marked_cases(specs: Sequence[Mapping[str, Any]], *, seed: int = 0,
+                     value_dtype: str = "float32") -> list[dict]:
+    """Run each case ``{"op", "suite", "matrix", "backend", "params"}`` for ncu: build, prepare,
+    run once untimed (compilation, handles), poison, then -- inside a profiler range
+    (``cudaProfilerStart``/``Stop``) -- a marker launch with ``grid = position + 1`` and one
+    call, checked against float64 afterwards. Returns one record per case (label, outcome,
+    relative error, the backend's notes)."""
+    import cupy
+
+    from sparsescope.matrices.suite_dlmc import build_named_entry
+
+    marker = cupy.RawKernel(_MARKER_SOURCE, MARKER_KERNEL)
+    runtime = cupy.cuda.runtime
+    records: list[dict] = []
+    loaded: dict[tuple[str, str], Matrix] = {}
+    for position, spec in enumerate(specs):
+        record = {"index": position, "label": case_label(spec), **dict(spec)}
+        records.append(record)
+        key = (spec["suite"], spec["matrix"])
+        if key not in loaded:  # one matrix at a time: the largest holds 10 M nonzeros
+            loaded = {key: build_named_entry(*key)}
+        op_obj, backend = get_op(spec["op"]), resolve_backend(spec["backend"])
+        available, why = backend.availability()
+        index_bytes = backend.capability.index_bytes[0]
+        case = op_obj.make_case(loaded[key].csr, spec.get("params"), value_dtype=value_dtype,
+                                index_bytes=index_bytes, seed=seed)
+        reason = backend.unsupported_params(case) if available else f"unavailable: {why}"
+        if reason:
+            record.update(outcome="skipped", reason=reason)
+            continue
+        try:
+            prepared = backend.prepare(case, value_dtype, index_bytes)
+            backend.run(prepared)
+            poisoned = backend.poison_output(prepared)
+            runtime.deviceSynchronize()
+            runtime.profilerStart()
+            try:
+                marker((position + 1,), (32,), ())
+                out = backend.run(prepared)
+                runtime.deviceSynchronize()
+            finally:
+                runtime.profilerStop()
+        except Exception as exc:
+            record.update(outcome="failed", reason=f"run failed: {_error_text(exc)}")
+            continue
+        problem = output_problem(out, case, poisoned)
+        correctness = None if problem else op_obj.check(out, case)
+        passed = correctness is not None and correctness.passed
+        record.update(outcome="ok" if passed else "failed", reason=problem,
+                      rel_err=correctness.rel_err if correctness is not None else None,
+                      notes=_backend_notes(backend, prepared))
+    return records
+
+
+def split_marked_profiles(profiles: Sequence[Any], records: Sequence[Mapping[str, Any]]
+                          ) -> tuple[list, list[str]]:
+    """(profiles, labels) of the cases' calls from a run of :func:`run_marked_cases`: every
+    kernel after the marker of case ``i`` (grid size ``i + 1``) up to the next marker, labelled
+    ``"<case label>: <kernel name>"``; the markers themselves are dropped, and so are kernels
+    of a case that did not pass its check."""
+    by_grid = {int(r["index"]) + 1: r for r in records}
+    kept, labels, current = [], [], None
+    for p in sorted(profiles, key=lambda p: p.index):
+        if p.name == MARKER_KERNEL:
+            current = by_grid.get(int(p.grid_size or 0))
+            continue
+        if current is None or current.get("outcome") != "ok":
+            continue
+        kept.append(p)
+        labels.append(f"{current['label']}: {p.name}")
+    return kept, labels
+
+
+def _main_cases(argv: Sequence[str]) -> int:
+    import json
+
+    parser = argparse.ArgumentParser(prog="python -m sparsescope.backends.op_runner --cases",
+                                     description="Run a list of op cases once each, marked "
+                                                 "for ncu (see run_marked_cases).")
+    parser.add_argument("--cases", required=True, help="JSON list of case specs")
+    parser.add_argument("--record", required=True, help="where to write what ran (JSON)")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    try:
+        with open(args.cases, encoding="utf-8") as handle:
+            specs = json.load(handle)
+        records = run_marked_cases(specs, seed=args.seed)
+    except SparsescopeError as exc:
+        print(f"sparsescope-op-target: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    from sparsescope._atomic import write_json_atomic
+
+    write_json_atomic(args.record, records)
+    for r in records:
+        print(f"sparsescope-op-target: [{r['index']}] {r['label']}: {r['outcome']}"
+              + (f" ({r['reason']})" if r.get("reason") else ""))
+    return 0  # a failed case is in the record; ncu must still write the others' profiles
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """One case, to be profiled by ncu: exit 0 ok, 1 failed, 3 skipped, 2 bad arguments."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if "--cases" in argv:
+        return _main_cases(argv)
     parser = argparse.ArgumentParser(prog="python -m sparsescope.backends.op_runner",
                                      description="Run one op case (the program ncu profiles).")
     parser.add_argument("--op", required=True)

@@ -11,7 +11,14 @@ tested without a GPU and recorded in the case's notes:
   ``S = max(1024, round_up(nnz / (SMs x 8 warps), 32))``: a long row (power-law matrices)
   is shared by several warps, so one row no longer finishes last by itself; rows under 1,024
   nonzeros (every DLMC layer) stay whole (:data:`MIN_SLICE_NNZ`). A cut row is summed with
-  atomicAdd into a zero-filled Y (one memset more per call); an uncut row is stored directly.
+  atomicAdd into a zero-filled Y (one memset more per call); an uncut row is stored directly;
+* the pipeline (:func:`pipeline`): DEPTH chunks of 32 (col, val) pairs loaded at once and
+  BATCH X rows gathered per lane before their FMAs (the kernel's header says why);
+* the block (:func:`warps_per_block`): as many warps as spread the slices over every SM, at
+  most 8 -- 512 rows in blocks of 8 warps would leave 68 of 132 SMs idle.
+
+The three choices are constructor arguments (``depth``, ``warps``, ``min_slice``), so a sweep
+can time variants of the one backend; the registered instance uses the defaults.
 
 Y is allocated once per prepared case and reused, so :meth:`poison_output` can fill it with NaN.
 Column-major X is not supported by this kernel (it would need one sector per value); those
@@ -32,8 +39,13 @@ from sparsescope.ops.registry import OpCase
 from sparsescope.timing.types import Measurement, TimingConfig
 
 SOURCE = "spmm_rowwarp.cu"
-BLOCK_THREADS = 256
-WARPS_PER_BLOCK = BLOCK_THREADS // 32
+MAX_WARPS_PER_BLOCK = 8
+"""The kernel's ``__launch_bounds__(256, 2)``."""
+PREFETCH_DEPTH = 4
+"""DEPTH for GROUP <= 16 (k <= 64 in float32); a whole-warp nonzero (GROUP 32) gathers 32 X
+rows per chunk already, so one chunk a stage suffices there (and more spills registers)."""
+X_LOADS_IN_FLIGHT = 8
+"""BATCH x CHUNKS vector loads of X in flight per lane (32 registers of X values)."""
 TARGET_WARPS_PER_SM = 8
 """Slices aimed at per SM: a quarter of Hopper's 64 resident warps, enough to cover latency
 with several loads in flight per warp, few enough that large matrices are not cut at all."""
@@ -42,7 +54,10 @@ MIN_SLICE_NNZ = 1024
 round trip of X gathers (the next chunk's indices are prefetched), take ~10 us; below that the
 zero fill (one more launch) and the atomics cost more than the parallelism they buy. So the
 DLMC layers (rows of 77-383 nonzeros) run a row per warp, and only long rows of power-law
-matrices are cut. A hypothesis to check on the H200 (the notes record the rule and S)."""
+matrices are cut. Checked on the H200 (results/h200/spmm/README.md, launch sweep): at k = 8
+cutting the DLMC rows (floors 32 and 128) is slower, as predicted; at k = 64 it is faster on
+the two larger layers, where the gathers per row outweigh the zero fill -- a k-dependent floor
+is the next step (not taken: the committed measurement ran this rule)."""
 SLICE_UNIT = 32
 MAX_CHUNKS = 8
 _CUDA_ATTR_SM_COUNT = 16  # cudaDevAttrMultiProcessorCount
@@ -67,6 +82,41 @@ def launch_shape(k: int, value_dtype: str) -> tuple[int, int, int]:
     while group < lanes and group < 32:
         group *= 2
     return vec, group, -(-lanes // group)
+
+
+def pipeline(shape: tuple[int, int, int], depth: int | None = None) -> tuple[int, int]:
+    """(DEPTH, BATCH) for a launch shape (VEC, GROUP, CHUNKS)::
+
+        DEPTH = PREFETCH_DEPTH if GROUP <= 16 else 1        (``depth`` overrides)
+        BATCH = min(DEPTH x GROUP, max(1, X_LOADS_IN_FLIGHT // CHUNKS))
+
+    k = 1 -> (4, 4); k = 8 -> (4, 8); k = 64 -> (4, 8); k = 256 -> (1, 4); k = 255 -> (1, 1).
+    Both powers of two, so BATCH divides DEPTH x GROUP as the kernel asserts.
+    """
+    _, group, chunks = shape
+    if depth is None:
+        depth = PREFETCH_DEPTH if group <= 16 else 1
+    if depth < 1 or depth & (depth - 1):
+        raise ValueError(f"depth must be a power of two >= 1, got {depth}")
+    return depth, min(depth * group, max(1, X_LOADS_IN_FLIGHT // chunks))
+
+
+def warps_per_block(n_slices: int, sm_count: int, warps: int | None = None) -> int:
+    """Warps a block: the smallest power of two >= ceil(slices / SMs), in [1, 8] (``warps``
+    overrides). 512 slices on 132 SMs -> 4 (128 blocks); 100,000 -> 8; 100 -> 1.
+
+    The H200 sweep (results/h200/spmm/README.md) did not bear out the gain this rule was
+    written for: blocks of 8 warps on fewer SMs were a few per cent faster on the DLMC layers,
+    plausibly because warps on one SM share X's rows in its L1."""
+    if warps is not None:
+        if not 1 <= warps <= MAX_WARPS_PER_BLOCK:
+            raise ValueError(f"warps must be in [1, {MAX_WARPS_PER_BLOCK}], got {warps}")
+        return warps
+    need = -(-max(1, n_slices) // max(1, sm_count))
+    chosen = 1
+    while chosen < need and chosen < MAX_WARPS_PER_BLOCK:
+        chosen *= 2
+    return chosen
 
 
 def choose_slice_nnz(nnz: int, sm_count: int, min_slice: int | None = None) -> int:
@@ -114,10 +164,13 @@ def slice_plan(indptr: np.ndarray, slice_nnz: int) -> SlicePlan:
                      int((pieces > 1).sum()))
 
 
-def kernel_name(value_dtype: str, index_bytes: int, shape: tuple[int, int, int]) -> str:
+def kernel_name(value_dtype: str, index_bytes: int, shape: tuple[int, int, int],
+                stages: tuple[int, int] | None = None) -> str:
+    """The template instance, e.g. ``spmm_rowwarp<float, int, 4, 2, 1, 4, 8>``."""
     vec, group, chunks = shape
+    depth, batch = stages if stages is not None else pipeline(shape)
     return (f"spmm_rowwarp<{_gpu.CUDA_VALUE_TYPES[value_dtype]}, "
-            f"{_gpu.CUDA_INDEX_TYPES[index_bytes]}, {vec}, {group}, {chunks}>")
+            f"{_gpu.CUDA_INDEX_TYPES[index_bytes]}, {vec}, {group}, {chunks}, {depth}, {batch}>")
 
 
 @dataclass
@@ -127,6 +180,8 @@ class PreparedSpmmCuda:
     kernel: str
     plan: SlicePlan
     grid: int
+    block: int
+    """Threads per block."""
     slice_ptr: Any
     slice_row: Any
     """Device slice rows, or the slice pointers again when no row is cut (never read then)."""
@@ -144,6 +199,15 @@ class SpmmCudaRowWarp(OpBackend):
         ops=("spmm",), value_dtypes=("float32", "float64"), index_bytes=(4, 8), device="gpu",
         description="own CSR SpMM: row-major X, k-wide vector loads, a row slice per warp "
                     "(NVRTC)")
+
+    def __init__(self, *, depth: int | None = None, warps: int | None = None,
+                 min_slice: int | None = None) -> None:
+        self.depth = depth
+        """DEPTH override (None: :func:`pipeline`'s rule)."""
+        self.warps = warps
+        """Warps per block override (None: :func:`warps_per_block`'s rule)."""
+        self.min_slice = min_slice
+        """Floor of S override (None: :data:`MIN_SLICE_NNZ`)."""
 
     def availability(self) -> tuple[bool, str]:
         return _gpu.cupy_cuda_status()
@@ -164,26 +228,31 @@ class SpmmCudaRowWarp(OpBackend):
         shape = launch_shape(k, value_dtype)
         sm_count = cupy.cuda.runtime.deviceGetAttribute(_CUDA_ATTR_SM_COUNT,
                                                         cupy.cuda.Device().id)
-        plan = slice_plan(csr.indptr, choose_slice_nnz(csr.nnz, sm_count))
+        floor = MIN_SLICE_NNZ if self.min_slice is None else self.min_slice
+        plan = slice_plan(csr.indptr, choose_slice_nnz(csr.nnz, sm_count, floor))
         index_dtype = _gpu.INDEX_DTYPES[index_bytes]
         dtype = _gpu.VALUE_DTYPES[value_dtype]
-        name = kernel_name(value_dtype, index_bytes, shape)
-        grid = max(1, -(-plan.n_slices // WARPS_PER_BLOCK))
+        stages = pipeline(shape, self.depth)
+        name = kernel_name(value_dtype, index_bytes, shape, stages)
+        warps = warps_per_block(plan.n_slices, sm_count, self.warps)
+        grid = max(1, -(-plan.n_slices // warps))
         slice_ptr = cupy.asarray(plan.slice_ptr.astype(index_dtype))
         slice_row = (cupy.asarray(plan.slice_row.astype(index_dtype))
                      if plan.slice_row is not None else slice_ptr)
         x = cupy.asarray(np.ascontiguousarray(case.inputs, dtype=dtype))
         notes = {"kernel": name, "vec": str(shape[0]), "lanes_per_nonzero": str(shape[1]),
-                 "loads_per_lane": str(shape[2]), "slice_nnz": str(plan.slice_nnz),
+                 "loads_per_lane": str(shape[2]), "prefetch_chunks": str(stages[0]),
+                 "x_rows_per_batch": str(stages[1]), "slice_nnz": str(plan.slice_nnz),
                  "slices": str(plan.n_slices), "split_rows": str(plan.split_rows),
                  "zero_fill": "yes" if plan.split_rows else "no",
-                 "block_threads": str(BLOCK_THREADS), "grid_blocks": str(grid),
+                 "block_threads": str(32 * warps), "grid_blocks": str(grid),
                  "sm_count": str(sm_count), "index_dtype": np.dtype(index_dtype).name,
                  "value_dtype": value_dtype,
-                 "slice_rule": f"S = max({MIN_SLICE_NNZ}, round_up(nnz / ({sm_count} SMs x "
+                 "slice_rule": f"S = max({floor}, round_up(nnz / ({sm_count} SMs x "
                                f"{TARGET_WARPS_PER_SM} warps), 32))"}
         return PreparedSpmmCuda(
-            rows=csr.shape[0], k=k, kernel=name, plan=plan, grid=grid, slice_ptr=slice_ptr,
+            rows=csr.shape[0], k=k, kernel=name, plan=plan, grid=grid, block=32 * warps,
+            slice_ptr=slice_ptr,
             slice_row=slice_row, indices=cupy.asarray(csr.indices.astype(index_dtype)),
             data=cupy.asarray(csr.data.astype(dtype)), x=x,
             y=cupy.zeros((csr.shape[0], k), dtype=dtype),
@@ -196,7 +265,7 @@ class SpmmCudaRowWarp(OpBackend):
             stream = cupy.cuda.get_current_stream()
             cupy.cuda.runtime.memsetAsync(p.y.data.ptr, 0, p.y.nbytes, stream.ptr)
         kernel = _gpu.raw_module(SOURCE, (p.kernel,)).get_function(p.kernel)
-        kernel((p.grid,), (BLOCK_THREADS,),
+        kernel((p.grid,), (p.block,),
                (np.int64(p.plan.n_slices), np.int32(p.k), np.int32(p.plan.split_rows > 0),
                 p.slice_ptr, p.slice_row, p.indices, p.data, p.x, p.y))
 

@@ -19,7 +19,13 @@ This module states that model and the alternatives the measurements can be held 
   moves one 32-byte sector with a byte mask, not a 128-byte line read and written back; the
   sectors of one warp's store instruction that fall in the same 32 bytes merge, so the count is
   the distinct sectors, not the writes;
-* **seed line bound** -- seed 003's model as stated (256 bytes of L2 traffic per write).
+* **seed line bound** -- seed 003's model as stated (256 bytes of L2 traffic per write);
+* **sector read-modify-write bound** -- the reads plus, for every distinct sector the scatter
+  touches, one 32-byte sector *read from* and one *written back to* DRAM, all at DRAM
+  bandwidth. This is where a partial-sector store lands once the output no longer fits in L2:
+  the H200's DRAM is written in whole 32-byte sectors (ECC), so L2 fetches the rest of a
+  partly written sector before it writes it back. ncu's ``dram__sectors_read/write`` of the
+  scatter kernel test it directly.
 
 A bound a measured time beats is refuted (no kernel runs faster than its bound); among those
 not refuted, the tightest (highest % of bound) is the one the measurements support.
@@ -164,6 +170,16 @@ def seed_line_bound_ms(t: SliceTraffic, dram_bw_gb_s: float, l2_bw_gb_s: float) 
     Seed check: 40.06 MB / 1,500 GB/s + 1,280 MB / 3,000 GB/s = 0.0267 + 0.4267 = 0.453 ms.
     """
     return _ms(t.read_bytes, dram_bw_gb_s) + _ms(t.seed_line_bytes, l2_bw_gb_s)
+
+
+def sector_rmw_bound_ms(t: SliceTraffic, dram_bw_gb_s: float) -> float:
+    """``(read_bytes + 2 x sector_writes x 32) / dram_bw``: each touched sector read and
+    written back in DRAM (kernel after the zero fill, output larger than L2).
+
+    Seed workload on an A100 figure (1,500 GB/s), every write its own sector (5 M sectors):
+    (40.06 MB + 320 MB) / 1,500 GB/s = 0.240 ms.
+    """
+    return _ms(t.read_bytes + 2 * t.sector_write_bytes, dram_bw_gb_s)
 
 
 def expected_sectors_uniform(nnz_per_row: int, cols: int, value_bytes: int = 4,

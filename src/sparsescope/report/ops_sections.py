@@ -6,10 +6,15 @@
   against-k table of each matrix (``model.spmm``); the hierarchical instruction roofline of
   profiled kernels (L1, L2, DRAM points, measured or spec ceilings, stride walls, predication
   ticks, as seed 004 draws them) when ncu profiles are given.
-* Slice: time, bandwidth and % of the dense-output bound of every case; the four bounds of
+* Slice: time, bandwidth and % of the dense-output bound of every case; the five bounds of
   ``model.slice_rows`` for each workload; which bound the measurements support (the scatter
-  kernel's own time, memset excluded, as seed 003 timed it), and seed 003's 128-byte-line
-  model held against them.
+  kernel's own time, memset excluded, as seed 003 timed it), seed 003's 128-byte-line model
+  held against them, and -- with ncu profiles -- the scatter kernel's DRAM and L2 sectors
+  against what each model predicts.
+* With profiles (labels ``"<backend> <matrix> <params>: <kernel>"``, as
+  ``backends.op_runner.split_marked_profiles`` makes them): the kernels of every profiled
+  case (count, time under ncu, the longest one's occupancy and first stall), and the
+  instruction roofline of each op.
 * Skipped and failed cases of both ops, with their reasons.
 
 Each case's parameters come from ``CaseResult.notes`` (``op.k``, ``op.nnz_selected``, ...).
@@ -27,6 +32,7 @@ from typing import Any
 from sparsescope.model.slice_rows import (
     dense_bound_ms,
     judge_bounds,
+    sector_rmw_bound_ms,
     sector_scatter_bound_ms,
     seed_line_bound_ms,
     streaming_bound_ms,
@@ -146,7 +152,7 @@ def peer_rows(views: Sequence[OpView], op: str, key) -> list[dict]:
     return rows
 
 
-def _peer_markdown(rows: list[dict], what: str) -> str:
+def _peer_markdown(rows: list[dict], what: str, profiled: set[str] | None = None) -> str:
     if not rows:
         return (f"No case of this run has both an own kernel and a peer timed ({what}); "
                 "the comparison needs a GPU run.")
@@ -161,6 +167,11 @@ def _peer_markdown(rows: list[dict], what: str) -> str:
                f"Our kernel is slower than the best peer on {len(slower)} of {len(rows)} cases "
                f"({', '.join(slower)}): the instruction roofline and the bounds below say where "
                "the time goes.")
+    if slower and profiled is not None:
+        unprofiled = [c for c in slower if c not in profiled]
+        if unprofiled:
+            verdict += (f" Not profiled in this run: {', '.join(unprofiled)}; the profiled "
+                        "kernels below show the mechanism on the nearest profiled cases.")
     return f"{table}\n\n{verdict}"
 
 
@@ -220,14 +231,20 @@ def slice_rows_table(runset: RunSet, views: Sequence[OpView]) -> list[dict]:
             "eff_bw_gb_s": t.dense_bytes / (v.time_ms * 1e-3) / GB,
             "streaming_bound_ms": streaming_bound_ms(t, dram), "dense_bound_ms": dense,
             "sector_bound_ms": sector_scatter_bound_ms(t, dram, l2) if l2 else None,
+            "sector_rmw_bound_ms": sector_rmw_bound_ms(t, dram),
             "seed_line_bound_ms": seed_line_bound_ms(t, dram, l2) if l2 else None,
             "pct_of_dense_bound": 100.0 * dense / v.time_ms,
             "sectors_per_write": t.sector_writes / t.nnz_selected if t.nnz_selected else None})
     return rows
 
 
-def bound_verdict(runset: RunSet, views: Sequence[OpView]) -> str:
-    """Which kernel-only bound the scatter kernel's times support (seed 003's question)."""
+RMW_BOUND = "32-byte sector read + write-back in DRAM"
+
+
+def bound_verdict(runset: RunSet, views: Sequence[OpView], profiles: Sequence[Any] = (),
+                  labels: Sequence[str] | None = None) -> str:
+    """Which kernel-only bound the scatter kernel's times support (seed 003's question), and,
+    with profiles of the scatter kernel, its DRAM and L2 sectors against each model."""
     dram, l2 = runset.device.peak_bw_gb_s, _l2_bw(runset)
     scatter = [v for v in views if v.case.backend == "slice-cuda-scatter"]
     if not scatter:
@@ -245,6 +262,7 @@ def bound_verdict(runset: RunSet, views: Sequence[OpView]) -> str:
                                                     for v in scatter],
               "32-byte sector scatter": [sector_scatter_bound_ms(v.traffic, dram, l2)
                                          for v in scatter],
+              RMW_BOUND: [sector_rmw_bound_ms(v.traffic, dram) for v in scatter],
               "seed 003: 128-byte line read + write per store": [
                   seed_line_bound_ms(v.traffic, dram, l2) for v in scatter]}
     largest = max(range(len(scatter)), key=lambda i: scatter[i].traffic.read_bytes)
@@ -262,8 +280,153 @@ def bound_verdict(runset: RunSet, views: Sequence[OpView]) -> str:
                "Every bound is refuted by some case. ")
             + ("Seed 003's line model is **refuted**: the kernel ran faster than it allows."
                if seed.refuted else
-               "Seed 003's line model is not refuted by these times."))
+               "Seed 003's line model is not refuted by these times.")
+            + " Small workloads are launch- and latency-bound (every bound is far below their "
+              "times), so the largest workload decides.")
+    counters = scatter_counters(scatter, profiles, labels)
+    if counters:
+        text += "\n\n" + counters
     return f"{table}\n\n{text}"
+
+
+def scatter_counters(scatter: Sequence[OpView], profiles: Sequence[Any],
+                     labels: Sequence[str] | None) -> str:
+    """The scatter kernel's measured sectors (ncu) against the models' predictions, per
+    profiled case: DRAM reads (CSR reads, plus one sector per touched sector if read-modify-
+    write), DRAM writes (touched sectors), L2 sectors (seed 003: 8 per store)."""
+    from sparsescope.profile import metrics as M
+
+    rows = []
+    for v in scatter:
+        for p in _case_profiles(v, profiles, labels):
+            if p.name != SCATTER_KERNEL:
+                continue
+            t = v.traffic
+            read = sum(p.value(n) or 0 for n in M.DRAM_SECTORS[:1])
+            write = sum(p.value(n) or 0 for n in M.DRAM_SECTORS[1:])
+            l2 = sum(p.value(n) or 0 for n in M.L2_SECTOR_OPS[0])
+            rows.append([f"{v.case.matrix} rows={t.selected_rows} {t.weights}",
+                         p.duration_ns / 1e3, t.read_bytes / 32 / 1e6,
+                         (t.read_bytes / 32 + t.sector_writes) / 1e6, read / 1e6,
+                         t.sector_writes / 1e6, write / 1e6, t.nnz_selected * 8 / 1e6,
+                         l2 / 1e6])
+    if not rows:
+        return ""
+    return ("Sectors of the scatter kernel under ncu (caches flushed before it, memset "
+            "not profiled), in millions, against what each model predicts:\n\n"
+            + md_table(["case", "ncu µs", "DRAM read: reads only", "DRAM read: reads + RMW",
+                        "DRAM read: measured", "DRAM write: touched sectors",
+                        "DRAM write: measured", "L2: seed 003 (8 per store)",
+                        "L2: measured"], rows)
+            + "\n\nA DRAM read count near *reads + RMW* and a write count near the touched "
+              "sectors say each touched 32-byte sector is read from and written back to DRAM "
+              "(the sector read-modify-write bound); an L2 count far below seed 003's says "
+              "no 128-byte line is read and written back per store. Where the output fits "
+              "in L2 (the smaller cases) the counts say less: ncu's flush before the kernel "
+              "sends the zero fill to DRAM, which the timed runs (memset just before the "
+              "kernel) do not, and the written sectors are still in L2 when the kernel ends.")
+
+
+def _case_key(v: OpView) -> str:
+    """The profile label prefix of a view's case (``backends.op_runner.case_label``)."""
+    from sparsescope.backends.op_runner import case_label
+
+    if v.case.op == "spmm":
+        params = {"k": v.traffic.k, "layout": v.traffic.layout}
+    else:
+        params = {"rows_selected": v.traffic.selected_rows, "weights": v.traffic.weights}
+    return case_label({"backend": v.case.backend, "matrix": v.case.matrix, "params": params})
+
+
+def _case_profiles(v: OpView, profiles: Sequence[Any], labels: Sequence[str] | None) -> list:
+    if not profiles or not labels:
+        return []
+    key = _case_key(v) + ": "
+    return [p for p, label in zip(profiles, labels, strict=True) if label.startswith(key)]
+
+
+def profiled_cases(views: Sequence[OpView], profiles: Sequence[Any],
+                   labels: Sequence[str] | None) -> list[dict]:
+    """Per profiled (case, backend): kernels launched, their summed time under ncu, and the
+    longest kernel with its achieved occupancy and first stall reason."""
+    rows = []
+    for v in views:
+        found = [p for p in _case_profiles(v, profiles, labels) if p.duration_ns]
+        if not found:
+            continue
+        main = max(found, key=lambda p: p.duration_ns)
+        stall = max(main.stalls.items(), key=lambda kv: kv[1]) if main.stalls else None
+        rows.append({"case": " ".join(str(x) for x in _view_key(v)),
+                     "backend": v.case.backend, "time_ms": v.time_ms,
+                     "kernels": len(found),
+                     "ncu_sum_us": sum(p.duration_ns for p in found) / 1e3,
+                     "main_kernel": main.name, "main_us": main.duration_ns / 1e3,
+                     "main_grid_blocks": main.grid_size, "main_block_threads": main.block_size,
+                     "main_achieved_occupancy_pct": main.achieved_occupancy_pct,
+                     "main_top_stall": stall[0] if stall else None,
+                     "main_top_stall_cycles_per_inst": stall[1] if stall else None})
+    return rows
+
+
+def unprofiled_losses(peers: Sequence[dict], views: Sequence[OpView],
+                      profiled: Sequence[dict]) -> str:
+    """For each case where our kernel is slower and which was not profiled: the nearest
+    profiled case of the same matrix (largest k below), our kernel against the peer's there
+    under ncu, and our launch of the slower case from its notes."""
+    by_case = {(r["case"], r["backend"]): r for r in profiled}
+    lines = []
+    for loss in (r for r in peers if not r["at_least_as_fast"]):
+        if any(case == loss["case"] for case, _ in by_case):
+            continue
+        matrix, k_text, layout = loss["case"].split(" ")
+        k = int(k_text.removeprefix("k="))
+        near = sorted((int(c.split(" ")[1].removeprefix("k=")), c) for c, b in by_case
+                      if b == loss["own_backend"] and c.startswith(matrix + " ")
+                      and c.endswith(" " + layout) and int(c.split(" ")[1][2:]) < k)
+        if not near:
+            continue
+        k_near, case_near = near[-1]
+        own = by_case[(case_near, loss["own_backend"])]
+        peer = by_case.get((case_near, loss["best_peer"]))
+        view = next((v for v in views if v.case.backend == loss["own_backend"]
+                     and " ".join(_view_key(v)) == loss["case"]), None)
+        text = (f"- **{loss['case']}** ({loss['speedup_x']:.2f}x): at k={k_near} (profiled) our "
+                f"`{own['main_kernel']}` alone takes {own['main_us']:.2f} µs at "
+                f"{_fmt(own['main_achieved_occupancy_pct'], '.1f')} % achieved occupancy "
+                f"({own['main_grid_blocks']} blocks of {own['main_block_threads']} threads)")
+        if peer is not None:
+            text += (f", {loss['best_peer']}'s `{peer['main_kernel']}` {peer['main_us']:.2f} "
+                     f"µs at {_fmt(peer['main_achieved_occupancy_pct'], '.1f')} % "
+                     f"({peer['main_grid_blocks']} blocks of {peer['main_block_threads']}); "
+                     f"our call wins there by launching {own['kernels']} kernel against "
+                     f"{peer['kernels']} ({peer['ncu_sum_us']:.1f} µs in all)")
+        if view is not None:
+            n = view.case.notes
+            text += (f". At k={k} the launch is the same size ({n.get('grid_blocks', '?')} "
+                     f"blocks of {n.get('block_threads', '?')} threads, "
+                     f"{n.get('slices', '?')} warps, one per row slice) with {k // k_near}x "
+                     f"the gathers per warp: a kernel that already ran latency-bound at a "
+                     f"few % occupancy takes about {k // k_near}x as long, while the launches "
+                     f"our one kernel saves cost the same")
+        lines.append(text + ".")
+    if not lines:
+        return ""
+    return ("Where our kernel is slower and was not profiled, the nearest profiled case of "
+            "the same matrix says why (ncu, caches flushed):\n\n" + "\n".join(lines))
+
+
+def _profiled_markdown(rows: list[dict]) -> str:
+    return ("Every kernel of one call under ncu (caches flushed before each kernel): the "
+            "count, their summed duration, and the longest one. The event-timed `ms` is the "
+            "whole call, launch gaps included.\n\n"
+            + md_table(["case", "backend", "timed ms", "kernels", "ncu µs (sum)",
+                        "longest kernel", "µs", "grid", "block", "achieved occ. %",
+                        "top stall", "cycles/inst"],
+                       [[r["case"], r["backend"], r["time_ms"], r["kernels"], r["ncu_sum_us"],
+                         r["main_kernel"], r["main_us"], r["main_grid_blocks"],
+                         r["main_block_threads"], r["main_achieved_occupancy_pct"],
+                         r["main_top_stall"], r["main_top_stall_cycles_per_inst"]]
+                        for r in rows]))
 
 
 # ----------------------------------------------------------------------------- roofline
@@ -399,6 +562,8 @@ def slice_figure(runset: RunSet, views: Sequence[OpView], path: Path) -> Path:
     if l2:
         bounds += [("32-B sector (kernel)", lambda t: sector_scatter_bound_ms(t, dram, l2),
                     "tab:blue"),
+                   ("32-B sector RMW in DRAM (kernel)", lambda t: sector_rmw_bound_ms(t, dram),
+                    "tab:green"),
                    ("seed 128-B line (kernel)", lambda t: seed_line_bound_ms(t, dram, l2),
                     "tab:red")]
     for label, fn, color in bounds:
@@ -428,6 +593,10 @@ def _slice_key(v: OpView) -> tuple:
     return (v.case.matrix, f"rows={v.traffic.selected_rows}", v.traffic.weights)
 
 
+def _view_key(v: OpView) -> tuple:
+    return _spmm_key(v) if v.case.op == "spmm" else _slice_key(v)
+
+
 def ops_sections(runset: RunSet, *, profiles: Sequence[Any] = (),
                  labels: Sequence[str] | None = None,
                  figures_dir: str | os.PathLike | None = None) -> OpsReport:
@@ -447,36 +616,50 @@ def ops_sections(runset: RunSet, *, profiles: Sequence[Any] = (),
         tables["ops_spmm_peers"] = peers
         intensity, ai_rows = intensity_markdown(runset, views)
         tables["ops_spmm_intensity"] = ai_rows
-        text += "\n\n" + _peer_markdown(peers, "SpMM")
+        kernels = profiled_cases(views, profiles, labels)
+        tables["ops_spmm_profiled"] = kernels
+        text += "\n\n" + _peer_markdown(peers, "SpMM", {r["case"] for r in kernels}
+                                         if profiles else None)
+        explained = unprofiled_losses(peers, views, kernels)
+        if explained:
+            text += "\n\n" + explained
         if fig_dir is not None and views:
             figures.append(spmm_figure(runset, views, fig_dir / "ops_spmm_roofline.png"))
             text += "\n\n![SpMM: AI against k, and the timed cases on the roofline]" \
                     "(figures/ops_spmm_roofline.png)"
         sections.append(("SpMM: time, bandwidth and % of bound", text))
         sections.append(("SpMM: arithmetic intensity against k", intensity))
-        if profiles:
-            roof, written = roofline_markdown(runset, profiles, labels, fig_dir)
-            figures += written
-            sections.append(("SpMM: instruction roofline", roof))
+        if kernels:
+            sections.append(("SpMM: profiled kernels per case", _profiled_markdown(kernels)))
     if "slice" in present:
         views = op_views(runset, "slice")
         rows = slice_rows_table(runset, views)
         tables["ops_slice"] = rows
         text = md_table(["matrix", "rows", "weights", "backend", "ms", "kernel ms", "GB/s",
-                         "streaming ms", "dense ms", "sector ms", "seed line ms",
-                         "% of dense bound", "sectors/write"],
+                         "streaming ms", "dense ms", "sector ms", "sector RMW ms",
+                         "seed line ms", "% of dense bound", "sectors/write"],
                         [list(r.values()) for r in rows]) if rows else "No slice case was timed."
         peers = peer_rows(views, "slice", _slice_key)
         tables["ops_slice_peers"] = peers
-        text += "\n\n" + _peer_markdown(peers, "slice")
+        kernels = profiled_cases(views, profiles, labels)
+        tables["ops_slice_profiled"] = kernels
+        text += "\n\n" + _peer_markdown(peers, "slice", {r["case"] for r in kernels}
+                                         if profiles else None)
         if fig_dir is not None and views:
             figures.append(slice_figure(runset, views, fig_dir / "ops_slice_bounds.png"))
             text += "\n\n![Slice: measured times against the four bounds]" \
                     "(figures/ops_slice_bounds.png)"
         sections.append(("Slice: time, bandwidth and % of bound", text))
         sections.append(("Slice: which bound the measurements support",
-                         bound_verdict(runset, views)))
+                         bound_verdict(runset, views, profiles, labels)))
+        if kernels:
+            sections.append(("Slice: profiled kernels per case", _profiled_markdown(kernels)))
     ops = [op for op in OPS if op in present]
+    if profiles and ops:
+        roof, written = roofline_markdown(runset, profiles, labels, fig_dir)
+        figures += written
+        names = {"spmm": "SpMM", "slice": "Slice"}
+        sections.append((" and ".join(names[o] for o in ops) + ": instruction roofline", roof))
     if ops:
         sections.append(("SpMM and slice: skipped and failed cases", outcome_markdown(runset,
                                                                                        ops)))

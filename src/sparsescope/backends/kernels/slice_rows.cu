@@ -56,26 +56,23 @@ __global__ void slice_gather(const long long n_sel, const long long cols, const 
     const long long c0 = (long long)blockIdx.y * tile;
     if (p >= n_sel || c0 >= cols) return;  // uniform over the block
     const long long width = min((long long)tile, cols - c0);
-    for (long long i = threadIdx.x; i < width; i += blockDim.x) buf[i] = T(0);
-
+    // The row's bounds are loaded first (every thread: one broadcast address), so their DRAM
+    // latency overlaps the zero fill instead of following it.
     const long long r = (long long)rows[p];
     const bool valid = r >= 0 && r < n_rows;
-    if (threadIdx.x == 0) {
-        long long lo = 0, hi = 0;
-        if (valid) {
-            lo = (long long)rowptr[r];
-            hi = (long long)rowptr[r + 1];
-            if (gridDim.y > 1) {  // only part of the row falls in this tile
-                const long long first = lower_bound(col, lo, hi, c0);
-                hi = lower_bound(col, first, hi, c0 + width);
-                lo = first;
-            }
-        }
-        span[0] = lo;
-        span[1] = hi;
+    long long lo = valid ? (long long)rowptr[r] : 0;
+    long long hi = valid ? (long long)rowptr[r + 1] : 0;
+    if (gridDim.y > 1 && threadIdx.x == 0) {  // only part of the row falls in this tile
+        const long long first = lower_bound(col, lo, hi, c0);
+        span[1] = lower_bound(col, first, hi, c0 + width);
+        span[0] = first;
     }
+    for (long long i = threadIdx.x; i < width; i += blockDim.x) buf[i] = T(0);
     __syncthreads();
-    const long long lo = span[0], hi = span[1];
+    if (gridDim.y > 1) {
+        lo = span[0];
+        hi = span[1];
+    }
     for (long long j = lo + threadIdx.x; j < hi; j += blockDim.x) {
         buf[(long long)col[j] - c0] = SCALAR ? w : val[j];
     }
