@@ -51,7 +51,10 @@ def test_all_means_every_gpu_backend_when_a_gpu_answers():
     assert _choose_backends(["torch-cusparse-i64", "all"]) == ["torch-cusparse-i64",
                                                                *gpu[:-1]]
     assert _choose_backends(["all", "scipy-cpu"]) == [*gpu, "scipy-cpu"]
-    assert sorted(_choose_backends(None)) == gpu
+    # no --backend: the GPU defaults, cuSPARSE routes plus our plain and auto-selected kernels
+    assert _choose_backends(None) == ["torch-cusparse-i64", "torch-cusparse-i32",
+                                      "cupy-cusparse-i32", "cuda-csr-scalar", "cuda-csr-vector",
+                                      "cuda-spmv-auto"]
 
 
 def test_device_of_a_gpu_run():
