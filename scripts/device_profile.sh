@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue 4, live: Nsight Compute profiles of the seed6 kernels on the lent H200, in one call.
 #
-#   bash scripts/device_profile.sh [--budget-s 200] [--matrices cant,cage15]
+#   bash scripts/device_profile.sh [--budget-s 200] [--matrices cant,cage15] [--backends a,b]
 #
 # 1. `sparsescope profile run` (all metric groups, source counters and rule sections) of each
 #    backend below on each matrix, clocks left as found (--clock-control none);
@@ -26,11 +26,13 @@ while [ $# -gt 0 ]; do
     case "$1" in
         --budget-s) BUDGET="$2"; shift ;;
         --matrices) MATRICES="$2"; shift ;;
+        --backends) IFS=, read -r -a BACKENDS_GIVEN <<< "$2"; shift ;;
         *) echo "unknown option $1"; exit 2 ;;
     esac
     shift
 done
 BACKENDS=(torch-cusparse-i64 torch-cusparse-i32 cupy-cusparse-i32 cuda-spmv-auto)
+if [ -n "${BACKENDS_GIVEN+x}" ]; then BACKENDS=("${BACKENDS_GIVEN[@]}"); fi
 # cuSPARSE's csrmv_v3_kernel and csr_partition_kernel; our spmv_tile / spmv_sell / spmv_fixup.
 FILTER='regex:^(csrmv|csr_partition|spmv_)'
 WORK=/tmp/ss-prof-work

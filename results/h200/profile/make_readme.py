@@ -17,7 +17,8 @@ HERE = Path(__file__).resolve().parent
 EXPORTS = HERE / "exports"
 CASES = [("cant", "torch-cusparse-i64"), ("cant", "torch-cusparse-i32"),
          ("cant", "cupy-cusparse-i32"), ("cant", "cuda-spmv-auto"),
-         ("cage15", "torch-cusparse-i64"), ("cage15", "torch-cusparse-i32")]
+         ("cage15", "torch-cusparse-i64"), ("cage15", "torch-cusparse-i32"),
+         ("cage15", "cupy-cusparse-i32"), ("cage15", "cuda-spmv-auto")]
 REPORT_COMMAND = ("PYTHONPATH=src python3 -m sparsescope report results/h200/seed6/results.json "
                   + " ".join(f"--profile results/h200/profile/exports/{m}/profile_seed6_{m}_{b}"
                              ".ncu-rep" for m, b in CASES)
@@ -123,10 +124,10 @@ def main() -> None:
         f"exports), of "
         f"which {targeted['profile_wall_s']:.1f} s under ncu and {targeted['export_wall_s']:.1f} s "
         f"exporting; **{t_passes.split()[-1]} ncu passes** ({t_passes}). The launch profiled was "
-        f"`{t_kernel}` ({targeted['kernels'][0]['duration_ns'] / 1e3:.1f} us), the first launch "
-        "the shared filter matched; the script now passes `regex:^csrmv_v3` for this step. The "
-        "pass count is set by the metric set, not the kernel (every launch of the full-group "
-        "runs, csr_partition_kernel and csrmv_v3_kernel alike, took the same number of passes, "
+        f"`{t_kernel}` ({targeted['kernels'][0]['duration_ns'] / 1e3:.1f} us), selected with "
+        "`regex:^csrmv_v3` (this step ran in the second call, below). The pass count is set by "
+        "the metric set, not the kernel (every launch of the full-group runs, "
+        "csr_partition_kernel and csrmv_v3_kernel alike, took the same number of passes, "
         "`exports/*/*.ncu.log`).",
         "",
         "## Per kernel (the median-duration launch of each)",
@@ -143,7 +144,7 @@ def main() -> None:
         "## Files",
         "",
         "- `report.md`, `report.html` (self-contained), `figures/`, `tables/`: the report.",
-        "- `exports/reports.tar.gz`: the seven `.ncu-rep` reports (2-4 MB each unpacked; rule "
+        f"- `exports/reports.tar.gz`: the {len(CASES) + 1} `.ncu-rep` reports (2-4 MB each unpacked; rule "
         "messages and per-PC stall samples inside), which the report was built from; unpack "
         "them with the `tar` line above before re-running the report command.",
         "- `exports/<matrix>/profile_seed6_<matrix>_<backend>_raw.csv`: the raw page of each "
@@ -151,6 +152,12 @@ def main() -> None:
         "without `--print-fp`, which `profile run` now passes); `.ncu.log`: ncu's output. "
         "`sparsescope profile read` reads either.",
         "- `exports/targeted/`: the targeted profile's exports.",
+        "- Two device calls: the first profiled cant (all four backends) and cage15 (torch INT64 "
+        "and INT32) before its budget ran out; the second (`bash scripts/device_profile.sh "
+        "--budget-s 240 --matrices cage15 --backends cupy-cusparse-i32,cuda-spmv-auto`) "
+        "profiled the other two cage15 cases and re-ran the targeted step with the "
+        "`regex:^csrmv_v3` filter. `exports/env.txt` holds both calls' environments, "
+        "`exports/timings.tsv` the rows of both (the second call's replace the rows it re-ran).",
         "- `exports/*.json`: each `profile run --json` output (command, passes, wall times, "
         "kernel summaries); `exports/timings.tsv`, `exports/env.txt`, `exports/profile.log`: "
         "what the device script recorded.",
