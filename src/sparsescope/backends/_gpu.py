@@ -136,3 +136,38 @@ def package_version(*names: str) -> str:
         except metadata.PackageNotFoundError:
             continue
     return ""
+
+
+def torch_versions() -> dict[str, str]:
+    """PyTorch, the CUDA it was built for, and the cuSPARSE wheel it loads (provenance)."""
+    import torch
+
+    versions = {"torch": torch.__version__, "torch_cuda": str(torch.version.cuda or "")}
+    cusparse = package_version("nvidia-cusparse", "nvidia-cusparse-cu13", "nvidia-cusparse-cu12")
+    if cusparse:
+        versions["cusparse (torch wheel)"] = cusparse
+    return versions
+
+
+def cupy_cusparse_versions() -> dict[str, str]:
+    """CuPy and the cuSPARSE it calls (provenance)."""
+    import cupy
+
+    versions = {"cupy": cupy.__version__}
+    try:
+        from cupyx import cusparse
+
+        versions["cusparse (cupy)"] = str(cusparse.getVersion())
+    except Exception:  # the version query is informative only
+        pass
+    return versions
+
+
+def cupy_kernel_versions() -> dict[str, str]:
+    """CuPy, the CUDA runtime and the NVRTC that compile and run our own kernels."""
+    import cupy
+
+    runtime = cupy.cuda.runtime.runtimeGetVersion()
+    return {"cupy": cupy.__version__,
+            "cuda_runtime": f"{runtime // 1000}.{runtime % 1000 // 10}",
+            "nvrtc": ".".join(str(v) for v in cupy.cuda.nvrtc.getVersion())}

@@ -127,13 +127,7 @@ class _CudaCsrKernel(Backend):
                          working_set_bytes=working_set)
 
     def library_versions(self) -> dict[str, str]:
-        import cupy
-
-        runtime = cupy.cuda.runtime.runtimeGetVersion()
-        nvrtc = cupy.cuda.nvrtc.getVersion()
-        return {"cupy": cupy.__version__,
-                "cuda_runtime": f"{runtime // 1000}.{runtime % 1000 // 10}",
-                "nvrtc": ".".join(str(v) for v in nvrtc)}
+        return _gpu.cupy_kernel_versions()
 
     def notes(self, prepared: PreparedCsr) -> dict[str, str]:
         return dict(prepared.notes)

@@ -85,16 +85,7 @@ class CupyCusparseI32(Backend):
                          working_set_bytes=working_set)
 
     def library_versions(self) -> dict[str, str]:
-        import cupy
-
-        versions = {"cupy": cupy.__version__}
-        try:
-            from cupyx import cusparse
-
-            versions["cusparse (cupy)"] = str(cusparse.getVersion())
-        except Exception:  # the version query is informative only
-            pass
-        return versions
+        return _gpu.cupy_cusparse_versions()
 
     def notes(self, prepared: PreparedCupy) -> dict[str, str]:
         return {"call": "cupyx.scipy.sparse.csr_matrix @ x (cupyx.cusparse.spmv)",

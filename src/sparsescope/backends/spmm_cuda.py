@@ -284,12 +284,7 @@ class SpmmCudaRowWarp(OpBackend):
                          working_set_bytes=prepared.working_set_bytes)
 
     def library_versions(self) -> dict[str, str]:
-        import cupy
-
-        runtime = cupy.cuda.runtime.runtimeGetVersion()
-        return {"cupy": cupy.__version__,
-                "cuda_runtime": f"{runtime // 1000}.{runtime % 1000 // 10}",
-                "nvrtc": ".".join(str(v) for v in cupy.cuda.nvrtc.getVersion())}
+        return _gpu.cupy_kernel_versions()
 
     def notes(self, prepared: PreparedSpmmCuda) -> dict[str, str]:
         return dict(prepared.notes)

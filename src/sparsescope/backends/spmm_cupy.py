@@ -73,16 +73,7 @@ class SpmmCupyI32(OpBackend):
                          working_set_bytes=prepared.working_set_bytes)
 
     def library_versions(self) -> dict[str, str]:
-        import cupy
-
-        versions = {"cupy": cupy.__version__}
-        try:
-            from cupyx import cusparse
-
-            versions["cusparse (cupy)"] = str(cusparse.getVersion())
-        except Exception:  # the version query is informative only
-            pass
-        return versions
+        return _gpu.cupy_cusparse_versions()
 
     def notes(self, prepared: PreparedCupySpmm) -> dict[str, str]:
         order = "C" if prepared.x.flags.c_contiguous else "F"

@@ -118,14 +118,7 @@ class _SpmmTorch(OpBackend):
                          working_set_bytes=prepared.working_set_bytes)
 
     def library_versions(self) -> dict[str, str]:
-        import torch
-
-        versions = {"torch": torch.__version__, "torch_cuda": str(torch.version.cuda or "")}
-        cusparse = _gpu.package_version("nvidia-cusparse", "nvidia-cusparse-cu13",
-                                        "nvidia-cusparse-cu12")
-        if cusparse:
-            versions["cusparse (torch wheel)"] = cusparse
-        return versions
+        return _gpu.torch_versions()
 
     def notes(self, prepared: PreparedTorchSpmm) -> dict[str, str]:
         return {"call": CALL, "device": prepared.device,

@@ -103,14 +103,7 @@ class _TorchCusparse(Backend):
                          working_set_bytes=working_set)
 
     def library_versions(self) -> dict[str, str]:
-        import torch
-
-        versions = {"torch": torch.__version__, "torch_cuda": str(torch.version.cuda or "")}
-        cusparse = _gpu.package_version("nvidia-cusparse", "nvidia-cusparse-cu13",
-                                        "nvidia-cusparse-cu12")
-        if cusparse:
-            versions["cusparse (torch wheel)"] = cusparse
-        return versions
+        return _gpu.torch_versions()
 
     def notes(self, prepared: PreparedTorch) -> dict[str, str]:
         return {"call": CALL, "index_dtype": str(prepared.matrix.crow_indices().dtype),
