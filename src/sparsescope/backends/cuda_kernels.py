@@ -16,6 +16,7 @@ NaN: a launch that skips a row leaves NaN there and fails the correctness gate.
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,11 +72,13 @@ class _CudaCsrKernel(Backend):
     def availability(self) -> tuple[bool, str]:
         return _gpu.cupy_cuda_status()
 
+    @abstractmethod
     def _threads_per_row(self, csr: sp.csr_matrix) -> tuple[int, dict[str, str]]:
-        raise NotImplementedError
+        """Threads cooperating on one row, and notes saying why."""
 
+    @abstractmethod
     def _kernel_name(self, value_dtype: str, index_bytes: int, tpr: int) -> str:
-        raise NotImplementedError
+        """The templated kernel's name expression in ``spmv_csr.cu``."""
 
     def prepare(self, matrix_csr: sp.csr_matrix, value_dtype: str,
                 index_bytes: int) -> PreparedCsr:

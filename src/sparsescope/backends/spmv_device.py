@@ -11,6 +11,7 @@ builders check the sizes); float32 or float64 values.
 from __future__ import annotations
 
 import functools
+from abc import abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -152,11 +153,13 @@ class OwnSpmvBackend(Backend):
         self.breakdown = breakdown
 
     # -- the two halves of prepare ----------------------------------------------------------
+    @abstractmethod
     def build_format(self, csr: sp.csr_matrix) -> Any:
-        raise NotImplementedError
+        """The packed format, built on the host (NumPy; testable without a GPU)."""
 
+    @abstractmethod
     def upload(self, fmt: Any, csr: sp.csr_matrix, value_dtype: str) -> PreparedOwn:
-        raise NotImplementedError
+        """Copy the format to the device and allocate the output."""
 
     def format_key(self) -> tuple:
         """Parameters the host format depends on (the benchmark caches formats by it)."""

@@ -11,6 +11,7 @@ iters=2 at most 4096).
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from typing import Any
 
 import numpy as np
@@ -53,8 +54,9 @@ class TiledBackend(OwnSpmvBackend):
     def chunks(self) -> int:
         return BLOCK * int(self.params["iters"])
 
+    @abstractmethod
     def tiling(self, csr: sp.csr_matrix) -> TileSet:
-        raise NotImplementedError
+        """How the nonzeros are cut into tiles (whole rows or merge-path)."""
 
     def format_key(self) -> tuple:
         return (type(self).__name__, self.chunks,
