@@ -247,6 +247,9 @@ def test_write_ops_report_from_a_real_cpu_run(tmp_path):
     assert (tmp_path / "figures" / "ops_spmm_roofline.png").is_file()
     assert (tmp_path / "tables" / "ops_spmm.json").is_file()
     assert 'src="data:image/png;base64' in paths.html.read_text()
+    # the header names the op and every backend of the run, not the SpMV tables' (none)
+    assert markdown.startswith("# SpMM, CSR row slicing performance report")
+    assert ("**Backends:** spmm-scipy-cpu, slice-scipy-cpu, spmm-cuda-rowwarp" in markdown)
 
 
 def test_unprofiled_losses_point_at_the_nearest_profiled_case():

@@ -121,14 +121,14 @@ def sell_padding_ratio(lengths: np.ndarray, sigma: int = 256, long_row: int | No
 
 def pack_sell(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, *, sigma: int = 256,
               long_row: int | None = None, tpr: int = 1) -> Sell:
-    """Pack CSR into SELL-32-sigma (``tpr`` threads per row, 1 or 2). Cost: a sort per window
+    """Pack CSR into SELL-32-sigma (``tpr`` threads per row, 1, 2, 4 or 8). Cost: a sort per window
     and one scatter of the nonzeros."""
     indptr = np.asarray(indptr, dtype=np.int64)
     lengths = np.diff(indptr)
     nnz = int(indptr[-1])
     long_row = default_long_row(lengths) if long_row is None else int(long_row)
-    if sigma < 1 or long_row < 1 or tpr not in (1, 2):
-        raise ValueError(f"need sigma >= 1, long_row >= 1 and tpr 1 or 2, got {sigma}, "
+    if sigma < 1 or long_row < 1 or tpr not in (1, 2, 4, 8):
+        raise ValueError(f"need sigma >= 1, long_row >= 1 and tpr 1, 2, 4 or 8, got {sigma}, "
                          f"{long_row}, {tpr}")
     v_row, k_piece, v_len = virtual_rows(lengths, long_row)
     pieces = np.maximum(1, -(-lengths // long_row))
@@ -145,8 +145,8 @@ def pack_sell(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, *, sigm
     half = -(-v_len // tpr)                                   # entries of the first lane
     v_of = np.repeat(np.arange(nv, dtype=np.int64), v_len)
     k = np.arange(nnz, dtype=np.int64) - v_start[v_of]
-    second = k >= half[v_of]                                  # tpr 2: the lane + 16 half
-    dest = base[v_of] + C * (k - np.where(second, half[v_of], 0)) + np.where(second, per, 0)
+    part = k // half[v_of]                                    # lane part * per walks part
+    dest = base[v_of] + C * (k - part * half[v_of]) + part * per
     total = int(slice_ptr[-1]) * C
     cols = np.full(total, -1, dtype=np.int32)
     vals = np.zeros(total, dtype=np.float64)
@@ -177,8 +177,10 @@ def emulate_sell(sell: Sell, rows: int, x: np.ndarray) -> np.ndarray:
     for s in range(sell.slices):
         k0, k1 = int(sell.slice_ptr[s]), int(sell.slice_ptr[s + 1])
         sums = prod[k0 * C:k1 * C].reshape(k1 - k0, C).sum(axis=0) if k1 > k0 else np.zeros(C)
-        if sell.tpr == 2:  # the shuffle: lane i adds lane i + 16's half
-            sums[:C // 2] += sums[C // 2:]
+        off = C // 2
+        while off >= C // sell.tpr:  # the shuffles: lane i adds lane i + off's part
+            sums[:off] += sums[off:2 * off]
+            off //= 2
         for lane in range(C):
             dest = int(sell.out[s * C + lane])
             if dest >= 0:

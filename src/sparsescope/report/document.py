@@ -234,12 +234,14 @@ def _subsections(blocks: list, tables: Mapping[str, Table], figures: Mapping[str
 def build_document(ctx: ReportContext, tables: Mapping[str, Table],
                    figures: Mapping[str, FigureResult],
                    extra_sections: Sequence[tuple[str, str]] = (), *,
-                   ops_label: str | None = None, note: str | None = None) -> Document:
+                   ops_label: str | None = None, note: str | None = None,
+                   backends_label: str | None = None) -> Document:
     """``ops_label`` names the operations in the title when the SpMV tables are not the point
-    (an SpMM or slice run); ``note`` is a call-out placed first."""
+    (an SpMM or slice run); ``note`` is a call-out placed first; ``backends_label`` lists the
+    backends when the cases behind the tables are not all of the run's."""
     rs, p = ctx.runset, ctx.runset.provenance
     title = f"{ops_label or _ops(ctx)} performance report: {ctx.device_label}"
-    backends = ", ".join(dict.fromkeys(c.backend for c in rs.cases)) or "none"
+    backends = backends_label or ", ".join(dict.fromkeys(c.backend for c in rs.cases)) or "none"
     blocks: list[Block] = [Paragraph(
         f"**Run:** `{rs.run_id}` · **Date:** {p.created_utc} · **Suite:** {rs.suite} (scale "
         f"{rs.scale:g}) · **Backends:** {backends} · **sparsescope** {p.sparsescope_version}")]

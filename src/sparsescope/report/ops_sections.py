@@ -690,4 +690,5 @@ def write_ops_report(runset: RunSet, out_dir: str | os.PathLike, *, profiles: Se
                 "SpMV ones; the SpMV tables (timing, floor, Little's law, DAE) hold no case of "
                 "this run and are kept for the matrices, the device and the model.")
     return write_report(spmv_only, out, extra_sections=report.sections, progress=progress,
-                        ops_label=label or None, note=note)
+                        ops_label=label or None, note=note,
+                        backends_label=", ".join(dict.fromkeys(c.backend for c in runset.cases)))

@@ -62,7 +62,7 @@ def write_report(runset: RunSet, out_dir: str | os.PathLike, *,
                  extra_sections: Sequence[tuple[str, str]] = (),
                  specs: Sequence[DeviceSpec] | None = None,
                  progress: bool = True, ops_label: str | None = None,
-                 note: str | None = None) -> ReportPaths:
+                 note: str | None = None, backends_label: str | None = None) -> ReportPaths:
     """Compute every table and figure of ``runset`` and write the report into ``out_dir``.
 
     ``extra_sections``: (title, Markdown) pairs appended by later stages (profiling, SASS),
@@ -74,7 +74,7 @@ def write_report(runset: RunSet, out_dir: str | os.PathLike, *,
     tables = {t.name: t for t in build_tables(runset, ctx=ctx)}
     figures = render_figures(ctx, tables, progress=progress)
     doc = build_document(ctx, tables, {f.name: f for f in figures}, sections,
-                         ops_label=ops_label, note=note)
+                         ops_label=ops_label, note=note, backends_label=backends_label)
     out = Path(out_dir)
     markdown, page = render_markdown(doc), render_html(doc, image_root=out)
 

@@ -102,6 +102,23 @@ __device__ __forceinline__ double gather(const double* p) {
     asm volatile("ld.global.nc.f64 %0, [%1];" : "=d"(v) : "l"(p));
     return v;
 }
+// Cold gathers (HUB < 0, columns >= -HUB): L1::no_allocate, so the random cold columns do not
+// evict the hot columns x[0, -HUB) from L1 (the hot columns still go through L1).
+__device__ __forceinline__ float gather_cold(const float* p) {
+    float v;
+    asm volatile("ld.global.nc.L1::no_allocate.f32 %0, [%1];" : "=f"(v) : "l"(p));
+    return v;
+}
+__device__ __forceinline__ double gather_cold(const double* p) {
+    double v;
+    asm volatile("ld.global.nc.L1::no_allocate.f64 %0, [%1];" : "=d"(v) : "l"(p));
+    return v;
+}
+template <typename T, int HUB>
+__device__ __forceinline__ T gather_hot_cold(const T* x, const int col) {
+    if (HUB < 0 && col >= -HUB) return gather_cold(x + col);
+    return gather(x + col);
+}
 
 // Four consecutive values starting at a 4-aligned element index.
 template <typename T> struct Vals4;
@@ -163,6 +180,8 @@ __device__ __forceinline__ int block_exclusive_scan(int v, int* warp_sums, int* 
     return before + inc - v;
 }
 
+// HUB < 0: not persistent; gathers of columns >= -HUB are read with L1::no_allocate, so L1
+// keeps the hot columns x[0, -HUB) of a matrix whose popular columns come first.
 // HUB > 0: the block is persistent (a grid-stride loop over the tiles) and keeps x[0, HUB) in
 // shared memory, loaded once: gathers of those columns (the hub columns of a matrix whose
 // popular columns come first, as in degree-ordered graphs) read shared memory, not L2.
@@ -265,7 +284,8 @@ spmv_tile(const int ntiles, const int4* __restrict__ tiles, const int* __restric
             const long long j = 4 * q + e;
             const int col = c[it].c[e];
             const bool in = !bad && q < q1 && j >= j0 && j < j1;
-            p[e] = in ? v[it].v[e] * ((HUB > 0 && col < HUB) ? hub[col] : gather(x + col))
+            p[e] = in ? v[it].v[e] * ((HUB > 0 && col < HUB) ? hub[col]
+                                                             : gather_hot_cold<T, HUB>(x, col))
                       : T(0);
         }
         if (q < q1) {
@@ -344,8 +364,8 @@ __global__ void spmv_fixup(const int nsplit, const int* __restrict__ split_row,
 // The loop is software-pipelined: the columns and values of step k + UNROLL are loaded before
 // the gathers of step k, and the last, partial step is predicated, never a serial tail.
 // MINB: blocks of 256 per SM the register allocation must allow (8: 32 registers, full
-// occupancy; 6: up to 40). TPR = 2: lanes i and i + 16 share a row (each walks half of it)
-// and one shuffle adds the halves; out is -1 for lanes 16-31.
+// occupancy; 6: up to 40). TPR = 2, 4 or 8: lanes i, i + 32/TPR, ... share a row (each walks
+// a contiguous 1/TPR of it) and log2(TPR) shuffles add the parts; out is -1 for lanes >= 32/TPR.
 template <int IDX> struct SellIdx;
 template <> struct SellIdx<0> {
     using type = int;
@@ -429,7 +449,9 @@ spmv_sell(const int nslices, const int* __restrict__ slice_ptr,
             sum += use ? v[u] * gather(x + col) : T(0);
         }
     }
-    if (TPR == 2) sum += __shfl_down_sync(FULL_MASK, sum, 16);  // whole warps reach here
+    // TPR threads per row: lanes i, i + 32/TPR, ... share a row; whole warps reach here.
+#pragma unroll
+    for (int off = 16; off >= 32 / TPR; off >>= 1) sum += __shfl_down_sync(FULL_MASK, sum, off);
     if (dest >= 0) {
         y[dest] = sum;
     } else if (dest <= -2) {
