@@ -6,7 +6,7 @@ import dataclasses
 import math
 
 import pytest
-from conftest import make_cpu_runset, make_gpu_runset
+from report_builders import make_cpu_runset, make_gpu_runset
 
 from sparsescope.report import build_tables
 from sparsescope.report.context import build_context

@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import make_cpu_runset
+from report_builders import make_cpu_runset
 
 from sparsescope.cli import main
 from sparsescope.results.io import write_runset

@@ -8,7 +8,7 @@ import io
 import re
 
 import pytest
-from conftest import SEED_TIMES_MS, make_cpu_runset, make_gpu_runset, samples_around
+from report_builders import SEED_TIMES_MS, make_cpu_runset, make_gpu_runset, samples_around
 
 from sparsescope.model import spmv_traffic
 from sparsescope.report import build_tables

@@ -7,7 +7,7 @@ import json
 import math
 
 import pytest
-from conftest import make_cpu_runset, make_gpu_runset
+from report_builders import make_cpu_runset, make_gpu_runset
 
 from sparsescope.errors import ResultsFormatError, UnknownNameError
 from sparsescope.report import build_tables

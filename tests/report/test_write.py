@@ -15,8 +15,8 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from conftest import make_cpu_runset, make_gpu_runset
 from PIL import Image
+from report_builders import make_cpu_runset, make_gpu_runset
 
 from sparsescope.errors import UsageError
 from sparsescope.report import build_tables, write_report
