@@ -59,6 +59,15 @@ VARIANTS = {
     "delta16-u2-m8-h1": (CudaSpmvDelta16, {"unroll": 2, "minb": 8, "hint": 1}),
     "delta16-t2-u4-m6-h1": (CudaSpmvDelta16, {"tpr": 2, "unroll": 4, "minb": 6, "hint": 1}),
     "delta16-t2-u2-m8-h1": (CudaSpmvDelta16, {"tpr": 2, "unroll": 2, "minb": 8, "hint": 1}),
+    # targets follow-up (scripts/device_kernels_targets.sh): more threads per row for pwtk,
+    # L1 kept for the hot columns x[0, 16k / 32k) for circuit5M
+    "delta16-t4-u2-m8-h1": (CudaSpmvDelta16, {"tpr": 4, "unroll": 2, "minb": 8, "hint": 1}),
+    "delta16-t4-u4-m6-h1": (CudaSpmvDelta16, {"tpr": 4, "unroll": 4, "minb": 6, "hint": 1}),
+    "delta16-t8-u2-m8-h1": (CudaSpmvDelta16, {"tpr": 8, "unroll": 2, "minb": 8, "hint": 1}),
+    "sell-t4-u2-m8-h1": (CudaSpmvSell, {"tpr": 4, "unroll": 2, "minb": 8, "hint": 1}),
+    "adaptive-i1-l1h16k": (CudaSpmvAdaptive, {"iters": 1, "hint": 1, "hub": -16384}),
+    "adaptive-i1-l1h32k": (CudaSpmvAdaptive, {"iters": 1, "hint": 1, "hub": -32768}),
+    "adaptive-i2-l1h32k": (CudaSpmvAdaptive, {"iters": 2, "hint": 1, "hub": -32768}),
 }
 TOLERANCE = 1e-5
 GATHER_PROBE = r"""

@@ -153,7 +153,9 @@ def test_delta16_escapes_and_bytes(monkeypatch):
 
 @pytest.mark.parametrize("name", sorted(MATRICES))
 @pytest.mark.parametrize("sigma,long_row,tpr", [(1, None, 1), (32, 7, 1), (256, None, 1),
-                                                (10_000, 2, 1), (1, None, 2), (256, 7, 2)])
+                                                (10_000, 2, 1), (1, None, 2), (256, 7, 2),
+                                                (1, None, 4), (256, 7, 4), (256, None, 8),
+                                                (32, 5, 8)])
 def test_sell_computes_scipy_product(name, sigma, long_row, tpr):
     a = MATRICES[name]
     x = np.random.default_rng(2).random(a.shape[1]) * 2 - 1
@@ -188,6 +190,27 @@ def test_sell_two_threads_per_row_hand_example():
     assert sell.padding_ratio == pytest.approx(64 / 7)
 
 
+def test_sell_four_threads_per_row_hand_example():
+    # rows of 5 and 2 nonzeros, tpr 4: one slice of 8 rows, ceil(5 / 4) = 2 columns;
+    # row 0: lane 0 entries 0-1, lane 8: 2-3, lane 16: 4, lane 24: none; row 1 (ceil(2/4) = 1):
+    # lane 1 entry 0, lane 9 entry 1
+    a = _csr(2, 9, [(0, 0, 1.0), (0, 1, 2.0), (0, 2, 3.0), (0, 3, 4.0), (0, 4, 5.0),
+                    (1, 5, 6.0), (1, 6, 7.0)])
+    sell = pack_sell(a.indptr, a.indices, a.data, sigma=1, long_row=64, tpr=4)
+    assert sell.slice_ptr.tolist() == [0, 2] and sell.tpr == 4
+    assert sell.cols[[0, 8, 16, 24, 1, 9, 17]].tolist() == [0, 2, 4, -1, 5, 6, -1]
+    assert sell.cols[[32, 40, 48, 33]].tolist() == [1, 3, -1, -1]
+    assert sell.out[:2].tolist() == [0, 1] and np.all(sell.out[8:32] == -1)
+    x = np.arange(1.0, 10.0)
+    np.testing.assert_allclose(emulate_sell(sell, 2, x), a @ x)
+
+
+def test_sell_rejects_three_threads_per_row():
+    a = _csr(1, 2, [(0, 0, 1.0)])
+    with pytest.raises(ValueError):
+        pack_sell(a.indptr, a.indices, a.data, tpr=3)
+
+
 def test_virtual_rows_cut_long_rows():
     v_row, k, v_len = virtual_rows(np.array([0, 5, 2]), 2)
     assert v_row.tolist() == [0, 1, 1, 1, 2] and k.tolist() == [0, 0, 1, 2, 0]
@@ -207,7 +230,8 @@ def test_bad_parameters_raise():
 
 
 @pytest.mark.parametrize("name", sorted(MATRICES))
-@pytest.mark.parametrize("sigma,long_row,tpr", [(1, None, 1), (256, 5, 1), (256, None, 2)])
+@pytest.mark.parametrize("sigma,long_row,tpr", [(1, None, 1), (256, 5, 1), (256, None, 2),
+                                                (256, 5, 4), (256, None, 8)])
 def test_sell16_decodes_to_the_sell_columns(name, sigma, long_row, tpr):
     a = MATRICES[name]
     sell = pack_sell(a.indptr, a.indices, a.data, sigma=sigma, long_row=long_row, tpr=tpr)

@@ -39,6 +39,12 @@ VARIANTS = [
     ("delta16-t2-u2-m8-h1-s1", lambda: CudaSpmvDelta16(tpr=2, unroll=2, minb=8, sigma=1,
                                                         long_row=9)),
     ("delta16-u4-m6-h1", lambda: CudaSpmvDelta16(unroll=4, minb=6, hint=1)),
+    ("delta16-t4-u2-m8-h1", lambda: CudaSpmvDelta16(tpr=4, unroll=2, minb=8, hint=1)),
+    ("delta16-t8-u4-m6-h1-s1", lambda: CudaSpmvDelta16(tpr=8, unroll=4, minb=6, sigma=1,
+                                                        long_row=9)),
+    ("sell-t4-u2-m8-h1", lambda: CudaSpmvSell(tpr=4, unroll=2, minb=8, hint=1)),
+    ("adaptive-i1-l1h32k", lambda: CudaSpmvAdaptive(iters=1, hub=-32768)),
+    ("adaptive-i2-l1h16k", lambda: CudaSpmvAdaptive(iters=2, hub=-16384)),
     ("delta16-u2-m8-h0-s1", lambda: CudaSpmvDelta16(unroll=2, minb=8, hint=0, sigma=1,
                                                      long_row=7)),
     ("auto", lambda: CudaSpmvAuto(breakdown=False)),
@@ -98,7 +104,8 @@ def test_more_than_2_pow_24_nonzeros():
     assert csr.nnz == nnz
     for label, factory in VARIANTS:
         if label in ("adaptive-i1-rows3", "sell-u2-m8-h0-s1", "tiles16-i2-h0", "merge-i2-h0",
-                     "delta16-u2-m8-h0-s1", "adaptive-i1-hub8k", "merge-i2-hub4k"):
+                     "delta16-u2-m8-h0-s1", "adaptive-i1-hub8k", "merge-i2-hub4k",
+                     "delta16-t8-u4-m6-h1-s1", "adaptive-i2-l1h16k"):
             continue  # same code paths as their siblings; keep the test short
         err, _ = check(factory(), csr, "float32", seed=3)
         assert err < 1e-5, (label, err)

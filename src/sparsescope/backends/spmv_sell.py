@@ -10,8 +10,8 @@ nonzero instead of 8 where the columns fit, to go below the INT32 CSR floor.
 
 Parameters: ``sigma`` (default 256), ``long_row`` (default from the row lengths), ``unroll``
 (columns per pipelined step: 2 or 4), ``minb`` (blocks per SM the registers must allow: 6 or
-8), ``hint`` (0 or 1, as for the tiled kernels), ``tpr`` (threads per row: 1, or 2 for twice
-the warps and half the steps each).
+8), ``hint`` (0 or 1, as for the tiled kernels), ``tpr`` (threads per row: 1, or 2, 4, 8 for
+that many times the warps and 1/tpr of the steps each).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ SELL_BLOCK = 256
 UNROLLS = (2, 4)
 MINBS = (6, 8)
 HINTS = (0, 1)
-TPRS = (1, 2)
+TPRS = (1, 2, 4, 8)
 
 
 class CudaSpmvSell(OwnSpmvBackend):

@@ -15,7 +15,8 @@ to, ``-2 - slot`` for a piece of a split row, or -1 for an empty lane. Bytes mov
 With ``tpr = 2`` threads per row a slice holds 16 rows: lane i walks the first
 ``ceil(len / 2)`` entries of its row, lane i + 16 the rest, and the kernel adds the two sums
 with one shuffle (``out`` is -1 for lanes 16-31). Twice the warps, half the steps per warp:
-for matrices whose slices would not fill the GPU twice over.
+for matrices whose slices would not fill the GPU twice over. ``tpr = 4`` or ``8``: slices of 8
+or 4 rows, lane ``i + p * 32 / tpr`` walks part ``p`` (``ceil(len / tpr)`` entries) of row ``i``.
 """
 
 from __future__ import annotations

@@ -6,7 +6,8 @@ Subclasses pick the tiling (:mod:`sparsescope.backends.spmv_tiling`) and the col
 ``256 x iters`` chunks), ``hint`` (0: streams through L1 like x; 1: streams with
 ``L1::no_allocate`` and an L2 ``evict_first`` policy, leaving L1 and L2 to x) and ``hub``
 (0, 4096 or 8192: persistent blocks keep x[0, hub) in shared memory, float32 only; with
-iters=2 at most 4096).
+iters=2 at most 4096; -16384 or -32768: gathers of columns >= -hub read with L1::no_allocate,
+so L1 keeps the hot columns x[0, -hub) of a matrix whose popular columns come first).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from sparsescope.model.spmv import spmv_traffic
 ITERS = (1, 2)
 HINTS = (0, 1)
 #: Hub sizes (x entries in shared memory) by iters: static shared memory stays under 48 KB.
-HUBS = {1: (0, 4096, 8192), 2: (0, 4096)}
+HUBS = {1: (0, 4096, 8192, -16384, -32768), 2: (0, 4096, -16384, -32768)}
 
 
 class TiledBackend(OwnSpmvBackend):
@@ -89,7 +90,9 @@ class TiledBackend(OwnSpmvBackend):
             "split_ptr": cupy.asarray(tiles.split_ptr),
         }
         # shared memory holds 8-byte values only half as many: no hub for float64
-        hub = int(self.params["hub"]) if value_dtype == "float32" else 0
+        hub = int(self.params["hub"])
+        if value_dtype != "float32" and hub > 0:
+            hub = 0
         name = tile_kernel(value_dtype, self.idx, int(self.params["hint"]),
                            int(self.params["iters"]), hub)
         notes = {"tiling": tiles.kind, "tiles": str(tiles.ntiles),
@@ -102,7 +105,9 @@ class TiledBackend(OwnSpmvBackend):
         if p.rows and tiles.ntiles:
             b = buffers
             grid = tiles.ntiles
-            if hub:  # persistent: one wave of resident blocks loops over the tiles
+            if hub < 0:
+                notes.update(l1_hot_columns=str(-hub))
+            if hub > 0:  # persistent: one wave of resident blocks loops over the tiles
                 grid = min(grid, sm_count() * resident_blocks(name, BLOCK))
                 notes.update(hub=str(hub), persistent_blocks=str(grid))
             p.launches.append(Launch(name, grid, BLOCK, (
