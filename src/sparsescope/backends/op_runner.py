@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from sparsescope.backends.base import Backend, Capability
+from sparsescope.backends.runner import report_case_exit
 from sparsescope.errors import SparsescopeError, UnknownNameError, UsageError
 from sparsescope.matrices.types import Matrix
 from sparsescope.ops.registry import OpCase, get_op, op_backends
@@ -285,8 +286,6 @@ def _backend_notes(backend, prepared: object) -> dict[str, str]:
 
 # ----------------------------------------------------------------------------- profile target
 
-EXIT_FAILED = 1
-EXIT_SKIPPED = 3
 
 
 def parse_param(text: str) -> tuple[str, str]:
@@ -444,11 +443,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SparsescopeError as exc:
         print(f"sparsescope-op-target: error: {exc}", file=sys.stderr)
         return exc.exit_code
-    line = f"sparsescope-op-target: {args.matrix} {args.backend} {args.op}: {case.outcome}"
-    if case.reason:
-        line += f" ({case.reason})"
-    print(line, file=sys.stderr if case.outcome != "ok" else sys.stdout)
-    return {"ok": 0, "skipped": EXIT_SKIPPED}.get(case.outcome, EXIT_FAILED)
+    return report_case_exit(case, f"sparsescope-op-target: {args.matrix} {args.backend} {args.op}")
 
 
 if __name__ == "__main__":  # pragma: no cover

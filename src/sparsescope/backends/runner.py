@@ -128,3 +128,22 @@ def _notes(backend: Backend, prepared: object) -> dict[str, str]:
         return {str(k): str(v) for k, v in backend.notes(prepared).items()}
     except Exception as exc:  # notes are optional; their failure must not fail the case
         return {"notes_error": _error_text(exc)}
+
+
+EXIT_FAILED = 1
+"""Exit code of a one-case program (an ncu target) whose case failed its check."""
+EXIT_SKIPPED = 3
+"""Exit code of a one-case program whose backend skipped the case."""
+
+
+def report_case_exit(case: CaseResult, label: str) -> int:
+    """Print ``label: outcome (reason)`` and return a one-case program's exit code: 0 for ok,
+    :data:`EXIT_SKIPPED`, else :data:`EXIT_FAILED` (ncu reports a non-zero exit as "The
+    application returned an error code")."""
+    import sys
+
+    line = f"{label}: {case.outcome}"
+    if case.reason:
+        line += f" ({case.reason})"
+    print(line, file=sys.stderr if case.outcome != "ok" else sys.stdout)
+    return {"ok": 0, "skipped": EXIT_SKIPPED}.get(case.outcome, EXIT_FAILED)

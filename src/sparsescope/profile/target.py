@@ -14,10 +14,8 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from sparsescope.backends.runner import report_case_exit
 from sparsescope.errors import SparsescopeError, UsageError
-
-EXIT_FAILED = 1
-EXIT_SKIPPED = 3
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -57,11 +55,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SparsescopeError as exc:
         print(f"sparsescope-target: error: {exc}", file=sys.stderr)
         return exc.exit_code
-    line = f"sparsescope-target: {args.matrix} {args.backend} {args.op}: {case.outcome}"
-    if case.reason:
-        line += f" ({case.reason})"
-    print(line, file=sys.stderr if case.outcome != "ok" else sys.stdout)
-    return {"ok": 0, "skipped": EXIT_SKIPPED}.get(case.outcome, EXIT_FAILED)
+    return report_case_exit(case, f"sparsescope-target: {args.matrix} {args.backend} {args.op}")
 
 
 if __name__ == "__main__":  # pragma: no cover
