@@ -35,7 +35,7 @@ from sparsescope.backends.spmv_adaptive import CudaSpmvAdaptive
 from sparsescope.backends.spmv_auto import CHOICES, CudaSpmvAuto
 from sparsescope.backends.spmv_compressed import CudaSpmvTileDelta16
 from sparsescope.backends.spmv_merge import CudaSpmvMerge
-from sparsescope.backends.spmv_sell import CudaSpmvDelta16, CudaSpmvSell
+from sparsescope.backends.spmv_sell import CudaSpmvBlocked16, CudaSpmvDelta16, CudaSpmvSell
 from sparsescope.backends.spmv_sell16_format import encode_sell16
 from sparsescope.model.spmv import spmv_traffic
 
@@ -68,8 +68,20 @@ VARIANTS = {
     "adaptive-i1-l1h16k": (CudaSpmvAdaptive, {"iters": 1, "hint": 1, "hub": -16384}),
     "adaptive-i1-l1h32k": (CudaSpmvAdaptive, {"iters": 1, "hint": 1, "hub": -32768}),
     "adaptive-i2-l1h32k": (CudaSpmvAdaptive, {"iters": 2, "hint": 1, "hub": -32768}),
+    # 1 x 3 blocks, one 16-bit offset per block (FEM rows of 3-column runs: pwtk, ldoor)
+    "blocked3-u2-m8-h1": (CudaSpmvBlocked16, {"block": 3, "unroll": 2, "minb": 8, "hint": 1}),
+    "blocked3-u4-m6-h1": (CudaSpmvBlocked16, {"block": 3, "unroll": 4, "minb": 6, "hint": 1}),
+    "blocked3-t2-u2-m8-h1": (CudaSpmvBlocked16, {"block": 3, "tpr": 2, "unroll": 2, "minb": 8,
+                                                 "hint": 1}),
+    "blocked3-t2-u4-m6-h1": (CudaSpmvBlocked16, {"block": 3, "tpr": 2, "unroll": 4, "minb": 6,
+                                                 "hint": 1}),
+    "blocked3-t4-u2-m8-h1": (CudaSpmvBlocked16, {"block": 3, "tpr": 4, "unroll": 2, "minb": 8,
+                                                 "hint": 1}),
 }
 TOLERANCE = 1e-5
+#: x entries an SM can keep on chip at most (its whole 256 KB L1 / shared-memory array, float32),
+#: and what a cluster of 16 SMs holds in distributed shared memory: the gather bound's capacities.
+ON_CHIP_X_ENTRIES = {"sm": 65_536, "cluster16": 16 * 65_536}
 GATHER_PROBE = r"""
 extern "C" __global__ void gather_probe(const float* __restrict__ x, const unsigned mask,
                                         const int iters, float* __restrict__ out) {
@@ -203,6 +215,16 @@ def run_one(backend, prepare, x, y_ref, config) -> dict:
     return rec
 
 
+def hot_shares(csr: sp.csr_matrix) -> dict[str, dict]:
+    """Share of the gathers the most-gathered x entries serve, per on-chip capacity (the input
+    of :func:`sparsescope.model.gathers.gather_bound`)."""
+    from sparsescope.model.gathers import hot_share
+
+    counts = np.bincount(csr.indices, minlength=csr.shape[1])
+    return {where: {"capacity_entries": cap, "share": hot_share(counts, cap)}
+            for where, cap in ON_CHIP_X_ENTRIES.items()}
+
+
 def sweep_matrix(matrix, config, args) -> dict:
     from sparsescope.backends import get_backend
     from sparsescope.backends.select import select_for
@@ -216,7 +238,7 @@ def sweep_matrix(matrix, config, args) -> dict:
              "rows": int(rows), "cols": int(cols), "nnz": int(csr.nnz),
              "bytes_int32": int32_bytes(rows, cols, csr.nnz),
              "bytes_int32_y_read": spmv_traffic(rows, cols, csr.nnz, y_read=True).total_bytes,
-             "cases": []}
+             "hot_share": hot_shares(csr), "cases": []}
     for name in BASELINES:
         backend = get_backend(name)
         index_bytes = backend.capability.index_bytes[0]
@@ -232,7 +254,7 @@ def sweep_matrix(matrix, config, args) -> dict:
         if key not in formats:
             t0 = time.perf_counter()
             sell_key = ("CudaSpmvSell", *key[1:])
-            if isinstance(backend, CudaSpmvDelta16) and sell_key in formats:
+            if type(backend) is CudaSpmvDelta16 and sell_key in formats:
                 formats[key] = encode_sell16(formats[sell_key], rows, cols)  # reuse the packing
             else:
                 formats[key] = backend.build_format(csr)

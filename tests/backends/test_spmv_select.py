@@ -8,11 +8,13 @@ import pytest
 import scipy.sparse as sp
 
 from sparsescope.backends.select import (
+    BLOCKED_MIN_SAVING,
     DELTA16_MAX_ESCAPE_FRACTION,
     ITERS2_MIN_MEAN,
     SELL_MAX_PADDING,
     SELL_MIN_WARPS_PER_SM,
     MatrixStatistics,
+    blocked_sell_bytes,
     delta16_sell_bytes,
     matrix_statistics,
     select_for,
@@ -37,6 +39,17 @@ def test_rules_in_order():
     assert chosen.backend == "cuda-spmv-delta16" and chosen.rule == "regular-rows-delta16"
     chosen = select_kernel(stats(**regular, escape_fraction=0.021))
     assert chosen.backend == "cuda-spmv-sell" and "2.1% of the columns" in chosen.reason
+    # 1 x 3 blocks when they save at least BLOCKED_MIN_SAVING of delta16's bytes
+    blocked = dict(regular, escape_fraction=0.0, block_width=3, delta16_byte_ratio=0.8)
+    chosen = select_kernel(stats(**blocked, blocked_byte_ratio=0.8 * (1 - BLOCKED_MIN_SAVING)))
+    assert chosen.backend == "cuda-spmv-blocked16" and chosen.params["block"] == 3
+    assert chosen.rule == "regular-rows-blocked16" and "10% fewer" in chosen.reason
+    chosen = select_kernel(stats(**blocked, blocked_byte_ratio=0.8 * 0.91))
+    assert chosen.backend == "cuda-spmv-delta16"
+    # blocks never rescue escapes: too many escapes still means INT32 SELL
+    chosen = select_kernel(stats(**{**blocked, "escape_fraction": 0.05},
+                                 blocked_byte_ratio=0.5))
+    assert chosen.backend == "cuda-spmv-sell"
     # regular but too few rows: tiles
     chosen = select_kernel(stats(**{**regular, "rows": many - 16}, escape_fraction=0.0))
     assert chosen.backend == "cuda-spmv-adaptive" and "too few loads" in chosen.reason
@@ -59,6 +72,13 @@ def test_sell_launch_parameters_from_waves():
         (6337 / 6336) / 2)
 
 
+def test_blocked_sell_byte_estimate():
+    # 1,000 rows, 10,000 nonzeros in 3,500 blocks of 3, 5% padding, 10% escapes, 2,000 cols:
+    # 3,675 x 14 + 4.4 x 350 + 4 x 32 x 32 slices + 12 x 32 + 4 x 3,000
+    assert blocked_sell_bytes(1000, 2000, 10_000, 1.05, 0.1, 0.35, 3) == pytest.approx(
+        51_450 + 1_540 + 4_096 + 384 + 12_000)
+
+
 def test_delta16_sell_byte_estimate():
     # 1,000 rows x 10 nonzeros, 5% padding, 10% escapes, 2,000 columns:
     # 10,500 x 6 + 4.4 x 1,000 + 4 x 32 x 32 slices + 12 x 32 + 4 x 3,000
@@ -75,8 +95,14 @@ def test_statistics_of_a_banded_matrix():
     expected = delta16_sell_bytes(80_000, 80_000, 1_600_000, st.sell_padding_ratio, 0.0)
     assert st.delta16_byte_ratio == pytest.approx(
         expected / (1_600_000 * 8 + 4 * 80_001 + 4 * 160_000))
-    # 80,000 rows = 37.9 warps of 16 rows per SM on 132 SMs: SELL, 16-bit offsets
-    assert select_for(csr).backend == "cuda-spmv-delta16"
+    # runs of three columns: 1 x 3 blocks, about one per three nonzeros (plus a partial block
+    # per row of 20: 7 blocks per row, 0.35 per nonzero)
+    assert st.block_width == 3
+    assert st.blocked_byte_ratio == pytest.approx(blocked_sell_bytes(
+        80_000, 80_000, 1_600_000, st.sell_padding_ratio, 0.0, 0.35, 3) / (
+        1_600_000 * 8 + 4 * 80_001 + 4 * 160_000), rel=0.02)
+    # 80,000 rows = 37.9 warps of 16 rows per SM on 132 SMs: SELL of 1 x 3 blocks
+    assert select_for(csr).backend == "cuda-spmv-blocked16"
     assert select_for(csr, sm_count=200).backend == "cuda-spmv-adaptive"  # 25 warps per SM
 
 
@@ -109,7 +135,7 @@ def test_backend_classes_take_known_parameters_only():
     from sparsescope.backends.spmv_adaptive import CudaSpmvAdaptive
     from sparsescope.backends.spmv_auto import CHOICES, CudaSpmvAuto
     from sparsescope.backends.spmv_compressed import CudaSpmvTileDelta16
-    from sparsescope.backends.spmv_sell import CudaSpmvDelta16, CudaSpmvSell
+    from sparsescope.backends.spmv_sell import CudaSpmvBlocked16, CudaSpmvDelta16, CudaSpmvSell
 
     assert CudaSpmvAdaptive(iters=2).chunks == 512
     with pytest.raises(ValueError):
@@ -129,7 +155,10 @@ def test_backend_classes_take_known_parameters_only():
         assert cap.index_bytes == (4,) and not cap.y_read and cap.device == "gpu"
         assert cap.unsupported_reason("spmv", "float64", 8).startswith("INT64")
     assert set(CHOICES) == {"cuda-spmv-adaptive", "cuda-spmv-merge", "cuda-spmv-delta16",
-                            "cuda-spmv-sell"}
+                            "cuda-spmv-sell", "cuda-spmv-blocked16"}
+    assert CudaSpmvBlocked16(tpr=2).format_key() == ("CudaSpmvBlocked16", 256, None, 2, 3)
+    with pytest.raises(ValueError, match="block must be one of"):
+        CudaSpmvBlocked16(block=5)
 
 
 def test_formats_build_without_a_gpu():

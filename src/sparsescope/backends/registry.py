@@ -26,6 +26,7 @@ BACKENDS: dict[str, str | Callable[[], Backend]] = {
     "cuda-spmv-merge": "sparsescope.backends.spmv_merge:CudaSpmvMerge",
     "cuda-spmv-sell": "sparsescope.backends.spmv_sell:CudaSpmvSell",
     "cuda-spmv-delta16": "sparsescope.backends.spmv_sell:CudaSpmvDelta16",
+    "cuda-spmv-blocked16": "sparsescope.backends.spmv_sell:CudaSpmvBlocked16",
     "cuda-spmv-delta16-tiles": "sparsescope.backends.spmv_compressed:CudaSpmvTileDelta16",
     "cuda-spmv-auto": "sparsescope.backends.spmv_auto:CudaSpmvAuto",
 }

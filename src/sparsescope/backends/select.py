@@ -12,7 +12,10 @@ match wins:
    a. ``cuda-spmv-delta16`` (16-bit column offsets) when at most
       :data:`DELTA16_MAX_ESCAPE_FRACTION` of the columns escape: it moves 6 bytes per nonzero
       instead of 8, but every escape adds a dependent load (cage15's 9.9% escapes made it
-      slower than INT32 SELL on the H200);
+      slower than INT32 SELL on the H200); ``cuda-spmv-blocked16`` instead (one 16-bit offset
+      per 1 x B block of consecutive columns, B from :data:`BLOCK_WIDTHS`) when its estimated
+      bytes are at least :data:`BLOCKED_MIN_SAVING` below delta16's (FEM rows made of runs
+      of B columns);
    b. ``cuda-spmv-sell`` otherwise.
    Two threads per row when one-thread slices would fill fewer than
    :data:`TPR2_MAX_WAVES` waves of the GPU's warp slots (half the steps per warp, twice the
@@ -36,6 +39,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from sparsescope.backends.spmv_blocked_format import BLOCK_WIDTHS, blocks_per_nonzero
 from sparsescope.backends.spmv_delta16_format import encode_delta16
 from sparsescope.backends.spmv_sell_format import sell_padding_ratio
 from sparsescope.backends.spmv_tiling import TileSet, row_tiles
@@ -47,6 +51,10 @@ SELL_MAX_PADDING = 1.10
 SELL_MIN_WARPS_PER_SM = 32
 #: Rule 1a: delta16 when at most this share of the columns escapes 16 bits.
 DELTA16_MAX_ESCAPE_FRACTION = 0.02
+#: Rule 1a: blocks when they move at least this share fewer bytes than delta16.
+BLOCKED_MIN_SAVING = 0.10
+#: Rows (evenly spaced) the block counts are measured on.
+SAMPLE_ROWS = 8192
 #: Two threads per row below this many full waves of one-thread slices (64 warps per SM).
 TPR2_MAX_WAVES = 2.0
 #: Resident warps per SM of the SELL kernel by register budget (minb 6: 40, minb 8: 32).
@@ -84,6 +92,11 @@ class MatrixStatistics:
     padding and the escape share (:func:`delta16_sell_bytes`)."""
     sell_padding_ratio: float
     """SELL-32-256 stored entries per nonzero (row lengths only)."""
+    block_width: int = 1
+    """B of the 1 x B blocking that moves the fewest bytes (1: blocks do not beat delta16)."""
+    blocked_byte_ratio: float = 1.0
+    """SELL-32-256 blocked16 bytes at ``block_width`` / INT32 CSR bytes (estimated on
+    :data:`SAMPLE_ROWS` rows; 1.0 when ``block_width`` is 1)."""
 
 
 @dataclass(frozen=True)
@@ -115,6 +128,53 @@ def delta16_sell_bytes(rows: int, cols: int, nnz: int, padding_ratio: float,
             + 12 * slices + value_bytes * (rows + cols))
 
 
+def blocked_sell_bytes(rows: int, cols: int, nnz: int, padding_ratio: float,
+                       escape_fraction: float, blocks_per_nnz: float, width: int,
+                       value_bytes: int = 4) -> float:
+    """Estimated bytes of a SELL-32 blocked16 SpMV (1 x ``width`` blocks)::
+
+        padded blocks (width value_bytes + 2) + 4 x 1.1 escaped blocks
+        + 4 (rows rounded up to 32) + 12 per slice + value_bytes (rows + cols)
+
+    with ``padded blocks = padding_ratio x blocks_per_nnz x nnz`` (the row padding taken as
+    the nonzeros' one)."""
+    blocks = blocks_per_nnz * nnz
+    slices = -(-rows // 32)
+    return (padding_ratio * blocks * (width * value_bytes + 2)
+            + 4 * 1.1 * escape_fraction * blocks + 4 * 32 * slices + 12 * slices
+            + value_bytes * (rows + cols))
+
+
+def sample_rows(csr: sp.csr_matrix, count: int) -> tuple[np.ndarray, np.ndarray]:
+    """(indptr, indices) of ``count`` evenly spaced rows of ``csr``, as a CSR of their own."""
+    rows = csr.shape[0]
+    picked = np.unique(np.linspace(0, rows - 1, min(count, rows)).astype(np.int64))
+    lengths = (csr.indptr[picked + 1] - csr.indptr[picked]).astype(np.int64)
+    indptr = np.append(0, np.cumsum(lengths))
+    starts = csr.indptr[picked].astype(np.int64)
+    index = np.repeat(starts - indptr[:-1], lengths) + np.arange(int(indptr[-1]))
+    return indptr, csr.indices[index]
+
+
+def best_blocking(csr: sp.csr_matrix, padding: float, escape: float, d16_bytes: float
+                  ) -> tuple[int, float]:
+    """(B, bytes) of the 1 x B blocking with the fewest estimated bytes, measured on
+    :data:`SAMPLE_ROWS` rows; (1, delta16's bytes) when none moves fewer."""
+    rows, cols = csr.shape
+    best = (1, d16_bytes)
+    if csr.nnz == 0:
+        return best
+    indptr, indices = sample_rows(csr, SAMPLE_ROWS)
+    if indptr[-1] == 0:
+        return best
+    for width in BLOCK_WIDTHS:
+        ratio = blocks_per_nonzero(indptr, indices, width)
+        estimate = blocked_sell_bytes(rows, cols, csr.nnz, padding, escape, ratio, width)
+        if estimate < best[1]:
+            best = (width, estimate)
+    return best
+
+
 def _sample(tiles: TileSet, indices: np.ndarray, count: int) -> tuple[TileSet, np.ndarray]:
     """A TileSet of ``count`` evenly spaced tiles, their columns concatenated."""
     picked = np.unique(np.linspace(0, tiles.ntiles - 1, min(count, tiles.ntiles)).astype(int))
@@ -143,13 +203,15 @@ def matrix_statistics(csr: sp.csr_matrix) -> MatrixStatistics:
     int32 = spmv_traffic(rows, cols, nnz, value_bytes=4, index_bytes=4).total_bytes
     padding = sell_padding_ratio(lengths, SELL_SIGMA)
     d16 = delta16_sell_bytes(rows, cols, nnz, padding, escape)
+    width, blocked = best_blocking(csr, padding, escape, d16)
     return MatrixStatistics(
         rows=rows, cols=cols, nnz=nnz, mean_nnz_per_row=mean,
         max_nnz_per_row=int(lengths.max()) if rows else 0,
         cv_nnz_per_row=float(lengths.std() / mean) if mean > 0 else 0.0,
         empty_row_fraction=float((lengths == 0).mean()) if rows else 0.0,
         escape_fraction=float(escape), delta16_byte_ratio=d16 / int32 if int32 else 1.0,
-        sell_padding_ratio=padding)
+        sell_padding_ratio=padding, block_width=width,
+        blocked_byte_ratio=blocked / int32 if int32 and width > 1 else 1.0)
 
 
 def wave_fill(slices: int, warps_per_sm: int, sm_count: int) -> float:
@@ -186,6 +248,18 @@ def select_kernel(stats: MatrixStatistics, sm_count: int = DEFAULT_SM_COUNT) -> 
                f"{100 * (stats.sell_padding_ratio - 1):.1f}% (rule: <= "
                f"{100 * (SELL_MAX_PADDING - 1):.0f}%) and the rows give {warps_per_sm:.0f} "
                f"warps of 16 rows per SM (rule: >= {SELL_MIN_WARPS_PER_SM}); {launch}")
+        saving = 1 - stats.blocked_byte_ratio / stats.delta16_byte_ratio
+        if (stats.escape_fraction <= DELTA16_MAX_ESCAPE_FRACTION and stats.block_width > 1
+                and stats.blocked_byte_ratio
+                <= stats.delta16_byte_ratio * (1 - BLOCKED_MIN_SAVING)):
+            return Selection("cuda-spmv-blocked16", {**params, "block": stats.block_width},
+                             "regular-rows-blocked16", (
+                f"{why}; {100 * stats.escape_fraction:.2f}% of the columns escape a 16-bit "
+                f"offset (rule: <= {100 * DELTA16_MAX_ESCAPE_FRACTION:.0f}%) and 1 x "
+                f"{stats.block_width} blocks of consecutive columns move "
+                f"{stats.blocked_byte_ratio:.3f} of INT32 CSR's bytes, {100 * saving:.0f}% "
+                f"fewer than 16-bit offsets per nonzero (rule: >= "
+                f"{100 * BLOCKED_MIN_SAVING:.0f}%)"), stats)
         if stats.escape_fraction <= DELTA16_MAX_ESCAPE_FRACTION:
             return Selection("cuda-spmv-delta16", params, "regular-rows-delta16", (
                 f"{why}; {100 * stats.escape_fraction:.2f}% of the columns escape a 16-bit "

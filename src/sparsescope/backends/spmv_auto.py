@@ -17,7 +17,7 @@ from sparsescope.backends.select import Selection, select_for
 from sparsescope.backends.spmv_adaptive import CudaSpmvAdaptive
 from sparsescope.backends.spmv_device import CAPABILITY, OwnSpmvBackend
 from sparsescope.backends.spmv_merge import CudaSpmvMerge
-from sparsescope.backends.spmv_sell import CudaSpmvDelta16, CudaSpmvSell
+from sparsescope.backends.spmv_sell import CudaSpmvBlocked16, CudaSpmvDelta16, CudaSpmvSell
 from sparsescope.timing.types import Measurement, TimingConfig
 
 #: Backend name -> class, for the names the selection may return.
@@ -25,6 +25,7 @@ CHOICES: dict[str, type[OwnSpmvBackend]] = {
     "cuda-spmv-adaptive": CudaSpmvAdaptive,
     "cuda-spmv-merge": CudaSpmvMerge,
     "cuda-spmv-delta16": CudaSpmvDelta16,
+    "cuda-spmv-blocked16": CudaSpmvBlocked16,
     "cuda-spmv-sell": CudaSpmvSell,
 }
 
@@ -39,7 +40,8 @@ class PreparedAuto:
 class CudaSpmvAuto(Backend):
     name = "cuda-spmv-auto"
     capability = Capability(**CAPABILITY, description=(
-        "own kernel chosen from matrix statistics (delta16 / sell / merge / adaptive), "
+        "own kernel chosen from matrix statistics (blocked16 / delta16 / sell / merge / "
+        "adaptive), "
         "reason kept"))
 
     def __init__(self, *, breakdown: bool = True) -> None:

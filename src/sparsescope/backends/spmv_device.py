@@ -42,8 +42,11 @@ def tile_kernel(value_dtype: str, idx: int, hint: int, iters: int, hub: int = 0,
 
 
 def sell_kernel(value_dtype: str, idx: int, hint: int, unroll: int, minb: int,
-                tpr: int = 1) -> str:
-    return f"spmv_sell<{cuda_type(value_dtype)}, {idx}, {hint}, {unroll}, {minb}, {tpr}>"
+                tpr: int = 1, width: int = 1) -> str:
+    """``spmv_sell<T, IDX, B, HINT, UNROLL, MINB, TPR>``; ``width`` = B, columns per stored
+    entry (1 x B blocks of cuda-spmv-blocked16; 1 for plain SELL)."""
+    return (f"spmv_sell<{cuda_type(value_dtype)}, {idx}, {width}, {hint}, {unroll}, {minb}, "
+            f"{tpr}>")
 
 
 def fixup_kernel(value_dtype: str) -> str:

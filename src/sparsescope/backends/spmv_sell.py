@@ -1,5 +1,6 @@
-"""``cuda-spmv-sell`` and ``cuda-spmv-delta16``: SELL-C-sigma SpMV, C = 32 (one warp per slice,
-one thread per row), with INT32 columns or 16-bit column offsets per slice.
+"""``cuda-spmv-sell``, ``cuda-spmv-delta16`` and ``cuda-spmv-blocked16``: SELL-C-sigma SpMV,
+C = 32 (one warp per slice, one thread per row), with INT32 columns, 16-bit column offsets per
+slice, or 16-bit offsets of 1 x B blocks.
 
 Rows sorted by length within windows of ``sigma`` rows, packed column-major in slices of 32
 (:mod:`sparsescope.backends.spmv_sell_format`): every load of a warp reads contiguous bytes,
@@ -7,11 +8,15 @@ and 32 neighbouring rows gather x together. Rows longer than ``long_row`` are cu
 added by ``spmv_fixup``. ``cuda-spmv-delta16`` stores each column as a 16-bit offset from its
 slice's base, escapes in INT32 (:mod:`sparsescope.backends.spmv_sell16_format`): 6 bytes per
 nonzero instead of 8 where the columns fit, to go below the INT32 CSR floor.
+``cuda-spmv-blocked16`` stores one 16-bit offset per 1 x B block of consecutive columns
+(:mod:`sparsescope.backends.spmv_blocked_format`): 4.67 bytes per nonzero for FEM rows made of
+runs of three columns.
 
 Parameters: ``sigma`` (default 256), ``long_row`` (default from the row lengths), ``unroll``
 (columns per pipelined step: 2 or 4), ``minb`` (blocks per SM the registers must allow: 6 or
 8), ``hint`` (0 or 1, as for the tiled kernels), ``tpr`` (threads per row: 1, or 2, 4, 8 for
-that many times the warps and 1/tpr of the steps each).
+that many times the warps and 1/tpr of the steps each); ``block`` (cuda-spmv-blocked16: B, 2, 3
+or 4).
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import scipy.sparse as sp
 
 from sparsescope.backends import _gpu
 from sparsescope.backends.base import Capability
+from sparsescope.backends.spmv_blocked_format import BLOCK_WIDTHS, SellBlocked, pack_blocked
 from sparsescope.backends.spmv_device import (
     CAPABILITY,
     Launch,
@@ -68,17 +74,21 @@ class CudaSpmvSell(OwnSpmvBackend):
             raise ValueError(f"SELL packing holds {sell.padded} entries: too many for INT32")
         return sell
 
-    def upload(self, fmt: Sell | Sell16, csr: sp.csr_matrix, value_dtype: str) -> PreparedOwn:
+    def upload(self, fmt: Sell | Sell16 | SellBlocked, csr: sp.csr_matrix,
+               value_dtype: str) -> PreparedOwn:
         import cupy
 
-        sell = fmt.sell if isinstance(fmt, Sell16) else fmt
+        width = fmt.width if isinstance(fmt, SellBlocked) else 1
+        packed = fmt.packed if isinstance(fmt, SellBlocked) else fmt
+        sell = packed.sell if isinstance(packed, Sell16) else packed
+        values = fmt.vals if isinstance(fmt, SellBlocked) else sell.vals
         dtype = _gpu.VALUE_DTYPES[value_dtype]
 
         def dev(array: np.ndarray, empty) -> Any:
             return cupy.asarray(array if array.size else np.full(1, empty, array.dtype))
 
         buffers = {"slice_ptr": cupy.asarray(sell.slice_ptr),
-                   "val": dev(sell.vals.astype(dtype), 0), "out": cupy.asarray(sell.out),
+                   "val": dev(values.astype(dtype), 0), "out": cupy.asarray(sell.out),
                    "split_rows": cupy.asarray(sell.split_rows),
                    "split_ptr": cupy.asarray(sell.split_ptr)}
         notes = {"sigma": str(sell.sigma), "long_row": str(sell.long_row),
@@ -87,24 +97,33 @@ class CudaSpmvSell(OwnSpmvBackend):
                  "minb": str(self.params["minb"]), "hint": str(self.params["hint"]),
                  "threads_per_row": str(sell.tpr),
                  "value_dtype": value_dtype, "index_dtype": "int32"}
-        if isinstance(fmt, Sell16):
-            buffers.update(cols=dev(fmt.offsets, 0), base=dev(fmt.base, 0),
-                           esc_ptr=cupy.asarray(fmt.esc_ptr), esc=dev(fmt.escapes, -1))
+        if isinstance(packed, Sell16):
+            buffers.update(cols=dev(packed.offsets, 0), base=dev(packed.base, 0),
+                           esc_ptr=cupy.asarray(packed.esc_ptr), esc=dev(packed.escapes, -1))
             notes.update(index_encoding="16-bit offsets per slice + INT32 escapes",
-                         escape_fraction=f"{fmt.escape_fraction:.4f}",
-                         escape_slots=str(fmt.escapes.size))
+                         escape_fraction=f"{packed.escape_fraction:.4f}",
+                         escape_slots=str(packed.escapes.size))
             idx = 1
         else:
             zero = cupy.zeros(1, dtype=cupy.int32)
             buffers.update(cols=dev(sell.cols, -1), base=zero, esc_ptr=zero, esc=zero)
             idx = 0
         nslots = int(sell.split_ptr[-1]) if sell.split_ptr.size else 0
+        if width > 1:
+            notes.update(block_width=str(width), blocks=str(fmt.blocks),
+                         stored_values_per_nonzero=f"{fmt.stored_per_nonzero:.4f}",
+                         index_encoding=f"one 16-bit offset per 1 x {width} block per slice "
+                                        "+ INT32 escapes")
         p = self.new_prepared(csr, value_dtype, nslots, [], 0, buffers, notes)
+        if width > 1:
+            # Blocks may reach B - 1 columns past the end: x carries zeros there.
+            p.x = cupy.zeros(csr.shape[1] + width - 1, dtype=dtype)
         if p.rows and sell.slices:
             b = buffers
             grid = -(-sell.slices * C // SELL_BLOCK)
             name = sell_kernel(value_dtype, idx, int(self.params["hint"]),
-                               int(self.params["unroll"]), int(self.params["minb"]), sell.tpr)
+                               int(self.params["unroll"]), int(self.params["minb"]), sell.tpr,
+                               width)
             p.launches.append(Launch(name, grid, SELL_BLOCK, (
                 np.int32(sell.slices), b["slice_ptr"], b["cols"], b["val"], b["out"], b["base"],
                 b["esc_ptr"], b["esc"], p.x, p.y, p.partials)))
@@ -126,3 +145,29 @@ class CudaSpmvDelta16(CudaSpmvSell):
     def build_format(self, csr: sp.csr_matrix) -> Sell16:
         rows, cols = csr.shape
         return encode_sell16(super().build_format(csr), rows, cols)
+
+
+class CudaSpmvBlocked16(CudaSpmvSell):
+    name = "cuda-spmv-blocked16"
+    capability = Capability(**CAPABILITY, description=(
+        "own compressed-index kernel: 1 x B blocks of consecutive columns, one 16-bit offset "
+        "per block, in SELL-32-sigma slices (NVRTC)"))
+    defaults: dict[str, Any] = {**CudaSpmvSell.defaults, "block": 3}
+    idx = 1
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        if self.params["block"] not in BLOCK_WIDTHS:
+            raise ValueError(f"block must be one of {BLOCK_WIDTHS}, got {self.params['block']}")
+
+    def format_key(self) -> tuple:
+        return super().format_key() + (self.params["block"],)
+
+    def build_format(self, csr: sp.csr_matrix) -> SellBlocked:
+        fmt = pack_blocked(csr.indptr, csr.indices, csr.data, csr.shape,
+                           width=int(self.params["block"]), sigma=int(self.params["sigma"]),
+                           long_row=self.params["long_row"], tpr=int(self.params["tpr"]))
+        if fmt.vals.size >= 2**31 - 64:
+            raise ValueError(f"blocked packing holds {fmt.vals.size} values: too many for "
+                             "INT32")
+        return fmt

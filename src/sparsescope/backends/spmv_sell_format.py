@@ -173,6 +173,13 @@ def emulate_sell(sell: Sell, rows: int, x: np.ndarray) -> np.ndarray:
     x = np.asarray(x, dtype=np.float64)
     safe = np.where(sell.cols >= 0, sell.cols, 0)
     prod = np.where(sell.cols >= 0, sell.vals * x[safe], 0.0)
+    return reduce_slices(sell, prod, rows)
+
+
+def reduce_slices(sell: Sell, prod: np.ndarray, rows: int) -> np.ndarray:
+    """Per-lane sums of ``prod`` (one product per stored entry, in storage order) written to y
+    the way the kernel's shuffles, destinations and ``spmv_fixup`` do (float64; unwritten rows
+    stay NaN)."""
     y = np.full(rows, np.nan)
     partials = np.full(int(sell.split_ptr[-1]) if sell.split_ptr.size else 0, np.nan)
     for s in range(sell.slices):

@@ -1,5 +1,7 @@
 // SpMV kernels of sparsescope's own backends (cuda-spmv-adaptive, cuda-spmv-merge,
-// cuda-spmv-delta16: spmv_tile; cuda-spmv-sell: spmv_sell; split rows: spmv_fixup), compiled at run time by NVRTC through cupy.RawModule and instantiated by
+// cuda-spmv-delta16-tiles: spmv_tile; cuda-spmv-sell, cuda-spmv-delta16, cuda-spmv-blocked16:
+// spmv_sell; split rows: spmv_fixup), compiled at run time by NVRTC through cupy.RawModule and
+// instantiated by
 // name expression, e.g. "spmv_tile<float, 0, 1, 256, 2>".
 //
 // y = A x. One block per tile; a tile is a contiguous range of nonzeros [j0, j1) and the rows
@@ -390,7 +392,11 @@ __device__ __forceinline__ int load_idx(const Stream<HINT>& s, const unsigned sh
     return v;
 }
 
-template <typename T, int IDX, int HINT, int UNROLL, int MINB, int TPR>
+// B > 1 (cuda-spmv-blocked16, IDX = 1): each entry is a 1 x B block, columns col .. col + B - 1,
+// its B values stored as B rows of 32 lanes after one another: value j of step k at
+// ((k0 + k) * B + j) * 32 + lane. x carries B - 1 zeros past its end for blocks that reach
+// beyond the last column; fill values are 0.
+template <typename T, int IDX, int B, int HINT, int UNROLL, int MINB, int TPR>
 __global__ void __launch_bounds__(256, MINB)
 spmv_sell(const int nslices, const int* __restrict__ slice_ptr,
           const typename SellIdx<IDX>::type* __restrict__ cols, const T* __restrict__ val,
@@ -410,28 +416,34 @@ spmv_sell(const int nslices, const int* __restrict__ slice_ptr,
     T sum = T(0);
     // Loads are predicated, never clamped: a step past the slice's end loads nothing.
     const typename SellIdx<IDX>::type* cp = cols + (long long)k0 * 32 + lane;
-    const T* vp = val + (long long)k0 * 32 + lane;
+    const T* vp = val + (long long)k0 * (32 * B) + lane;
     int cn[UNROLL];
-    T vn[UNROLL];
+    T vn[UNROLL][B];
 #pragma unroll
     for (int u = 0; u < UNROLL; ++u) {
         if (k0 + u < k1) {
             cn[u] = load_idx(s, cp + 32 * u);
-            vn[u] = s.v1(vp + 32 * u);
+#pragma unroll
+            for (int j = 0; j < B; ++j) vn[u][j] = s.v1(vp + 32 * (u * B + j));
         }
     }
     for (int k = k0; k < k1; k += UNROLL) {
         int c[UNROLL];
-        T v[UNROLL];
+        T v[UNROLL][B];
 #pragma unroll
-        for (int u = 0; u < UNROLL; ++u) { c[u] = cn[u]; v[u] = vn[u]; }
+        for (int u = 0; u < UNROLL; ++u) {
+            c[u] = cn[u];
+#pragma unroll
+            for (int j = 0; j < B; ++j) v[u][j] = vn[u][j];
+        }
         cp += 32 * UNROLL;
-        vp += 32 * UNROLL;
+        vp += 32 * B * UNROLL;
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) {
             if (k + UNROLL + u < k1) {
                 cn[u] = load_idx(s, cp + 32 * u);
-                vn[u] = s.v1(vp + 32 * u);
+#pragma unroll
+                for (int j = 0; j < B; ++j) vn[u][j] = s.v1(vp + 32 * (u * B + j));
             }
         }
 #pragma unroll
@@ -446,7 +458,8 @@ spmv_sell(const int nslices, const int* __restrict__ slice_ptr,
                     col += col_base;
                 }
             }
-            sum += use ? v[u] * gather(x + col) : T(0);
+#pragma unroll
+            for (int j = 0; j < B; ++j) sum += use ? v[u][j] * gather(x + col + j) : T(0);
         }
     }
     // TPR threads per row: lanes i, i + 32/TPR, ... share a row; whole warps reach here.
