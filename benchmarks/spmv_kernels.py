@@ -77,6 +77,18 @@ VARIANTS = {
                                                  "hint": 1}),
     "blocked3-t4-u2-m8-h1": (CudaSpmvBlocked16, {"block": 3, "tpr": 4, "unroll": 2, "minb": 8,
                                                  "hint": 1}),
+    "blocked3-u3-m6-h1": (CudaSpmvBlocked16, {"block": 3, "unroll": 3, "minb": 6, "hint": 1}),
+    # decoupled access / execute: streams staged in shared memory by cp.async (stage = steps
+    # per chunk, double-buffered)
+    "blocked3-dae4-m6-h1": (CudaSpmvBlocked16, {"block": 3, "stage": 4, "minb": 6, "hint": 1}),
+    "blocked3-t2-dae4-m6-h1": (CudaSpmvBlocked16, {"block": 3, "tpr": 2, "stage": 4, "minb": 6,
+                                                   "hint": 1}),
+    "blocked3-t2-dae2-m6-h1": (CudaSpmvBlocked16, {"block": 3, "tpr": 2, "stage": 2, "minb": 6,
+                                                   "hint": 1}),
+    "blocked3-t4-dae4-m6-h1": (CudaSpmvBlocked16, {"block": 3, "tpr": 4, "stage": 4, "minb": 6,
+                                                   "hint": 1}),
+    "delta16-t2-dae4-m6-h1": (CudaSpmvDelta16, {"tpr": 2, "stage": 4, "minb": 6, "hint": 1}),
+    "sell-t2-dae4-m6-h1": (CudaSpmvSell, {"tpr": 2, "stage": 4, "minb": 6, "hint": 1}),
 }
 TOLERANCE = 1e-5
 #: x entries an SM can keep on chip at most (its whole 256 KB L1 / shared-memory array, float32),

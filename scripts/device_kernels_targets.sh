@@ -9,7 +9,7 @@
 # --reorder: only the circuit5M reordering probe (benchmarks/spmv_reorder_probe.py, reorder.json).
 # --blocked: the 1 x 3 blocked kernels (cuda-spmv-blocked16): their GPU tests, their registers
 #            and spills, a sweep of pwtk, ldoor and cant beside the best delta16 variants
-#            (blocked.json), then the reorder probe.
+#            (blocked.json), register-pipelined and shared-memory-staged (cp.async) kernels.
 #
 # Everything lands in $OUT (/tmp/ss-targets elsewhere): env.txt, pytest.log, sweep.log,
 # targets.json. Exit status: the sweep's.
@@ -38,24 +38,25 @@ reorder_probe() {
 }
 if [ "${1:-}" = "--blocked" ]; then
     python3 -m pytest tests/gpu/test_spmv_own_kernels.py -q -p no:cacheprovider --timeout 120 \
-        -k "blocked" 2>&1 | tee "$OUT/pytest.log" | tail -n 6
+        -k "blocked or dae" 2>&1 | tee "$OUT/pytest.log" | tail -n 6
     echo "tests done at $(elapsed) s"
     python3 - <<'PY' 2>&1 | tee "$OUT/registers.log"
 from sparsescope.backends.spmv_device import kernel_function, sell_kernel
-for tpr, unroll, minb in ((1, 2, 8), (1, 4, 6), (2, 2, 8), (2, 4, 6), (4, 2, 8)):
+for tpr, unroll, minb, stage in ((1, 2, 8, 0), (1, 3, 6, 0), (2, 2, 8, 0), (1, 0, 6, 4),
+                                 (2, 0, 6, 2)):
     for width in (1, 3):
-        name = sell_kernel("float32", 1, 1, unroll, minb, tpr, width)
+        name = sell_kernel("float32", 1, 1, unroll, minb, tpr, width, stage)
         a = kernel_function(name).attributes
         print(f"{name}: {a['num_regs']} registers, {a['local_size_bytes']} B local (spills)")
 PY
     python3 benchmarks/spmv_kernels.py sweep --out "$OUT/blocked.json" --matrices pwtk,ldoor,cant \
-        --no-l2-window --variants blocked3-u2-m8-h1 blocked3-u4-m6-h1 blocked3-t2-u2-m8-h1 \
-        blocked3-t2-u4-m6-h1 blocked3-t4-u2-m8-h1 delta16-t2-u2-m8-h1 delta16-u4-m6-h1 \
+        --no-l2-window --variants blocked3-u2-m8-h1 blocked3-u3-m6-h1 blocked3-t2-u2-m8-h1 \
+        blocked3-t4-u2-m8-h1 blocked3-dae4-m6-h1 blocked3-t2-dae4-m6-h1 blocked3-t2-dae2-m6-h1 \
+        blocked3-t4-dae4-m6-h1 delta16-t2-dae4-m6-h1 delta16-t2-u2-m8-h1 delta16-u4-m6-h1 \
         delta16-t2-u4-m6-h1 > "$OUT/sweep.log" 2>&1
     rc=$?
     echo "sweep rc=$rc at $(elapsed) s"
     grep -E "FAILED|Error|error" "$OUT/sweep.log" | head -n 20
-    reorder_probe
     grep -E "^[a-zA-Z0-9-]+:|^  [a-z0-9+-]+ " "$OUT/sweep.log" | head -n 60
     exit "$rc"
 fi

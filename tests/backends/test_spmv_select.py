@@ -144,7 +144,9 @@ def test_backend_classes_take_known_parameters_only():
                                                                 "merge")
     assert CudaSpmvDelta16(sigma=64).format_key() == ("CudaSpmvDelta16", 64, None, 1)
     with pytest.raises(ValueError):
-        CudaSpmvSell(unroll=3)
+        CudaSpmvSell(unroll=5)
+    with pytest.raises(ValueError, match="stage one of"):
+        CudaSpmvSell(stage=3)
     with pytest.raises(TypeError, match="no parameter sigma"):
         CudaSpmvAdaptive(sigma=3)
     with pytest.raises(ValueError):

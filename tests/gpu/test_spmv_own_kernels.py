@@ -53,6 +53,12 @@ VARIANTS = [
                                                           hint=0, sigma=1, long_row=3)),
     ("blocked4-t8-u4-m6-h1-s1", lambda: CudaSpmvBlocked16(block=4, tpr=8, unroll=4, minb=6,
                                                           sigma=1, long_row=5)),
+    ("blocked3-dae4-m6-h1", lambda: CudaSpmvBlocked16(block=3, stage=4, minb=6)),
+    ("blocked2-t4-dae2-m6-h0-s1", lambda: CudaSpmvBlocked16(block=2, tpr=4, stage=2, minb=6,
+                                                            hint=0, sigma=1, long_row=3)),
+    ("delta16-t2-dae4-m6-h1-s1", lambda: CudaSpmvDelta16(tpr=2, stage=4, minb=6, sigma=1,
+                                                         long_row=9)),
+    ("sell-dae2-m6-h0", lambda: CudaSpmvSell(stage=2, minb=6, hint=0)),
     ("auto", lambda: CudaSpmvAuto(breakdown=False)),
 ]
 
@@ -112,7 +118,8 @@ def test_more_than_2_pow_24_nonzeros():
         if label in ("adaptive-i1-rows3", "sell-u2-m8-h0-s1", "tiles16-i2-h0", "merge-i2-h0",
                      "delta16-u2-m8-h0-s1", "adaptive-i1-hub8k", "merge-i2-hub4k",
                      "delta16-t8-u4-m6-h1-s1", "adaptive-i2-l1h16k",
-                     "blocked2-t4-u2-m8-h0-s1", "blocked4-t8-u4-m6-h1-s1"):
+                     "blocked2-t4-u2-m8-h0-s1", "blocked4-t8-u4-m6-h1-s1",
+                     "blocked2-t4-dae2-m6-h0-s1", "delta16-t2-dae4-m6-h1-s1"):
             continue  # same code paths as their siblings; keep the test short
         err, _ = check(factory(), csr, "float32", seed=3)
         assert err < 1e-5, (label, err)

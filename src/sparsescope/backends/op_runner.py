@@ -414,11 +414,8 @@ def _main_cases(argv: Sequence[str]) -> int:
     return 0  # a failed case is in the record; ncu must still write the others' profiles
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """One case, to be profiled by ncu: exit 0 ok, 1 failed, 3 skipped, 2 bad arguments."""
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if "--cases" in argv:
-        return _main_cases(argv)
+def build_parser() -> argparse.ArgumentParser:
+    """The one-case target's arguments (what ``sparsescope profile --op`` passes)."""
     parser = argparse.ArgumentParser(prog="python -m sparsescope.backends.op_runner",
                                      description="Run one op case (the program ncu profiles).")
     parser.add_argument("--op", required=True)
@@ -432,7 +429,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--check-only", action="store_true",
                         help="prepare, run and check once; no timing (for ncu)")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """One case, to be profiled by ncu: exit 0 ok, 1 failed, 3 skipped, 2 bad arguments."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if "--cases" in argv:
+        return _main_cases(argv)
+    args = build_parser().parse_args(argv)
     try:
         from sparsescope.matrices.suite_dlmc import build_named_entry
 

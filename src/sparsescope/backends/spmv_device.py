@@ -42,11 +42,15 @@ def tile_kernel(value_dtype: str, idx: int, hint: int, iters: int, hub: int = 0,
 
 
 def sell_kernel(value_dtype: str, idx: int, hint: int, unroll: int, minb: int,
-                tpr: int = 1, width: int = 1) -> str:
-    """``spmv_sell<T, IDX, B, HINT, UNROLL, MINB, TPR>``; ``width`` = B, columns per stored
-    entry (1 x B blocks of cuda-spmv-blocked16; 1 for plain SELL)."""
-    return (f"spmv_sell<{cuda_type(value_dtype)}, {idx}, {width}, {hint}, {unroll}, {minb}, "
-            f"{tpr}>")
+                tpr: int = 1, width: int = 1, stage: int = 0) -> str:
+    """``spmv_sell<T, IDX, B, HINT, UNROLL, MINB, TPR>`` (register pipeline), or with
+    ``stage`` > 0 ``spmv_sell_dae<T, IDX, B, HINT, STAGE, MINB, TPR>`` (streams staged in
+    shared memory by cp.async, ``stage`` steps per chunk; ``unroll`` unused); ``width`` = B,
+    columns per stored entry (1 x B blocks of cuda-spmv-blocked16; 1 for plain SELL)."""
+    t = cuda_type(value_dtype)
+    if stage:
+        return f"spmv_sell_dae<{t}, {idx}, {width}, {hint}, {stage}, {minb}, {tpr}>"
+    return f"spmv_sell<{t}, {idx}, {width}, {hint}, {unroll}, {minb}, {tpr}>"
 
 
 def fixup_kernel(value_dtype: str) -> str:

@@ -15,7 +15,9 @@ runs of three columns.
 Parameters: ``sigma`` (default 256), ``long_row`` (default from the row lengths), ``unroll``
 (columns per pipelined step: 2 or 4), ``minb`` (blocks per SM the registers must allow: 6 or
 8), ``hint`` (0 or 1, as for the tiled kernels), ``tpr`` (threads per row: 1, or 2, 4, 8 for
-that many times the warps and 1/tpr of the steps each); ``block`` (cuda-spmv-blocked16: B, 2, 3
+that many times the warps and 1/tpr of the steps each); ``stage`` (0: loads pipelined in
+registers, ``unroll`` deep; 2 or 4: streams staged in shared memory by cp.async, that many steps
+per chunk, double-buffered: decoupled access / execute); ``block`` (cuda-spmv-blocked16: B, 2, 3
 or 4).
 """
 
@@ -40,8 +42,9 @@ from sparsescope.backends.spmv_sell16_format import Sell16, encode_sell16
 from sparsescope.backends.spmv_sell_format import C, Sell, pack_sell
 
 SELL_BLOCK = 256
-UNROLLS = (2, 4)
-MINBS = (6, 8)
+UNROLLS = (2, 3, 4)
+MINBS = (4, 6, 8)
+STAGES = (0, 2, 4)
 HINTS = (0, 1)
 TPRS = (1, 2, 4, 8)
 
@@ -51,17 +54,18 @@ class CudaSpmvSell(OwnSpmvBackend):
     capability = Capability(**CAPABILITY, description=(
         "own SELL-32-sigma kernel, thread per row, pipelined loads, long rows split (NVRTC)"))
     defaults: dict[str, Any] = {"sigma": 256, "long_row": None, "unroll": 4, "minb": 6,
-                                "hint": 1, "tpr": 1}
+                                "hint": 1, "tpr": 1, "stage": 0}
     idx = 0
 
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
         p = self.params
         if (p["unroll"] not in UNROLLS or p["minb"] not in MINBS or p["hint"] not in HINTS
-                or p["tpr"] not in TPRS):
+                or p["tpr"] not in TPRS or p["stage"] not in STAGES):
             raise ValueError(f"unroll must be one of {UNROLLS}, minb one of {MINBS}, hint one "
-                             f"of {HINTS}, tpr one of {TPRS}; got {p['unroll']}, {p['minb']}, "
-                             f"{p['hint']}, {p['tpr']}")
+                             f"of {HINTS}, tpr one of {TPRS}, stage one of {STAGES}; got "
+                             f"{p['unroll']}, {p['minb']}, {p['hint']}, {p['tpr']}, "
+                             f"{p['stage']}")
 
     def format_key(self) -> tuple:
         return (type(self).__name__, self.params["sigma"], self.params["long_row"],
@@ -95,6 +99,7 @@ class CudaSpmvSell(OwnSpmvBackend):
                  "slices": str(sell.slices), "padding_ratio": f"{sell.padding_ratio:.4f}",
                  "split_rows": str(sell.split_rows.size), "unroll": str(self.params["unroll"]),
                  "minb": str(self.params["minb"]), "hint": str(self.params["hint"]),
+                 "stage": str(self.params["stage"]),
                  "threads_per_row": str(sell.tpr),
                  "value_dtype": value_dtype, "index_dtype": "int32"}
         if isinstance(packed, Sell16):
@@ -123,7 +128,7 @@ class CudaSpmvSell(OwnSpmvBackend):
             grid = -(-sell.slices * C // SELL_BLOCK)
             name = sell_kernel(value_dtype, idx, int(self.params["hint"]),
                                int(self.params["unroll"]), int(self.params["minb"]), sell.tpr,
-                               width)
+                               width, int(self.params["stage"]))
             p.launches.append(Launch(name, grid, SELL_BLOCK, (
                 np.int32(sell.slices), b["slice_ptr"], b["cols"], b["val"], b["out"], b["base"],
                 b["esc_ptr"], b["esc"], p.x, p.y, p.partials)))

@@ -392,6 +392,21 @@ __device__ __forceinline__ int load_idx(const Stream<HINT>& s, const unsigned sh
     return v;
 }
 
+// The end of a SELL warp: TPR threads per row (lanes i, i + 32/TPR, ... share a row) add their
+// parts with log2(TPR) shuffles (whole warps reach here); the lane's sum goes to its row, to a
+// partial slot of a split row (dest = -2 - slot), or nowhere (dest = -1).
+template <typename T, int TPR>
+__device__ __forceinline__ void store_lane_sum(T sum, const int dest, T* __restrict__ y,
+                                               T* __restrict__ partials) {
+#pragma unroll
+    for (int off = 16; off >= 32 / TPR; off >>= 1) sum += __shfl_down_sync(FULL_MASK, sum, off);
+    if (dest >= 0) {
+        y[dest] = sum;
+    } else if (dest <= -2) {
+        partials[-2 - dest] = sum;
+    }
+}
+
 // B > 1 (cuda-spmv-blocked16, IDX = 1): each entry is a 1 x B block, columns col .. col + B - 1,
 // its B values stored as B rows of 32 lanes after one another: value j of step k at
 // ((k0 + k) * B + j) * 32 + lane. x carries B - 1 zeros past its end for blocks that reach
@@ -411,20 +426,23 @@ spmv_sell(const int nslices, const int* __restrict__ slice_ptr,
     const int k0 = __ldg(slice_ptr + warp), k1 = __ldg(slice_ptr + warp + 1);
     const int dest = s.i1(out + warp * 32 + lane);
     const int col_base = IDX == 1 ? __ldg(base + warp) : 0;
-    const long long esc0 = IDX == 1 ? (long long)__ldg(esc_ptr + warp) * 32 + lane : 0;
+    // 32-bit offsets from the (constant-bank) parameters, not 64-bit pointers: two registers
+    // fewer, which keeps UNROLL x (1 + B) buffered loads in 32 registers (the host checks
+    // that every stored value's index fits an int).
+    const int esc0 = IDX == 1 ? __ldg(esc_ptr + warp) * 32 + lane : 0;
     int n_esc = 0;
     T sum = T(0);
     // Loads are predicated, never clamped: a step past the slice's end loads nothing.
-    const typename SellIdx<IDX>::type* cp = cols + (long long)k0 * 32 + lane;
-    const T* vp = val + (long long)k0 * (32 * B) + lane;
+    int ci = k0 * 32 + lane;
+    int vi = k0 * (32 * B) + lane;
     int cn[UNROLL];
     T vn[UNROLL][B];
 #pragma unroll
     for (int u = 0; u < UNROLL; ++u) {
         if (k0 + u < k1) {
-            cn[u] = load_idx(s, cp + 32 * u);
+            cn[u] = load_idx(s, cols + ci + 32 * u);
 #pragma unroll
-            for (int j = 0; j < B; ++j) vn[u][j] = s.v1(vp + 32 * (u * B + j));
+            for (int j = 0; j < B; ++j) vn[u][j] = s.v1(val + vi + 32 * (u * B + j));
         }
     }
     for (int k = k0; k < k1; k += UNROLL) {
@@ -436,14 +454,14 @@ spmv_sell(const int nslices, const int* __restrict__ slice_ptr,
 #pragma unroll
             for (int j = 0; j < B; ++j) v[u][j] = vn[u][j];
         }
-        cp += 32 * UNROLL;
-        vp += 32 * B * UNROLL;
+        ci += 32 * UNROLL;
+        vi += 32 * B * UNROLL;
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) {
             if (k + UNROLL + u < k1) {
-                cn[u] = load_idx(s, cp + 32 * u);
+                cn[u] = load_idx(s, cols + ci + 32 * u);
 #pragma unroll
-                for (int j = 0; j < B; ++j) vn[u][j] = s.v1(vp + 32 * (u * B + j));
+                for (int j = 0; j < B; ++j) vn[u][j] = s.v1(val + vi + 32 * (u * B + j));
             }
         }
 #pragma unroll
@@ -452,7 +470,7 @@ spmv_sell(const int nslices, const int* __restrict__ slice_ptr,
             const bool use = k + u < k1 && !SellIdx<IDX>::pad(col);
             if (IDX == 1 && use) {
                 if (col == 0xffff) {
-                    col = s.i1(esc + esc0 + 32LL * n_esc);
+                    col = s.i1(esc + esc0 + 32 * n_esc);
                     ++n_esc;
                 } else {
                     col += col_base;
@@ -462,12 +480,125 @@ spmv_sell(const int nslices, const int* __restrict__ slice_ptr,
             for (int j = 0; j < B; ++j) sum += use ? v[u][j] * gather(x + col + j) : T(0);
         }
     }
-    // TPR threads per row: lanes i, i + 32/TPR, ... share a row; whole warps reach here.
-#pragma unroll
-    for (int off = 16; off >= 32 / TPR; off >>= 1) sum += __shfl_down_sync(FULL_MASK, sum, off);
-    if (dest >= 0) {
-        y[dest] = sum;
-    } else if (dest <= -2) {
-        partials[-2 - dest] = sum;
+    store_lane_sum<T, TPR>(sum, dest, y, partials);
+}
+
+// Decoupled access / execute (STAGE > 0): the same SELL format, but a warp's streams travel by
+// cp.async (global -> shared memory, L2 only, no registers held while in flight) in chunks of
+// STAGE steps, double-buffered: while the warp gathers x and multiplies chunk c from shared
+// memory, chunk c + 1 is on its way. Every lane copies 16-byte pieces of the chunk (the
+// offsets of a step are 32 x sizeof(index) contiguous bytes, its values B x 32 x sizeof(T);
+// chunk starts are 64-byte aligned), waits for its own groups, then __syncwarp makes the whole
+// chunk visible to the warp. The register pipeline of spmv_sell keeps UNROLL x (1 + B) loads
+// in flight per thread at most (32 registers); here a warp keeps a whole chunk in flight.
+// Needs sm_80+ (cp.async).
+template <typename T, int IDX, int B, int STAGE> struct DaeChunk {
+    using Idx = typename SellIdx<IDX>::type;
+    // double values halve the steps, so a warp's two buffers stay the same size
+    static constexpr int STEPS = STAGE * 4 / (int)sizeof(T) > 0 ? STAGE * 4 / (int)sizeof(T) : 1;
+    static constexpr int IDX_BYTES = STEPS * 32 * (int)sizeof(Idx);
+    static constexpr int VAL_BYTES = STEPS * 32 * B * (int)sizeof(T);
+    static constexpr int BYTES = IDX_BYTES + VAL_BYTES;
+};
+
+template <int HINT>
+__device__ __forceinline__ void copy16_async(void* smem, const void* gmem,
+                                             unsigned long long policy) {
+    const unsigned dst = (unsigned)__cvta_generic_to_shared(smem);
+    if (HINT == 1) {
+        asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;"
+                     :: "r"(dst), "l"(gmem), "l"(policy) : "memory");
+    } else {
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(dst), "l"(gmem)
+                     : "memory");
     }
+}
+
+// Issue the copies of steps [k, k + n) of the warp's slice into buf (one commit group).
+template <typename T, int IDX, int B, int STAGE, int HINT>
+__device__ __forceinline__ void dae_issue(unsigned char* buf, const int k, const int n,
+                                          const typename SellIdx<IDX>::type* __restrict__ cols,
+                                          const T* __restrict__ val, const int lane,
+                                          const unsigned long long policy) {
+    using C = DaeChunk<T, IDX, B, STAGE>;
+    const int idx_pieces = n * 32 * (int)sizeof(typename C::Idx) / 16;
+    const int val_pieces = n * 32 * B * (int)sizeof(T) / 16;
+    const unsigned char* gi = (const unsigned char*)(cols + (long long)k * 32);
+    const unsigned char* gv = (const unsigned char*)(val + (long long)k * 32 * B);
+    for (int p = lane; p < idx_pieces; p += 32) copy16_async<HINT>(buf + 16 * p, gi + 16 * p, policy);
+    for (int p = lane; p < val_pieces; p += 32)
+        copy16_async<HINT>(buf + C::IDX_BYTES + 16 * p, gv + 16 * p, policy);
+    asm volatile("cp.async.commit_group;" ::: "memory");
+}
+
+template <typename T, int IDX, int B, int HINT, int STAGE, int MINB, int TPR>
+__global__ void __launch_bounds__(256, MINB)
+spmv_sell_dae(const int nslices, const int* __restrict__ slice_ptr,
+              const typename SellIdx<IDX>::type* __restrict__ cols, const T* __restrict__ val,
+              const int* __restrict__ out, const int* __restrict__ base,
+              const int* __restrict__ esc_ptr, const int* __restrict__ esc,
+              const T* __restrict__ x, T* __restrict__ y, T* __restrict__ partials) {
+    using C = DaeChunk<T, IDX, B, STAGE>;
+    __shared__ __align__(16) unsigned char stage[8][2][C::BYTES];
+    const long long warp = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const int lane = threadIdx.x & 31;
+    const int wib = threadIdx.x >> 5;
+    if (warp >= nslices) return;
+    Stream<HINT> s;
+    s.init();
+    const unsigned long long policy = s.policy_or_zero();
+    const int k0 = __ldg(slice_ptr + warp), k1 = __ldg(slice_ptr + warp + 1);
+    const int dest = s.i1(out + warp * 32 + lane);
+    const int col_base = IDX == 1 ? __ldg(base + warp) : 0;
+    const int esc0 = IDX == 1 ? __ldg(esc_ptr + warp) * 32 + lane : 0;
+    int n_esc = 0;
+    T sum = T(0);
+    if (k1 > k0) dae_issue<T, IDX, B, STAGE, HINT>(stage[wib][0], k0, min(C::STEPS, k1 - k0),
+                                                   cols, val, lane, policy);
+    int which = 0;
+    for (int k = k0; k < k1; k += C::STEPS, which ^= 1) {
+        const int next = k + C::STEPS;
+        if (next < k1) {
+            dae_issue<T, IDX, B, STAGE, HINT>(stage[wib][which ^ 1], next,
+                                              min(C::STEPS, k1 - next), cols, val, lane, policy);
+            asm volatile("cp.async.wait_group 1;" ::: "memory");
+        } else {
+            asm volatile("cp.async.wait_group 0;" ::: "memory");
+        }
+        __syncwarp();
+        const typename C::Idx* ci = (const typename C::Idx*)stage[wib][which];
+        const T* vs = (const T*)(stage[wib][which] + C::IDX_BYTES);
+        const int n = min(C::STEPS, k1 - k);
+        int c[C::STEPS];
+        bool use[C::STEPS];
+#pragma unroll
+        for (int t = 0; t < C::STEPS; ++t) {
+            c[t] = t < n ? (int)ci[t * 32 + lane] : 0;
+            use[t] = t < n && !SellIdx<IDX>::pad(c[t]);
+            if (IDX == 1 && use[t]) {
+                if (c[t] == 0xffff) {
+                    c[t] = s.i1(esc + esc0 + 32 * n_esc);
+                    ++n_esc;
+                } else {
+                    c[t] += col_base;
+                }
+            }
+        }
+        // every gather of the chunk is issued before the first product waits for one
+        T g[C::STEPS][B];
+#pragma unroll
+        for (int t = 0; t < C::STEPS; ++t) {
+#pragma unroll
+            for (int j = 0; j < B; ++j) g[t][j] = use[t] ? gather(x + c[t] + j) : T(0);
+        }
+#pragma unroll
+        for (int t = 0; t < C::STEPS; ++t) {
+#pragma unroll
+            for (int j = 0; j < B; ++j) {
+                if (use[t]) sum += vs[(t * B + j) * 32 + lane] * g[t][j];
+            }
+        }
+        __syncwarp();  // the buffer is refilled by the next iteration's copies
+    }
+    store_lane_sum<T, TPR>(sum, dest, y, partials);
 }
