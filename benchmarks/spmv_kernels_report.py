@@ -97,7 +97,7 @@ def instantiation(kernel: str) -> str:
     if func == "spmv_tile":
         sig = (f"const int, const int4*, const int*, const void*, const int*, const {t}*, "
                f"const {t}*, {t}*, {t}*, const int")
-    elif func == "spmv_sell":
+    elif func in ("spmv_sell", "spmv_sell_dae"):
         idx = "int" if args[1] == "0" else "unsigned short"
         sig = (f"const int, const int*, const {idx}*, const {t}*, const int*, const int*, "
                f"const int*, const int*, const {t}*, {t}*, {t}*")
@@ -127,9 +127,9 @@ def sass_summaries(kernels: set[str]) -> dict[str, dict]:
             res = k.resources
             widths = Counter()
             for ins in k.instructions:
-                if ins.opcode == "LDG":
+                if ins.opcode in ("LDG", "LDGSTS"):  # LDGSTS: cp.async, global -> shared
                     w = next((m for m in ins.modifiers if m in ("128", "64", "U16", "U8")), "32")
-                    widths[f"LDG.{w}"] += 1
+                    widths[f"{ins.opcode}.{w}"] += 1
             chains = Counter((c.label, c.in_loop) for c in _named_chains(k, name))
             out[name] = {"registers": res.registers if res else None,
                          "spill_bytes": (res.spill_store_bytes or 0) + (res.spill_load_bytes or 0)
@@ -484,7 +484,9 @@ def main(argv: list[str] | None = None) -> int:
         "1,024 / 2,048 nonzeros per tile, `hub8k` = persistent blocks with x[0, 8192) in shared "
         "memory); `tiles16` = tiles with 16-bit column offsets; `sell` = SELL-32-256 "
         "(`spmv_sell`), `delta16` = SELL with 16-bit offsets per slice, `blocked3` = SELL of 1 x 3 "
-        "blocks of consecutive columns with one 16-bit offset per block; `t2` = two threads per "
+        "blocks of consecutive columns with one 16-bit offset per block; `dae4` = the SELL kernel "
+        "with its streams staged in shared memory by cp.async, 4 steps per double-buffered "
+        "chunk (decoupled access / execute); `t2` = two threads per "
         "row, `u` = columns per pipelined step, `m` = blocks per SM the registers allow; `h1` / "
         "`h0` = streams read with `L1::no_allocate` + L2 `evict_first` / plain `ld.global.nc`.",
         "",

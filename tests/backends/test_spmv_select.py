@@ -42,8 +42,12 @@ def test_rules_in_order():
     # 1 x 3 blocks when they save at least BLOCKED_MIN_SAVING of delta16's bytes
     blocked = dict(regular, escape_fraction=0.0, block_width=3, delta16_byte_ratio=0.8)
     chosen = select_kernel(stats(**blocked, blocked_byte_ratio=0.8 * (1 - BLOCKED_MIN_SAVING)))
-    assert chosen.backend == "cuda-spmv-blocked16" and chosen.params["block"] == 3
-    assert chosen.rule == "regular-rows-blocked16" and "10% fewer" in chosen.reason
+    assert chosen.backend == "cuda-spmv-blocked16" and chosen.rule == "regular-rows-blocked16"
+    assert chosen.params == {"block": 3, "tpr": 1, "stage": 4, "minb": 6}
+    assert "10% fewer" in chosen.reason and "cp.async" in chosen.reason
+    # ... even with too few rows for the register-pipelined SELL kernels
+    few = dict(blocked, rows=many - 16, blocked_byte_ratio=0.6)
+    assert select_kernel(stats(**few)).backend == "cuda-spmv-blocked16"
     chosen = select_kernel(stats(**blocked, blocked_byte_ratio=0.8 * 0.91))
     assert chosen.backend == "cuda-spmv-delta16"
     # blocks never rescue escapes: too many escapes still means INT32 SELL
@@ -103,7 +107,9 @@ def test_statistics_of_a_banded_matrix():
         1_600_000 * 8 + 4 * 80_001 + 4 * 160_000), rel=0.02)
     # 80,000 rows = 37.9 warps of 16 rows per SM on 132 SMs: SELL of 1 x 3 blocks
     assert select_for(csr).backend == "cuda-spmv-blocked16"
-    assert select_for(csr, sm_count=200).backend == "cuda-spmv-adaptive"  # 25 warps per SM
+    # 25 warps per SM on 200 SMs: too few for the register-pipelined kernels, not for blocks
+    assert select_for(csr, sm_count=200).backend == "cuda-spmv-blocked16"
+
 
 
 def test_statistics_of_power_law_and_uniform_matrices():

@@ -5,6 +5,12 @@ Pure NumPy: no GPU needed to decide (the SM count is a parameter; 132 on an H100
 share of columns a 16-bit offset can hold); :func:`select_kernel` applies the rules, first
 match wins:
 
+0. ``cuda-spmv-blocked16`` (one 16-bit offset per 1 x B block of consecutive columns, B from
+   :data:`BLOCK_WIDTHS`) when the row lengths are regular (as for rule 1), at most
+   :data:`DELTA16_MAX_ESCAPE_FRACTION` of the columns escape 16 bits and its estimated bytes
+   are at least :data:`BLOCKED_MIN_SAVING` below delta16's (FEM rows made of runs of B
+   columns), launched as the shared-memory-staged (cp.async) kernel with
+   :data:`BLOCKED_PARAMS`: it keeps DRAM busy with few rows too, so no warp-count rule.
 1. SELL slices (``cuda-spmv-delta16`` or ``cuda-spmv-sell``) when the row lengths are regular
    (SELL-32-256 pads at most :data:`SELL_MAX_PADDING` of the nonzeros) and there are enough
    rows to give every SM :data:`SELL_MIN_WARPS_PER_SM` warps of 16 rows: a warp then reads
@@ -12,10 +18,7 @@ match wins:
    a. ``cuda-spmv-delta16`` (16-bit column offsets) when at most
       :data:`DELTA16_MAX_ESCAPE_FRACTION` of the columns escape: it moves 6 bytes per nonzero
       instead of 8, but every escape adds a dependent load (cage15's 9.9% escapes made it
-      slower than INT32 SELL on the H200); ``cuda-spmv-blocked16`` instead (one 16-bit offset
-      per 1 x B block of consecutive columns, B from :data:`BLOCK_WIDTHS`) when its estimated
-      bytes are at least :data:`BLOCKED_MIN_SAVING` below delta16's (FEM rows made of runs
-      of B columns);
+      slower than INT32 SELL on the H200);
    b. ``cuda-spmv-sell`` otherwise.
    Two threads per row when one-thread slices would fill fewer than
    :data:`TPR2_MAX_WAVES` waves of the GPU's warp slots (half the steps per warp, twice the
@@ -51,8 +54,11 @@ SELL_MAX_PADDING = 1.10
 SELL_MIN_WARPS_PER_SM = 32
 #: Rule 1a: delta16 when at most this share of the columns escapes 16 bits.
 DELTA16_MAX_ESCAPE_FRACTION = 0.02
-#: Rule 1a: blocks when they move at least this share fewer bytes than delta16.
+#: Rule 0: blocks when they move at least this share fewer bytes than delta16 ...
 BLOCKED_MIN_SAVING = 0.10
+#: ... launched as the decoupled access / execute kernel: within 3% of the best blocked variant
+#: on the pwtk, ldoor and cant analogs in the H200 sweep (results/h200/kernels).
+BLOCKED_PARAMS = {"tpr": 1, "stage": 4, "minb": 6}
 #: Rows (evenly spaced) the block counts are measured on.
 SAMPLE_ROWS = 8192
 #: Two threads per row below this many full waves of one-thread slices (64 warps per SM).
@@ -242,24 +248,28 @@ def select_kernel(stats: MatrixStatistics, sm_count: int = DEFAULT_SM_COUNT) -> 
              f"{stats.max_nnz_per_row}, std/mean {stats.cv_nnz_per_row:.2f}")
     warps_per_sm = stats.rows / 16 / sm_count
     regular = stats.sell_padding_ratio <= SELL_MAX_PADDING
+    if (regular and stats.escape_fraction <= DELTA16_MAX_ESCAPE_FRACTION
+            and stats.block_width > 1
+            and stats.blocked_byte_ratio <= stats.delta16_byte_ratio * (1 - BLOCKED_MIN_SAVING)):
+        saving = 1 - stats.blocked_byte_ratio / stats.delta16_byte_ratio
+        return Selection("cuda-spmv-blocked16", {**BLOCKED_PARAMS, "block": stats.block_width},
+                         "regular-rows-blocked16", (
+            f"regular rows ({shape}): SELL-32-256 pads only "
+            f"{100 * (stats.sell_padding_ratio - 1):.1f}% (rule: <= "
+            f"{100 * (SELL_MAX_PADDING - 1):.0f}%); {100 * stats.escape_fraction:.2f}% of the "
+            f"columns escape a 16-bit offset (rule: <= {100 * DELTA16_MAX_ESCAPE_FRACTION:.0f}%) "
+            f"and 1 x {stats.block_width} blocks of consecutive columns move "
+            f"{stats.blocked_byte_ratio:.3f} of INT32 CSR's bytes, {100 * saving:.0f}% fewer "
+            f"than 16-bit offsets per nonzero (rule: >= {100 * BLOCKED_MIN_SAVING:.0f}%); "
+            "streams staged in shared memory by cp.async, 4 steps per chunk, one thread per "
+            "row (decoupled access / execute: a warp keeps a whole chunk in flight, so even "
+            f"{warps_per_sm:.0f} warps of 16 rows per SM keep DRAM busy)"), stats)
     if regular and warps_per_sm >= SELL_MIN_WARPS_PER_SM:
         params, launch = sell_params(stats.rows, sm_count)
         why = (f"regular rows ({shape}): SELL-32-256 pads only "
                f"{100 * (stats.sell_padding_ratio - 1):.1f}% (rule: <= "
                f"{100 * (SELL_MAX_PADDING - 1):.0f}%) and the rows give {warps_per_sm:.0f} "
                f"warps of 16 rows per SM (rule: >= {SELL_MIN_WARPS_PER_SM}); {launch}")
-        saving = 1 - stats.blocked_byte_ratio / stats.delta16_byte_ratio
-        if (stats.escape_fraction <= DELTA16_MAX_ESCAPE_FRACTION and stats.block_width > 1
-                and stats.blocked_byte_ratio
-                <= stats.delta16_byte_ratio * (1 - BLOCKED_MIN_SAVING)):
-            return Selection("cuda-spmv-blocked16", {**params, "block": stats.block_width},
-                             "regular-rows-blocked16", (
-                f"{why}; {100 * stats.escape_fraction:.2f}% of the columns escape a 16-bit "
-                f"offset (rule: <= {100 * DELTA16_MAX_ESCAPE_FRACTION:.0f}%) and 1 x "
-                f"{stats.block_width} blocks of consecutive columns move "
-                f"{stats.blocked_byte_ratio:.3f} of INT32 CSR's bytes, {100 * saving:.0f}% "
-                f"fewer than 16-bit offsets per nonzero (rule: >= "
-                f"{100 * BLOCKED_MIN_SAVING:.0f}%)"), stats)
         if stats.escape_fraction <= DELTA16_MAX_ESCAPE_FRACTION:
             return Selection("cuda-spmv-delta16", params, "regular-rows-delta16", (
                 f"{why}; {100 * stats.escape_fraction:.2f}% of the columns escape a 16-bit "
