@@ -163,22 +163,35 @@ def fmt(v, spec: str = ".1f") -> str:
     return "n/a" if v is None or (isinstance(v, float) and math.isnan(v)) else format(v, spec)
 
 
+#: Generators whose rows draw their columns independently from one law: for them, and only
+#: for them, no SM can do better than keeping the globally most-gathered x entries on chip
+#: (banded rows reuse a moving window instead, which each SM caches for itself).
+IID_COLUMN_KINDS = ("powerlaw", "uniform")
+
+
 def gather_bound_line(e: dict, l2_gb_s: float, copy: float) -> tuple[str, float]:
     """The L2-sector lower bound (sparsescope.model.gathers) with the most-gathered x entries
-    of one SM on chip, in words, and the % of copy BW (INT32 model) it allows at most."""
+    on chip, in words, and the % of copy BW (INT32 model) it allows at most; "" for matrices
+    whose columns are not drawn independently per row (the bound needs that)."""
     from sparsescope.model.gathers import gather_bound, l2_sector_rate
 
     hot = e.get("hot_share", {})
-    if "sm" not in hot or not l2_gb_s:
+    if "sm" not in hot or not l2_gb_s or e.get("kind") not in IID_COLUMN_KINDS:
         return "", float("nan")
     sm, cluster = hot["sm"], hot.get("cluster16")
+    # streams: the values and y only (index_bytes=0): any index compression at its best
     b = gather_bound(e["rows"], e["nnz"], sm["share"], sm["capacity_entries"],
-                     l2_sector_rate(l2_gb_s))
+                     l2_sector_rate(l2_gb_s), index_bytes=0)
     pct = 100 * gb_s(e["bytes_int32"], b.time_floor_us * 1e-3) / copy
-    text = (f"**Gather bound**: the {sm['capacity_entries']:,} most-gathered x entries (256 KB, "
-            f"an SM's whole L1 / shared-memory array, on every SM) serve at most "
-            f"{100 * sm['share']:.1f}% of the gathers; the other {b.x_sectors / 1e6:.1f} M and "
-            f"the streams' {b.stream_sectors / 1e6:.1f} M sectors at the measured L2 rate "
+    text = (f"**Gather bound**: this analog draws every row's columns independently from one "
+            f"popularity law ({e['kind']} generator), so whichever rows an SM works on, the best "
+            "x entries to keep on chip are the most-gathered ones overall (the A0 policy, "
+            "optimal under independent references): its "
+            f"{sm['capacity_entries']:,} most-gathered x entries (256 KB, an SM's whole L1 / "
+            f"shared-memory array) serve at most {100 * sm['share']:.1f}% of the gathers; the "
+            f"other {b.x_sectors / 1e6:.1f} M, plus "
+            f"{b.stream_sectors / 1e6:.1f} M sectors of values and y (indices compressed away "
+            f"entirely, the best any format could do), at the measured L2 rate "
             f"({l2_gb_s:.0f} GB/s = {b.sector_rate_per_s / 1e9:.1f} G sectors/s) take at least "
             f"{b.time_floor_us:.1f} us: at most {pct:.1f}% of copy BW (INT32 model) for any "
             "kernel in which a gather served off chip costs its own sector (lanes of a warp "
@@ -556,6 +569,13 @@ def main(argv: list[str] | None = None) -> int:
         "`report.md` (tables, selection, gaps, targets), `kernels.json` (every case with raw "
         "samples), `ncu_raw.csv` (best own kernel per matrix), `sweep.log`, `ncu.log`, "
         "`pytest.log`, `env.txt`.", ""]
+    followups = sorted((out / "followups").glob("*/README.md"))
+    if followups:
+        readme += ["## Follow-ups", "", "Device calls around this run, each folder with its own "
+                   "README (commands, environment, numbers read from its files):", ""]
+        readme += [f"- `followups/{f.parent.name}/`: "
+                   f"{f.read_text().splitlines()[0].lstrip('# ')}" for f in followups]
+        readme.append("")
     (out / "README.md").write_text("\n".join(readme))
     print("\n".join(tlines))
     return 0

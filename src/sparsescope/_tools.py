@@ -2,11 +2,19 @@
 
 Search order for a tool (first hit wins):
 
+0. ``$SPARSESCOPE_<TOOL>`` (``SPARSESCOPE_NCU``, ``SPARSESCOPE_CFILT`` for c++filt): an explicit
+   executable, used as given;
 1. ``PATH`` (``shutil.which``);
 2. ``$CUDA_HOME/bin`` and ``$CUDA_PATH/bin``;
-3. ``/usr/local/cuda/bin`` then ``/usr/local/cuda-*/bin``, newest version first;
-4. the NVIDIA pip wheels: ``site-packages/nvidia/cu13/bin``, ``nvidia/cu12/bin`` and the older
+3. ``/usr/local/cuda/bin`` then ``/usr/local/cuda-*/bin``, newest version first
+   (:data:`TOOLKIT_GLOBS`);
+4. the tool's own install folders (:data:`TOOL_DIR_GLOBS`: standalone Nsight Compute under
+   ``/opt/nvidia/nsight-compute*`` for ncu), newest version first;
+5. the NVIDIA pip wheels: ``site-packages/nvidia/cu13/bin``, ``nvidia/cu12/bin`` and the older
    per-tool layout ``nvidia/cuda_<tool>/bin`` (``nvidia-cuda-cuobjdump``, ``nvidia-cuda-nvdisasm``).
+
+"Newest" compares the numbers in a folder's name as integers (``cuda-12.10`` after
+``cuda-12.9``), not as text.
 
 A missing tool raises :class:`~sparsescope.errors.MissingDependencyError` whose message says what
 to install: the ``profile`` extra for cuobjdump/nvdisasm/ncu, a CUDA toolkit for nvcc/ptxas,
@@ -16,6 +24,7 @@ binutils for c++filt. A tool that runs but fails raises :class:`ToolError` with 
 from __future__ import annotations
 
 import contextlib
+import glob
 import os
 import re
 import shutil
@@ -44,6 +53,17 @@ INSTALL_HINT = {
 #: environment variable that overrides the location of one tool (a full path)
 ENV_OVERRIDE = "SPARSESCOPE_{}"
 
+#: CUDA toolkit roots searched after CUDA_HOME/CUDA_PATH (their ``bin``), in this order; the
+#: matches of one pattern newest version first.
+TOOLKIT_GLOBS: tuple[str, ...] = ("/usr/local/cuda", "/usr/local/cuda-*")
+
+#: tool -> further folders holding the executable itself (no ``bin``), searched after the
+#: toolkits, the matches of one pattern newest version first. Standalone Nsight Compute installs
+#: put ncu at ``/opt/nvidia/nsight-compute/<version>/ncu`` or ``nsight-compute-<version>/ncu``.
+TOOL_DIR_GLOBS: dict[str, tuple[str, ...]] = {
+    "ncu": ("/opt/nvidia/nsight-compute*", "/opt/nvidia/nsight-compute*/*"),
+}
+
 
 class ToolError(SparsescopeError):
     """A CUDA tool ran and failed (bad input file, unsupported architecture, ...)."""
@@ -71,15 +91,20 @@ def _site_dirs() -> list[Path]:
     return seen
 
 
+def _newest_first(pattern: str) -> list[Path]:
+    return sorted((Path(p) for p in glob.glob(pattern)), key=_version_key, reverse=True)
+
+
 def candidate_dirs(tool: str) -> list[Path]:
-    """Folders searched for ``tool`` after PATH, in order."""
+    """Folders searched for ``tool`` after PATH, in order (steps 2 to 5 of the module doc)."""
     out: list[Path] = []
     for var in ("CUDA_HOME", "CUDA_PATH"):
         if os.environ.get(var):
             out.append(Path(os.environ[var]) / "bin")
-    out.append(Path("/usr/local/cuda/bin"))
-    versioned = sorted(Path("/usr/local").glob("cuda-*"), key=_version_key, reverse=True)
-    out.extend(p / "bin" for p in versioned)
+    for pattern in TOOLKIT_GLOBS:
+        out.extend(p / "bin" for p in _newest_first(pattern))
+    for pattern in TOOL_DIR_GLOBS.get(tool, ()):
+        out.extend(_newest_first(pattern))
     for sp in _site_dirs():
         out.extend([sp / "nvidia" / "cu13" / "bin", sp / "nvidia" / "cu12" / "bin",
                     sp / "nvidia" / f"cuda_{tool}" / "bin", sp / "nvidia" / "cuda_nvcc" / "bin"])
@@ -87,7 +112,10 @@ def candidate_dirs(tool: str) -> list[Path]:
 
 
 @cache
-def _find_cached(tool: str, path_env: str, cuda_home: str) -> str | None:
+def _find_cached(tool: str, path_env: str, cuda_dirs: tuple[str, str],
+                 globs: tuple[tuple[str, ...], ...]) -> str | None:
+    # Everything the search depends on is in the key (the globs too, so a changed table is
+    # searched afresh); installs made while the process runs are not seen.
     hit = shutil.which(tool, path=path_env)
     if hit:
         return hit
@@ -98,20 +126,34 @@ def _find_cached(tool: str, path_env: str, cuda_home: str) -> str | None:
     return None
 
 
+def override_variable(tool: str) -> str:
+    """The environment variable naming ``tool``'s executable: ``SPARSESCOPE_<TOOL>`` (upper
+    case, ``-`` as ``_``; ``SPARSESCOPE_CFILT`` for c++filt)."""
+    if tool == "c++filt":
+        return ENV_OVERRIDE.format("CFILT")
+    return ENV_OVERRIDE.format(tool.upper().replace("+", "").replace("-", "_"))
+
+
 def find_tool(tool: str) -> Path | None:
     """Absolute path of ``tool``, or None when it is nowhere to be found.
 
-    ``SPARSESCOPE_<TOOL>`` (upper case, ``+`` dropped: ``SPARSESCOPE_CFILT`` for c++filt) names
-    an explicit executable and wins over the search.
+    :func:`override_variable` names an explicit executable and wins over the search.
     """
-    key = ENV_OVERRIDE.format(tool.upper().replace("+", "").replace("-", "_"))
-    if tool == "c++filt":
-        key = ENV_OVERRIDE.format("CFILT")
-    override = os.environ.get(key)
+    override = os.environ.get(override_variable(tool))
     if override:
         return Path(override)
-    hit = _find_cached(tool, os.environ.get("PATH", ""), os.environ.get("CUDA_HOME", ""))
+    hit = _find_cached(tool, os.environ.get("PATH", ""),
+                       (os.environ.get("CUDA_HOME", ""), os.environ.get("CUDA_PATH", "")),
+                       (TOOLKIT_GLOBS, TOOL_DIR_GLOBS.get(tool, ())))
     return Path(hit) if hit else None
+
+
+def searched_places(tool: str) -> str:
+    """Where :func:`find_tool` looks for ``tool``, in words (for "not found" messages)."""
+    places = [f"${override_variable(tool)}", "PATH", "$CUDA_HOME/bin", "$CUDA_PATH/bin",
+              *(f"{g}/bin" for g in TOOLKIT_GLOBS), *TOOL_DIR_GLOBS.get(tool, ()),
+              "the nvidia-cuda-* wheels"]
+    return ", ".join(places)
 
 
 def require_tool(tool: str, purpose: str = "") -> Path:
@@ -120,8 +162,7 @@ def require_tool(tool: str, purpose: str = "") -> Path:
     if path is None:
         why = f" (needed for {purpose})" if purpose else ""
         hint = INSTALL_HINT.get(tool, "the CUDA toolkit")
-        raise MissingDependencyError(f"{tool} was not found on PATH, under CUDA_HOME, "
-                                     f"/usr/local/cuda*/bin or the nvidia-cuda-* wheels{why}; "
+        raise MissingDependencyError(f"{tool} was not found ({searched_places(tool)}){why}; "
                                      f"install {hint}")
     return path
 

@@ -119,7 +119,8 @@ class FakeNcu:
 
 @pytest.fixture
 def fake_ncu(tmp_path, monkeypatch, shared_fixtures) -> FakeNcu:
-    """A fake ``ncu`` first on PATH (CUDA_HOME cleared so nothing else is found)."""
+    """A fake ``ncu`` first on PATH (CUDA_HOME, CUDA_PATH and SPARSESCOPE_NCU cleared so
+    nothing else is found)."""
     bin_dir = tmp_path / "fakebin"
     bin_dir.mkdir()
     script = bin_dir / "ncu"
@@ -129,6 +130,7 @@ def fake_ncu(tmp_path, monkeypatch, shared_fixtures) -> FakeNcu:
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
     monkeypatch.delenv("CUDA_HOME", raising=False)
     monkeypatch.delenv("CUDA_PATH", raising=False)
+    monkeypatch.delenv("SPARSESCOPE_NCU", raising=False)     # it would win over PATH
     monkeypatch.setenv("FAKE_NCU_ARGS", str(args_file))
     monkeypatch.setenv("FAKE_NCU_FIXTURES", str(shared_fixtures))
     monkeypatch.setenv("FAKE_NCU_MODE", "ok")

@@ -86,26 +86,94 @@ def test_report_usage_errors(shared_fixtures, capsys):
 
 
 def test_run_with_fake_ncu(fake_ncu, tmp_path, capsys):
-    rc = main(["profile", "run", "--suite", "seed", "--matrix", "cant", "--backend", "torch",
-               "--set", "full", "--kernel", "regex:csrmv", "--launch-skip", "1",
-               "--clock-control", "none", "--out", str(tmp_path), "--json"], modules=MODULES)
+    rc = main(["profile", "run", "--suite", "seed", "--matrix", "cant", "--backend",
+               "torch-cusparse-i64", "--set", "full", "--kernel", "regex:csrmv", "--launch-skip",
+               "1", "--clock-control", "none", "--out", str(tmp_path), "--json"], modules=MODULES)
     assert rc == 0
     out = _json(capsys)
-    assert out["report"] == str(tmp_path / "profile_seed_cant_torch.ncu-rep")
-    assert out["source_csv"] == str(tmp_path / "profile_seed_cant_torch_source.csv")
+    assert out["report"] == str(tmp_path / "profile_seed_cant_torch-cusparse-i64.ncu-rep")
+    assert out["source_csv"] == str(tmp_path / "profile_seed_cant_torch-cusparse-i64_source.csv")
     assert [k["name"] for k in out["kernels"]] == ["csrmv_v3_kernel"] * 3 + ["spmv_csr_scalar"]
     assert set(out["kernels"][0]) == SUMMARY_KEYS
     assert out["passes"] == [{"kernel": "csrmv_v3_kernel", "passes": 40}]
     command = " ".join(out["command"])
     assert "--set full" in command and "--kernel-name regex:csrmv" in command
     assert "--launch-skip 1" in command and "--clock-control none" in command
-    assert command.endswith("--backend torch --op spmv --scale 1.0 --warmups 1 --repeats 3")
+    assert out["command"][-17:] == [
+        sys.executable, "-m", "sparsescope.profile.target", "--suite", "seed", "--matrix", "cant",
+        "--backend", "torch-cusparse-i64", "--op", "spmv", "--scale", "1.0", "--warmups", "1",
+        "--repeats", "3"]
+
+
+@pytest.mark.parametrize("options, stem, target", [
+    (["--op", "spmm", "--suite", "dlmc3", "--matrix", "dlmc-512x1024", "--backend",
+      "spmm-cuda-rowwarp", "--k", "64", "--layout", "col"],
+     "profile_dlmc3_dlmc-512x1024_spmm-cuda-rowwarp_k-64_layout-col",
+     ["--op", "spmm", "--suite", "dlmc3", "--matrix", "dlmc-512x1024", "--backend",
+      "spmm-cuda-rowwarp", "--scale", "1.0", "--param", "k=64", "--param", "layout=col",
+      "--check-only"]),
+    (["--op", "slice", "--suite", "slice003", "--matrix", "slice-10000", "--backend",
+      "slice-cuda-scatter", "--rows-selected", "5000", "--weights", "scalar", "--scale", "0.5"],
+     "profile_slice003_slice-10000_slice-cuda-scatter_rows-selected-5000_weights-scalar_"
+     "out-of-range-error",
+     ["--op", "slice", "--suite", "slice003", "--matrix", "slice-10000", "--backend",
+      "slice-cuda-scatter", "--scale", "0.5", "--param", "rows_selected=5000", "--param",
+      "weights=scalar", "--param", "out_of_range=error", "--check-only"]),
+])
+def test_run_other_ops_with_fake_ncu(fake_ncu, tmp_path, capsys, options, stem, target):
+    rc = main(["profile", "run", *options, "--groups", "stalls", "--launch-count", "2",
+               "--out", str(tmp_path), "--json"], modules=MODULES)
+    assert rc == 0
+    out = _json(capsys)
+    assert out["report"] == str(tmp_path / f"{stem}.ncu-rep")
+    assert out["raw_csv"] == str(tmp_path / f"{stem}_raw.csv")
+    op_target = [sys.executable, "-m", "sparsescope.backends.op_runner", *target]
+    assert out["command"][-len(op_target):] == op_target
+    assert "sparsescope.profile.target" not in out["command"]
+    assert out["command"][out["command"].index("--launch-count") + 1] == "2"
+    assert fake_ncu.calls()[0].endswith(" ".join(op_target))     # what ncu was given
+
+
+@pytest.mark.parametrize("options, message", [
+    (["--op", "slice", "--backend", "spmm-cuda-rowwarp"],
+     "sparsescope: error: backend 'spmm-cuda-rowwarp' does not support op 'slice' "
+     "(it implements spmm); backends for slice: slice-brainevent, slice-cuda-gather, "
+     "slice-cuda-scatter, slice-cupy-i32, slice-scipy-cpu, slice-torch\n"),
+    (["--op", "spmm", "--backend", "cuda-csr-vector"],
+     "sparsescope: error: backend 'cuda-csr-vector' does not support op 'spmm' "
+     "(it implements spmv); backends for spmm: spmm-cuda-rowwarp, spmm-cupy-i32, spmm-ginkgo, "
+     "spmm-scipy-cpu, spmm-torch-i32, spmm-torch-i64\n"),
+    (["--op", "spmm", "--backend", "spmm-cuda"],
+     "sparsescope: error: unknown spmm backend 'spmm-cuda'; known: spmm-cuda-rowwarp, "),
+    (["--backend", "slice-torch"],
+     "sparsescope: error: backend 'slice-torch' does not support op 'spmv' "
+     "(it implements slice); backends for spmv: "),
+    (["--op", "spmm", "--backend", "spmm-scipy-cpu", "--rows-selected", "8"],
+     "sparsescope: error: --rows-selected apply to --op slice, not --op spmm\n"),
+    (["--backend", "scipy-cpu", "--k", "8", "--layout", "col"],
+     "sparsescope: error: --k, --layout apply to --op spmm, not --op spmv\n"),
+    (["--op", "slice", "--backend", "slice-scipy-cpu", "--repeats", "5"],
+     "sparsescope: error: --repeats apply to --op spmv only: the slice case runs once under "
+     "ncu, checked and not timed\n"),
+    (["--op", "spmm", "--backend", "spmm-scipy-cpu", "--layout", "diag"],
+     "sparsescope: error: layout must be one of row, col, got 'diag'\n"),
+    (["--op", "slice", "--backend", "slice-scipy-cpu", "--out-of-range", "wrap"],
+     "sparsescope: error: out_of_range must be one of error, zero, got 'wrap'\n"),
+])
+def test_run_usage_errors_stop_before_ncu(fake_ncu, tmp_path, capsys, options, message):
+    rc = main(["profile", "run", "--suite", "dlmc3", "--matrix", "dlmc-128x256", *options,
+               "--out", str(tmp_path)], modules=MODULES)
+    assert rc == 2
+    err = capsys.readouterr().err
+    assert err.startswith(message)
+    assert "Traceback" not in err
+    assert fake_ncu.calls() == []                                   # ncu never started
 
 
 def test_bare_profile_is_run_and_reports_errors(fake_ncu, tmp_path, capsys):
     fake_ncu.mode("perm")
-    rc = main(["profile", "--suite", "seed", "--matrix", "cant", "--backend", "torch",
-               "--out", str(tmp_path)], modules=MODULES)
+    rc = main(["profile", "--suite", "seed", "--matrix", "cant", "--backend",
+               "torch-cusparse-i64", "--out", str(tmp_path)], modules=MODULES)
     assert rc == 8
     assert "ERR_NVGPUCTRPERM" in capsys.readouterr().err
     assert main(["profile"], modules=MODULES) == 2

@@ -3,17 +3,21 @@ the real ncu's messages (see conftest.FAKE_NCU)."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sys
+from pathlib import Path
 
 import pytest
 
+from sparsescope import _tools
 from sparsescope.errors import UnknownNameError, UsageError
 from sparsescope.profile import metrics as M
 from sparsescope.profile.collect import (
     CollectOptions,
     NcuResult,
     build_ncu_command,
+    check_backend_op,
     export_command,
     find_ncu,
     interpret_ncu_output,
@@ -23,13 +27,74 @@ from sparsescope.profile.collect import (
 )
 from sparsescope.profile.errors import ProfileError
 
-TARGET = target_command("seed", "cant", "torch")
+TARGET = target_command("seed", "cant", "torch-cusparse-i64")
+OP_RUNNER = [sys.executable, "-m", "sparsescope.backends.op_runner"]
 
 
 def test_target_command():
     assert TARGET == [sys.executable, "-m", "sparsescope.profile.target", "--suite", "seed",
-                      "--matrix", "cant", "--backend", "torch", "--op", "spmv", "--scale", "1.0",
-                      "--warmups", "1", "--repeats", "3"]
+                      "--matrix", "cant", "--backend", "torch-cusparse-i64", "--op", "spmv",
+                      "--scale", "1.0", "--warmups", "1", "--repeats", "3"]
+
+
+def test_target_command_spmm_runs_op_runner_with_every_parameter():
+    assert target_command("dlmc3", "dlmc-512x1024", "spmm-cuda-rowwarp", op="spmm",
+                          scale=0.5, params={"k": 64}) == OP_RUNNER + [
+        "--op", "spmm", "--suite", "dlmc3", "--matrix", "dlmc-512x1024",
+        "--backend", "spmm-cuda-rowwarp", "--scale", "0.5",
+        "--param", "k=64", "--param", "layout=row", "--check-only"]
+    # warmups/repeats do not reach the untimed op target
+    assert target_command("dlmc3", "dlmc-128x256", "spmm-torch-i32", op="spmm", warmups=9,
+                          repeats=9, params={"layout": "col", "k": 1}) == OP_RUNNER + [
+        "--op", "spmm", "--suite", "dlmc3", "--matrix", "dlmc-128x256",
+        "--backend", "spmm-torch-i32", "--scale", "1.0",
+        "--param", "k=1", "--param", "layout=col", "--check-only"]
+
+
+def test_target_command_slice_runs_op_runner_with_every_parameter():
+    assert target_command("slice003", "slice-1000", "slice-cuda-gather", op="slice") == (
+        OP_RUNNER + ["--op", "slice", "--suite", "slice003", "--matrix", "slice-1000",
+                     "--backend", "slice-cuda-gather", "--scale", "1.0",
+                     "--param", "rows_selected=64", "--param", "weights=per-nnz",
+                     "--param", "out_of_range=error", "--check-only"])
+    assert target_command("slice003", "slice-10000", "slice-torch", op="slice",
+                          params={"rows": (3, 1, 3), "weights": "scalar",
+                                  "out_of_range": "zero"})[-9:] == [
+        "--param", "rows_selected=64", "--param", "rows=3,1,3", "--param", "weights=scalar",
+        "--param", "out_of_range=zero", "--check-only"]
+
+
+@pytest.mark.parametrize("backend, op, error, message", [
+    ("spmm-cuda-rowwarp", "slice", UsageError,
+     "backend 'spmm-cuda-rowwarp' does not support op 'slice' (it implements spmm); "
+     "backends for slice: slice-brainevent, slice-cuda-gather, slice-cuda-scatter, "
+     "slice-cupy-i32, slice-scipy-cpu, slice-torch"),
+    ("torch-cusparse-i64", "spmm", UsageError,
+     "backend 'torch-cusparse-i64' does not support op 'spmm' (it implements spmv); "
+     "backends for spmm: spmm-cuda-rowwarp, spmm-cupy-i32, spmm-ginkgo, spmm-scipy-cpu, "
+     "spmm-torch-i32, spmm-torch-i64"),
+    ("slice-torch", "spmv", UsageError,
+     "backend 'slice-torch' does not support op 'spmv' (it implements slice); "
+     "backends for spmv: "),
+    ("torch", "spmm", UnknownNameError, "unknown spmm backend 'torch'; known: spmm-cuda-rowwarp,"),
+])
+def test_backend_must_implement_the_op(backend, op, error, message):
+    with pytest.raises(error) as err:
+        target_command("s", "m", backend, op=op)
+    assert str(err.value).startswith(message)
+    assert isinstance(err.value, UsageError) and err.value.exit_code == 2
+    check_backend_op("scipy-cpu", "spmv")            # each op's own backends pass
+    check_backend_op("spmm-scipy-cpu", "spmm")
+    check_backend_op("slice-scipy-cpu", "slice")
+
+
+def test_op_parameters_are_checked_before_ncu():
+    with pytest.raises(UsageError, match="k must be >= 1, got 0"):
+        target_command("dlmc3", "m", "spmm-scipy-cpu", op="spmm", params={"k": 0})
+    with pytest.raises(UsageError, match="op 'spmm' has no parameter weights"):
+        target_command("dlmc3", "m", "spmm-scipy-cpu", op="spmm", params={"weights": "scalar"})
+    with pytest.raises(UsageError, match="op 'spmv' has no parameter k"):
+        target_command("seed6", "m", "scipy-cpu", params={"k": 8})
 
 
 def test_command_with_groups_filter_and_launch_window():
@@ -87,28 +152,28 @@ def test_collects_source_only_with_source_counters():
     assert not CollectOptions(groups=("stalls", "launch")).collects_source
 
 
-def test_find_ncu(tmp_path):
-    cuda = tmp_path / "cuda" / "bin"
-    cuda.mkdir(parents=True)
-    (cuda / "ncu").write_text("#!/bin/sh\n")
-    (cuda / "ncu").chmod(0o755)
-    assert find_ncu({"PATH": str(cuda)}, search_globs=()) == cuda / "ncu"
-    assert find_ncu({"PATH": "", "CUDA_HOME": str(tmp_path / "cuda")}, search_globs=()) == (
-        cuda / "ncu")
-    versions = tmp_path / "opt"
-    for version in ("2024.1.0", "2025.3.1"):
-        (versions / f"nsight-compute-{version}").mkdir(parents=True)
-        exe = versions / f"nsight-compute-{version}" / "ncu"
-        exe.write_text("#!/bin/sh\n")
-        exe.chmod(0o755)
-    found = find_ncu({"PATH": ""}, search_globs=(str(versions / "nsight-compute*/ncu"),))
-    assert found == versions / "nsight-compute-2025.3.1" / "ncu"   # newest first
-    assert find_ncu({"PATH": ""}, search_globs=()) is None
+def test_find_ncu_is_the_tool_finder(tmp_path, monkeypatch):
+    # the search itself is tested in tests/test_tools.py; here: find_ncu goes through it
+    exe = tmp_path / "ncu"
+    exe.write_text("#!/bin/sh\n")
+    exe.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.delenv("SPARSESCOPE_NCU", raising=False)
+    assert find_ncu() == exe
+    monkeypatch.setenv("SPARSESCOPE_NCU", "/opt/elsewhere/ncu")
+    assert find_ncu() == Path("/opt/elsewhere/ncu")
 
 
 def test_profile_stem():
     assert profile_stem("seed", "webbase-1M", "torch/int64") == (
         "profile_seed_webbase-1M_torch-int64")
+    assert profile_stem("dlmc3", "dlmc-512x1024", "spmm-cuda-rowwarp",
+                        {"k": 64, "layout": "row"}) == (
+        "profile_dlmc3_dlmc-512x1024_spmm-cuda-rowwarp_k-64_layout-row")
+    # a row list by its count and the first 12 hex digits of sha1("3,1,3")
+    assert profile_stem("slice003", "slice-1000", "slice-torch", {"rows": (3, 1, 3)}) == (
+        "profile_slice003_slice-1000_slice-torch_rows-3-"
+        + hashlib.sha1(b"3,1,3").hexdigest()[:12])
 
 
 def test_run_profile_writes_report_and_exports(fake_ncu, tmp_path, shared_fixtures):
@@ -179,10 +244,15 @@ def test_ncu_not_found(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))
     monkeypatch.delenv("CUDA_HOME", raising=False)
     monkeypatch.delenv("CUDA_PATH", raising=False)
-    monkeypatch.setattr("sparsescope.profile.collect.NCU_GLOBS", ())
+    monkeypatch.delenv("SPARSESCOPE_NCU", raising=False)
+    monkeypatch.setattr(_tools, "TOOLKIT_GLOBS", ())
+    monkeypatch.setattr(_tools, "TOOL_DIR_GLOBS", {})
+    monkeypatch.setattr(_tools, "_site_dirs", list)
     with pytest.raises(ProfileError, match="ncu \\(Nsight Compute\\) not found") as err:
         run_profile(TARGET, tmp_path, "p", CollectOptions())
     assert err.value.reason == "ncu_not_found"
+    assert "($SPARSESCOPE_NCU, PATH, $CUDA_HOME/bin, $CUDA_PATH/bin, the nvidia-cuda-* " \
+        "wheels)" in str(err.value)
     with pytest.raises(ProfileError) as err:
         run_profile(TARGET, tmp_path, "p", CollectOptions(), ncu=tmp_path / "missing" / "ncu")
     assert err.value.reason == "ncu_not_found"

@@ -12,14 +12,10 @@ from sparsescope.backends.op_runner import run_op_case
 from sparsescope.hardware.types import DeviceSpec, MeasuredCeilings
 from sparsescope.matrices import compute_stats
 from sparsescope.matrices.types import Matrix, MatrixStats
-from sparsescope.report.ops_sections import (
-    bound_verdict,
-    op_views,
-    ops_sections,
-    slice_rows_table,
-    spmm_rows,
-    write_ops_report,
-)
+from sparsescope.report.ops_common import op_views
+from sparsescope.report.ops_sections import ops_sections, write_ops_report
+from sparsescope.report.ops_slice import bound_verdict, slice_rows_table
+from sparsescope.report.ops_spmm import spmm_rows
 from sparsescope.results.records import (
     CaseResult,
     Correctness,
@@ -253,7 +249,7 @@ def test_write_ops_report_from_a_real_cpu_run(tmp_path):
 
 
 def test_unprofiled_losses_point_at_the_nearest_profiled_case():
-    from sparsescope.report.ops_sections import unprofiled_losses
+    from sparsescope.report.ops_spmm import unprofiled_losses
 
     record = MatrixRecord("dlmc-512x1024", "generated", "pruned", "DLMC 1",
                           stats(512, 1024, 157_286))
@@ -281,3 +277,14 @@ def test_unprofiled_losses_point_at_the_nearest_profiled_case():
     # a profiled loss needs no pointer elsewhere
     profiled.append(dict(profiled[0], case="dlmc-512x1024 k=256 row"))
     assert unprofiled_losses(peers, views, profiled) == ""
+
+
+def test_names_the_device_script_imports_stay_in_ops_sections():
+    # scripts/device_ops.sh imports these from ops_sections; they live in the op modules
+    from sparsescope.report import ops_common, ops_sections, ops_slice
+
+    assert ops_sections.bound_verdict is ops_slice.bound_verdict
+    assert ops_sections.md_table is ops_common.md_table
+    assert ops_sections.op_views is ops_common.op_views
+    assert ops_sections.md_table(["a", "b"], [[1.23456, None]]) == (
+        "| a | b |\n|---|---|\n| 1.235 | – |")

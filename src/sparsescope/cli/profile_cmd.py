@@ -1,6 +1,10 @@
 """``sparsescope profile``: run a case under Nsight Compute, read profiles, render the section.
 
-    sparsescope profile [run] --suite S --matrix M --backend B [--groups stalls,memory | --set full]
+    sparsescope profile [run] --suite S --matrix M --backend B [--op spmv|spmm|slice]
+                        [--k K] [--layout row|col]                                (spmm)
+                        [--rows-selected N] [--weights scalar|per-nnz]
+                        [--out-of-range error|zero]                               (slice)
+                        [--groups stalls,memory | --set full]
                         [--kernel NAME|regex:EXPR] [--launch-skip N] [--launch-count N]
                         [--clock-control base|none] [--cache-control all|none] [--out DIR]
     sparsescope profile read FILE [--details DETAILS.csv] [--json]
@@ -17,6 +21,10 @@ from sparsescope.errors import UsageError
 
 DEFAULT_OUT = "sparsescope-results"
 
+#: op -> its parameters as ``profile`` options (the names ``sparsescope run`` uses), one value
+#: each: a profile is one case. The op's own parameter table checks the values.
+OP_OPTIONS = {"spmm": ("k", "layout"), "slice": ("rows_selected", "weights", "out_of_range")}
+
 
 def _add_run_options(parser: argparse.ArgumentParser) -> None:
     from sparsescope.profile.collect import CACHE_CONTROLS, CLOCK_CONTROLS, NAME_BASES
@@ -25,7 +33,19 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--suite", help="suite holding the matrix")
     parser.add_argument("--matrix", help="matrix name within the suite")
     parser.add_argument("--backend", help="backend registry name")
-    parser.add_argument("--op", default="spmv")
+    parser.add_argument("--op", choices=("spmv", "spmm", "slice"), default="spmv",
+                        help="operation (default spmv; spmm and slice run once, checked and "
+                        "untimed, through backends.op_runner)")
+    parser.add_argument("--k", type=int, help="spmm: columns of X (default 8)")
+    parser.add_argument("--layout", metavar="row|col",
+                        help="spmm: X row- or column-major (default row)")
+    parser.add_argument("--rows-selected", type=int, metavar="N",
+                        help="slice: rows drawn with repeats (default 64)")
+    parser.add_argument("--weights", metavar="scalar|per-nnz",
+                        help="slice: one value for every nonzero, or A's values (default)")
+    parser.add_argument("--out-of-range", metavar="error|zero",
+                        help="slice: an index outside the matrix is an error (default) or a "
+                        "zero row")
     parser.add_argument("--scale", type=float, default=1.0, help="suite scale factor")
     what = parser.add_mutually_exclusive_group()
     what.add_argument("--groups", default=",".join(DEFAULT_GROUPS),
@@ -37,10 +57,11 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--launch-count", type=int)
     parser.add_argument("--clock-control", choices=CLOCK_CONTROLS, default="base")
     parser.add_argument("--cache-control", choices=CACHE_CONTROLS, default="all")
-    parser.add_argument("--warmups", type=int, default=1, help="case warm-up calls")
-    parser.add_argument("--repeats", type=int, default=3, help="case timed calls")
+    parser.add_argument("--warmups", type=int, help="spmv: case warm-up calls (default 1)")
+    parser.add_argument("--repeats", type=int, help="spmv: case timed calls (default 3)")
     parser.add_argument("--out", default=DEFAULT_OUT, help="folder for the report and exports")
-    parser.add_argument("--ncu", help="path of the ncu binary (default: search)")
+    parser.add_argument("--ncu", help="path of the ncu binary (default: $SPARSESCOPE_NCU, "
+                        "else search)")
     parser.add_argument("--timeout", type=float, help="seconds before ncu is stopped")
 
 
@@ -89,6 +110,7 @@ def _run(args):
     from sparsescope.profile.collect import (
         CollectOptions,
         profile_stem,
+        resolve_op_params,
         run_profile,
         target_command,
     )
@@ -98,6 +120,9 @@ def _run(args):
     if missing:
         raise UsageError(f"profile run needs {', '.join(missing)} (or a subcommand: run, read, "
                          "report)")
+    params = resolve_op_params(args.op, _op_params(args))
+    timing = {"warmups": 1 if args.warmups is None else args.warmups,
+              "repeats": 3 if args.repeats is None else args.repeats}
     groups = tuple(g.strip() for g in args.groups.split(",") if g.strip())
     options = CollectOptions(
         groups=groups, section_set=args.section_set, kernel_filter=args.kernel,
@@ -105,9 +130,9 @@ def _run(args):
         launch_count=args.launch_count, clock_control=args.clock_control,
         cache_control=args.cache_control)
     target = target_command(args.suite, args.matrix, args.backend, op=args.op, scale=args.scale,
-                            warmups=args.warmups, repeats=args.repeats)
-    run = run_profile(target, args.out, profile_stem(args.suite, args.matrix, args.backend),
-                      options, ncu=args.ncu, timeout_s=args.timeout)
+                            params=params, **timing)
+    stem = profile_stem(args.suite, args.matrix, args.backend, params)
+    run = run_profile(target, args.out, stem, options, ncu=args.ncu, timeout_s=args.timeout)
     profiles = load_profiles_csv(run.raw_csv, run.details_csv)
     result = {
         "report": str(run.report_path), "raw_csv": str(run.raw_csv),
@@ -126,6 +151,21 @@ def _run(args):
                       f"passes per launch: {passes}",
                       _kernel_lines(profiles)])
     return result, text
+
+
+def _op_params(args) -> dict:
+    """The op parameters given as options; a UsageError for another op's options (as in
+    ``run``), or --warmups/--repeats outside SpMV (the other ops' target is not timed)."""
+    for op, names in OP_OPTIONS.items():
+        given = [f"--{n.replace('_', '-')}" for n in names if getattr(args, n) is not None]
+        if given and op != args.op:
+            raise UsageError(f"{', '.join(given)} apply to --op {op}, not --op {args.op}")
+    timing = [f"--{n}" for n in ("warmups", "repeats") if getattr(args, n) is not None]
+    if timing and args.op != "spmv":
+        raise UsageError(f"{', '.join(timing)} apply to --op spmv only: the {args.op} case "
+                         "runs once under ncu, checked and not timed")
+    return {n: getattr(args, n) for n in OP_OPTIONS.get(args.op, ())
+            if getattr(args, n) is not None}
 
 
 def _kernel_lines(profiles) -> str:

@@ -38,7 +38,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--op", choices=("spmv", "spmm", "slice"), default="spmv",
                    help="operation (default spmv; spmm: Y = A X; slice: dense A[rows, :])")
     p.add_argument("--k", type=int, action="append", metavar="K",
-                   help="spmm: columns of X, 1-256 (repeatable; default 8)")
+                   help="spmm: columns of X, 1 to 4096 (ops.spmm.MAX_K; repeatable; default 8)")
     p.add_argument("--layout", choices=("row", "col"), action="append",
                    help="spmm: X row- or column-major (repeatable; default row)")
     p.add_argument("--rows-selected", type=int, action="append", metavar="N",

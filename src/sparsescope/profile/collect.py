@@ -13,10 +13,8 @@ profiled program; :func:`interpret_ncu_output` reads those. The texts it looks f
 
 from __future__ import annotations
 
-import glob
-import os
+import hashlib
 import re
-import shutil
 import subprocess
 import sys
 import time
@@ -26,13 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sparsescope._atomic import write_text_atomic
+from sparsescope._tools import find_tool, searched_places
 from sparsescope.errors import UnknownNameError, UsageError
 from sparsescope.profile.errors import ProfileError
 from sparsescope.profile.metrics import DEFAULT_GROUPS, METRIC_GROUPS, group_metrics
 
-#: Where ncu lives when it is not on PATH (CUDA toolkits, standalone Nsight Compute installs).
-NCU_GLOBS = ("/usr/local/cuda*/bin/ncu", "/opt/nvidia/nsight-compute*/ncu",
-             "/opt/nvidia/nsight-compute*/*/ncu")
 CLOCK_CONTROLS = ("base", "none")
 CACHE_CONTROLS = ("all", "none")
 NAME_BASES = ("function", "demangled", "mangled")
@@ -57,25 +53,11 @@ def passes_from_output(text: str) -> tuple[tuple[str, int], ...]:
     return tuple(found)
 
 
-def find_ncu(env: Mapping[str, str] | None = None,
-             search_globs: Sequence[str] | None = None) -> Path | None:
-    """The ncu binary: on PATH, then ``$CUDA_HOME/bin`` and ``$CUDA_PATH/bin``, then the usual
-    install folders (:data:`NCU_GLOBS`, newest version first); None when there is none."""
-    env = os.environ if env is None else env
-    search_globs = NCU_GLOBS if search_globs is None else search_globs
-    found = shutil.which("ncu", path=env.get("PATH", ""))
-    if found:
-        return Path(found)
-    for var in ("CUDA_HOME", "CUDA_PATH"):
-        if env.get(var):
-            candidate = Path(env[var]) / "bin" / "ncu"
-            if candidate.is_file() and os.access(candidate, os.X_OK):
-                return candidate
-    for pattern in search_globs:
-        for match in sorted(glob.glob(pattern), reverse=True):
-            if os.access(match, os.X_OK):
-                return Path(match)
-    return None
+def find_ncu() -> Path | None:
+    """The ncu binary, found as every CUDA tool is (:func:`sparsescope._tools.find_tool`:
+    ``$SPARSESCOPE_NCU``, PATH, CUDA_HOME/CUDA_PATH, toolkits and Nsight Compute installs newest
+    version first); None when there is none."""
+    return find_tool("ncu")
 
 
 @dataclass(frozen=True)
@@ -166,12 +148,74 @@ def export_command(ncu: str | Path, report_path: str | Path, page: str) -> list[
     raise UsageError(f"unknown ncu page {page!r}; known: raw, details, source")
 
 
+#: The program ncu profiles for an op other than SpMV: one case, checked once and not timed
+#: (``--check-only``: ncu replays the launches itself, and the timing protocol's kernel
+#: breakdown would compete with ncu for CUPTI).
+OP_TARGET_MODULE = "sparsescope.backends.op_runner"
+
+
+def op_backend_names(op: str) -> list[str]:
+    """Backends registered for ``op``, sorted: SpMV's are the backend registry's own, the other
+    ops' are those :mod:`sparsescope.ops.registry` names for them."""
+    from sparsescope.backends.registry import BACKENDS
+    from sparsescope.ops.registry import get_op, op_backends
+
+    if op == "spmv":
+        others = op_backends()
+        return sorted(name for name in BACKENDS if name not in others)
+    return sorted(get_op(op).backends)
+
+
+def check_backend_op(backend: str, op: str) -> None:
+    """Raise :class:`UsageError` (naming both) unless ``backend`` implements ``op``."""
+    from sparsescope.ops.registry import list_ops
+
+    names = op_backend_names(op)
+    if backend in names:
+        return
+    implements = [other for other in list_ops()
+                  if other != op and backend in op_backend_names(other)]
+    if not implements:
+        raise UnknownNameError(f"{op} backend", backend, names)
+    raise UsageError(f"backend {backend!r} does not support op {op!r} (it implements "
+                     f"{', '.join(implements)}); backends for {op}: {', '.join(names)}")
+
+
+def resolve_op_params(op: str, params: Mapping[str, object] | None = None) -> dict[str, object]:
+    """The case's parameters with the op's defaults filled in and checked (None values, such as
+    slice's unset ``rows``, dropped); ``{}`` for SpMV, which has none."""
+    from sparsescope.ops.registry import get_op
+
+    resolved = get_op(op).resolve_params(params)
+    return {name: value for name, value in resolved.items() if value is not None}
+
+
+def _param_text(value: object) -> str:
+    # op_runner reads ``rows`` as comma-separated integers, every other value as text.
+    if isinstance(value, (tuple, list)):
+        return ",".join(str(int(v)) for v in value)
+    return str(value)
+
+
 def target_command(suite: str, matrix: str, backend: str, *, op: str = "spmv",
-                   scale: float = 1.0, warmups: int = 1, repeats: int = 3) -> list[str]:
-    """The program ncu profiles: one case run by :mod:`sparsescope.profile.target`."""
-    return [sys.executable, "-m", "sparsescope.profile.target", "--suite", suite,
-            "--matrix", matrix, "--backend", backend, "--op", op, "--scale", repr(scale),
-            "--warmups", str(warmups), "--repeats", str(repeats)]
+                   scale: float = 1.0, warmups: int = 1, repeats: int = 3,
+                   params: Mapping[str, object] | None = None) -> list[str]:
+    """The program ncu profiles: one case. SpMV runs through :mod:`sparsescope.profile.target`
+    (the runner of ``sparsescope run``, ``warmups`` + ``repeats`` timed calls); the other ops
+    through :data:`OP_TARGET_MODULE` with every parameter spelled out (defaults filled in),
+    checked once and not timed, so ``warmups`` and ``repeats`` do not apply to them. A backend
+    that does not implement ``op`` is a :class:`UsageError`, before ncu starts."""
+    check_backend_op(backend, op)
+    resolved = resolve_op_params(op, params)
+    if op == "spmv":
+        return [sys.executable, "-m", "sparsescope.profile.target", "--suite", suite,
+                "--matrix", matrix, "--backend", backend, "--op", op, "--scale", repr(scale),
+                "--warmups", str(warmups), "--repeats", str(repeats)]
+    command = [sys.executable, "-m", OP_TARGET_MODULE, "--op", op, "--suite", suite,
+               "--matrix", matrix, "--backend", backend, "--scale", repr(scale)]
+    for name, value in resolved.items():
+        command += ["--param", f"{name}={_param_text(value)}"]
+    return command + ["--check-only"]
 
 
 @dataclass(frozen=True)
@@ -287,12 +331,13 @@ def run_profile(target: Sequence[str], out_dir: str | Path, stem: str, options: 
                 env: Mapping[str, str] | None = None) -> ProfileRun:
     """Profile ``target`` and write ``<stem>.ncu-rep``, ``<stem>_raw.csv``,
     ``<stem>_details.csv``, ``<stem>_source.csv`` (when source counters were collected) and
-    ``<stem>.ncu.log`` into ``out_dir``."""
-    binary = Path(ncu) if ncu is not None else find_ncu(env)
+    ``<stem>.ncu.log`` into ``out_dir``. ``ncu`` defaults to :func:`find_ncu`; ``env`` is
+    the environment ncu and the profiled program run in (None: this process's)."""
+    binary = Path(ncu) if ncu is not None else find_ncu()
     if binary is None:
         raise ProfileError("ncu_not_found", (
-            "ncu (Nsight Compute) not found on PATH, in $CUDA_HOME/bin or in "
-            + ", ".join(NCU_GLOBS) + "; install Nsight Compute or pass its path (--ncu)"))
+            f"ncu (Nsight Compute) not found ({searched_places('ncu')}); install Nsight "
+            "Compute, or pass its path (--ncu) or set $SPARSESCOPE_NCU"))
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     report = out / f"{stem}.ncu-rep"
@@ -319,7 +364,15 @@ def run_profile(target: Sequence[str], out_dir: str | Path, stem: str, options: 
                       export_wall_s=time.perf_counter() - started)
 
 
-def profile_stem(suite: str, matrix: str, backend: str) -> str:
-    """File stem of a case's profile: ``profile_<suite>_<matrix>_<backend>``, filename-safe."""
-    return "profile_" + "_".join(re.sub(r"[^A-Za-z0-9.+-]+", "-", part)
-                                 for part in (suite, matrix, backend))
+def profile_stem(suite: str, matrix: str, backend: str,
+                 params: Mapping[str, object] | None = None) -> str:
+    """File stem of a case's profile: ``profile_<suite>_<matrix>_<backend>``, then
+    ``_<name>-<value>`` for each op parameter (so ``k=8`` and ``k=64`` keep separate files; a
+    row list as its count and digest), filename-safe."""
+    parts = [suite, matrix, backend]
+    for name, value in (params or {}).items():
+        if isinstance(value, (tuple, list)):
+            text = _param_text(value)
+            value = f"{len(value)}-{hashlib.sha1(text.encode()).hexdigest()[:12]}"
+        parts.append(f"{name}-{value}")
+    return "profile_" + "_".join(re.sub(r"[^A-Za-z0-9.+-]+", "-", part) for part in parts)

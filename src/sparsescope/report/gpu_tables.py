@@ -27,9 +27,16 @@ from sparsescope.report.seed_comparison import (
     SEED_BACKEND,
     SEED_KERNEL_MATRIX,
 )
-from sparsescope.report.table_types import Column, Table, adaptive_fmt, bw_text, count_text, span
+from sparsescope.report.table_types import (
+    MB,
+    Column,
+    Table,
+    adaptive_fmt,
+    bw_text,
+    count_text,
+    span,
+)
 
-MB = 1e6
 STABLE_COV_PCT = 3.0
 """Seed 000 section 3.3 calls timings with a CoV below 3 % reliable."""
 

@@ -12,6 +12,9 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+MB = 1e6
+"""The seed's MB: 10^6 bytes."""
+
 #: Field names whose unit does not follow from a suffix.
 _EXACT_UNITS = {
     "nnz": "nonzeros",

@@ -1,0 +1,139 @@
+"""The ncu side of the SpMM and row-slice sections: which profiles belong to which case, the
+kernels of every profiled case, and the instruction roofline of each op.
+
+Profile labels read ``"<backend> <matrix> <params>: <kernel>"``, as
+``backends.op_runner.split_marked_profiles`` makes them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from sparsescope.report.ops_common import OpView, l2_bw_gb_s, md_table, view_key
+from sparsescope.results.records import RunSet
+
+
+def _case_key(v: OpView) -> str:
+    """The profile label prefix of a view's case (``backends.op_runner.case_label``)."""
+    from sparsescope.backends.op_runner import case_label
+
+    if v.case.op == "spmm":
+        params = {"k": v.traffic.k, "layout": v.traffic.layout}
+    else:
+        params = {"rows_selected": v.traffic.selected_rows, "weights": v.traffic.weights}
+    return case_label({"backend": v.case.backend, "matrix": v.case.matrix, "params": params})
+
+
+def case_profiles(v: OpView, profiles: Sequence[Any], labels: Sequence[str] | None) -> list:
+    """The profiles whose label names the case of ``v`` (none without labels)."""
+    if not profiles or not labels:
+        return []
+    key = _case_key(v) + ": "
+    return [p for p, label in zip(profiles, labels, strict=True) if label.startswith(key)]
+
+
+def profiled_cases(views: Sequence[OpView], profiles: Sequence[Any],
+                   labels: Sequence[str] | None) -> list[dict]:
+    """Per profiled (case, backend): kernels launched, their summed time under ncu, and the
+    longest kernel with its achieved occupancy and first stall reason."""
+    rows = []
+    for v in views:
+        found = [p for p in case_profiles(v, profiles, labels) if p.duration_ns]
+        if not found:
+            continue
+        main = max(found, key=lambda p: p.duration_ns)
+        stall = max(main.stalls.items(), key=lambda kv: kv[1]) if main.stalls else None
+        rows.append({"case": " ".join(str(x) for x in view_key(v)),
+                     "backend": v.case.backend, "time_ms": v.time_ms,
+                     "kernels": len(found),
+                     "ncu_sum_us": sum(p.duration_ns for p in found) / 1e3,
+                     "main_kernel": main.name, "main_us": main.duration_ns / 1e3,
+                     "main_grid_blocks": main.grid_size, "main_block_threads": main.block_size,
+                     "main_achieved_occupancy_pct": main.achieved_occupancy_pct,
+                     "main_top_stall": stall[0] if stall else None,
+                     "main_top_stall_cycles_per_inst": stall[1] if stall else None})
+    return rows
+
+
+def profiled_markdown(rows: list[dict]) -> str:
+    """The :func:`profiled_cases` table with what its columns mean."""
+    return ("Every kernel of one call under ncu (caches flushed before each kernel): the "
+            "count, their summed duration, and the longest one. The event-timed `ms` is the "
+            "whole call, launch gaps included.\n\n"
+            + md_table(["case", "backend", "timed ms", "kernels", "ncu µs (sum)",
+                        "longest kernel", "µs", "grid", "block", "achieved occ. %",
+                        "top stall", "cycles/inst"],
+                       [[r["case"], r["backend"], r["time_ms"], r["kernels"], r["ncu_sum_us"],
+                         r["main_kernel"], r["main_us"], r["main_grid_blocks"],
+                         r["main_block_threads"], r["main_achieved_occupancy_pct"],
+                         r["main_top_stall"], r["main_top_stall_cycles_per_inst"]]
+                        for r in rows]))
+
+
+def with_profiled(what: str, sections: Sequence[tuple[str, str]],
+                  kernels: list[dict]) -> tuple[tuple[str, str], ...]:
+    """An op's ``sections``, then ``<what>: profiled kernels per case`` when a case of it was
+    profiled (``kernels``: its :func:`profiled_cases` rows)."""
+    extra = [(f"{what}: profiled kernels per case", profiled_markdown(kernels))] if kernels else []
+    return (*sections, *extra)
+
+
+def roofline_markdown(runset: RunSet, profiles: Sequence[Any], labels: Sequence[str] | None,
+                      figure_dir: Path | None) -> tuple[str, list[Path]]:
+    """Instruction-roofline table of profiled kernels and one figure per backend (the first
+    word of a label, as seed 004 draws one roofline per library); ceilings from the profile's
+    own peaks where present, else the spec (datasheet) and the run's measured L2."""
+    from sparsescope.profile.instruction_roofline import (
+        WALLS,
+        ceilings_from_device,
+        ceilings_from_profile,
+        instruction_roofline,
+        merge_ceilings,
+    )
+
+    points = instruction_roofline(list(profiles), list(labels) if labels else None)
+    if not points:
+        return ("No profile with the instruction-roofline metrics was given (collect with "
+                "`--groups instruction-roofline` or `--set full`).", [])
+    ceilings = merge_ceilings(ceilings_from_profile(profiles[0]),
+                              ceilings_from_device(runset.device,
+                                                   l2_bw_gb_s=l2_bw_gb_s(runset)))
+    body = []
+    for p in points:
+        placed = []
+        for level, ii, bw in (("L1", p.l1_intensity, ceilings.l1_gtxn_s),
+                              ("L2", p.l2_intensity, ceilings.l2_gtxn_s),
+                              ("DRAM", p.dram_intensity, ceilings.dram_gtxn_s)):
+            if ii and bw:
+                roof = min(ceilings.peak_warp_gips or float("inf"), ii * bw)
+                placed.append((p.warp_gips / roof, level))
+        bound = max(placed)[1] if placed else "–"
+        wall = (min(WALLS, key=lambda w: abs(math.log(p.global_intensity / WALLS[w])))
+                if p.global_intensity else "–")
+        # thread instructions predicated on / 32 <= warp instructions: the shortfall is the
+        # share of lanes idle or predicated off (seed 004's thread-predication gap)
+        predication = (100.0 * (1 - p.predicated_on_gips / p.warp_gips)
+                       if p.predicated_on_gips else None)
+        body.append([p.kernel, p.duration_ns / 1e3, p.warp_gips, p.l1_intensity,
+                     p.l2_intensity, p.dram_intensity, p.global_intensity, wall, bound,
+                     predication])
+    table = md_table(["kernel", "µs", "warp GIPS", "II L1", "II L2", "II DRAM",
+                      "II global ld/st", "nearest wall", "closest ceiling", "predicated off %"],
+                     body)
+    sources = "; ".join(f"{k}: {v}" for k, v in ceilings.sources.items())
+    text, written = f"{table}\n\nCeilings: {sources}.", []
+    if figure_dir is not None:
+        from sparsescope.profile.figures import instruction_roofline_figure
+
+        groups: dict[str, list] = {}
+        for p in points:
+            groups.setdefault(p.kernel.split(" ")[0] if labels else "kernels", []).append(p)
+        for key, members in groups.items():
+            name = "ops_iroofline_" + "".join(c if c.isalnum() or c in "-_" else "-" for c in key)
+            written.append(instruction_roofline_figure(members, ceilings,
+                                                       figure_dir / f"{name}.png"))
+            text += f"\n\n![Instruction roofline: {key}](figures/{name}.png)"
+    return text, written

@@ -1,0 +1,174 @@
+"""The tables that say what ran: the device (datasheet beside measured), the matrices, the
+skipped and failed cases, and the run's provenance."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+from sparsescope.report.context import ReportContext
+from sparsescope.report.table_types import MB, Column, Table, adaptive_fmt, bw_text, count_text
+
+
+@dataclass(frozen=True)
+class DeviceRow:
+    """One figure of the device that ran the cases: datasheet beside measured."""
+
+    quantity: str
+    unit: str
+    datasheet: str | None
+    """Datasheet (or spec-table) figure, as text."""
+    measured: str | None
+    """Ceiling measured in this run, as text."""
+    source: str
+
+
+@dataclass(frozen=True)
+class MatrixRow:
+    name: str
+    analog_of: str | None
+    """The real matrix a generated stand-in imitates (None for a real matrix)."""
+    kind: str
+    rows: int
+    cols: int
+    nnz: int
+    nnz_per_row_mean: float
+    nnz_per_row_std: float
+    nnz_per_row_max: int
+    empty_rows: int
+    bandwidth: int
+    """max |col - row|."""
+    x_reuse: float
+
+
+@dataclass(frozen=True)
+class OutcomeRow:
+    matrix: str
+    backend: str
+    op: str
+    outcome: str
+    reason: str
+    rel_err: float | None
+
+
+@dataclass(frozen=True)
+class ProvenanceRow:
+    field: str
+    value: str
+
+
+def device_table(ctx: ReportContext) -> Table:
+    d, c = ctx.device, ctx.runset.ceilings
+    src = d.sources
+
+    def row(quantity, unit, datasheet, measured=None, key=""):
+        return DeviceRow(quantity, unit, datasheet, measured, src.get(key, ""))
+
+    def num(value, spec=None):
+        if value is None:
+            return None
+        return format(value, spec or adaptive_fmt([value], small=",.1f"))
+
+    gpu = d.kind == "gpu"
+    rows = [
+        row("Device", "", d.vendor_name or d.name, c.device or None, "name"),
+        row("Kind", "", d.kind),
+        row("Compute capability", "", d.compute_capability or None, None, "compute_capability"),
+        row("SMs (cores on a CPU)", "", str(d.sm_count), None, "sm_count"),
+        row("Max warps per SM", "warps", str(d.max_warps_per_sm) if gpu else None, None,
+            "max_warps_per_sm"),
+        row("Registers per SM", "32-bit", f"{d.registers_per_sm:,}" if gpu else None, None,
+            "registers_per_sm"),
+        row("L2 cache", "MB", num(d.l2_bytes / MB, ",.1f"), None, "l2_bytes"),
+        row("Memory", "", d.memory or None, None, "memory"),
+        row("Peak bandwidth", "GB/s", num(d.peak_bw_gb_s), num(c.copy_bw_gb_s), "peak_bw_gb_s"),
+        row("Read bandwidth", "GB/s", None, num(c.read_bw_gb_s)),
+        row("L2 bandwidth", "GB/s", None, num(c.l2_bw_gb_s)),
+        row("Peak FP32", "GFLOP/s", num(d.fp32_peak_gflops), num(c.fp32_gflops),
+            "fp32_peak_gflops"),
+        row("SM clock", "MHz", num(d.sm_clock_mhz), None, "sm_clock_mhz"),
+        row("DRAM latency", "ns", num(d.dram_latency_ns), num(c.dram_latency_ns, ",.1f"),
+            "dram_latency_ns"),
+        row("L2 latency", "ns", None, num(c.l2_latency_ns, ",.1f")),
+    ]
+    rows = [r for r in rows if r.datasheet is not None or r.measured is not None]
+    if ctx.on_cpu:
+        reading = (f"The cases ran on a CPU: its measured copy bandwidth, "
+                   f"{num(d.peak_bw_gb_s)} GB/s, is the peak every % of peak refers to; the "
+                   f"warp-based tables use the reference GPU {ctx.gpu.name}.")
+    elif ctx.measured_copy_gb_s:
+        pct = 100 * ctx.measured_copy_gb_s / d.peak_bw_gb_s
+        reading = (f"The measured copy bandwidth is {bw_text(ctx.measured_copy_gb_s)} GB/s, "
+                   f"{pct:.1f} % of the {d.peak_bw_gb_s:,.0f} GB/s datasheet figure; tables give "
+                   f"% of peak against both.")
+    else:
+        reading = (f"No copy bandwidth was measured: every % of peak is against "
+                   f"{d.peak_bw_gb_s:,.0f} GB/s ({ctx.bw_label}).")
+    return Table("device", f"Device: {ctx.device_label}", (
+        Column("quantity", "Quantity"), Column("unit", "Unit"),
+        Column("datasheet", "Datasheet / spec"), Column("measured", "Measured"),
+        Column("source", "Source")), tuple(rows), reading)
+
+
+def matrices_table(ctx: ReportContext) -> Table:
+    rows = tuple(MatrixRow(
+        name=m.name, analog_of=m.analog_of, kind=m.kind, rows=m.stats.rows, cols=m.stats.cols,
+        nnz=m.stats.nnz, nnz_per_row_mean=m.stats.nnz_per_row_mean,
+        nnz_per_row_std=m.stats.nnz_per_row_std, nnz_per_row_max=m.stats.nnz_per_row_max,
+        empty_rows=m.stats.empty_rows, bandwidth=m.stats.bandwidth, x_reuse=m.stats.x_reuse,
+    ) for m in ctx.runset.matrices)
+    if rows:
+        lo = min(rows, key=lambda r: r.nnz_per_row_mean)
+        hi = max(rows, key=lambda r: r.nnz_per_row_mean)
+        analogs = sum(r.analog_of is not None for r in rows)
+        nnz = [r.nnz for r in rows]
+        nnz_text = count_text(min(nnz)) + ("" if min(nnz) == max(nnz) else
+                                           f"–{count_text(max(nnz))}")
+        reading = (f"{len(rows)} matrices, {nnz_text} nonzeros; "
+                   f"mean nnz/row from {lo.nnz_per_row_mean:.1f} ({lo.name}) to "
+                   f"{hi.nnz_per_row_mean:.1f} ({hi.name}).")
+        if analogs:
+            reading += (f" {analogs} of {len(rows)} are generated analogs (same rows and nnz as "
+                        f"the real matrix, synthetic column pattern).")
+    else:
+        reading = "The run holds no matrices."
+    return Table("matrices", "Matrices", (
+        Column("name", "Matrix"), Column("analog_of", "Analog of"), Column("kind", "Kind"),
+        Column("rows", "Rows", ",d"), Column("cols", "Cols", ",d"), Column("nnz", "NNZ", ",d"),
+        Column("nnz_per_row_mean", "NNZ/row mean", ".1f"),
+        Column("nnz_per_row_std", "NNZ/row std", ".1f"),
+        Column("nnz_per_row_max", "NNZ/row max", ",d"), Column("empty_rows", "Empty rows", ",d"),
+        Column("bandwidth", "Bandwidth", ",d"), Column("x_reuse", "x reuse", ".1f")), rows, reading)
+
+
+def outcomes_table(ctx: ReportContext) -> Table:
+    rows = tuple(OutcomeRow(c.matrix, c.backend, c.op, c.outcome, c.reason or "(no reason given)",
+                            c.correctness.rel_err if c.correctness else None)
+                 for c in ctx.runset.cases if c.outcome != "ok")
+    counts = Counter(r.outcome for r in rows)
+    if rows:
+        reading = (f"{counts.get('skipped', 0)} case(s) skipped and {counts.get('failed', 0)} "
+                   f"failed, of {len(ctx.runset.cases)}; none of them appears in the timing "
+                   f"tables.")
+    else:
+        reading = f"All {len(ctx.runset.cases)} cases ran and passed the correctness check."
+    return Table("outcomes", "Skipped and failed cases", (
+        Column("matrix", "Matrix"), Column("backend", "Backend"), Column("op", "Op"),
+        Column("outcome", "Outcome"), Column("reason", "Reason"),
+        Column("rel_err", "Rel. error", ".1e")), rows, reading)
+
+
+def provenance_table(ctx: ReportContext) -> Table:
+    p, rs = ctx.runset.provenance, ctx.runset
+    fields = [("run id", rs.run_id), ("schema version", str(rs.schema_version)),
+              ("created (UTC)", p.created_utc), ("command", p.command),
+              ("sparsescope", p.sparsescope_version), ("git commit", p.git_commit),
+              ("host", p.hostname), ("platform", p.platform), ("python", p.python),
+              ("device", p.device), ("driver", p.driver or "—"),
+              ("suite", f"{rs.suite} (scale {rs.scale:g})")]
+    fields += [(f"library: {k}", v) for k, v in sorted(p.libraries.items())]
+    fields += [(f"ceiling method: {k}", v) for k, v in sorted(rs.ceilings.method.items())]
+    return Table("provenance", "Provenance", (Column("field", "Field"), Column("value", "Value")),
+                 tuple(ProvenanceRow(k, v) for k, v in fields),
+                 f"Run {rs.run_id} created {p.created_utc} on {p.hostname} by sparsescope "
+                 f"{p.sparsescope_version} (commit {p.git_commit}).")
