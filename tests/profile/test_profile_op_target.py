@@ -59,3 +59,20 @@ def test_op_runner_exit_code_for_a_bad_parameter(capsys):
     err = capsys.readouterr().err
     assert err.startswith("sparsescope-op-target: error: row index 100 at position 1 is out "
                           "of range for a matrix with 100 rows (valid: 0 to 99)")
+
+
+def test_the_target_program_runs_as_ncu_starts_it(tmp_path):
+    """As a separate ``python -m`` process (what ncu runs), not in-process: the module then
+    runs as ``__main__``, and its backends' OpBackend class must still be recognised."""
+    import os
+    import subprocess
+    from pathlib import Path
+
+    command = target_command("dlmc3", "dlmc-128x256", "spmm-scipy-cpu", op="spmm",
+                             params={"k": 4})
+    src = Path(op_runner.__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": f"{src}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, env=env,
+                          cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "dlmc-128x256 spmm-scipy-cpu spmm: ok" in done.stdout + done.stderr

@@ -452,4 +452,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(main())
+    # Run the imported module's main, not this __main__ copy of it: the backends subclass
+    # sparsescope.backends.op_runner.OpBackend, and the isinstance checks must see that class.
+    from sparsescope.backends import op_runner
+
+    raise SystemExit(op_runner.main())
