@@ -67,6 +67,22 @@ def test_own_kernel_with_cut_rows_uses_atomics_and_matches(dlmc3, monkeypatch):
             assert int(case.notes["split_rows"]) > 0 and case.notes["zero_fill"] == "yes"
 
 
+def test_own_kernel_column_slabs_match(dlmc3):
+    """k split into column slabs (grid.y): every slab width gives the float64 product, and the
+    rule picks 32-column slabs for dlmc-512x1024 at k = 256 (X[:, slab] = 128 KB)."""
+    from sparsescope.backends.spmm_cuda import SpmmCudaRowWarp
+
+    big = next(m for m in dlmc3 if m.name == "dlmc-512x1024")
+    case = _run(big, "spmm-cuda-rowwarp", 256, "row", "float32", 4, timed=False)
+    assert case.outcome == "ok" and case.notes["slabs"] == "8", case.notes
+    for slab in (32, 64, 128, 256):
+        for dtype in ("float32", "float64"):
+            case = _run(big, "spmm-cuda-rowwarp", 256, "row", dtype, 4, timed=False,
+                        factory=lambda s=slab: SpmmCudaRowWarp(slab=s))
+            assert case.outcome == "ok", (slab, dtype, case.reason)
+            assert case.notes["slab_cols"] == str(slab)
+
+
 def test_own_kernel_poison_catches_a_skipped_slice():
     from sparsescope.backends.spmm_cuda import SpmmCudaRowWarp
     from sparsescope.matrices import generate

@@ -11,6 +11,7 @@ import scipy.sparse as sp
 
 from sparsescope.backends._gpu import kernel_source
 from sparsescope.backends.spmm_cuda import (
+    choose_slab,
     choose_slice_nnz,
     kernel_name,
     launch_shape,
@@ -80,9 +81,11 @@ def test_warps_per_block_spreads_small_layers_over_every_sm():
         warps_per_block(512, 132, warps=16)
 
 
-def emulate(csr: sp.csr_matrix, x: np.ndarray, k: int, shape, plan, stages) -> np.ndarray:
+def emulate(csr: sp.csr_matrix, x: np.ndarray, k: int, shape, plan, stages,
+            slab: int | None = None) -> np.ndarray:
     """The kernel's lane arithmetic in NumPy, lane for lane (32 lanes per warp/slice): stages
-    of DEPTH chunks, batches of BATCH entries per group, the warp-uniform tail break."""
+    of DEPTH chunks, batches of BATCH entries per group, the warp-uniform tail break; one pass
+    per column slab (grid.y), columns [slab0, slab0 + slab)."""
     vec, group, chunks = shape
     depth, batch = stages
     groups = 32 // group
@@ -91,7 +94,9 @@ def emulate(csr: sp.csr_matrix, x: np.ndarray, k: int, shape, plan, stages) -> n
     y = np.full((csr.shape[0], k), np.nan)  # poisoned: an unwritten element stays NaN
     if plan.split_rows:
         y[:] = 0.0  # the host's memset
-    for s in range(plan.n_slices):
+    slab = k if slab is None else slab
+    for slab0, s in ((a, b) for a in range(0, k, slab) for b in range(plan.n_slices)):
+        kk = min(slab, k - slab0)
         row, atomic = s, False
         if plan.slice_row is not None:
             r = int(plan.slice_row[s])
@@ -119,9 +124,9 @@ def emulate(csr: sp.csr_matrix, x: np.ndarray, k: int, shape, plan, stages) -> n
                     live = base + 32 * d + e < end
                     for c in range(chunks):
                         cc = (li + group * c) * vec
-                        m = live & (cc < k)
+                        m = live & (cc < kk)
                         for v in range(vec):
-                            xv[b, m, c, v] = x[j[m], cc[m] + v]
+                            xv[b, m, c, v] = x[j[m], slab0 + cc[m] + v]
                 for b in range(batch):
                     acc += a[b][:, None, None] * xv[b]
         off = group
@@ -130,8 +135,8 @@ def emulate(csr: sp.csr_matrix, x: np.ndarray, k: int, shape, plan, stages) -> n
             off <<= 1
         for lane in lanes[g == 0]:
             for c in range(chunks):
-                cc = (li[lane] + group * c) * vec
-                if cc < k:
+                cc = slab0 + (li[lane] + group * c) * vec
+                if cc < slab0 + kk:
                     if atomic:
                         y[row, cc:cc + vec] += acc[lane, c]
                     else:
@@ -159,15 +164,43 @@ def test_emulated_kernel_matches_the_reference(k, slice_nnz, depth):
     np.testing.assert_allclose(y, csr @ x, rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("k,slab", [(256, 32), (64, 32), (96, 32), (256, 128)])
+@pytest.mark.parametrize("slice_nnz", [32, 4096])
+def test_emulated_slabs_match_the_reference(k, slab, slice_nnz):
+    rng = np.random.default_rng(k + slab)
+    cols = 300
+    csr = sp.random(24, cols, density=0.2, format="csr", random_state=rng)
+    csr.sort_indices()
+    x = rng.random((cols, k)) * 2 - 1
+    plan = slice_plan(csr.indptr, slice_nnz)
+    shape = launch_shape(slab, "float32")
+    y = emulate(csr, x, k, shape, plan, pipeline(shape), slab=slab)
+    assert not np.isnan(y).any()
+    np.testing.assert_allclose(y, csr @ x, rtol=1e-12, atol=1e-12)
+
+
+def test_choose_slab_keeps_x_slab_in_l1():
+    # dlmc-512x1024 (1,024 columns, float32): a 32-column slab is 128 KB
+    assert choose_slab(256, 1024, 4) == 32 and choose_slab(64, 1024, 4) == 32
+    assert choose_slab(32, 1024, 4) == 32                 # one slab: nothing to split
+    assert choose_slab(256, 256, 4) == 128                # 256 x 128 x 4 = 128 KB
+    assert choose_slab(8, 1024, 4) == 8                   # X is 32 KB: fits whole
+    assert choose_slab(255, 1024, 4) == 255               # no width divides k: no slabs
+    assert choose_slab(256, 100_000, 4) == 32             # too tall: the narrowest slab
+    assert choose_slab(256, 1024, 4, slab=64) == 64
+    with pytest.raises(ValueError):
+        choose_slab(256, 1024, 4, slab=48)
+
+
 WRAPPER = """
 #include "{path}"
-template __global__ void spmm_rowwarp<float, int, 4, 2, 1, 4, 8>(long long, int, int,
+template __global__ void spmm_rowwarp<float, int, 4, 2, 1, 4, 8>(long long, int, int, int,
     const int*, const int*, const int*, const float*, const float*, float*);
-template __global__ void spmm_rowwarp<float, int, 4, 16, 1, 4, 8>(long long, int, int,
+template __global__ void spmm_rowwarp<float, int, 4, 16, 1, 4, 8>(long long, int, int, int,
     const int*, const int*, const int*, const float*, const float*, float*);
-template __global__ void spmm_rowwarp<float, int, 4, 32, 2, 1, 4>(long long, int, int,
+template __global__ void spmm_rowwarp<float, int, 4, 32, 2, 1, 4>(long long, int, int, int,
     const int*, const int*, const int*, const float*, const float*, float*);
-template __global__ void spmm_rowwarp<double, long long, 2, 32, 4, 1, 2>(long long, int, int,
+template __global__ void spmm_rowwarp<double, long long, 2, 32, 4, 1, 2>(long long, int, int, int,
     const long long*, const long long*, const long long*, const double*, const double*, double*);
 """
 

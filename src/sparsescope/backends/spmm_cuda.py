@@ -15,9 +15,12 @@ tested without a GPU and recorded in the case's notes:
 * the pipeline (:func:`pipeline`): DEPTH chunks of 32 (col, val) pairs loaded at once and
   BATCH X rows gathered per lane before their FMAs (the kernel's header says why);
 * the block (:func:`warps_per_block`): as many warps as spread the slices over every SM, at
-  most 8 -- 512 rows in blocks of 8 warps would leave 68 of 132 SMs idle.
+  most 8 -- 512 rows in blocks of 8 warps would leave 68 of 132 SMs idle;
+* the column slab (:func:`choose_slab`): when X (cols x k) is larger than an SM's L1 can
+  hold, the grid's y dimension splits k into slabs whose X[:, slab] fits
+  :data:`SLAB_L1_BYTES`, so each SM gathers X's rows from its L1 instead of L2.
 
-The three choices are constructor arguments (``depth``, ``warps``, ``min_slice``), so a sweep
+The choices are constructor arguments (``depth``, ``warps``, ``min_slice``, ``slab``), so a sweep
 can time variants of the one backend; the registered instance uses the defaults.
 
 Y is allocated once per prepared case and reused, so :meth:`poison_output` can fill it with NaN.
@@ -59,6 +62,10 @@ cutting the DLMC rows (floors 32 and 128) is slower, as predicted; at k = 64 it 
 the two larger layers, where the gathers per row outweigh the zero fill -- a k-dependent floor
 is the next step (not taken: the committed measurement ran this rule)."""
 SLICE_UNIT = 32
+SLAB_L1_BYTES = 128 * 1024
+"""X[:, slab] a slab may hold: half of Hopper's 256 KB L1 / shared-memory array, the rest left
+to the streams and to the L1 the driver carves out for shared memory."""
+SLAB_WIDTHS = (128, 64, 32)
 MAX_CHUNKS = 8
 _CUDA_ATTR_SM_COUNT = 16  # cudaDevAttrMultiProcessorCount
 
@@ -82,6 +89,28 @@ def launch_shape(k: int, value_dtype: str) -> tuple[int, int, int]:
     while group < lanes and group < 32:
         group *= 2
     return vec, group, -(-lanes // group)
+
+
+def choose_slab(k: int, cols: int, value_bytes: int, slab: int | None = None) -> int:
+    """Columns per slab (``slab`` overrides; it must divide k)::
+
+        k                                   when cols x k x value_bytes <= SLAB_L1_BYTES
+        the widest of 128, 64, 32 dividing k with cols x slab x value_bytes <= SLAB_L1_BYTES
+        32 if it divides k (X too tall for any slab to fit: the narrowest), else k
+
+    dlmc-512x1024 (1,024 columns), float32: k = 256 -> 32 (128 KB), k = 64 -> 32, k = 32 ->
+    32 (one slab); dlmc-128x256: k = 256 -> 128.
+    """
+    if slab is not None:
+        if slab < 1 or k % slab:
+            raise ValueError(f"slab must divide k = {k}, got {slab}")
+        return slab
+    if cols * k * value_bytes <= SLAB_L1_BYTES:
+        return k
+    for width in SLAB_WIDTHS:
+        if width < k and k % width == 0 and cols * width * value_bytes <= SLAB_L1_BYTES:
+            return width
+    return 32 if k > 32 and k % 32 == 0 else k
 
 
 def pipeline(shape: tuple[int, int, int], depth: int | None = None) -> tuple[int, int]:
@@ -182,6 +211,8 @@ class PreparedSpmmCuda:
     grid: int
     block: int
     """Threads per block."""
+    slab: int
+    """Columns per slab: the grid's y dimension is k / slab."""
     slice_ptr: Any
     slice_row: Any
     """Device slice rows, or the slice pointers again when no row is cut (never read then)."""
@@ -201,13 +232,15 @@ class SpmmCudaRowWarp(OpBackend):
                     "(NVRTC)")
 
     def __init__(self, *, depth: int | None = None, warps: int | None = None,
-                 min_slice: int | None = None) -> None:
+                 min_slice: int | None = None, slab: int | None = None) -> None:
         self.depth = depth
         """DEPTH override (None: :func:`pipeline`'s rule)."""
         self.warps = warps
         """Warps per block override (None: :func:`warps_per_block`'s rule)."""
         self.min_slice = min_slice
         """Floor of S override (None: :data:`MIN_SLICE_NNZ`)."""
+        self.slab = slab
+        """Columns per slab override (None: :func:`choose_slab`'s rule; k: no slabs)."""
 
     def availability(self) -> tuple[bool, str]:
         return _gpu.cupy_cuda_status()
@@ -216,7 +249,11 @@ class SpmmCudaRowWarp(OpBackend):
         if case.params["layout"] != "row":
             return "the own SpMM kernel reads row-major X only (layout=col is not supported)"
         value_dtype = "float32" if case.traffic.value_bytes == 4 else "float64"
-        _, _, chunks = launch_shape(case.params["k"], value_dtype)
+        k = case.params["k"]
+        if self.slab is not None and k % self.slab:
+            return f"slab {self.slab} does not divide k = {k}"
+        slab = choose_slab(k, case.matrix.shape[1], case.traffic.value_bytes, self.slab)
+        _, _, chunks = launch_shape(slab, value_dtype)
         if chunks > MAX_CHUNKS:
             return f"k = {case.params['k']} needs {chunks} loads per lane (at most {MAX_CHUNKS})"
         return ""
@@ -225,13 +262,14 @@ class SpmmCudaRowWarp(OpBackend):
         import cupy
 
         csr, k = case.matrix, case.params["k"]
-        shape = launch_shape(k, value_dtype)
+        dtype = _gpu.VALUE_DTYPES[value_dtype]
+        slab = choose_slab(k, csr.shape[1], np.dtype(dtype).itemsize, self.slab)
+        shape = launch_shape(slab, value_dtype)
         sm_count = cupy.cuda.runtime.deviceGetAttribute(_CUDA_ATTR_SM_COUNT,
                                                         cupy.cuda.Device().id)
         floor = MIN_SLICE_NNZ if self.min_slice is None else self.min_slice
         plan = slice_plan(csr.indptr, choose_slice_nnz(csr.nnz, sm_count, floor))
         index_dtype = _gpu.INDEX_DTYPES[index_bytes]
-        dtype = _gpu.VALUE_DTYPES[value_dtype]
         stages = pipeline(shape, self.depth)
         name = kernel_name(value_dtype, index_bytes, shape, stages)
         warps = warps_per_block(plan.n_slices, sm_count, self.warps)
@@ -246,12 +284,14 @@ class SpmmCudaRowWarp(OpBackend):
                  "slices": str(plan.n_slices), "split_rows": str(plan.split_rows),
                  "zero_fill": "yes" if plan.split_rows else "no",
                  "block_threads": str(32 * warps), "grid_blocks": str(grid),
+                 "slab_cols": str(slab), "slabs": str(k // slab),
                  "sm_count": str(sm_count), "index_dtype": np.dtype(index_dtype).name,
                  "value_dtype": value_dtype,
                  "slice_rule": f"S = max({floor}, round_up(nnz / ({sm_count} SMs x "
                                f"{TARGET_WARPS_PER_SM} warps), 32))"}
         return PreparedSpmmCuda(
             rows=csr.shape[0], k=k, kernel=name, plan=plan, grid=grid, block=32 * warps,
+            slab=slab,
             slice_ptr=slice_ptr,
             slice_row=slice_row, indices=cupy.asarray(csr.indices.astype(index_dtype)),
             data=cupy.asarray(csr.data.astype(dtype)), x=x,
@@ -265,8 +305,9 @@ class SpmmCudaRowWarp(OpBackend):
             stream = cupy.cuda.get_current_stream()
             cupy.cuda.runtime.memsetAsync(p.y.data.ptr, 0, p.y.nbytes, stream.ptr)
         kernel = _gpu.raw_module(SOURCE, (p.kernel,)).get_function(p.kernel)
-        kernel((p.grid,), (p.block,),
-               (np.int64(p.plan.n_slices), np.int32(p.k), np.int32(p.plan.split_rows > 0),
+        kernel((p.grid, p.k // p.slab), (p.block,),
+               (np.int64(p.plan.n_slices), np.int32(p.k), np.int32(p.slab),
+                np.int32(p.plan.split_rows > 0),
                 p.slice_ptr, p.slice_row, p.indices, p.data, p.x, p.y))
 
     def poison_output(self, prepared: PreparedSpmmCuda) -> bool:

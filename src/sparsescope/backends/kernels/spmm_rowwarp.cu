@@ -50,7 +50,10 @@ __device__ __forceinline__ void store_y(T* __restrict__ p, const T (&in)[VEC]) {
     T* parts = reinterpret_cast<T*>(&v);
 #pragma unroll
     for (int i = 0; i < VEC; ++i) parts[i] = in[i];
-    *reinterpret_cast<V*>(p) = v;
+    // __stwb (st.global.wb, the default store) keeps the store one vector instruction: with
+    // a plain assignment NVVM split it into VEC scalar stores once Y's row offset had a
+    // column-slab term.
+    __stwb(reinterpret_cast<V*>(p), v);
 }
 
 // slice_ptr: n_slices + 1 offsets into col / val (the row pointer array itself when no row is
@@ -59,8 +62,14 @@ __device__ __forceinline__ void store_y(T* __restrict__ p, const T (&in)[VEC]) {
 // At most 256 threads a block and 128 registers a thread (two blocks of 8 warps per SM): the
 // unrolled stage lets the compiler hoist whole batches, which it would otherwise pay for in
 // occupancy (186 registers at k = 64 without the bound).
+//
+// Column slabs: block (bx, by) computes columns [by * slab, by * slab + slab) of its slices'
+// rows (slab = k: one slab). Blocks are launched x-fastest, so the blocks resident together
+// work on one slab and the SM's L1 can hold X[:, slab] (cols x slab values) instead of all of
+// X: each X row fetched from L2 once per SM and slab rather than once per nonzero.
 template <typename T, typename I, int VEC, int GROUP, int CHUNKS, int DEPTH, int BATCH>
-__global__ void __launch_bounds__(256, 2) spmm_rowwarp(const long long n_slices, const int k, const int sliced,
+__global__ void __launch_bounds__(256, 2) spmm_rowwarp(const long long n_slices, const int k,
+                             const int slab, const int sliced,
                              const I* __restrict__ slice_ptr, const I* __restrict__ slice_row,
                              const I* __restrict__ col, const T* __restrict__ val,
                              const T* __restrict__ x, T* __restrict__ y) {
@@ -85,6 +94,8 @@ __global__ void __launch_bounds__(256, 2) spmm_rowwarp(const long long n_slices,
         atomic = r < 0;
         row = atomic ? -r - 1 : r;
     }
+    const int slab0 = blockIdx.y * slab;
+    const int kk = min(slab, k - slab0);  // columns of this slab
     const long long begin = (long long)slice_ptr[s];
     const long long end = (long long)slice_ptr[s + 1];
 
@@ -117,11 +128,11 @@ __global__ void __launch_bounds__(256, 2) spmm_rowwarp(const long long n_slices,
                 const I j = __shfl_sync(FULL, my_col[d], e);
                 a[b] = __shfl_sync(FULL, my_val[d], e);
                 const bool live = base + 32 * d + e < end;
-                const T* xrow = x + (long long)j * k;
+                const T* xrow = x + (long long)j * k + slab0;
 #pragma unroll
                 for (int c = 0; c < CHUNKS; ++c) {
                     const int cc = (li + GROUP * c) * VEC;
-                    if (live && cc < k) {
+                    if (live && cc < kk) {
                         load_x<T, VEC>(xrow + cc, xv[b][c]);
                     } else {
 #pragma unroll
@@ -145,11 +156,11 @@ __global__ void __launch_bounds__(256, 2) spmm_rowwarp(const long long n_slices,
 #pragma unroll
             for (int v = 0; v < VEC; ++v) acc[c][v] += __shfl_xor_sync(FULL, acc[c][v], off);
     if (g != 0) return;
-    T* yrow = y + row * k;
+    T* yrow = y + row * k + slab0;
 #pragma unroll
     for (int c = 0; c < CHUNKS; ++c) {
         const int cc = (li + GROUP * c) * VEC;
-        if (cc >= k) continue;
+        if (cc >= kk) continue;
         if (atomic) {
 #pragma unroll
             for (int v = 0; v < VEC; ++v) atomicAdd(yrow + cc + v, acc[c][v]);
