@@ -69,7 +69,7 @@ def test_own_kernel_with_cut_rows_uses_atomics_and_matches(dlmc3, monkeypatch):
 
 def test_own_kernel_column_slabs_match(dlmc3):
     """k split into column slabs (grid.y): every slab width gives the float64 product, and the
-    rule picks 32-column slabs for dlmc-512x1024 at k = 256 (X[:, slab] = 128 KB)."""
+    rule cuts k = 256 into eight 32-column slabs."""
     from sparsescope.backends.spmm_cuda import SpmmCudaRowWarp
 
     big = next(m for m in dlmc3 if m.name == "dlmc-512x1024")

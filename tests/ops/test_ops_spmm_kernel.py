@@ -179,17 +179,13 @@ def test_emulated_slabs_match_the_reference(k, slab, slice_nnz):
     np.testing.assert_allclose(y, csr @ x, rtol=1e-12, atol=1e-12)
 
 
-def test_choose_slab_keeps_x_slab_in_l1():
-    # dlmc-512x1024 (1,024 columns, float32): a 32-column slab is 128 KB
-    assert choose_slab(256, 1024, 4) == 32 and choose_slab(64, 1024, 4) == 32
-    assert choose_slab(32, 1024, 4) == 32                 # one slab: nothing to split
-    assert choose_slab(256, 256, 4) == 128                # 256 x 128 x 4 = 128 KB
-    assert choose_slab(8, 1024, 4) == 8                   # X is 32 KB: fits whole
-    assert choose_slab(255, 1024, 4) == 255               # no width divides k: no slabs
-    assert choose_slab(256, 100_000, 4) == 32             # too tall: the narrowest slab
-    assert choose_slab(256, 1024, 4, slab=64) == 64
+def test_choose_slab_cuts_k_into_32_column_slabs():
+    assert choose_slab(256) == 32 and choose_slab(64) == 32
+    assert choose_slab(32) == 32 and choose_slab(8) == 8      # one slab: nothing to split
+    assert choose_slab(96) == 32 and choose_slab(255) == 255  # 32 must divide k
+    assert choose_slab(256, slab=64) == 64 and choose_slab(256, slab=256) == 256
     with pytest.raises(ValueError):
-        choose_slab(256, 1024, 4, slab=48)
+        choose_slab(256, slab=48)
 
 
 WRAPPER = """

@@ -16,9 +16,8 @@ tested without a GPU and recorded in the case's notes:
   BATCH X rows gathered per lane before their FMAs (the kernel's header says why);
 * the block (:func:`warps_per_block`): as many warps as spread the slices over every SM, at
   most 8 -- 512 rows in blocks of 8 warps would leave 68 of 132 SMs idle;
-* the column slab (:func:`choose_slab`): when X (cols x k) is larger than an SM's L1 can
-  hold, the grid's y dimension splits k into slabs whose X[:, slab] fits
-  :data:`SLAB_L1_BYTES`, so each SM gathers X's rows from its L1 instead of L2.
+* the column slab (:func:`choose_slab`): the grid's y dimension splits k into slabs of 32
+  columns: k / 32 times the warps, and an X[:, slab] small enough for an SM's L1.
 
 The choices are constructor arguments (``depth``, ``warps``, ``min_slice``, ``slab``), so a sweep
 can time variants of the one backend; the registered instance uses the defaults.
@@ -62,10 +61,8 @@ cutting the DLMC rows (floors 32 and 128) is slower, as predicted; at k = 64 it 
 the two larger layers, where the gathers per row outweigh the zero fill -- a k-dependent floor
 is the next step (not taken: the committed measurement ran this rule)."""
 SLICE_UNIT = 32
-SLAB_L1_BYTES = 128 * 1024
-"""X[:, slab] a slab may hold: half of Hopper's 256 KB L1 / shared-memory array, the rest left
-to the streams and to the L1 the driver carves out for shared memory."""
-SLAB_WIDTHS = (128, 64, 32)
+SLAB_COLS = 32
+"""Columns per slab of :func:`choose_slab`'s rule."""
 MAX_CHUNKS = 8
 _CUDA_ATTR_SM_COUNT = 16  # cudaDevAttrMultiProcessorCount
 
@@ -91,26 +88,23 @@ def launch_shape(k: int, value_dtype: str) -> tuple[int, int, int]:
     return vec, group, -(-lanes // group)
 
 
-def choose_slab(k: int, cols: int, value_bytes: int, slab: int | None = None) -> int:
+def choose_slab(k: int, slab: int | None = None) -> int:
     """Columns per slab (``slab`` overrides; it must divide k)::
 
-        k                                   when cols x k x value_bytes <= SLAB_L1_BYTES
-        the widest of 128, 64, 32 dividing k with cols x slab x value_bytes <= SLAB_L1_BYTES
-        32 if it divides k (X too tall for any slab to fit: the narrowest), else k
+        SLAB_COLS   when k > SLAB_COLS and SLAB_COLS divides k   (k / 32 slabs)
+        k           otherwise (no slabs)
 
-    dlmc-512x1024 (1,024 columns), float32: k = 256 -> 32 (128 KB), k = 64 -> 32, k = 32 ->
-    32 (one slab); dlmc-128x256: k = 256 -> 128.
+    Narrow slabs do two things: k / 32 times the warps (a DLMC layer's 128-512 rows alone
+    leave most of 132 SMs idle) and an X[:, slab] of cols x 32 values that an SM's L1 holds
+    (128 KB for 1,024 columns) instead of one fetched from L2 per nonzero. Measured on the
+    H200 (results/h200/spmm/slabs): the best width on 5 of the 6 dlmc3 cases at k = 64 and 256,
+    and 18% behind 64-column slabs on the sixth (dlmc-512x1024, k = 256).
     """
     if slab is not None:
         if slab < 1 or k % slab:
             raise ValueError(f"slab must divide k = {k}, got {slab}")
         return slab
-    if cols * k * value_bytes <= SLAB_L1_BYTES:
-        return k
-    for width in SLAB_WIDTHS:
-        if width < k and k % width == 0 and cols * width * value_bytes <= SLAB_L1_BYTES:
-            return width
-    return 32 if k > 32 and k % 32 == 0 else k
+    return SLAB_COLS if k > SLAB_COLS and k % SLAB_COLS == 0 else k
 
 
 def pipeline(shape: tuple[int, int, int], depth: int | None = None) -> tuple[int, int]:
@@ -252,7 +246,7 @@ class SpmmCudaRowWarp(OpBackend):
         k = case.params["k"]
         if self.slab is not None and k % self.slab:
             return f"slab {self.slab} does not divide k = {k}"
-        slab = choose_slab(k, case.matrix.shape[1], case.traffic.value_bytes, self.slab)
+        slab = choose_slab(k, self.slab)
         _, _, chunks = launch_shape(slab, value_dtype)
         if chunks > MAX_CHUNKS:
             return f"k = {case.params['k']} needs {chunks} loads per lane (at most {MAX_CHUNKS})"
@@ -263,7 +257,7 @@ class SpmmCudaRowWarp(OpBackend):
 
         csr, k = case.matrix, case.params["k"]
         dtype = _gpu.VALUE_DTYPES[value_dtype]
-        slab = choose_slab(k, csr.shape[1], np.dtype(dtype).itemsize, self.slab)
+        slab = choose_slab(k, self.slab)
         shape = launch_shape(slab, value_dtype)
         sm_count = cupy.cuda.runtime.deviceGetAttribute(_CUDA_ATTR_SM_COUNT,
                                                         cupy.cuda.Device().id)
