@@ -57,6 +57,9 @@ class RecordingLib:
 
     def hold(self, seconds: float) -> None:
         self.holds.append(seconds)
+        self.held_until = time.perf_counter() + seconds
+
+    held_until = 0.0
 
     def capture(self, fn):
         if self.capture_fails:
@@ -104,11 +107,25 @@ def test_a_slow_host_gets_a_longer_hold(lib):
 
     m = cuda_timing.time_cuda(slow_call, TimingConfig(warmups=0, repeats=5, flush_l2=False),
                               library="x", breakdown=False)
-    # 5 x 2 ms of queueing outlast the first 5 ms hold: the batch runs again behind a hold of
-    # twice the queueing time, which it then fits into.
-    assert lib.holds[0] == cuda_timing.HOLD_START_S
-    assert len(lib.holds) == 2 and 0.02 <= lib.holds[1] < 0.1
+    # 5 x 2 ms of queueing outlast the first 5 ms hold; the probe's held call (second hold)
+    # takes no longer than its unheld one, so the batch runs again behind a hold of twice the
+    # queueing time, which it then fits into.
+    assert lib.holds[:2] == [cuda_timing.HOLD_START_S, cuda_timing.HOLD_START_S]
+    assert len(lib.holds) == 3 and 0.02 <= lib.holds[2] < 0.1
     assert len(m.samples_ms) == 5 and all(s >= 2.0 for s in m.samples_ms)
+
+
+def test_a_call_that_waits_for_the_device_is_timed_without_a_hold(lib):
+    def syncing_call():  # like CuPy's A[rows]: returns only once the held stream is free
+        time.sleep(max(0.0, lib.held_until - time.perf_counter()))
+
+    m = cuda_timing.time_cuda(syncing_call, TimingConfig(warmups=0, repeats=5, flush_l2=False),
+                              library="x", breakdown=False)
+    # the first batch's queueing outlasts its 5 ms hold; the probe (one call unheld, one
+    # behind a 5 ms hold) finds the call waits, so the batch runs once more without a hold --
+    # instead of doubling the hold up to HOLD_MAX_S, which the call would wait out every time
+    assert lib.holds == [cuda_timing.HOLD_START_S, cuda_timing.HOLD_START_S]
+    assert len(m.samples_ms) == 5
 
 
 def test_a_fast_host_is_held_once_per_batch(lib):
