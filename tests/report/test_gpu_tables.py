@@ -192,3 +192,12 @@ def test_timing_subsections_in_the_document():
         assert "Kernel breakdown: every case" not in section  # JSON only, listed in the appendix
         if "kernel_breakdown" in tables:
             assert "`tables/kernel_breakdown_all.json`: Kernel breakdown: every case" in md
+
+
+def test_the_table_families_name_every_table_build_tables_makes():
+    from sparsescope.report.tables import RUN_TABLES, SPMV_TABLES
+
+    rs = multi_backend_runset()  # with kernel breakdowns and a seed comparison: all 20 tables
+    names = [t.name for t in build_tables(rs)]
+    assert len(names) == 20 and set(names) == set(RUN_TABLES) | set(SPMV_TABLES)
+    assert [t.name for t in build_tables(rs, spmv=False)] == list(RUN_TABLES)

@@ -248,6 +248,84 @@ def test_write_ops_report_from_a_real_cpu_run(tmp_path):
     assert ("**Backends:** spmm-scipy-cpu, slice-scipy-cpu, spmm-cuda-rowwarp" in markdown)
 
 
+def _headings(markdown: str) -> list[str]:
+    return [line.lstrip("#").strip() for line in markdown.splitlines() if line.startswith("#")]
+
+
+def test_an_spmm_run_gets_no_spmv_table_and_stale_ones_go(spmm_run, tmp_path):
+    import dataclasses
+    import json
+
+    first = spmm_run.cases[0]
+    cases = (dataclasses.replace(first, measurement=dataclasses.replace(first.measurement,
+                                                                        flushed=True)),
+             *spmm_run.cases[1:],
+             CaseResult("dlmc-512x1024", "spmm-ginkgo", "spmm", "skipped",
+                        reason="backend unavailable: pyGinkgo is not installed",
+                        notes={"op.k": "8", "op.layout": "row"}))
+    run = dataclasses.replace(spmm_run, cases=cases)
+    # what an earlier SpMV report of this folder left, and files that are not the report's
+    for rel in ("tables/timing.json", "tables/littles_law.json", "tables/outcomes.json",
+                "figures/latency_sensitivity.png", "figures/int32_vs_int64.png",
+                "tables/mine.json", "figures/mine.png"):
+        (tmp_path / rel).parent.mkdir(exist_ok=True)
+        (tmp_path / rel).write_text("old")
+    paths = write_ops_report(run, tmp_path)
+    assert sorted(p.name for p in (tmp_path / "tables").iterdir()) == [
+        "device.json", "matrices.json", "mine.json", "ops_spmm.json", "ops_spmm_intensity.json",
+        "ops_spmm_peers.json", "ops_spmm_profiled.json", "provenance.json"]
+    assert sorted(p.name for p in (tmp_path / "figures").iterdir()) == [
+        "mine.png", "ops_spmm_roofline.png"]
+    assert [p.name for p in paths.tables] == ["device.json", "matrices.json", "provenance.json"]
+    assert paths.figures == () and paths.skipped_figures == ()
+    md = paths.markdown.read_text()
+    assert _headings(md) == [
+        "SpMM performance report: NVIDIA H200", "1. Executive summary", "2. Methodology",
+        "2.1 Device", "2.2 Timing protocol", "2.3 Matrices",
+        "3. SpMM: time, bandwidth and % of bound", "4. SpMM: arithmetic intensity against k",
+        "5. SpMM and slice: skipped and failed cases", "Appendix: provenance and files"]
+    for gone in ("SpMV", "(no rows)", "Little's law", "This run measured", "Byte model",
+                 "not drawn", "`tables/timing.json`"):
+        assert gone not in md
+    # 4 timed (1 flushed) and 1 skipped SpMM case: counted from the whole run, not the
+    # (empty) SpMV part
+    assert ("- **SpMM:** 5 case(s) on 1 matrices with 4 backend(s): 4 timed, 1 skipped, "
+            "0 failed.") in md
+    assert "cache flush auto (1 of 4 timed cases flushed)." in md
+    assert "- Cache flush between repeats: auto (when the working set fits in the cache); " \
+           "flushed in 1 of 4 timed cases" in md
+    assert ("> **Measured on** NVIDIA H200, compute capability 9.0; DRAM bounds against "
+            "4,800 GB/s (H200 datasheet peak).") in md
+    reading = ("No copy bandwidth was measured: the DRAM bounds of this report use 4,800 GB/s "
+               "(H200 datasheet peak).")
+    assert f"**Reading:** {reading}" in md
+    assert json.loads((tmp_path / "tables" / "device.json").read_text())["reading"] == reading
+    assert paths.readings["device"] == reading
+    page = paths.html.read_text()
+    assert "Table 3: Provenance" in page and "Table 4" not in page
+    assert "pyGinkgo is not installed" in page
+
+
+def test_a_run_with_spmv_cases_keeps_the_spmv_sections(spmm_run, tmp_path):
+    import dataclasses
+    import json
+
+    spmv = case("dlmc-512x1024", "torch-cusparse-i32", "spmv", 0.008, {})
+    run = dataclasses.replace(spmm_run, cases=(spmv, *spmm_run.cases))
+    paths = write_ops_report(run, tmp_path, progress=False)
+    md = paths.markdown.read_text()
+    headings = _headings(md)
+    assert headings[0] == "SpMM performance report: NVIDIA H200"
+    assert "8. INT32 against INT64 indices" in headings
+    assert headings[headings.index("9. Skipped and failed cases") + 1] == \
+        "10. SpMM: time, bandwidth and % of bound"
+    # the SpMV tables hold the SpMV case alone
+    timing = json.loads((tmp_path / "tables" / "timing.json").read_text())
+    assert [r["backend"] for r in timing["rows"]] == ["torch-cusparse-i32"]
+    assert "the 1 timed SpMV case(s) reach" in md
+    assert "This run measured" not in md
+
+
 def test_unprofiled_losses_point_at_the_nearest_profiled_case():
     from sparsescope.report.ops_spmm import unprofiled_losses
 

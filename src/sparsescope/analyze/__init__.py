@@ -8,6 +8,7 @@ measured by :mod:`.measure` (timing protocol, correctness, ncu profile, SASS, fl
 :mod:`.bound` and :mod:`.diagnose` turn it into a bottleneck and :class:`.records.Finding`
 records, :mod:`.roadmap` ranks them by the gain the model predicts,
 :mod:`.score` compares a prediction with the next version's measurement and keeps the history,
+:mod:`.source_lines` quotes each finding's source line where its file has it,
 :mod:`.render` writes the report. :mod:`.threadflow` is the per-lane dataflow the static rules
 use. No module imports a GPU library at import time.
 
@@ -33,6 +34,7 @@ _LAZY = {
     "compare": "score", "compare_series": "score", "ScoreHistory": "score",
     "measure": "measure", "evidence_from_measurement": "measure",
     "evidence_changes": "score", "assign_samples": "sources",
+    "quote_locations": "source_lines",
     "callable_workload": "workload", "cuda_workload": "workload",
     "describe": "workload", "write_analysis_report": "render",
     "AnalysisResult": "records", "Finding": "records", "RoadmapItem": "records",

@@ -22,6 +22,7 @@ from sparsescope.analyze.records import (
     to_jsonable,
 )
 from sparsescope.analyze.roadmap import build_roadmap, combine
+from sparsescope.analyze.source_lines import quote_locations
 from sparsescope.errors import ResultsFormatError
 
 
@@ -32,6 +33,8 @@ def analyze_evidence(ev: Evidence, *, addresses: Sequence[str] = (),
     from sparsescope.results.provenance import git_commit
 
     bottlenecks, findings = diagnose(ev)
+    # quoted here, where the sources are: analysis.json then carries the quotes it shows
+    findings = quote_locations(findings)
     roadmap, unranked = build_roadmap(ev, findings)
     return AnalysisResult(
         workload=ev.workload, version=ev.version, addresses=tuple(addresses), evidence=ev,

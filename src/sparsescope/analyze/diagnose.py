@@ -37,8 +37,10 @@ def _r(x: float | None, digits: int = 4):
     return None if x is None else round(float(x), digits)
 
 
-def _loc(ke: KernelEvidence, address: int, sass: str, line: int = 0, detail: str = "") -> Location:
-    return Location(ke.name, address, sass, line, detail)
+def _loc(ke: KernelEvidence, address: int, sass: str, site, detail: str = "") -> Location:
+    """``site``: the evidence record the location comes from (its source line and file)."""
+    return Location(ke.name, address, sass, site.source_line, detail,
+                    source_file=site.source_file)
 
 
 def _stall_pct(ke: KernelEvidence, reason: str) -> float | None:
@@ -97,7 +99,7 @@ def rule_dominant_stall(ev: Evidence, ke: KernelEvidence) -> Finding | None:
     for row in sorted(p.instructions, key=lambda r: -r.stall_samples.get(reason, 0))[:5]:
         n = row.stall_samples.get(reason, 0)
         if n:
-            locs.append(_loc(ke, row.address, row.sass, row.source_line,
+            locs.append(_loc(ke, row.address, row.sass, row,
                              f"{n} {reason} samples"))
     basis = "samples" if by_samples else "stall ratios"
     return Finding("dominant_stall", ke.name, f"{reason.replace('_', ' ')} dominates the stalls",
@@ -137,7 +139,7 @@ def rule_dependent_load_chain(ev: Evidence, ke: KernelEvidence) -> Finding | Non
             "long_scoreboard_pct_of_samples": _r(ls_samples, 2)}
     hot = max(x for x in (ls or 0.0, ls_samples or 0.0))
     severity = "high" if in_loop or hot >= 30 else "medium"
-    locs = tuple(_loc(ke, c.consumer_address, c.consumer_sass, c.source_line,
+    locs = tuple(_loc(ke, c.consumer_address, c.consumer_sass, c,
                       f"{c.label}{' (in a loop)' if c.in_loop else ''}")
                  for c in sorted(chains, key=lambda c: not c.in_loop)[:8])
     labels = sorted({c.label for c in chains})
@@ -170,7 +172,7 @@ def rule_uncoalesced_access(ev: Evidence, ke: KernelEvidence) -> Finding | None:
             worst = max(worst, ratio)
             acc = static_by_addr.get(r.address)
             what = f", {acc.pattern}" if acc else ""
-            locs.append(_loc(ke, r.address, r.sass, r.source_line,
+            locs.append(_loc(ke, r.address, r.sass, r,
                              f"{r.sectors / r.executed:.1f} sectors/request, ideal "
                              f"{r.ideal_sectors / r.executed:.1f} ({ratio:.1f}x){what}"))
     flagged_excess = sum(r.sectors - r.ideal_sectors for r in (p.instructions if p else ())
@@ -184,7 +186,7 @@ def rule_uncoalesced_access(ev: Evidence, ke: KernelEvidence) -> Finding | None:
                 stride = f"{a.stride_bytes} B lane stride" if a.stride_bytes else \
                     "run-time lane stride"
                 sectors = a.sectors_per_request
-                locs.append(_loc(ke, a.address, a.sass, a.source_line,
+                locs.append(_loc(ke, a.address, a.sass, a,
                                  f"{stride}, {a.width_bytes} B per lane: "
                                  f"{sectors if sectors else '<= 32'} sectors/request, ideal "
                                  f"{a.ideal_sectors_per_request}"))
@@ -228,7 +230,7 @@ def rule_overfetch(ev: Evidence, ke: KernelEvidence) -> Finding | None:
     for r in sorted(p.instructions, key=lambda r: r.ideal_sectors - r.sectors)[:8]:
         excess = r.sectors - r.ideal_sectors
         if excess > 0:
-            locs.append(_loc(ke, r.address, r.sass, r.source_line,
+            locs.append(_loc(ke, r.address, r.sass, r,
                              f"{excess} excess sectors ({32 * excess / 1e6:.2f} MB)"))
     nums = {"requested_bytes": int(requested), "ideal_bytes": ev.ideal_bytes,
             "overfetch": _r(ratio, 3), "dram_bytes": int(dram) if dram else None,
@@ -259,7 +261,7 @@ def rule_narrow_loads(ev: Evidence, ke: KernelEvidence) -> Finding | None:
     widths = sorted({a.width_bytes for a in narrow})
     nums = {"narrow_loads": len(narrow), "widths_bytes": ",".join(map(str, widths)),
             "bytes_per_warp_request": 32 * widths[0], "lg_throttle_pct_of_cpi": _r(lg, 2)}
-    locs = tuple(_loc(ke, a.address, a.sass, a.source_line,
+    locs = tuple(_loc(ke, a.address, a.sass, a,
                       f"{a.width_bytes} B per lane = {32 * a.width_bytes} B per warp request")
                  for a in narrow[:8])
     return Finding("narrow_loads", ke.name, "narrow global loads",
@@ -275,7 +277,7 @@ def rule_missing_read_only(ev: Evidence, ke: KernelEvidence) -> Finding | None:
     hot = {a for a in (s.const_pointer_loads if s else ()) if not _cold(ke, a)}
     if not hot:
         return None
-    locs = tuple(_loc(ke, a.address, a.sass, a.source_line, "const pointer, plain LDG")
+    locs = tuple(_loc(ke, a.address, a.sass, a, "const pointer, plain LDG")
                  for a in s.accesses if a.address in hot)
     return Finding("missing_read_only", ke.name, "read-only data not loaded as read-only", "low",
                    "static", f"{len(hot)} load(s) from const pointers use "
@@ -334,7 +336,7 @@ def rule_warp_divergence(ev: Evidence, ke: KernelEvidence) -> Finding | None:
             "divergent_branches": _r(p.divergent_branches, 0) if p else None,
             "thread_index_branches": len(thread),
             "data_branches": len(sites) - len(thread)}
-    locs = tuple(_loc(ke, b.address, b.sass, b.source_line,
+    locs = tuple(_loc(ke, b.address, b.sass, b,
                       f"predicate from {b.cause}{', closes a loop' if b.back_edge else ''}")
                  for b in sorted(sites, key=lambda b: b.cause != "thread-index")[:8])
     summary = (f"branch efficiency {eff:.1f} %" if eff is not None else
@@ -361,7 +363,7 @@ def rule_bank_conflicts(ev: Evidence, ke: KernelEvidence) -> Finding | None:
         return None
     nums = {"shared_load_ways": _r(ways, 3), "conflict_pct_of_wavefronts": _r(conflict_pct, 2),
             "static_max_ways": max((a.bank_ways for a in static_sites), default=None)}
-    locs = tuple(_loc(ke, a.address, a.sass, a.source_line,
+    locs = tuple(_loc(ke, a.address, a.sass, a,
                       f"{a.stride_bytes} B lane stride: {a.bank_ways}-way")
                  for a in static_sites[:8])
     return Finding("bank_conflicts", ke.name, "shared-memory bank conflicts",
@@ -387,7 +389,7 @@ def rule_atomics(ev: Evidence, ke: KernelEvidence) -> Finding | None:
                    (f"; {executed:.0f} executed (warp level)" if executed else ""),
                    {"static_atomics": len(sites), "in_loop": len(in_loop),
                     "executed": _r(executed, 0)},
-                   tuple(_loc(ke, a.address, a.sass, a.source_line, a.space) for a in sites[:8]),
+                   tuple(_loc(ke, a.address, a.sass, a, a.space) for a in sites[:8]),
                    "reduce in registers or shared memory first, one atomic per warp or block")
 
 

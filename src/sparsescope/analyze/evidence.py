@@ -56,6 +56,8 @@ class MemoryAccess:
     bank_ways: int | None = None
     """Shared memory: n of the n-way bank conflict from the stride (None when not constant)."""
     source_line: int = 0
+    source_file: str = ""
+    """Line and file of the SASS line info (a header's, for an inlined function); 0, ""."""
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,8 @@ class BranchSite:
     back_edge: bool
     """The branch closes a loop (per-thread trip counts)."""
     source_line: int = 0
+    source_file: str = ""
+    """Line and file of the SASS line info (a header's, for an inlined function); 0, ""."""
 
 
 @dataclass(frozen=True)
@@ -84,6 +88,8 @@ class ChainSite:
     consumer_sass: str
     in_loop: bool
     source_line: int = 0
+    source_file: str = ""
+    """Line and file of the SASS line info (a header's, for an inlined function); 0, ""."""
 
 
 @dataclass(frozen=True)
@@ -130,6 +136,8 @@ class InstructionCounters:
     """Sectors of a fully coalesced access (sectors - excessive)."""
     stall_samples: dict[str, int] = field(default_factory=dict)
     source_line: int = 0
+    source_file: str = ""
+    """Line and file of the SASS line info (a header's, for an inlined function); 0, ""."""
 
 
 @dataclass(frozen=True)
@@ -298,7 +306,8 @@ def _access(ins, value, in_loop: bool) -> MemoryAccess:
         ways = bank_conflict_ways(stride, width)
     return MemoryAccess(ins.address, ins.text, ins.mem_space, ins.mem_op, width, pattern, stride,
                         "CONSTANT" in ins.cache_hints, in_loop, sectors,
-                        ideal_sectors_per_request(width), ways, ins.source_line)
+                        ideal_sectors_per_request(width), ways, ins.source_line,
+                        ins.source_file)
 
 
 def static_evidence(analysis) -> StaticEvidence:
@@ -328,16 +337,18 @@ def static_evidence(analysis) -> StaticEvidence:
                 back = x.branch_target is not None and x.branch_target <= x.address
                 branches.append(BranchSite(x.address, x.text,
                                            "data" if g == DATA else "thread-index", in_loop,
-                                           back, x.source_line))
+                                           back, x.source_line, x.source_file))
+    at = {x.address: x for x in ins}
     chains = [ChainSite(c.label, c.loads[0].address, c.loads[1].address, c.loads[1].text,
-                        c.in_loop) for c in analysis.load_chains]
+                        c.in_loop, *_line_of(at.get(c.loads[1].address)))
+              for c in analysis.load_chains]
     consumers = {c.consumer_address for c in chains}
     # a gather inside a loop whose value is compared in the loop and that no register chain
     # explains: a search, whose next address is picked by that comparison (through a predicate)
     for _i, acc in searches:
         if acc.address not in consumers:
             chains.append(ChainSite("search", None, acc.address, acc.sass, True,
-                                    acc.source_line))
+                                    acc.source_line, acc.source_file))
     res = analysis.resources
     const_ptr = _const_pointer_loads(analysis)
     return StaticEvidence(
@@ -351,6 +362,11 @@ def static_evidence(analysis) -> StaticEvidence:
         accesses=tuple(accesses), branches=tuple(branches), chains=tuple(chains),
         max_chain_depth=max(analysis.max_chain_depth, 2 if chains else 0),
         atomics=tuple(atomics), loops=len(cfg.loops), const_pointer_loads=const_ptr)
+
+
+def _line_of(ins) -> tuple[int, str]:
+    """(source line, source file) of an instruction; (0, "") for None."""
+    return (ins.source_line, ins.source_file) if ins is not None else (0, "")
 
 
 def _compared_in_loop(i: int, users, cfg, ins) -> bool:
@@ -465,7 +481,7 @@ def _instruction_rows(samples) -> tuple[tuple[InstructionCounters, ...], dict[st
         rows.append(InstructionCounters(
             s.address - base, s.sass, s.instructions_executed, s.thread_instructions_executed,
             s.l2_sectors_global, s.l2_sectors_global - s.l2_sectors_global_excessive,
-            dict(s.stall_samples), s.source_line or 0))
+            dict(s.stall_samples), s.source_line or 0, s.source_file or ""))
     return tuple(rows), dict(sorted(totals.items(), key=lambda kv: -kv[1]))
 
 

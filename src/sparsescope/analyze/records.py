@@ -37,6 +37,14 @@ class Location:
     """CUDA source line (from ``-lineinfo``); 0 when unknown."""
     detail: str = ""
     """What this location contributes, with its numbers (``32.0 sectors/request, ideal 4``)."""
+    source_file: str = ""
+    """The file the SASS line info names for ``source_line`` (the kernel's ``.cu``, or a header
+    whose function was inlined); empty when the line info names none."""
+    source_text: str | None = None
+    """Line ``source_line`` of ``source_file`` as read when the analysis ran (stripped); None
+    when it was not quoted (:func:`sparsescope.analyze.source_lines.quote_locations`)."""
+    source_note: str = ""
+    """Why a known line was not quoted (``the file has 5 lines``); empty otherwise."""
 
 
 @dataclass(frozen=True)

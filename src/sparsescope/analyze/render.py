@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from sparsescope.analyze.records import AnalysisResult, Score, to_jsonable
+from sparsescope.analyze.records import AnalysisResult, Location, Score, to_jsonable
 
 
 def _f(x, digits: int = 3) -> str:
@@ -107,14 +107,44 @@ def render_analysis(result: AnalysisResult) -> str:
         if nums:
             out.append("Numbers: " + ", ".join(nums) + ".")
         if f.locations:
-            out.append(_table(["address", "line", "instruction", "detail"],
-                              [[f"0x{loc.address:04x}", loc.source_line or "-",
-                                f"`{loc.sass}`", loc.detail] for loc in f.locations]))
+            out.append(_locations_table(f.locations))
         if f.remedy:
             out.append(f"*Remedy:* {f.remedy}.")
     out.append(f"---\nsparsescope {result.sparsescope_version}, commit {result.git_commit}, "
                f"{result.created_utc}" + (f"; `{result.command}`" if result.command else ""))
     return "\n\n".join(out) + "\n"
+
+
+def _line_cell(loc: Location) -> str:
+    if not loc.source_line:
+        return "-"
+    return f"{Path(loc.source_file).name}:{loc.source_line}" if loc.source_file else \
+        str(loc.source_line)
+
+
+def _source_cell(loc: Location) -> str:
+    """The quoted line, or the file and line the SASS points to, said not to be quoted."""
+    if not loc.source_line:
+        return "-"
+    if loc.source_text is not None:
+        if not loc.source_text:
+            return "(blank line)"
+        return loc.source_text if "`" in loc.source_text else f"`{loc.source_text}`"
+    where = (f"`{loc.source_file}` line {loc.source_line}" if loc.source_file else
+             f"line {loc.source_line}")
+    return f"not quoted: {where}" + (f"; {loc.source_note}" if loc.source_note else "")
+
+
+def _locations_table(locations: Sequence[Location]) -> str:
+    """Address, line, instruction, detail; a ``source`` column when any line is known."""
+    headers = ["address", "line", "instruction", "detail"]
+    rows = [[f"0x{loc.address:04x}", _line_cell(loc), f"`{loc.sass}`", loc.detail]
+            for loc in locations]
+    if any(loc.source_line for loc in locations):
+        headers.append("source")
+        for row, loc in zip(rows, locations, strict=True):
+            row.append(_source_cell(loc))
+    return _table(headers, rows)
 
 
 def render_series(scores: Sequence[Score], results: Sequence[AnalysisResult], *,

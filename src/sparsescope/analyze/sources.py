@@ -69,7 +69,9 @@ def listing_from_samples(samples, name: str, arch: str = ""):
         return _HEX.sub(sub, text) if re.search(r"\b(BRA|BSSY|CALL|JMP|BRX|JMX)\b", text) \
             else text
 
-    ins = tuple(parse_instruction(s.address - base, rebase(s.sass), source_line=s.source_line or 0)
+    ins = tuple(parse_instruction(s.address - base, rebase(s.sass),
+                                  source_file=s.source_file or "",
+                                  source_line=s.source_line or 0)
                 for s in sorted(samples, key=lambda s: s.address))
     return KernelListing(name, arch, ins, "ncu-source")
 

@@ -11,7 +11,9 @@ Pages (``ncu --import R.ncu-rep --csv --page <page>``):
   rows naming a metric are taken as they are, the section tables' display names that mean one
   metric (:data:`DISPLAY_METRICS`) are mapped to it, everything else is left out.
 - ``source`` with ``--print-source sass``: a ``"Kernel Name",<name>`` row, then a header and one row
-  per SASS instruction, repeated per launch.
+  per SASS instruction, repeated per launch. Read by :mod:`sparsescope.sass.source_page`, the one
+  reader of that page (shared with the SASS stage's stall map; every known ncu spelling of its
+  columns), whose errors become :class:`ProfileError` here.
 
 ncu writes its own ``==PROF==``/``==WARNING==`` lines, and the profiled program its output, into the
 same stream when the CSV comes straight from a profiling run; those lines are skipped.
@@ -23,6 +25,7 @@ import csv
 import io
 from pathlib import Path
 
+from sparsescope.errors import UsageError
 from sparsescope.profile import metrics as M
 from sparsescope.profile.errors import ProfileError
 from sparsescope.profile.records import (
@@ -33,6 +36,7 @@ from sparsescope.profile.records import (
     build_profile,
 )
 from sparsescope.profile.units import parse_number, to_base_unit
+from sparsescope.sass.source_page import read_export_text, read_source_page
 
 #: Columns ncu adds to the raw and details pages that are not metrics (metric names have no spaces).
 ID_COLUMNS = frozenset({"ID", "Context", "Stream", "Device", "CC"})
@@ -66,17 +70,18 @@ DISPLAY_METRICS = {
 }
 
 
+def _not_a_report(exc: UsageError, path: str | Path) -> ProfileError:
+    """The shared reader's error as this stage's: same words (the file named once), reason
+    ``not_a_report``."""
+    detail = str(exc).removeprefix(str(path)).lstrip(":, ")
+    return ProfileError("not_a_report", detail, path=str(path))
+
+
 def _read_text(path: str | Path) -> str:
-    path = Path(path)
-    if not path.is_file():
-        raise ProfileError("not_a_report", "no such file", path=str(path))
-    data = path.read_bytes()
-    if not data.strip():
-        raise ProfileError("not_a_report", "empty file, not an ncu CSV export", path=str(path))
-    if b"\x00" in data[:4096]:
-        raise ProfileError("not_a_report", "binary file, not an ncu CSV export (for a .ncu-rep "
-                           "report use the report reader)", path=str(path))
-    return data.decode("utf-8", errors="replace")
+    try:
+        return read_export_text(path)
+    except UsageError as exc:
+        raise _not_a_report(exc, path) from exc
 
 
 def _table(path: str | Path, first_cell: str) -> list[list[str]]:
@@ -221,62 +226,22 @@ def load_profiles_csv(raw_path: str | Path,
     return tuple(profiles)
 
 
-def _int(text: str) -> int:
-    number = parse_number(text)
-    return 0 if number is None else int(number)
-
-
-def _source_block(kernel: str, header: list[str], rows: list[list[str]]) -> tuple:
-    col = {name: i for i, name in enumerate(header)}
-    stall_cols = {}
-    for name in header:
-        parsed = M.source_column_reason(name)
-        if parsed is not None and not parsed[1]:
-            stall_cols[parsed[0]] = col[name]
-    out = []
-    for row in rows:
-        def get(name: str, row: list[str] = row) -> str:
-            i = col.get(name)
-            return row[i] if i is not None and i < len(row) else ""
-        samples = {reason: _int(row[i]) for reason, i in stall_cols.items() if _int(row[i])}
-        out.append(InstructionSample(
-            kernel=kernel, address=int(get("Address"), 16), sass=get("Source").strip(),
-            warp_stall_samples=_int(get("Warp Stall Sampling (All Samples)")),
-            warp_stall_samples_not_issued=_int(get("Warp Stall Sampling (Not-issued Samples)")),
-            instructions_executed=_int(get("Instructions Executed")),
-            thread_instructions_executed=_int(get("Thread Instructions Executed")),
-            predicated_on_thread_instructions=_int(
-                get("Predicated-On Thread Instructions Executed")),
-            stall_samples=samples,
-            l2_sectors_global=_int(get("L2 Theoretical Sectors Global")),
-            l2_sectors_global_excessive=_int(get("L2 Theoretical Sectors Global Excessive")),
-        ))
-    return tuple(out)
-
-
 def load_instruction_samples_csv(path: str | Path) -> dict[int, tuple[InstructionSample, ...]]:
     """A ``--page source --print-source sass`` export: block order (one block per profiled
     launch) -> instructions in address order, like
-    :func:`~sparsescope.profile.read_report.load_instruction_samples`."""
-    rows = _table(path, "Kernel Name")
-    blocks: dict[int, tuple[InstructionSample, ...]] = {}
-    i = 0
-    while i < len(rows):
-        if not rows[i] or rows[i][0] != "Kernel Name":
-            i += 1
-            continue
-        kernel = rows[i][1] if len(rows[i]) > 1 else ""
-        if i + 1 >= len(rows) or "Address" not in rows[i + 1]:
-            raise ProfileError("not_a_report", f"source export: no header row after kernel "
-                               f"{kernel!r}", path=str(path))
-        header = rows[i + 1]
-        j = i + 2
-        while j < len(rows) and rows[j] and rows[j][0] != "Kernel Name":
-            j += 1
-        try:
-            blocks[len(blocks)] = _source_block(kernel, header, rows[i + 2:j])
-        except ValueError as exc:
-            raise ProfileError("not_a_report", f"source export, kernel {kernel!r}: {exc}",
-                               path=str(path)) from exc
-        i = j
-    return blocks
+    :func:`~sparsescope.profile.read_report.load_instruction_samples`. Stall samples are keyed
+    by ncu's reason name (``long_scoreboard``), reasons without a sample left out."""
+    try:
+        blocks = read_source_page(path)
+    except UsageError as exc:
+        raise _not_a_report(exc, path) from exc
+    return {index: tuple(InstructionSample(
+        kernel=block.kernel, address=r.address, sass=r.sass,
+        warp_stall_samples=r.samples, warp_stall_samples_not_issued=r.samples_not_issued,
+        instructions_executed=r.instructions_executed,
+        thread_instructions_executed=r.thread_instructions_executed,
+        predicated_on_thread_instructions=r.predicated_on_thread_instructions,
+        stall_samples={reason: n for reason, n in r.stalls.items() if n},
+        l2_sectors_global=r.l2_sectors_global,
+        l2_sectors_global_excessive=r.l2_sectors_global_excessive,
+    ) for r in block.rows) for index, block in enumerate(blocks)}

@@ -11,9 +11,14 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from sparsescope.report.context import ReportContext
+from sparsescope.report.context import ReportContext, ok_cases
 from sparsescope.report.figures import FigureResult
 from sparsescope.report.table_types import Table, bw_text, span
+from sparsescope.results.records import RunSet
+from sparsescope.timing.types import Measurement
+
+#: How the report names an op in titles and sentences.
+OP_NAMES = {"spmv": "SpMV", "spmm": "SpMM", "slice": "CSR row slicing"}
 
 
 @dataclass(frozen=True)
@@ -90,12 +95,18 @@ def analog_note(ctx: ReportContext) -> str | None:
             f"behaviour, and with it the times, can differ from the real matrix.")
 
 
-def device_note(ctx: ReportContext) -> str:
+def device_note(ctx: ReportContext, *, spmv: bool = True) -> str:
+    """``spmv=False``: for a report of other ops, whose bounds use ``ctx.bw_gb_s`` alone."""
     d, p = ctx.device, ctx.runset.provenance
     driver = f", driver {p.driver}" if p.driver else ""
     # The driver's own name for the device, when it adds something to the spec's name.
     reported = f" ({p.device}{driver})" if p.device and p.device != ctx.device_label else (
         f" ({driver[2:]})" if driver else "")
+    if not spmv:
+        where = (f"**Measured on a CPU:** {ctx.device_label}{reported}" if ctx.on_cpu else
+                 f"**Measured on** {ctx.device_label}{reported}, compute capability "
+                 f"{d.compute_capability}")
+        return f"{where}; DRAM bounds against {bw_text(ctx.bw_gb_s)} GB/s ({ctx.bw_label})."
     if ctx.on_cpu:
         return (f"**Measured on a CPU:** {ctx.device_label}{reported}. Floor, gap and % of "
                 f"peak use its measured copy bandwidth ({bw_text(ctx.bw_gb_s)} GB/s). Little's "
@@ -110,10 +121,12 @@ def device_note(ctx: ReportContext) -> str:
     return text + f"; DRAM latency for the model: {ctx.latency_ns:,.0f} ns."
 
 
-def protocol_items(ctx: ReportContext) -> tuple[str, ...]:
+def protocol_items(ctx: ReportContext,
+                   timed: Sequence[Measurement] | None = None) -> tuple[str, ...]:
+    """``timed``: the measurements counted (default: the SpMV cases of the tables)."""
     t = ctx.runset.timing
     flush = {True: "yes", False: "no", None: "auto (when the working set fits in the cache)"}
-    timed = [v.case.measurement for v in ctx.cases]
+    timed = [v.case.measurement for v in ctx.cases] if timed is None else list(timed)
     flushed = sum(m.flushed for m in timed)
     clocks = Counter(m.clock for m in timed)
     items = [
@@ -195,6 +208,24 @@ def summary_items(ctx: ReportContext, tables: Mapping[str, Table]) -> tuple[str,
     return tuple(items)
 
 
+def ops_summary_items(run: RunSet) -> tuple[str, ...]:
+    """One line per op of ``run``: its cases, matrices and backends, and how many were timed."""
+    timed = Counter(c.op for c in ok_cases(run))
+    items = []
+    for op in dict.fromkeys(c.op for c in run.cases):
+        cases = [c for c in run.cases if c.op == op]
+        counts = Counter(c.outcome for c in cases)
+        items.append(f"**{OP_NAMES.get(op, op)}:** {len(cases)} case(s) on "
+                     f"{len({c.matrix for c in cases})} matrices with "
+                     f"{len({c.backend for c in cases})} backend(s): {timed[op]} timed, "
+                     f"{counts.get('skipped', 0)} skipped, {counts.get('failed', 0)} failed.")
+    if not items:
+        items.append("The run holds no case.")
+    elif any(c.outcome != "ok" for c in run.cases):
+        items.append("Skipped and failed cases are listed with their reasons and never timed.")
+    return tuple(items)
+
+
 def _section(blocks: list, tables: Mapping[str, Table], figures: Mapping[str, FigureResult],
              names: Sequence[str], counters: dict[str, int]) -> None:
     for name in names:
@@ -235,10 +266,19 @@ def build_document(ctx: ReportContext, tables: Mapping[str, Table],
                    figures: Mapping[str, FigureResult],
                    extra_sections: Sequence[tuple[str, str]] = (), *,
                    ops_label: str | None = None, note: str | None = None,
-                   backends_label: str | None = None) -> Document:
+                   backends_label: str | None = None,
+                   ops_run: RunSet | None = None) -> Document:
     """``ops_label`` names the operations in the title when the SpMV tables are not the point
     (an SpMM or slice run); ``note`` is a call-out placed first; ``backends_label`` lists the
-    backends when the cases behind the tables are not all of the run's."""
+    backends when the cases behind the tables are not all of the run's.
+
+    ``ops_run``: the whole run, when it has no SpMV case and ``extra_sections`` carry its ops:
+    the document then has no SpMV section (byte model, timing, floor, Little's law, DAE, index
+    width, outcomes), only the device, the matrices and the provenance of ``tables``; its
+    summary and timing protocol count ``ops_run``'s cases."""
+    if ops_run is not None:
+        return _ops_document(ctx, tables, extra_sections, ops_run, ops_label=ops_label,
+                             note=note, backends_label=backends_label)
     rs, p = ctx.runset, ctx.runset.provenance
     title = f"{ops_label or _ops(ctx)} performance report: {ctx.device_label}"
     backends = backends_label or ", ".join(dict.fromkeys(c.backend for c in rs.cases)) or "none"
@@ -289,6 +329,12 @@ def build_document(ctx: ReportContext, tables: Mapping[str, Table],
     for extra_title, text in extra_sections:
         blocks += [Heading(2, f"{number}. {extra_title}"), RawMarkdown(text)]
         number += 1
+    _appendix(blocks, tables, figures, counters)
+    return Document(title, tuple(blocks))
+
+
+def _appendix(blocks: list, tables: Mapping[str, Table], figures: Mapping[str, FigureResult],
+              counters: dict[str, int]) -> None:
     blocks.append(Heading(2, "Appendix: provenance and files"))
     _section(blocks, tables, figures, ["provenance"], counters)
     files = [f"`tables/{name}.json`: {tables[name].title}" for name in tables]
@@ -297,4 +343,44 @@ def build_document(ctx: ReportContext, tables: Mapping[str, Table],
               if f.png is None]
     blocks += [Paragraph("Files written with this report (every table also as JSON, with "
                          "units):"), Bullets(tuple(files))]
+
+
+def _ops_document(ctx: ReportContext, tables: Mapping[str, Table],
+                  extra_sections: Sequence[tuple[str, str]], run: RunSet, *,
+                  ops_label: str | None, note: str | None,
+                  backends_label: str | None) -> Document:
+    """The document of a run with no SpMV case (see :func:`build_document`): the run, the
+    device, the timing protocol and the matrices, then the ops' own sections."""
+    ops = ", ".join(OP_NAMES.get(op, op) for op in dict.fromkeys(c.op for c in run.cases))
+    title = f"{ops_label or ops or 'SpMV'} performance report: {ctx.device_label}"
+    p = run.provenance
+    backends = backends_label or ", ".join(dict.fromkeys(c.backend for c in run.cases)) or "none"
+    blocks: list[Block] = [Paragraph(
+        f"**Run:** `{run.run_id}` · **Date:** {p.created_utc} · **Suite:** {run.suite} (scale "
+        f"{run.scale:g}) · **Backends:** {backends} · **sparsescope** {p.sparsescope_version}")]
+    if note:
+        blocks.append(Callout(note))
+    analogs = analog_note(ctx)
+    if analogs:
+        blocks.append(Callout(analogs))
+    blocks.append(Callout(device_note(ctx, spmv=False)))
+    timed = [c.measurement for c in ok_cases(run)]
+    t = run.timing
+    flush = {True: "on", False: "off", None: "auto"}[t.flush_l2]
+    blocks.append(Callout(f"**Timing protocol:** {t.warmups} warm-ups, {t.repeats} repeats, "
+                          f"{t.statistic} reported, clock `{t.clock}`, cache flush {flush} "
+                          f"({sum(m.flushed for m in timed)} of {len(timed)} timed cases "
+                          f"flushed)."))
+    counters = {"table": 0, "figure": 0}
+    blocks += [Heading(2, "1. Executive summary"), Bullets(ops_summary_items(run)),
+               Heading(2, "2. Methodology"), Heading(3, "2.1 Device")]
+    _section(blocks, tables, {}, ["device"], counters)
+    blocks += [Heading(3, "2.2 Timing protocol"), Bullets(protocol_items(ctx, timed)),
+               Heading(3, "2.3 Matrices")]
+    if analogs:
+        blocks.append(Paragraph(analogs))
+    _section(blocks, tables, {}, ["matrices"], counters)
+    for number, (extra_title, text) in enumerate(extra_sections, start=3):
+        blocks += [Heading(2, f"{number}. {extra_title}"), RawMarkdown(text)]
+    _appendix(blocks, tables, {}, counters)
     return Document(title, tuple(blocks))

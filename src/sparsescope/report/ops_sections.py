@@ -29,6 +29,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from sparsescope.report.document import OP_NAMES
 from sparsescope.report.ops_common import OpsReport, md_table, op_views, outcome_markdown
 from sparsescope.report.ops_profiled import roofline_markdown
 from sparsescope.report.ops_slice import bound_verdict, slice_sections
@@ -76,7 +77,8 @@ def write_ops_report(runset: RunSet, out_dir: str | os.PathLike, *, profiles: Se
     """Figures and op tables into ``out_dir``, then ``write_report`` with the op sections.
 
     The main report's SpMV tables get the run's ``spmv`` cases only (its byte model is SpMV's);
-    ``results.json`` keeps every case.
+    a run without SpMV cases gets no SpMV table at all, only the device, the matrices and the
+    provenance before its op sections. ``results.json`` keeps every case.
     """
     from sparsescope._atomic import write_json_atomic
     from sparsescope.report.write import write_report
@@ -88,12 +90,7 @@ def write_ops_report(runset: RunSet, out_dir: str | os.PathLike, *, profiles: Se
         write_json_atomic(out / "tables" / f"{name}.json", {"name": name, "rows": rows})
     spmv_only = replace(runset, cases=tuple(c for c in runset.cases if c.op == "spmv"))
     ops = [op for op in dict.fromkeys(c.op for c in runset.cases) if op != "spmv"]
-    label = ", ".join({"spmm": "SpMM", "slice": "CSR row slicing"}.get(o, o) for o in ops)
-    note = None
-    if ops and not spmv_only.cases:
-        note = (f"**This run measured {label}.** Its results are in the sections after the "
-                "SpMV ones; the SpMV tables (timing, floor, Little's law, DAE) hold no case of "
-                "this run and are kept for the matrices, the device and the model.")
+    label = ", ".join(OP_NAMES.get(o, o) for o in ops)
     return write_report(spmv_only, out, extra_sections=report.sections, progress=progress,
-                        ops_label=label or None, note=note,
+                        ops_label=label or None, whole_run=runset,
                         backends_label=", ".join(dict.fromkeys(c.backend for c in runset.cases)))

@@ -57,7 +57,9 @@ class ProvenanceRow:
     value: str
 
 
-def device_table(ctx: ReportContext) -> Table:
+def device_table(ctx: ReportContext, *, spmv: bool = True) -> Table:
+    """Datasheet beside measured; ``spmv=False``: the reading speaks of the bounds of a report
+    of other ops (SpMM, slicing), which use ``device.peak_bw_gb_s`` alone."""
     d, c = ctx.device, ctx.runset.ceilings
     src = d.sources
 
@@ -92,7 +94,9 @@ def device_table(ctx: ReportContext) -> Table:
         row("L2 latency", "ns", None, num(c.l2_latency_ns, ",.1f")),
     ]
     rows = [r for r in rows if r.datasheet is not None or r.measured is not None]
-    if ctx.on_cpu:
+    if not spmv:
+        reading = _ops_device_reading(ctx, num(d.peak_bw_gb_s))
+    elif ctx.on_cpu:
         reading = (f"The cases ran on a CPU: its measured copy bandwidth, "
                    f"{num(d.peak_bw_gb_s)} GB/s, is the peak every % of peak refers to; the "
                    f"warp-based tables use the reference GPU {ctx.gpu.name}.")
@@ -108,6 +112,20 @@ def device_table(ctx: ReportContext) -> Table:
         Column("quantity", "Quantity"), Column("unit", "Unit"),
         Column("datasheet", "Datasheet / spec"), Column("measured", "Measured"),
         Column("source", "Source")), tuple(rows), reading)
+
+
+def _ops_device_reading(ctx: ReportContext, peak: str) -> str:
+    d = ctx.device
+    if ctx.on_cpu:
+        return (f"The cases ran on a CPU: its measured copy bandwidth, {peak} GB/s, is the DRAM "
+                f"bandwidth the bounds of this report use.")
+    if ctx.measured_copy_gb_s:
+        pct = 100 * ctx.measured_copy_gb_s / d.peak_bw_gb_s
+        return (f"The measured copy bandwidth is {bw_text(ctx.measured_copy_gb_s)} GB/s, "
+                f"{pct:.1f} % of the {d.peak_bw_gb_s:,.0f} GB/s datasheet figure; the DRAM "
+                f"bounds of this report use the datasheet figure.")
+    return (f"No copy bandwidth was measured: the DRAM bounds of this report use "
+            f"{d.peak_bw_gb_s:,.0f} GB/s ({ctx.bw_label}).")
 
 
 def matrices_table(ctx: ReportContext) -> Table:

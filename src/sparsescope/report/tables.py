@@ -27,15 +27,29 @@ from sparsescope.report.table_types import Table
 from sparsescope.report.timing_tables import floor_table, timing_table
 from sparsescope.results.records import RunSet
 
+#: Tables that describe the run whatever op its cases ran: all a report of other ops keeps.
+RUN_TABLES = ("device", "matrices", "provenance")
+#: Every other table :func:`build_tables` can make (some only for some runs): SpMV cases
+#: measured and modelled with SpMV's byte model, and the SpMV warp model of the GPU.
+SPMV_TABLES = ("timing", "kernel_breakdown", "kernel_breakdown_all", "timing_stability",
+               "bandwidth_models", "seed_comparison", "floor", "roofline", "littles_law",
+               "latency_sensitivity", "gap", "dae", "dae_sram", "dae_fifo", "cross_gpu",
+               "index_width", "outcomes")
+
 
 def build_tables(runset: RunSet, *, specs: Sequence[DeviceSpec] | None = None,
-                 ctx: ReportContext | None = None) -> list[Table]:
-    """Every table of the report, in report order (``specs`` replaces the spec table)."""
+                 ctx: ReportContext | None = None, spmv: bool = True) -> list[Table]:
+    """Every table of the report, in report order (``specs`` replaces the spec table).
+
+    ``spmv=False`` (a run of other ops only, whose own tables come with their sections): only
+    the :data:`RUN_TABLES`, the device's reading naming the bandwidth those sections use."""
     from sparsescope.report import gpu_tables as gt
     from sparsescope.report import warp_tables as wt
     from sparsescope.report.seed_comparison import seed_comparison_table
 
     ctx = ctx or build_context(runset, specs=specs)
+    if not spmv:
+        return [device_table(ctx, spmv=False), matrices_table(ctx), provenance_table(ctx)]
     # Shown only when the run has them: kernel breakdowns, a seed matrix timed as the seed did.
     kernels = gt.kernel_breakdown_tables(ctx) or ()
     seed = seed_comparison_table(ctx)

@@ -20,7 +20,7 @@ from sparsescope.report.document import build_document
 from sparsescope.report.figures import FIGURE_FUNCS, render_figures
 from sparsescope.report.html import render_html
 from sparsescope.report.markdown import render_markdown
-from sparsescope.report.tables import build_tables
+from sparsescope.report.tables import RUN_TABLES, SPMV_TABLES, build_tables
 from sparsescope.results.records import RunSet
 
 
@@ -58,23 +58,41 @@ def _check_sections(extra_sections: Sequence[tuple[str, str]]) -> list[tuple[str
     return checked
 
 
+def _remove_stale(folder: Path, suffix: str, names) -> None:
+    for name in names:
+        stale = folder / f"{name}{suffix}"
+        if stale.exists():
+            stale.unlink()
+
+
 def write_report(runset: RunSet, out_dir: str | os.PathLike, *,
                  extra_sections: Sequence[tuple[str, str]] = (),
                  specs: Sequence[DeviceSpec] | None = None,
                  progress: bool = True, ops_label: str | None = None,
-                 note: str | None = None, backends_label: str | None = None) -> ReportPaths:
+                 note: str | None = None, backends_label: str | None = None,
+                 whole_run: RunSet | None = None) -> ReportPaths:
     """Compute every table and figure of ``runset`` and write the report into ``out_dir``.
 
     ``extra_sections``: (title, Markdown) pairs appended by later stages (profiling, SASS),
     rendered in both report.md and report.html. ``specs`` replaces the spec table
     (``sparsescope.hardware.specs.list_specs()``). ``progress`` shows a tqdm bar on stderr.
+
+    ``whole_run``: the run ``runset`` holds the SpMV cases of, when ``extra_sections`` report
+    its other ops (:func:`sparsescope.report.ops_sections.write_ops_report`). If ``runset``
+    then has no case, the report has no SpMV section, table or figure: only the device, the
+    matrices, the timing protocol (counting ``whole_run``'s cases) and the provenance.
+
+    A table or figure of this report not made this time is removed from ``out_dir`` if an
+    earlier report left it there: the folder never shows what the text does not.
     """
     sections = _check_sections(extra_sections)
+    spmv = whole_run is None or bool(runset.cases)
     ctx = build_context(runset, specs=specs)
-    tables = {t.name: t for t in build_tables(runset, ctx=ctx)}
-    figures = render_figures(ctx, tables, progress=progress)
+    tables = {t.name: t for t in build_tables(runset, ctx=ctx, spmv=spmv)}
+    figures = render_figures(ctx, tables, progress=progress) if spmv else []
     doc = build_document(ctx, tables, {f.name: f for f in figures}, sections,
-                         ops_label=ops_label, note=note, backends_label=backends_label)
+                         ops_label=ops_label, note=note, backends_label=backends_label,
+                         ops_run=None if spmv else whole_run)
     out = Path(out_dir)
     markdown, page = render_markdown(doc), render_html(doc, image_root=out)
 
@@ -85,11 +103,12 @@ def write_report(runset: RunSet, out_dir: str | os.PathLike, *,
     html_path = write_text_atomic(out / "report.html", page)
     md_path = write_text_atomic(out / "report.md", markdown)
     skipped = tuple((f.name, f.skipped_reason) for f in figures if f.png is None)
-    for name, _ in skipped:
-        # A figure drawn by an earlier report of this folder would now contradict the text.
-        stale = out / "figures" / f"{name}.png"
-        if name in FIGURE_FUNCS and stale.exists():
-            stale.unlink()
+    # A table or figure written by an earlier report of this folder would now contradict the
+    # text (an SpMV report rewritten as an SpMM one, a figure with nothing left to draw).
+    drawn = {f.name for f in figures if f.png is not None}
+    _remove_stale(out / "figures", ".png", (n for n in FIGURE_FUNCS if n not in drawn))
+    _remove_stale(out / "tables", ".json", (n for n in (*RUN_TABLES, *SPMV_TABLES)
+                                            if n not in tables))
     return ReportPaths(out_dir=out, markdown=md_path, html=html_path, figures=fig_paths,
                        tables=table_paths, skipped_figures=skipped,
                        readings={name: t.reading for name, t in tables.items()})

@@ -1,11 +1,9 @@
 """Per-instruction warp-stall samples joined with the SASS analysis (seed 001 section 5.2).
 
-The reader here is deliberately small and self-contained: it reads the CSV that
-``ncu --import R.ncu-rep --page source --print-source sass --csv`` writes, whose first row is
-``"Kernel Name","<name>",``, second row the header (``Address``, ``Source``,
-``Warp Stall Sampling (All Samples)``, ``Warp Stall Sampling (Not-issued Samples)``, ...,
-``stall_long_sb``, ``stall_wait``, ... and their ``(Not Issued)`` twins), then one row per
-instruction with an absolute address. Several kernels follow one another the same way.
+The samples come from ncu's source page (``ncu --import R.ncu-rep --page source --print-source
+sass --csv``), read by :mod:`sparsescope.sass.source_page` (the one reader of that page, every
+known ncu spelling of its columns); :func:`read_source_sass_csv` gives its blocks in this
+module's form, stall reasons keyed by the page's short names (``long_sb``, :data:`STALL_NAMES`).
 
 The join matches rows to instructions by offset from the first row's address, checks the
 opcodes agree (a profile of another build is refused), and labels each instruction's part in the
@@ -17,13 +15,13 @@ the Long Scoreboard samples).
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from sparsescope.errors import UsageError
 from sparsescope.sass.instructions import Instruction
+from sparsescope.sass.source_page import SHORT_REASONS, read_source_page
 
 #: ncu column suffix -> stall reason as ncu's UI names it
 STALL_NAMES = {
@@ -34,8 +32,8 @@ STALL_NAMES = {
     "dispatch": "Dispatch Stall", "drain": "Drain", "imc": "IMC Miss", "misc": "Misc",
     "sleep": "Sleeping", "tex": "Tex Throttle",
 }
-_ALL = "Warp Stall Sampling (All Samples)"
-_NOT_ISSUED = "Warp Stall Sampling (Not-issued Samples)"
+#: ncu reason (``long_scoreboard``, the source page reader's key) -> short name (``long_sb``)
+_SHORT = {reason: short for short, reason in SHORT_REASONS.items()}
 
 
 @dataclass(frozen=True)
@@ -60,53 +58,16 @@ class SourceSassKernel:
     rows: tuple[SourceSassRow, ...]
 
 
-def _int(text: str) -> int:
-    text = (text or "").replace(",", "").strip()
-    try:
-        return int(float(text)) if text not in ("", "-") else 0
-    except ValueError:
-        return 0
-
-
 def read_source_sass_csv(path: str | Path) -> list[SourceSassKernel]:
-    """Every kernel block of an ncu ``--page source --print-source sass`` CSV."""
-    path = Path(path)
-    try:
-        with open(path, newline="") as fh:
-            rows = list(csv.reader(fh))
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot read: {exc.strerror}") from exc
-    kernels: list[SourceSassKernel] = []
-    i = 0
-    while i < len(rows):
-        row = rows[i]
-        if row and row[0] == "Kernel Name":
-            name = row[1] if len(row) > 1 else ""
-            if i + 1 >= len(rows) or "Address" not in rows[i + 1]:
-                raise UsageError(f"{path}, line {i + 2}: expected the header row after "
-                                 "'Kernel Name'")
-            header = rows[i + 1]
-            col = {h: k for k, h in enumerate(header)}
-            stall_cols = {h[len("stall_"):]: k for h, k in col.items()
-                          if h.startswith("stall_") and "(Not Issued)" not in h}
-            body: list[SourceSassRow] = []
-            i += 2
-            while i < len(rows) and rows[i] and rows[i][0] != "Kernel Name":
-                r = rows[i]
-                if r[0].startswith("0x") and len(r) >= len(header) - 1:
-                    body.append(SourceSassRow(
-                        int(r[0], 16), r[col["Source"]].strip(), _int(r[col.get(_ALL, 2)]),
-                        _int(r[col[_NOT_ISSUED]]) if _NOT_ISSUED in col else 0,
-                        _int(r[col["Instructions Executed"]]) if "Instructions Executed" in col
-                        else 0, {k: _int(r[c]) for k, c in stall_cols.items() if c < len(r)}))
-                i += 1
-            kernels.append(SourceSassKernel(name, tuple(body)))
-        else:
-            i += 1
-    if not kernels:
-        raise UsageError(f"{path}: no 'Kernel Name' block; expected the CSV of ncu --page source "
-                         "--print-source sass --csv")
-    return kernels
+    """Every kernel block of an ncu ``--page source --print-source sass`` CSV, in file order.
+
+    Raises :class:`~sparsescope.errors.UsageError` naming the file (and the line and the
+    columns found, for a header with none of the known columns)."""
+    return [SourceSassKernel(block.kernel, tuple(
+        SourceSassRow(r.address, r.sass, r.samples, r.samples_not_issued,
+                      r.instructions_executed,
+                      {_SHORT.get(reason, reason): n for reason, n in r.stalls.items()})
+        for r in block.rows)) for block in read_source_page(path)]
 
 
 @dataclass(frozen=True)
