@@ -331,7 +331,8 @@ def readme(dest: Path, op: str, runset, profiles, labels) -> str:
         lines += ["## Cases not timed, and why", ""] + [f"- {r}" for r in reasons] + [""]
     lines += ["## Files", "",
               "`results.json` (every case, raw samples, kernel breakdowns), `report.md` / "
-              "`report.html` (this op's sections follow the SpMV ones), `figures/`, `tables/`, "
+              "`report.html` (device, protocol and matrices, then this op's sections), `figures/`, "
+              "`tables/`, "
               "`profiles/` (`cases.json` asked, `ran.json` ran, `ncu_raw.csv` export, "
               "`ncu_details.csv.gz` (rule messages, compressed), `ncu.ncu.log`), `command.txt`, `run.log`, `versions.txt`"
               + (", `ops.log` (the whole device call's log, the sweep included), "

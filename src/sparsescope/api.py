@@ -206,8 +206,8 @@ def _with_created(provenance, created: str):
 
 
 def report(results_json: str | Path, out_dir: str | Path):
-    """Re-render the report of a saved run."""
-    from sparsescope.report.write import write_report
+    """Re-render the report of a saved run (op sections for SpMM and row-slice cases)."""
+    from sparsescope.report.ops_sections import write_any_report
     from sparsescope.results.io import read_runset
 
-    return write_report(read_runset(results_json), Path(out_dir))
+    return write_any_report(read_runset(results_json), Path(out_dir))

@@ -93,3 +93,17 @@ def test_report_with_profile_and_sass_sections(results_file, tmp_path, capsys, s
     # every figure, the profile's too, is embedded: the page loads nothing from outside
     assert page.count("data:image/png;base64") == len(list((out_dir / "figures").glob("*.png")))
     assert "[image:" not in page
+
+
+def test_report_of_an_spmm_run_gets_the_op_sections(tmp_path, capsys):
+    """A saved SpMM run (the committed H200 one) re-rendered by ``sparsescope report``: the
+    SpMM sections, not SpMV tables with SpMM cases modelled as SpMV."""
+    from pathlib import Path
+
+    saved = Path(__file__).resolve().parents[2] / "results" / "h200" / "spmm" / "results.json"
+    assert main(["report", str(saved), "--out", str(tmp_path)], modules=MODULES) == 0
+    capsys.readouterr()
+    text = (tmp_path / "report.md").read_text()
+    assert "# SpMM performance report" in text
+    assert "## 3. SpMM: time, bandwidth and % of bound" in text
+    assert "SpMV" not in text.split("## 3.")[0]  # no SpMV byte model or tables before it

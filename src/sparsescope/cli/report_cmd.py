@@ -47,7 +47,7 @@ def _sass_section(files: list[str], kernel: str | None) -> tuple[str, str]:
 
 def handle_report(args: argparse.Namespace) -> tuple[dict, str]:
     # Both imports pull in the model and (later) matplotlib: keep them out of `--help`.
-    from sparsescope.report.write import write_report
+    from sparsescope.report.ops_sections import write_any_report
     from sparsescope.results.io import read_runset
 
     runset = read_runset(args.results)  # a bad file raises ResultsFormatError (exit code 5)
@@ -57,7 +57,7 @@ def handle_report(args: argparse.Namespace) -> tuple[dict, str]:
         sections.append(_profile_section(args.profile, out, runset))
     if args.sass:
         sections.append(_sass_section(args.sass, args.kernel))
-    paths = write_report(runset, out, extra_sections=sections)
+    paths = write_any_report(runset, out, extra_sections=sections)
     lines = [f"wrote {paths.markdown}", f"wrote {paths.html}",
              f"wrote {len(paths.figures)} figures under {paths.out_dir / 'figures'}",
              f"wrote {len(paths.tables)} tables under {paths.out_dir / 'tables'}"]

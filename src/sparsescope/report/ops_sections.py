@@ -38,7 +38,7 @@ from sparsescope.results.records import RunSet
 
 # bound_verdict, md_table and op_views are imported from here by scripts/device_ops.sh.
 __all__ = ["OPS", "OpsReport", "bound_verdict", "md_table", "op_views", "ops_sections",
-           "write_ops_report"]
+           "write_any_report", "write_ops_report"]
 
 SECTION_BUILDERS = {"spmm": spmm_sections, "slice": slice_sections}
 """Op -> the function that writes its sections from ``(runset, views, profiles, labels,
@@ -73,12 +73,14 @@ def ops_sections(runset: RunSet, *, profiles: Sequence[Any] = (),
 
 
 def write_ops_report(runset: RunSet, out_dir: str | os.PathLike, *, profiles: Sequence[Any] = (),
-                     labels: Sequence[str] | None = None, progress: bool = False):
+                     labels: Sequence[str] | None = None, progress: bool = False,
+                     extra_sections: Sequence[tuple[str, str]] = ()):
     """Figures and op tables into ``out_dir``, then ``write_report`` with the op sections.
 
     The main report's SpMV tables get the run's ``spmv`` cases only (its byte model is SpMV's);
     a run without SpMV cases gets no SpMV table at all, only the device, the matrices and the
-    provenance before its op sections. ``results.json`` keeps every case.
+    provenance before its op sections. ``results.json`` keeps every case. ``extra_sections``
+    (title, markdown) follow the op sections.
     """
     from sparsescope._atomic import write_json_atomic
     from sparsescope.report.write import write_report
@@ -91,6 +93,18 @@ def write_ops_report(runset: RunSet, out_dir: str | os.PathLike, *, profiles: Se
     spmv_only = replace(runset, cases=tuple(c for c in runset.cases if c.op == "spmv"))
     ops = [op for op in dict.fromkeys(c.op for c in runset.cases) if op != "spmv"]
     label = ", ".join(OP_NAMES.get(o, o) for o in ops)
-    return write_report(spmv_only, out, extra_sections=report.sections, progress=progress,
+    return write_report(spmv_only, out, extra_sections=[*report.sections, *extra_sections],
+                        progress=progress,
                         ops_label=label or None, whole_run=runset,
                         backends_label=", ".join(dict.fromkeys(c.backend for c in runset.cases)))
+
+
+def write_any_report(runset: RunSet, out_dir: str | os.PathLike, *,
+                     extra_sections: Sequence[tuple[str, str]] = ()):
+    """The report a run needs: :func:`write_report` for an SpMV-only run, else
+    :func:`write_ops_report` (SpMM and row-slice cases get their own sections)."""
+    from sparsescope.report.write import write_report
+
+    if all(c.op == "spmv" for c in runset.cases):
+        return write_report(runset, Path(out_dir), extra_sections=list(extra_sections))
+    return write_ops_report(runset, out_dir, extra_sections=extra_sections)
