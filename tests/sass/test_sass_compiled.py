@@ -130,3 +130,26 @@ def test_nvrtc_fallback(tmp_path, monkeypatch, shared_fixtures):
                             out_dir=tmp_path)
     assert compiled.compiler == "nvrtc" and is_cubin(compiled.cubin)
     assert "Used 32 registers" in compiled.ptxas_log
+
+
+def test_relative_includes_resolve_and_no_temporary_folder_is_left(tmp_path, monkeypatch):
+    """A .cu that includes a header beside it compiles where it lies (its line info names the
+    real files), and analyse_source leaves no temporary folder behind."""
+    import tempfile
+
+    if find_tool("nvcc") is None:
+        pytest.skip("nvcc not found")
+    work = tmp_path / "src"
+    work.mkdir()
+    (work / "scale.cuh").write_text(
+        "__device__ inline float scaled(const float* a, int i) { return 2.0f * a[i]; }\n")
+    (work / "k.cu").write_text('#include "scale.cuh"\n'
+                               "__global__ void k(const float* a, float* b) {\n"
+                               "    b[threadIdx.x] = scaled(a, threadIdx.x);\n"
+                               "}\n")
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    (a,) = analyse_source(work / "k.cu", arch="sm_90")
+    assert "k(" in a.demangled and a.resources.registers > 0
+    assert list(scratch.iterdir()) == []

@@ -7,6 +7,8 @@ saved listing or a ``.cu`` file), :func:`analyse_source` (CUDA source compiled h
 
 from __future__ import annotations
 
+import contextlib
+import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -297,10 +299,14 @@ def analyse_source(source: str | Path, *, arch: str = "sm_90", kernel: str | Non
     from sparsescope.sass.resources import parse_ptxas_verbose
     from sparsescope.sass.stall_map import read_source_sass_csv
 
-    compiled = compile_cuda(source, arch, out_dir=out_dir)
+    with contextlib.ExitStack() as stack:
+        # no out_dir: the cubin lives in a temporary folder only while it is read
+        folder = out_dir or stack.enter_context(
+            tempfile.TemporaryDirectory(prefix="sparsescope-sass-"))
+        compiled = compile_cuda(source, arch, out_dir=folder)
+        pairs = list(iter_kernels(compiled.cubin, kernel=kernel))
     ptxas = parse_ptxas_verbose(compiled.ptxas_log)
     profiles = read_source_sass_csv(stalls) if stalls else []
-    pairs = list(iter_kernels(compiled.cubin, kernel=kernel))
     out = []
     for entry, listing in pairs:
         res = merge_resources(entry.resources, ptxas.get(entry.name))

@@ -153,25 +153,32 @@ def compile_cuda(source: str | Path, arch: str = "sm_90", *, out_dir: str | Path
                  options: tuple[str, ...] = ()) -> CompiledSource:
     """Compile a ``.cu`` file or a source string to a cubin with ``-lineinfo``.
 
-    nvcc is used when found; otherwise NVRTC (``libnvrtc``) through ctypes.
+    nvcc is used when found; otherwise NVRTC (``libnvrtc``) through ctypes. A file is compiled
+    where it lies (nvcc) or with its folder on the include path (NVRTC), so its relative
+    ``#include``s resolve and the line info names the real file. Without ``out_dir`` the cubin
+    goes to a new temporary folder that the caller owns (:func:`analyse_source` removes it).
     """
+    path = None
     if isinstance(source, Path) or (isinstance(source, str) and "\n" not in source
                                     and source.endswith((".cu", ".cuh")) and Path(source).exists()):
-        text = Path(source).read_text()
-        name = Path(source).stem
+        path = Path(source).resolve()
+        text, name = path.read_text(), path.stem
     else:
         text, name = str(source), "kernel"
     out = Path(out_dir) if out_dir else Path(tempfile.mkdtemp(prefix="sparsescope-sass-"))
     out.mkdir(parents=True, exist_ok=True)
     cubin = out / f"{name}_{arch}.cubin"
     if find_tool("nvcc") is not None:
-        src = out / f"{name}.cu"
-        src.write_text(text)
+        src = path
+        if src is None:
+            src = out / f"{name}.cu"
+            src.write_text(text)
         proc = run_tool("nvcc", ["-cubin", f"-arch={arch}", "-lineinfo", "-Xptxas", "-v",
                                  *options, "-o", str(cubin), str(src)],
                         purpose="compiling CUDA source for SASS analysis")
         return CompiledSource(cubin, arch, text, proc.stderr + proc.stdout, "nvcc")
-    image, log = _nvrtc_compile(text, name, arch, options)
+    include = (f"-I{path.parent}",) if path is not None else ()
+    image, log = _nvrtc_compile(text, name, arch, (*include, *options))
     cubin.write_bytes(image)
     return CompiledSource(cubin, arch, text, log, "nvrtc")
 
