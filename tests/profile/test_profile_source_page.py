@@ -84,8 +84,8 @@ def test_profile_report_with_an_unreadable_source_page(shared_fixtures, tmp_path
     rc = main(["profile", "report", str(raw), "--out", str(tmp_path / "out")],
               modules=["sparsescope.cli.profile_cmd"])
     err = capsys.readouterr().err
-    assert rc == 2
-    assert f"sparsescope: error: {source}, line 2: the source page's header has none" in err
+    assert rc == 8  # a bad profile file: the profile stage's exit code, as for analyze
+    assert f"sparsescope: error: {source}: line 2: the source page's header has none" in err
     assert "'Hits'" in err and "Traceback" not in err
 
 

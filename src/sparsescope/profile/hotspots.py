@@ -20,13 +20,14 @@ from pathlib import Path
 
 from sparsescope.profile import metrics as M
 from sparsescope.profile.records import InstructionSample, KernelProfile, short_kernel_name
+from sparsescope.sass.source_page import SHORT_NAMES
 from sparsescope.sass.stall_map import STALL_NAMES, SourceSassKernel, SourceSassRow
 
 #: Instructions listed per kernel.
 TOP_INSTRUCTIONS = 10
 #: Stall reason (``long_scoreboard``) -> the source page's column suffix (``long_sb``), the key
 #: :mod:`sparsescope.sass.stall_map` uses.
-_SHORT = {reason: short for short, reason in M.SOURCE_STALL_NAMES.items()}
+_SHORT = SHORT_NAMES
 _ABS_ADDRESS = re.compile(r"\b0x[0-9a-fA-F]{6,}\b")
 
 
@@ -186,6 +187,8 @@ def instruction_data(path: str | Path, profiles: Sequence[KernelProfile],
     for cuSPARSE kernels on H200): exact repeats of the block before are dropped. The blocks
     are then matched to launches in order when there is one per launch, else each launch takes
     the first block of its kernel's name."""
+    from sparsescope.errors import UsageError
+    from sparsescope.profile.read_csv import not_a_report
     from sparsescope.profile.read_report import load_instruction_samples
     from sparsescope.sass.stall_map import read_source_sass_csv
 
@@ -197,8 +200,12 @@ def instruction_data(path: str | Path, profiles: Sequence[KernelProfile],
         return out
     if source_csv is None:
         return out
+    try:
+        read = read_source_sass_csv(source_csv)
+    except UsageError as exc:  # a bad profile file: the profile stage's error, as analyze's
+        raise not_a_report(exc, source_csv) from exc
     blocks: list[SourceSassKernel] = []
-    for block in read_source_sass_csv(source_csv):
+    for block in read:
         if block.rows and not (blocks and blocks[-1] == block):
             blocks.append(block)
     ordered = sorted(profiles, key=lambda p: p.index)

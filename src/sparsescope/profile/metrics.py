@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from sparsescope.sass.source_page import METRIC_REASONS, SHORT_REASONS, stall_column
+
 # --- warp stall reasons -------------------------------------------------------------------------
 
 #: Stall reasons in ncu's order
@@ -54,18 +56,13 @@ _STALL_RATIO = re.compile(r"^smsp__average_warps_issue_stalled_(\w+?)_per_issue_
 #: The form older ncu versions' sections (and the nvprof migration guide) record: % of the warp's
 #: active cycles spent in the state. Cycles per issued instruction = pct / 100 x CPI.
 _STALL_PCT = re.compile(r"^smsp__warp_issue_stalled_(\w+?)_per_warp_active\.pct$")
-_PCSAMP = re.compile(r"^smsp__pcsamp_warps_issue_stalled_(\w+?)(_not_issued)?$")
 
 #: Short names of the per-instruction stall columns of ``--page source`` (``stall_long_sb``)
 #: that differ from the reason name; the others (``stall_wait``) are the reason itself.
-SOURCE_STALL_NAMES = {
-    "dispatch": "dispatch_stall", "imc": "imc_miss", "lg": "lg_throttle",
-    "long_sb": "long_scoreboard", "math": "math_pipe_throttle", "mio": "mio_throttle",
-    "no_inst": "no_instruction", "short_sb": "short_scoreboard", "sleep": "sleeping",
-    "tex": "tex_throttle",
-}
-#: PC-sampling metric names that differ from the ratio metric's reason (plural ``instructions``).
-PCSAMP_NAMES = {"no_instructions": "no_instruction"}
+# The source page's short stall names and the per-PC metric spellings live with the one
+# source-page parser (sass.source_page); re-exported under the names this module has used.
+SOURCE_STALL_NAMES = SHORT_REASONS
+PCSAMP_NAMES = METRIC_REASONS
 
 
 def stall_metric(reason: str) -> str:
@@ -90,10 +87,9 @@ def stall_pct_reason(metric: str) -> str | None:
 def pcsamp_reason(metric: str) -> tuple[str, bool] | None:
     """``smsp__pcsamp_warps_issue_stalled_long_scoreboard_not_issued`` -> (``long_scoreboard``,
     True): the reason and whether the metric counts only samples where no instruction issued."""
-    match = _PCSAMP.match(metric)
-    if not match:
+    if not metric.startswith("smsp__pcsamp_warps_issue_stalled_"):
         return None
-    return PCSAMP_NAMES.get(match.group(1), match.group(1)), match.group(2) is not None
+    return stall_column(metric)
 
 
 def source_column_reason(column: str) -> tuple[str, bool] | None:
@@ -101,9 +97,7 @@ def source_column_reason(column: str) -> tuple[str, bool] | None:
     (``sleeping``, True); None for a column that is not a stall column."""
     if not column.startswith("stall_"):
         return None
-    not_issued = column.endswith(" (Not Issued)")
-    short = column[len("stall_"):].removesuffix(" (Not Issued)")
-    return SOURCE_STALL_NAMES.get(short, short), not_issued
+    return stall_column(column)
 
 
 def stall_label(reason: str) -> str:

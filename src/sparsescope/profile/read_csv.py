@@ -70,7 +70,7 @@ DISPLAY_METRICS = {
 }
 
 
-def _not_a_report(exc: UsageError, path: str | Path) -> ProfileError:
+def not_a_report(exc: UsageError, path: str | Path) -> ProfileError:
     """The shared reader's error as this stage's: same words (the file named once), reason
     ``not_a_report``."""
     detail = str(exc).removeprefix(str(path)).lstrip(":, ")
@@ -81,7 +81,7 @@ def _read_text(path: str | Path) -> str:
     try:
         return read_export_text(path)
     except UsageError as exc:
-        raise _not_a_report(exc, path) from exc
+        raise not_a_report(exc, path) from exc
 
 
 def _table(path: str | Path, first_cell: str) -> list[list[str]]:
@@ -234,7 +234,7 @@ def load_instruction_samples_csv(path: str | Path) -> dict[int, tuple[Instructio
     try:
         blocks = read_source_page(path)
     except UsageError as exc:
-        raise _not_a_report(exc, path) from exc
+        raise not_a_report(exc, path) from exc
     return {index: tuple(InstructionSample(
         kernel=block.kernel, address=r.address, sass=r.sass,
         warp_stall_samples=r.samples, warp_stall_samples_not_issued=r.samples_not_issued,

@@ -65,8 +65,10 @@ SHORT_REASONS: dict[str, str] = {
     "no_inst": "no_instruction", "short_sb": "short_scoreboard", "sleep": "sleeping",
     "tex": "tex_throttle",
 }
+#: ncu reason (``long_scoreboard``) -> the source page's short name (``long_sb``).
+SHORT_NAMES: dict[str, str] = {reason: short for short, reason in SHORT_REASONS.items()}
 #: Per-PC metric reasons spelt differently from the ratio metric's (plural ``instructions``).
-_METRIC_REASONS = {"no_instructions": "no_instruction"}
+METRIC_REASONS = {"no_instructions": "no_instruction"}
 _SHORT_COLUMN = re.compile(r"^stall_(\w+?)( \(Not Issued\))?$")
 _METRIC_COLUMN = re.compile(r"^smsp__pcsamp_warps_issue_stalled_(\w+?)(_not_issued)?$")
 _COUNT_FIELDS = ("samples", "samples_not_issued", "instructions_executed",
@@ -89,7 +91,7 @@ def stall_column(column: str) -> tuple[str, bool] | None:
         return SHORT_REASONS.get(match.group(1), match.group(1)), match.group(2) is not None
     match = _METRIC_COLUMN.match(name)
     if match:
-        return _METRIC_REASONS.get(match.group(1), match.group(1)), match.group(2) is not None
+        return METRIC_REASONS.get(match.group(1), match.group(1)), match.group(2) is not None
     return None
 
 

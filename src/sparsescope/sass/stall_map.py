@@ -21,7 +21,7 @@ from pathlib import Path
 
 from sparsescope.errors import UsageError
 from sparsescope.sass.instructions import Instruction
-from sparsescope.sass.source_page import SHORT_REASONS, read_source_page
+from sparsescope.sass.source_page import SHORT_NAMES, read_source_page
 
 #: ncu column suffix -> stall reason as ncu's UI names it
 STALL_NAMES = {
@@ -33,7 +33,7 @@ STALL_NAMES = {
     "sleep": "Sleeping", "tex": "Tex Throttle",
 }
 #: ncu reason (``long_scoreboard``, the source page reader's key) -> short name (``long_sb``)
-_SHORT = {reason: short for short, reason in SHORT_REASONS.items()}
+_SHORT = SHORT_NAMES
 
 
 @dataclass(frozen=True)
