@@ -90,6 +90,11 @@ def write_ops_report(runset: RunSet, out_dir: str | os.PathLike, *, profiles: Se
                           figures_dir=out / "figures")
     for name, rows in report.tables.items():
         write_json_atomic(out / "tables" / f"{name}.json", {"name": name, "rows": rows})
+    # op figures an earlier render drew (profiles then, none now) must not outlive it
+    drawn = {Path(f).name for f in report.figures}
+    for leftover in (out / "figures").glob("ops_*.png"):
+        if leftover.name not in drawn:
+            leftover.unlink()
     spmv_only = replace(runset, cases=tuple(c for c in runset.cases if c.op == "spmv"))
     ops = [op for op in dict.fromkeys(c.op for c in runset.cases) if op != "spmv"]
     label = ", ".join(OP_NAMES.get(o, o) for o in ops)
