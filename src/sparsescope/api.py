@@ -115,7 +115,7 @@ def run(*, suite: str | None = "seed6", files: Sequence[str] = (), scale: float 
     from sparsescope.backends.runner import run_case
     from sparsescope.hardware.specs import get_spec
     from sparsescope.ops.registry import get_op, params_for
-    from sparsescope.report.write import write_report
+    from sparsescope.report.ops_sections import write_any_report
     from sparsescope.results.io import write_runset
     from sparsescope.results.provenance import collect_provenance
     from sparsescope.results.store import ResultsStore
@@ -165,12 +165,7 @@ def run(*, suite: str | None = "seed6", files: Sequence[str] = (), scale: float 
     )
     out = Path(out_dir)
     results_path = write_runset(out / "results.json", runset)
-    if op == "spmv":
-        report_paths = write_report(runset, out)
-    else:
-        from sparsescope.report.ops_sections import write_ops_report
-
-        report_paths = write_ops_report(runset, out)
+    report_paths = write_any_report(runset, out, op=op)
     store_path = None
     if store:
         results_store = ResultsStore()

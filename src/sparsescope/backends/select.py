@@ -127,11 +127,10 @@ def delta16_sell_bytes(rows: int, cols: int, nnz: int, padding_ratio: float,
 
         padded (value_bytes + 2) + 4 x 1.1 escapes (slab, ~10% lane padding)
         + 4 (rows rounded up to 32) (destinations) + 12 per slice + value_bytes (rows + cols)
-    """
-    padded = padding_ratio * nnz
-    slices = -(-rows // 32)
-    return (padded * (value_bytes + 2) + 4 * 1.1 * escape_fraction * nnz + 4 * 32 * slices
-            + 12 * slices + value_bytes * (rows + cols))
+
+    (the blocked estimate with one nonzero per 1 x 1 block)."""
+    return blocked_sell_bytes(rows, cols, nnz, padding_ratio, escape_fraction, 1.0, 1,
+                              value_bytes)
 
 
 def blocked_sell_bytes(rows: int, cols: int, nnz: int, padding_ratio: float,

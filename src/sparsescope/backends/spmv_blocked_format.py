@@ -154,12 +154,11 @@ class SellBlocked:
         return self.width * self.padded / self.nnz if self.nnz else 1.0
 
     def bytes_moved(self, rows: int, cols: int, value_bytes: int = 4) -> int:
-        """``padded (B value_bytes + 2) + 4 escape slots + 12 per slice + 4 + 4 * 32 per slice
-        (destinations) + value_bytes (rows + cols) + split lists``."""
-        p, s = self.packed, self.packed.sell
-        return (s.padded * (self.width * value_bytes + 2) + 4 * p.escapes.size
-                + 4 * (s.slices + 1) + 4 * s.slices + 4 * (s.slices + 1) + 4 * C * s.slices
-                + value_bytes * (rows + cols) + int(s.split_rows.nbytes + s.split_ptr.nbytes))
+        """The delta16 packing's bytes (``padded (value_bytes + 2)`` plus escapes, slice
+        tables, destinations, x, y and split lists) with ``B - 1`` more values per stored
+        block: ``padded (B value_bytes + 2) + ...``."""
+        return (self.packed.bytes_moved(rows, cols, value_bytes)
+                + (self.width - 1) * value_bytes * self.padded)
 
 
 def pack_blocked(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, shape: tuple[int, int],

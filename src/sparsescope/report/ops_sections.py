@@ -105,11 +105,13 @@ def write_ops_report(runset: RunSet, out_dir: str | os.PathLike, *, profiles: Se
 
 
 def write_any_report(runset: RunSet, out_dir: str | os.PathLike, *,
-                     extra_sections: Sequence[tuple[str, str]] = ()):
-    """The report a run needs: :func:`write_report` for an SpMV-only run, else
-    :func:`write_ops_report` (SpMM and row-slice cases get their own sections)."""
+                     extra_sections: Sequence[tuple[str, str]] = (), op: str | None = None):
+    """The report a run needs: :func:`write_report` for an SpMV run, else
+    :func:`write_ops_report` (SpMM and row-slice cases get their own sections). ``op`` names
+    the run's op when the caller knows it (``sparsescope run``); otherwise the cases decide."""
     from sparsescope.report.write import write_report
 
-    if all(c.op == "spmv" for c in runset.cases):
+    spmv = op == "spmv" if op is not None else all(c.op == "spmv" for c in runset.cases)
+    if spmv:
         return write_report(runset, Path(out_dir), extra_sections=list(extra_sections))
     return write_ops_report(runset, out_dir, extra_sections=extra_sections)

@@ -392,6 +392,17 @@ __device__ __forceinline__ int load_idx(const Stream<HINT>& s, const unsigned sh
     return v;
 }
 
+// A stored 16-bit offset of a SELL slice as its column: col_base + off, or for the escape
+// marker 0xFFFF the lane's next INT32 column of the slice's escape slab (n_esc counts the
+// lane's escapes so far: each thread walks its own row, so no scan is needed).
+template <int HINT>
+__device__ __forceinline__ int delta16_col(const Stream<HINT>& s, const int off,
+                                           const int col_base, const int* __restrict__ esc,
+                                           const int esc0, int& n_esc) {
+    if (off != 0xffff) return off + col_base;
+    return s.i1(esc + esc0 + 32 * n_esc++);
+}
+
 // The end of a SELL warp: TPR threads per row (lanes i, i + 32/TPR, ... share a row) add their
 // parts with log2(TPR) shuffles (whole warps reach here); the lane's sum goes to its row, to a
 // partial slot of a split row (dest = -2 - slot), or nowhere (dest = -1).
@@ -468,14 +479,7 @@ spmv_sell(const int nslices, const int* __restrict__ slice_ptr,
         for (int u = 0; u < UNROLL; ++u) {
             int col = c[u];
             const bool use = k + u < k1 && !SellIdx<IDX>::pad(col);
-            if (IDX == 1 && use) {
-                if (col == 0xffff) {
-                    col = s.i1(esc + esc0 + 32 * n_esc);
-                    ++n_esc;
-                } else {
-                    col += col_base;
-                }
-            }
+            if (IDX == 1 && use) col = delta16_col(s, col, col_base, esc, esc0, n_esc);
 #pragma unroll
             for (int j = 0; j < B; ++j) sum += use ? v[u][j] * gather(x + col + j) : T(0);
         }
@@ -575,14 +579,7 @@ spmv_sell_dae(const int nslices, const int* __restrict__ slice_ptr,
         for (int t = 0; t < C::STEPS; ++t) {
             c[t] = t < n ? (int)ci[t * 32 + lane] : 0;
             use[t] = t < n && !SellIdx<IDX>::pad(c[t]);
-            if (IDX == 1 && use[t]) {
-                if (c[t] == 0xffff) {
-                    c[t] = s.i1(esc + esc0 + 32 * n_esc);
-                    ++n_esc;
-                } else {
-                    c[t] += col_base;
-                }
-            }
+            if (IDX == 1 && use[t]) c[t] = delta16_col(s, c[t], col_base, esc, esc0, n_esc);
         }
         // every gather of the chunk is issued before the first product waits for one
         T g[C::STEPS][B];
