@@ -4,7 +4,7 @@
 
     PYTHONPATH=src python3 benchmarks/spmm_slabs.py --out slabs.json [--k 64 256]
 
-Every case passes the op runner's float64 gate before it is timed (CUDA events, L2 flushed
+Every case passes the one runner's float64 gate before it is timed (CUDA events, L2 flushed
 before every sample, 5 warm-ups, median of 50). Prints one line per case and a table of
 speedups over the no-slab kernel and over torch last.
 """
@@ -16,8 +16,7 @@ import json
 import time
 from pathlib import Path
 
-from sparsescope.backends.op_runner import run_op_case
-from sparsescope.backends.spmm_cuda import SpmmCudaRowWarp
+from sparsescope.backends.runner import BackendChoice, run_case
 from sparsescope.matrices.suite_dlmc import load
 from sparsescope.timing.types import TimingConfig
 
@@ -35,12 +34,12 @@ def main(argv: list[str] | None = None) -> int:
         for k in args.k:
             variants = [("rule", None)] + [(f"slab{w}", w) for w in (32, 64, 128, 256)
                                            if w <= k and k % w == 0]
-            for label, slab in [*variants, (PEER, "peer")]:
-                factory = None if slab == "peer" else (lambda s=slab: SpmmCudaRowWarp(slab=s))
-                backend = PEER if slab == "peer" else "spmm-cuda-rowwarp"
-                case = run_op_case(matrix, backend, "spmm", {"k": k, "layout": "row"},
-                                   config=config, value_dtype="float32", index_bytes=4,
-                                   seed=k, backend_factory=factory)
+            choices = [BackendChoice("spmm-cuda-rowwarp", (("slab", slab),), label)
+                       for label, slab in variants] + [BackendChoice(PEER)]
+            for choice in choices:
+                label = choice.result_name
+                case = run_case(matrix, choice, "spmm", {"k": k, "layout": "row"},
+                                config=config, value_dtype="float32", index_bytes=4, seed=k)
                 us = case.measurement.median_ms * 1e3 if case.outcome == "ok" else None
                 rows.append({"matrix": matrix.name, "k": k, "variant": label,
                              "outcome": case.outcome, "reason": case.reason, "median_us": us,

@@ -82,11 +82,10 @@ try:
     print("cuda_runtime (cupy):", f"{v // 1000}.{v % 1000 // 10}")
 except Exception as exc:
     print("cuda_runtime: unavailable", exc)
-from sparsescope.backends.op_runner import resolve_backend
-from sparsescope.ops.registry import get_op
+from sparsescope.backends.registry import default_backends, get_backend
 for op in ("spmm", "slice"):
-    for name in get_op(op).defaults["gpu"]:
-        ok, why = resolve_backend(name).availability()
+    for name in default_backends("gpu", op):
+        ok, why = get_backend(name).availability()
         print(f"backend {name}:", "available" if ok else f"unavailable: {why}")
 PY
         echo "--- nvidia-smi ---"
@@ -164,27 +163,28 @@ from pathlib import Path
 
 from sparsescope.profile.collect import CollectOptions, run_profile
 from sparsescope.profile.errors import ProfileError
+from sparsescope.target import target_argv
 
 op, folder, timeout = sys.argv[1], Path(sys.argv[2]), float(sys.argv[3])
-if op == "spmm":
-    specs = [{"op": "spmm", "suite": "dlmc3", "matrix": m, "backend": b,
+SPECS = {  # op -> the profiled cases (one ncu process runs them all, each marked)
+    "spmm": [{"op": "spmm", "suite": "dlmc3", "matrix": m, "backend": b,
               "params": {"k": k, "layout": "row"}}
              for m in ("dlmc-512x1024", "dlmc-256x512", "dlmc-128x256") for k in (8, 64)
              for b in ("spmm-cuda-rowwarp", "spmm-torch-i32", "spmm-torch-i64",
-                       "spmm-cupy-i32", "spmm-ginkgo")]
-else:
-    specs = [{"op": "slice", "suite": "slice003", "matrix": m, "backend": b,
-              "params": {"rows_selected": n, "weights": "per-nnz"}}
-             for m, n in (("slice-10000", 5000), ("slice-10000", 256), ("slice-1000", 64))
-             for b in ("slice-cuda-scatter", "slice-cuda-gather", "slice-torch",
-                       "slice-cupy-i32", "slice-brainevent")]
+                       "spmm-cupy-i32", "spmm-ginkgo")],
+    "slice": [{"op": "slice", "suite": "slice003", "matrix": m, "backend": b,
+               "params": {"rows_selected": n, "weights": "per-nnz"}}
+              for m, n in (("slice-10000", 5000), ("slice-10000", 256), ("slice-1000", 64))
+              for b in ("slice-cuda-scatter", "slice-cuda-gather", "slice-torch",
+                        "slice-cupy-i32", "slice-brainevent")],
+}
+specs = SPECS[op]
 cases, record = folder / "cases.json", folder / "ran.json"
 cases.write_text(json.dumps(specs, indent=2) + "\n")
 options = CollectOptions(groups=("launch", "occupancy", "stalls", "instruction-roofline"),
                          clock_control="none", cache_control="all", import_source=False,
                          extra_args=("--profile-from-start", "off"))
-target = [sys.executable, "-m", "sparsescope.backends.op_runner", "--cases", str(cases),
-          "--record", str(record)]
+target = target_argv("cases", str(cases), "--record", str(record))
 try:
     run = run_profile(target, folder, "ncu", options, timeout_s=timeout)
 except ProfileError as exc:
@@ -201,10 +201,13 @@ report() {  # report.md/.html with the profiles and README.md of each op folder 
 import json, os, re
 from pathlib import Path
 
-from sparsescope.backends.op_runner import split_marked_profiles
+from sparsescope import registry
 from sparsescope.profile import load
-from sparsescope.report.ops_sections import bound_verdict, md_table, op_views, write_ops_report
+from sparsescope.report.ops_common import md_table, op_views
+from sparsescope.report.ops_slice import bound_verdict
+from sparsescope.report.write import write_report
 from sparsescope.results.io import read_runset
+from sparsescope.target import split_marked_profiles
 
 work = Path(os.environ["WORK"])
 SWEEP = re.compile(r"^sweep (\S+)\s+k=(\d+)\s+(.+?)\s+(spmm_rowwarp<[^>]*>)\s+([\d.]+) us"
@@ -245,7 +248,7 @@ def readme(dest: Path, op: str, runset, profiles, labels) -> str:
     command = (dest / "command.txt").read_text().strip()
     t = runset.timing
     lines = [
-        f"# {'SpMM' if op == 'spmm' else 'CSR row slicing'} on an H200 (issue 6)", "",
+        f"# {registry.op_entry(op).title} on an H200 (issue 6)", "",
         "## How it was made", "",
         "On the lent H200 (device tool, kind `nvidia-h200`, `carry=[\".device-wheels\"]`), from "
         "the repository root at commit "
@@ -349,7 +352,7 @@ for op in ("spmm", "slice"):
     raw, ran = dest / "profiles" / "ncu_raw.csv", dest / "profiles" / "ran.json"
     if raw.is_file() and ran.is_file():
         profiles, labels = split_marked_profiles(load(raw), json.loads(ran.read_text()))
-    write_ops_report(runset, dest, profiles=profiles, labels=labels)
+    write_report(runset, dest, profiles=profiles, labels=labels, progress=False)
     (dest / "README.md").write_text(readme(dest, op, runset, profiles, labels))
     print(f"report {op}: {len(runset.cases)} cases, {len(profiles)} profiled kernels", flush=True)
 PY

@@ -7,5 +7,5 @@ cd "$(dirname "$0")/.."
 mkdir -p .device-wheels
 pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
     --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 \
-    -d .device-wheels fast_matrix_market platformdirs
+    -d .device-wheels fast_matrix_market platformdirs markdown-it-py mdurl
 ls .device-wheels

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -80,9 +80,11 @@ def _device(backends: Sequence[str]):
 
 def _choose_backends(backends: Sequence[str] | None, op: str = "spmv") -> list[str]:
     """The backends to run: the given names; ``all`` (alone or among them) expands to every
-    backend registered for the present device (GPU backends when a GPU answers, else CPU
-    ones); None means the defaults of the present device."""
-    from sparsescope.backends.registry import default_backends, get_backend, list_backends
+    backend of ``op`` for the present device (GPU backends when a GPU answers, else CPU
+    ones); None means the op's defaults for the present device. A name of another op's
+    backend is a :class:`UsageError` here, before anything is measured."""
+    from sparsescope import registry
+    from sparsescope.backends.registry import default_backends, device_backends
     from sparsescope.hardware.detect import gpu_available
 
     kind = "gpu" if gpu_available() else "cpu"
@@ -90,13 +92,26 @@ def _choose_backends(backends: Sequence[str] | None, op: str = "spmv") -> list[s
         return default_backends(kind, op)
     chosen: list[str] = []
     for name in backends:
-        names = ([n for n in list_backends()
-                  if (cap := get_backend(n).capability).device == kind and op in cap.ops]
-                 if name == "all" else [name])
+        names = device_backends(kind, op) if name == "all" else [name]
+        if name != "all" and registry.backend_op(name) != op:
+            raise UsageError(f"backend {name!r} implements op {registry.backend_op(name)!r}, "
+                             f"not {op!r}; backends for {op}: "
+                             f"{', '.join(registry.backend_names(op))}")
         chosen += [n for n in names if n not in chosen]
     if not chosen:
         raise UsageError("no backend to run")
     return chosen
+
+
+def _checked_variants(variants: Sequence, op: str) -> list:
+    """The variants, each of a backend of ``op`` (a :class:`UsageError` before measuring)."""
+    from sparsescope import registry
+
+    for choice in variants:
+        if registry.backend_op(choice.name) != op:
+            raise UsageError(f"variant {choice.result_name!r} is a backend of op "
+                             f"{registry.backend_op(choice.name)!r}, not {op!r}")
+    return list(variants)
 
 
 def run(*, suite: str | None = "seed6", files: Sequence[str] = (), scale: float = 1.0,
@@ -104,21 +119,20 @@ def run(*, suite: str | None = "seed6", files: Sequence[str] = (), scale: float 
         timing: TimingConfig | None = None, latency_ns: float | None = None,
         reference_gpu: str = "H200", seed: int = 0, strict: bool = False,
         store: bool = True, command: str = "sparsescope.api.run", op: str = "spmv",
-        op_params: dict[str, Sequence] | None = None) -> RunOutput:
+        op_params: dict[str, Sequence] | None = None,
+        on_case: Callable[[CaseResult], None] | None = None,
+        variants: Sequence = ()) -> RunOutput:
     """Run every backend on every matrix of ``suite`` (or ``files``) and write results + report.
 
+    ``on_case`` is called with each case as it finishes (progress lines). ``variants``:
+    :class:`~sparsescope.backends.runner.BackendChoice` kernel variants run after the backends
+    (``backends=[]`` with variants runs the variants alone).
     Results go to ``out_dir/results.json`` (atomic), the report to ``out_dir/report.*``,
     ``out_dir/figures`` and ``out_dir/tables``; the run is appended to the results store.
     """
-    from sparsescope import matrices
-    from sparsescope.backends.op_runner import run_op_matrix
-    from sparsescope.backends.runner import run_case
     from sparsescope.hardware.specs import get_spec
     from sparsescope.ops.registry import get_op, params_for
-    from sparsescope.report.ops_sections import write_any_report
-    from sparsescope.results.io import write_runset
     from sparsescope.results.provenance import collect_provenance
-    from sparsescope.results.store import ResultsStore
 
     if not files and not suite:
         raise UsageError("give a suite (--suite) or matrix files")
@@ -126,46 +140,60 @@ def run(*, suite: str | None = "seed6", files: Sequence[str] = (), scale: float 
         raise UsageError(f"--scale must be > 0, got {scale}")
     get_spec(reference_gpu)  # fail early on an unknown name
     get_op(op)  # and on an unknown op
-    if op == "spmv" and any(op_params.values() if op_params else ()):
-        raise UsageError("spmv takes no op parameters (--k, --layout, --rows-selected, ...)")
+    params_for(op, op_params)  # and on parameters the op does not take
     timing = timing or TimingConfig()
     created = datetime.now(UTC).isoformat(timespec="seconds")
-    backends = _choose_backends(backends, op)
-    spec, ceilings, driver = _device(backends)
+    backends = [*(_choose_backends(backends, op) if backends or not variants else []),
+                *_checked_variants(variants, op)]
+    spec, ceilings, driver = _device([getattr(b, "name", b) for b in backends])
     if spec.kind == "gpu":
         timing = replace(timing, clock="cuda-events")  # the GPU backends time with CUDA events
+
+    records, cases = _run_matrices(suite, files, scale, seed, strict, backends, op, op_params,
+                                   timing, on_case)
+    libraries: dict[str, str] = {}
+    for name in dict.fromkeys(getattr(b, "name", b) for b in backends):
+        libraries.update(_library_versions(name))
+    provenance = collect_provenance(command, device=ceilings.device or spec.vendor_name,
+                                    driver=driver, libraries=libraries)
+    runset = RunSet(
+        run_id=uuid.uuid4().hex[:12], suite=suite if not files else "files", scale=scale,
+        provenance=_with_created(provenance, created), device=spec, ceilings=ceilings,
+        timing=timing, matrices=tuple(records), cases=tuple(cases),
+        latency_ns=_model_latency_ns(latency_ns, spec, ceilings, reference_gpu),
+        reference_gpu=reference_gpu,
+    )
+    return _write_outputs(runset, Path(out_dir), store)
+
+
+def _run_matrices(suite, files, scale, seed, strict, backends, op, op_params, timing,
+                  on_case) -> tuple[list[MatrixRecord], list[CaseResult]]:
+    """Every matrix loaded one at a time, its statistics, and every case of it."""
+    from sparsescope import matrices
+    from sparsescope.backends.runner import run_matrix
+    from sparsescope.ops.registry import params_for
 
     count, loaded = _matrices(suite, files, scale, seed, strict)
     records: list[MatrixRecord] = []
     cases: list[CaseResult] = []
-    libraries: dict[str, str] = {}
     for matrix in _progress(loaded, count, "matrices"):
         stats = matrices.compute_stats(matrix.csr)
         records.append(MatrixRecord(name=matrix.name, source=matrix.source, kind=matrix.kind,
                                     analog_of=matrix.analog_of, stats=stats))
-        if op == "spmv":
-            cases += [run_case(matrix, name, config=timing) for name in backends]
-        else:  # params in each CaseResult.notes (op.k, op.rows_selected, ...)
-            params = params_for(op, op_params, suite=None if files else suite,
-                                matrix=matrix.name)
-            cases += run_op_matrix(matrix, backends, op, params, config=timing, seed=seed,
-                                   strict=strict)
-    for name in backends:
-        libraries.update(_library_versions(name))
+        params = params_for(op, op_params, suite=None if files else suite, matrix=matrix.name)
+        cases += run_matrix(matrix, backends, op, params, config=timing, seed=seed,
+                            strict=strict, on_case=on_case)
+    return records, cases
 
-    provenance = collect_provenance(command, device=ceilings.device or spec.vendor_name,
-                                    driver=driver, libraries=libraries)
-    provenance = _with_created(provenance, created)
-    runset = RunSet(
-        run_id=uuid.uuid4().hex[:12], suite=suite if not files else "files", scale=scale,
-        provenance=provenance, device=spec, ceilings=ceilings, timing=timing,
-        matrices=tuple(records), cases=tuple(cases),
-        latency_ns=_model_latency_ns(latency_ns, spec, ceilings, reference_gpu),
-        reference_gpu=reference_gpu,
-    )
-    out = Path(out_dir)
+
+def _write_outputs(runset: RunSet, out: Path, store: bool) -> RunOutput:
+    """results.json (atomic), the report, and the store."""
+    from sparsescope.report.write import write_report
+    from sparsescope.results.io import write_runset
+    from sparsescope.results.store import ResultsStore
+
     results_path = write_runset(out / "results.json", runset)
-    report_paths = write_any_report(runset, out, op=op)
+    report_paths = write_report(runset, out)
     store_path = None
     if store:
         results_store = ResultsStore()
@@ -201,8 +229,8 @@ def _with_created(provenance, created: str):
 
 
 def report(results_json: str | Path, out_dir: str | Path):
-    """Re-render the report of a saved run (op sections for SpMM and row-slice cases)."""
-    from sparsescope.report.ops_sections import write_any_report
+    """Re-render the report of a saved run (each op's sections for its cases)."""
+    from sparsescope.report.write import write_report
     from sparsescope.results.io import read_runset
 
-    return write_any_report(read_runset(results_json), Path(out_dir))
+    return write_report(read_runset(results_json), Path(out_dir))

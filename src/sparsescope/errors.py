@@ -75,3 +75,44 @@ class UnknownNameError(UsageError):
         self.name = name
         self.known = list(known)
         super().__init__(f"unknown {kind} {name!r}; known: {', '.join(sorted(self.known))}")
+
+
+class MatrixTooLargeError(MatrixFormatError):
+    """A matrix file declares sizes this machine cannot hold; refused before anything is allocated.
+
+    The message says what the file declares and how many bytes reading it would need.
+
+    Attributes:
+        needed_bytes: bytes the declared sizes need (0 when only an allocation failure is known).
+        memory_bytes: physical memory of this machine, when the platform reports it.
+    """
+
+    def __init__(self, path: str, message: str, *, line: int | None = None,
+                 needed_bytes: int = 0, memory_bytes: int | None = None) -> None:
+        self.needed_bytes = needed_bytes
+        self.memory_bytes = memory_bytes
+        super().__init__(path, message, line=line)
+
+
+class TruncatedInputError(SparsescopeError):
+    """An input file stops part-way through a record (a SASS listing cut inside a kernel).
+
+    What followed the cut is unknown, so the file is refused rather than analysed in part. The
+    message names the file, the line where it stops and the record cut short. Exit code 1: the
+    generic input-error code.
+
+    Attributes:
+        path: the file (or stream) being read.
+        line: 1-based line number where the record stops, when it is known.
+        item: the record cut short (a kernel name).
+    """
+
+    exit_code = 1
+
+    def __init__(self, path: str, message: str, *, line: int | None = None,
+                 item: str | None = None) -> None:
+        self.path = str(path)
+        self.line = line
+        self.item = item
+        where = self.path if line is None else f"{self.path}, line {line}"
+        super().__init__(f"{where}: {message}")

@@ -61,8 +61,8 @@ def test_a_location_recorded_before_files_were_kept_is_named_not_quoted():
                     reason="nvcc and nvdisasm (line info) compile and read the planted kernel")
 def test_a_line_past_the_end_of_the_cu_is_named_and_a_header_line_quoted(tmp_path):
     from sparsescope.analyze.api import analysis_from_dict, analysis_to_dict, analyze_evidence
-    from sparsescope.analyze.render import render_analysis
     from sparsescope.analyze.sources import evidence_from_sass
+    from sparsescope.report.analyze_render import render_analysis
     from sparsescope.sass.analysis import analyse_source
 
     (tmp_path / "helper.cuh").write_text(HEADER)

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 import scipy
 
-from sparsescope.backends import BACKENDS, Capability, get_backend, list_backends
+from sparsescope import registry
+from sparsescope.backends import Capability, get_backend, list_backends
 from sparsescope.backends.registry import default_backends
 from sparsescope.backends.scipy_cpu import ScipyCpuBackend
 from sparsescope.errors import UnknownNameError, UsageError
@@ -28,8 +29,12 @@ def test_importing_the_registry_imports_no_backend_module():
 
 
 def test_registry_entries_are_lazy_strings():
-    assert BACKENDS["scipy-cpu"] == "sparsescope.backends.scipy_cpu:ScipyCpuBackend"
-    assert list_backends() == sorted(BACKENDS)
+    assert registry.BACKENDS[("spmv", "scipy-cpu")] == (
+        "sparsescope.backends.scipy_cpu:ScipyCpuBackend")
+    assert list_backends() == sorted(name for (_, name) in registry.BACKENDS)
+    assert list_backends("spmv") == sorted(
+        name for (op, name) in registry.BACKENDS if op == "spmv")
+    assert "scipy-cpu" in list_backends("spmv") and "scipy-cpu" not in list_backends("spmm")
 
 
 def test_get_backend_builds_a_new_instance():
@@ -49,7 +54,7 @@ def test_unknown_backend_lists_the_known_ones():
 
 
 def test_callable_factories_are_accepted(monkeypatch):
-    monkeypatch.setitem(BACKENDS, "scipy-again", ScipyCpuBackend)
+    monkeypatch.setitem(registry.BACKENDS, ("spmv", "scipy-again"), ScipyCpuBackend)
     assert isinstance(get_backend("scipy-again"), ScipyCpuBackend)
 
 
@@ -60,6 +65,8 @@ def test_default_backends():
                                        "cuda-csr-vector", "cuda-spmv-auto"]
     with pytest.raises(UsageError, match="device kind must be one of cpu, gpu"):
         default_backends("tpu")
+    assert default_backends("cpu", "spmm") == ["spmm-scipy-cpu"]
+    assert default_backends("cpu", "slice") == ["slice-scipy-cpu"]
 
 
 @pytest.mark.parametrize("dtype, index_bytes, index_dtype", [

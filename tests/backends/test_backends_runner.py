@@ -7,10 +7,12 @@ import math
 import numpy as np
 import pytest
 
-from sparsescope.backends import BACKENDS
+from sparsescope import registry
 from sparsescope.backends.runner import run_case
 from sparsescope.backends.scipy_cpu import ScipyCpuBackend
 from sparsescope.errors import UnknownNameError
+from sparsescope.model.traffic import csr_spmv_traffic
+from sparsescope.ops.params import SpmvDerived, SpmvParams
 from sparsescope.ops.spmv import make_x, reference_spmv
 from sparsescope.timing.types import Measurement, TimingConfig
 
@@ -94,7 +96,7 @@ class StaleBufferUnpoisoned(StaleBuffer):
 def register_fakes(monkeypatch):
     for cls in (DropLastNonzero, Raises, ShortOutput, ReturnsInput, Unavailable, TimingRaises,
                 StaleBuffer, StaleBufferUnpoisoned):
-        monkeypatch.setitem(BACKENDS, cls.__name__, cls)
+        monkeypatch.setitem(registry.BACKENDS, ("spmv", cls.__name__), cls)
     TimingForbidden.timed = 0
     yield
     assert TimingForbidden.timed == 0, "a failed or skipped case was timed"
@@ -111,6 +113,21 @@ def test_scipy_float32_case_is_ok_and_timed(small_matrix):
     assert len(case.measurement.samples_ms) == 5 and case.measurement.config == CONFIG
     assert case.time_ms == case.measurement.median_ms
     assert case.notes == {"index_dtype": "int32", "value_dtype": "float32"}
+    assert case.params == SpmvParams() and isinstance(case.derived, SpmvDerived)
+
+
+def test_declared_traffic_is_stored_with_the_case(small_matrix):
+    """A backend on plain CSR declares CSR's bytes at the case's widths; the record keeps them."""
+    rows, cols, nnz = small_matrix.rows, small_matrix.cols, small_matrix.nnz
+    case = run_case(small_matrix, "scipy-cpu", config=CONFIG)
+    assert case.traffic == csr_spmv_traffic(rows, cols, nnz, value_bytes=4, index_bytes=4)
+    assert case.traffic.total_bytes == 8 * nnz + 4 * (rows + 1) + 4 * cols + 4 * rows
+    wide = run_case(small_matrix, "scipy-cpu", config=CONFIG, value_dtype="float64",
+                    index_bytes=8)
+    assert wide.traffic == csr_spmv_traffic(rows, cols, nnz, value_bytes=8, index_bytes=8)
+    # a skipped case never prepared anything: no bytes declared
+    skipped = run_case(small_matrix, "Unavailable", config=CONFIG)
+    assert skipped.outcome == "skipped" and skipped.traffic is None
 
 
 def test_scipy_float64_int64_case_meets_the_float64_tolerance(small_matrix):
@@ -162,7 +179,7 @@ def test_a_short_output_fails(small_matrix):
 def test_an_output_aliasing_x_fails(small_matrix):
     square = type(small_matrix)(name="sq", csr=small_matrix.csr[:200], source="test")
     case = run_case(square, "ReturnsInput", config=CONFIG)
-    assert (case.outcome, case.reason) == ("failed", "output aliases the input x")
+    assert (case.outcome, case.reason) == ("failed", "output aliases an input array")
 
 
 def test_poisoned_buffer_exposes_a_skipped_row(small_matrix):
@@ -186,6 +203,7 @@ def test_unsupported_cases_are_skipped_with_the_reason(small_matrix, kwargs, rea
     case = run_case(small_matrix, "scipy-cpu", config=CONFIG, **kwargs)
     assert (case.outcome, case.reason) == ("skipped", reason)
     assert case.measurement is None and case.correctness is None
+    assert case.params == SpmvParams() and case.traffic is None
     if "value_dtype" in kwargs:
         assert case.value_bytes == 2
 
@@ -202,8 +220,9 @@ def test_unknown_backend_is_a_usage_error(small_matrix):
 
 def test_gate_widens_tolerance_only_for_cancelling_sums():
     """One row of 1000 equal values against x in [-1, 1): the sum cancels (kappa = 14.6), so
-    float32 rounding is large relative to it; the gate scales by kappa / 10 and says so. With
-    the signs of x (no cancellation, kappa = 1) the plain tolerance stays."""
+    float32 rounding is large relative to it; the gate scales by kappa / 10 and records kappa
+    in the case's derived counts. With the signs of x (no cancellation, kappa = 1) the plain
+    tolerance stays."""
     import numpy as np
     import scipy.sparse as sp
 
@@ -219,11 +238,12 @@ def test_gate_widens_tolerance_only_for_cancelling_sums():
     case = run_case(Matrix(name="cancel", csr=cancelling, source="test"), "scipy-cpu",
                     config=config)
     assert case.correctness.tolerance == pytest.approx(1e-5 * kappa / 10)
-    assert case.notes["tolerance_scaled_by_cancellation"] == "kappa 14.6"
+    assert case.derived.cancellation == pytest.approx(14.6, rel=1e-2)
+    assert f"{case.derived.cancellation:.3g}" == "14.6"
 
     aligned = sp.csr_matrix((np.sign(x) * 0.001)[None, :])
     assert cancellation_factor(aligned, x) == 1.0
     case = run_case(Matrix(name="aligned", csr=aligned, source="test"), "scipy-cpu",
                     config=config)
     assert case.correctness.tolerance == 1e-5
-    assert "tolerance_scaled_by_cancellation" not in case.notes
+    assert case.derived.cancellation == 1.0

@@ -29,6 +29,7 @@ from sparsescope.backends.spmv_tiling import (
     merge_tiles,
     row_tiles,
 )
+from sparsescope.model.traffic import csr_spmv_traffic
 
 
 def _csr(rows, cols, entries) -> sp.csr_matrix:
@@ -175,6 +176,34 @@ def test_sell_hand_example():
     assert sell.out[:4].tolist() == [1, 0, 2, -1]
     assert sell.cols[:3].tolist() == [1, 0, 0] and sell.cols[32:35].tolist() == [2, -1, 3]
     assert sell.padding_ratio == pytest.approx(96 / 6)
+
+
+def test_sell_declares_its_own_arrays():
+    """SELL's declared traffic is its packed arrays, not CSR's: the hand example's 6 nonzeros
+    sit in one slice of 3 x 32 entries, so its values and columns carry 90 padding slots."""
+    a = _csr(3, 4, [(0, 0, 1.0), (1, 1, 2.0), (1, 2, 3.0), (1, 3, 4.0), (2, 0, 5.0),
+                    (2, 3, 6.0)])
+    sell = pack_sell(a.indptr, a.indices, a.data, sigma=2, long_row=64)
+    traffic = sell.traffic(3, 4, 4)
+    assert traffic.total_bytes == sell.bytes_moved(3, 4, 4)
+    assert traffic.padding_bytes == (sell.padded - sell.nnz) * 8 == 720
+    # 96 values and INT32 columns; slice_ptr 4 x 2 + destinations 4 x 32 + split_ptr [0];
+    # x 4 x 4, y 4 x 3
+    assert (traffic.values_bytes, traffic.indices_bytes, traffic.row_meta_bytes,
+            traffic.x_bytes, traffic.y_read_bytes, traffic.y_written_bytes) == (
+        384, 384, 140, 16, 0, 12)
+    assert traffic.flops == 12 and traffic.format == "SELL-32 INT32"
+    csr = csr_spmv_traffic(3, 4, 6, value_bytes=4, index_bytes=4)
+    assert traffic.total_bytes == 936 > csr.total_bytes == 92  # padding costs more than CSR
+    # a random matrix of ~30 nonzeros per row pads little (about 7%): a little more than CSR
+    b = MATRICES["4099x3001"]
+    packed = pack_sell(b.indptr, b.indices, b.data)
+    declared = packed.traffic(*b.shape, 4)
+    assert declared.total_bytes == packed.bytes_moved(*b.shape, 4)
+    assert declared.padding_bytes == (packed.padded - packed.nnz) * 8
+    assert declared.values_bytes == 4 * packed.padded >= 4 * b.nnz
+    plain = csr_spmv_traffic(*b.shape, b.nnz, value_bytes=4, index_bytes=4).total_bytes
+    assert plain < declared.total_bytes < 1.2 * plain
 
 
 def test_sell_two_threads_per_row_hand_example():

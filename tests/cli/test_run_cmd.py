@@ -7,6 +7,7 @@ import json
 import pytest
 
 from sparsescope.cli import main
+from sparsescope.errors import UsageError
 from sparsescope.results.io import read_runset
 from sparsescope.results.store import ResultsStore
 
@@ -88,3 +89,41 @@ def test_bad_arguments(tmp_path, capsys, argv, code, message):
     rc = main(["run", *argv, "--out", str(tmp_path / "o"), "--no-store"])
     err = capsys.readouterr().err
     assert rc == code and message in err and "Traceback" not in err
+
+
+@pytest.fixture
+def nothing_measured(monkeypatch):
+    """Fail the test if a run gets as far as loading a matrix, measuring ceilings or running a
+    case: a usage error must come first."""
+    from sparsescope import api
+    from sparsescope.backends import runner
+    from sparsescope.hardware import cpu_ceilings
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("measured before the usage error")
+
+    monkeypatch.setattr(cpu_ceilings, "measure_cpu_ceilings", refuse)
+    monkeypatch.setattr(runner, "run_matrix", refuse)
+    monkeypatch.setattr(api, "_matrices", refuse)
+
+
+def test_an_op_option_of_another_op_is_a_usage_error(tmp_path, capsys, nothing_measured):
+    out = tmp_path / "o"
+    rc = main(["run", "--op", "spmv", "--k", "8", "--suite", "seed6", "--scale", "0.002",
+               "--out", str(out), "--no-store", *FAST])
+    err = capsys.readouterr().err
+    assert rc == UsageError.exit_code == 2
+    assert "--k applies to --op spmm" in err and "not --op spmv" in err
+    assert "Traceback" not in err and not out.exists()
+
+
+def test_a_backend_of_another_op_is_a_usage_error_before_measuring(tmp_path, capsys,
+                                                                  nothing_measured):
+    out = tmp_path / "o"
+    rc = main(["run", "--op", "spmm", "--backend", "scipy-cpu", "--suite", "dlmc3",
+               "--scale", "0.01", "--out", str(out), "--no-store", *FAST])
+    err = capsys.readouterr().err
+    assert rc == UsageError.exit_code == 2
+    assert "backend 'scipy-cpu' implements op 'spmv', not 'spmm'" in err
+    assert "spmm-scipy-cpu" in err  # the backends that do implement spmm are listed
+    assert "Traceback" not in err and not out.exists()

@@ -5,8 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sparsescope.backends import BACKENDS, get_backend, run_case
+from sparsescope import registry
+from sparsescope.backends import get_backend, run_case
 from sparsescope.backends.cuda_kernels import CudaCsrScalar, CudaCsrVector
+from sparsescope.model.traffic import csr_spmv_traffic
 from sparsescope.ops.spmv import check_output, make_x, reference_spmv
 from sparsescope.timing import TimingConfig
 
@@ -89,7 +91,7 @@ class VectorSkipsLastRow(CudaCsrVector):
 
 @pytest.mark.parametrize("broken", [SkipsLastRow, VectorSkipsLastRow])
 def test_poison_catches_a_skipped_row(broken, monkeypatch, awkward_matrices):
-    monkeypatch.setitem(BACKENDS, "broken", broken)
+    monkeypatch.setitem(registry.BACKENDS, ("spmv", "broken"), broken)
     matrix = next(m for m in awkward_matrices if m.name.startswith("rand-4099x3001"))
     case = run_case(matrix, "broken", config=QUICK)
     assert case.outcome == "failed"
@@ -121,8 +123,13 @@ def test_runner_times_each_backend_with_cuda_events(backend_name, banded_4m):
     assert len(m.samples_ms) == 3 and all(0.001 < s < 50 for s in m.samples_ms)
     assert m.flushed  # ~33 MB working set fits the H200's 60 MiB L2: flushed by default
     assert m.kernel_breakdown and abs(sum(k["pct"] for k in m.kernel_breakdown) - 100) < 1e-6
-    assert case.index_bytes == get_backend(backend_name).capability.index_bytes[0]
+    cap = get_backend(backend_name).capability
+    assert case.index_bytes == cap.index_bytes[0]
     assert case.notes
+    # plain CSR at the backend's index width; cuSPARSE's y += A x reads y as well
+    assert case.traffic == csr_spmv_traffic(banded_4m.rows, banded_4m.cols, banded_4m.nnz,
+                                            value_bytes=4, index_bytes=case.index_bytes,
+                                            y_read=cap.y_read)
 
 
 def test_vector_kernel_records_its_threads_per_row(banded_4m):

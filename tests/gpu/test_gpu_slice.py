@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from sparsescope.backends.op_runner import resolve_backend, run_op_case
+from sparsescope.backends.registry import default_backends, get_backend
+from sparsescope.backends.runner import run_case
 from sparsescope.matrices import generate
 from sparsescope.matrices.types import Matrix
 from sparsescope.ops.registry import get_op
@@ -18,7 +19,7 @@ from sparsescope.timing.types import TimingConfig
 
 pytestmark = pytest.mark.gpu
 ONE = TimingConfig(warmups=0, repeats=1)
-GPU_BACKENDS = get_op("slice").defaults["gpu"]
+GPU_BACKENDS = default_backends("gpu", "slice")
 
 
 def _matrix(rows, cols, per_row, seed=0):
@@ -46,10 +47,10 @@ SELECTIONS = (
 
 @pytest.mark.parametrize("backend_name", GPU_BACKENDS)
 def test_backend_matches_float64(backend_name, matrices):
-    backend = resolve_backend(backend_name)
+    backend = get_backend(backend_name)
     available, why = backend.availability()
     if not available:
-        case = run_op_case(matrices[0], backend_name, "slice", {"rows": [1]}, config=ONE)
+        case = run_case(matrices[0], backend_name, "slice", {"rows": [1]}, config=ONE)
         assert case.outcome == "skipped" and why in case.reason
         pytest.skip(f"{backend_name}: {why}")
     failures = []
@@ -59,9 +60,9 @@ def test_backend_matches_float64(backend_name, matrices):
                 for dtype in backend.capability.value_dtypes:
                     for index_bytes in backend.capability.index_bytes:
                         params = {**make(matrix.rows), "weights": weights}
-                        case = run_op_case(matrix, backend_name, "slice", params, config=ONE,
-                                           value_dtype=dtype, index_bytes=index_bytes,
-                                           timed=False)
+                        case = run_case(matrix, backend_name, "slice", params, config=ONE,
+                                        value_dtype=dtype, index_bytes=index_bytes,
+                                        timed=False)
                         if case.outcome != "ok":
                             failures.append((matrix.name, params, dtype, index_bytes,
                                              case.reason))
@@ -71,7 +72,7 @@ def test_backend_matches_float64(backend_name, matrices):
 def test_out_of_range_raises_before_any_launch(matrices):
     for backend in ("slice-cuda-scatter", "slice-cuda-gather", "slice-torch"):
         with pytest.raises(RowIndexError, match="out of range"):
-            run_op_case(matrices[1], backend, "slice", {"rows": [3, 1000]}, config=ONE)
+            run_case(matrices[1], backend, "slice", {"rows": [3, 1000]}, config=ONE)
 
 
 def test_poison_catches_a_row_the_kernel_skipped(matrices):
@@ -85,20 +86,20 @@ def test_poison_catches_a_row_the_kernel_skipped(matrices):
             finally:
                 p.n_sel += 1
 
-    case = run_op_case(matrices[1], "slice-cuda-gather", "slice", {"rows_selected": 16},
-                       config=ONE, backend_factory=SkipsLastRow)
+    case = run_case(matrices[1], SkipsLastRow(), "slice", {"rows_selected": 16}, config=ONE)
     assert case.outcome == "failed" and "rel_err inf" in case.reason
+    assert case.backend == "slice-cuda-gather"
 
 
 def test_scatter_breakdown_separates_memset_and_kernel(matrices):
-    case = run_op_case(matrices[2], "slice-cuda-scatter", "slice", {"rows_selected": 2000},
-                       config=TimingConfig(warmups=2, repeats=10))
+    case = run_case(matrices[2], "slice-cuda-scatter", "slice", {"rows_selected": 2000},
+                    config=TimingConfig(warmups=2, repeats=10))
     assert case.outcome == "ok"
     names = [k["name"] for k in case.measurement.kernel_breakdown]
     assert any("slice_scatter" in n for n in names), names
     assert any("emset" in n for n in names), names  # cudaMemsetAsync shows as a memset
-    gather = run_op_case(matrices[2], "slice-cuda-gather", "slice", {"rows_selected": 2000},
-                         config=TimingConfig(warmups=2, repeats=10))
+    gather = run_case(matrices[2], "slice-cuda-gather", "slice", {"rows_selected": 2000},
+                      config=TimingConfig(warmups=2, repeats=10))
     assert not any("emset" in k["name"] for k in gather.measurement.kernel_breakdown)
 
 

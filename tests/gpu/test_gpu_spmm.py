@@ -8,15 +8,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sparsescope.backends.op_runner import resolve_backend, run_op_case
+from sparsescope.backends.registry import default_backends, get_backend
 from sparsescope.backends.runner import run_case
 from sparsescope.matrices.suite_dlmc import load
-from sparsescope.ops.registry import get_op
 from sparsescope.timing.types import TimingConfig
 
 pytestmark = pytest.mark.gpu
 QUICK = TimingConfig(warmups=1, repeats=3)
-GPU_BACKENDS = get_op("spmm").defaults["gpu"]
+GPU_BACKENDS = default_backends("gpu", "spmm")
 CASES = ((1, "row"), (3, "col"), (8, "row"), (8, "col"), (64, "row"), (256, "row"))
 
 
@@ -27,14 +26,16 @@ def dlmc3():
 
 def _run(matrix, backend, k, layout, dtype, index_bytes, config=QUICK, factory=None,
          timed=True):
-    return run_op_case(matrix, backend, "spmm", {"k": k, "layout": layout}, config=config,
-                       value_dtype=dtype, index_bytes=index_bytes, seed=k,
-                       backend_factory=factory, timed=timed)
+    """One SpMM case through the runner; ``factory`` builds the backend instance instead of
+    the registry (a variant or a deliberately broken kernel)."""
+    chosen = factory() if factory is not None else backend
+    return run_case(matrix, chosen, "spmm", {"k": k, "layout": layout}, config=config,
+                    value_dtype=dtype, index_bytes=index_bytes, seed=k, timed=timed)
 
 
 @pytest.mark.parametrize("backend_name", GPU_BACKENDS)
 def test_backend_matches_float64(backend_name, awkward_matrices, dlmc3):
-    backend = resolve_backend(backend_name)
+    backend = get_backend(backend_name)
     available, why = backend.availability()
     if not available:  # pyGinkgo built from source may be absent: a skipped case, not a crash
         case = _run(dlmc3[0], backend_name, 8, "row", "float32", None)
@@ -104,7 +105,7 @@ def test_own_kernel_poison_catches_a_skipped_slice():
 def test_k1_agrees_with_the_spmv_kernels(dlmc3):
     for matrix in dlmc3:
         spmm = _run(matrix, "spmm-cuda-rowwarp", 1, "row", "float32", 4)
-        spmv = run_case(matrix, "cuda-csr-vector", config=QUICK, x_seed=1)
+        spmv = run_case(matrix, "cuda-csr-vector", config=QUICK, seed=1)
         assert spmm.outcome == spmv.outcome == "ok"
         # same x (seed 1), same reference: both errors at float32 rounding level
         assert spmm.correctness.rel_err < 1e-6 and spmv.correctness.rel_err < 1e-6
@@ -141,7 +142,7 @@ def test_torch_gradient_on_the_gpu():
 
 def test_marked_cases_for_ncu_run_check_and_record():
     """The multi-case profile target without ncu: every case checked, skips recorded."""
-    from sparsescope.backends.op_runner import run_marked_cases
+    from sparsescope.target import run_marked_cases
 
     specs = [{"op": "spmm", "suite": "dlmc3", "matrix": "dlmc-128x256", "backend": b,
               "params": {"k": 8, "layout": layout}}

@@ -8,7 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sparsescope.backends import BACKENDS, run_case
+from sparsescope import registry
+from sparsescope.backends import run_case
 from sparsescope.backends.spmv_adaptive import CudaSpmvAdaptive
 from sparsescope.backends.spmv_auto import CudaSpmvAuto
 from sparsescope.backends.spmv_compressed import CudaSpmvTileDelta16
@@ -145,7 +146,7 @@ def test_poison_catches_an_unwritten_row(awkward_matrices):
 
 
 def test_runner_path_and_auto_notes(monkeypatch, banded_4m):
-    monkeypatch.setitem(BACKENDS, "cuda-spmv-auto", CudaSpmvAuto)
+    monkeypatch.setitem(registry.BACKENDS, ("spmv", "cuda-spmv-auto"), CudaSpmvAuto)
     case = run_case(banded_4m, "cuda-spmv-auto", config=QUICK)
     assert case.outcome == "ok", case.reason
     assert case.correctness.rel_err < 1e-5 and case.measurement.flushed
@@ -156,6 +157,9 @@ def test_runner_path_and_auto_notes(monkeypatch, banded_4m):
     assert case.notes["block_width"] == "3" and case.notes["stage"] == "4"
     # about 0.62 of INT32 CSR's 32.8 MB
     assert 0.55 * 32_808_480 < int(case.notes["bytes_moved"]) < 0.70 * 32_808_480
+    # the chosen kernel's format declares those bytes array by array, kept with the case
+    assert case.traffic.total_bytes == int(case.notes["bytes_moved"])
+    assert "1x3 blocks" in case.traffic.format and case.traffic.padding_bytes > 0
 
 
 def test_l2_window_times_and_cleans_up(banded_4m):

@@ -63,9 +63,12 @@ def test_symmetric_is_expanded(tmp_path):
 
 
 def test_symmetric_upper_triangle_entries_are_mirrored_too(tmp_path):
+    # mirrored, with a warning: symmetric storage is the lower triangle (tests/matrices/
+    # test_bad_inputs.py covers the strict refusal and the CLI)
     path = write(tmp_path, "su.mtx", "%%MatrixMarket matrix coordinate real symmetric\n"
                  "2 2 1\n1 2 3\n")
-    assert dense(read_matrix(path)) == [[0, 3], [3, 0]]
+    with pytest.warns(MatrixWarning, match=r"line 3: entry \(1, 2\) lies above the diagonal"):
+        assert dense(read_matrix(path)) == [[0, 3], [3, 0]]
 
 
 def test_skew_symmetric_mirrors_with_negated_sign(tmp_path):
@@ -135,9 +138,13 @@ def test_duplicates_refused_when_strict(tmp_path, capsys):
 def test_symmetric_entry_in_both_triangles_is_a_duplicate(tmp_path):
     path = write(tmp_path, "sd.mtx", "%%MatrixMarket matrix coordinate real symmetric\n"
                  "2 2 2\n2 1 1\n1 2 5\n")
-    with pytest.warns(MatrixWarning, match=r"line 4: duplicate entry \(1, 2\).*line 3"):
+    with pytest.warns(MatrixWarning) as caught:
         m = read_matrix(path)
     assert dense(m) == [[0, 6], [6, 0]]
+    messages = [str(w.message) for w in caught]
+    assert len(messages) == 2
+    assert "line 4: entry (1, 2) lies above the diagonal" in messages[0]
+    assert "line 4: duplicate entry (1, 2): it repeats the entry on line 3" in messages[1]
 
 
 # --- every defect: exact message, line, exit code 3, no traceback -----------------------------

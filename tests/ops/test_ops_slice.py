@@ -8,14 +8,16 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from sparsescope.backends.op_runner import run_op_case
+from sparsescope.backends.runner import run_case
 from sparsescope.errors import UsageError
 from sparsescope.matrices import MatrixWarning, generate
 from sparsescope.matrices.types import Matrix
+from sparsescope.model.traffic import csr_slice_traffic
 from sparsescope.ops.registry import get_op
 from sparsescope.ops.slice_rows import (
     SCALAR_WEIGHT,
     RowIndexError,
+    SliceOp,
     check_output,
     make_rows,
     reference_slice,
@@ -88,15 +90,37 @@ def test_op_case_records_counts_and_rejects_bad_rows_before_anything_runs():
     m = matrix_of(50, 40, 5)
     case = op.make_case(m.csr, {"rows": [3, 3, 49], "weights": "scalar"})
     lengths = np.diff(m.csr.indptr)
-    assert case.notes["op.rows"] == "3,3,49"
-    assert case.notes["op.nnz_selected"] == str(2 * lengths[3] + lengths[49])
-    assert case.notes["op.rows_selected"] == "3" and case.traffic.values_bytes == 4
+    assert case.params.rows == (3, 3, 49)
+    assert case.derived.nnz_selected == 2 * lengths[3] + lengths[49]
+    assert case.params.rows_selected == 3 and case.traffic.values_bytes == 4
     assert case.reference.shape == (3, 40) and set(np.unique(case.reference)) <= {0, 0.75}
     with pytest.raises(RowIndexError, match="row index 50"):
         op.make_case(m.csr, {"rows": [0, 50]})
     zero = op.make_case(m.csr, {"rows": [0, 50], "out_of_range": "zero"})
-    assert zero.matrix.shape == (51, 40) and zero.notes["op.invalid_rows"] == "1"
+    assert zero.matrix.shape == (51, 40) and zero.derived.invalid_rows == 1
     assert not zero.reference[1].any() and zero.reference[0].any()
+
+
+def test_slice_op_explicit_rows_give_typed_params_derived_counts_and_csr_traffic():
+    # 50 x 40: row 3 holds 2 nonzeros (columns 1, 38), row 49 holds 3 (columns 0, 7, 39)
+    dense = np.zeros((50, 40))
+    dense[3, [1, 38]] = [1.5, -2.0]
+    dense[49, [0, 7, 39]] = [4.0, 0.5, 3.0]
+    dense[10, 5] = 9.0  # not selected
+    csr = sp.csr_matrix(dense)
+    case = SliceOp().make_case(csr, {"rows": [3, 3, 49]})
+    assert case.params.rows == (3, 3, 49)
+    assert case.params.rows_selected == 3
+    assert case.derived.nnz_selected == 2 + 2 + 3  # row 3 twice, row 49 once, by hand
+    assert case.derived.invalid_rows == 0
+    assert case.csr_traffic == csr_slice_traffic(3, 40, 7, value_bytes=4, index_bytes=4,
+                                                 weights="per-nnz")
+    # by hand: row list 3 x 4 B, row starts and ends 2 x 3 x 4 B, 7 indices and 7 values,
+    # dense output 3 x 40 float32
+    assert (case.csr_traffic.x_bytes, case.csr_traffic.row_meta_bytes) == (12, 24)
+    assert (case.csr_traffic.indices_bytes, case.csr_traffic.values_bytes) == (28, 28)
+    assert case.csr_traffic.y_written_bytes == 3 * 40 * 4
+    assert case.reference.tolist() == dense[[3, 3, 49]].tolist()
 
 
 def test_check_output():
@@ -145,22 +169,22 @@ def test_slice_correctness_suite(backend, factory, index_bytes, size, slice_matr
     for selection, make in SELECTIONS.items():
         for weights in ("scalar", "per-nnz"):
             params = {**make(matrix.rows), "weights": weights}
-            case = run_op_case(matrix, backend, "slice", params, config=QUICK, seed=2,
-                               index_bytes=index_bytes, backend_factory=factory)
+            case = run_case(matrix, factory() if factory else backend, "slice", params,
+                            config=QUICK, seed=2, index_bytes=index_bytes)
             assert case.outcome == "ok", (selection, weights, case.reason)
             assert case.correctness.rel_err <= case.correctness.tolerance
     # out of range without the option: an error before any backend is prepared
     with pytest.raises(RowIndexError):
-        run_op_case(matrix, backend, "slice", {"rows": [0, matrix.rows]}, config=QUICK,
-                    index_bytes=index_bytes, backend_factory=factory)
+        run_case(matrix, factory() if factory else backend, "slice", {"rows": [0, matrix.rows]},
+                 config=QUICK, index_bytes=index_bytes)
 
 
 def test_float64_values_and_empty_rows_through_scipy(slice_matrices):
     matrix = slice_matrices["small"]
-    case = run_op_case(matrix, "slice-scipy-cpu", "slice", {"rows": [0, 5, 299]},
-                       config=QUICK, value_dtype="float64", index_bytes=8)
+    case = run_case(matrix, "slice-scipy-cpu", "slice", {"rows": [0, 5, 299]},
+                    config=QUICK, value_dtype="float64", index_bytes=8)
     assert case.outcome == "ok" and case.correctness.rel_err == 0.0
-    assert case.notes["op.nnz_selected"] == str(matrix.csr.getrow(5).nnz)
+    assert case.derived.nnz_selected == matrix.csr.getrow(5).nnz
 
 
 def test_duplicate_columns_are_summed_or_refused():
@@ -171,8 +195,7 @@ def test_duplicate_columns_are_summed_or_refused():
         case = get_op("slice").make_case(dup, {"rows": [0, 1]})
     assert case.reference.tolist() == [[0, 0, 0, 3.0], [5.0, 0, 0, 0]]
     with pytest.raises(UsageError, match="duplicate column indices"):
-        run_op_case(matrix, "slice-scipy-cpu", "slice", {"rows": [0]}, config=QUICK,
-                    strict=True)
+        run_case(matrix, "slice-scipy-cpu", "slice", {"rows": [0]}, config=QUICK, strict=True)
 
 
 def test_scalar_weight_constant():

@@ -1,7 +1,7 @@
 """SpMM op, the op registry, and the SpMM correctness suite on the CPU backends.
 
-The suite runs every case through ``run_op_case`` (the gate the GPU backends pass too):
-SciPy always, PyTorch's CPU path when torch is installed (the GPU tests run the same cases
+The suite runs every case through ``backends.runner.run_case`` (the gate the GPU backends pass
+too): SciPy always, PyTorch's CPU path when torch is installed (the GPU tests run the same cases
 on the device).
 """
 
@@ -13,12 +13,14 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from sparsescope.backends.op_runner import run_op_case
+from sparsescope.backends.runner import run_case
 from sparsescope.errors import UsageError
 from sparsescope.matrices import MatrixWarning
 from sparsescope.matrices.types import Matrix
+from sparsescope.model.traffic import Traffic
+from sparsescope.ops.params import SpmmParams
 from sparsescope.ops.registry import canonical_csr, expand_params, get_op, list_ops
-from sparsescope.ops.spmm import check_output, condition, make_dense_x, reference_spmm
+from sparsescope.ops.spmm import SpmmOp, check_output, condition, make_dense_x, reference_spmm
 from sparsescope.ops.spmv import make_x, reference_spmv
 from sparsescope.timing.types import TimingConfig
 
@@ -78,17 +80,18 @@ def test_check_output_shape_nan_and_error():
 def test_registry_params_and_expansion():
     assert list_ops() == ["spmv", "spmm", "slice"]
     op = get_op("spmm")
-    assert op.resolve_params({}) == {"k": 8, "layout": "row"}
-    assert op.resolve_params({"k": "64", "layout": "col"}) == {"k": 64, "layout": "col"}
+    assert op.resolve_params({}) == SpmmParams(k=8, layout="row")
+    assert op.resolve_params({}).as_dict() == {"k": 8, "layout": "row"}
+    assert op.resolve_params({"k": "64", "layout": "col"}) == SpmmParams(k=64, layout="col")
     for bad, message in (({"k": 0}, "k must be >= 1"), ({"k": 2.5}, "integer"),
                          ({"layout": "diag"}, "layout must be one of row, col"),
                          ({"kk": 1}, "has no parameter kk; its parameters: k, layout")):
         with pytest.raises(UsageError, match=message):
             op.resolve_params(bad)
     combos = expand_params("spmm", {"k": [8, 64], "layout": ["row", "col"]})
-    assert [(c["k"], c["layout"]) for c in combos] == [(8, "row"), (8, "col"), (64, "row"),
-                                                       (64, "col")]
-    assert expand_params("spmm") == [{"k": 8, "layout": "row"}]
+    assert [(c.k, c.layout) for c in combos] == [(8, "row"), (8, "col"), (64, "row"),
+                                                 (64, "col")]
+    assert expand_params("spmm") == [SpmmParams(k=8, layout="row")]
     with pytest.raises(UsageError, match="no value given for k"):
         expand_params("spmm", {"k": []})
     with pytest.raises(UsageError, match="op"):
@@ -113,12 +116,26 @@ def test_canonical_csr_sums_or_refuses_duplicate_columns():
     assert clean.has_canonical_format
 
 
-def test_case_notes_and_condition_scaled_tolerance():
+def test_case_params_and_condition_scaled_tolerance():
     op = get_op("spmm")
     case = op.make_case(random_csr(60, 40, 0.3, 5), {"k": 16}, seed=1)
-    assert case.notes["op.k"] == "16" and case.notes["op.layout"] == "row"
-    assert case.tolerance == pytest.approx(1e-5 * float(case.notes["op.condition"]), rel=1e-3)
+    assert case.params.k == 16 and case.params.layout == "row"
+    assert case.tolerance == pytest.approx(1e-5 * case.derived.condition, rel=1e-3)
     assert case.output_shape == (60, 16) and case.traffic.k == 16
+
+
+def test_spmm_csr_traffic_is_hand_computed():
+    # 3 x 4, 5 nonzeros; k = 6, float32 values, INT32 indices
+    a = sp.csr_matrix(np.array([[1.0, 0, 2.0, 0], [0, 0, 0, 0], [3.0, 4.0, 0, 5.0]]))
+    case = SpmmOp().make_case(a, {"k": 6})
+    assert case.csr_traffic == Traffic(
+        format="CSR INT32", values_bytes=5 * 4, indices_bytes=5 * 4, row_meta_bytes=(3 + 1) * 4,
+        x_bytes=4 * 6 * 4, y_read_bytes=0, y_written_bytes=3 * 6 * 4, flops=2 * 5 * 6)
+    assert case.csr_traffic.total_bytes == 20 + 20 + 16 + 96 + 72
+    wide = SpmmOp().make_case(a, {"k": 2}, value_dtype="float64", index_bytes=8)
+    assert wide.csr_traffic == Traffic(
+        format="CSR INT64", values_bytes=5 * 8, indices_bytes=5 * 8, row_meta_bytes=(3 + 1) * 8,
+        x_bytes=4 * 2 * 8, y_read_bytes=0, y_written_bytes=3 * 2 * 8, flops=2 * 5 * 2)
 
 
 def _backends():
@@ -152,17 +169,18 @@ def test_spmm_correctness_suite(backend, factory, size):
     index = 8 if backend.endswith("i64") else 4
     for k, layout, dtype in ((1, "row", "float32"), (3, "col", "float32"), (8, "row", "float64"),
                              (64, "row", "float32"), (256, "col", "float32")):
-        case = run_op_case(matrix, backend, "spmm", {"k": k, "layout": layout}, config=QUICK,
-                           value_dtype=dtype, index_bytes=index, backend_factory=factory)
+        case = run_case(matrix, factory() if factory else backend, "spmm",
+                        {"k": k, "layout": layout}, config=QUICK, value_dtype=dtype,
+                        index_bytes=index)
         assert case.outcome == "ok", (k, layout, dtype, case.reason)
-        assert case.correctness.passed and case.notes["op.k"] == str(k)
+        assert case.correctness.passed and case.params.k == k
         assert case.measurement.samples_ms
 
 
 def test_spmm_k1_agrees_with_spmv_through_the_runner():
     matrix = Matrix(name="m", csr=random_csr(400, 300, 0.02, 21), source="test")
-    spmv = run_op_case(matrix, "scipy-cpu", "spmv", config=QUICK, seed=5)
-    spmm = run_op_case(matrix, "spmm-scipy-cpu", "spmm", {"k": 1}, config=QUICK, seed=5)
+    spmv = run_case(matrix, "scipy-cpu", "spmv", config=QUICK, seed=5)
+    spmm = run_case(matrix, "spmm-scipy-cpu", "spmm", {"k": 1}, config=QUICK, seed=5)
     assert spmv.outcome == spmm.outcome == "ok"
     prepared_x = get_op("spmm").make_case(matrix.csr, {"k": 1}, seed=5).inputs[:, 0]
     assert np.array_equal(prepared_x, make_x(300, seed=5))
@@ -174,7 +192,7 @@ def test_duplicate_columns_are_canonicalized_before_any_backend():
                         shape=(2, 2))
     matrix = Matrix(name="dup", csr=dup, source="test")
     with pytest.warns(MatrixWarning):
-        case = run_op_case(matrix, "spmm-scipy-cpu", "spmm", {"k": 2}, config=QUICK)
+        case = run_case(matrix, "spmm-scipy-cpu", "spmm", {"k": 2}, config=QUICK)
     assert case.outcome == "ok"
     with pytest.raises(UsageError, match="duplicate"):
-        run_op_case(matrix, "spmm-scipy-cpu", "spmm", {"k": 2}, config=QUICK, strict=True)
+        run_case(matrix, "spmm-scipy-cpu", "spmm", {"k": 2}, config=QUICK, strict=True)

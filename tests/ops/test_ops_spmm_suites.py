@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sparsescope.backends.op_runner import run_op_case
+from sparsescope.backends.runner import run_case
 from sparsescope.errors import UnknownNameError, UsageError
 from sparsescope.matrices import read_matrix
 from sparsescope.matrices.suite_dlmc import (
@@ -79,6 +79,6 @@ def test_a_dlmc_smtx_file_runs_through_spmm(tmp_path):
     matrix = read_matrix(path)
     assert matrix.csr.toarray().tolist() == [[0, 1, 0, 0, 1, 0], [0] * 6, [1, 0, 1, 0, 0, 1],
                                              [0, 0, 0, 1, 1, 0]]
-    case = run_op_case(matrix, "spmm-scipy-cpu", "spmm", {"k": 4},
-                       config=TimingConfig(warmups=0, repeats=1, flush_l2=False))
+    case = run_case(matrix, "spmm-scipy-cpu", "spmm", {"k": 4},
+                    config=TimingConfig(warmups=0, repeats=1, flush_l2=False))
     assert case.outcome == "ok" and case.matrix == matrix.name

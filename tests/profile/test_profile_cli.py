@@ -99,10 +99,10 @@ def test_run_with_fake_ncu(fake_ncu, tmp_path, capsys):
     command = " ".join(out["command"])
     assert "--set full" in command and "--kernel-name regex:csrmv" in command
     assert "--launch-skip 1" in command and "--clock-control none" in command
-    assert out["command"][-17:] == [
-        sys.executable, "-m", "sparsescope.profile.target", "--suite", "seed", "--matrix", "cant",
-        "--backend", "torch-cusparse-i64", "--op", "spmv", "--scale", "1.0", "--warmups", "1",
-        "--repeats", "3"]
+    assert out["command"][-15:] == [
+        sys.executable, "-m", "sparsescope.target", "case", "--op", "spmv", "--suite", "seed",
+        "--matrix", "cant", "--backend", "torch-cusparse-i64", "--scale", "1.0",
+        "--check-only"]
 
 
 @pytest.mark.parametrize("options, stem, target", [
@@ -127,9 +127,9 @@ def test_run_other_ops_with_fake_ncu(fake_ncu, tmp_path, capsys, options, stem, 
     out = _json(capsys)
     assert out["report"] == str(tmp_path / f"{stem}.ncu-rep")
     assert out["raw_csv"] == str(tmp_path / f"{stem}_raw.csv")
-    op_target = [sys.executable, "-m", "sparsescope.backends.op_runner", *target]
+    op_target = [sys.executable, "-m", "sparsescope.target", "case", *target]
     assert out["command"][-len(op_target):] == op_target
-    assert "sparsescope.profile.target" not in out["command"]
+    assert out["command"].count("sparsescope.target") == 1
     assert out["command"][out["command"].index("--launch-count") + 1] == "2"
     assert fake_ncu.calls()[0].endswith(" ".join(op_target))     # what ncu was given
 
@@ -149,12 +149,10 @@ def test_run_other_ops_with_fake_ncu(fake_ncu, tmp_path, capsys, options, stem, 
      "sparsescope: error: backend 'slice-torch' does not support op 'spmv' "
      "(it implements slice); backends for spmv: "),
     (["--op", "spmm", "--backend", "spmm-scipy-cpu", "--rows-selected", "8"],
-     "sparsescope: error: --rows-selected apply to --op slice, not --op spmm\n"),
+     "sparsescope: error: --rows-selected applies to --op slice, not --op spmm\n"),
+    # the first option the op does not take is named (the parameters' order: k, then layout)
     (["--backend", "scipy-cpu", "--k", "8", "--layout", "col"],
-     "sparsescope: error: --k, --layout apply to --op spmm, not --op spmv\n"),
-    (["--op", "slice", "--backend", "slice-scipy-cpu", "--repeats", "5"],
-     "sparsescope: error: --repeats apply to --op spmv only: the slice case runs once under "
-     "ncu, checked and not timed\n"),
+     "sparsescope: error: --k applies to --op spmm, not --op spmv\n"),
     (["--op", "spmm", "--backend", "spmm-scipy-cpu", "--layout", "diag"],
      "sparsescope: error: layout must be one of row, col, got 'diag'\n"),
     (["--op", "slice", "--backend", "slice-scipy-cpu", "--out-of-range", "wrap"],
@@ -168,6 +166,18 @@ def test_run_usage_errors_stop_before_ncu(fake_ncu, tmp_path, capsys, options, m
     assert err.startswith(message)
     assert "Traceback" not in err
     assert fake_ncu.calls() == []                                   # ncu never started
+
+
+@pytest.mark.parametrize("option", ["--repeats", "--warmups"])
+def test_run_has_no_timing_options(fake_ncu, tmp_path, capsys, option):
+    # every op's target is checked once under ncu and not timed: no warm-up or repeat count
+    with pytest.raises(SystemExit) as exit_:
+        main(["profile", "run", "--suite", "dlmc3", "--matrix", "dlmc-128x256", "--op", "slice",
+              "--backend", "slice-scipy-cpu", option, "5", "--out", str(tmp_path)],
+             modules=MODULES)
+    assert exit_.value.code == 2
+    assert f"unrecognized arguments: {option} 5" in capsys.readouterr().err
+    assert fake_ncu.calls() == []
 
 
 def test_bare_profile_is_run_and_reports_errors(fake_ncu, tmp_path, capsys):

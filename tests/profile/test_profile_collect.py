@@ -28,35 +28,38 @@ from sparsescope.profile.collect import (
 from sparsescope.profile.errors import ProfileError
 
 TARGET = target_command("seed", "cant", "torch-cusparse-i64")
-OP_RUNNER = [sys.executable, "-m", "sparsescope.backends.op_runner"]
+CASE = [sys.executable, "-m", "sparsescope.target", "case"]
 
 
 def test_target_command():
-    assert TARGET == [sys.executable, "-m", "sparsescope.profile.target", "--suite", "seed",
-                      "--matrix", "cant", "--backend", "torch-cusparse-i64", "--op", "spmv",
-                      "--scale", "1.0", "--warmups", "1", "--repeats", "3"]
+    # SpMV runs through the one target too, checked once and not timed (no warmups/repeats)
+    assert TARGET == CASE + ["--op", "spmv", "--suite", "seed", "--matrix", "cant",
+                             "--backend", "torch-cusparse-i64", "--scale", "1.0",
+                             "--check-only"]
 
 
-def test_target_command_spmm_runs_op_runner_with_every_parameter():
+def test_target_command_spmm_runs_the_target_with_every_parameter():
     assert target_command("dlmc3", "dlmc-512x1024", "spmm-cuda-rowwarp", op="spmm",
-                          scale=0.5, params={"k": 64}) == OP_RUNNER + [
+                          scale=0.5, params={"k": 64}) == CASE + [
         "--op", "spmm", "--suite", "dlmc3", "--matrix", "dlmc-512x1024",
         "--backend", "spmm-cuda-rowwarp", "--scale", "0.5",
         "--param", "k=64", "--param", "layout=row", "--check-only"]
-    # warmups/repeats do not reach the untimed op target
-    assert target_command("dlmc3", "dlmc-128x256", "spmm-torch-i32", op="spmm", warmups=9,
-                          repeats=9, params={"layout": "col", "k": 1}) == OP_RUNNER + [
+    assert target_command("dlmc3", "dlmc-128x256", "spmm-torch-i32", op="spmm",
+                          params={"layout": "col", "k": 1}) == CASE + [
         "--op", "spmm", "--suite", "dlmc3", "--matrix", "dlmc-128x256",
         "--backend", "spmm-torch-i32", "--scale", "1.0",
         "--param", "k=1", "--param", "layout=col", "--check-only"]
+    # warmups/repeats are no parameter of target_command any more
+    with pytest.raises(TypeError):
+        target_command("dlmc3", "dlmc-128x256", "spmm-torch-i32", op="spmm", warmups=9)
 
 
-def test_target_command_slice_runs_op_runner_with_every_parameter():
+def test_target_command_slice_runs_the_target_with_every_parameter():
     assert target_command("slice003", "slice-1000", "slice-cuda-gather", op="slice") == (
-        OP_RUNNER + ["--op", "slice", "--suite", "slice003", "--matrix", "slice-1000",
-                     "--backend", "slice-cuda-gather", "--scale", "1.0",
-                     "--param", "rows_selected=64", "--param", "weights=per-nnz",
-                     "--param", "out_of_range=error", "--check-only"])
+        CASE + ["--op", "slice", "--suite", "slice003", "--matrix", "slice-1000",
+                "--backend", "slice-cuda-gather", "--scale", "1.0",
+                "--param", "rows_selected=64", "--param", "weights=per-nnz",
+                "--param", "out_of_range=error", "--check-only"])
     assert target_command("slice003", "slice-10000", "slice-torch", op="slice",
                           params={"rows": (3, 1, 3), "weights": "scalar",
                                   "out_of_range": "zero"})[-9:] == [

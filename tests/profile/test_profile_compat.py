@@ -16,7 +16,7 @@ from sparsescope.profile import metrics as M
 from sparsescope.profile.collect import passes_from_output
 from sparsescope.profile.read_csv import load_profiles_csv
 from sparsescope.profile.records import short_kernel_name
-from sparsescope.profile.render import render_markdown, write_figures
+from sparsescope.report.profile_render import render_markdown, write_figures
 
 MODULES = ["sparsescope.cli.profile_cmd", "sparsescope.cli.report_cmd"]
 

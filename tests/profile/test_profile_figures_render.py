@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from sparsescope.profile import analysis as A
-from sparsescope.profile import figures as F
 from sparsescope.profile import instruction_roofline as R
-from sparsescope.profile.render import render_markdown, write_figures
+from sparsescope.report import profile_figures as F
+from sparsescope.report.profile_render import render_markdown, write_figures
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

@@ -19,7 +19,8 @@ from sparsescope.profile.hotspots import (
     listing_from_rows,
     sibling_exports,
 )
-from sparsescope.profile.section import build_section, load_inputs
+from sparsescope.profile.section import load_inputs
+from sparsescope.report.profile_render import build_section
 
 MEASURED = MeasuredCeilings(device="NVIDIA H200", read_bw_gb_s=4414.5, copy_bw_gb_s=4221.2,
                             l2_bw_gb_s=8166.1, dram_latency_ns=342.7, fp32_gflops=60379.3,

@@ -18,6 +18,8 @@ from sparsescope.report.gpu_tables import (
     stability_table,
 )
 from sparsescope.report.markdown import render_markdown
+from sparsescope.report.sections import SectionInputs
+from sparsescope.report.spmv_section import spmv_section
 from sparsescope.results.records import CaseResult, Correctness
 from sparsescope.timing.types import Measurement
 
@@ -174,18 +176,27 @@ def test_stability_against_the_seed_for_torch_on_cant_and_cage15():
             "cage15 0.6 % (seed 0.4 %).") in t.reading
 
 
-def test_timing_subsections_in_the_document():
+def _spmv_document(rs, figures_dir):
+    """The report of ``rs``'s SpMV cases as ``write_report`` lays it out (figures in memory)."""
+    ctx = build_context(rs)
+    run_tables = {t.name: t for t in build_tables(rs, ctx=ctx, spmv=False)}
+    section = spmv_section(rs, SectionInputs(figures_dir=figures_dir))
+    return render_markdown(build_document(ctx, run_tables, [section])), section
+
+
+def test_timing_subsections_in_the_document(tmp_path):
     for rs, expected in (
-        (multi_backend_runset(), ["3.1 Timing and throughput", "3.2 Kernel breakdown",
-                                  "3.3 Timing stability",
-                                  "3.4 Effective bandwidth under two byte models",
-                                  "3.5 Against the seed's published H200 numbers"]),
+        # cuda-csr-vector is one of our kernels: the own-against-peers table follows timing
+        (multi_backend_runset(), ["3.1 Timing and throughput",
+                                  "3.2 Our kernels against the best other backend",
+                                  "3.3 Kernel breakdown", "3.4 Timing stability",
+                                  "3.5 Effective bandwidth under two byte models",
+                                  "3.6 Against the seed's published H200 numbers"]),
         (make_cpu_runset(), ["3.1 Timing and throughput", "3.2 Timing stability",
                              "3.3 Effective bandwidth under two byte models"]),
     ):
-        ctx = build_context(rs)
-        tables = {t.name: t for t in build_tables(rs, ctx=ctx)}
-        md = render_markdown(build_document(ctx, tables, {}))
+        md, spmv = _spmv_document(rs, tmp_path)
+        tables = spmv.tables
         section = md[md.index("## 3. Timing"):md.index("## 4. ")]
         assert [line[4:] for line in section.splitlines() if line.startswith("### ")] == \
             expected
@@ -197,7 +208,9 @@ def test_timing_subsections_in_the_document():
 def test_the_table_families_name_every_table_build_tables_makes():
     from sparsescope.report.tables import RUN_TABLES, SPMV_TABLES
 
-    rs = multi_backend_runset()  # with kernel breakdowns and a seed comparison: all 20 tables
+    # with kernel breakdowns, a seed comparison and an own kernel against peers: all 21 tables
+    rs = multi_backend_runset()
     names = [t.name for t in build_tables(rs)]
-    assert len(names) == 20 and set(names) == set(RUN_TABLES) | set(SPMV_TABLES)
+    assert len(names) == 21 and "own_vs_peers" in names
+    assert set(names) == set(RUN_TABLES) | set(SPMV_TABLES)
     assert [t.name for t in build_tables(rs, spmv=False)] == list(RUN_TABLES)

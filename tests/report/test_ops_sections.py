@@ -1,6 +1,7 @@
 """SpMM and slice report sections: numbers from hand-built H200 runs, the bound verdict, the
 own-kernel-against-peers table, the instruction roofline from a real H200 profile, and a
-whole report written from a real CPU run."""
+whole report written from a real CPU run. Each op's section comes from its registered builder
+(``report.sections.op_sections``); the report is ``report.write.write_report`` for every op."""
 
 from __future__ import annotations
 
@@ -8,14 +9,16 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from sparsescope.backends.op_runner import run_op_case
+from sparsescope.backends.runner import run_case
 from sparsescope.hardware.types import DeviceSpec, MeasuredCeilings
 from sparsescope.matrices import compute_stats
 from sparsescope.matrices.types import Matrix, MatrixStats
+from sparsescope.ops.params import SliceDerived, SliceParams, SpmmParams
 from sparsescope.report.ops_common import op_views
-from sparsescope.report.ops_sections import ops_sections, write_ops_report
 from sparsescope.report.ops_slice import bound_verdict, slice_rows_table
 from sparsescope.report.ops_spmm import spmm_rows
+from sparsescope.report.sections import OpSection, SectionInputs, op_sections
+from sparsescope.report.write import write_report
 from sparsescope.results.records import (
     CaseResult,
     Correctness,
@@ -43,11 +46,29 @@ def stats(rows, cols, nnz) -> MatrixStats:
                        x_reuse_in_window=0.0)
 
 
-def case(matrix, backend, op, time_ms, notes, kernels=()) -> CaseResult:
+def case(matrix, backend, op, time_ms, params, derived=None, kernels=(), notes=None
+         ) -> CaseResult:
     m = Measurement(samples_ms=(time_ms,), config=TimingConfig(clock="cuda-events"),
                     clock="cuda-events", kernel_breakdown=tuple(kernels))
+    extra = {"derived": derived} if derived is not None else {}
     return CaseResult(matrix=matrix, backend=backend, op=op, outcome="ok", measurement=m,
-                      correctness=OK, notes=notes)
+                      correctness=OK, params=params, notes=dict(notes or {}), **extra)
+
+
+def only_section(run: RunSet, **inputs) -> OpSection:
+    """The one op section of ``run`` (its registered builder's)."""
+    sections = op_sections(run, SectionInputs(**inputs))
+    assert len(sections) == 1
+    return sections[0]
+
+
+def titles(section: OpSection) -> list[str]:
+    return [heading for heading, _ in section.body]
+
+
+def texts(section: OpSection) -> dict[str, str]:
+    """Heading -> Markdown of each body part (the op builders write one Markdown block)."""
+    return {heading: "".join(b.text for b in blocks) for heading, blocks in section.body}
 
 
 def runset(matrices, cases, l2=10_000.0) -> RunSet:
@@ -57,8 +78,8 @@ def runset(matrices, cases, l2=10_000.0) -> RunSet:
                   latency_ns=300.0)
 
 
-SLICE_NOTES = {"op.rows_selected": "5000", "op.weights": "per-nnz",
-               "op.nnz_selected": "5000000", "op.sectors_32b": "3560417"}
+SLICE_PARAMS = SliceParams(rows_selected=5000, weights="per-nnz")
+SLICE_DERIVED = SliceDerived(nnz_selected=5_000_000, sectors_32b=3_560_417)
 
 
 @pytest.fixture()
@@ -68,11 +89,14 @@ def slice_run() -> RunSet:
                           stats(10_000, 10_000, 10_000_000))
     kernels = ({"name": "slice_scatter", "time_ms": 0.060, "pct": 57.0, "launches": 1.0},
                {"name": "Memset (Device)", "time_ms": 0.045, "pct": 43.0, "launches": 1.0})
-    cases = [case("slice-10000", "slice-cuda-scatter", "slice", 0.105, SLICE_NOTES, kernels),
-             case("slice-10000", "slice-cuda-gather", "slice", 0.070, SLICE_NOTES),
-             case("slice-10000", "slice-torch", "slice", 0.300, SLICE_NOTES),
+    cases = [case("slice-10000", "slice-cuda-scatter", "slice", 0.105, SLICE_PARAMS,
+                  SLICE_DERIVED, kernels),
+             case("slice-10000", "slice-cuda-gather", "slice", 0.070, SLICE_PARAMS,
+                  SLICE_DERIVED),
+             case("slice-10000", "slice-torch", "slice", 0.300, SLICE_PARAMS, SLICE_DERIVED),
              CaseResult("slice-10000", "slice-brainevent", "slice", "skipped",
-                        reason="backend unavailable: jax is not installed", notes=SLICE_NOTES)]
+                        reason="backend unavailable: jax is not installed",
+                        params=SLICE_PARAMS, derived=SLICE_DERIVED)]
     return runset([record], cases)
 
 
@@ -113,7 +137,7 @@ def _profile(index, name, duration_ns, metrics=(), grid=1, block=256, stalls=())
     return build_profile(index, f"void {name}<float>(int)", values, name=name)
 
 
-def test_scatter_counters_and_profiled_kernels(slice_run):
+def test_scatter_counters_and_profiled_kernels(slice_run, tmp_path):
     views = op_views(slice_run, "slice")
     label = "slice-cuda-scatter slice-10000 rows_selected=5000 weights=per-nnz"
     profiles = [_profile(0, "slice_scatter", 104_000, metrics=(
@@ -130,36 +154,50 @@ def test_scatter_counters_and_profiled_kernels(slice_run):
     # reads 40.06 MB = 1.252 M sectors; + 3.560 M touched = 4.812 M; seed: 8 x 5 M = 40 M
     assert ("| slice-10000 rows=5000 per-nnz | 104 | 1.252 | 4.812 | 4.61 | 3.56 | 3.54 | 40 "
             "| 10.47 |") in text
-    report = ops_sections(slice_run, profiles=profiles, labels=labels)
-    rows = report.tables["ops_slice_profiled"]
+    # the labels name the parameters the profiled spec gave (no out_of_range): the op's
+    # defaults fill in the rest, so they still name the recorded cases
+    section = only_section(slice_run, figures_dir=tmp_path, profiles=profiles, labels=labels)
+    rows = section.tables["ops_slice_profiled"]["rows"]
     assert [(r["backend"], r["kernels"], r["main_kernel"]) for r in rows] == [
         ("slice-cuda-scatter", 1, "slice_scatter"), ("slice-cuda-gather", 1, "slice_gather")]
     assert rows[0]["main_top_stall"] == "long_scoreboard" and rows[0]["main_grid_blocks"] == 625
     assert rows[0]["ncu_sum_us"] == pytest.approx(104.0)
-    titles = [t for t, _ in report.sections]
-    assert "Slice: profiled kernels per case" in titles
-    assert "Slice: instruction roofline" in titles
+    assert "Slice: profiled kernels per case" in titles(section)
+    assert "CSR row slicing: instruction roofline" in titles(section)
+    # a label with every parameter spelled out names the same case
+    full = [f"{label} out_of_range=error: slice_scatter", *labels[1:]]
+    again = only_section(slice_run, figures_dir=tmp_path, profiles=profiles, labels=full)
+    assert again.tables["ops_slice_profiled"]["rows"] == rows
+    # one naming other parameter values does not
+    other = [f"{label.replace('5000', '256')}: slice_scatter", *labels[1:]]
+    fewer = only_section(slice_run, figures_dir=tmp_path, profiles=profiles, labels=other)
+    assert [r["backend"] for r in fewer.tables["ops_slice_profiled"]["rows"]] == [
+        "slice-cuda-gather"]
 
 
 def test_slice_sections_peer_table_and_outcomes(slice_run, tmp_path):
-    report = ops_sections(slice_run, figures_dir=tmp_path)
-    titles = [t for t, _ in report.sections]
-    assert titles == ["Slice: time, bandwidth and % of bound",
-                      "Slice: which bound the measurements support",
-                      "SpMM and slice: skipped and failed cases"]
-    text = dict(report.sections)
-    assert "slice-cuda-gather | 0.07 | slice-torch | 0.3 | 4.286 | yes" in text[titles[0]]
-    assert "at least as fast as the best peer on every case" in text[titles[0]]
-    assert "jax is not installed" in text[titles[2]]
+    section = only_section(slice_run, figures_dir=tmp_path)
+    names = titles(section)
+    assert names == ["Slice: time, bandwidth and % of bound",
+                     "Slice: which bound the measurements support",
+                     "CSR row slicing: skipped and failed cases"]
+    assert section.title == "CSR row slicing"
+    text = texts(section)
+    assert "slice-cuda-gather | 0.07 | slice-torch | 0.3 | 4.286 | yes" in text[names[0]]
+    assert "at least as fast as the best peer on every case" in text[names[0]]
+    assert "jax is not installed" in text[names[2]]
     assert (tmp_path / "ops_slice_bounds.png").stat().st_size > 5000
-    assert report.tables["ops_slice_peers"][0]["speedup_x"] == pytest.approx(0.3 / 0.07)
+    assert section.written == (tmp_path / "ops_slice_bounds.png",)
+    assert section.tables["ops_slice_peers"]["rows"][0]["speedup_x"] == pytest.approx(0.3 / 0.07)
+    # the timing protocol counts the op's timed cases (3 of its 4)
+    assert len(section.timed) == 3
 
 
 @pytest.fixture()
 def spmm_run() -> RunSet:
     record = MatrixRecord("dlmc-512x1024", "generated", "pruned", "DLMC 1",
                           stats(512, 1024, 157_286))
-    k8, k64 = {"op.k": "8", "op.layout": "row"}, {"op.k": "64", "op.layout": "row"}
+    k8, k64 = SpmmParams(k=8, layout="row"), SpmmParams(k=64, layout="row")
     cases = [case("dlmc-512x1024", "spmm-cuda-rowwarp", "spmm", 0.010, k8),
              case("dlmc-512x1024", "spmm-torch-i64", "spmm", 0.012, k8),
              case("dlmc-512x1024", "spmm-cuda-rowwarp", "spmm", 0.030, k64),
@@ -177,9 +215,10 @@ def test_spmm_rows_hand_numbers(spmm_run):
     assert first["pct_of_bound"] == pytest.approx(100 * compulsory / 4.8e12 * 1e3 / 0.010)
 
 
-def test_spmm_sections_say_where_our_kernel_is_slower(spmm_run):
-    report = ops_sections(spmm_run)
-    text = dict(report.sections)
+def test_spmm_sections_say_where_our_kernel_is_slower(spmm_run, tmp_path):
+    section = only_section(spmm_run, figures_dir=tmp_path)
+    assert section.title == "SpMM"
+    text = texts(section)
     main = text["SpMM: time, bandwidth and % of bound"]
     assert "dlmc-512x1024 k=8 row | spmm-cuda-rowwarp | 0.01 | spmm-torch-i64" in main
     assert "slower than the best peer on 1 of 2 cases (dlmc-512x1024 k=64 row)" in main
@@ -196,14 +235,14 @@ def test_instruction_roofline_section_from_a_real_h200_profile(spmm_run, shared_
     profiles = load(shared_fixtures / "ncu_metrics_cant_analog.csv")[:4]
     labels = ["torch-i64 cant: csr_partition_kernel", "torch-i64 cant: csrmv_v3_kernel",
               "torch-i32 cant: csr_partition_kernel", "torch-i32 cant: csrmv_v3_kernel"]
-    report = ops_sections(spmm_run, profiles=profiles, labels=labels, figures_dir=tmp_path)
-    roof = dict(report.sections)["SpMM: instruction roofline"]
+    section = only_section(spmm_run, profiles=profiles, labels=labels, figures_dir=tmp_path)
+    roof = texts(section)["SpMM: instruction roofline"]
     assert roof.count("csrmv_v3_kernel") == 2 and "torch-i32 cant: csr_partition_kernel" in roof
     assert "stride-" in roof and "predicated off %" in roof
     assert "132 SMs x 4 inst/cycle" in roof  # ceiling from the profile's own peaks
     assert "H200 datasheet: 4800 GB/s" in roof and "measured 10000 GB/s" in roof
     # one figure per backend, as seed 004 draws one per library
-    assert sorted(p.name for p in report.figures if "iroofline" in p.name) == [
+    assert sorted(p.name for p in section.written if "iroofline" in p.name) == [
         "ops_iroofline_torch-i32.png", "ops_iroofline_torch-i64.png"]
     assert "![Instruction roofline: torch-i64](figures/ops_iroofline_torch-i64.png)" in roof
     # csrmv_v3_kernel: 390.6 warp GIPS, thread predication ~11 % of lanes off
@@ -211,17 +250,17 @@ def test_instruction_roofline_section_from_a_real_h200_profile(spmm_run, shared_
     assert "| 390.6 |" in row
 
 
-def test_write_ops_report_from_a_real_cpu_run(tmp_path):
+def test_write_report_from_a_real_cpu_run(tmp_path):
     rng = np.random.default_rng(2)
     csr = sp.random(400, 300, density=0.05, format="csr", random_state=rng)
     csr.sort_indices()
     matrix = Matrix(name="r400", csr=csr, source="test")
     config = TimingConfig(warmups=0, repeats=3, flush_l2=False)
-    cases = [run_op_case(matrix, "spmm-scipy-cpu", "spmm", {"k": k}, config=config)
+    cases = [run_case(matrix, "spmm-scipy-cpu", "spmm", {"k": k}, config=config)
              for k in (1, 8)]
-    cases += [run_op_case(matrix, "slice-scipy-cpu", "slice", {"rows_selected": 32},
-                          config=config),
-              run_op_case(matrix, "spmm-cuda-rowwarp", "spmm", {"k": 8}, config=config)]
+    cases += [run_case(matrix, "slice-scipy-cpu", "slice", {"rows_selected": 32},
+                       config=config),
+              run_case(matrix, "spmm-cuda-rowwarp", "spmm", {"k": 8}, config=config)]
     assert [c.outcome for c in cases] == ["ok", "ok", "ok", "skipped"]
     cpu = DeviceSpec(name="cpu", vendor_name="test CPU", kind="cpu", compute_capability="",
                      sm_count=2, max_warps_per_sm=1, max_threads_per_sm=2, max_blocks_per_sm=1,
@@ -232,13 +271,15 @@ def test_write_ops_report_from_a_real_cpu_run(tmp_path):
     run = RunSet(run_id="cpu1", suite="files", scale=1.0, provenance=PROVENANCE, device=cpu,
                  ceilings=MeasuredCeilings(device="cpu", copy_bw_gb_s=12.5),
                  timing=config, matrices=(record,), cases=tuple(cases), latency_ns=300.0)
-    paths = write_ops_report(run, tmp_path)
+    paths = write_report(run, tmp_path, progress=False)
     markdown = paths.markdown.read_text()
     for title in ("SpMM: time, bandwidth and % of bound", "Slice: which bound the measurements",
-                  "SpMM: arithmetic intensity against k", "skipped and failed cases"):
+                  "SpMM: arithmetic intensity against k", "SpMM: skipped and failed cases",
+                  "CSR row slicing: skipped and failed cases"):
         assert title in markdown
     assert "cupy is not installed" in markdown
-    assert "No ``slice-cuda-scatter`` case was timed" in markdown
+    # the scatter kernel is found by the kernel it launches, not by a backend's name
+    assert "No case launching ``slice_scatter`` was timed in this run" in markdown
     assert "measured no L2" not in markdown
     assert (tmp_path / "figures" / "ops_spmm_roofline.png").is_file()
     assert (tmp_path / "tables" / "ops_spmm.json").is_file()
@@ -262,7 +303,7 @@ def test_an_spmm_run_gets_no_spmv_table_and_stale_ones_go(spmm_run, tmp_path):
              *spmm_run.cases[1:],
              CaseResult("dlmc-512x1024", "spmm-ginkgo", "spmm", "skipped",
                         reason="backend unavailable: pyGinkgo is not installed",
-                        notes={"op.k": "8", "op.layout": "row"}))
+                        params=SpmmParams(k=8, layout="row")))
     run = dataclasses.replace(spmm_run, cases=cases)
     # what an earlier SpMV report of this folder left, and files that are not the report's
     for rel in ("tables/timing.json", "tables/littles_law.json", "tables/outcomes.json",
@@ -271,20 +312,24 @@ def test_an_spmm_run_gets_no_spmv_table_and_stale_ones_go(spmm_run, tmp_path):
                 "tables/mine.json", "figures/mine.png"):
         (tmp_path / rel).parent.mkdir(exist_ok=True)
         (tmp_path / rel).write_text("old")
-    paths = write_ops_report(run, tmp_path)
+    paths = write_report(run, tmp_path, progress=False)
     assert sorted(p.name for p in (tmp_path / "tables").iterdir()) == [
         "device.json", "matrices.json", "mine.json", "ops_spmm.json", "ops_spmm_intensity.json",
         "ops_spmm_peers.json", "ops_spmm_profiled.json", "provenance.json"]
     assert sorted(p.name for p in (tmp_path / "figures").iterdir()) == [
         "mine.png", "ops_spmm_roofline.png"]
-    assert [p.name for p in paths.tables] == ["device.json", "matrices.json", "provenance.json"]
-    assert paths.figures == () and paths.skipped_figures == ()
+    # every table and figure of the report is written by write_report itself now
+    assert [p.name for p in paths.tables] == [
+        "device.json", "matrices.json", "provenance.json", "ops_spmm.json", "ops_spmm_peers.json",
+        "ops_spmm_intensity.json", "ops_spmm_profiled.json"]
+    assert [p.name for p in paths.figures] == ["ops_spmm_roofline.png"]
+    assert paths.skipped_figures == ()
     md = paths.markdown.read_text()
     assert _headings(md) == [
         "SpMM performance report: NVIDIA H200", "1. Executive summary", "2. Methodology",
         "2.1 Device", "2.2 Timing protocol", "2.3 Matrices",
         "3. SpMM: time, bandwidth and % of bound", "4. SpMM: arithmetic intensity against k",
-        "5. SpMM and slice: skipped and failed cases", "Appendix: provenance and files"]
+        "5. SpMM: skipped and failed cases", "Appendix: provenance and files"]
     for gone in ("SpMV", "(no rows)", "Little's law", "This run measured", "Byte model",
                  "not drawn", "`tables/timing.json`"):
         assert gone not in md
@@ -311,12 +356,15 @@ def test_a_run_with_spmv_cases_keeps_the_spmv_sections(spmm_run, tmp_path):
     import dataclasses
     import json
 
-    spmv = case("dlmc-512x1024", "torch-cusparse-i32", "spmv", 0.008, {})
-    run = dataclasses.replace(spmm_run, cases=(spmv, *spmm_run.cases))
-    paths = write_ops_report(run, tmp_path, progress=False)
+    from sparsescope.ops.params import SpmvParams
+
+    spmv = case("dlmc-512x1024", "torch-cusparse-i32", "spmv", 0.008, SpmvParams())
+    run = dataclasses.replace(spmm_run, cases=(*spmm_run.cases, spmv))  # SpMV last in the run
+    paths = write_report(run, tmp_path, progress=False)
     md = paths.markdown.read_text()
     headings = _headings(md)
-    assert headings[0] == "SpMM performance report: NVIDIA H200"
+    # one report names every op of the run, in the registry's order
+    assert headings[0] == "SpMV, SpMM performance report: NVIDIA H200"
     assert "8. INT32 against INT64 indices" in headings
     assert headings[headings.index("9. Skipped and failed cases") + 1] == \
         "10. SpMM: time, bandwidth and % of bound"
@@ -332,10 +380,12 @@ def test_unprofiled_losses_point_at_the_nearest_profiled_case():
 
     record = MatrixRecord("dlmc-512x1024", "generated", "pruned", "DLMC 1",
                           stats(512, 1024, 157_286))
-    notes = {"op.k": "256", "op.layout": "row", "grid_blocks": "128", "block_threads": "128",
-             "slices": "512"}
-    run = runset([record], [case("dlmc-512x1024", "spmm-cuda-rowwarp", "spmm", 0.0585, notes),
-                            case("dlmc-512x1024", "spmm-torch-i32", "spmm", 0.0315, notes)])
+    k256 = SpmmParams(k=256, layout="row")
+    notes = {"grid_blocks": "128", "block_threads": "128", "slices": "512"}
+    run = runset([record], [case("dlmc-512x1024", "spmm-cuda-rowwarp", "spmm", 0.0585, k256,
+                                 notes=notes),
+                            case("dlmc-512x1024", "spmm-torch-i32", "spmm", 0.0315, k256,
+                                 notes=notes)])
     views = op_views(run, "spmm")
     peers = [{"case": "dlmc-512x1024 k=256 row", "own_backend": "spmm-cuda-rowwarp",
               "best_peer": "spmm-torch-i32", "speedup_x": 0.54, "at_least_as_fast": False}]
@@ -358,12 +408,38 @@ def test_unprofiled_losses_point_at_the_nearest_profiled_case():
     assert unprofiled_losses(peers, views, profiled) == ""
 
 
-def test_names_the_device_script_imports_stay_in_ops_sections():
-    # scripts/device_ops.sh imports these from ops_sections; they live in the op modules
-    from sparsescope.report import ops_common, ops_sections, ops_slice
+def _device_script_snippets() -> list[str]:
+    """The Python programs embedded in scripts/device_ops.sh (``<<'PY'`` here-documents)."""
+    import re
+    from pathlib import Path
 
-    assert ops_sections.bound_verdict is ops_slice.bound_verdict
-    assert ops_sections.md_table is ops_common.md_table
-    assert ops_sections.op_views is ops_common.op_views
-    assert ops_sections.md_table(["a", "b"], [[1.23456, None]]) == (
-        "| a | b |\n|---|---|\n| 1.235 | – |")
+    script = Path(__file__).resolve().parents[2] / "scripts" / "device_ops.sh"
+    return re.findall(r"<<'PY'[^\n]*\n(.*?)^PY$", script.read_text(), flags=re.S | re.M)
+
+
+def test_the_device_script_imports_what_exists():
+    # scripts/device_ops.sh imports report helpers from the op modules and the one target
+    import ast
+    import importlib
+
+    snippets = _device_script_snippets()
+    assert len(snippets) == 4                 # versions, sweep, profile, report
+    imported = []
+    for code in snippets:
+        for node in ast.walk(ast.parse(code)):
+            if isinstance(node, ast.ImportFrom) and node.module.startswith("sparsescope"):
+                module = importlib.import_module(node.module)
+                for alias in node.names:
+                    assert hasattr(module, alias.name), f"{node.module}.{alias.name}"
+                    imported.append(f"{node.module}.{alias.name}")
+    for name in ("sparsescope.target.split_marked_profiles", "sparsescope.target.target_argv",
+                 "sparsescope.report.write.write_report",
+                 "sparsescope.report.ops_slice.bound_verdict",
+                 "sparsescope.report.ops_common.md_table",
+                 "sparsescope.report.ops_common.op_views",
+                 "sparsescope.backends.registry.get_backend"):
+        assert name in imported
+    assert not any("op_runner" in code or "ops_sections" in code for code in snippets)
+    from sparsescope.report.ops_common import md_table
+
+    assert md_table(["a", "b"], [[1.23456, None]]) == "| a | b |\n|---|---|\n| 1.235 | – |"

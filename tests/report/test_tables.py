@@ -13,6 +13,7 @@ from sparsescope.errors import ResultsFormatError, UnknownNameError
 from sparsescope.report import build_tables
 from sparsescope.report.context import build_context
 from sparsescope.report.table_types import Column, format_value, unit_of
+from sparsescope.results.records import CaseCounters
 
 
 def tables_of(runset, **kw):
@@ -165,9 +166,10 @@ def test_dae_matches_seed_7_7(gpu):
     assert "cpi_speedup_x" not in [c.key for c in t.columns]
 
 
-def test_dae_cpi_from_profile_notes():
+def test_dae_cpi_from_profile_counters():
     rs = make_gpu_runset()
-    cases = tuple(dataclasses.replace(c, notes={"cpi": "11.3", "long_scoreboard_cycles": "4.25"})
+    counters = CaseCounters(cpi=11.3, long_scoreboard_cycles=4.25)
+    cases = tuple(dataclasses.replace(c, counters=counters)
                   if c.matrix == "cant" else c for c in rs.cases)
     t = tables_of(dataclasses.replace(rs, cases=cases))["dae"]
     cant = row(t, label="cant")

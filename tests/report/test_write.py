@@ -24,6 +24,8 @@ from sparsescope.report.context import build_context
 from sparsescope.report.document import build_document
 from sparsescope.report.figures import FIGURE_FUNCS
 from sparsescope.report.markdown import render_markdown
+from sparsescope.report.sections import SectionInputs
+from sparsescope.report.spmv_section import spmv_section
 
 EXTRA = ("Profile (ncu)", "### Stalls\n\nLong **Scoreboard** is 37.6 % of CPI.\n\n"
          "| stall | cant |\n|---|---:|\n| long_scoreboard | 4.25 |\n\n- first\n- second\n\n"
@@ -137,8 +139,8 @@ def test_extra_sections_in_both_formats(gpu_report):
     assert ">10. Profile (ncu)</h2>" in page
     assert "<h3>Stalls</h3>" in page and "<strong>Scoreboard</strong>" in page
     assert '<td style="text-align:right">4.25</td>' in page
-    assert "<li>first</li><li>second</li>" in page
-    assert "<pre><code>LDG.E.64 R4, [R2]</code></pre>" in page
+    assert "<ul>\n<li>first</li>\n<li>second</li>\n</ul>" in page
+    assert "<pre><code>LDG.E.64 R4, [R2]\n</code></pre>" in page
     assert md.index("## 10. Profile") < md.index("## Appendix")
 
 
@@ -153,13 +155,15 @@ def test_cpu_report_says_which_gpu_and_lists_failures(cpu_report):
     assert len(cpu_report.figures) == len(FIGURE_FUNCS) - 1
 
 
-def test_no_analog_note_for_real_matrices(fake_specs):
+def test_no_analog_note_for_real_matrices(fake_specs, tmp_path):
     rs = make_gpu_runset()
     rs = dataclasses.replace(rs, matrices=tuple(dataclasses.replace(m, analog_of=None)
                                                 for m in rs.matrices))
     ctx = build_context(rs)
-    tables = {t.name: t for t in build_tables(rs, ctx=ctx)}
-    md = render_markdown(build_document(ctx, tables, {}))
+    run_tables = {t.name: t for t in build_tables(rs, ctx=ctx, spmv=False)}
+    sections = [spmv_section(rs, SectionInputs(figures_dir=tmp_path))]
+    md = render_markdown(build_document(ctx, run_tables, sections))
+    assert md.startswith("# SpMV performance report")  # the SpMV section was laid out
     assert "Generated analogs" not in md and "generated stand-ins" not in md
 
 

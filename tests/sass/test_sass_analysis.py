@@ -9,9 +9,9 @@ from collections import Counter
 import pytest
 
 from sparsescope.errors import UsageError
+from sparsescope.report.sass_render import render_markdown
 from sparsescope.sass.analysis import analyse_listing, resources_from_text
 from sparsescope.sass.listing import read_listing
-from sparsescope.sass.render import render_markdown
 from sparsescope.sass.stall_map import read_source_sass_csv
 
 

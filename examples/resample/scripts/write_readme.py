@@ -55,9 +55,9 @@ def _env_lines(env: dict) -> list[str]:
 
 
 def _moved_table(results: Path) -> str | None:
-    """The series report's "What moved" table (sparsescope.analyze.render), from the analyses."""
+    """The series report's "What moved" table (report.analyze_render), from the analyses."""
     from sparsescope.analyze.api import read_analysis
-    from sparsescope.analyze.render import _changes_table
+    from sparsescope.report.analyze_render import _changes_table
 
     done = [read_analysis(results / v / "analysis.json") for v in VERSIONS
             if (results / v / "analysis.json").is_file()]

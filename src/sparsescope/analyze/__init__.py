@@ -8,9 +8,9 @@ measured by :mod:`.measure` (timing protocol, correctness, ncu profile, SASS, fl
 :mod:`.bound` and :mod:`.diagnose` turn it into a bottleneck and :class:`.records.Finding`
 records, :mod:`.roadmap` ranks them by the gain the model predicts,
 :mod:`.score` compares a prediction with the next version's measurement and keeps the history,
-:mod:`.source_lines` quotes each finding's source line where its file has it,
-:mod:`.render` writes the report. :mod:`.threadflow` is the per-lane dataflow the static rules
-use. No module imports a GPU library at import time.
+:mod:`.source_lines` quotes each finding's source line where its file has it; the report stage
+(``report.analyze_render``) writes the report. :mod:`.threadflow` is the per-lane dataflow the
+static rules use. No module imports a GPU library at import time.
 
 Typical use (no GPU needed)::
 
@@ -36,7 +36,7 @@ _LAZY = {
     "evidence_changes": "score", "assign_samples": "sources",
     "quote_locations": "source_lines",
     "callable_workload": "workload", "cuda_workload": "workload",
-    "describe": "workload", "write_analysis_report": "render",
+    "describe": "workload",
     "AnalysisResult": "records", "Finding": "records", "RoadmapItem": "records",
     "Score": "records",
 }

@@ -5,8 +5,8 @@ kernels (:mod:`sparsescope.sass`) and compute the model's floor -- then assemble
 :class:`~sparsescope.analyze.evidence.Evidence`.
 
 GPU libraries (CuPy, PyTorch) are imported inside the functions. The ncu run profiles exactly one
-call: the target program (:mod:`sparsescope.analyze.target`) warms up, then brackets one call with
-``cudaProfilerStart/Stop`` and ncu runs with ``--profile-from-start off``.
+call: the target program (``python -m sparsescope.target workload``) warms up, then brackets
+one call with ``cudaProfilerStart/Stop`` and ncu runs with ``--profile-from-start off``.
 """
 
 from __future__ import annotations
@@ -180,7 +180,7 @@ def profile_once(workload: Workload, out_dir: Path, *, ncu: str | None = None,
     out_dir.mkdir(parents=True, exist_ok=True)
     spec_path = out_dir / "workload.json"
     spec_path.write_text(json.dumps(workload.to_dict(), indent=1))
-    target = [sys.executable, "-m", "sparsescope.analyze.target", str(spec_path)]
+    target = [sys.executable, "-m", "sparsescope.target", "workload", str(spec_path)]
     options = CollectOptions(section_set="full", clock_control="none",
                              kernel_filter=f"regex:{workload.kernel}" if workload.kernel
                              else None, import_source=True,

@@ -1,20 +1,17 @@
 """Backends: implementations of an op (SciPy on the CPU; cuSPARSE, CuPy, own kernels on a GPU).
 
-``registry`` names them as lazy ``"module:Class"`` factories, ``base`` defines what a backend
-declares (:class:`Capability`) and implements, ``runner`` runs a case behind the correctness
-gate. Importing this package imports no backend module and no GPU library.
+The registry table (:mod:`sparsescope.registry`) names them as lazy ``"module:Class"``
+factories keyed by (op, name); ``registry`` here finds them, ``base`` defines what a backend
+declares (:class:`Capability`, its :class:`~sparsescope.model.traffic.Traffic`) and implements,
+``runner`` runs a case behind the correctness gate. Importing this package imports no backend
+module and no GPU library.
 """
 
-from sparsescope.backends.base import Backend, Capability
-from sparsescope.backends.registry import (
-    BACKENDS,
-    default_backends,
-    get_backend,
-    list_backends,
-)
+from sparsescope.backends.base import Backend, Capability, OpBackend, SpmvBackend
+from sparsescope.backends.registry import default_backends, get_backend, list_backends
 
-__all__ = ["BACKENDS", "Backend", "Capability", "default_backends", "get_backend",
-           "list_backends", "run_case"]
+__all__ = ["Backend", "Capability", "OpBackend", "SpmvBackend", "default_backends",
+           "get_backend", "list_backends", "run_case"]
 
 
 def __getattr__(name: str):

@@ -1,16 +1,21 @@
-"""Helpers shared by the GPU backends and the GPU ceilings: probes, kernel sources, sizes.
+"""Helpers shared by the GPU backends: probes, kernel sources, sizes.
 
-Nothing here imports torch or CuPy at module import; the probes import them on first call and
-cache the answer for the process.
+The probes and the kernel loader (``torch_cuda_status``, ``cupy_cuda_status``,
+``kernel_source``, ``raw_module``) live in :mod:`sparsescope.hardware._gpu_runtime`, where the
+GPU ceilings can use them without ``hardware`` importing ``backends``; they are re-exported
+here for the backends. Nothing here imports torch or CuPy at module import; the probes import
+them on first call and cache the answer for the process.
 """
 
 from __future__ import annotations
 
-import functools
-import importlib.util
-from importlib import resources
-
 import numpy as np
+
+# Re-exported for the backends (redundant aliases mark them as re-exports).
+from sparsescope.hardware._gpu_runtime import cupy_cuda_status as cupy_cuda_status
+from sparsescope.hardware._gpu_runtime import kernel_source as kernel_source
+from sparsescope.hardware._gpu_runtime import raw_module as raw_module
+from sparsescope.hardware._gpu_runtime import torch_cuda_status as torch_cuda_status
 
 #: CUDA C++ spelling of the value and index types a kernel is instantiated for.
 CUDA_VALUE_TYPES = {"float32": "float", "float64": "double"}
@@ -20,63 +25,6 @@ VALUE_DTYPES = {"float32": np.float32, "float64": np.float64}
 
 #: Threads per row the vector kernel can use (a power of two dividing a warp).
 VECTOR_WIDTHS = (2, 4, 8, 16, 32)
-
-
-def _has_module(name: str) -> bool:
-    try:
-        return importlib.util.find_spec(name) is not None
-    except (ImportError, ValueError):
-        return False
-
-
-@functools.lru_cache(maxsize=1)
-def torch_cuda_status() -> tuple[bool, str]:
-    """(True, "") when PyTorch imports and opens a CUDA device, else (False, why not)."""
-    if not _has_module("torch"):
-        return False, "torch is not installed (pip install 'sparsescope[torch]')"
-    try:
-        import torch
-
-        if not torch.cuda.is_available():
-            return False, f"torch {torch.__version__} sees no CUDA device"
-        torch.cuda.get_device_properties(0)
-    except Exception as exc:  # a broken driver or install: report it, do not crash the run
-        return False, f"torch cannot open a CUDA device: {type(exc).__name__}: {exc}"
-    return True, ""
-
-
-@functools.lru_cache(maxsize=1)
-def cupy_cuda_status() -> tuple[bool, str]:
-    """(True, "") when CuPy imports and opens a CUDA device, else (False, why not)."""
-    if not _has_module("cupy"):
-        return False, "cupy is not installed (pip install 'sparsescope[gpu]')"
-    try:
-        import cupy
-
-        if cupy.cuda.runtime.getDeviceCount() < 1:
-            return False, "cupy sees no CUDA device"
-        cupy.cuda.runtime.getDeviceProperties(0)
-    except Exception as exc:
-        return False, f"cupy cannot open a CUDA device: {type(exc).__name__}: {exc}"
-    return True, ""
-
-
-def kernel_source(name: str) -> str:
-    """Text of ``sparsescope/backends/kernels/<name>`` (shipped as package data)."""
-    return resources.files("sparsescope.backends").joinpath("kernels", name).read_text("utf-8")
-
-
-@functools.lru_cache(maxsize=8)
-def raw_module(source_name: str, name_expressions: tuple[str, ...] = ()):
-    """``cupy.RawModule`` of a kernel source, compiled once per process by NVRTC.
-
-    ``-std=c++17`` for the templates; NVRTC targets the present device's architecture
-    (CuPy passes ``-arch=sm_XY`` itself), so Hopper code is built on an H200.
-    """
-    import cupy
-
-    return cupy.RawModule(code=kernel_source(source_name), options=("-std=c++17",),
-                          name_expressions=name_expressions or None)
 
 
 def device_l2_bytes(library: str) -> int:

@@ -1,4 +1,13 @@
-"""What a backend is: a declared :class:`Capability` and five methods the runner calls.
+"""What a backend is: a declared :class:`Capability`, the bytes its format moves, and the
+methods the one runner (:mod:`sparsescope.backends.runner`) calls.
+
+The runner sees every backend through :class:`Backend`'s ``*_case`` methods, whatever the op.
+Two bases implement them for the two ways a backend is written:
+
+* :class:`SpmvBackend`: ``prepare(csr, value_dtype, index_bytes)``, ``run(prepared, x)``,
+  ``time(prepared, x, config)`` -- the SpMV contract every SpMV backend is written to;
+* :class:`OpBackend`: ``prepare(case, value_dtype, index_bytes)``, ``run(prepared)``,
+  ``time(prepared, config)`` -- any op, the whole :class:`~sparsescope.ops.base.OpCase` given.
 
 A backend module imports its library (torch, cupy, ...) inside its methods, never at module
 top, so the registry can name it without loading anything.
@@ -7,12 +16,13 @@ top, so the registry can name it without loading anything.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
+from sparsescope.model.traffic import Traffic
 from sparsescope.timing.types import Measurement, TimingConfig
 
 
@@ -47,7 +57,8 @@ class Capability:
 
 
 class Backend(ABC):
-    """One implementation of an op. Subclasses set :attr:`name` and :attr:`capability`."""
+    """One implementation of an op, as the runner calls it. Subclasses set :attr:`name` and
+    :attr:`capability` (and derive from :class:`SpmvBackend` or :class:`OpBackend`)."""
 
     name: str = ""
     capability: Capability
@@ -55,6 +66,51 @@ class Backend(ABC):
     def availability(self) -> tuple[bool, str]:
         """(True, "") when the backend can run here, else (False, why not)."""
         return True, ""
+
+    def unsupported_params(self, case: Any) -> str:
+        """Why this backend cannot run the case's parameters (e.g. a layout), or ``""``."""
+        return ""
+
+    @abstractmethod
+    def prepare_case(self, case: Any, value_dtype: str, index_bytes: int) -> Any:
+        """Convert the case's matrix and inputs to the backend's format (on its device)."""
+
+    @abstractmethod
+    def run_case(self, prepared: Any) -> np.ndarray:
+        """One call; the output as a host array of the reference's shape."""
+
+    @abstractmethod
+    def time_case(self, prepared: Any, config: TimingConfig) -> Measurement:
+        """Time the call with the one protocol (``timing.time_host`` or CUDA events)."""
+
+    @abstractmethod
+    def poison_case(self, prepared: Any) -> bool:
+        """Fill the reused output buffer with NaN before the checked run; False when the
+        backend returns a fresh array on every call (the runner then checks it is fresh)."""
+
+    @abstractmethod
+    def case_notes(self, prepared: Any) -> dict[str, str]:
+        """Free-text facts worth keeping with the case (kernel chosen, launch shape)."""
+
+    @abstractmethod
+    def library_versions(self) -> dict[str, str]:
+        """Library -> version of everything that computed the numbers."""
+
+    def traffic(self, case: Any, prepared: Any) -> Traffic:
+        """The bytes one call moves at least, array by array, in this backend's own format.
+
+        The default: plain CSR at the case's index width (``case.csr_traffic``), with the
+        output read as well when the backend computes ``y += A x`` (``capability.y_read``). A
+        backend with a format of its own overrides this with the bytes of its packed arrays.
+        """
+        base = case.csr_traffic
+        if base is None or not self.capability.y_read:
+            return base
+        return replace(base, y_read_bytes=base.y_written_bytes)
+
+
+class SpmvBackend(Backend):
+    """A backend of ``y = A x`` written to the SpMV contract (the matrix and x, not the case)."""
 
     @abstractmethod
     def prepare(self, matrix_csr: sp.csr_matrix, value_dtype: str, index_bytes: int) -> Any:
@@ -68,22 +124,86 @@ class Backend(ABC):
     def time(self, prepared: Any, x: np.ndarray, config: TimingConfig) -> Measurement:
         """Time the call with the one protocol (``timing.time_host`` or CUDA events)."""
 
-    @abstractmethod
-    def library_versions(self) -> dict[str, str]:
-        """Library -> version of everything that computed the numbers."""
-
     def poison_output(self, prepared: Any) -> bool:
         """Fill the output buffer the next :meth:`run` writes with NaN; True if there is one.
 
         GPU backends own a device ``y`` buffer reused across calls: they fill it with NaN
-        (``cupy``: ``y.fill(cupy.nan)``; torch: ``y.fill_(float('nan'))``) before the checked
-        run, so a kernel that skips a row leaves NaN and fails the gate instead of passing on
-        values left by an earlier call. A backend that returns a freshly allocated array on
-        every call (SciPy) has no such buffer and returns False; the runner then checks that
-        the array is fresh and full-length instead.
+        before the checked run, so a kernel that skips a row leaves NaN and fails the gate
+        instead of passing on values left by an earlier call. A backend that returns a freshly
+        allocated array on every call (SciPy) has no such buffer and returns False.
         """
         return False
 
     def notes(self, prepared: Any) -> dict[str, str]:
         """Backend-specific facts worth keeping with the case (kernel chosen, ...)."""
         return {}
+
+    def own_traffic(self, prepared: Any) -> Traffic | None:
+        """The bytes of the backend's own format once prepared, or None for plain CSR."""
+        return None
+
+    # -- the runner's view: the case's x travels with the prepared format ---------------------
+    def prepare_case(self, case: Any, value_dtype: str, index_bytes: int) -> Any:
+        return _SpmvPrepared(self.prepare(case.matrix, value_dtype, index_bytes), case.inputs)
+
+    def run_case(self, prepared: Any) -> np.ndarray:
+        return self.run(prepared.prepared, prepared.x)
+
+    def time_case(self, prepared: Any, config: TimingConfig) -> Measurement:
+        return self.time(prepared.prepared, prepared.x, config)
+
+    def poison_case(self, prepared: Any) -> bool:
+        return self.poison_output(prepared.prepared)
+
+    def case_notes(self, prepared: Any) -> dict[str, str]:
+        return self.notes(prepared.prepared)
+
+    def traffic(self, case: Any, prepared: Any) -> Traffic:
+        own = self.own_traffic(prepared.prepared) if prepared is not None else None
+        return own if own is not None else super().traffic(case, prepared)
+
+
+@dataclass(frozen=True)
+class _SpmvPrepared:
+    prepared: Any
+    x: np.ndarray
+
+
+class OpBackend(Backend):
+    """A backend given the whole :class:`~sparsescope.ops.base.OpCase` (any op)."""
+
+    @abstractmethod
+    def prepare(self, case: Any, value_dtype: str, index_bytes: int) -> Any:
+        """Convert the case's matrix and inputs to the backend's format (on its device)."""
+
+    @abstractmethod
+    def run(self, prepared: Any) -> np.ndarray:
+        """One call; the output as a host array of the reference's shape."""
+
+    @abstractmethod
+    def time(self, prepared: Any, config: TimingConfig) -> Measurement:
+        """Time the call with the one protocol (``timing.time_host`` or ``timing.time_cuda``)."""
+
+    def poison_output(self, prepared: Any) -> bool:
+        """Fill a reused output buffer with NaN before the checked run; False when there is
+        none (the runner then checks the output is a fresh array instead)."""
+        return False
+
+    def notes(self, prepared: Any) -> dict[str, str]:
+        """Backend-specific facts worth keeping with the case (kernel chosen, launch shape)."""
+        return {}
+
+    def prepare_case(self, case: Any, value_dtype: str, index_bytes: int) -> Any:
+        return self.prepare(case, value_dtype, index_bytes)
+
+    def run_case(self, prepared: Any) -> np.ndarray:
+        return self.run(prepared)
+
+    def time_case(self, prepared: Any, config: TimingConfig) -> Measurement:
+        return self.time(prepared, config)
+
+    def poison_case(self, prepared: Any) -> bool:
+        return self.poison_output(prepared)
+
+    def case_notes(self, prepared: Any) -> dict[str, str]:
+        return self.notes(prepared)

@@ -24,7 +24,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from sparsescope.backends import _gpu
-from sparsescope.backends.base import Backend, Capability
+from sparsescope.backends.base import Capability, SpmvBackend
 from sparsescope.timing.types import Measurement, TimingConfig
 
 SOURCE = "spmv_csr.cu"
@@ -64,7 +64,7 @@ class PreparedCsr:
     notes: dict[str, str]
 
 
-class _CudaCsrKernel(Backend):
+class _CudaCsrKernel(SpmvBackend):
     """A CSR kernel from ``spmv_csr.cu``; subclasses choose the threads per row."""
 
     capability: Capability

@@ -20,7 +20,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from sparsescope.backends import _gpu
-from sparsescope.backends.base import Backend, Capability
+from sparsescope.backends.base import Capability, SpmvBackend
 from sparsescope.timing.types import Measurement, TimingConfig
 
 
@@ -34,7 +34,7 @@ class PreparedCupy:
     value_bytes: int
 
 
-class CupyCusparseI32(Backend):
+class CupyCusparseI32(SpmvBackend):
     name = "cupy-cusparse-i32"
     capability = Capability(
         ops=("spmv",), value_dtypes=("float32", "float64"), index_bytes=(4,), device="gpu",

@@ -1,60 +1,35 @@
-"""Registry of backends: name -> lazy factory, never an if/elif over names.
+"""Finding backends: by name from the registry table (:mod:`sparsescope.registry`), keyed there
+by (op, name), loaded on use -- importing this module loads no backend and no GPU library.
 
-A factory is a ``"module:Class"`` string (the module is imported only when the backend is asked
-for, so importing the registry loads no backend and no GPU library) or a callable returning a
-:class:`~sparsescope.backends.base.Backend` (tests register fakes this way).
+A factory is a ``"module:Class"`` string or a callable returning a
+:class:`~sparsescope.backends.base.Backend` (tests register fakes with
+``sparsescope.registry.register_backend``). Keyword options of :func:`get_backend` go to the
+backend's constructor: a kernel variant (``unroll=4``) of an own backend.
 """
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable
+from typing import Any
 
+from sparsescope import registry
 from sparsescope.backends.base import Backend
-from sparsescope.errors import UnknownNameError, UsageError
-from sparsescope.ops.registry import get_op, op_backends
-
-BACKENDS: dict[str, str | Callable[[], Backend]] = {
-    "scipy-cpu": "sparsescope.backends.scipy_cpu:ScipyCpuBackend",
-    "torch-cusparse-i64": "sparsescope.backends.torch_cusparse:TorchCusparseI64",
-    "torch-cusparse-i32": "sparsescope.backends.torch_cusparse:TorchCusparseI32",
-    "cupy-cusparse-i32": "sparsescope.backends.cupy_cusparse:CupyCusparseI32",
-    "cuda-csr-scalar": "sparsescope.backends.cuda_kernels:CudaCsrScalar",
-    "cuda-csr-vector": "sparsescope.backends.cuda_kernels:CudaCsrVector",
-    # Our own SpMV kernels (issue 5), selected by matrix statistics in cuda-spmv-auto.
-    "cuda-spmv-adaptive": "sparsescope.backends.spmv_adaptive:CudaSpmvAdaptive",
-    "cuda-spmv-merge": "sparsescope.backends.spmv_merge:CudaSpmvMerge",
-    "cuda-spmv-sell": "sparsescope.backends.spmv_sell:CudaSpmvSell",
-    "cuda-spmv-delta16": "sparsescope.backends.spmv_sell:CudaSpmvDelta16",
-    "cuda-spmv-blocked16": "sparsescope.backends.spmv_sell:CudaSpmvBlocked16",
-    "cuda-spmv-delta16-tiles": "sparsescope.backends.spmv_compressed:CudaSpmvTileDelta16",
-    "cuda-spmv-auto": "sparsescope.backends.spmv_auto:CudaSpmvAuto",
-}
-BACKENDS.update(op_backends())  # SpMM and slice backends, named by sparsescope.ops.registry
-
-#: Backends a run uses when none are named, per device kind.
-DEFAULTS: dict[str, tuple[str, ...]] = {
-    "cpu": ("scipy-cpu",),
-    "gpu": ("torch-cusparse-i64", "torch-cusparse-i32", "cupy-cusparse-i32", "cuda-csr-scalar",
-            "cuda-csr-vector", "cuda-spmv-auto"),
-}
+from sparsescope.errors import UsageError
 
 
-def list_backends() -> list[str]:
-    """Registered backend names, sorted."""
-    return sorted(BACKENDS)
+def list_backends(op: str | None = None) -> list[str]:
+    """Registered backend names (of ``op``, or of every op), sorted."""
+    return registry.backend_names(op)
 
 
-def get_backend(name: str) -> Backend:
-    """A new instance of the backend registered as ``name``."""
+def get_backend(name: str, **options: Any) -> Backend:
+    """A new instance of the backend registered as ``name``, built with ``options``."""
+    factory = registry.load(registry.BACKENDS[(registry.backend_op(name), name)])
     try:
-        factory = BACKENDS[name]
-    except KeyError:
-        raise UnknownNameError("backend", name, list(BACKENDS)) from None
-    if isinstance(factory, str):
-        module_name, _, class_name = factory.partition(":")
-        factory = getattr(importlib.import_module(module_name), class_name)
-    backend = factory()
+        backend = factory(**options)
+    except TypeError as exc:
+        if not options:
+            raise
+        raise UsageError(f"backend {name!r} does not take these options: {exc}") from None
     if not backend.name:
         backend.name = name
     return backend
@@ -62,8 +37,14 @@ def get_backend(name: str) -> Backend:
 
 def default_backends(device_kind: str, op: str = "spmv") -> list[str]:
     """Backends run by default for ``op`` on a ``cpu`` or ``gpu`` machine."""
-    if device_kind not in DEFAULTS:
-        raise UsageError(f"device kind must be one of {', '.join(DEFAULTS)}, got {device_kind!r}")
-    if op == "spmv":
-        return list(DEFAULTS[device_kind])
-    return list(get_op(op).defaults[device_kind])
+    defaults = registry.op_entry(op).defaults
+    if device_kind not in defaults:
+        raise UsageError(f"device kind must be one of {', '.join(defaults)}, got "
+                         f"{device_kind!r}")
+    return list(defaults[device_kind])
+
+
+def device_backends(device_kind: str, op: str) -> list[str]:
+    """Every backend of ``op`` for a ``cpu`` or ``gpu`` machine (what ``--backend all`` runs)."""
+    return [name for name in list_backends(op)
+            if get_backend(name).capability.device == device_kind]

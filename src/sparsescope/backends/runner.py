@@ -1,32 +1,37 @@
-"""Run one (matrix, backend) case behind the correctness gate.
+"""The one runner: prepare -> check against float64 -> time -> record, for every op and backend.
 
 Order, each step able to end the case with a recorded reason:
 
-1. skipped: the backend does not support the op, value dtype or index width (its
-   :class:`~sparsescope.backends.base.Capability`), or is not available on this machine;
-2. prepare; poison the output (GPU backends fill their ``y`` buffer with NaN); run once;
-3. failed: the run raised, or the output is not a fresh full-length array, or its relative
-   error against the float64 reference is above the tolerance; a failed case is never timed;
-4. ok: timed with the one protocol, the measurement stored next to the error.
+1. the op validates the parameters and builds the case (inputs, float64 reference, tolerance,
+   byte model) -- bad parameters, such as an out-of-range row index, raise a
+   :class:`~sparsescope.errors.UsageError` here, before any backend is prepared or launched;
+2. skipped: the backend does not support the op, value dtype, index width or parameters, or is
+   not available on this machine (its reason kept);
+3. prepare; the backend declares the bytes its format moves (:class:`~sparsescope.model.
+   traffic.Traffic`); poison the output (backends owning an output buffer fill it with NaN);
+   run once;
+4. failed: the run raised, the output is not a fresh array of the reference's shape, or its
+   error is above the tolerance -- never timed;
+5. ok: timed with the one protocol; the measurement stored next to the error.
 
 A backend exception becomes a ``failed`` case with the exception text, never a crash.
 """
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
 import numpy as np
 
 from sparsescope.backends.base import Backend
 from sparsescope.backends.registry import get_backend
 from sparsescope.matrices.types import Matrix
-from sparsescope.ops.spmv import (
-    DEFAULT_TOLERANCE,
-    OP_NAME,
-    cancellation_factor,
-    check_output,
-    make_x,
-    reference_spmv,
-)
+from sparsescope.ops.base import OpCase
+from sparsescope.ops.params import OpParams
+from sparsescope.ops.registry import get_op
 from sparsescope.results.records import CaseResult
 from sparsescope.timing.types import TimingConfig
 
@@ -35,99 +40,186 @@ VALUE_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}
 _INT32_MAX = 2**31 - 1
 
 
-CANCELLATION_ALLOWANCE = 10.0
-"""kappa up to which the plain tolerance applies (see ``ops.spmv.cancellation_factor``)."""
+@dataclass(frozen=True)
+class BackendChoice:
+    """A backend to run, with constructor options (a kernel variant) and its label."""
+
+    name: str
+    """Registry name, e.g. ``cuda-spmv-sell``."""
+    options: tuple[tuple[str, Any], ...] = ()
+    """Keyword options for the backend's constructor, e.g. ``(("unroll", 4),)``."""
+    label: str = ""
+    """How results name it (``CaseResult.backend``); the name when empty."""
+
+    @property
+    def result_name(self) -> str:
+        return self.label or self.name
+
+    def create(self) -> Backend:
+        backend = get_backend(self.name, **dict(self.options))
+        return backend
+
+
+def _numpy_dtype(name: str) -> bool:
+    try:
+        np.dtype(name)
+    except TypeError:
+        return False
+    return True
 
 
 def _error_text(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def _output_problem(y: object, rows: int, x: np.ndarray, poisoned: bool) -> str:
-    """Why ``y`` cannot be checked, or an empty string.
+def _input_arrays(case: OpCase) -> list[np.ndarray]:
+    inputs = case.inputs
+    arrays = [case.matrix.data, case.matrix.indices, case.matrix.indptr]
+    if isinstance(inputs, np.ndarray):
+        arrays.append(inputs)
+    elif isinstance(getattr(inputs, "rows", None), np.ndarray):
+        arrays.append(inputs.rows)
+    return arrays
 
-    Without a poisoned buffer the result must be a fresh host array: one aliasing ``x`` could
-    carry values the kernel never wrote.
-    """
-    if not isinstance(y, np.ndarray):
-        return f"run returned {type(y).__name__}, expected a NumPy array"
-    if y.shape != (rows,):
-        return f"output has shape {y.shape}, expected ({rows},)"
-    if not poisoned and np.shares_memory(y, x):
-        return "output aliases the input x"
+
+def output_problem(out: object, case: OpCase, poisoned: bool) -> str:
+    """Why ``out`` cannot be checked, or an empty string. Without a poisoned buffer the output
+    must be a fresh host array: one aliasing an input could carry values never written."""
+    if not isinstance(out, np.ndarray):
+        return f"run returned {type(out).__name__}, expected a NumPy array"
+    if out.shape != case.output_shape:
+        return f"output has shape {out.shape}, expected {case.output_shape}"
+    if not poisoned and any(np.shares_memory(out, a) for a in _input_arrays(case)):
+        return "output aliases an input array"
     return ""
 
 
-def run_case(matrix: Matrix, backend_name: str, *, config: TimingConfig,
-             value_dtype: str = "float32", index_bytes: int | None = None,
-             tolerance: float | None = None, x_seed: int = 0) -> CaseResult:
-    """Check ``backend_name`` on ``matrix`` against float64, then time it if it passed."""
-    backend = get_backend(backend_name)
-    cap = backend.capability
-    index_bytes = cap.index_bytes[0] if index_bytes is None else index_bytes
-    base = dict(matrix=matrix.name, backend=backend_name, op=OP_NAME,
-                value_bytes=VALUE_BYTES.get(value_dtype, 0), index_bytes=index_bytes,
-                y_read=cap.y_read)
-
-    reason = cap.unsupported_reason(OP_NAME, value_dtype, index_bytes)
-    if not reason and index_bytes == 4 and max(matrix.nnz, matrix.rows, matrix.cols) > _INT32_MAX:
-        reason = f"nnz {matrix.nnz} does not fit INT32 indices"
+def skip_reason(backend: Backend, case: OpCase, value_dtype: str, index_bytes: int) -> str:
+    """Why ``backend`` cannot run ``case`` here, or an empty string."""
+    reason = backend.capability.unsupported_reason(case.op, value_dtype, index_bytes)
+    if not reason and index_bytes == 4 and max(case.matrix.nnz, *case.matrix.shape) > _INT32_MAX:
+        reason = f"nnz {case.matrix.nnz} does not fit INT32 indices"
+    if not reason:
+        reason = backend.unsupported_params(case)
     if not reason:
         available, why = backend.availability()
         reason = "" if available else f"backend unavailable: {why}"
+    return reason
+
+
+def run_case(matrix: Matrix, backend: str | BackendChoice | Backend, op: str = "spmv",
+             params: Mapping[str, Any] | OpParams | None = None, *, config: TimingConfig,
+             value_dtype: str = "float32", index_bytes: int | None = None,
+             tolerance: float | None = None, seed: int = 0, strict: bool = False,
+             timed: bool = True, case: OpCase | None = None) -> CaseResult:
+    """Check ``backend`` on ``matrix`` for ``op`` with ``params``, then time it if it passed.
+
+    ``backend``: a registry name, a :class:`BackendChoice` (a variant), or an instance (tests
+    pass fakes). ``timed=False`` stops after the check (the ncu target: ncu replays the
+    launches itself). ``case``: the op case already built for these arguments."""
+    if isinstance(backend, Backend):
+        instance, label = backend, backend.name
+    else:
+        choice = backend if isinstance(backend, BackendChoice) else BackendChoice(backend)
+        instance, label = choice.create(), choice.result_name
+    index_bytes = instance.capability.index_bytes[0] if index_bytes is None else index_bytes
+    refused = instance.capability.unsupported_reason(op, value_dtype, index_bytes)
+    if case is None and refused and not _numpy_dtype(value_dtype):
+        # A value dtype NumPy lacks (bfloat16) cannot build the case's inputs: the backend's
+        # refusal is the outcome (the parameters are still validated).
+        op_obj = get_op(op)
+        return CaseResult(matrix=matrix.name, backend=label, op=op,
+                          value_bytes=VALUE_BYTES.get(value_dtype, 0), index_bytes=index_bytes,
+                          y_read=instance.capability.y_read,
+                          params=op_obj.resolve_params(params), derived=op_obj.derived_type(),
+                          outcome="skipped", reason=refused)
+    if case is None:
+        case = get_op(op).make_case(matrix.csr, params, value_dtype=value_dtype,
+                                    index_bytes=index_bytes, seed=seed, tolerance=tolerance,
+                                    strict=strict)
+    base = dict(matrix=matrix.name, backend=label, op=case.op,
+                value_bytes=VALUE_BYTES.get(value_dtype, 0), index_bytes=index_bytes,
+                y_read=instance.capability.y_read, params=case.params, derived=case.derived)
+    reason = skip_reason(instance, case, value_dtype, index_bytes)
     if reason:
         return CaseResult(**base, outcome="skipped", reason=reason)
-    if tolerance is None:
-        tolerance = DEFAULT_TOLERANCE.get(value_dtype, 1e-5)
-    return _checked_and_timed(backend, matrix, base, config=config, value_dtype=value_dtype,
-                              index_bytes=index_bytes, tolerance=tolerance, x_seed=x_seed)
+    return _checked_and_timed(instance, case, base, config=config, value_dtype=value_dtype,
+                              index_bytes=index_bytes, timed=timed)
 
 
-def _checked_and_timed(backend: Backend, matrix: Matrix, base: dict, *, config: TimingConfig,
-                       value_dtype: str, index_bytes: int, tolerance: float,
-                       x_seed: int) -> CaseResult:
-    x = make_x(matrix.cols, seed=x_seed, dtype=value_dtype)
-    y_ref = reference_spmv(matrix.csr, x)
+def _checked_and_timed(backend: Backend, case: OpCase, base: dict, *, config: TimingConfig,
+                       value_dtype: str, index_bytes: int, timed: bool) -> CaseResult:
     try:
-        prepared = backend.prepare(matrix.csr, value_dtype, index_bytes)
+        prepared = backend.prepare_case(case, value_dtype, index_bytes)
     except Exception as exc:
         return CaseResult(**base, outcome="failed", reason=f"prepare failed: {_error_text(exc)}")
-    notes = _notes(backend, prepared)
+    notes = _backend_notes(backend, prepared)
+    base = {**base, "notes": notes, "traffic": _declared_traffic(backend, case, prepared)}
     try:
-        poisoned = backend.poison_output(prepared)
-        y = backend.run(prepared, x)
+        poisoned = backend.poison_case(prepared)
+        out = backend.run_case(prepared)
     except Exception as exc:
-        return CaseResult(**base, outcome="failed", reason=f"run failed: {_error_text(exc)}",
-                          notes=notes)
-    problem = _output_problem(y, matrix.rows, x, poisoned)
+        return CaseResult(**base, outcome="failed", reason=f"run failed: {_error_text(exc)}")
+    problem = output_problem(out, case, poisoned)
     if problem:
-        return CaseResult(**base, outcome="failed", reason=problem, notes=notes)
-    # Float rounding scales with kappa = || |A||x| || / ||Ax||: a strongly cancelling sum is not
-    # a wrong kernel. Ordinary random inputs have kappa of a few, so the gate keeps the plain
-    # tolerance up to CANCELLATION_ALLOWANCE and widens it only beyond (recorded in the notes).
-    kappa = cancellation_factor(matrix.csr, x)
-    if kappa > CANCELLATION_ALLOWANCE:
-        tolerance = tolerance * kappa / CANCELLATION_ALLOWANCE
-        notes = {**notes, "tolerance_scaled_by_cancellation": f"kappa {kappa:.3g}"}
-    correctness = check_output(y, y_ref, tolerance)
+        return CaseResult(**base, outcome="failed", reason=problem)
+    correctness = get_op(case.op).check(out, case)
     if not correctness.passed:
-        return CaseResult(**base, outcome="failed", correctness=correctness, notes=notes,
+        return CaseResult(**base, outcome="failed", correctness=correctness,
                           reason=f"rel_err {correctness.rel_err:.3g} above tolerance "
-                                 f"{tolerance:.3g}; not timed")
+                                 f"{correctness.tolerance:.3g}; not timed")
+    if not timed:
+        return CaseResult(**base, outcome="ok", correctness=correctness,
+                          reason="checked only, not timed")
     try:
-        measurement = backend.time(prepared, x, config)
+        measurement = backend.time_case(prepared, config)
     except Exception as exc:
-        return CaseResult(**base, outcome="failed", correctness=correctness, notes=notes,
+        return CaseResult(**base, outcome="failed", correctness=correctness,
                           reason=f"timing failed: {_error_text(exc)}")
-    return CaseResult(**base, outcome="ok", measurement=measurement, correctness=correctness,
-                      notes=notes)
+    return CaseResult(**base, outcome="ok", measurement=measurement, correctness=correctness)
 
 
-def _notes(backend: Backend, prepared: object) -> dict[str, str]:
+def _declared_traffic(backend: Backend, case: OpCase, prepared: Any):
     try:
-        return {str(k): str(v) for k, v in backend.notes(prepared).items()}
+        return backend.traffic(case, prepared)
+    except Exception:  # a declaration that fails must not fail the case: CSR's bytes stand in
+        return case.csr_traffic
+
+
+def _backend_notes(backend: Backend, prepared: object) -> dict[str, str]:
+    try:
+        return {str(k): str(v) for k, v in backend.case_notes(prepared).items()}
     except Exception as exc:  # notes are optional; their failure must not fail the case
         return {"notes_error": _error_text(exc)}
+
+
+def run_matrix(matrix: Matrix, backends: Sequence[str | BackendChoice], op: str,
+               params_list: Sequence[Mapping[str, Any] | OpParams], *, config: TimingConfig,
+               value_dtype: str = "float32", seed: int = 0, strict: bool = False,
+               on_case: Callable[[CaseResult], None] | None = None) -> list[CaseResult]:
+    """Every (parameters, backend) case of one matrix, parameters outermost (what ``run`` does
+    per matrix; each backend's default index width). The op case (inputs and float64
+    reference) is built once per parameter set and index width, not per backend. ``on_case``
+    is called with each result as it finishes (progress lines)."""
+    op_obj = get_op(op)
+    choices = [b if isinstance(b, BackendChoice) else BackendChoice(b) for b in backends]
+    results = []
+    for params in params_list:
+        built: dict[int, OpCase] = {}
+        for choice in choices:
+            backend = choice.create()
+            index_bytes = backend.capability.index_bytes[0]
+            if index_bytes not in built:
+                built[index_bytes] = op_obj.make_case(
+                    matrix.csr, params, value_dtype=value_dtype, index_bytes=index_bytes,
+                    seed=seed, strict=strict)
+            backend.name = choice.result_name
+            result = run_case(matrix, backend, op, config=config, value_dtype=value_dtype,
+                              seed=seed, strict=strict, case=built[index_bytes])
+            results.append(result)
+            if on_case is not None:
+                on_case(result)
+    return results
 
 
 EXIT_FAILED = 1
@@ -140,8 +232,6 @@ def report_case_exit(case: CaseResult, label: str) -> int:
     """Print ``label: outcome (reason)`` and return a one-case program's exit code: 0 for ok,
     :data:`EXIT_SKIPPED`, else :data:`EXIT_FAILED` (ncu reports a non-zero exit as "The
     application returned an error code")."""
-    import sys
-
     line = f"{label}: {case.outcome}"
     if case.reason:
         line += f" ({case.reason})"

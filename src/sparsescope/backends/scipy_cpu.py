@@ -10,14 +10,14 @@ import numpy as np
 import scipy
 import scipy.sparse as sp
 
-from sparsescope.backends.base import Backend, Capability
+from sparsescope.backends.base import Capability, SpmvBackend
 from sparsescope.timing.host import time_host
 from sparsescope.timing.types import Measurement, TimingConfig
 
 _INDEX_DTYPES = {4: np.int32, 8: np.int64}
 
 
-class ScipyCpuBackend(Backend):
+class ScipyCpuBackend(SpmvBackend):
     name = "scipy-cpu"
     capability = Capability(
         ops=("spmv",), value_dtypes=("float32", "float64"), index_bytes=(4, 8), device="cpu",

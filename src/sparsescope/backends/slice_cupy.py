@@ -13,10 +13,9 @@ from typing import Any
 import numpy as np
 
 from sparsescope.backends import _gpu
-from sparsescope.backends.base import Capability
-from sparsescope.backends.op_runner import OpBackend
+from sparsescope.backends.base import Capability, OpBackend
 from sparsescope.backends.spmm_cupy import cupy_csr
-from sparsescope.ops.registry import OpCase
+from sparsescope.ops.base import OpCase
 from sparsescope.timing.types import Measurement, TimingConfig
 
 

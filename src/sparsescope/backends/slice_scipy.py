@@ -13,10 +13,9 @@ import numpy as np
 import scipy
 import scipy.sparse as sp
 
-from sparsescope.backends.base import Capability
-from sparsescope.backends.op_runner import OpBackend
+from sparsescope.backends.base import Capability, OpBackend
 from sparsescope.backends.spmm_scipy import typed_csr
-from sparsescope.ops.registry import OpCase
+from sparsescope.ops.base import OpCase
 from sparsescope.timing.host import time_host
 from sparsescope.timing.types import Measurement, TimingConfig
 

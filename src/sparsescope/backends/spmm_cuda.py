@@ -35,9 +35,8 @@ from typing import Any
 import numpy as np
 
 from sparsescope.backends import _gpu
-from sparsescope.backends.base import Capability
-from sparsescope.backends.op_runner import OpBackend
-from sparsescope.ops.registry import OpCase
+from sparsescope.backends.base import Capability, OpBackend
+from sparsescope.ops.base import OpCase
 from sparsescope.timing.types import Measurement, TimingConfig
 
 SOURCE = "spmm_rowwarp.cu"
@@ -240,22 +239,22 @@ class SpmmCudaRowWarp(OpBackend):
         return _gpu.cupy_cuda_status()
 
     def unsupported_params(self, case: OpCase) -> str:
-        if case.params["layout"] != "row":
+        if case.params.layout != "row":
             return "the own SpMM kernel reads row-major X only (layout=col is not supported)"
         value_dtype = "float32" if case.traffic.value_bytes == 4 else "float64"
-        k = case.params["k"]
+        k = case.params.k
         if self.slab is not None and k % self.slab:
             return f"slab {self.slab} does not divide k = {k}"
         slab = choose_slab(k, self.slab)
         _, _, chunks = launch_shape(slab, value_dtype)
         if chunks > MAX_CHUNKS:
-            return f"k = {case.params['k']} needs {chunks} loads per lane (at most {MAX_CHUNKS})"
+            return f"k = {case.params.k} needs {chunks} loads per lane (at most {MAX_CHUNKS})"
         return ""
 
     def prepare(self, case: OpCase, value_dtype: str, index_bytes: int) -> PreparedSpmmCuda:
         import cupy
 
-        csr, k = case.matrix, case.params["k"]
+        csr, k = case.matrix, case.params.k
         dtype = _gpu.VALUE_DTYPES[value_dtype]
         slab = choose_slab(k, self.slab)
         shape = launch_shape(slab, value_dtype)

@@ -15,9 +15,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from sparsescope.backends import _gpu
-from sparsescope.backends.base import Capability
-from sparsescope.backends.op_runner import OpBackend
-from sparsescope.ops.registry import OpCase
+from sparsescope.backends.base import Capability, OpBackend
+from sparsescope.ops.base import OpCase
 from sparsescope.timing.types import Measurement, TimingConfig
 
 

@@ -29,9 +29,8 @@ from typing import Any
 import numpy as np
 
 from sparsescope.backends import _gpu
-from sparsescope.backends.base import Capability
-from sparsescope.backends.op_runner import OpBackend
-from sparsescope.ops.registry import OpCase
+from sparsescope.backends.base import Capability, OpBackend
+from sparsescope.ops.base import OpCase
 from sparsescope.timing.types import Measurement, TimingConfig
 
 MODULE = "pyGinkgo.pyGinkgoBindings"
@@ -90,7 +89,7 @@ class SpmmGinkgo(OpBackend):
         return ginkgo_status()
 
     def unsupported_params(self, case: OpCase) -> str:
-        if case.params["layout"] != "row":
+        if case.params.layout != "row":
             return "Ginkgo's Dense is row-major: layout=col is not run (it would need a copy)"
         return ""
 
@@ -108,7 +107,7 @@ class SpmmGinkgo(OpBackend):
             executor, (int(csr.shape[0]), int(csr.shape[1])), values, cols, ptrs)
         x_host = np.ascontiguousarray(case.inputs, dtype=dtype)
         dense = getattr(pgb.matrix, f"dense_{vt}")
-        k = int(case.params["k"])
+        k = int(case.params.k)
         x = dense(executor, x_host)
         y = dense(executor, (int(csr.shape[0]), k))
         return PreparedGinkgo(executor, matrix, x, y, int(csr.shape[0]), k, dtype,

@@ -13,9 +13,8 @@ import numpy as np
 import scipy
 import scipy.sparse as sp
 
-from sparsescope.backends.base import Capability
-from sparsescope.backends.op_runner import OpBackend
-from sparsescope.ops.registry import OpCase
+from sparsescope.backends.base import Capability, OpBackend
+from sparsescope.ops.base import OpCase
 from sparsescope.timing.host import time_host
 from sparsescope.timing.types import Measurement, TimingConfig
 

@@ -23,9 +23,8 @@ from typing import Any
 import numpy as np
 
 from sparsescope.backends import _gpu
-from sparsescope.backends.base import Capability
-from sparsescope.backends.op_runner import OpBackend
-from sparsescope.ops.registry import OpCase
+from sparsescope.backends.base import Capability, OpBackend
+from sparsescope.ops.base import OpCase
 from sparsescope.timing.types import Measurement, TimingConfig
 
 CALL = "torch.sparse.mm(A_csr, X)"

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from sparsescope.backends.base import Backend, Capability
+from sparsescope.backends.base import Capability, SpmvBackend
 from sparsescope.backends.select import Selection, select_for
 from sparsescope.backends.spmv_adaptive import CudaSpmvAdaptive
 from sparsescope.backends.spmv_device import CAPABILITY, OwnSpmvBackend
@@ -37,7 +37,7 @@ class PreparedAuto:
     prepared: Any
 
 
-class CudaSpmvAuto(Backend):
+class CudaSpmvAuto(SpmvBackend):
     name = "cuda-spmv-auto"
     capability = Capability(**CAPABILITY, description=(
         "own kernel chosen from matrix statistics (blocked16 / delta16 / sell / merge / "
@@ -70,6 +70,10 @@ class CudaSpmvAuto(Backend):
 
     def library_versions(self) -> dict[str, str]:
         return CudaSpmvAdaptive().library_versions()
+
+    def own_traffic(self, prepared: PreparedAuto):
+        """The chosen kernel's format bytes."""
+        return prepared.backend.own_traffic(prepared.prepared)
 
     def notes(self, prepared: PreparedAuto) -> dict[str, str]:
         s = prepared.selection

@@ -26,12 +26,13 @@ inf or NaN where a block has fill gives NaN where CSR would not (as cuSPARSE's B
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from sparsescope.backends.spmv_sell16_format import Sell16, decode_sell16, encode_sell16
 from sparsescope.backends.spmv_sell_format import C, pack_sell, reduce_slices
+from sparsescope.model.traffic import Traffic
 
 #: Block widths the kernel is instantiated for.
 BLOCK_WIDTHS = (2, 3, 4)
@@ -153,12 +154,20 @@ class SellBlocked:
         """Stored values per nonzero (fill and SELL padding)."""
         return self.width * self.padded / self.nnz if self.nnz else 1.0
 
-    def bytes_moved(self, rows: int, cols: int, value_bytes: int = 4) -> int:
-        """The delta16 packing's bytes (``padded (value_bytes + 2)`` plus escapes, slice
+    def traffic(self, rows: int, cols: int, value_bytes: int = 4) -> Traffic:
+        """The delta16 packing's arrays (``padded (value_bytes + 2)`` plus escapes, slice
         tables, destinations, x, y and split lists) with ``B - 1`` more values per stored
-        block: ``padded (B value_bytes + 2) + ...``."""
-        return (self.packed.bytes_moved(rows, cols, value_bytes)
-                + (self.width - 1) * value_bytes * self.padded)
+        block: ``padded (B value_bytes + 2) + ...``; padding counts fill values and empty
+        SELL slots."""
+        base = self.packed.traffic(rows, cols, value_bytes)
+        values = self.width * value_bytes * self.padded
+        return replace(base, format=f"SELL-32 1x{self.width} blocks delta16",
+                       values_bytes=values, flops=2 * self.nnz,
+                       padding_bytes=(self.width * self.padded - self.nnz) * value_bytes
+                       + 2 * (self.padded - self.blocks))
+
+    def bytes_moved(self, rows: int, cols: int, value_bytes: int = 4) -> int:
+        return self.traffic(rows, cols, value_bytes).total_bytes
 
 
 def pack_blocked(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, shape: tuple[int, int],

@@ -17,10 +17,11 @@ import numpy as np
 import scipy.sparse as sp
 
 from sparsescope.backends.base import Capability
-from sparsescope.backends.spmv_delta16_format import Delta16, delta16_bytes, encode_delta16
+from sparsescope.backends.spmv_delta16_format import Delta16, delta16_traffic, encode_delta16
 from sparsescope.backends.spmv_device import CAPABILITY, padded
 from sparsescope.backends.spmv_tiled import TiledBackend
 from sparsescope.backends.spmv_tiling import TileSet, merge_tiles, row_tiles
+from sparsescope.model.traffic import Traffic
 
 
 class CudaSpmvTileDelta16(TiledBackend):
@@ -43,9 +44,9 @@ class CudaSpmvTileDelta16(TiledBackend):
         escapes = fmt.escapes if fmt.escapes.size else np.zeros(1, np.int32)
         return padded(fmt.offsets, np.uint16), escapes, fmt.tiles
 
-    def format_bytes(self, fmt: Delta16, csr: sp.csr_matrix, value_bytes: int) -> int:
+    def format_traffic(self, fmt: Delta16, csr: sp.csr_matrix, value_bytes: int) -> Traffic:
         rows, cols = csr.shape
-        return delta16_bytes(rows, cols, csr.nnz, fmt.escapes.size, value_bytes, fmt.tiles)
+        return delta16_traffic(rows, cols, csr.nnz, fmt.escapes.size, value_bytes, fmt.tiles)
 
     def format_notes(self, fmt: Delta16) -> dict[str, str]:
         return {"escape_fraction": f"{fmt.escape_fraction:.4f}",

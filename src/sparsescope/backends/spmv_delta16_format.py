@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sparsescope.backends.spmv_tiling import TileSet
+from sparsescope.model.traffic import Traffic
 
 ESCAPE = 0xFFFF
 """16-bit marker of a column stored in the escape array."""
@@ -53,9 +54,18 @@ def delta16_bytes(rows: int, cols: int, nnz: int, n_escapes: int, value_bytes: i
         nnz * (value_bytes + 2) + 4 n_escapes + 4 (rows + 1) + value_bytes (cols + rows)
         + tile table and split lists
     """
+    return delta16_traffic(rows, cols, nnz, n_escapes, value_bytes, tiles).total_bytes
+
+
+def delta16_traffic(rows: int, cols: int, nnz: int, n_escapes: int, value_bytes: int = 4,
+                    tiles: TileSet | None = None) -> Traffic:
+    """:func:`delta16_bytes` by array: values, 16-bit offsets plus INT32 escapes, INT32 row
+    pointers plus the tile table, x and y."""
     table = tiles.table_bytes() if tiles is not None else 0
-    return (nnz * (value_bytes + 2) + 4 * n_escapes + 4 * (rows + 1)
-            + value_bytes * (cols + rows) + table)
+    return Traffic(format="CSR delta16 tiles", values_bytes=nnz * value_bytes,
+                   indices_bytes=2 * nnz + 4 * n_escapes, row_meta_bytes=4 * (rows + 1) + table,
+                   x_bytes=value_bytes * cols, y_read_bytes=0,
+                   y_written_bytes=value_bytes * rows, flops=2 * nnz)
 
 
 def _segment_sum(mask: np.ndarray, starts: np.ndarray, nonempty: np.ndarray) -> np.ndarray:

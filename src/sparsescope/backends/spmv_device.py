@@ -19,7 +19,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from sparsescope.backends import _gpu
-from sparsescope.backends.base import Backend, Capability
+from sparsescope.backends.base import Capability, SpmvBackend
+from sparsescope.model.traffic import Traffic
 from sparsescope.timing.types import Measurement, TimingConfig
 
 SOURCE = "spmv_own.cu"
@@ -118,6 +119,8 @@ class PreparedOwn:
     launches: list[Launch]
     bytes_moved: int
     """Bytes the format makes one SpMV read and write at least (its own byte model)."""
+    traffic: Traffic | None = None
+    """The same bytes by array, as the backend declares them (set by ``upload``)."""
     buffers: dict[str, Any] = field(default_factory=dict)
     notes: dict[str, str] = field(default_factory=dict)
 
@@ -138,7 +141,32 @@ def padded(array: np.ndarray, dtype, fill=0) -> np.ndarray:
     return out
 
 
-class OwnSpmvBackend(Backend):
+class FormatCache:
+    """Host formats of the last matrix prepared, by ``format_key``: a sweep over kernel
+    variants builds each packing once per matrix, not once per variant (packing 100 M nonzeros
+    takes seconds). Only the last matrix is kept, so the cache holds one matrix's formats."""
+
+    def __init__(self) -> None:
+        self._matrix: tuple = ()
+        self._formats: dict[tuple, Any] = {}
+
+    def get(self, csr: sp.csr_matrix, key: tuple, build) -> Any:
+        # the same object with the same arrays: a matrix changed in place gets new formats
+        identity = (id(csr), csr.data.ctypes.data, csr.indices.ctypes.data, csr.nnz, csr.shape)
+        if identity != self._matrix:
+            self._matrix, self._formats = identity, {}
+        if key not in self._formats:
+            self._formats[key] = build(csr)
+        return self._formats[key]
+
+    def clear(self) -> None:
+        self._matrix, self._formats = (), {}
+
+
+FORMATS = FormatCache()
+
+
+class OwnSpmvBackend(SpmvBackend):
     """Base of the own SpMV backends; subclasses implement :meth:`build_format` and
     :meth:`upload`. Keyword parameters override the class defaults (variants in benchmarks)."""
 
@@ -180,7 +208,8 @@ class OwnSpmvBackend(Backend):
         if index_bytes != 4:
             raise ValueError(f"own SpMV kernels take INT32 indices, not INT{8 * index_bytes}")
         check_int32(matrix_csr)
-        return self.upload(self.build_format(matrix_csr), matrix_csr, value_dtype)
+        fmt = FORMATS.get(matrix_csr, self.format_key(), self.build_format)
+        return self.upload(fmt, matrix_csr, value_dtype)
 
     # -- shared device plumbing --------------------------------------------------------------
     @staticmethod
@@ -261,6 +290,9 @@ class OwnSpmvBackend(Backend):
                 "cuda_runtime": f"{runtime // 1000}.{runtime % 1000 // 10}",
                 "cuda_driver_api": f"{driver // 1000}.{driver % 1000 // 10}",
                 "nvrtc": ".".join(str(v) for v in cupy.cuda.nvrtc.getVersion())}
+
+    def own_traffic(self, prepared: PreparedOwn) -> Traffic | None:
+        return prepared.traffic
 
     def notes(self, prepared: PreparedOwn) -> dict[str, str]:
         return {**prepared.notes, "bytes_moved": str(prepared.bytes_moved),

@@ -136,7 +136,8 @@ class CudaSpmvSell(OwnSpmvBackend):
                 p.launches.append(self.fixup_launch(value_dtype, b["split_rows"],
                                                     b["split_ptr"], (p.partials, p.y)))
         itemsize = np.dtype(dtype).itemsize
-        p.bytes_moved = fmt.bytes_moved(*csr.shape, value_bytes=itemsize)
+        p.traffic = fmt.traffic(*csr.shape, value_bytes=itemsize)
+        p.bytes_moved = p.traffic.total_bytes
         return p
 
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sparsescope.backends.spmv_sell_format import C, Sell
+from sparsescope.model.traffic import Traffic
 
 ESCAPE = 0xFFFF
 PAD = 0xFFFE
@@ -49,11 +50,20 @@ class Sell16:
         n = int((self.escapes >= 0).sum())
         return n / self.sell.nnz if self.sell.nnz else 0.0
 
-    def bytes_moved(self, rows: int, cols: int, value_bytes: int = 4) -> int:
+    def traffic(self, rows: int, cols: int, value_bytes: int = 4) -> Traffic:
+        """16-bit offsets over SELL-32: ``padded`` values and offsets, the INT32 escape slab,
+        slice pointers, bases, escape pointers, row destinations and split lists."""
         s = self.sell
-        return (s.padded * (value_bytes + 2) + 4 * self.escapes.size + 4 * (s.slices + 1)
-                + 4 * s.slices + 4 * (s.slices + 1) + 4 * C * s.slices
-                + value_bytes * (rows + cols) + int(s.split_rows.nbytes + s.split_ptr.nbytes))
+        return Traffic(
+            format=f"SELL-{C} delta16", values_bytes=s.padded * value_bytes,
+            indices_bytes=2 * s.padded + 4 * self.escapes.size,
+            row_meta_bytes=4 * (s.slices + 1) + 4 * s.slices + 4 * (s.slices + 1)
+            + 4 * C * s.slices + int(s.split_rows.nbytes + s.split_ptr.nbytes),
+            x_bytes=value_bytes * cols, y_read_bytes=0, y_written_bytes=value_bytes * rows,
+            padding_bytes=(s.padded - s.nnz) * (value_bytes + 2), flops=2 * s.nnz)
+
+    def bytes_moved(self, rows: int, cols: int, value_bytes: int = 4) -> int:
+        return self.traffic(rows, cols, value_bytes).total_bytes
 
 
 def _slice_rows_mean(sell: Sell) -> np.ndarray:

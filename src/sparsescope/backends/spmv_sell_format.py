@@ -25,6 +25,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sparsescope.model.traffic import Traffic
+
 C = 32
 """Rows per slice: one warp, one thread per row."""
 
@@ -64,9 +66,19 @@ class Sell:
         """Stored entries per nonzero (>= 1)."""
         return self.padded / self.nnz if self.nnz else 1.0
 
+    def traffic(self, rows: int, cols: int, value_bytes: int = 4) -> Traffic:
+        """SELL-32's arrays: ``padded`` values and INT32 columns, slice pointers, 32 row
+        destinations per slice and the split lists, x read and y written once."""
+        return Traffic(
+            format=f"SELL-{C} INT32", values_bytes=self.padded * value_bytes,
+            indices_bytes=4 * self.padded,
+            row_meta_bytes=4 * (self.slices + 1) + 4 * C * self.slices
+            + int(self.split_rows.nbytes + self.split_ptr.nbytes),
+            x_bytes=value_bytes * cols, y_read_bytes=0, y_written_bytes=value_bytes * rows,
+            padding_bytes=(self.padded - self.nnz) * (value_bytes + 4), flops=2 * self.nnz)
+
     def bytes_moved(self, rows: int, cols: int, value_bytes: int = 4) -> int:
-        return (self.padded * (value_bytes + 4) + 4 * (self.slices + 1) + 4 * C * self.slices
-                + value_bytes * (rows + cols) + int(self.split_rows.nbytes + self.split_ptr.nbytes))
+        return self.traffic(rows, cols, value_bytes).total_bytes
 
 
 def default_long_row(lengths: np.ndarray) -> int:

@@ -13,6 +13,7 @@ so L1 keeps the hot columns x[0, -hub) of a matrix whose popular columns come fi
 from __future__ import annotations
 
 from abc import abstractmethod
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -30,7 +31,7 @@ from sparsescope.backends.spmv_device import (
     tile_kernel,
 )
 from sparsescope.backends.spmv_tiling import TileSet
-from sparsescope.model.spmv import spmv_traffic
+from sparsescope.model.traffic import Traffic, csr_spmv_traffic
 
 ITERS = (1, 2)
 HINTS = (0, 1)
@@ -70,10 +71,12 @@ class TiledBackend(OwnSpmvBackend):
         """(padded column stream, escape columns, tiles) to upload."""
         return padded(csr.indices, np.int32), np.zeros(1, np.int32), fmt
 
-    def format_bytes(self, fmt: Any, csr: sp.csr_matrix, value_bytes: int) -> int:
+    def format_traffic(self, fmt: Any, csr: sp.csr_matrix, value_bytes: int) -> Traffic:
+        """INT32 CSR with the tile table (and split lists) as row metadata."""
         rows, cols = csr.shape
-        traffic = spmv_traffic(rows, cols, csr.nnz, value_bytes=value_bytes, index_bytes=4)
-        return traffic.total_bytes + fmt.table_bytes()
+        traffic = csr_spmv_traffic(rows, cols, csr.nnz, value_bytes=value_bytes, index_bytes=4)
+        return replace(traffic, format="CSR INT32 tiles",
+                       row_meta_bytes=traffic.row_meta_bytes + fmt.table_bytes())
 
     def upload(self, fmt: Any, csr: sp.csr_matrix, value_dtype: str) -> PreparedOwn:
         import cupy
@@ -116,7 +119,8 @@ class TiledBackend(OwnSpmvBackend):
             if tiles.split_rows.size:
                 p.launches.append(self.fixup_launch(value_dtype, b["split_rows"],
                                                     b["split_ptr"], (p.partials, p.y)))
-        p.bytes_moved = self.format_bytes(fmt, csr, np.dtype(dtype).itemsize)
+        p.traffic = self.format_traffic(fmt, csr, np.dtype(dtype).itemsize)
+        p.bytes_moved = p.traffic.total_bytes
         return p
 
     def format_notes(self, fmt: Any) -> dict[str, str]:

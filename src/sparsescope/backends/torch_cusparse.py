@@ -28,7 +28,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from sparsescope.backends import _gpu
-from sparsescope.backends.base import Backend, Capability
+from sparsescope.backends.base import Capability, SpmvBackend
 from sparsescope.timing.types import Measurement, TimingConfig
 
 CALL = "torch.sparse.mm(A, x[:, None])"
@@ -47,7 +47,7 @@ class PreparedTorch:
     index_bytes: int
 
 
-class _TorchCusparse(Backend):
+class _TorchCusparse(SpmvBackend):
     capability: Capability
 
     def availability(self) -> tuple[bool, str]:

@@ -105,7 +105,7 @@ def _command() -> str:
 
 def _finish(result, args) -> tuple[dict, str]:
     from sparsescope.analyze.records import to_jsonable
-    from sparsescope.analyze.render import render_analysis, write_analysis_report
+    from sparsescope.report.analyze_render import render_analysis, write_analysis_report
 
     data = to_jsonable(result)
     text = render_analysis(result)
@@ -119,7 +119,6 @@ def _finish(result, args) -> tuple[dict, str]:
 def _compare(args) -> tuple[dict, str]:
     from sparsescope.analyze.api import read_analysis
     from sparsescope.analyze.records import to_jsonable
-    from sparsescope.analyze.render import render_series, write_series_report
     from sparsescope.analyze.score import (
         ScoreHistory,
         compare,
@@ -127,6 +126,7 @@ def _compare(args) -> tuple[dict, str]:
         mean_absolute_error,
     )
     from sparsescope.errors import UsageError
+    from sparsescope.report.analyze_render import render_series, write_series_report
 
     if len(args.compare) < 2:
         raise UsageError("--compare needs BEFORE.json AFTER.json (and optionally more)")

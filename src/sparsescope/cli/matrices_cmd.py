@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import textwrap
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -12,6 +13,8 @@ from sparsescope.cli import add_json_flag
 from sparsescope.errors import UsageError
 
 FORMATS = ("mtx", "mtx.gz", "smtx", "npz")
+LIST_WIDTH = 100
+"""`matrices list` wraps generator descriptions at this width (whole, never cut)."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -70,7 +73,7 @@ def _progress(iterable, total: int, desc: str):
 
 def handle_list(args: argparse.Namespace) -> tuple[dict, str]:
     from sparsescope.matrices import SUITES, suite_entries
-    from sparsescope.matrices.generators import GENERATORS, generator_params
+    from sparsescope.matrices.generators import GENERATORS, generator_params, generator_summary
 
     suites = []
     lines = ["Suites:"]
@@ -86,13 +89,16 @@ def handle_list(args: argparse.Namespace) -> tuple[dict, str]:
                          f"nnz {e.nnz:>12,}{analog}")
     generators = []
     lines.append("Generators:")
-    for kind, fn in GENERATORS.items():
+    indent = " " * 13
+    for kind in GENERATORS:
         params = generator_params(kind)
-        summary = (fn.__doc__ or "").strip().splitlines()[0]
+        summary = generator_summary(kind)
         generators.append({"name": kind, "params": params, "summary": summary})
         shown = ", ".join(f"{k}={v}" for k, v in params.items()) or "no parameters"
-        lines.append(f"  {kind:<10} {summary}")
-        lines.append(f"  {'':<10} ({shown})")
+        lines.extend(textwrap.wrap(summary, LIST_WIDTH, initial_indent=f"  {kind:<10} ",
+                                   subsequent_indent=indent, break_on_hyphens=False))
+        lines.extend(textwrap.wrap(f"({shown})", LIST_WIDTH, initial_indent=indent,
+                                   subsequent_indent=indent + " ", break_on_hyphens=False))
     return {"suites": suites, "generators": generators}, "\n".join(lines)
 
 

@@ -14,7 +14,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "model", help="first-principles SpMV model for a GPU (and one case)",
         description="Little's-law, latency-sensitivity and DAE figures for a GPU from the spec "
                     "table; with --rows/--cols/--nnz/--time-ms also one case's bytes, floor, "
-                    "effective bandwidth, %% of peak and gap.")
+                    "effective bandwidth, % of peak and gap.")
     p.add_argument("--gpu", default="H200", help="GPU name from `sparsescope specs` (default H200)")
     p.add_argument("--latency-ns", type=float, help="DRAM latency (default: the spec's estimate)")
     p.add_argument("--bw-gb-s", type=float,

@@ -21,21 +21,20 @@ from sparsescope.errors import UsageError
 
 DEFAULT_OUT = "sparsescope-results"
 
-#: op -> its parameters as ``profile`` options (the names ``sparsescope run`` uses), one value
-#: each: a profile is one case. The op's own parameter table checks the values.
-OP_OPTIONS = {"spmm": ("k", "layout"), "slice": ("rows_selected", "weights", "out_of_range")}
-
 
 def _add_run_options(parser: argparse.ArgumentParser) -> None:
+    """The case (op parameters as the options ``sparsescope run`` names them, one value each:
+    a profile is one case; the op's own parameter table checks the values) and ncu's options."""
+    from sparsescope import registry
     from sparsescope.profile.collect import CACHE_CONTROLS, CLOCK_CONTROLS, NAME_BASES
     from sparsescope.profile.metrics import DEFAULT_GROUPS, METRIC_GROUPS
 
     parser.add_argument("--suite", help="suite holding the matrix")
     parser.add_argument("--matrix", help="matrix name within the suite")
     parser.add_argument("--backend", help="backend registry name")
-    parser.add_argument("--op", choices=("spmv", "spmm", "slice"), default="spmv",
-                        help="operation (default spmv; spmm and slice run once, checked and "
-                        "untimed, through backends.op_runner)")
+    parser.add_argument("--op", choices=tuple(registry.OPS), default="spmv",
+                        help="operation (default spmv); every op's case runs once under ncu, "
+                        "checked against float64 and untimed, through sparsescope.target")
     parser.add_argument("--k", type=int, help="spmm: columns of X (default 8)")
     parser.add_argument("--layout", metavar="row|col",
                         help="spmm: X row- or column-major (default row)")
@@ -57,8 +56,6 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--launch-count", type=int)
     parser.add_argument("--clock-control", choices=CLOCK_CONTROLS, default="base")
     parser.add_argument("--cache-control", choices=CACHE_CONTROLS, default="all")
-    parser.add_argument("--warmups", type=int, help="spmv: case warm-up calls (default 1)")
-    parser.add_argument("--repeats", type=int, help="spmv: case timed calls (default 3)")
     parser.add_argument("--out", default=DEFAULT_OUT, help="folder for the report and exports")
     parser.add_argument("--ncu", help="path of the ncu binary (default: $SPARSESCOPE_NCU, "
                         "else search)")
@@ -121,8 +118,6 @@ def _run(args):
         raise UsageError(f"profile run needs {', '.join(missing)} (or a subcommand: run, read, "
                          "report)")
     params = resolve_op_params(args.op, _op_params(args))
-    timing = {"warmups": 1 if args.warmups is None else args.warmups,
-              "repeats": 3 if args.repeats is None else args.repeats}
     groups = tuple(g.strip() for g in args.groups.split(",") if g.strip())
     options = CollectOptions(
         groups=groups, section_set=args.section_set, kernel_filter=args.kernel,
@@ -130,7 +125,7 @@ def _run(args):
         launch_count=args.launch_count, clock_control=args.clock_control,
         cache_control=args.cache_control)
     target = target_command(args.suite, args.matrix, args.backend, op=args.op, scale=args.scale,
-                            params=params, **timing)
+                            params=params)
     stem = profile_stem(args.suite, args.matrix, args.backend, params)
     run = run_profile(target, args.out, stem, options, ncu=args.ncu, timeout_s=args.timeout)
     profiles = load_profiles_csv(run.raw_csv, run.details_csv)
@@ -154,18 +149,11 @@ def _run(args):
 
 
 def _op_params(args) -> dict:
-    """The op parameters given as options; a UsageError for another op's options (as in
-    ``run``), or --warmups/--repeats outside SpMV (the other ops' target is not timed)."""
-    for op, names in OP_OPTIONS.items():
-        given = [f"--{n.replace('_', '-')}" for n in names if getattr(args, n) is not None]
-        if given and op != args.op:
-            raise UsageError(f"{', '.join(given)} apply to --op {op}, not --op {args.op}")
-    timing = [f"--{n}" for n in ("warmups", "repeats") if getattr(args, n) is not None]
-    if timing and args.op != "spmv":
-        raise UsageError(f"{', '.join(timing)} apply to --op spmv only: the {args.op} case "
-                         "runs once under ncu, checked and not timed")
-    return {n: getattr(args, n) for n in OP_OPTIONS.get(args.op, ())
-            if getattr(args, n) is not None}
+    """The op parameters given as options; one the op does not take is a UsageError naming
+    the ops that do (as in ``run``)."""
+    from sparsescope.cli.run_cmd import op_params_given
+
+    return {name: values[0] for name, values in op_params_given(args).items()}
 
 
 def _kernel_lines(profiles) -> str:
@@ -198,7 +186,8 @@ def _report(args):
     from pathlib import Path
 
     from sparsescope._atomic import write_text_atomic
-    from sparsescope.profile.section import build_section, load_inputs
+    from sparsescope.profile.section import load_inputs
+    from sparsescope.report.profile_render import build_section
 
     csv_files = [f for f in args.files if f.lower().endswith(".csv")]
     if args.details and len(args.details) != len(csv_files):

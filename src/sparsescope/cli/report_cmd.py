@@ -31,7 +31,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _profile_section(files: list[str], out: Path, runset) -> tuple[str, str]:
     """(title, markdown) of the ncu section; its figures go to ``out/figures/profile_*``.
     Ceilings: the RunSet's measured ones, then the spec table, then ncu's peaks."""
-    from sparsescope.profile.section import build_section, load_inputs
+    from sparsescope.profile.section import load_inputs
+    from sparsescope.report.profile_render import build_section
 
     section = build_section(load_inputs(files), figure_dir=out / "figures",
                             figure_link_root="figures/", runset=runset, level=3)
@@ -39,7 +40,8 @@ def _profile_section(files: list[str], out: Path, runset) -> tuple[str, str]:
 
 
 def _sass_section(files: list[str], kernel: str | None) -> tuple[str, str]:
-    from sparsescope.sass import analyse_file, render_markdown
+    from sparsescope.report.sass_render import render_markdown
+    from sparsescope.sass import analyse_file
 
     analyses = [a for f in files for a in analyse_file(f, kernel=kernel)]
     return "SASS analysis", render_markdown(analyses, level=3)
@@ -47,7 +49,7 @@ def _sass_section(files: list[str], kernel: str | None) -> tuple[str, str]:
 
 def handle_report(args: argparse.Namespace) -> tuple[dict, str]:
     # Both imports pull in the model and (later) matplotlib: keep them out of `--help`.
-    from sparsescope.report.ops_sections import write_any_report
+    from sparsescope.report.write import write_report
     from sparsescope.results.io import read_runset
 
     runset = read_runset(args.results)  # a bad file raises ResultsFormatError (exit code 5)
@@ -57,7 +59,7 @@ def handle_report(args: argparse.Namespace) -> tuple[dict, str]:
         sections.append(_profile_section(args.profile, out, runset))
     if args.sass:
         sections.append(_sass_section(args.sass, args.kernel))
-    paths = write_any_report(runset, out, extra_sections=sections)
+    paths = write_report(runset, out, extra_sections=sections)
     lines = [f"wrote {paths.markdown}", f"wrote {paths.html}",
              f"wrote {len(paths.figures)} figures under {paths.out_dir / 'figures'}",
              f"wrote {len(paths.tables)} tables under {paths.out_dir / 'tables'}"]

@@ -6,7 +6,12 @@ import argparse
 import shlex
 import sys
 
+from sparsescope import registry
 from sparsescope.cli import add_json_flag
+
+#: Command-line options that set an op parameter: option dest -> parameter name.
+OP_OPTIONS = {"k": "k", "layout": "layout", "rows_selected": "rows_selected",
+              "weights": "weights", "out_of_range": "out_of_range"}
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -23,6 +28,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--scale", type=float, default=1.0, help="shrink the suite (0 < S <= 1)")
     p.add_argument("--backend", dest="backends", action="append", metavar="B",
                    help="backend name (repeatable; default: all that suit this machine)")
+    p.add_argument("--variant", dest="variants", action="append", default=[],
+                   metavar="'B[opt=v,...]'",
+                   help="an own kernel with options, e.g. 'cuda-spmv-sell[unroll=4,minb=6]' "
+                        "(repeatable; run after the --backend ones, or alone)")
+    p.add_argument("--variants", dest="variant_sets", action="append", default=[],
+                   metavar="SET", help="a named set of kernel variants (spmv-own: the seed6 "
+                                       "kernel sweep; sparsescope.backends.variants)")
     p.add_argument("--out", required=True, metavar="DIR", help="output folder")
     p.add_argument("--warmups", type=int, default=5)
     p.add_argument("--repeats", type=int, default=20)
@@ -35,7 +47,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--strict", action="store_true",
                    help="refuse matrices with duplicate or unsorted entries")
     p.add_argument("--no-store", action="store_true", help="do not append to the results store")
-    p.add_argument("--op", choices=("spmv", "spmm", "slice"), default="spmv",
+    p.add_argument("--op", choices=tuple(registry.OPS), default="spmv",
                    help="operation (default spmv; spmm: Y = A X; slice: dense A[rows, :])")
     p.add_argument("--k", type=int, action="append", metavar="K",
                    help="spmm: columns of X, 1 to 4096 (ops.spmm.MAX_K; repeatable; default 8)")
@@ -60,15 +72,12 @@ def handle(args: argparse.Namespace) -> tuple[dict, str]:
     if args.warmups < 0 or args.repeats < 1:
         raise UsageError("--warmups must be >= 0 and --repeats >= 1")
     flush = {"auto": None, "on": True, "off": False}[args.flush]
-    default_suite = {"spmv": "seed6", "spmm": "dlmc3", "slice": "slice003"}[args.op]
-    suite = args.suite if args.suite or args.files else default_suite
-    op_flags = {"spmm": {"k": args.k, "layout": args.layout},
-                "slice": {"rows_selected": args.rows_selected, "weights": args.weights,
-                          "out_of_range": [args.out_of_range] if args.out_of_range else None}}
-    for op, flags in op_flags.items():
-        given = [f"--{n.replace('_', '-')}" for n, v in flags.items() if v]
-        if given and op != args.op:
-            raise UsageError(f"{', '.join(given)} apply to --op {op}, not --op {args.op}")
+    suite = args.suite if args.suite or args.files else registry.op_entry(args.op).default_suite
+    op_params = op_params_given(args)
+    from sparsescope.backends.variants import parse_variant, variant_set
+
+    variants = [parse_variant(v) for v in args.variants]
+    variants += [c for name in args.variant_sets for c in variant_set(name)]
     out = api.run(
         suite=suite, files=args.files, scale=args.scale, backends=args.backends,
         out_dir=args.out, timing=TimingConfig(warmups=args.warmups, repeats=args.repeats,
@@ -76,32 +85,62 @@ def handle(args: argparse.Namespace) -> tuple[dict, str]:
         latency_ns=args.latency_ns, reference_gpu=args.reference_gpu, seed=args.seed,
         strict=args.strict, store=not args.no_store,
         command=shlex.join(["sparsescope", *sys.argv[1:]]),
-        op=args.op, op_params=op_flags.get(args.op),
+        op=args.op, op_params=op_params, variants=variants, on_case=_case_printer(args),
     )
     rs = out.runset
     cases = [
         {"matrix": c.matrix, "backend": c.backend, "op": c.op, "outcome": c.outcome,
          "reason": c.reason, "time_ms": c.time_ms,
-         "params": {k[3:]: v for k, v in c.notes.items() if k.startswith("op.")},
+         "params": c.params.as_dict(),
          "rel_err": c.correctness.rel_err if c.correctness else None}
         for c in rs.cases
     ]
     result = {
         "run_id": rs.run_id, "device": rs.provenance.device, "suite": rs.suite,
         "scale": rs.scale, "results": str(out.results_path),
-        "report": {k: str(v) for k, v in vars(out.report_paths).items()}
-        if hasattr(out.report_paths, "__dict__") else str(out.report_paths),
+        "report": out.report_paths.to_dict(),
         "store": str(out.store_path) if out.store_path else None, "cases": cases,
     }
     lines = [f"run {rs.run_id} on {rs.provenance.device}: {len(rs.matrices)} matrices, "
              f"{len(rs.cases)} cases"]
-    for c in cases:
-        t = f"{c['time_ms']:.4f} ms" if c["time_ms"] is not None else c["reason"]
-        err = f"  rel_err {c['rel_err']:.1e}" if c["rel_err"] is not None else ""
-        params = " ".join(f"{k}={c['params'][k]}" for k in ("k", "layout", "rows_selected",
-                                                              "weights") if k in c["params"])
-        lines.append(f"  {c['matrix']:<14} {c['backend']:<20} {params:<18} {c['outcome']:<8} "
-                     f"{t}{err}")
+    if getattr(args, "json", False):  # case lines were not printed while running
+        lines += [case_line(case) for case in rs.cases]
     lines.append(f"results: {out.results_path}")
     lines.append(f"report:  {out.results_path.parent / 'report.html'}")
     return result, "\n".join(lines)
+
+
+def op_params_given(args: argparse.Namespace) -> dict[str, list]:
+    """The op parameters given as options (each a list: repeatable); an option of a parameter
+    the chosen op does not take is a :class:`UsageError` naming the ops that do."""
+    from sparsescope.errors import UsageError
+    from sparsescope.ops.registry import get_op
+
+    given = {param: (v if isinstance(v, list) else [v])
+             for dest, param in OP_OPTIONS.items() if (v := getattr(args, dest)) is not None}
+    known = {p.name for p in get_op(args.op).params}
+    for param in given:
+        if param not in known:
+            takers = [op for op in registry.OPS if param in {p.name for p in get_op(op).params}]
+            raise UsageError(f"--{param.replace('_', '-')} applies to --op "
+                             f"{', '.join(takers)}, not --op {args.op}")
+    return given
+
+
+def case_line(case) -> str:
+    """One finished case: matrix, backend, parameters, outcome, time or reason, error."""
+    t = f"{case.time_ms:.4f} ms" if case.time_ms is not None else case.reason
+    err = f"  rel_err {case.correctness.rel_err:.1e}" if case.correctness else ""
+    return (f"  {case.matrix:<14} {case.backend:<20} {case.params.label():<18} "
+            f"{case.outcome:<8} {t}{err}")
+
+
+def _case_printer(args: argparse.Namespace):
+    """Print each case's line as it finishes, flushed (none under --json: stdout is JSON)."""
+    if getattr(args, "json", False):
+        return None
+
+    def emit(case) -> None:
+        print(case_line(case), flush=True)
+
+    return emit

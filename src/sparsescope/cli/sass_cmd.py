@@ -54,9 +54,9 @@ def _list(args: argparse.Namespace) -> tuple[dict, str]:
 
 def _handle(args: argparse.Namespace) -> tuple[dict, str]:
     from sparsescope.errors import UsageError
+    from sparsescope.report.sass_render import render_markdown
     from sparsescope.sass.analysis import analyse_file
     from sparsescope.sass.occupancy import occupancy
-    from sparsescope.sass.render import render_markdown
 
     if args.list:
         return _list(args)

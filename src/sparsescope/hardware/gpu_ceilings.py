@@ -28,8 +28,8 @@ import time
 
 import numpy as np
 
-from sparsescope.backends import _gpu
 from sparsescope.errors import DeviceError
+from sparsescope.hardware import _gpu_runtime
 from sparsescope.hardware.types import MeasuredCeilings
 
 MiB = 1024 * 1024
@@ -122,7 +122,7 @@ def measure_gpu_ceilings(*, size_mb: float = 1024, repeats: int = 5, l2_passes: 
                          chase_steps: int = 20_000, fma_iters: int = 8192) -> MeasuredCeilings:
     """Measure copy, read and L2 bandwidth (GB/s, 10^9 B/s), DRAM and L2 load latency (ns) and
     FP32 FMA throughput (GFLOP/s) of device 0. See the module docstring for the protocol."""
-    ok, why = _gpu.cupy_cuda_status()
+    ok, why = _gpu_runtime.cupy_cuda_status()
     if not ok:
         raise DeviceError(f"cannot measure GPU ceilings: {why}")
     import cupy
@@ -132,7 +132,7 @@ def measure_gpu_ceilings(*, size_mb: float = 1024, repeats: int = 5, l2_passes: 
     name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
     l2 = int(runtime.deviceGetAttribute(38, 0))
     sms = int(runtime.deviceGetAttribute(16, 0))
-    module = _gpu.raw_module(SOURCE)
+    module = _gpu_runtime.raw_module(SOURCE)
     read, chase, fma = (module.get_function(n) for n in ("read_stream", "pointer_chase",
                                                          "fma_chains"))
     timer = _Timer(cupy, repeats)

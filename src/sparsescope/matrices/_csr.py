@@ -7,12 +7,13 @@ within each row, no duplicate (row, column) pair.
 
 from __future__ import annotations
 
+import os
 import warnings
 
 import numpy as np
 import scipy.sparse as sp
 
-from sparsescope.errors import MatrixFormatError
+from sparsescope.errors import MatrixFormatError, MatrixTooLargeError
 
 INT32_MAX = np.iinfo(np.int32).max
 
@@ -27,6 +28,60 @@ class MatrixWarning(UserWarning):
 def index_dtype(rows: int, cols: int, nnz: int) -> type[np.integer]:
     """int32 when every index and offset fits in it (what GPU kernels want), else int64."""
     return np.int32 if max(rows, cols, nnz) <= INT32_MAX else np.int64
+
+
+def physical_memory_bytes() -> int | None:
+    """Physical memory of this machine (``SC_PHYS_PAGES * SC_PAGE_SIZE``), or None where the
+    platform does not report it (then only an allocation failure stops a too-large file)."""
+    try:
+        pages, page_bytes = os.sysconf("SC_PHYS_PAGES"), os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return None
+    return pages * page_bytes if pages > 0 and page_bytes > 0 else None
+
+
+def _size(count: int) -> str:
+    value = float(count)
+    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if value < 1024 or unit == "PiB":
+            return f"{count:,} bytes" if unit == "bytes" else f"{value:,.1f} {unit}"
+        value /= 1024
+    return f"{count:,} bytes"  # pragma: no cover - the loop always returns
+
+
+def csr_memory_parts(rows: int, cols: int, nnz: int) -> list[tuple[str, int]]:
+    """Bytes that canonical CSR of these sizes and one SpMV over it take, part by part.
+
+    With ``i`` the index width (:func:`index_dtype`: 4 or 8 bytes)::
+
+        row pointers   (rows + 1) * i
+        column indices nnz * i
+        values         nnz * 8
+        x and y        (cols + rows) * 8     (an SpMV needs them; statistics need cols bytes)
+    """
+    width = np.dtype(index_dtype(rows, cols, nnz)).itemsize
+    return [(f"row pointers (rows + 1) x {width}", (rows + 1) * width),
+            (f"column indices nnz x {width}", nnz * width),
+            ("values nnz x 8", nnz * 8),
+            ("vectors x and y (cols + rows) x 8", (cols + rows) * 8)]
+
+
+def check_memory(path: str, declared: str, parts: list[tuple[str, int]], *,
+                 line: int | None = None) -> None:
+    """Refuse declared sizes whose arrays exceed physical memory, before anything is allocated.
+
+    ``declared`` says what the file declares (``the size line declares 10 x 10 with 5 entries``);
+    ``parts`` lists (what, bytes). Raises :class:`MatrixTooLargeError` naming the file and line.
+    """
+    memory = physical_memory_bytes()
+    needed = sum(count for _, count in parts)
+    if memory is None or needed <= memory:
+        return
+    detail = ", ".join(f"{what} = {count:,}" for what, count in parts)
+    raise MatrixTooLargeError(
+        path, f"{declared}: holding it needs {needed:,} bytes ({_size(needed)}: {detail}), more "
+              f"than this machine's {_size(memory)} of memory", line=line,
+        needed_bytes=needed, memory_bytes=memory)
 
 
 def make_csr(data: np.ndarray, indices: np.ndarray, indptr: np.ndarray,

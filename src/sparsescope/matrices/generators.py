@@ -272,6 +272,13 @@ GENERATORS: dict[str, Callable[..., sp.csr_matrix]] = {
 }
 
 
+def generator_summary(kind: str) -> str:
+    """A generator's one-sentence description: the first paragraph of its docstring, on one line
+    (a summary that wraps in the source is joined, never cut at the line break)."""
+    doc = inspect.getdoc(GENERATORS[kind]) or ""
+    return " ".join(doc.split("\n\n", 1)[0].split())
+
+
 def generator_params(kind: str) -> dict[str, object]:
     """The tunable parameters of a generator and their defaults."""
     signature = inspect.signature(GENERATORS[kind])

@@ -10,7 +10,12 @@ from pathlib import Path
 import scipy.sparse as sp
 
 from sparsescope._atomic import atomic_writer
-from sparsescope.errors import MatrixFormatError, MatrixNotAvailableError, UsageError
+from sparsescope.errors import (
+    MatrixFormatError,
+    MatrixNotAvailableError,
+    MatrixTooLargeError,
+    UsageError,
+)
 from sparsescope.matrices._csr import make_csr
 from sparsescope.matrices.mtx import read_mtx
 from sparsescope.matrices.npz import read_npz
@@ -65,9 +70,18 @@ def read_matrix(path: str | os.PathLike, *, strict: bool = False,
     reader = READERS.get(suffix)
     if reader is None:
         raise _unknown_suffix(file)
-    if not file.is_file():
+    if file.is_dir():
+        raise MatrixFormatError(str(file), "is a directory, not a matrix file")
+    if not file.exists():
         raise MatrixNotAvailableError(f"{file}: no such file")
-    csr = reader(file, strict=strict)
+    if not file.is_file():
+        raise MatrixFormatError(str(file), "is not a regular file (a device, pipe or socket)")
+    try:  # inline, not a helper: MatrixWarning stack levels count the frames down to here
+        csr = reader(file, strict=strict)
+    except MemoryError as exc:  # an allocation the size checks did not foresee
+        raise MatrixTooLargeError(str(file), f"not enough memory to read it ({exc})") from None
+    except OSError as exc:  # unreadable (permissions, I/O error): name the file, no traceback
+        raise MatrixFormatError(str(file), f"cannot read file: {exc.strerror or exc}") from None
     stem = file.name[: len(file.name) - len(suffix)]
     return Matrix(name=name or stem, csr=csr, source=str(file))
 

@@ -9,13 +9,19 @@ line and write a precise message.
 
 Supported: ``coordinate`` and ``array`` formats; ``real``, ``integer`` and ``pattern`` fields
 (pattern values read as 1.0); ``general``, ``symmetric`` and ``skew-symmetric`` symmetry, expanded
-to full storage (skew mirrors with the sign negated; its diagonal must be zero). Symmetric files
-may store either triangle; an entry given in both triangles is reported as a duplicate.
+to full storage (skew mirrors with the sign negated; its diagonal must be zero). Symmetric and
+skew-symmetric files store the lower triangle (row >= column); an entry above the diagonal is a
+defect: mirrored like the others with a :class:`MatrixWarning` naming its line, or refused with
+``strict=True``. An entry given in both triangles is then reported as a duplicate too.
 
 The Matrix Market format lets coordinate entries come in any order (SuiteSparse files are
 column-major), so entry order is not a defect here: rows are sorted silently. Duplicates are a
 defect: summed with a :class:`MatrixWarning`, or refused with ``strict=True``. In ``array`` files
 only the nonzero values become stored entries.
+
+Before anything is allocated the sizes on the size line are checked against physical memory
+(:func:`~sparsescope.matrices._csr.check_memory`), and a damaged ``.gz`` (bad magic, corrupt or
+truncated stream) is reported with the line where its text stops, never as a raw ``EOFError``.
 """
 
 from __future__ import annotations
@@ -28,7 +34,9 @@ import scipy.sparse as sp
 from sparsescope.errors import MatrixFormatError
 from sparsescope.matrices._csr import (
     check_finite,
+    check_memory,
     coo_to_csr_unsummed,
+    csr_memory_parts,
     finish_csr,
     first_repeat,
     first_row_defects,
@@ -42,15 +50,33 @@ from sparsescope.matrices._mtx_scan import (
     parse_entry,
     scan_body,
 )
-from sparsescope.matrices.mtx_header import MtxHeader, read_header
+from sparsescope.matrices.mtx_header import (
+    GZIP_ERRORS,
+    MtxHeader,
+    gzip_damage,
+    gzip_error,
+    read_header,
+)
 
 __all__ = ["MtxHeader", "read_header", "read_mtx"]
+
+_WARN_LEVEL = 6
+"""Warnings from _coordinate_to_csr point at the caller of read_matrix: report_defect,
+_coordinate_to_csr, _read_body, read_mtx, read_matrix, caller."""
 
 
 def read_mtx(path: str | Path, *, strict: bool = False) -> sp.csr_matrix:
     """Read a ``.mtx``/``.mtx.gz`` file into canonical CSR; see the module docstring."""
     header = read_header(path)
     _check_announced_size(path, header)
+    _check_memory(path, header)
+    try:
+        return _read_body(path, header, strict)
+    except GZIP_ERRORS as exc:  # a damaged .gz: name where its text stops, not a raw EOFError
+        raise gzip_error(path, exc) from None
+
+
+def _read_body(path: str | Path, header: MtxHeader, strict: bool) -> sp.csr_matrix:
     if header.format == "array":
         return _read_array(path, header)
     import fast_matrix_market as fmm
@@ -58,6 +84,7 @@ def read_mtx(path: str | Path, *, strict: bool = False) -> sp.csr_matrix:
     try:
         (values, (rows, cols)), _ = fmm.read_coo(str(path), generalize_symmetry=False)
     except Exception as exc:  # noqa: BLE001 - any parser failure goes to the exact re-scan
+        _check_gzip(path, exc)
         # Raises a precise error; if it finds no defect (say, comment lines between entries,
         # which fast_matrix_market refuses), its entries are used.
         rows, cols, values = scan_body(path, header, hint=exc)
@@ -87,6 +114,52 @@ def _check_announced_size(path, header: MtxHeader) -> None:
         check_entry_count(path, header)  # raises "file ends at line ... after n of N entries"
 
 
+def _check_gzip(path, exc: Exception) -> None:
+    """After a parser failure on a ``.gz``, blame a damaged stream first: a line cut by the
+    truncation must not be reported as a bad entry."""
+    if isinstance(exc, GZIP_ERRORS):
+        raise exc
+    if str(path).endswith(".gz") and gzip_damage(path) is not None:
+        raise gzip_error(path, exc)
+
+
+def _check_memory(path, header: MtxHeader) -> None:
+    """Refuse a size line whose arrays cannot fit in memory, before the parser allocates them.
+
+    Coordinate files: the parsed entries (row, column, value: 24 bytes each), then canonical CSR
+    of up to twice the entries for symmetric storage (see
+    :func:`~sparsescope.matrices._csr.csr_memory_parts`). Array files: the dense array,
+    rows x cols x 8 bytes, plus the same CSR.
+    """
+    n, m, entries = header.rows, header.cols, header.entries
+    stored = entries if header.symmetry == "general" else 2 * entries
+    if header.format == "array":
+        first = [("dense array rows x cols x 8", n * m * 8)]
+        declared = f"the size line declares a dense {n:,} x {m:,} array"
+    else:
+        first = [("parsed entries x 24", entries * 24)]
+        declared = f"the size line declares {n:,} x {m:,} with {entries:,} entries"
+    check_memory(str(path), declared, first + csr_memory_parts(n, m, min(stored, n * m)),
+                 line=header.size_line)
+
+
+def _check_upper_triangle(path, header: MtxHeader, rows, cols, strict: bool) -> None:
+    """Symmetric storage keeps the lower triangle: warn about (or refuse) the first entry above
+    the diagonal, naming its line. It is mirrored like any other entry when not refused."""
+    above = np.flatnonzero(rows < cols)
+    if not len(above):
+        return
+    k = int(above[0])
+    line = locate_entries(path, header, [k])[k]
+    report_defect(
+        str(path),
+        f"entry ({int(rows[k]) + 1}, {int(cols[k]) + 1}) lies above the diagonal, but a "
+        f"{header.symmetry} file stores only the lower triangle (row >= column); the file has "
+        f"{len(above):,} such {'entry' if len(above) == 1 else 'entries'}, mirrored like "
+        "lower-triangle ones",
+        strict=strict, line=line, stacklevel=_WARN_LEVEL + 1)
+
+
 def _raise_via_scan(path, header: MtxHeader, entry: int, message: str):
     """A vectorised check found the first defect at ``entry``: name its line and its token.
 
@@ -102,6 +175,7 @@ def _coordinate_to_csr(path, header: MtxHeader, rows, cols, values, strict: bool
     n_file = len(values)
     mirrored = None
     if header.symmetry != "general":
+        _check_upper_triangle(path, header, rows, cols, strict)
         mirrored = np.flatnonzero(rows != cols)
         sign = -1.0 if header.symmetry == "skew-symmetric" else 1.0
         rows, cols = (np.concatenate((rows, cols[mirrored])),
@@ -128,7 +202,7 @@ def _coordinate_to_csr(path, header: MtxHeader, rows, cols, values, strict: bool
         str(path),
         f"duplicate entry ({int(rows[later]) + 1}, {int(cols[later]) + 1}): it repeats the entry "
         f"on line {lines[first_entry]}{note}; duplicates are summed",
-        strict=strict, line=lines[second_entry])
+        strict=strict, line=lines[second_entry], stacklevel=_WARN_LEVEL)
     return finish_csr(matrix)
 
 

@@ -1,8 +1,13 @@
-"""Matrix Market banner and size line: parsed in Python, checked word by word."""
+"""Matrix Market banner and size line: parsed in Python, checked word by word.
+
+Also the wording of a damaged ``.gz`` file (bad magic, corrupt or truncated stream) for every
+reader of Matrix Market text: :data:`GZIP_ERRORS` are what Python's gzip raises for them.
+"""
 
 from __future__ import annotations
 
 import gzip
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,6 +44,70 @@ def open_binary(path: str | Path):
     return gzip.open(path, "rb") if str(path).endswith(".gz") else open(path, "rb")
 
 
+GZIP_ERRORS = (EOFError, zlib.error, gzip.BadGzipFile)
+"""What reading a damaged ``.gz`` raises: truncated stream, corrupt deflate data, bad header."""
+
+_GZIP_MAGIC = b"\x1f\x8b"
+_GZIP_BLOCK = 1 << 20
+_GZIP_PIECE = 256
+"""A block that fails to inflate is fed again in pieces this small, to place the damage."""
+
+
+def _inflate(stream, data: bytes, newlines: int):
+    """Feed ``data`` to a gzip decompressor; return (newlines so far, decompressor). A further
+    member after the end of one (concatenated .gz files) starts a new decompressor."""
+    while data:
+        newlines += stream.decompress(data).count(b"\n")
+        data = stream.unused_data if stream.eof else b""
+        if data:
+            stream = zlib.decompressobj(wbits=31)
+    return newlines, stream
+
+
+def gzip_damage(path: str | Path) -> tuple[int | None, str] | None:
+    """Where and why a gzip file cannot be decompressed: (1-based line of the decompressed text
+    where reading stops, or None for a bad header; cause), or None when the stream is whole.
+
+    One streamed pass (1 MiB blocks through zlib, newlines counted in C; a failing block is fed
+    again in 256-byte pieces to place the damage); only called once a read has failed, so a good
+    file never pays for it.
+    """
+    with open(path, "rb") as fh:
+        head = fh.read(2)
+        if head != _GZIP_MAGIC:
+            shown = head.hex(" ") if head else "nothing (the file is empty)"
+            return None, (f"not a gzip file: it starts with {shown}, a .gz file starts with "
+                          "1f 8b")
+        fh.seek(0)
+        newlines = 0
+        stream = zlib.decompressobj(wbits=31)
+        while block := fh.read(_GZIP_BLOCK):
+            saved, saved_newlines = stream.copy(), newlines
+            try:
+                newlines, stream = _inflate(stream, block, newlines)
+            except zlib.error:
+                stream, newlines = saved, saved_newlines
+                try:
+                    for i in range(0, len(block), _GZIP_PIECE):
+                        newlines, stream = _inflate(stream, block[i:i + _GZIP_PIECE], newlines)
+                except zlib.error as exc:
+                    return newlines + 1, (f"compressed stream is corrupt ({exc}); it fails to "
+                                          "decompress past this line")
+        if not stream.eof:
+            return newlines + 1, ("compressed stream ends early, in this line: the .gz file is "
+                                  "truncated (no gzip end-of-stream marker)")
+    return None
+
+
+def gzip_error(path: str | Path, exc: BaseException) -> MatrixFormatError:
+    """A :class:`MatrixFormatError` for a damaged ``.gz``, naming where its text stops."""
+    damage = gzip_damage(path)
+    if damage is None:
+        return MatrixFormatError(str(path), f"cannot decompress: {exc}")
+    line, cause = damage
+    return MatrixFormatError(str(path), cause, line=line)
+
+
 def short_text(raw: bytes, limit: int = 80) -> str:
     text = raw.decode("latin-1").strip()
     return text if len(text) <= limit else text[:limit] + "..."
@@ -47,12 +116,21 @@ def short_text(raw: bytes, limit: int = 80) -> str:
 def read_header(path: str | Path) -> MtxHeader:
     """Parse and check the banner and size line; raise :class:`MatrixFormatError` on any defect."""
     p = str(path)
+    try:
+        return _parse_header(p, path)
+    except GZIP_ERRORS as exc:
+        raise gzip_error(path, exc) from None
+    except OSError as exc:
+        raise MatrixFormatError(p, f"cannot read file: {exc.strerror or exc}") from None
+
+
+def _parse_header(p: str, path: str | Path) -> MtxHeader:
     with open_binary(path) as fh:
-        try:
-            first = fh.readline()
-        except (OSError, EOFError) as exc:
-            raise MatrixFormatError(p, f"cannot read file: {exc}") from exc
+        first = fh.readline()
         tokens = first.decode("latin-1").split()
+        if not first and p.endswith(".gz") and gzip_damage(path) is not None:
+            # Python's gzip reads an empty file as empty text; it is no gzip file at all
+            raise gzip_error(path, EOFError("empty file"))
         if not tokens or tokens[0] != BANNER:
             found = short_text(first) or "an empty line"
             raise MatrixFormatError(p, f"bad banner: expected {BANNER_HELP}, found '{found}'",

@@ -6,7 +6,7 @@ than a crash later: index ranges, pointer monotonicity, non-finite values. ``csr
 ``coo`` layouts are checked entry by entry; ``bsr`` and ``dia`` are converted by SciPy. Unsorted
 indices within a CSR row or CSC column, and duplicates, are canonicalized with a
 :class:`MatrixWarning` (or refused with ``strict=True``); COO entry order is free, as in Matrix
-Market files.
+Market files. A ``shape`` whose CSR arrays cannot fit in memory is refused before they are built.
 """
 
 from __future__ import annotations
@@ -20,7 +20,9 @@ import scipy.sparse as sp
 from sparsescope.errors import MatrixFormatError
 from sparsescope.matrices._csr import (
     check_finite,
+    check_memory,
     coo_to_csr_unsummed,
+    csr_memory_parts,
     finish_csr,
     first_repeat,
     first_row_defects,
@@ -83,6 +85,9 @@ def read_npz(path: str | Path, *, strict: bool = False) -> sp.csr_matrix:
         raise MatrixFormatError(p, f"bad shape {shape}: expected (rows, cols)")
     if shape[0] == 0 or shape[1] == 0:
         raise MatrixFormatError(p, f"empty matrix: shape {shape[0]} x {shape[1]}")
+    stored = int(np.size(arrays["data"])) if "data" in arrays else 0
+    check_memory(p, f"array 'shape' declares {shape[0]:,} x {shape[1]:,} ({layout}, "
+                    f"{stored:,} stored entries)", csr_memory_parts(shape[0], shape[1], stored))
     if layout not in _REQUIRED:
         try:
             matrix = sp.load_npz(path).tocsr()

@@ -11,6 +11,7 @@ There are no values: the matrix is a pattern, read with every value 1.0. Lines s
 ``%`` before the first line are skipped (Gunrock allows them). Unsorted columns within a row and
 duplicate columns are canonicalized with a :class:`MatrixWarning` (duplicates summed) or refused
 with ``strict=True``; every other defect is a :class:`MatrixFormatError` naming the 1-based line.
+Sizes on the first line that cannot fit in memory are refused before the arrays are parsed.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ import scipy.sparse as sp
 
 from sparsescope.errors import MatrixFormatError
 from sparsescope.matrices._csr import (
+    check_memory,
+    csr_memory_parts,
     finish_csr,
     first_row_defects,
     make_csr,
@@ -97,6 +100,10 @@ def read_smtx(path: str | Path, *, strict: bool = False) -> sp.csr_matrix:
     if nnz == 0:
         raise MatrixFormatError(p, "empty matrix: the first line announces 0 nonzeros",
                                 line=size_line)
+    parsed = [("parsed row pointers and column indices (rows + 1 + nnz) x 8",
+               (rows + 1 + nnz) * 8)]
+    check_memory(p, f"the first line declares {rows:,} x {cols:,} with {nnz:,} nonzeros",
+                 parsed + csr_memory_parts(rows, cols, nnz), line=size_line)
     if len(lines) < 2:
         raise MatrixFormatError(
             p, f"file ends at line {last_line} before the row pointer line "

@@ -166,9 +166,9 @@ def build_named_entry(suite: str, matrix: str, *, scale: float = 1.0, seed: int 
     raise UnknownNameError(f"entry of suite {suite!r}", matrix, [e.name for e in chosen])
 
 
-def workload_params(suite: str, matrix: str, op: str) -> list[dict[str, int]]:
-    """Seed workloads of a matrix for an op: ``[{"rows_selected": n}, ...]`` for ``slice``
-    on ``slice003`` matrices; empty when the suite defines none."""
-    if op != "slice" or suite != SLICE003.name:
-        return []
-    return [{"rows_selected": n} for n in SLICE_WORKLOADS.get(matrix, ())]
+def slice_workloads(suite: str, matrix: str) -> tuple[int, ...]:
+    """Seed 003's row-slice workloads of a ``slice003`` matrix (rows selected per workload);
+    empty for any other suite or matrix."""
+    if suite != SLICE003.name:
+        return ()
+    return tuple(SLICE_WORKLOADS.get(matrix, ()))

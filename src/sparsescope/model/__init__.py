@@ -4,14 +4,13 @@ Every function is pure, states its formula and its source (a seed report section
 docstring, and takes its inputs (spec table, measured times, measured ceilings) as arguments.
 """
 
+from sparsescope.model.concurrency import DaePrediction, dae_bw_prediction
 from sparsescope.model.dae import (
     CpiPrediction,
     CrossGpuRow,
-    DaePrediction,
     FifoDepthRow,
     SramCostRow,
     cross_gpu_row,
-    dae_bw_prediction,
     dae_cpi_prediction,
     fifo_depth_table,
     min_fifo_depth,

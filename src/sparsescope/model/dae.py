@@ -2,7 +2,9 @@
 
 A DAE access unit runs ahead of execution and keeps ``depth`` loads per warp in flight through
 a hardware FIFO, which breaks the ``col[j] -> x[col]`` chain. These functions answer: how deep a
-FIFO, at what SRAM cost, for what bandwidth ceiling and speedup.
+FIFO, at what SRAM cost, for what bandwidth ceiling and speedup. The BW-based prediction
+(:class:`DaePrediction`, :func:`dae_bw_prediction`) lives in :mod:`sparsescope.model.concurrency`,
+below :mod:`sparsescope.model.littles_law`, and is re-exported here.
 """
 
 from __future__ import annotations
@@ -11,13 +13,19 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from sparsescope.model.littles_law import (
+from sparsescope.model.concurrency import (
     DEP_CHAIN_LENGTH,
     LINE_BYTES,
-    ceiling_pct,
-    littles_law,
-    warps_per_sm_required,
+    DaePrediction,
+    dae_bw_prediction,
 )
+from sparsescope.model.littles_law import ceiling_pct, littles_law, warps_per_sm_required
+
+__all__ = [
+    "CpiPrediction", "CrossGpuRow", "DaePrediction", "FifoDepthRow", "SramCostRow",
+    "cross_gpu_row", "dae_bw_prediction", "dae_cpi_prediction", "fifo_depth_table",
+    "min_fifo_depth", "sram_cost_table",
+]
 
 
 @dataclass(frozen=True)
@@ -88,37 +96,6 @@ def sram_cost_table(sm_count: int, max_warps_per_sm: int, registers_per_sm: int,
             pct_of_register_file=100.0 * per_sm / register_file_bytes,
         ))
     return rows
-
-
-@dataclass(frozen=True)
-class DaePrediction:
-    """BW-based DAE prediction for one measured case (seed 000, section 7.7)."""
-
-    current_pct: float
-    predicted_pct: float
-    """min(Little's-law ceiling, mlp_gain x current)."""
-    speedup: float
-    """predicted / current."""
-    limited_by: str
-    """``littles_law`` (ceiling reached) or ``mlp_gain`` (doubling MLP is not enough)."""
-
-
-def dae_bw_prediction(current_pct: float, bw_ceiling_pct: float, *,
-                      mlp_gain: float = DEP_CHAIN_LENGTH) -> DaePrediction:
-    """BW-based DAE speedup (seed 000, section 7.7)::
-
-        predicted = min(littles_law_ceiling, mlp_gain x current)     speedup = predicted / current
-
-    DAE restores one request per warp (MLP x chain_length) but cannot exceed the ceiling of
-    the resident warps. Seed checks: cage15 57.2 % -> 75.1 %, 1.31x; cant 25.1 % -> 50.2 %, 2.00x.
-    """
-    if current_pct <= 0:
-        raise ValueError(f"current_pct must be > 0, got {current_pct}")
-    doubled = mlp_gain * current_pct
-    predicted = min(bw_ceiling_pct, doubled)
-    return DaePrediction(current_pct=current_pct, predicted_pct=predicted,
-                         speedup=predicted / current_pct,
-                         limited_by="littles_law" if bw_ceiling_pct <= doubled else "mlp_gain")
 
 
 @dataclass(frozen=True)

@@ -11,12 +11,14 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from sparsescope.model.concurrency import DEP_CHAIN_LENGTH, LINE_BYTES, dae_bw_prediction
 from sparsescope.model.spmv import GB
 
-LINE_BYTES = 128
-"""One outstanding L1/L2 cache-line request per warp, as the seed assumes."""
-DEP_CHAIN_LENGTH = 2
-"""CSR SpMV's chain ``col_indices[j] -> x[col]``: two dependent loads."""
+__all__ = [
+    "DEP_CHAIN_LENGTH", "LINE_BYTES", "LittlesLaw", "SensitivityRow", "bw_ceiling_from_max_warps",
+    "ceiling_pct", "latency_sensitivity", "littles_law", "occupancy_adjusted_ceiling_pct",
+    "warps_per_sm_required",
+]
 
 
 @dataclass(frozen=True)
@@ -136,12 +138,11 @@ def latency_sensitivity(bw_gb_s: float, sm_count: int, max_warps_per_sm: int,
 
     ``dae_ceiling = 100 x min(1, max_warps x dae_depth / required)``; the BW-based DAE speedup of
     a case at ``current_pct`` of peak is ``min(bw_ceiling, mlp_gain x current) / current`` with
-    the MLP gain equal to the chain length (see :func:`sparsescope.model.dae.dae_bw_prediction`).
+    the MLP gain equal to the chain length (see
+    :func:`sparsescope.model.concurrency.dae_bw_prediction`).
     Seed checks: 200 / 300 / 400 ns -> 56.8 / 85.2 / 113.6 warps/SM, ceilings 100 / 75.1 / 56.3 %,
     dep-chain 56.3 / 37.5 / 28.2 %, cage15 (57.2 %) speedups 1.75 / 1.31 / 0.98.
     """
-    from sparsescope.model.dae import dae_bw_prediction
-
     rows = []
     for latency in latencies_ns:
         ll = littles_law(bw_gb_s, latency, sm_count, max_warps_per_sm, line_bytes=line_bytes,

@@ -10,19 +10,21 @@ Rules every backend inherits from here, so none can give a silent wrong answer:
 * ``weights="scalar"`` gives every nonzero the one value :data:`SCALAR_WEIGHT` (seed 003's
   homogeneous weights: kernels may read one value instead of ``data``); ``per-nnz`` keeps A's;
 * A must be canonical (sorted, no duplicate column in a row): a scatter kernel writes, it does
-  not add, so two entries in one column would race. :func:`sparsescope.ops.registry.canonical_csr`
+  not add, so two entries in one column would race. :func:`sparsescope.ops.base.canonical_csr`
   sums duplicates (with a warning) or refuses them (``strict``) before anything runs.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import scipy.sparse as sp
 
 from sparsescope.errors import UsageError
 from sparsescope.model.slice_rows import LINE_BYTES, SECTOR_BYTES
+from sparsescope.ops.base import Op, OpCase, ParamSpec, canonical_csr
+from sparsescope.ops.params import SliceDerived, SliceParams
 from sparsescope.ops.spmv import check_output as _check_vector
 from sparsescope.results.records import Correctness
 
@@ -153,3 +155,69 @@ def check_output(out: np.ndarray, ref: np.ndarray, tolerance: float) -> Correctn
     if out.shape != ref.shape:
         return Correctness(rel_err=float("inf"), tolerance=tolerance, max_abs_err=float("inf"))
     return _check_vector(out.reshape(-1), ref.reshape(-1), tolerance)
+
+
+class SliceOp(Op):
+    """``out[r, :] = A[rows[r], :]`` dense (seed 003)."""
+
+    name = "slice"
+    description = "CSR row slice out[r, :] = A[rows[r], :] (dense out)"
+    params_type = SliceParams
+    derived_type = SliceDerived
+    tolerances = dict(DEFAULT_TOLERANCE)
+    params = (
+        ParamSpec("rows_selected", 64, int, minimum=1,
+                  help="rows drawn at random (with repeats) when rows is not given"),
+        ParamSpec("rows", None, tuple, help="explicit row indices (repeats allowed)"),
+        ParamSpec("weights", "per-nnz", str, choices=WEIGHTS,
+                  help="scalar: every nonzero one value; per-nnz: A's values"),
+        ParamSpec("out_of_range", "error", str, choices=OUT_OF_RANGE,
+                  help="error (default) or zero rows for indices outside [0, rows)"),
+    )
+
+    def make_case(self, csr, params=None, *, value_dtype="float32", index_bytes=4, seed=0,
+                  tolerance=None, strict=False) -> OpCase:
+        from sparsescope.model.slice_rows import slice_traffic
+        from sparsescope.model.traffic import csr_slice_traffic
+
+        params = self.resolve_params(params)
+        csr = canonical_csr(csr, strict=strict)
+        chosen = (params.rows if params.rows is not None
+                  else make_rows(csr.shape[0], params.rows_selected, seed))
+        rows, invalid = validate_rows(chosen, csr.shape[0], params.out_of_range)
+        params = replace(params, rows_selected=int(rows.size))
+        matrix = sliced_matrix(csr, params.weights, pad=invalid > 0)
+        inputs = SliceInputs(rows=rows, source_rows=csr.shape[0], invalid=invalid,
+                             weights=params.weights, out_of_range=params.out_of_range)
+        vb = np.dtype(value_dtype).itemsize
+        nnz_sel, sectors, lines = selection_counts(matrix, rows, vb)
+        derived = SliceDerived(nnz_selected=int(nnz_sel), sectors_32b=int(sectors),
+                               lines_128b=int(lines), invalid_rows=int(invalid))
+        traffic = slice_traffic(rows.size, csr.shape[1], nnz_sel, value_bytes=vb,
+                                index_bytes=index_bytes, weights=params.weights,
+                                sector_writes=sectors)
+        return OpCase(self.name, params, matrix, inputs, reference_slice(matrix, rows),
+                      tolerance if tolerance is not None else self.tolerance(value_dtype),
+                      traffic, derived,
+                      csr_slice_traffic(rows.size, csr.shape[1], int(nnz_sel), value_bytes=vb,
+                                        index_bytes=index_bytes, weights=params.weights))
+
+    def check(self, out, case) -> Correctness:
+        return check_output(out, case.reference, case.tolerance)
+
+    def traffic_for(self, rows, cols, nnz, params, derived, *, value_bytes, index_bytes,
+                    y_read=False):
+        from sparsescope.model.slice_rows import slice_traffic
+
+        return slice_traffic(params.rows_selected, cols, derived.nnz_selected,
+                             value_bytes=value_bytes, index_bytes=index_bytes,
+                             weights=params.weights, sector_writes=derived.sectors_32b)
+
+    def workload_params(self, suite: str, matrix: str, given: set[str]) -> list[dict]:
+        """slice003's seed workloads of ``matrix`` (16-5,000 rows), when it is one of its and
+        the run names no rows of its own."""
+        from sparsescope.matrices.suite_dlmc import slice_workloads
+
+        if given & {"rows", "rows_selected"}:
+            return []
+        return [{"rows_selected": n} for n in slice_workloads(suite, matrix)]

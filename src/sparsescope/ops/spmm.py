@@ -10,6 +10,8 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from sparsescope.ops.base import Op, OpCase, ParamSpec, canonical_csr
+from sparsescope.ops.params import SpmmDerived, SpmmParams
 from sparsescope.ops.spmv import check_output as _check_vector
 from sparsescope.results.records import Correctness
 
@@ -67,3 +69,47 @@ def check_output(y: np.ndarray, y_ref: np.ndarray, tolerance: float) -> Correctn
     if y.shape != y_ref.shape:
         return Correctness(rel_err=float("inf"), tolerance=tolerance, max_abs_err=float("inf"))
     return _check_vector(y.reshape(-1), y_ref.reshape(-1), tolerance)
+
+
+class SpmmOp(Op):
+    """``Y = A X``, X dense ``cols x k`` row- or column-major."""
+
+    name = "spmm"
+    description = "SpMM Y = A X, X dense cols x k"
+    params_type = SpmmParams
+    derived_type = SpmmDerived
+    tolerances = dict(DEFAULT_TOLERANCE)
+    params = (
+        ParamSpec("k", 8, int, minimum=1, maximum=MAX_K, help="columns of X"),
+        ParamSpec("layout", "row", str, choices=LAYOUTS,
+                  help="X row-major (row) or column-major (col)"),
+    )
+
+    def make_case(self, csr, params=None, *, value_dtype="float32", index_bytes=4, seed=0,
+                  tolerance=None, strict=False) -> OpCase:
+        from sparsescope.model.spmm import spmm_traffic
+        from sparsescope.model.traffic import csr_spmm_traffic
+
+        params = self.resolve_params(params)
+        csr = canonical_csr(csr, strict=strict)
+        x = make_dense_x(csr.shape[1], params.k, seed=seed, dtype=value_dtype,
+                         layout=params.layout)
+        cond = condition(csr, x)
+        base = tolerance if tolerance is not None else self.tolerance(value_dtype)
+        vb = np.dtype(value_dtype).itemsize
+        traffic = spmm_traffic(*csr.shape, csr.nnz, params.k, layout=params.layout,
+                               value_bytes=vb, index_bytes=index_bytes)
+        return OpCase(self.name, params, csr, x, reference_spmm(csr, x), base * cond,
+                      traffic, SpmmDerived(condition=cond),
+                      csr_spmm_traffic(*csr.shape, csr.nnz, params.k, value_bytes=vb,
+                                       index_bytes=index_bytes))
+
+    def check(self, out, case) -> Correctness:
+        return check_output(out, case.reference, case.tolerance)
+
+    def traffic_for(self, rows, cols, nnz, params, derived, *, value_bytes, index_bytes,
+                    y_read=False):
+        from sparsescope.model.spmm import spmm_traffic
+
+        return spmm_traffic(rows, cols, nnz, params.k, layout=params.layout,
+                            value_bytes=value_bytes, index_bytes=index_bytes)

@@ -9,6 +9,8 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from sparsescope.ops.base import Op, OpCase, canonical_csr
+from sparsescope.ops.params import SpmvDerived, SpmvParams
 from sparsescope.results.records import Correctness
 
 OP_NAME = "spmv"
@@ -71,3 +73,54 @@ def check_output(y: np.ndarray, y_ref: np.ndarray, tolerance: float) -> Correctn
     rel = err / ref_norm if ref_norm > 0 else err
     max_abs = float(np.max(np.abs(diff))) if diff.size else 0.0
     return Correctness(rel_err=rel, tolerance=tolerance, max_abs_err=max_abs)
+
+
+CANCELLATION_ALLOWANCE = 10.0
+"""kappa up to which the plain tolerance applies (see :func:`cancellation_factor`)."""
+
+
+def scaled_tolerance(tolerance: float, kappa: float) -> float:
+    """The gate for a sum that cancels: ``tolerance`` up to kappa = CANCELLATION_ALLOWANCE,
+    ``tolerance * kappa / CANCELLATION_ALLOWANCE`` beyond. Float rounding scales with kappa: a
+    strongly cancelling sum is not a wrong kernel, and ordinary random inputs have kappa of a
+    few, so the plain tolerance holds for them."""
+    return tolerance * kappa / CANCELLATION_ALLOWANCE if kappa > CANCELLATION_ALLOWANCE \
+        else tolerance
+
+
+class SpmvOp(Op):
+    """``y = A x``."""
+
+    name = "spmv"
+    description = "SpMV y = A x"
+    params_type = SpmvParams
+    derived_type = SpmvDerived
+    tolerances = dict(DEFAULT_TOLERANCE)
+
+    def make_case(self, csr, params=None, *, value_dtype="float32", index_bytes=4, seed=0,
+                  tolerance=None, strict=False) -> OpCase:
+        from sparsescope.model.spmv import spmv_traffic
+        from sparsescope.model.traffic import csr_spmv_traffic
+
+        params = self.resolve_params(params)
+        csr = canonical_csr(csr, strict=strict)
+        x = make_x(csr.shape[1], seed=seed, dtype=value_dtype)
+        vb = np.dtype(value_dtype).itemsize
+        kappa = cancellation_factor(csr, x)
+        base = tolerance if tolerance is not None else self.tolerance(value_dtype)
+        return OpCase(self.name, params, csr, x, reference_spmv(csr, x),
+                      scaled_tolerance(base, kappa),
+                      spmv_traffic(*csr.shape, csr.nnz, value_bytes=vb, index_bytes=index_bytes),
+                      SpmvDerived(cancellation=kappa),
+                      csr_spmv_traffic(*csr.shape, csr.nnz, value_bytes=vb,
+                                       index_bytes=index_bytes))
+
+    def check(self, out, case) -> Correctness:
+        return check_output(out, case.reference, case.tolerance)
+
+    def traffic_for(self, rows, cols, nnz, params, derived, *, value_bytes, index_bytes,
+                    y_read=False):
+        from sparsescope.model.spmv import spmv_traffic
+
+        return spmv_traffic(rows, cols, nnz, value_bytes=value_bytes, index_bytes=index_bytes,
+                            y_read=y_read)

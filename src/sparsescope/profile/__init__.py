@@ -1,15 +1,16 @@
 """The profile stage: run a case under Nsight Compute, read ``.ncu-rep`` files and ncu's CSV
-exports into typed records, and turn them into the report's tables and figures.
+exports into typed records, and compute what the report stage renders (its Markdown and figures
+are the report stage's ``report.profile_render``).
 
 Modules: ``metrics`` (metric groups and stall names as data), ``records`` (KernelProfile,
 RuleMessage, InstructionSample), ``read_report`` / ``read_csv`` (the two readers; raw, details and
 ``ncu --csv`` long layouts, older stall forms), ``analysis`` (seed 4.1-4.3 tables),
 ``hotspots`` (hottest SASS instructions, through the SASS stage's stall map), ``ceilings``
 (measured / spec / ncu-peak ceilings), ``latency`` (Little's law, DAE estimates),
-``instruction_roofline`` and ``classic_roofline`` (Ding & Williams; FLOP/byte), ``figures``,
-``render`` and ``render_models`` (report pieces), ``section`` (files -> section), ``collect``
-(ncu command lines, running, errors, passes), ``target`` (the program ncu profiles). No module
-imports a GPU library; ``ncu_report`` and matplotlib are imported where they are used.
+``instruction_roofline`` and ``classic_roofline`` (Ding & Williams; FLOP/byte), ``section``
+(files -> the launches, ceilings and hotspots a section shows), ``collect`` (ncu command lines,
+running, errors, passes), ``target`` (the program ncu profiles). No module imports a GPU
+library; ``ncu_report`` is imported where it is used.
 """
 
 from sparsescope.profile.errors import ProfileError

@@ -16,7 +16,6 @@ from __future__ import annotations
 import hashlib
 import re
 import subprocess
-import sys
 import time
 import warnings
 from collections.abc import Mapping, Sequence
@@ -148,37 +147,25 @@ def export_command(ncu: str | Path, report_path: str | Path, page: str) -> list[
     raise UsageError(f"unknown ncu page {page!r}; known: raw, details, source")
 
 
-#: The program ncu profiles for an op other than SpMV: one case, checked once and not timed
-#: (``--check-only``: ncu replays the launches itself, and the timing protocol's kernel
-#: breakdown would compete with ncu for CUPTI).
-OP_TARGET_MODULE = "sparsescope.backends.op_runner"
-
-
 def op_backend_names(op: str) -> list[str]:
-    """Backends registered for ``op``, sorted: SpMV's are the backend registry's own, the other
-    ops' are those :mod:`sparsescope.ops.registry` names for them."""
-    from sparsescope.backends.registry import BACKENDS
-    from sparsescope.ops.registry import get_op, op_backends
+    """Backends registered for ``op``, sorted (the registry table's (op, name) keys)."""
+    from sparsescope import registry
 
-    if op == "spmv":
-        others = op_backends()
-        return sorted(name for name in BACKENDS if name not in others)
-    return sorted(get_op(op).backends)
+    return registry.backend_names(op)
 
 
 def check_backend_op(backend: str, op: str) -> None:
     """Raise :class:`UsageError` (naming both) unless ``backend`` implements ``op``."""
-    from sparsescope.ops.registry import list_ops
+    from sparsescope import registry
 
+    registry.op_entry(op)
     names = op_backend_names(op)
     if backend in names:
         return
-    implements = [other for other in list_ops()
-                  if other != op and backend in op_backend_names(other)]
-    if not implements:
+    if backend not in registry.backend_names():
         raise UnknownNameError(f"{op} backend", backend, names)
     raise UsageError(f"backend {backend!r} does not support op {op!r} (it implements "
-                     f"{', '.join(implements)}); backends for {op}: {', '.join(names)}")
+                     f"{registry.backend_op(backend)}); backends for {op}: {', '.join(names)}")
 
 
 def resolve_op_params(op: str, params: Mapping[str, object] | None = None) -> dict[str, object]:
@@ -186,34 +173,30 @@ def resolve_op_params(op: str, params: Mapping[str, object] | None = None) -> di
     slice's unset ``rows``, dropped); ``{}`` for SpMV, which has none."""
     from sparsescope.ops.registry import get_op
 
-    resolved = get_op(op).resolve_params(params)
-    return {name: value for name, value in resolved.items() if value is not None}
+    return get_op(op).resolve_params(params).as_dict()
 
 
 def _param_text(value: object) -> str:
-    # op_runner reads ``rows`` as comma-separated integers, every other value as text.
+    # the target reads a comma list as a sequence of integers (slice's ``rows``)
     if isinstance(value, (tuple, list)):
         return ",".join(str(int(v)) for v in value)
     return str(value)
 
 
 def target_command(suite: str, matrix: str, backend: str, *, op: str = "spmv",
-                   scale: float = 1.0, warmups: int = 1, repeats: int = 3,
-                   params: Mapping[str, object] | None = None) -> list[str]:
-    """The program ncu profiles: one case. SpMV runs through :mod:`sparsescope.profile.target`
-    (the runner of ``sparsescope run``, ``warmups`` + ``repeats`` timed calls); the other ops
-    through :data:`OP_TARGET_MODULE` with every parameter spelled out (defaults filled in),
-    checked once and not timed, so ``warmups`` and ``repeats`` do not apply to them. A backend
-    that does not implement ``op`` is a :class:`UsageError`, before ncu starts."""
+                   scale: float = 1.0, params: Mapping[str, object] | None = None
+                   ) -> list[str]:
+    """The program ncu profiles: one case through ``python -m sparsescope.target case``, with
+    every parameter spelled out (defaults filled in), prepared, run once and checked against
+    float64, not timed: ncu replays each launch itself, and the timing protocol's kernel
+    breakdown would compete with ncu for CUPTI. A backend that does not implement ``op`` is a
+    :class:`UsageError`, before ncu starts."""
+    from sparsescope.target import target_argv
+
     check_backend_op(backend, op)
-    resolved = resolve_op_params(op, params)
-    if op == "spmv":
-        return [sys.executable, "-m", "sparsescope.profile.target", "--suite", suite,
-                "--matrix", matrix, "--backend", backend, "--op", op, "--scale", repr(scale),
-                "--warmups", str(warmups), "--repeats", str(repeats)]
-    command = [sys.executable, "-m", OP_TARGET_MODULE, "--op", op, "--suite", suite,
-               "--matrix", matrix, "--backend", backend, "--scale", repr(scale)]
-    for name, value in resolved.items():
+    command = target_argv("case", "--op", op, "--suite", suite, "--matrix", matrix,
+                          "--backend", backend, "--scale", repr(scale))
+    for name, value in resolve_op_params(op, params).items():
         command += ["--param", f"{name}={_param_text(value)}"]
     return command + ["--check-only"]
 

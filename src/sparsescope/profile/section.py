@@ -1,6 +1,7 @@
-"""Assemble the profile section from files: read the profiles and their per-instruction data, pick
-one launch per kernel launch, resolve the ceilings, draw the figures, render the Markdown. Used by
-``sparsescope profile report`` and ``sparsescope report --profile``.
+"""What the profile section shows, from files: read the profiles and their per-instruction data,
+pick one launch per kernel launch, resolve the ceilings, find the hottest instructions. The report
+stage (``report.profile_render.build_section``) draws the figures and renders the Markdown of it,
+for the commands ``profile report`` and ``report --profile``.
 
 Files: ``.ncu-rep`` reports (rule messages and per-PC samples inside), ``--page raw`` CSV exports
 (with ``<stem>_details.csv`` and ``<stem>_source.csv`` beside them picked up, as ``sparsescope
@@ -54,32 +55,31 @@ def load_inputs(files: Sequence[str | Path],
 
 
 @dataclass(frozen=True)
-class Section:
-    """The rendered section and what went into it."""
+class SectionData:
+    """The chosen launches and what the section shows of them (no text: the report stage
+    renders it)."""
 
-    markdown: str
-    figures: dict[str, Path]
     profiles: tuple[KernelProfile, ...]
     labels: tuple[str, ...]
     ceilings: object
     """The :class:`~sparsescope.profile.ceilings.RooflineCeilings` used."""
-    files: tuple[str, ...]
+    hotspots: tuple = ()
+    """:class:`~sparsescope.profile.hotspots.KernelHotspots` of the launches with per-instruction
+    rows, in profile order."""
+    files: tuple[str, ...] = ()
 
 
-def build_section(inputs: SectionInputs, *, figure_dir: str | Path | None = None,
-                  figure_prefix: str = "profile", figure_link_root: str = "",
-                  runset=None, use_store: bool = False, kernel: str | None = None,
-                  all_launches: bool = False, labels: Sequence[str] | None = None,
-                  level: int = 2) -> Section:
-    """Choose the launches, resolve the ceilings (measured from ``runset`` or the store, else
-    the spec table, else ncu's peaks), draw the figures into ``figure_dir`` (linked as
-    ``figure_link_root + name``), and render. Raises UsageError for a kernel filter that keeps
-    nothing or labels that do not match."""
+def select_section(inputs: SectionInputs, *, runset=None, use_store: bool = False,
+                   kernel: str | None = None, all_launches: bool = False,
+                   labels: Sequence[str] | None = None) -> SectionData:
+    """Choose the launches, label them, resolve the ceilings (measured from ``runset`` or the
+    store, else the spec table, else ncu's peaks) and find the hottest instructions. Raises
+    UsageError for a kernel filter that
+    keeps nothing or labels that do not match."""
     from sparsescope.errors import UsageError
     from sparsescope.profile.analysis import kernel_labels, representative_launches
     from sparsescope.profile.ceilings import resolve_ceilings
     from sparsescope.profile.hotspots import hotspots_for
-    from sparsescope.profile.render import render_markdown, write_figures
 
     profiles = list(inputs.profiles)
     if kernel:
@@ -92,12 +92,5 @@ def build_section(inputs: SectionInputs, *, figure_dir: str | Path | None = None
         raise UsageError(f"{len(labels)} labels for {len(profiles)} kernels")
     names = tuple(labels) if labels is not None else kernel_labels(profiles)
     ceilings = resolve_ceilings(profiles, runset=runset, use_store=use_store)
-    figures: dict[str, Path] = {}
-    if figure_dir is not None:
-        figures = write_figures(profiles, figure_dir, labels=names, ceilings=ceilings,
-                                prefix=figure_prefix)
-    links = {k: f"{figure_link_root}{p.name}" for k, p in figures.items()}
-    markdown = render_markdown(profiles, labels=names, ceilings=ceilings, figures=links,
-                               level=level,
-                               hotspots=hotspots_for(profiles, names, inputs.instructions))
-    return Section(markdown, figures, tuple(profiles), names, ceilings, inputs.files)
+    return SectionData(tuple(profiles), names, ceilings,
+                       hotspots_for(profiles, names, inputs.instructions), inputs.files)

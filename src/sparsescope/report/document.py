@@ -10,15 +10,13 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from sparsescope.report.context import ReportContext, ok_cases
 from sparsescope.report.figures import FigureResult
 from sparsescope.report.table_types import Table, bw_text, span
 from sparsescope.results.records import RunSet
 from sparsescope.timing.types import Measurement
-
-#: How the report names an op in titles and sentences.
-OP_NAMES = {"spmv": "SpMV", "spmm": "SpMM", "slice": "CSR row slicing"}
 
 
 @dataclass(frozen=True)
@@ -76,11 +74,6 @@ Block = Heading | Paragraph | Callout | Bullets | Code | TableBlock | FigureBloc
 class Document:
     title: str
     blocks: tuple[Block, ...]
-
-
-def _ops(ctx: ReportContext) -> str:
-    ops = list(dict.fromkeys(c.op for c in ctx.runset.cases)) or ["spmv"]
-    return ", ".join("SpMV" if op == "spmv" else op for op in ops)
 
 
 def analog_note(ctx: ReportContext) -> str | None:
@@ -176,7 +169,7 @@ def summary_items(ctx: ReportContext, tables: Mapping[str, Table]) -> tuple[str,
     if cases:
         pct = [v.metrics.pct_peak for v in cases]
         best, worst = ctx.best, ctx.worst
-        items.append(f"On {ctx.device_label}, the {len(cases)} timed {_ops(ctx)} case(s) reach "
+        items.append(f"On {ctx.device_label}, the {len(cases)} timed SpMV case(s) reach "
                      f"**{span(pct)} %** of {bw_text(ctx.bw_gb_s)} GB/s ({ctx.bw_label}).")
         items.append(f"Best: **{best.label}** at {best.metrics.pct_peak:.1f} % "
                      f"({bw_text(best.metrics.eff_bw_gb_s)} GB/s, gap {best.metrics.gap:.1f}x "
@@ -208,45 +201,23 @@ def summary_items(ctx: ReportContext, tables: Mapping[str, Table]) -> tuple[str,
     return tuple(items)
 
 
-def ops_summary_items(run: RunSet) -> tuple[str, ...]:
-    """One line per op of ``run``: its cases, matrices and backends, and how many were timed."""
-    timed = Counter(c.op for c in ok_cases(run))
-    items = []
-    for op in dict.fromkeys(c.op for c in run.cases):
-        cases = [c for c in run.cases if c.op == op]
-        counts = Counter(c.outcome for c in cases)
-        items.append(f"**{OP_NAMES.get(op, op)}:** {len(cases)} case(s) on "
-                     f"{len({c.matrix for c in cases})} matrices with "
-                     f"{len({c.backend for c in cases})} backend(s): {timed[op]} timed, "
-                     f"{counts.get('skipped', 0)} skipped, {counts.get('failed', 0)} failed.")
-    if not items:
-        items.append("The run holds no case.")
-    elif any(c.outcome != "ok" for c in run.cases):
-        items.append("Skipped and failed cases are listed with their reasons and never timed.")
-    return tuple(items)
+def op_summary_item(run: RunSet, title: str) -> str:
+    """One line for the cases of ``run`` (one op's): cases, matrices, backends, outcomes."""
+    counts = Counter(c.outcome for c in run.cases)
+    line = (f"**{title}:** {len(run.cases)} case(s) on {len({c.matrix for c in run.cases})} "
+            f"matrices with {len({c.backend for c in run.cases})} backend(s): "
+            f"{len(ok_cases(run))} timed, {counts.get('skipped', 0)} skipped, "
+            f"{counts.get('failed', 0)} failed.")
+    if counts.get("skipped") or counts.get("failed"):
+        line += " Skipped and failed cases are listed with their reasons and never timed."
+    return line
 
 
-def _section(blocks: list, tables: Mapping[str, Table], figures: Mapping[str, FigureResult],
-             names: Sequence[str], counters: dict[str, int]) -> None:
-    for name in names:
-        table = tables[name]
-        counters["table"] += 1
-        blocks.append(TableBlock(table, counters["table"]))
-        for fig_name in table.figures:
-            fig = figures.get(fig_name)
-            if fig is None:
-                continue
-            if fig.png is not None:
-                counters["figure"] += 1
-                blocks.append(FigureBlock(fig, counters["figure"]))
-            else:
-                blocks.append(FigureBlock(fig, 0))
-
-
-#: Subsections of "3. Timing and throughput" (seed 000 sections 3.1-3.3), each shown when its
+#: SpMV's "Timing and throughput" subsections (seed 000 sections 3.1-3.3), each shown when its
 #: table was built (the kernel breakdown and the seed comparison exist only for some runs).
 TIMING_SUBSECTIONS = (
     ("Timing and throughput", "timing"),
+    ("Our kernels against the best other backend", "own_vs_peers"),
     ("Kernel breakdown", "kernel_breakdown"),
     ("Timing stability", "timing_stability"),
     ("Effective bandwidth under two byte models", "bandwidth_models"),
@@ -254,133 +225,97 @@ TIMING_SUBSECTIONS = (
 )
 
 
-def _subsections(blocks: list, tables: Mapping[str, Table], figures: Mapping[str, FigureResult],
-                 number: str, parts: Sequence[tuple[str, str]], counters: dict[str, int]) -> None:
-    present = [(title, name) for title, name in parts if name in tables]
-    for i, (title, name) in enumerate(present, start=1):
-        blocks.append(Heading(3, f"{number}.{i} {title}"))
-        _section(blocks, tables, figures, [name], counters)
+def _run_line(run: RunSet) -> Paragraph:
+    p = run.provenance
+    backends = ", ".join(dict.fromkeys(c.backend for c in run.cases)) or "none"
+    return Paragraph(
+        f"**Run:** `{run.run_id}` · **Date:** {p.created_utc} · **Suite:** {run.suite} (scale "
+        f"{run.scale:g}) · **Backends:** {backends} · **sparsescope** {p.sparsescope_version}")
 
 
-def build_document(ctx: ReportContext, tables: Mapping[str, Table],
-                   figures: Mapping[str, FigureResult],
-                   extra_sections: Sequence[tuple[str, str]] = (), *,
-                   ops_label: str | None = None, note: str | None = None,
-                   backends_label: str | None = None,
-                   ops_run: RunSet | None = None) -> Document:
-    """``ops_label`` names the operations in the title when the SpMV tables are not the point
-    (an SpMM or slice run); ``note`` is a call-out placed first; ``backends_label`` lists the
-    backends when the cases behind the tables are not all of the run's.
-
-    ``ops_run``: the whole run, when it has no SpMV case and ``extra_sections`` carry its ops:
-    the document then has no SpMV section (byte model, timing, floor, Little's law, DAE, index
-    width, outcomes), only the device, the matrices and the provenance of ``tables``; its
-    summary and timing protocol count ``ops_run``'s cases."""
-    if ops_run is not None:
-        return _ops_document(ctx, tables, extra_sections, ops_run, ops_label=ops_label,
-                             note=note, backends_label=backends_label)
-    rs, p = ctx.runset, ctx.runset.provenance
-    title = f"{ops_label or _ops(ctx)} performance report: {ctx.device_label}"
-    backends = backends_label or ", ".join(dict.fromkeys(c.backend for c in rs.cases)) or "none"
-    blocks: list[Block] = [Paragraph(
-        f"**Run:** `{rs.run_id}` · **Date:** {p.created_utc} · **Suite:** {rs.suite} (scale "
-        f"{rs.scale:g}) · **Backends:** {backends} · **sparsescope** {p.sparsescope_version}")]
-    if note:
-        blocks.append(Callout(note))
-    note = analog_note(ctx)
-    if note:
-        blocks.append(Callout(note))
-    blocks.append(Callout(device_note(ctx)))
-    t = rs.timing
+def _protocol_callout(run: RunSet, timed: Sequence[Measurement]) -> Callout:
+    t = run.timing
     flush = {True: "on", False: "off", None: "auto"}[t.flush_l2]
-    blocks.append(Callout(f"**Timing protocol:** {t.warmups} warm-ups, {t.repeats} repeats, "
-                          f"{t.statistic} reported, clock `{t.clock}`, cache flush {flush} "
-                          f"({sum(v.case.measurement.flushed for v in ctx.cases)} of "
-                          f"{len(ctx.cases)} timed cases flushed)."))
-    counters = {"table": 0, "figure": 0}
-    blocks += [Heading(2, "1. Executive summary"), Bullets(summary_items(ctx, tables))]
-    blocks += [Heading(2, "2. Methodology"), Heading(3, "2.1 Device")]
-    _section(blocks, tables, figures, ["device"], counters)
-    blocks += [Heading(3, "2.2 Timing protocol"), Bullets(protocol_items(ctx)),
-               Heading(3, "2.3 Byte model"),
-               Paragraph("Bytes are the minimum a CSR SpMV must move, each array once "
-                         "(seed 000, section 2.5); 1 GB = 10^9 bytes."),
-               Code(byte_model(ctx)), Heading(3, "2.4 Matrices")]
-    if note:
-        blocks.append(Paragraph(note))
-    _section(blocks, tables, figures, ["matrices"], counters)
-    sections = (
-        ("3. Timing and throughput", TIMING_SUBSECTIONS),
-        ("4. Physical floor and roofline", ["floor", "roofline"]),
-        ("5. Little's law and latency sensitivity", ["littles_law", "latency_sensitivity"]),
-        ("6. Gap decomposition", ["gap"]),
-        ("7. Decoupled access-execute (DAE) what-if", ["dae", "dae_sram", "dae_fifo",
-                                                       "cross_gpu"]),
-        ("8. INT32 against INT64 indices", ["index_width"]),
-        ("9. Skipped and failed cases", ["outcomes"]),
-    )
-    for heading, names in sections:
-        blocks.append(Heading(2, heading))
-        if names is TIMING_SUBSECTIONS:
-            _subsections(blocks, tables, figures, heading.split(".")[0], names, counters)
-        else:
-            _section(blocks, tables, figures, names, counters)
-    number = len(sections) + 3
+    return Callout(f"**Timing protocol:** {t.warmups} warm-ups, {t.repeats} repeats, "
+                   f"{t.statistic} reported, clock `{t.clock}`, cache flush {flush} "
+                   f"({sum(m.flushed for m in timed)} of {len(timed)} timed cases flushed).")
+
+
+def build_document(ctx: ReportContext, run_tables: Mapping[str, Table], sections: Sequence,
+                   extra_sections: Sequence[tuple[str, str]] = (), *,
+                   note: str | None = None) -> Document:
+    """The report: the run, the device, the timing protocol and the matrices, then each op's
+    section (``report.sections.OpSection``, in the registry's op order) with numbered
+    headings, the ``extra_sections`` (title, Markdown) of later stages, and the appendix.
+    Tables and figures are numbered in document order."""
+    run = ctx.runset
+    title = (f"{', '.join(s.title for s in sections) or 'Empty run'} performance report: "
+             f"{ctx.device_label}")
+    device = next((s.device for s in sections if s.device is not None), None)
+    device_tbl = run_tables["device"]
+    device_text = device[1] if device is not None else device_note(ctx, spmv=False)
+    timed = [m for s in sections for m in s.timed or ()]
+    analogs = analog_note(ctx)
+    blocks: list[Block] = [_run_line(run)]
+    blocks += [Callout(text) for text in (note, analogs) if text]
+    blocks += [Callout(device_text), _protocol_callout(run, timed)]
+    summary = tuple(item for s in sections for item in s.summary) or ("The run holds no case.",)
+    blocks += [Heading(2, "1. Executive summary"), Bullets(summary),
+               Heading(2, "2. Methodology"), Heading(3, "2.1 Device"), TableBlock(device_tbl, 0),
+               Heading(3, "2.2 Timing protocol"), Bullets(protocol_items(ctx, timed))]
+    number = 3
+    for heading, parts in (m for s in sections for m in s.methodology):
+        blocks += [Heading(3, f"2.{number} {heading}"), *parts]
+        number += 1
+    blocks.append(Heading(3, f"2.{number} Matrices"))
+    if analogs:
+        blocks.append(Paragraph(analogs))
+    blocks.append(TableBlock(run_tables["matrices"], 0))
+    number = 3
+    for heading, parts in (b for s in sections for b in s.body):
+        blocks += [Heading(2, f"{number}. {heading}"), *_numbered(parts, number)]
+        number += 1
     for extra_title, text in extra_sections:
         blocks += [Heading(2, f"{number}. {extra_title}"), RawMarkdown(text)]
         number += 1
-    _appendix(blocks, tables, figures, counters)
-    return Document(title, tuple(blocks))
+    blocks += _appendix(run_tables, sections)
+    return Document(title, _count(blocks))
 
 
-def _appendix(blocks: list, tables: Mapping[str, Table], figures: Mapping[str, FigureResult],
-              counters: dict[str, int]) -> None:
-    blocks.append(Heading(2, "Appendix: provenance and files"))
-    _section(blocks, tables, figures, ["provenance"], counters)
-    files = [f"`tables/{name}.json`: {tables[name].title}" for name in tables]
-    files += [f"`{f.path}`: {f.title}" for f in figures.values() if f.png is not None]
-    files += [f"{f.name}: not drawn ({f.skipped_reason})" for f in figures.values()
-              if f.png is None]
-    blocks += [Paragraph("Files written with this report (every table also as JSON, with "
-                         "units):"), Bullets(tuple(files))]
+def _numbered(parts: Sequence[Block], number: int) -> list[Block]:
+    """Level-3 headings of a body section as ``<number>.<i> text``."""
+    out, i = [], 0
+    for block in parts:
+        if isinstance(block, Heading) and block.level == 3:
+            i += 1
+            block = Heading(3, f"{number}.{i} {block.text}")
+        out.append(block)
+    return out
 
 
-def _ops_document(ctx: ReportContext, tables: Mapping[str, Table],
-                  extra_sections: Sequence[tuple[str, str]], run: RunSet, *,
-                  ops_label: str | None, note: str | None,
-                  backends_label: str | None) -> Document:
-    """The document of a run with no SpMV case (see :func:`build_document`): the run, the
-    device, the timing protocol and the matrices, then the ops' own sections."""
-    ops = ", ".join(OP_NAMES.get(op, op) for op in dict.fromkeys(c.op for c in run.cases))
-    title = f"{ops_label or ops or 'SpMV'} performance report: {ctx.device_label}"
-    p = run.provenance
-    backends = backends_label or ", ".join(dict.fromkeys(c.backend for c in run.cases)) or "none"
-    blocks: list[Block] = [Paragraph(
-        f"**Run:** `{run.run_id}` · **Date:** {p.created_utc} · **Suite:** {run.suite} (scale "
-        f"{run.scale:g}) · **Backends:** {backends} · **sparsescope** {p.sparsescope_version}")]
-    if note:
-        blocks.append(Callout(note))
-    analogs = analog_note(ctx)
-    if analogs:
-        blocks.append(Callout(analogs))
-    blocks.append(Callout(device_note(ctx, spmv=False)))
-    timed = [c.measurement for c in ok_cases(run)]
-    t = run.timing
-    flush = {True: "on", False: "off", None: "auto"}[t.flush_l2]
-    blocks.append(Callout(f"**Timing protocol:** {t.warmups} warm-ups, {t.repeats} repeats, "
-                          f"{t.statistic} reported, clock `{t.clock}`, cache flush {flush} "
-                          f"({sum(m.flushed for m in timed)} of {len(timed)} timed cases "
-                          f"flushed)."))
+def _count(blocks: Sequence[Block]) -> tuple[Block, ...]:
+    """Tables and drawn figures numbered 1, 2, ... in document order (skipped figures 0)."""
     counters = {"table": 0, "figure": 0}
-    blocks += [Heading(2, "1. Executive summary"), Bullets(ops_summary_items(run)),
-               Heading(2, "2. Methodology"), Heading(3, "2.1 Device")]
-    _section(blocks, tables, {}, ["device"], counters)
-    blocks += [Heading(3, "2.2 Timing protocol"), Bullets(protocol_items(ctx, timed)),
-               Heading(3, "2.3 Matrices")]
-    if analogs:
-        blocks.append(Paragraph(analogs))
-    _section(blocks, tables, {}, ["matrices"], counters)
-    for number, (extra_title, text) in enumerate(extra_sections, start=3):
-        blocks += [Heading(2, f"{number}. {extra_title}"), RawMarkdown(text)]
-    _appendix(blocks, tables, {}, counters)
-    return Document(title, tuple(blocks))
+    out = []
+    for block in blocks:
+        if isinstance(block, TableBlock):
+            counters["table"] += 1
+            block = TableBlock(block.table, counters["table"])
+        elif isinstance(block, FigureBlock) and block.figure.png is not None:
+            counters["figure"] += 1
+            block = FigureBlock(block.figure, counters["figure"])
+        out.append(block)
+    return tuple(out)
+
+
+def _appendix(run_tables: Mapping[str, Table], sections: Sequence) -> list[Block]:
+    files = [f"`tables/{name}.json`: {t.title}" for name, t in run_tables.items()]
+    for s in sections:
+        files += [f"`tables/{name}.json`: {t.get('title', name)}" for name, t in s.tables.items()]
+        files += [f"`{f.path}`: {f.title}" for f in s.figures if f.png is not None]
+        files += [f"{f.name}: not drawn ({f.skipped_reason})" for f in s.figures
+                  if f.png is None]
+        files += [f"`figures/{Path(f).name}`" for f in s.written]
+    return [Heading(2, "Appendix: provenance and files"), TableBlock(run_tables["provenance"], 0),
+            Paragraph("Files written with this report (every table also as JSON, with units):"),
+            Bullets(tuple(files))]

@@ -2,6 +2,11 @@
 
 CSS is inlined from ``report.css``; figures are embedded as ``data:image/png;base64`` URIs;
 tables are HTML tables; nothing is loaded from outside the file.
+
+Markdown (the report's own inline text and later stages' ``extra_sections``) goes through
+``markdown-it-py`` (CommonMark plus pipe tables, raw HTML off so ``<`` and ``&`` are escaped).
+Links become ``text (url)``; an image is embedded as a data URI when it is a PNG under the
+report folder, else shown as ``[image: alt]``, so the page never points at an outside resource.
 """
 
 from __future__ import annotations
@@ -11,6 +16,9 @@ import html
 import re
 from importlib import resources
 from pathlib import Path
+
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
 
 from sparsescope.report.document import (
     Bullets,
@@ -23,8 +31,101 @@ from sparsescope.report.document import (
     RawMarkdown,
     TableBlock,
 )
-from sparsescope.report.minimd import inline, markdown_to_html
 from sparsescope.report.table_types import Table, is_numeric_text
+
+
+def _png_data_uri(src: str, env: dict) -> str | None:
+    """``data:`` URI of ``src`` when it is a PNG file under ``env["image_root"]``."""
+    root = env.get("image_root")
+    if root is None or not src or ":" in src or src.startswith(("/", "\\")):
+        return None
+    path = Path(root) / src
+    if path.suffix.lower() != ".png" or not path.is_file():
+        return None
+    return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode("ascii")
+
+
+def _render_image(self, tokens: list[Token], idx: int, options, env: dict) -> str:
+    token = tokens[idx]
+    children = token.children or []
+    alt = self.renderInlineAsText(children, options, env)
+    uri = _png_data_uri(str(token.attrGet("src") or ""), env)
+    if uri is None:
+        return f"[image: {html.escape(alt, quote=False)}]"
+    img = f'<img alt="{html.escape(alt, quote=True)}" src="{uri}">'
+    if token.meta.get("figure"):
+        return (f"<figure>{img}<figcaption>{self.renderInline(children, options, env)}"
+                f"</figcaption></figure>\n")
+    return img
+
+
+def _render_link_open(self, tokens: list[Token], idx: int, options, env: dict) -> str:
+    return ""
+
+
+def _render_link_close(self, tokens: list[Token], idx: int, options, env: dict) -> str:
+    opening = next(t for t in reversed(tokens[:idx]) if t.type == "link_open")
+    if opening.markup == "autolink":
+        return ""
+    return f" ({html.escape(str(opening.attrGet('href') or ''), quote=False)})"
+
+
+def _render_table_open(self, tokens: list[Token], idx: int, options, env: dict) -> str:
+    return '<div class="table-wrap">\n' + self.renderToken(tokens, idx, options, env)
+
+
+def _render_table_close(self, tokens: list[Token], idx: int, options, env: dict) -> str:
+    return self.renderToken(tokens, idx, options, env) + "</div>\n"
+
+
+def _render_heading(self, tokens: list[Token], idx: int, options, env: dict) -> str:
+    token = tokens[idx]
+    level = min(6, int(token.tag[1:]) + int(env.get("heading_offset", 0)))
+    token.tag = f"h{level}"
+    return self.renderToken(tokens, idx, options, env)
+
+
+def _make_markdown() -> MarkdownIt:
+    md = MarkdownIt("commonmark", {"html": False, "xhtmlOut": False}).enable("table")
+    md.add_render_rule("image", _render_image)
+    md.add_render_rule("link_open", _render_link_open)
+    md.add_render_rule("link_close", _render_link_close)
+    md.add_render_rule("table_open", _render_table_open)
+    md.add_render_rule("table_close", _render_table_close)
+    md.add_render_rule("heading_open", _render_heading)
+    md.add_render_rule("heading_close", _render_heading)
+    return md
+
+
+_MD = _make_markdown()
+
+
+def inline(text: str) -> str:
+    """Inline Markdown (code spans, bold, italic, links, images) as escaped HTML."""
+    return _MD.renderInline(text, {})
+
+
+def _mark_figures(tokens: list[Token], env: dict) -> None:
+    """A paragraph holding only an embeddable image is rendered as a ``<figure>``."""
+    for i in range(len(tokens) - 2):
+        opening, body, closing = tokens[i:i + 3]
+        if opening.type != "paragraph_open" or opening.hidden or body.type != "inline":
+            continue
+        kids = [t for t in body.children or [] if not (t.type == "text" and not t.content.strip())]
+        if (len(kids) == 1 and kids[0].type == "image"
+                and _png_data_uri(str(kids[0].attrGet("src") or ""), env) is not None):
+            kids[0].meta["figure"] = True
+            opening.hidden = closing.hidden = True
+
+
+def markdown_to_html(text: str, *, heading_offset: int = 0,
+                     image_root: Path | None = None) -> str:
+    """Markdown as HTML; headings move down by ``heading_offset`` levels; PNG images found
+    under ``image_root`` are embedded as data URIs (as figures when alone in a paragraph)."""
+    env = {"heading_offset": heading_offset, "image_root": image_root}
+    tokens = _MD.parse(text, env)
+    _mark_figures(tokens, env)
+    return _MD.renderer.render(tokens, _MD.options, env).strip("\n")
 
 
 def stylesheet() -> str:
@@ -61,30 +162,10 @@ def _figure_html(block: FigureBlock) -> str:
             f"{inline(f.caption)}</figcaption></figure>")
 
 
-_IMAGE_LINE = re.compile(r"^\s*!\[([^\]]*)\]\(([^)\s]+)\)\s*$")
-
-
 def _raw_markdown_html(text: str, image_root: Path | None) -> str:
-    """Extra sections' Markdown; a line holding only ``![alt](figures/x.png)`` whose file exists
-    under ``image_root`` is embedded as a base64 figure, so the page stays self-contained."""
-    parts: list[str] = []
-    pending: list[str] = []
-    for line in text.splitlines():
-        m = _IMAGE_LINE.match(line)
-        path = (image_root / m.group(2)) if (m and image_root is not None) else None
-        if path is not None and path.suffix.lower() == ".png" and path.is_file():
-            if pending:
-                parts.append(markdown_to_html("\n".join(pending)))
-                pending = []
-            data = base64.b64encode(path.read_bytes()).decode("ascii")
-            parts.append(f'<figure><img alt="{html.escape(m.group(1), quote=True)}" '
-                         f'src="data:image/png;base64,{data}"><figcaption>'
-                         f"{inline(m.group(1))}</figcaption></figure>")
-        else:
-            pending.append(line)
-    if pending:
-        parts.append(markdown_to_html("\n".join(pending)))
-    return "\n".join(parts)
+    """Extra sections' Markdown; an image ``![alt](figures/x.png)`` whose file exists under
+    ``image_root`` is embedded as base64, so the page stays self-contained."""
+    return markdown_to_html(text, image_root=image_root)
 
 
 def _block(block, image_root: Path | None = None) -> str:

@@ -2,7 +2,7 @@
 the pipe table, case keys, our kernel against the best peer, the skipped/failed table, the
 figure canvas, and :class:`OpsReport`, which every op's sections come back as.
 
-Each case's parameters come from ``CaseResult.notes`` (``op.k``, ``op.nnz_selected``, ...).
+Each case's parameters and derived counts are its typed ``CaseResult.params`` and ``.derived``.
 """
 
 from __future__ import annotations
@@ -14,10 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from sparsescope.ops.registry import get_op
+from sparsescope.registry import OWN_BACKENDS
 from sparsescope.results.records import CaseResult, MatrixRecord, RunSet
-
-OWN_BACKENDS = {"spmm": ("spmm-cuda-rowwarp",),
-                "slice": ("slice-cuda-scatter", "slice-cuda-gather")}
 
 
 @dataclass(frozen=True)
@@ -31,9 +29,6 @@ class OpView:
     @property
     def time_ms(self) -> float:
         return self.case.measurement.time_ms
-
-    def note(self, name: str, default: str = "") -> str:
-        return self.case.notes.get(f"op.{name}", default)
 
 
 @dataclass(frozen=True)
@@ -56,7 +51,7 @@ def op_views(runset: RunSet, op: str) -> list[OpView]:
             continue
         record = matrices[case.matrix]
         st = record.stats
-        traffic = op_obj.traffic_for(st.rows, st.cols, st.nnz, case.notes,
+        traffic = op_obj.traffic_for(st.rows, st.cols, st.nnz, case.params, case.derived,
                                      value_bytes=case.value_bytes, index_bytes=case.index_bytes,
                                      y_read=case.y_read)
         views.append(OpView(case, record, traffic))
@@ -100,19 +95,15 @@ def slice_key(v: OpView) -> tuple:
     return (v.case.matrix, f"rows={v.traffic.selected_rows}", v.traffic.weights)
 
 
-def view_key(v: OpView) -> tuple:
-    return spmm_key(v) if v.case.op == "spmm" else slice_key(v)
-
-
-def peer_rows(views: Sequence[OpView], op: str, key) -> list[dict]:
+def peer_rows(views: Sequence[OpView], key) -> list[dict]:
     """Per group (``key(view)``): the fastest own backend against the fastest peer."""
     groups: dict[tuple, list[OpView]] = {}
     for v in views:
         groups.setdefault(key(v), []).append(v)
     rows = []
     for group, members in groups.items():
-        own = [v for v in members if v.case.backend in OWN_BACKENDS[op]]
-        peers = [v for v in members if v.case.backend not in OWN_BACKENDS[op]]
+        own = [v for v in members if v.case.backend in OWN_BACKENDS]
+        peers = [v for v in members if v.case.backend not in OWN_BACKENDS]
         if not own or not peers:
             continue
         best_own = min(own, key=lambda v: v.time_ms)
@@ -172,9 +163,9 @@ def figure_markdown(fig_dir: Path | None, views: Sequence[OpView], name: str, al
     return f"\n\n![{alt}](figures/{name})", (path,)
 
 
-def outcome_markdown(runset: RunSet, ops: Sequence[str]) -> str:
+def outcome_markdown(runset: RunSet) -> str:
     rows = [[c.op, c.matrix, c.backend, c.outcome, c.reason] for c in runset.cases
-            if c.op in ops and c.outcome != "ok"]
+            if c.outcome != "ok"]
     return md_table(["op", "matrix", "backend", "outcome", "reason"], rows) if rows else \
         "Every case ran and passed its correctness check."
 

@@ -2,41 +2,61 @@
 kernels of every profiled case, and the instruction roofline of each op.
 
 Profile labels read ``"<backend> <matrix> <params>: <kernel>"``, as
-``backends.op_runner.split_marked_profiles`` makes them.
+``sparsescope.target.split_marked_profiles`` makes them.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from sparsescope.report.ops_common import OpView, l2_bw_gb_s, md_table, view_key
+from sparsescope.report.ops_common import OpView, l2_bw_gb_s, md_table
 from sparsescope.results.records import RunSet
 
 
-def _case_key(v: OpView) -> str:
-    """The profile label prefix of a view's case (``backends.op_runner.case_label``)."""
-    from sparsescope.backends.op_runner import case_label
+@functools.lru_cache(maxsize=4096)
+def label_case(op: str, label: str) -> tuple[str, str, Any] | None:
+    """(backend, matrix, parameter record of ``op``) of the case a profile label names
+    (``"<backend> <matrix> <name>=<value> ...: <kernel>"``, ``target.case_label``), or None
+    when the label names no case of ``op``. The label carries the parameters the profiled
+    case spec gave, which need not be all of them (``run_marked_cases`` labels a spec as
+    written): the op fills in its defaults, so a label matches the recorded case whether or not
+    it spelled a default out."""
+    from sparsescope.errors import SparsescopeError
+    from sparsescope.ops.registry import get_op
 
-    if v.case.op == "spmm":
-        params = {"k": v.traffic.k, "layout": v.traffic.layout}
-    else:
-        params = {"rows_selected": v.traffic.selected_rows, "weights": v.traffic.weights}
-    return case_label({"backend": v.case.backend, "matrix": v.case.matrix, "params": params})
+    head, sep, _ = label.partition(": ")
+    words = head.split(" ")
+    if not sep or len(words) < 2:
+        return None
+    params = {}
+    for word in words[2:]:
+        name, eq, value = word.partition("=")
+        if not eq or not name:
+            return None
+        params[name] = value
+    try:
+        record = get_op(op).resolve_params(params)
+    except (SparsescopeError, TypeError, ValueError):
+        return None
+    return words[0], words[1], record
 
 
 def case_profiles(v: OpView, profiles: Sequence[Any], labels: Sequence[str] | None) -> list:
-    """The profiles whose label names the case of ``v`` (none without labels)."""
+    """The profiles whose label names the case of ``v`` (none without labels): the same
+    backend, matrix and parameters, defaults included."""
     if not profiles or not labels:
         return []
-    key = _case_key(v) + ": "
-    return [p for p, label in zip(profiles, labels, strict=True) if label.startswith(key)]
+    want = (v.case.backend, v.case.matrix, v.case.params)
+    return [p for p, label in zip(profiles, labels, strict=True)
+            if label_case(v.case.op, label) == want]
 
 
 def profiled_cases(views: Sequence[OpView], profiles: Sequence[Any],
-                   labels: Sequence[str] | None) -> list[dict]:
+                   labels: Sequence[str] | None, key) -> list[dict]:
     """Per profiled (case, backend): kernels launched, their summed time under ncu, and the
     longest kernel with its achieved occupancy and first stall reason."""
     rows = []
@@ -46,7 +66,7 @@ def profiled_cases(views: Sequence[OpView], profiles: Sequence[Any],
             continue
         main = max(found, key=lambda p: p.duration_ns)
         stall = max(main.stalls.items(), key=lambda kv: kv[1]) if main.stalls else None
-        rows.append({"case": " ".join(str(x) for x in view_key(v)),
+        rows.append({"case": " ".join(str(x) for x in key(v)),
                      "backend": v.case.backend, "time_ms": v.time_ms,
                      "kernels": len(found),
                      "ncu_sum_us": sum(p.duration_ns for p in found) / 1e3,
@@ -126,7 +146,7 @@ def roofline_markdown(runset: RunSet, profiles: Sequence[Any], labels: Sequence[
     sources = "; ".join(f"{k}: {v}" for k, v in ceilings.sources.items())
     text, written = f"{table}\n\nCeilings: {sources}.", []
     if figure_dir is not None:
-        from sparsescope.profile.figures import instruction_roofline_figure
+        from sparsescope.report.profile_figures import instruction_roofline_figure
 
         groups: dict[str, list] = {}
         for p in points:

@@ -65,10 +65,11 @@ def bound_verdict(runset: RunSet, views: Sequence[OpView], profiles: Sequence[An
     """Which kernel-only bound the scatter kernel's times support (seed 003's question), and,
     with profiles of the scatter kernel, its DRAM and L2 sectors against each model."""
     dram, l2 = runset.device.peak_bw_gb_s, l2_bw_gb_s(runset)
-    scatter = [v for v in views if v.case.backend == "slice-cuda-scatter"]
+    # the scatter kernel by the kernel it launches (seed 003's form), not by a backend's name
+    scatter = [v for v in views if kernel_ms(v.case, SCATTER_KERNEL) is not None]
     if not scatter:
-        return ("No ``slice-cuda-scatter`` case was timed in this run, so the scatter bounds "
-                "cannot be held against seed 003's kernel form (a GPU run times it).")
+        return (f"No case launching ``{SCATTER_KERNEL}`` was timed in this run, so the scatter "
+                "bounds cannot be held against seed 003's kernel form (a GPU run times it).")
     if l2 is None:
         return "The run measured no L2 bandwidth: the scatter bounds cannot be computed."
     times, source = [], "kernel time from the breakdown (memset excluded, as seed 003 timed)"
@@ -187,8 +188,8 @@ def slice_sections(runset: RunSet, views: Sequence[OpView], profiles: Sequence[A
     ``fig_dir`` when given, and the tables ``ops_slice``, ``ops_slice_peers`` and
     ``ops_slice_profiled``."""
     rows = slice_rows_table(runset, views)
-    peers = peer_rows(views, "slice", slice_key)
-    kernels = profiled_cases(views, profiles, labels)
+    peers = peer_rows(views, slice_key)
+    kernels = profiled_cases(views, profiles, labels, slice_key)
     text = timed_markdown(["matrix", "rows", "weights", "backend", "ms", "kernel ms", "GB/s",
                            "streaming ms", "dense ms", "sector ms", "sector RMW ms",
                            "seed line ms", "% of dense bound", "sectors/write"], rows, "slice",
@@ -202,3 +203,10 @@ def slice_sections(runset: RunSet, views: Sequence[OpView], profiles: Sequence[A
                              kernels)
     return OpsReport(sections, figures,
                      {"ops_slice": rows, "ops_slice_peers": peers, "ops_slice_profiled": kernels})
+
+
+def slice_section(runset: RunSet, inputs):
+    """Row slicing's section of the report (registered in ``sparsescope.registry``)."""
+    from sparsescope.report.ops_sections import markdown_op_section
+
+    return markdown_op_section(runset, inputs, "slice", "CSR row slicing", slice_sections)

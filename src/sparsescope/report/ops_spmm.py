@@ -23,7 +23,6 @@ from sparsescope.report.ops_common import (
     save_png,
     spmm_key,
     timed_markdown,
-    view_key,
 )
 from sparsescope.report.ops_profiled import profiled_cases, with_profiled
 from sparsescope.results.records import RunSet
@@ -104,7 +103,7 @@ def unprofiled_losses(peers: Sequence[dict], views: Sequence[OpView],
         own = by_case[(case_near, loss["own_backend"])]
         peer = by_case.get((case_near, loss["best_peer"]))
         view = next((v for v in views if v.case.backend == loss["own_backend"]
-                     and " ".join(view_key(v)) == loss["case"]), None)
+                     and " ".join(spmm_key(v)) == loss["case"]), None)
         text = (f"- **{loss['case']}** ({loss['speedup_x']:.2f}x): at k={k_near} (profiled) our "
                 f"`{own['main_kernel']}` alone takes {own['main_us']:.2f} µs at "
                 f"{fmt_cell(own['main_achieved_occupancy_pct'], '.1f')} % achieved occupancy "
@@ -168,9 +167,9 @@ def spmm_sections(runset: RunSet, views: Sequence[OpView], profiles: Sequence[An
     ``fig_dir`` when given, and the tables ``ops_spmm``, ``ops_spmm_peers``,
     ``ops_spmm_intensity`` and ``ops_spmm_profiled``."""
     rows = spmm_rows(runset, views)
-    peers = peer_rows(views, "spmm", spmm_key)
+    peers = peer_rows(views, spmm_key)
     intensity, ai_rows = intensity_markdown(runset, views)
-    kernels = profiled_cases(views, profiles, labels)
+    kernels = profiled_cases(views, profiles, labels, spmm_key)
     text = timed_markdown(["matrix", "k", "layout", "backend", "ms", "GFLOP/s", "GB/s", "AI",
                            "bound ms", "% of bound", "rel err"], rows, "SpMM", peers, kernels,
                           bool(profiles))
@@ -186,3 +185,10 @@ def spmm_sections(runset: RunSet, views: Sequence[OpView], profiles: Sequence[An
     return OpsReport(sections, figures,
                      {"ops_spmm": rows, "ops_spmm_peers": peers,
                       "ops_spmm_intensity": ai_rows, "ops_spmm_profiled": kernels})
+
+
+def spmm_section(runset: RunSet, inputs):
+    """SpMM's section of the report (registered in ``sparsescope.registry``)."""
+    from sparsescope.report.ops_sections import markdown_op_section
+
+    return markdown_op_section(runset, inputs, "spmm", "SpMM", spmm_sections)

@@ -31,7 +31,8 @@ from sparsescope.results.records import RunSet
 RUN_TABLES = ("device", "matrices", "provenance")
 #: Every other table :func:`build_tables` can make (some only for some runs): SpMV cases
 #: measured and modelled with SpMV's byte model, and the SpMV warp model of the GPU.
-SPMV_TABLES = ("timing", "kernel_breakdown", "kernel_breakdown_all", "timing_stability",
+SPMV_TABLES = ("timing", "own_vs_peers", "kernel_breakdown", "kernel_breakdown_all",
+               "timing_stability",
                "bandwidth_models", "seed_comparison", "floor", "roofline", "littles_law",
                "latency_sensitivity", "gap", "dae", "dae_sram", "dae_fifo", "cross_gpu",
                "index_width", "outcomes")
@@ -45,6 +46,7 @@ def build_tables(runset: RunSet, *, specs: Sequence[DeviceSpec] | None = None,
     the :data:`RUN_TABLES`, the device's reading naming the bandwidth those sections use."""
     from sparsescope.report import gpu_tables as gt
     from sparsescope.report import warp_tables as wt
+    from sparsescope.report.peer_tables import own_vs_peer_table
     from sparsescope.report.seed_comparison import seed_comparison_table
 
     ctx = ctx or build_context(runset, specs=specs)
@@ -53,8 +55,10 @@ def build_tables(runset: RunSet, *, specs: Sequence[DeviceSpec] | None = None,
     # Shown only when the run has them: kernel breakdowns, a seed matrix timed as the seed did.
     kernels = gt.kernel_breakdown_tables(ctx) or ()
     seed = seed_comparison_table(ctx)
+    peers = own_vs_peer_table(ctx)
     return [
-        device_table(ctx), matrices_table(ctx), timing_table(ctx), *kernels,
+        device_table(ctx), matrices_table(ctx), timing_table(ctx), *([peers] if peers else []),
+        *kernels,
         gt.stability_table(ctx), gt.bandwidth_models_table(ctx), *([seed] if seed else []),
         floor_table(ctx), roofline_table(ctx), wt.littles_law_table(ctx),
         wt.sensitivity_table(ctx), gap_table(ctx), wt.dae_table(ctx), wt.sram_table(ctx),

@@ -5,9 +5,9 @@ They describe a GPU: the run's own when the cases ran on one, else ``RunSet.refe
 DAE numbers apply the case's % of the CPU's peak to the reference GPU's ceilings: a what-if,
 stated as such.
 
-Optional per-case inputs read from ``CaseResult.notes`` (written by the profiling stage):
-``cpi`` and ``long_scoreboard_cycles`` (the CPI-based DAE speedup, seed 000 section 7.7) and
-``achieved_occupancy_pct`` (the occupancy-adjusted ceiling of seed 000 section 5.4).
+Optional per-case inputs read from ``CaseResult.counters`` (profiler readings attached to a
+case): ``cpi`` and ``long_scoreboard_cycles`` (the CPI-based DAE speedup, seed 000 section 7.7)
+and ``achieved_occupancy_pct`` (the occupancy-adjusted ceiling of seed 000 section 5.4).
 """
 
 from __future__ import annotations
@@ -37,11 +37,15 @@ EXAMPLE_OCCUPANCY_PCT = 50.0
 ``csrmv_v3_kernel``'s theoretical occupancy on H200 (seed 000, section 4.1)."""
 
 
-def note_float(view: CaseView, key: str) -> float | None:
-    """A number the profiling stage left in ``notes`` (None when absent or not a number)."""
+def counter(view: CaseView, key: str) -> float | None:
+    """A profiler reading of the case (``CaseResult.counters``; None when absent or not
+    finite)."""
+    value = getattr(view.case.counters, key, None)
+    if value is None:
+        return None
     try:
-        value = float(view.case.notes[key])
-    except (KeyError, TypeError, ValueError):
+        value = float(value)
+    except (TypeError, ValueError):
         return None
     return value if math.isfinite(value) else None
 
@@ -94,7 +98,7 @@ class LittlesLawRow:
 def littles_law_table(ctx: ReportContext) -> Table:
     g, ll = ctx.gpu, _ll(ctx)
     occupancy = next((o for v in sorted(ctx.cases, key=lambda v: -v.metrics.pct_peak)
-                      if (o := note_float(v, "achieved_occupancy_pct")) is not None),
+                      if (o := counter(v, "achieved_occupancy_pct")) is not None),
                      EXAMPLE_OCCUPANCY_PCT)
     active = g.max_warps_per_sm * occupancy / 100
     row = LittlesLawRow(
@@ -228,7 +232,7 @@ def dae_table(ctx: ReportContext) -> Table:
     rows = []
     for v in ctx.cases:
         p = dae_bw_prediction(v.metrics.pct_peak, ll.bw_ceiling_pct)
-        cpi, stalls = note_float(v, "cpi"), note_float(v, "long_scoreboard_cycles")
+        cpi, stalls = counter(v, "cpi"), counter(v, "long_scoreboard_cycles")
         c = dae_cpi_prediction(cpi, stalls) if cpi and stalls is not None and stalls < cpi \
             else None
         rows.append(DaeRow(v.label, v.metrics.eff_bw_gb_s, p.current_pct, p.predicted_pct,

@@ -8,16 +8,18 @@ plot that raises) leaves an existing report exactly as it was.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from sparsescope._atomic import write_bytes_atomic, write_json_atomic, write_text_atomic
 from sparsescope.errors import UsageError
 from sparsescope.hardware.types import DeviceSpec
 from sparsescope.report.context import build_context
 from sparsescope.report.document import build_document
-from sparsescope.report.figures import FIGURE_FUNCS, render_figures
+from sparsescope.report.figures import FIGURE_FUNCS
 from sparsescope.report.html import render_html
 from sparsescope.report.markdown import render_markdown
 from sparsescope.report.tables import RUN_TABLES, SPMV_TABLES, build_tables
@@ -67,48 +69,60 @@ def _remove_stale(folder: Path, suffix: str, names) -> None:
 
 def write_report(runset: RunSet, out_dir: str | os.PathLike, *,
                  extra_sections: Sequence[tuple[str, str]] = (),
-                 specs: Sequence[DeviceSpec] | None = None,
-                 progress: bool = True, ops_label: str | None = None,
-                 note: str | None = None, backends_label: str | None = None,
-                 whole_run: RunSet | None = None) -> ReportPaths:
-    """Compute every table and figure of ``runset`` and write the report into ``out_dir``.
+                 specs: Sequence[DeviceSpec] | None = None, progress: bool = True,
+                 note: str | None = None, profiles: Sequence[Any] = (),
+                 labels: Sequence[str] | None = None) -> ReportPaths:
+    """Compute every section of ``runset`` and write the report into ``out_dir``.
 
-    ``extra_sections``: (title, Markdown) pairs appended by later stages (profiling, SASS),
-    rendered in both report.md and report.html. ``specs`` replaces the spec table
-    (``sparsescope.hardware.specs.list_specs()``). ``progress`` shows a tqdm bar on stderr.
-
-    ``whole_run``: the run ``runset`` holds the SpMV cases of, when ``extra_sections`` report
-    its other ops (:func:`sparsescope.report.ops_sections.write_ops_report`). If ``runset``
-    then has no case, the report has no SpMV section, table or figure: only the device, the
-    matrices, the timing protocol (counting ``whole_run``'s cases) and the provenance.
+    Each op present contributes the section its registry entry names
+    (:func:`sparsescope.report.sections.op_sections`). ``extra_sections``: (title, Markdown)
+    pairs appended by later stages (profiling, SASS). ``specs`` replaces the spec table.
+    ``profiles`` / ``labels``: Nsight Compute records of profiled cases, for the op sections
+    that show them. ``progress`` shows a bar on stderr while figures are drawn.
 
     A table or figure of this report not made this time is removed from ``out_dir`` if an
     earlier report left it there: the folder never shows what the text does not.
     """
-    sections = _check_sections(extra_sections)
-    spmv = whole_run is None or bool(runset.cases)
-    ctx = build_context(runset, specs=specs)
-    tables = {t.name: t for t in build_tables(runset, ctx=ctx, spmv=spmv)}
-    figures = render_figures(ctx, tables, progress=progress) if spmv else []
-    doc = build_document(ctx, tables, {f.name: f for f in figures}, sections,
-                         ops_label=ops_label, note=note, backends_label=backends_label,
-                         ops_run=None if spmv else whole_run)
+    from sparsescope.report.sections import SectionInputs, op_sections
+    from sparsescope.report.spmv_section import spmv_section
+
+    checked = _check_sections(extra_sections)
     out = Path(out_dir)
+    ctx = build_context(runset, specs=specs)
+    run_tables = {t.name: t for t in build_tables(runset, ctx=ctx, spmv=False)}
+    inputs = SectionInputs(figures_dir=out / "figures", profiles=profiles, labels=labels,
+                           progress=progress and sys.stderr.isatty())
+    sections = op_sections(runset, inputs, overrides={spmv_section: {"specs": specs}})
+    own_device = next((s.device for s in sections if s.device is not None), None)
+    if own_device is not None:  # an op that reads the device its own way (SpMV's % of peak)
+        run_tables["device"] = own_device[0]
+    doc = build_document(ctx, run_tables, sections, checked, note=note)
     markdown, page = render_markdown(doc), render_html(doc, image_root=out)
 
+    figures = [f for s in sections for f in s.figures]
+    tables = {**{n: t.to_dict() for n, t in run_tables.items()},
+              **{n: t for s in sections for n, t in s.tables.items()}}
     fig_paths = tuple(write_bytes_atomic(out / f.path, f.png) for f in figures
-                      if f.png is not None)
-    table_paths = tuple(write_json_atomic(out / "tables" / f"{name}.json", t.to_dict())
+                      if f.png is not None) + tuple(Path(p) for s in sections for p in s.written)
+    table_paths = tuple(write_json_atomic(out / "tables" / f"{name}.json", t)
                         for name, t in tables.items())
     html_path = write_text_atomic(out / "report.html", page)
     md_path = write_text_atomic(out / "report.md", markdown)
-    skipped = tuple((f.name, f.skipped_reason) for f in figures if f.png is None)
-    # A table or figure written by an earlier report of this folder would now contradict the
-    # text (an SpMV report rewritten as an SpMM one, a figure with nothing left to draw).
-    drawn = {f.name for f in figures if f.png is not None}
-    _remove_stale(out / "figures", ".png", (n for n in FIGURE_FUNCS if n not in drawn))
+    _remove_stale_outputs(out, {p.name for p in fig_paths}, set(tables))
+    return ReportPaths(out_dir=out, markdown=md_path, html=html_path, figures=fig_paths,
+                       tables=table_paths,
+                       skipped_figures=tuple((f.name, f.skipped_reason) for f in figures
+                                             if f.png is None),
+                       readings={name: t.get("reading", "") for name, t in tables.items()
+                                 if t.get("reading")})
+
+
+def _remove_stale_outputs(out: Path, drawn: set[str], tables: set[str]) -> None:
+    """Figures and tables a report of this folder can make, not made this time: an SpMV
+    report rewritten as an SpMM one, a figure with nothing left to draw, op figures an earlier
+    render drew from profiles."""
+    stale_figures = [f"{n}.png" for n in FIGURE_FUNCS]
+    stale_figures += [p.name for p in (out / "figures").glob("ops_*.png")]
+    _remove_stale(out / "figures", "", (n for n in stale_figures if n not in drawn))
     _remove_stale(out / "tables", ".json", (n for n in (*RUN_TABLES, *SPMV_TABLES)
                                             if n not in tables))
-    return ReportPaths(out_dir=out, markdown=md_path, html=html_path, figures=fig_paths,
-                       tables=table_paths, skipped_figures=skipped,
-                       readings={name: t.reading for name, t in tables.items()})

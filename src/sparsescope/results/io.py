@@ -123,10 +123,24 @@ def _decode_scalar(value: Any, hint: Any, path: str) -> Any:
     _fail(path, f"no decoder for type {hint!r}")  # a record gained a type this reader lacks
 
 
+def _op_hints(value: dict, hints: dict[str, Any], path: str) -> dict[str, Any]:
+    """A case's ``params`` and ``derived`` hints: the record types its op registered."""
+    from sparsescope import registry
+
+    op = value.get("op")
+    entry = registry.OPS.get(op) if isinstance(op, str) else None
+    if entry is None:
+        _fail(f"{path}.op", f"expected one of {'/'.join(registry.OPS)}, got {op!r}")
+    return {**hints, "params": registry.load(entry.params),
+            "derived": registry.load(entry.derived)}
+
+
 def _decode_record(value: Any, cls: type, path: str) -> Any:
     if not isinstance(value, dict):
         _fail(path, f"expected an object ({cls.__name__}), got {_describe(value)}")
     hints = _hints(cls)
+    if cls.__name__ == "CaseResult":  # params and derived are typed by the case's op
+        hints = _op_hints(value, hints, path)
     fields = {f.name: f for f in dataclasses.fields(cls)}
     for key in value:
         if key not in fields:
@@ -163,8 +177,11 @@ def runset_from_dict(d: Any) -> RunSet:
 
     Raises :class:`ResultsFormatError` naming the JSON path of the first problem.
     """
+    from sparsescope.results.migrate import migrate
+
     if not isinstance(d, dict):
         _fail("", f"expected a JSON object at the top level, got {_describe(d)}")
+    d = migrate(d)
     version = d.get("schema_version")
     if version != SCHEMA_VERSION:
         _fail("schema_version", f"expected {SCHEMA_VERSION}, got {version!r}")

@@ -10,10 +10,13 @@ from dataclasses import dataclass, field
 
 from sparsescope.hardware.types import DeviceSpec, MeasuredCeilings
 from sparsescope.matrices.types import MatrixStats
+from sparsescope.model.traffic import Traffic
+from sparsescope.ops.params import OpDerived, OpParams
 from sparsescope.timing.types import Measurement, TimingConfig
 
-#: Bumped on any incompatible change of the JSON layout; readers refuse other versions.
-SCHEMA_VERSION = 1
+#: Bumped on any incompatible change of the JSON layout; readers refuse other versions but
+#: migrate older ones they know (``results.migrate``).
+SCHEMA_VERSION = 2
 
 OUTCOMES = ("ok", "skipped", "failed")
 
@@ -46,6 +49,18 @@ class MatrixRecord:
 
 
 @dataclass(frozen=True)
+class CaseCounters:
+    """Profiler readings of one case that the warp-level tables use."""
+
+    achieved_occupancy_pct: float | None = None
+    """Achieved occupancy of the case's main kernel (% of the SM's warp slots)."""
+    cpi: float | None = None
+    """Cycles per issued instruction of the main kernel."""
+    long_scoreboard_cycles: float | None = None
+    """Cycles per instruction stalled on long scoreboard (L1TEX: DRAM / L2 loads)."""
+
+
+@dataclass(frozen=True)
 class CaseResult:
     """One (matrix, backend, op) case: outcome ok / skipped / failed, with a reason."""
 
@@ -69,8 +84,32 @@ class CaseResult:
     """Timing with raw samples; None unless outcome is ok."""
     correctness: Correctness | None = None
     """Error against float64; present whenever the backend produced an output."""
+    params: OpParams = field(default_factory=OpParams)
+    """The op's parameters (``SpmmParams(k=64, layout="row")``; the record type is the op's,
+    named in the registry table)."""
+    derived: OpDerived = field(default_factory=OpDerived)
+    """Counts the op derived building the case (slice: nonzeros and sectors selected)."""
+    traffic: Traffic | None = None
+    """The bytes this backend's own format moves for the case, as the backend declared them;
+    None when the backend never prepared the case (skipped, or prepare failed)."""
+    counters: CaseCounters | None = None
+    """Profiler readings attached to the case (occupancy, CPI), when a profile was taken."""
     notes: dict[str, str] = field(default_factory=dict, compare=False)
-    """Backend-specific facts worth keeping (kernel chosen, threads per row, ...)."""
+    """Free-text facts of the backend for people (kernel chosen, launch shape); no code reads
+    a value back from here."""
+
+    def __post_init__(self) -> None:
+        # A case built without params/derived gets its op's own records (their defaults), as
+        # reading it back gives: otherwise a write/read round trip would change their type.
+        from sparsescope import registry
+
+        entry = registry.OPS.get(self.op)
+        if entry is None:
+            return
+        if type(self.params) is OpParams:
+            object.__setattr__(self, "params", registry.load(entry.params)())
+        if type(self.derived) is OpDerived:
+            object.__setattr__(self, "derived", registry.load(entry.derived)())
 
     @property
     def time_ms(self) -> float | None:

@@ -3,14 +3,18 @@ dependent global-load chains, and per-instruction stall mapping.
 
 Typical use::
 
-    from sparsescope.sass import analyse_file, render_markdown
+    from sparsescope.sass import analyse_file
     kernels = analyse_file("libcusparse.so.12", kernel="csrmv_v3_kernel", arch="sm_90")
-    print(render_markdown(kernels))
+    for k in kernels:
+        print(k.demangled, k.instruction_count, k.max_chain_depth)
+
+The Markdown section of an analysis is the report stage's
+(``report.sass_render.render_markdown``).
 
 Modules: :mod:`.extract` (tools, compiling), :mod:`.listing` (listing readers),
 :mod:`.instructions`, :mod:`.resources`, :mod:`.occupancy`, :mod:`.cfg`, :mod:`.dataflow`,
-:mod:`.params`, :mod:`.stall_map`, :mod:`.analysis`, :mod:`.render`. Nothing here imports a GPU
-library; the CUDA command-line tools are run on use.
+:mod:`.params`, :mod:`.stall_map`, :mod:`.analysis`. Nothing here imports a GPU library; the
+CUDA command-line tools are run on use.
 """
 
 from sparsescope.sass.analysis import (
@@ -25,10 +29,8 @@ from sparsescope.sass.analysis import (
 from sparsescope.sass.instructions import Instruction, parse_instruction
 from sparsescope.sass.listing import KernelListing, read_listing
 from sparsescope.sass.occupancy import Occupancy, occupancy
-from sparsescope.sass.render import render_markdown
 from sparsescope.sass.resources import KernelResources
 
 __all__ = ["Instruction", "KernelAnalysis", "KernelListing", "KernelResources", "LoadChain",
            "LoadRef", "Occupancy", "analyse_file", "analyse_listing", "analyse_source",
-           "occupancy", "parse_instruction", "read_listing", "render_markdown",
-           "resources_from_text"]
+           "occupancy", "parse_instruction", "read_listing", "resources_from_text"]

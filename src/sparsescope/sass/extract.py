@@ -101,13 +101,14 @@ def _stream_binary(path: Path, arch: str | None, selected: set[str]) -> Iterator
                         check=False)
         # an nvdisasm older than the cubin's architecture fails: cuobjdump may still read it
         if proc.returncode == 0:
-            yield from iter_nvdisasm(proc.stdout.splitlines(), select)
+            yield from iter_nvdisasm(proc.stdout.splitlines(), select,
+                                     source=f"nvdisasm output for {path}")
             return
     args = ["-sass", *_arch_flag(arch)]
     if len(selected) <= MAX_FUN_NAMES:
         args += ["-fun", ",".join(sorted(selected))]
     with stream_tool("cuobjdump", [*args, str(path)], purpose="disassembling CUDA code") as lines:
-        yield from iter_cuobjdump(lines, select)
+        yield from iter_cuobjdump(lines, select, source=f"cuobjdump -sass output for {path}")
 
 
 def iter_kernels(path: str | Path, *, arch: str | None = None, kernel: str | None = None

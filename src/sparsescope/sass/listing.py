@@ -4,6 +4,14 @@
 Each reader yields one :class:`KernelListing` per function, in file order, parsing lazily, so a
 multi-gigabyte ``cuobjdump -sass`` of a library streams through in constant memory. A ``select``
 predicate on the (mangled) function name skips the parsing of functions nobody asked for.
+
+A listing cut short (a saved file truncated, a disassembler that died) is refused, not analysed
+in part: every function must reach its end marker, selected or not, since the functions after a
+cut are missing too. ``cuobjdump -sass`` closes each function with a line of ten dots
+(``..........``); ``nvdisasm`` declares ``.size NAME,(.L_x_N - NAME)`` and places the end label
+``.L_x_N:`` after the last instruction. A function that stops before its end marker raises
+:class:`~sparsescope.errors.TruncatedInputError` naming the listing, the line and the function
+(once the functions before it have been yielded).
 """
 
 from __future__ import annotations
@@ -14,7 +22,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from sparsescope.errors import UsageError
+from sparsescope.errors import TruncatedInputError, UsageError
 from sparsescope.sass.instructions import Instruction, parse_instruction
 
 
@@ -41,82 +49,151 @@ _SECTION = re.compile(r"^\s*\.section\s+\.text\.([^,\s]+)")
 _LABEL = re.compile(r"^([.$\w]+):\s*$")
 _LINEINFO = re.compile(r'^\s*//## File "([^"]*)", line (\d+)')
 _LABEL_REF = re.compile(r"`\(([^)]+)\)")
+_CUOBJDUMP_END = re.compile(r"^\s*\.{10,}\s*$")
+"""cuobjdump closes every function with a line of ten dots."""
+_NVDISASM_SIZE = re.compile(r"^\s*\.size\s+([^,\s]+)\s*,\s*\(\s*([.$\w]+)\s*-\s*([^)\s]+)\s*\)")
+"""``.size NAME,(.L_x_N - NAME)``: nvdisasm names the label that ends the function."""
 
 
 def _all(_: str) -> bool:
     return True
 
 
-def iter_cuobjdump(lines: Iterable[str], select: Select | None = None) -> Iterator[KernelListing]:
-    """Functions of a ``cuobjdump -sass`` listing (any number of ELF sections and arches)."""
+def _cut_short(source: str, lineno: int, name: str, arch: str, last_address: int | None,
+               marker: str, done: list[str], at_end: bool) -> TruncatedInputError:
+    """The error for function ``name`` stopping at line ``lineno`` before its end ``marker``."""
+    after = "" if last_address is None else f" after /*{last_address:04x}*/"
+    where = ("the listing ends here, so any kernel after it is missing too" if at_end
+             else "the next function starts here")
+    return TruncatedInputError(
+        source, f"listing truncated: kernel {name}{f' ({arch})' if arch else ''} stops{after} "
+                f"without {marker}; {where} (complete kernels before it: "
+                f"{', '.join(done) or 'none'}); save the listing again or pass the binary itself",
+        line=lineno, item=name)
+
+
+def _parse(address: int, text: str, lineno: int, **source_line) -> Instruction:
+    """One instruction; a text the parser cannot read is a UsageError naming its line."""
+    try:
+        return parse_instruction(address, text, **source_line)
+    except (IndexError, KeyError, ValueError) as exc:
+        raise UsageError(f"line {lineno}: cannot parse instruction /*{address:04x}*/ {text!r} "
+                         f"({type(exc).__name__}: {exc})") from None
+
+
+def iter_cuobjdump(lines: Iterable[str], select: Select | None = None, *,
+                   source: str = "cuobjdump listing") -> Iterator[KernelListing]:
+    """Functions of a ``cuobjdump -sass`` listing (any number of ELF sections and arches).
+
+    Raises :class:`TruncatedInputError` (naming ``source``) for a function without its closing
+    ``..........`` line, after yielding the complete functions before it.
+    """
     select = select or _all
     arch = ""
     name: str | None = None
-    wanted = False
-    body: list[Instruction] = []
-    for line in lines:
+    wanted = ended = False
+    done: list[str] = []
+    body: list[tuple[int, str, int]] = []  # (address, text, line): parsed once the end is seen
+
+    def close(lineno: int, at_end: bool) -> Iterator[KernelListing]:
+        if name is None:
+            return
+        if not ended:
+            last = body[-1][0] if wanted and body else None
+            raise _cut_short(source, lineno, name, arch, last, "its closing '..........' line",
+                             done, at_end)
+        done.append(name)
+        if wanted:
+            yield KernelListing(name, arch, tuple(_parse(*ins) for ins in body), "cuobjdump")
+
+    lineno = 0
+    for lineno, line in enumerate(lines, start=1):
         if "/*" in line:
-            if not wanted:
+            if not wanted or ended:
                 continue
             m = _INS.match(line)
             if m:
-                body.append(parse_instruction(int(m.group(1), 16), m.group(2)))
+                body.append((int(m.group(1), 16), m.group(2), lineno))
+            continue
+        if _CUOBJDUMP_END.match(line):
+            ended = True
             continue
         fm = _FUNCTION.match(line)
         if fm:
-            if name is not None and wanted:
-                yield KernelListing(name, arch, tuple(body), "cuobjdump")
-            name, body = fm.group(1), []
+            yield from close(lineno, False)
+            name, body, ended = fm.group(1), [], False
             wanted = select(name)
             continue
         am = _ARCH.match(line)
         if am:
-            if name is not None and wanted:
-                yield KernelListing(name, arch, tuple(body), "cuobjdump")
-            name, body, wanted = None, [], False
+            yield from close(lineno, False)
+            name, body, wanted, ended = None, [], False, False
             arch = am.group(1)
-    if name is not None and wanted:
-        yield KernelListing(name, arch, tuple(body), "cuobjdump")
+    yield from close(lineno, True)
 
 
-def _finish_nvdisasm(name: str, arch: str, raw: list[tuple[int, str, str, int]],
+def _finish_nvdisasm(name: str, arch: str, raw: list[tuple[int, str, str, int, int]],
                      labels: dict[str, int]) -> KernelListing:
     def resolve(text: str) -> str:
         return _LABEL_REF.sub(lambda m: hex(labels[m.group(1)]) if m.group(1) in labels
                               else m.group(0), text)
 
-    body = tuple(parse_instruction(addr, resolve(text), source_file=f, source_line=ln)
-                 for addr, text, f, ln in raw)
+    body = tuple(_parse(addr, resolve(text), lineno, source_file=f, source_line=ln)
+                 for addr, text, f, ln, lineno in raw)
     return KernelListing(name, arch, body, "nvdisasm")
 
 
-def iter_nvdisasm(lines: Iterable[str], select: Select | None = None) -> Iterator[KernelListing]:
+def iter_nvdisasm(lines: Iterable[str], select: Select | None = None, *,
+                  source: str = "nvdisasm listing") -> Iterator[KernelListing]:
     """Functions of an ``nvdisasm`` text listing; ``//## File`` comments give source lines and
-    ``.L_x_N`` labels are resolved to addresses."""
+    ``.L_x_N`` labels are resolved to addresses.
+
+    Raises :class:`TruncatedInputError` (naming ``source``) for a function whose ``.size`` end
+    label never comes, or that holds no instruction, after yielding the complete ones before it.
+    """
     select = select or _all
     arch = ""
     name: str | None = None
     wanted = False
-    raw: list[tuple[int, str, str, int]] = []
+    raw: list[tuple[int, str, str, int, int]] = []
     labels: dict[str, int] = {}
     pending: list[str] = []
     src_file, src_line = "", 0
-    for line in lines:
+    end_label: str | None = None
+    ended = False
+    count = 0
+    done: list[str] = []
+
+    def close(lineno: int, at_end: bool) -> Iterator[KernelListing]:
+        if name is None:
+            return
+        if not ended or count == 0:
+            marker = (f"its end label '{end_label}:'" if end_label
+                      else "any instruction or .size end label")
+            raise _cut_short(source, lineno, name, arch, raw[-1][0] if raw else None, marker,
+                             done, at_end)
+        done.append(name)
+        if wanted:
+            yield _finish_nvdisasm(name, arch, raw, labels)
+
+    lineno = 0
+    for lineno, line in enumerate(lines, start=1):
         m = _INS.match(line) if "/*" in line else None
         if m:
+            count += 1
             if wanted:
                 addr = int(m.group(1), 16)
                 for label in pending:
                     labels[label] = addr
-                raw.append((addr, m.group(2), src_file, src_line))
+                raw.append((addr, m.group(2), src_file, src_line, lineno))
             pending = []
             continue
         sm = _SECTION.match(line)
         if sm:
-            if name is not None and wanted:
-                yield _finish_nvdisasm(name, arch, raw, labels)
+            yield from close(lineno, False)
             name, raw, labels, pending = sm.group(1), [], {}, []
             src_file, src_line = "", 0
+            end_label, ended, count = None, True, 0
             wanted = select(name)
             continue
         lm = _LINEINFO.match(line)
@@ -126,12 +203,18 @@ def iter_nvdisasm(lines: Iterable[str], select: Select | None = None) -> Iterato
         lab = _LABEL.match(line)
         if lab:
             pending.append(lab.group(1))
+            if lab.group(1) == end_label:
+                ended = True
+            continue
+        size = _NVDISASM_SIZE.match(line)
+        if size and size.group(1) == name == size.group(3) and not count:
+            # the end label is declared before the body: the function ends when it is reached
+            end_label, ended = size.group(2), False
             continue
         am = _ARCH.match(line)
         if am:
             arch = am.group(1)
-    if name is not None and wanted:
-        yield _finish_nvdisasm(name, arch, raw, labels)
+    yield from close(lineno, True)
 
 
 def iter_nvdisasm_json(text: str, select: Select | None = None) -> Iterator[KernelListing]:
@@ -173,27 +256,29 @@ def detect_format(head: str) -> str:
                      "output")
 
 
-def iter_listing_text(text: str, select: Select | None = None) -> Iterator[KernelListing]:
-    """Functions of a listing held in memory, whatever its format."""
+def iter_listing_text(text: str, select: Select | None = None, *,
+                      source: str = "listing") -> Iterator[KernelListing]:
+    """Functions of a listing held in memory, whatever its format; ``source`` names it in the
+    error for a listing cut short."""
     fmt = detect_format(text[:65536])
     if fmt == "nvdisasm-json":
         yield from iter_nvdisasm_json(text, select)
     elif fmt == "nvdisasm":
-        yield from iter_nvdisasm(text.splitlines(), select)
+        yield from iter_nvdisasm(text.splitlines(), select, source=source)
     else:
-        listings = iter_cuobjdump(text.splitlines(), select)
-        yield from listings
+        yield from iter_cuobjdump(text.splitlines(), select, source=source)
 
 
 def read_listing(path: str | Path, select: Select | None = None) -> list[KernelListing]:
-    """All (selected) functions of a saved listing file."""
+    """All (selected) functions of a saved listing file; a file cut inside a function raises
+    :class:`~sparsescope.errors.TruncatedInputError` naming the file, line and function."""
     path = Path(path)
     try:
         text = path.read_text(errors="replace")
     except OSError as exc:
         raise UsageError(f"{path}: cannot read: {exc.strerror}") from exc
     try:
-        return list(iter_listing_text(text, select))
+        return list(iter_listing_text(text, select, source=str(path)))
     except UsageError as exc:
         raise UsageError(f"{path}: {exc}") from exc
 

@@ -1,6 +1,6 @@
 """Markdown pieces of the profile section that rest on models and ceilings: hottest instructions,
 DAE estimates, Little's law, the instruction / shared-memory / FLOP-per-byte rooflines and the
-table of ceilings; plus the formatting helpers :mod:`sparsescope.profile.render` shares."""
+table of ceilings; plus the formatting helpers :mod:`sparsescope.report.profile_render` shares."""
 
 from __future__ import annotations
 

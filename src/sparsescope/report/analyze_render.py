@@ -226,8 +226,7 @@ def _changes_table(results: Sequence[AnalysisResult]) -> str | None:
 
 def html_page(markdown: str, title: str) -> str:
     """A self-contained HTML page of ``markdown`` (the report stage's converter and CSS)."""
-    from sparsescope.report.html import stylesheet
-    from sparsescope.report.minimd import markdown_to_html
+    from sparsescope.report.html import markdown_to_html, stylesheet
 
     body = markdown_to_html(markdown)
     return (f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'

@@ -2,7 +2,9 @@
 seed 004's instruction roofline; the classic hierarchical roofline).
 
 :func:`write_figures` draws the PNGs; :func:`render_markdown` returns the section text, linking the
-figures it is given. Both take the same profiles and labels (one column per kernel or matrix).
+figures it is given. Both take the same profiles and labels (one column per kernel or matrix);
+:func:`build_section` does both for the launches
+:func:`~sparsescope.profile.section.select_section` chose.
 A quantity a profile lacks is ``n/a`` in its table, and a note under the table names the metrics
 behind each such cell and the kernels without them: a profile recorded with other metrics or
 another ncu version renders, and says what it could not show.
@@ -11,6 +13,7 @@ another ncu version renders, and says what it could not show.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from sparsescope.profile import analysis as A
@@ -23,7 +26,8 @@ from sparsescope.profile.instruction_roofline import (
     instruction_roofline,
 )
 from sparsescope.profile.records import KernelProfile
-from sparsescope.profile.render_models import (
+from sparsescope.profile.section import SectionInputs, select_section
+from sparsescope.report.profile_render_models import (
     NA,
     ceilings_section,
     classic_section,
@@ -36,7 +40,7 @@ from sparsescope.profile.render_models import (
     table,
 )
 
-__all__ = ["render_markdown", "write_figures"]
+__all__ = ["Section", "build_section", "render_markdown", "write_figures"]
 
 
 def _resolve(profiles: Sequence[KernelProfile],
@@ -60,8 +64,8 @@ def write_figures(profiles: Sequence[KernelProfile], out_dir: str | Path, *,
     roofline and the FLOP/byte roofline into ``out_dir``; returns figure key -> path (keys:
     ``stalls``, ``pie:<label>``, ``instruction_roofline``, ``shared_roofline``,
     ``classic_roofline``). Figures whose data the profiles lack are left out."""
-    from sparsescope.profile import figures as F
     from sparsescope.profile.classic_roofline import classic_roofline
+    from sparsescope.report import profile_figures as F
 
     out = Path(out_dir)
     names = A.kernel_labels(profiles) if labels is None else tuple(labels)
@@ -236,3 +240,38 @@ def render_markdown(profiles: Sequence[KernelProfile], *, labels: Sequence[str] 
         f"{hh} Ceilings Used\n\n{ceilings_section(resolved, inst)}",
     ]
     return "\n\n".join(parts) + "\n"
+
+
+@dataclass(frozen=True)
+class Section:
+    """The rendered section and what went into it."""
+
+    markdown: str
+    figures: dict[str, Path]
+    profiles: tuple[KernelProfile, ...]
+    labels: tuple[str, ...]
+    ceilings: object
+    """The :class:`~sparsescope.profile.ceilings.RooflineCeilings` used."""
+    files: tuple[str, ...]
+
+
+def build_section(inputs: SectionInputs, *, figure_dir: str | Path | None = None,
+                  figure_prefix: str = "profile", figure_link_root: str = "",
+                  runset=None, use_store: bool = False, kernel: str | None = None,
+                  all_launches: bool = False, labels: Sequence[str] | None = None,
+                  level: int = 2) -> Section:
+    """Choose the launches and resolve the ceilings (:func:`select_section`: measured from
+    ``runset`` or the store, else the spec table, else ncu's peaks), draw the figures into
+    ``figure_dir`` (linked as ``figure_link_root + name``), and render. Raises UsageError for a
+    kernel filter that keeps nothing or labels that do not match."""
+    data = select_section(inputs, runset=runset, use_store=use_store, kernel=kernel,
+                          all_launches=all_launches, labels=labels)
+    profiles, names, ceilings = list(data.profiles), data.labels, data.ceilings
+    figures: dict[str, Path] = {}
+    if figure_dir is not None:
+        figures = write_figures(profiles, figure_dir, labels=names, ceilings=ceilings,
+                                prefix=figure_prefix)
+    links = {k: f"{figure_link_root}{p.name}" for k, p in figures.items()}
+    markdown = render_markdown(profiles, labels=names, ceilings=ceilings, figures=links,
+                               level=level, hotspots=data.hotspots)
+    return Section(markdown, figures, data.profiles, names, ceilings, data.files)

@@ -1,5 +1,6 @@
-"""The op runner's gate: skipped / failed / ok semantics, poisoning, no timing of a failed case,
-parameters in the notes, SpMV delegation, and the profile-target entry point."""
+"""The one runner on every op: skipped / failed / ok semantics, poisoning, no timing of a
+failed case, typed parameters and derived counts in the record, SpMV through the same path, and
+the ncu target program (``sparsescope.target``)."""
 
 from __future__ import annotations
 
@@ -7,13 +8,16 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from sparsescope.backends.base import Capability
-from sparsescope.backends.op_runner import OpBackend, main, resolve_backend, run_op_case
-from sparsescope.backends.runner import run_case
+from sparsescope.backends.base import Capability, OpBackend
+from sparsescope.backends.registry import get_backend
+from sparsescope.backends.runner import run_case, run_matrix
 from sparsescope.backends.scipy_cpu import ScipyCpuBackend
 from sparsescope.errors import UnknownNameError, UsageError
 from sparsescope.matrices.types import Matrix
+from sparsescope.model.traffic import csr_spmm_traffic
+from sparsescope.ops.params import SliceParams, SpmmDerived, SpmmParams
 from sparsescope.ops.slice_rows import RowIndexError
+from sparsescope.target import main
 from sparsescope.timing.types import Measurement, TimingConfig
 
 QUICK = TimingConfig(warmups=0, repeats=2, flush_l2=False)
@@ -22,6 +26,7 @@ QUICK = TimingConfig(warmups=0, repeats=2, flush_l2=False)
 class FakeSpmm(OpBackend):
     """An SpMM backend whose misbehaviour is chosen by ``mode``; it records its calls."""
 
+    name = "fake"
     capability = Capability(ops=("spmm",), value_dtypes=("float32",), index_bytes=(4,),
                             device="cpu")
 
@@ -92,8 +97,7 @@ def square() -> Matrix:
 
 def run(square, backend, **kw):
     params = kw.pop("params", {"k": 4})
-    return run_op_case(square, "fake", "spmm", params, config=QUICK,
-                       backend_factory=lambda: backend, **kw)
+    return run_case(square, backend, "spmm", params, config=QUICK, **kw)
 
 
 def test_ok_case_is_timed_and_keeps_params_and_backend_notes(square):
@@ -101,7 +105,12 @@ def test_ok_case_is_timed_and_keeps_params_and_backend_notes(square):
     case = run(square, backend)
     assert case.outcome == "ok" and case.time_ms == 2.0 and case.correctness.passed
     assert case.op == "spmm" and case.backend == "fake" and case.value_bytes == 4
-    assert case.notes["op.k"] == "4" and case.notes["kernel"] == "fake_kernel"
+    assert case.params.k == 4 and case.notes["kernel"] == "fake_kernel"
+    assert case.params == SpmmParams(k=4, layout="row") and isinstance(case.derived, SpmmDerived)
+    assert not any(key.startswith("op.") for key in case.notes)  # notes: backend facts only
+    # a backend on plain CSR declares CSR's bytes for the case (80 x 80, k = 4)
+    assert case.traffic == csr_spmm_traffic(80, 80, square.nnz, 4, value_bytes=4,
+                                            index_bytes=4)
     assert backend.calls == ["prepare", "run", "time"]
     ok_buffer = run(square, FakeSpmm("ok_buffer"))  # a poisoned buffer fully rewritten passes
     assert ok_buffer.outcome == "ok"
@@ -134,7 +143,8 @@ def test_failed_cases_are_never_reported_as_timed(square, mode, reason):
 def test_skipped_cases_carry_their_reason_and_never_run(square, kwargs, backend, reason):
     case = run(square, backend, **kwargs)
     assert case.outcome == "skipped" and reason in case.reason
-    assert backend.calls == [] and case.notes["op.k"] == "4"
+    assert backend.calls == [] and case.params.k == 4
+    assert case.traffic is None  # never prepared: nothing declared
 
 
 def test_notes_failure_does_not_fail_the_case(square):
@@ -147,68 +157,77 @@ def test_bad_params_and_bad_rows_raise_before_any_backend_call(square):
     with pytest.raises(UsageError, match="k must be >= 1"):
         run(square, backend, params={"k": 0})
     with pytest.raises(RowIndexError, match="row index 80"):
-        run_op_case(square, "slice-scipy-cpu", "slice", {"rows": [1, 80]}, config=QUICK)
+        run_case(square, "slice-scipy-cpu", "slice", {"rows": [1, 80]}, config=QUICK)
     assert backend.calls == []
 
 
-def test_spmv_goes_through_the_spmv_runner_unchanged(square):
-    via_op = run_op_case(square, "scipy-cpu", "spmv", config=QUICK, seed=3)
-    direct = run_case(square, "scipy-cpu", config=QUICK, x_seed=3)
-    assert via_op.outcome == direct.outcome == "ok"
-    assert via_op.correctness == direct.correctness and via_op.notes == direct.notes
-    adapted = run_op_case(square, "scipy-cpu", "spmv", config=QUICK, seed=3,
-                          backend_factory=ScipyCpuBackend)
-    assert adapted.outcome == "ok" and adapted.correctness == direct.correctness
+def test_spmv_goes_through_the_same_runner(square):
+    by_name = run_case(square, "scipy-cpu", "spmv", config=QUICK, seed=3)
+    default_op = run_case(square, "scipy-cpu", config=QUICK, seed=3)
+    assert by_name.outcome == default_op.outcome == "ok"
+    assert by_name.correctness == default_op.correctness and by_name.notes == default_op.notes
+    instance = run_case(square, ScipyCpuBackend(), "spmv", config=QUICK, seed=3)
+    assert instance.outcome == "ok" and instance.correctness == default_op.correctness
+    assert instance.backend == "scipy-cpu" and instance.notes == default_op.notes
     with pytest.raises(UsageError, match="has no parameter k"):
-        run_op_case(square, "scipy-cpu", "spmv", {"k": 2}, config=QUICK)
-    spmm_on_spmv = run_op_case(square, "scipy-cpu", "spmm", {"k": 2}, config=QUICK)
+        run_case(square, "scipy-cpu", "spmv", {"k": 2}, config=QUICK)
+    spmm_on_spmv = run_case(square, "scipy-cpu", "spmm", {"k": 2}, config=QUICK)
     assert spmm_on_spmv.outcome == "skipped" and "not supported" in spmm_on_spmv.reason
+    assert spmm_on_spmv.params == SpmmParams(k=2)
 
 
-def test_resolve_backend_knows_both_registries():
-    assert resolve_backend("scipy-cpu").name == "scipy-cpu"
-    assert resolve_backend("slice-scipy-cpu").capability.ops == ("slice",)
+def test_slice_case_keeps_typed_params_and_derived_counts(square):
+    case = run_case(square, "slice-scipy-cpu", "slice", {"rows": [0, 5, 5]}, config=QUICK)
+    assert case.outcome == "ok", case.reason
+    assert case.params == SliceParams(rows_selected=3, rows=(0, 5, 5))
+    lengths = np.diff(square.csr.indptr)
+    assert case.derived.nnz_selected == lengths[0] + 2 * lengths[5]
+    assert case.derived.invalid_rows == 0
+
+
+def test_get_backend_knows_every_op():
+    assert get_backend("scipy-cpu").name == "scipy-cpu"
+    assert get_backend("slice-scipy-cpu").capability.ops == ("slice",)
     with pytest.raises(UnknownNameError, match="spmm-scipy-cpu"):
-        resolve_backend("nope")
+        get_backend("nope")
 
 
 def test_profile_target_entry_point(capsys):
-    args = ["--op", "spmm", "--suite", "dlmc3", "--matrix", "dlmc-128x256", "--repeats", "1"]
+    args = ["case", "--op", "spmm", "--suite", "dlmc3", "--matrix", "dlmc-128x256",
+            "--repeats", "1"]
     assert main([*args, "--backend", "spmm-scipy-cpu", "--param", "k=8"]) == 0
     assert "dlmc-128x256 spmm-scipy-cpu spmm: ok" in capsys.readouterr().out
     assert main([*args, "--backend", "spmm-scipy-cpu", "--param", "k=0"]) == 2
     assert "k must be >= 1" in capsys.readouterr().err
-    assert main(["--op", "slice", "--suite", "dlmc3", "--matrix", "dlmc-128x256",
+    assert main(["case", "--op", "slice", "--suite", "dlmc3", "--matrix", "dlmc-128x256",
                  "--backend", "slice-scipy-cpu", "--param", "rows=0,5,5"]) == 0
     assert main([*args, "--backend", "spmm-scipy-cpu", "--param", "k"]) == 2
 
 
-def test_check_only_and_run_op_matrix(square, capsys):
-    from sparsescope.backends.op_runner import run_op_matrix
-
+def test_check_only_and_run_matrix(square, capsys):
     backend = FakeSpmm()
     case = run(square, backend, timed=False)
     assert case.outcome == "ok" and case.measurement is None and "time" not in backend.calls
-    spmv = run_op_case(square, "scipy-cpu", "spmv", config=QUICK, timed=False)
+    spmv = run_case(square, "scipy-cpu", "spmv", config=QUICK, timed=False)
     assert spmv.outcome == "ok" and spmv.measurement is None and spmv.correctness.passed
-    cases = run_op_matrix(square, ["spmm-scipy-cpu", "spmm-cuda-rowwarp"], "spmm",
-                          [{"k": 1}, {"k": 16}], config=QUICK)
-    assert [(c.backend, c.notes["op.k"]) for c in cases] == [
-        ("spmm-scipy-cpu", "1"), ("spmm-cuda-rowwarp", "1"), ("spmm-scipy-cpu", "16"),
-        ("spmm-cuda-rowwarp", "16")]
+    cases = run_matrix(square, ["spmm-scipy-cpu", "spmm-cuda-rowwarp"], "spmm",
+                       [{"k": 1}, {"k": 16}], config=QUICK)
+    assert [(c.backend, c.params.k) for c in cases] == [
+        ("spmm-scipy-cpu", 1), ("spmm-cuda-rowwarp", 1), ("spmm-scipy-cpu", 16),
+        ("spmm-cuda-rowwarp", 16)]
     from sparsescope.hardware.detect import gpu_available
 
     gpu_case = "ok" if gpu_available() else "skipped"  # the CUDA kernel runs where a GPU answers
     assert [c.outcome for c in cases] == ["ok", gpu_case, "ok", gpu_case]
-    assert main(["--op", "spmm", "--suite", "dlmc3", "--matrix", "dlmc-128x256", "--backend",
-                 "spmm-scipy-cpu", "--check-only"]) == 0
+    assert main(["case", "--op", "spmm", "--suite", "dlmc3", "--matrix", "dlmc-128x256",
+                 "--backend", "spmm-scipy-cpu", "--check-only"]) == 0
     assert "checked only" in capsys.readouterr().out
 
 
 def test_case_label_and_split_marked_profiles():
     from types import SimpleNamespace
 
-    from sparsescope.backends.op_runner import MARKER_KERNEL, case_label, split_marked_profiles
+    from sparsescope.target import MARKER_KERNEL, case_label, split_marked_profiles
 
     spec = {"op": "spmm", "suite": "dlmc3", "matrix": "dlmc-256x512",
             "backend": "spmm-torch-i32", "params": {"layout": "row", "k": 8}}

@@ -1,0 +1,105 @@
+"""Named variants of our own kernels: a backend with constructor options, and sets of them.
+
+A variant is how a kernel sweep names one configuration of an own backend (unroll, minimum
+blocks per SM, threads per row, staging): ``sparsescope run --variant
+'cuda-spmv-sell[unroll=4,minb=6]'`` runs one, ``--variants spmv-own`` the whole set below. Each
+variant runs through the one runner like any backend; its label is what results call it.
+"""
+
+from __future__ import annotations
+
+import re
+
+from sparsescope.backends.runner import BackendChoice
+from sparsescope.errors import UsageError
+
+#: label -> (backend, options): every own SpMV kernel variant of the seed6 kernel sweep.
+SPMV_OWN: dict[str, tuple[str, dict[str, int]]] = {
+    "adaptive-i1-h1": ("cuda-spmv-adaptive", {"iters": 1, "hint": 1}),
+    "adaptive-i1-h0": ("cuda-spmv-adaptive", {"iters": 1, "hint": 0}),
+    "adaptive-i2-h1": ("cuda-spmv-adaptive", {"iters": 2, "hint": 1}),
+    "adaptive-i1-hub8k": ("cuda-spmv-adaptive", {"iters": 1, "hint": 1, "hub": 8192}),
+    "merge-i1-h1": ("cuda-spmv-merge", {"iters": 1, "hint": 1}),
+    "merge-i2-h1": ("cuda-spmv-merge", {"iters": 2, "hint": 1}),
+    "tiles16-i2-h1": ("cuda-spmv-delta16-tiles", {"iters": 2, "hint": 1}),
+    "sell-u4-m6-h1": ("cuda-spmv-sell", {"unroll": 4, "minb": 6, "hint": 1}),
+    "sell-u4-m6-h0": ("cuda-spmv-sell", {"unroll": 4, "minb": 6, "hint": 0}),
+    "sell-u2-m8-h1": ("cuda-spmv-sell", {"unroll": 2, "minb": 8, "hint": 1}),
+    "sell-t2-u4-m6-h1": ("cuda-spmv-sell", {"tpr": 2, "unroll": 4, "minb": 6, "hint": 1}),
+    "sell-t2-u2-m8-h1": ("cuda-spmv-sell", {"tpr": 2, "unroll": 2, "minb": 8, "hint": 1}),
+    "delta16-u4-m6-h1": ("cuda-spmv-delta16", {"unroll": 4, "minb": 6, "hint": 1}),
+    "delta16-u2-m8-h1": ("cuda-spmv-delta16", {"unroll": 2, "minb": 8, "hint": 1}),
+    "delta16-t2-u4-m6-h1": ("cuda-spmv-delta16", {"tpr": 2, "unroll": 4, "minb": 6, "hint": 1}),
+    "delta16-t2-u2-m8-h1": ("cuda-spmv-delta16", {"tpr": 2, "unroll": 2, "minb": 8, "hint": 1}),
+    # targets follow-up (scripts/device_kernels_targets.sh): more threads per row for pwtk,
+    # L1 kept for the hot columns x[0, 16k / 32k) for circuit5M
+    "delta16-t4-u2-m8-h1": ("cuda-spmv-delta16", {"tpr": 4, "unroll": 2, "minb": 8, "hint": 1}),
+    "delta16-t4-u4-m6-h1": ("cuda-spmv-delta16", {"tpr": 4, "unroll": 4, "minb": 6, "hint": 1}),
+    "delta16-t8-u2-m8-h1": ("cuda-spmv-delta16", {"tpr": 8, "unroll": 2, "minb": 8, "hint": 1}),
+    "sell-t4-u2-m8-h1": ("cuda-spmv-sell", {"tpr": 4, "unroll": 2, "minb": 8, "hint": 1}),
+    "adaptive-i1-l1h16k": ("cuda-spmv-adaptive", {"iters": 1, "hint": 1, "hub": -16384}),
+    "adaptive-i1-l1h32k": ("cuda-spmv-adaptive", {"iters": 1, "hint": 1, "hub": -32768}),
+    "adaptive-i2-l1h32k": ("cuda-spmv-adaptive", {"iters": 2, "hint": 1, "hub": -32768}),
+    # 1 x 3 blocks, one 16-bit offset per block (FEM rows of 3-column runs: pwtk, ldoor)
+    "blocked3-u2-m8-h1": ("cuda-spmv-blocked16", {"block": 3, "unroll": 2, "minb": 8, "hint": 1}),
+    "blocked3-u4-m6-h1": ("cuda-spmv-blocked16", {"block": 3, "unroll": 4, "minb": 6, "hint": 1}),
+    "blocked3-t2-u2-m8-h1": ("cuda-spmv-blocked16", {"block": 3, "tpr": 2, "unroll": 2, "minb": 8,
+                                                 "hint": 1}),
+    "blocked3-t2-u4-m6-h1": ("cuda-spmv-blocked16", {"block": 3, "tpr": 2, "unroll": 4, "minb": 6,
+                                                 "hint": 1}),
+    "blocked3-t4-u2-m8-h1": ("cuda-spmv-blocked16", {"block": 3, "tpr": 4, "unroll": 2, "minb": 8,
+                                                 "hint": 1}),
+    "blocked3-u3-m6-h1": ("cuda-spmv-blocked16", {"block": 3, "unroll": 3, "minb": 6, "hint": 1}),
+    # decoupled access / execute: streams staged in shared memory by cp.async (stage = steps
+    # per chunk, double-buffered)
+    "blocked3-dae4-m6-h1": ("cuda-spmv-blocked16", {"block": 3, "stage": 4, "minb": 6, "hint": 1}),
+    "blocked3-t2-dae4-m6-h1": ("cuda-spmv-blocked16", {"block": 3, "tpr": 2, "stage": 4, "minb": 6,
+                                                   "hint": 1}),
+    "blocked3-t2-dae2-m6-h1": ("cuda-spmv-blocked16", {"block": 3, "tpr": 2, "stage": 2, "minb": 6,
+                                                   "hint": 1}),
+    "blocked3-t4-dae4-m6-h1": ("cuda-spmv-blocked16", {"block": 3, "tpr": 4, "stage": 4, "minb": 6,
+                                                   "hint": 1}),
+    "delta16-t2-dae4-m6-h1": ("cuda-spmv-delta16", {"tpr": 2, "stage": 4, "minb": 6, "hint": 1}),
+    "sell-t2-dae4-m6-h1": ("cuda-spmv-sell", {"tpr": 2, "stage": 4, "minb": 6, "hint": 1}),
+}
+
+#: The 21 variants of the 2026-11-22 seed6 sweep (results/h200/kernels): the best of each
+#: family on the six analogs, what the product path re-makes that folder with.
+SEED6_SWEEP = (
+    "adaptive-i1-h1", "adaptive-i1-h0", "adaptive-i2-h1", "adaptive-i1-hub8k", "merge-i1-h1",
+    "merge-i2-h1", "tiles16-i2-h1", "sell-u4-m6-h1", "sell-u4-m6-h0", "sell-u2-m8-h1",
+    "sell-t2-u4-m6-h1", "sell-t2-u2-m8-h1", "delta16-u4-m6-h1", "delta16-u2-m8-h1",
+    "delta16-t2-u4-m6-h1", "delta16-t2-u2-m8-h1", "blocked3-u2-m8-h1", "blocked3-t2-u2-m8-h1",
+    "blocked3-dae4-m6-h1", "delta16-t2-dae4-m6-h1", "sell-t2-dae4-m6-h1")
+
+#: Set name -> variants.
+VARIANT_SETS = {"spmv-own": SPMV_OWN,
+                "seed6-sweep": {label: SPMV_OWN[label] for label in SEED6_SWEEP}}
+
+_SPEC = re.compile(r"^(?P<name>[a-z0-9-]+)\[(?P<opts>[^\]]*)\]$")
+
+
+def parse_variant(text: str) -> BackendChoice:
+    """``BACKEND[opt=value,opt=value]`` (integer values) -> a :class:`BackendChoice` labelled
+    with ``text``; a :class:`UsageError` for any other shape."""
+    match = _SPEC.match(text.strip())
+    if match is None:
+        raise UsageError(f"--variant wants BACKEND[opt=value,...], got {text!r}")
+    options = []
+    for part in filter(None, (p.strip() for p in match["opts"].split(","))):
+        key, sep, value = part.partition("=")
+        try:
+            options.append((key.strip(), int(value)))
+        except ValueError:
+            raise UsageError(f"--variant {text!r}: {part!r} is not opt=integer") from None
+        if not sep:
+            raise UsageError(f"--variant {text!r}: {part!r} is not opt=integer")
+    return BackendChoice(match["name"], tuple(options), text.strip())
+
+
+def variant_set(name: str) -> list[BackendChoice]:
+    """The variants of set ``name``, each labelled ``BACKEND[label]``."""
+    if name not in VARIANT_SETS:
+        raise UsageError(f"no variant set {name!r}; known: {', '.join(VARIANT_SETS)}")
+    return [BackendChoice(backend, tuple(options.items()), f"{backend}[{label}]")
+            for label, (backend, options) in VARIANT_SETS[name].items()]

@@ -1,0 +1,143 @@
+"""The registry table: every op and every backend, as data, in one place.
+
+Adding an op: write its module (an :class:`~sparsescope.ops.base.Op`, its parameter records),
+its backends and its report section, then add one :class:`OpEntry` to :data:`OPS` and its
+backends to :data:`BACKENDS`. Nothing else branches on an op's or a backend's name.
+
+Everything here is a ``"module:Name"`` string (or, for code that registers at run time, such as
+a test, the object itself), resolved on use by :func:`load`: importing this table imports no
+op, no backend and no GPU library.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from sparsescope.errors import UnknownNameError
+
+
+@dataclass(frozen=True)
+class OpEntry:
+    """One op: where its code lives and what a run uses by default."""
+
+    name: str
+    """Registry name, e.g. ``spmv``; ``CaseResult.op``."""
+    title: str
+    """How reports name it, e.g. ``SpMV``."""
+    op: Any
+    """``"module:Class"`` of its :class:`~sparsescope.ops.base.Op` (or the class)."""
+    params: Any
+    """``"module:Class"`` of its parameter record (an ``ops.params.OpParams``)."""
+    derived: Any
+    """``"module:Class"`` of the counts it derives per case (an ``ops.params.OpDerived``)."""
+    section: Any
+    """``"module:function"`` writing its report sections (``report.sections.OpSection``)."""
+    default_suite: str = ""
+    """Suite a run of this op uses when none is named."""
+    defaults: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """Device kind (``cpu``/``gpu``) -> backends run by default."""
+
+
+OPS: dict[str, OpEntry] = {e.name: e for e in (
+    OpEntry("spmv", "SpMV", "sparsescope.ops.spmv:SpmvOp", "sparsescope.ops.params:SpmvParams",
+            "sparsescope.ops.params:SpmvDerived", "sparsescope.report.spmv_section:spmv_section",
+            default_suite="seed6",
+            defaults={"cpu": ("scipy-cpu",),
+                      "gpu": ("torch-cusparse-i64", "torch-cusparse-i32", "cupy-cusparse-i32",
+                              "cuda-csr-scalar", "cuda-csr-vector", "cuda-spmv-auto")}),
+    OpEntry("spmm", "SpMM", "sparsescope.ops.spmm:SpmmOp", "sparsescope.ops.params:SpmmParams",
+            "sparsescope.ops.params:SpmmDerived", "sparsescope.report.ops_spmm:spmm_section",
+            default_suite="dlmc3",
+            defaults={"cpu": ("spmm-scipy-cpu",),
+                      "gpu": ("spmm-torch-i64", "spmm-torch-i32", "spmm-cupy-i32", "spmm-ginkgo",
+                              "spmm-cuda-rowwarp")}),
+    OpEntry("slice", "CSR row slicing", "sparsescope.ops.slice_rows:SliceOp",
+            "sparsescope.ops.params:SliceParams", "sparsescope.ops.params:SliceDerived",
+            "sparsescope.report.ops_slice:slice_section", default_suite="slice003",
+            defaults={"cpu": ("slice-scipy-cpu",),
+                      "gpu": ("slice-torch", "slice-cupy-i32", "slice-brainevent",
+                              "slice-cuda-scatter", "slice-cuda-gather")}),
+)}
+
+_B = "sparsescope.backends."
+#: (op, backend name) -> ``"module:Class"``.
+BACKENDS: dict[tuple[str, str], Any] = {
+    ("spmv", "scipy-cpu"): _B + "scipy_cpu:ScipyCpuBackend",
+    ("spmv", "torch-cusparse-i64"): _B + "torch_cusparse:TorchCusparseI64",
+    ("spmv", "torch-cusparse-i32"): _B + "torch_cusparse:TorchCusparseI32",
+    ("spmv", "cupy-cusparse-i32"): _B + "cupy_cusparse:CupyCusparseI32",
+    ("spmv", "cuda-csr-scalar"): _B + "cuda_kernels:CudaCsrScalar",
+    ("spmv", "cuda-csr-vector"): _B + "cuda_kernels:CudaCsrVector",
+    # Our own SpMV kernels, chosen among by matrix statistics in cuda-spmv-auto.
+    ("spmv", "cuda-spmv-adaptive"): _B + "spmv_adaptive:CudaSpmvAdaptive",
+    ("spmv", "cuda-spmv-merge"): _B + "spmv_merge:CudaSpmvMerge",
+    ("spmv", "cuda-spmv-sell"): _B + "spmv_sell:CudaSpmvSell",
+    ("spmv", "cuda-spmv-delta16"): _B + "spmv_sell:CudaSpmvDelta16",
+    ("spmv", "cuda-spmv-blocked16"): _B + "spmv_sell:CudaSpmvBlocked16",
+    ("spmv", "cuda-spmv-delta16-tiles"): _B + "spmv_compressed:CudaSpmvTileDelta16",
+    ("spmv", "cuda-spmv-auto"): _B + "spmv_auto:CudaSpmvAuto",
+    ("spmm", "spmm-scipy-cpu"): _B + "spmm_scipy:SpmmScipyCpu",
+    ("spmm", "spmm-torch-i64"): _B + "spmm_torch:SpmmTorchI64",
+    ("spmm", "spmm-torch-i32"): _B + "spmm_torch:SpmmTorchI32",
+    ("spmm", "spmm-cupy-i32"): _B + "spmm_cupy:SpmmCupyI32",
+    ("spmm", "spmm-ginkgo"): _B + "spmm_ginkgo:SpmmGinkgo",
+    ("spmm", "spmm-cuda-rowwarp"): _B + "spmm_cuda:SpmmCudaRowWarp",
+    ("slice", "slice-scipy-cpu"): _B + "slice_scipy:SliceScipyCpu",
+    ("slice", "slice-torch"): _B + "slice_torch:SliceTorch",
+    ("slice", "slice-cupy-i32"): _B + "slice_cupy:SliceCupyI32",
+    ("slice", "slice-brainevent"): _B + "slice_brainevent:SliceBrainevent",
+    ("slice", "slice-cuda-scatter"): _B + "slice_cuda:SliceCudaScatter",
+    ("slice", "slice-cuda-gather"): _B + "slice_cuda:SliceCudaGather",
+}
+
+
+#: Our own kernels: the report sets each against the best of the other backends of its op.
+OWN_BACKENDS: frozenset[str] = frozenset(
+    name for (_, name) in BACKENDS if name.startswith(("cuda-", "spmm-cuda-", "slice-cuda-")))
+
+
+def load(ref: Any) -> Any:
+    """The object a ``"module:Name"`` string names (anything else is returned as it is)."""
+    if not isinstance(ref, str):
+        return ref
+    module_name, _, attr = ref.partition(":")
+    return getattr(importlib.import_module(module_name), attr)
+
+
+def op_entry(name: str) -> OpEntry:
+    try:
+        return OPS[name]
+    except KeyError:
+        raise UnknownNameError("op", name, list(OPS)) from None
+
+
+def backend_names(op: str | None = None) -> list[str]:
+    """Backend names (of ``op``, or of every op), sorted."""
+    return sorted(name for (o, name) in BACKENDS if op is None or o == op)
+
+
+def backend_op(name: str) -> str:
+    """The op backend ``name`` implements (names are unique across ops)."""
+    for (op, other) in BACKENDS:
+        if other == name:
+            return op
+    raise UnknownNameError("backend", name, backend_names())
+
+
+def register_op(entry: OpEntry) -> None:
+    """Add (or replace) an op at run time: what a plug-in or a test does."""
+    OPS[entry.name] = entry
+
+
+def register_backend(op: str, name: str, factory: Any) -> None:
+    """Add (or replace) backend ``name`` of ``op`` at run time."""
+    BACKENDS[(op, name)] = factory
+
+
+def unregister(op: str) -> None:
+    """Remove ``op`` and its backends (tests clean up with it)."""
+    OPS.pop(op, None)
+    for key in [k for k in BACKENDS if k[0] == op]:
+        del BACKENDS[key]

@@ -1,0 +1,101 @@
+"""Real H200 listings cut short: refused with the file, line and kernel named, never analysed in
+part (and never a traceback, even when the cut falls inside an instruction)."""
+
+from __future__ import annotations
+
+import pytest
+
+from sparsescope.cli import main
+from sparsescope.errors import TruncatedInputError
+from sparsescope.sass.listing import iter_listing_text, read_listing
+
+MODULES = ["sparsescope.cli.sass_cmd"]
+CUOBJDUMP = "spmv_kernels_sm90.cuobjdump.sass"
+NVDISASM = "spmv_kernels_sm90.nvdisasm.txt"
+
+
+def cut_after(text: str, marker: str, extra: int = 0) -> str:
+    """The text up to and including the line holding ``marker``, plus ``extra`` characters."""
+    end = text.index("\n", text.index(marker)) + 1
+    return text[:end + extra]
+
+
+def sass(args: list[str], capsys) -> tuple[int, str, str]:
+    rc = main(["sass", *args], modules=MODULES)
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def test_complete_fixtures_read_whole(shared_fixtures):
+    for name in (CUOBJDUMP, NVDISASM):
+        got = read_listing(shared_fixtures / name)
+        assert [(k.name, len(k.instructions)) for k in got] == \
+            [("spmv_csr_vector8", 120), ("spmv_csr_scalar", 256)]
+
+
+def test_cuobjdump_cut_inside_the_first_kernel(shared_fixtures, tmp_path, capsys):
+    text = (shared_fixtures / CUOBJDUMP).read_text()
+    cut = cut_after(text, "/*0350*/")  # in spmv_csr_vector8; spmv_csr_scalar is lost
+    path = tmp_path / "cut.sass"
+    path.write_text(cut)
+    last_line = cut.count("\n")
+    with pytest.raises(TruncatedInputError) as info:
+        read_listing(path)
+    error = info.value
+    assert (error.path, error.line, error.item) == (str(path), last_line, "spmv_csr_vector8")
+    assert str(error).startswith(
+        f"{path}, line {last_line}: listing truncated: kernel spmv_csr_vector8 (sm_90) stops "
+        "after /*0350*/ without its closing '..........' line; the listing ends here, so any "
+        "kernel after it is missing too (complete kernels before it: none)")
+    for args in ([str(path)], [str(path), "--json"], [str(path), "--list"],
+                 [str(path), "--kernel", "spmv_csr_scalar"]):  # the lost kernel: not "no kernel"
+        rc, _, err = sass(args, capsys)
+        assert rc == 1 and "Traceback" not in err
+        assert f"sparsescope: error: {path}, line {last_line}: listing truncated: kernel " \
+               "spmv_csr_vector8" in err
+
+
+def test_cuobjdump_cut_inside_the_second_kernel(shared_fixtures, tmp_path, capsys):
+    text = (shared_fixtures / CUOBJDUMP).read_text()
+    start = text.index("Function : spmv_csr_scalar")
+    cut = cut_after(text[start:], "/*0a30*/")
+    path = tmp_path / "cut2.sass"
+    path.write_text(text[:start] + cut)
+    rc, out, err = sass([str(path)], capsys)
+    assert rc == 1 and out == "" and "Traceback" not in err
+    assert "kernel spmv_csr_scalar (sm_90) stops after /*0a30*/" in err
+    assert "(complete kernels before it: spmv_csr_vector8)" in err
+
+
+def test_cut_inside_an_instruction_is_truncation_not_a_crash(shared_fixtures, tmp_path):
+    # "IMAD.WIDE" without operands used to reach the instruction parser (IndexError)
+    text = (shared_fixtures / "scalar_device_cuobjdump.sass").read_text()
+    end = text.index("IMAD.WIDE", text.index("/*0bc0*/")) + len("IMAD.WIDE")
+    path = tmp_path / "mid.sass"
+    path.write_text(text[:end])
+    with pytest.raises(TruncatedInputError, match=r"mid\.sass, line \d+: listing truncated: "
+                                                  r"kernel spmv_csr_scalar .* after /\*0bc0\*/"):
+        read_listing(path)
+
+
+def test_nvdisasm_cut_before_the_end_label(shared_fixtures, tmp_path, capsys):
+    text = (shared_fixtures / NVDISASM).read_text()
+    # every instruction of spmv_csr_vector8 but the padding NOPs and its end label .L_x_17
+    cut = cut_after(text, "/*06b0*/")
+    path = tmp_path / "cut.nvdisasm.txt"
+    path.write_text(cut)
+    rc, _, err = sass([str(path), "--json"], capsys)
+    assert rc == 1 and "Traceback" not in err
+    assert f"{path}, line {cut.count(chr(10))}: listing truncated: kernel spmv_csr_vector8 " \
+           "(sm_90) stops after /*06b0*/ without its end label '.L_x_17:'" in err
+    # cut between the two kernels: the first is whole (nothing tells that a second is missing)
+    whole_first = cut_after(text, ".L_x_17:")
+    assert [k.name for k in iter_listing_text(whole_first)] == ["spmv_csr_vector8"]
+
+
+def test_unselected_truncated_kernel_is_still_reported(shared_fixtures):
+    text = (shared_fixtures / CUOBJDUMP).read_text()
+    cut = cut_after(text, "/*0100*/")
+    with pytest.raises(TruncatedInputError, match="kernel spmv_csr_vector8"):
+        list(iter_listing_text(cut, select=lambda name: name == "spmv_csr_scalar",
+                               source="stream"))
