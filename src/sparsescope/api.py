@@ -163,7 +163,9 @@ def run(*, suite: str | None = "seed6", files: Sequence[str] = (), scale: float 
         latency_ns=_model_latency_ns(latency_ns, spec, ceilings, reference_gpu),
         reference_gpu=reference_gpu,
     )
-    return _write_outputs(runset, Path(out_dir), store)
+    from sparsescope.results.case_models import with_case_models
+
+    return _write_outputs(with_case_models(runset), Path(out_dir), store)
 
 
 def _run_matrices(suite, files, scale, seed, strict, backends, op, op_params, timing,

@@ -113,12 +113,15 @@ class CaseMetrics:
     """time / floor: how many times slower than the floor."""
 
 
-def case_metrics(traffic: SpmvTraffic, time_ms: float, bw_gb_s: float) -> CaseMetrics:
+def case_metrics(traffic, time_ms: float, bw_gb_s: float) -> CaseMetrics:
     """Effective bandwidth, GFLOP/s, % of peak, floor and gap of one measured case::
 
         eff_bw  = bytes / time            pct_peak = 100 * eff_bw / bw
         floor   = bytes / bw              gap      = time / floor = bw / eff_bw
         GFLOP/s = 2 nnz / time            AI       = 2 nnz / bytes
+
+    ``traffic``: anything with ``total_bytes``, ``flops`` and ``arithmetic_intensity``
+    (:class:`SpmvTraffic`, ``model.case_model.ModelBytes``).
 
     Seed check (section 3.1): ldoor, INT64, y written only, 0.1964 ms at 4,800 GB/s ->
     573.5 MB, 2,920 GB/s, 474 GFLOP/s, 60.8 % of peak, floor 0.1195 ms, gap 1.6x.

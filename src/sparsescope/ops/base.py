@@ -20,6 +20,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from sparsescope.errors import UsageError
+from sparsescope.model.case_model import ModelBytes
 from sparsescope.ops.params import OpDerived, OpParams
 from sparsescope.results.records import Correctness
 
@@ -171,6 +172,12 @@ class Op(ABC):
                     y_read: bool = False) -> Any:
         """The op's byte model of a recorded case, from the matrix's sizes and the case's typed
         parameters and derived counts."""
+
+    def model_bytes(self, traffic: Any) -> ModelBytes:
+        """The bytes and flops the op's model (:meth:`traffic_for`) charges a case: what % of
+        peak, floor and gap are judged against. Default: the model's ``total_bytes`` and
+        ``flops``."""
+        return ModelBytes(int(traffic.total_bytes), int(traffic.flops))
 
     def workload_params(self, suite: str, matrix: str, given: set[str]) -> list[dict[str, Any]]:
         """Parameter sets a suite prescribes for one of its matrices, when the run's own

@@ -22,6 +22,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from sparsescope.errors import UsageError
+from sparsescope.model.case_model import ModelBytes
 from sparsescope.model.slice_rows import LINE_BYTES, SECTOR_BYTES
 from sparsescope.ops.base import Op, OpCase, ParamSpec, canonical_csr
 from sparsescope.ops.params import SliceDerived, SliceParams
@@ -204,6 +205,10 @@ class SliceOp(Op):
 
     def check(self, out, case) -> Correctness:
         return check_output(out, case.reference, case.tolerance)
+
+    def model_bytes(self, traffic) -> ModelBytes:
+        """The dense bound's bytes (reads plus the whole output once); a slice does no flop."""
+        return ModelBytes(int(traffic.dense_bytes), 0)
 
     def traffic_for(self, rows, cols, nnz, params, derived, *, value_bytes, index_bytes,
                     y_read=False):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from sparsescope.model.case_model import ModelBytes
 from sparsescope.ops.base import Op, OpCase, ParamSpec, canonical_csr
 from sparsescope.ops.params import SpmmDerived, SpmmParams
 from sparsescope.ops.spmv import check_output as _check_vector
@@ -106,6 +107,10 @@ class SpmmOp(Op):
 
     def check(self, out, case) -> Correctness:
         return check_output(out, case.reference, case.tolerance)
+
+    def model_bytes(self, traffic) -> ModelBytes:
+        """Compulsory bytes (A once, X once, Y written) and 2 nnz k flops."""
+        return ModelBytes(int(traffic.compulsory_bytes), int(traffic.flops))
 
     def traffic_for(self, rows, cols, nnz, params, derived, *, value_bytes, index_bytes,
                     y_read=False):

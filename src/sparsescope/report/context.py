@@ -19,7 +19,8 @@ from dataclasses import dataclass
 
 from sparsescope.errors import ResultsFormatError
 from sparsescope.hardware.types import DeviceSpec
-from sparsescope.model import CaseMetrics, SpmvTraffic, case_metrics, spmv_traffic
+from sparsescope.model import CaseMetrics, SpmvTraffic
+from sparsescope.results.case_models import bandwidths, model_of, model_traffic
 from sparsescope.results.records import CaseResult, MatrixRecord, RunSet
 
 
@@ -150,10 +151,7 @@ def build_context(runset: RunSet, *, specs: Sequence[DeviceSpec] | None = None) 
         # The run stage stores the reference GPU's latency here (or the user's override).
         gpu_is_run, latency = False, runset.latency_ns
         bw_label = "measured copy bandwidth of the CPU"
-    copy = runset.ceilings.copy_bw_gb_s
-    copy = copy if copy is not None and copy > 0 else None
-    if copy is not None and device.kind != "gpu" and abs(copy - device.peak_bw_gb_s) <= 1e-9 * copy:
-        copy = None  # on a CPU the peak already is the measured copy: no second column
+    _, copy = bandwidths(runset)
     matrices = matrix_by_name(runset)
     timed = ok_cases(runset)
     views = []
@@ -162,17 +160,15 @@ def build_context(runset: RunSet, *, specs: Sequence[DeviceSpec] | None = None) 
         if record is None:
             raise ResultsFormatError(f"case {case.matrix}/{case.backend} names a matrix that is "
                                      f"not in the run's matrices")
-        st = record.stats
-        traffic = spmv_traffic(st.rows, st.cols, st.nnz, value_bytes=case.value_bytes,
-                               index_bytes=case.index_bytes, y_read=case.y_read)
-        time_ms = case.measurement.time_ms
-        if not time_ms > 0:
-            raise ResultsFormatError(f"case {label}: time {time_ms} ms is not positive")
-        views.append(CaseView(
-            case=case, matrix=record, label=label, traffic=traffic,
-            metrics=case_metrics(traffic, time_ms, device.peak_bw_gb_s),
-            measured=case_metrics(traffic, time_ms, copy) if copy else None,
-        ))
+        if not case.measurement.time_ms > 0:
+            raise ResultsFormatError(f"case {label}: time {case.measurement.time_ms} ms is not "
+                                     f"positive")
+        model = model_of(case, record, device.peak_bw_gb_s, copy)
+        if model is None:  # a model that charges no byte: nothing to judge the time against
+            continue
+        views.append(CaseView(case=case, matrix=record, label=label,
+                              traffic=model_traffic(case, record), metrics=model.peak,
+                              measured=model.copy))
     return ReportContext(
         runset=runset, bw_gb_s=device.peak_bw_gb_s, bw_label=bw_label, measured_copy_gb_s=copy,
         gpu=gpu, gpu_is_run_device=gpu_is_run, latency_ns=latency, specs=table,

@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sparsescope.ops.registry import get_op
+from sparsescope.model.case_model import CaseModel
 from sparsescope.registry import OWN_BACKENDS
+from sparsescope.results.case_models import bandwidths, model_of, model_traffic
 from sparsescope.results.records import CaseResult, MatrixRecord, RunSet
 
 
@@ -25,6 +26,9 @@ class OpView:
     case: CaseResult
     matrix: MatrixRecord
     traffic: Any
+    """The op's byte model of the case (``Op.traffic_for``): the bounds read it."""
+    model: CaseModel
+    """The case judged against the model's bytes (stored with the case)."""
 
     @property
     def time_ms(self) -> float:
@@ -44,17 +48,15 @@ class OpsReport:
 def op_views(runset: RunSet, op: str) -> list[OpView]:
     """The ok, timed cases of ``op`` with their matrix records and byte models."""
     matrices = {m.name: m for m in runset.matrices}
-    op_obj = get_op(op)
+    basis, copy = bandwidths(runset)
     views = []
     for case in runset.cases:
         if case.op != op or case.outcome != "ok" or case.measurement is None:
             continue
         record = matrices[case.matrix]
-        st = record.stats
-        traffic = op_obj.traffic_for(st.rows, st.cols, st.nnz, case.params, case.derived,
-                                     value_bytes=case.value_bytes, index_bytes=case.index_bytes,
-                                     y_read=case.y_read)
-        views.append(OpView(case, record, traffic))
+        model = model_of(case, record, basis, copy)
+        if model is not None:
+            views.append(OpView(case, record, model_traffic(case, record), model))
     return views
 
 

@@ -19,7 +19,6 @@ from sparsescope.model.slice_rows import (
     seed_line_bound_ms,
     streaming_bound_ms,
 )
-from sparsescope.model.spmv import GB
 from sparsescope.report.ops_common import (
     OpsReport,
     OpView,
@@ -50,7 +49,7 @@ def slice_rows_table(runset: RunSet, views: Sequence[OpView]) -> list[dict]:
             "matrix": v.case.matrix, "rows_selected": t.selected_rows, "weights": t.weights,
             "backend": v.case.backend, "time_ms": v.time_ms,
             "kernel_ms": kernel_ms(v.case, SCATTER_KERNEL),
-            "eff_bw_gb_s": t.dense_bytes / (v.time_ms * 1e-3) / GB,
+            "eff_bw_gb_s": v.model.peak.eff_bw_gb_s,
             "streaming_bound_ms": streaming_bound_ms(t, dram), "dense_bound_ms": dense,
             "sector_bound_ms": sector_scatter_bound_ms(t, dram, l2) if l2 else None,
             "sector_rmw_bound_ms": sector_rmw_bound_ms(t, dram),

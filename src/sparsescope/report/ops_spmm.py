@@ -38,8 +38,8 @@ def spmm_rows(runset: RunSet, views: Sequence[OpView]) -> list[dict]:
         bound = spmm_bound_ms(t, dev.peak_bw_gb_s, dev.fp32_peak_gflops)
         rows.append({"matrix": v.case.matrix, "k": t.k, "layout": t.layout,
                      "backend": v.case.backend, "time_ms": v.time_ms,
-                     "gflops": t.flops / (v.time_ms * 1e-3) / GB,
-                     "eff_bw_gb_s": t.compulsory_bytes / (v.time_ms * 1e-3) / GB,
+                     "gflops": v.model.peak.gflops,
+                     "eff_bw_gb_s": v.model.peak.eff_bw_gb_s,
                      "ai_flop_per_byte": t.arithmetic_intensity, "bound_ms": bound,
                      "pct_of_bound": 100.0 * bound / v.time_ms,
                      "rel_err": v.case.correctness.rel_err if v.case.correctness else None})

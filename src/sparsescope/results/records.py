@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from sparsescope.hardware.types import DeviceSpec, MeasuredCeilings
 from sparsescope.matrices.types import MatrixStats
+from sparsescope.model.case_model import CaseModel
 from sparsescope.model.traffic import Traffic
 from sparsescope.ops.params import OpDerived, OpParams
 from sparsescope.timing.types import Measurement, TimingConfig
@@ -92,6 +93,9 @@ class CaseResult:
     traffic: Traffic | None = None
     """The bytes this backend's own format moves for the case, as the backend declared them;
     None when the backend never prepared the case (skipped, or prepare failed)."""
+    model: CaseModel | None = None
+    """The op's byte model judged against the measured time (% of peak, floor, gap), computed
+    once when the run ended; None for a case not timed."""
     counters: CaseCounters | None = None
     """Profiler readings attached to the case (occupancy, CPI), when a profile was taken."""
     notes: dict[str, str] = field(default_factory=dict, compare=False)
