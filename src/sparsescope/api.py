@@ -7,9 +7,8 @@ and the report written.
 
 from __future__ import annotations
 
-import sys
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -28,13 +27,9 @@ class RunOutput:
     report_paths: object
     """``sparsescope.report.write.ReportPaths``."""
     store_path: Path | None
-
-
-def _progress(iterable: Iterable, total: int | None, desc: str) -> Iterator:
-    from tqdm import tqdm
-
-    return iter(tqdm(iterable, total=total, desc=desc, unit="matrix", file=sys.stderr,
-                     disable=not sys.stderr.isatty(), leave=False))
+    store_error: str = ""
+    """Why appending to the store failed after the results were written ("" when it worked
+    or no store was asked for); the results and report are safe in their folder."""
 
 
 def _matrices(suite: str | None, files: Sequence[str], scale: float, seed: int, strict: bool):
@@ -47,19 +42,21 @@ def _matrices(suite: str | None, files: Sequence[str], scale: float, seed: int, 
     return len(entries), matrices.load_suite(suite, scale=scale, seed=seed)
 
 
-def _device(backends: Sequence[str]):
+def _device(backends: Sequence[str], store: bool = True):
     """(DeviceSpec, MeasuredCeilings, driver) of the device that will run the backends.
 
     A GPU backend on a machine with a GPU: the spec table's entry for the detected GPU (or a
     spec built from the device query), ceilings measured on it now, the driver version.
-    Otherwise the host CPU with its measured ceilings (GPU backends then skip as unavailable).
+    Otherwise the host CPU with its ceilings, cached per machine in the store unless ``store``
+    is False (GPU backends then skip as unavailable).
     When the GPU ceilings cannot be measured (no CuPy), the run goes on with an empty
     ceilings record whose ``method`` says why.
     """
     from sparsescope.backends.registry import get_backend
     from sparsescope.errors import SparsescopeError
-    from sparsescope.hardware import cpu_ceilings, detect
+    from sparsescope.hardware import detect
     from sparsescope.hardware.types import MeasuredCeilings
+    from sparsescope.results.ceilings_cache import lookup_cpu_ceilings
 
     kinds = {get_backend(name).capability.device for name in backends}
     if "gpu" in kinds:
@@ -74,7 +71,9 @@ def _device(backends: Sequence[str]):
                 ceilings = MeasuredCeilings(device=gpu.name,
                                             method={"not_measured": str(exc)})
             return spec, ceilings, gpu.driver
-    ceilings = cpu_ceilings.measure_cpu_ceilings()
+    # best of several trials, cached per machine in the store (stable % of peak across runs);
+    # measured afresh when the run keeps away from the store
+    ceilings = lookup_cpu_ceilings(use_store=store).ceilings
     return detect.cpu_spec(ceilings), ceilings, ""
 
 
@@ -121,36 +120,38 @@ def run(*, suite: str | None = "seed6", files: Sequence[str] = (), scale: float 
         store: bool = True, command: str = "sparsescope.api.run", op: str = "spmv",
         op_params: dict[str, Sequence] | None = None,
         on_case: Callable[[CaseResult], None] | None = None,
-        variants: Sequence = ()) -> RunOutput:
+        variants: Sequence = (), progress: bool = False) -> RunOutput:
     """Run every backend on every matrix of ``suite`` (or ``files``) and write results + report.
 
     ``on_case`` is called with each case as it finishes (progress lines). ``variants``:
     :class:`~sparsescope.backends.runner.BackendChoice` kernel variants run after the backends
-    (``backends=[]`` with variants runs the variants alone).
+    (``backends=[]`` with variants runs the variants alone). ``progress``: a bar over the
+    cases on stderr when it is a terminal.
+
+    Every output is checked before anything is measured (:mod:`sparsescope._outputs`): an
+    unwritable ``out_dir`` or store is an :class:`~sparsescope.errors.OutputError`. A store
+    that fails after the results are written leaves ``RunOutput.store_error`` set.
     Results go to ``out_dir/results.json`` (atomic), the report to ``out_dir/report.*``,
     ``out_dir/figures`` and ``out_dir/tables``; the run is appended to the results store.
     """
-    from sparsescope.hardware.specs import get_spec
-    from sparsescope.ops.registry import get_op, params_for
+    from sparsescope.progress import CaseProgress
+    from sparsescope.results.case_models import with_case_models
     from sparsescope.results.provenance import collect_provenance
 
-    if not files and not suite:
-        raise UsageError("give a suite (--suite) or matrix files")
-    if not scale > 0:
-        raise UsageError(f"--scale must be > 0, got {scale}")
-    get_spec(reference_gpu)  # fail early on an unknown name
-    get_op(op)  # and on an unknown op
-    params_for(op, op_params)  # and on parameters the op does not take
+    backends = _checked_arguments(suite, files, scale, reference_gpu, op, op_params, backends,
+                                  variants)
+    out = _checked_outputs(out_dir, store)
     timing = timing or TimingConfig()
     created = datetime.now(UTC).isoformat(timespec="seconds")
-    backends = [*(_choose_backends(backends, op) if backends or not variants else []),
-                *_checked_variants(variants, op)]
-    spec, ceilings, driver = _device([getattr(b, "name", b) for b in backends])
-    if spec.kind == "gpu":
-        timing = replace(timing, clock="cuda-events")  # the GPU backends time with CUDA events
-
-    records, cases = _run_matrices(suite, files, scale, seed, strict, backends, op, op_params,
-                                   timing, on_case)
+    with CaseProgress(_case_count(suite, files, scale, op, op_params, backends),
+                      progress) as bar:
+        bar.note("measuring the device's ceilings")
+        spec, ceilings, driver = _device([getattr(b, "name", b) for b in backends], store)
+        if spec.kind == "gpu":
+            timing = replace(timing, clock="cuda-events")  # GPU backends time with CUDA events
+        bar.note("loading the first matrix")
+        records, cases = _run_matrices(suite, files, scale, seed, strict, backends, op,
+                                       op_params, timing, bar.wrap(on_case))
     libraries: dict[str, str] = {}
     for name in dict.fromkeys(getattr(b, "name", b) for b in backends):
         libraries.update(_library_versions(name))
@@ -163,9 +164,34 @@ def run(*, suite: str | None = "seed6", files: Sequence[str] = (), scale: float 
         latency_ns=_model_latency_ns(latency_ns, spec, ceilings, reference_gpu),
         reference_gpu=reference_gpu,
     )
-    from sparsescope.results.case_models import with_case_models
+    return _write_outputs(with_case_models(runset), out, store, progress)
 
-    return _write_outputs(with_case_models(runset), Path(out_dir), store)
+
+def _checked_arguments(suite, files, scale, reference_gpu, op, op_params, backends,
+                       variants) -> list:
+    """Every argument checked before anything is written or measured; the backends to run."""
+    from sparsescope.hardware.specs import get_spec
+    from sparsescope.ops.registry import get_op, params_for
+
+    if not files and not suite:
+        raise UsageError("give a suite (--suite) or matrix files")
+    if not 0 < scale <= 1:
+        raise UsageError(f"--scale must be in (0, 1] (a fraction of the suite), got {scale}")
+    get_spec(reference_gpu)  # an unknown name
+    get_op(op)  # an unknown op
+    params_for(op, op_params)  # parameters the op does not take
+    return [*(_choose_backends(backends, op) if backends or not variants else []),
+            *_checked_variants(variants, op)]
+
+
+def _checked_outputs(out_dir, store: bool) -> Path:
+    """The output folder and the store, proved writable before measuring."""
+    from sparsescope._outputs import check_out_dir, check_store
+
+    out = check_out_dir(out_dir)
+    if store:
+        check_store()
+    return out
 
 
 def _run_matrices(suite, files, scale, seed, strict, backends, op, op_params, timing,
@@ -175,10 +201,10 @@ def _run_matrices(suite, files, scale, seed, strict, backends, op, op_params, ti
     from sparsescope.backends.runner import run_matrix
     from sparsescope.ops.registry import params_for
 
-    count, loaded = _matrices(suite, files, scale, seed, strict)
+    _, loaded = _matrices(suite, files, scale, seed, strict)
     records: list[MatrixRecord] = []
     cases: list[CaseResult] = []
-    for matrix in _progress(loaded, count, "matrices"):
+    for matrix in loaded:
         stats = matrices.compute_stats(matrix.csr)
         records.append(MatrixRecord(name=matrix.name, source=matrix.source, kind=matrix.kind,
                                     analog_of=matrix.analog_of, stats=stats))
@@ -188,21 +214,40 @@ def _run_matrices(suite, files, scale, seed, strict, backends, op, op_params, ti
     return records, cases
 
 
-def _write_outputs(runset: RunSet, out: Path, store: bool) -> RunOutput:
-    """results.json (atomic), the report, and the store."""
+def _case_count(suite, files, scale, op, op_params, backends) -> int:
+    """How many cases the run will have (the progress bar's total), without loading a matrix."""
+    from sparsescope import matrices
+    from sparsescope.ops.registry import params_for
+
+    if files:
+        return len(files) * len(params_for(op, op_params)) * len(backends)
+    names = [e.name for e in matrices.suite_entries(suite, scale=scale)]
+    return sum(len(params_for(op, op_params, suite=suite, matrix=n)) for n in names) \
+        * len(backends)
+
+
+def _write_outputs(runset: RunSet, out: Path, store: bool, progress: bool = False
+                   ) -> RunOutput:
+    """results.json (atomic), the report, then the store; a store failure after the results
+    are safe is reported in ``store_error``, not raised (nothing measured is lost)."""
+    from sparsescope.errors import SparsescopeError
     from sparsescope.report.write import write_report
     from sparsescope.results.io import write_runset
     from sparsescope.results.store import ResultsStore
 
     results_path = write_runset(out / "results.json", runset)
-    report_paths = write_report(runset, out)
-    store_path = None
+    report_paths = write_report(runset, out, progress=progress)
+    store_path, store_error = None, ""
     if store:
         results_store = ResultsStore()
-        results_store.append(runset)
-        store_path = results_store.path
+        try:
+            results_store.append(runset)
+            store_path = results_store.path
+        except (SparsescopeError, OSError) as exc:
+            store_error = (f"appending to the results store {results_store.path} failed "
+                           f"({exc}); the results are safe in {results_path}")
     return RunOutput(runset=runset, results_path=Path(results_path), report_paths=report_paths,
-                     store_path=store_path)
+                     store_path=store_path, store_error=store_error)
 
 
 def _model_latency_ns(given: float | None, spec, ceilings, reference_gpu: str) -> float:

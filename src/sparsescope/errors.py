@@ -116,3 +116,23 @@ class TruncatedInputError(SparsescopeError):
         self.item = item
         where = self.path if line is None else f"{self.path}, line {line}"
         super().__init__(f"{where}: {message}")
+
+
+class OutputError(SparsescopeError):
+    """A file or folder the command would write cannot be written (a file where a folder is
+    wanted, no permission, a read-only file system, an unusable store). Raised before any case
+    is measured; the message names the path and the fix."""
+
+    exit_code = 9
+
+
+class StoreWriteError(SparsescopeError):
+    """The results and report were written, but appending them to the results store failed:
+    the message says where the results are safe."""
+
+    exit_code = 10
+
+
+#: Exit code of a command whose run finished but had a case failing its correctness check
+#: (or, with ``--strict``, a skipped case). Results and report are written all the same.
+EXIT_CASES_FAILED = 11

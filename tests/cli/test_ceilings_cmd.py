@@ -23,10 +23,40 @@ def no_gpu(monkeypatch):
     monkeypatch.setattr(detect, "detect_gpu", lambda: None)
 
 
-def test_cpu_ceilings_are_measured_and_stored(no_gpu, capsys):
+@pytest.fixture
+def own_store(monkeypatch, tmp_path):
+    """A store of this test alone: the session's shared store may hold cached ceilings."""
+    path = tmp_path / "store.sqlite"
+    monkeypatch.setenv("SPARSESCOPE_STORE", str(path))
+    return path
+
+
+@pytest.fixture
+def fake_measure(monkeypatch):
+    """Fake CPU measurements (no seconds of copying): each returns the next copy figure."""
+    from sparsescope.hardware import cpu_ceilings
+
+    calls = []
+
+    def fake(**kwargs):
+        calls.append(kwargs)
+        return MeasuredCeilings(device="Test CPU", copy_bw_gb_s=18.0 + len(calls),
+                                read_bw_gb_s=25.0, fp32_gflops=150.0,
+                                method={"copy_bw_gb_s": "fake"}, copy_bw_spread_pct=6.0,
+                                read_bw_spread_pct=3.0, fp32_spread_pct=12.5, trials=7,
+                                measured_utc=f"2026-11-24T10:0{len(calls)}:00+00:00")
+
+    monkeypatch.setattr(cpu_ceilings, "measure_cpu_ceilings", fake)
+    return calls
+
+
+def test_cpu_ceilings_are_measured_and_stored(no_gpu, own_store, capsys):
     assert main(["ceilings", "--json"], modules=MODULES) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["kind"] == "cpu" and out["driver"] == ""
+    assert out["cached"] is False and out["trials"] == 7 and out["measured_utc"]
+    assert 0 <= out["spread_pct"]["copy_bw_gb_s"] < 100
+    assert out["spread_pct"]["l2_bw_gb_s"] is None
     figures = out["ceilings"]
     assert figures["copy_bw_gb_s"] > 0.1 and figures["read_bw_gb_s"] > 0.1
     assert figures["fp32_gflops"] > 0.1
@@ -71,3 +101,68 @@ def test_latest_ceilings_per_device(tmp_path):
     with sqlite3.connect(path) as con:
         tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     assert {"ceilings", "runs", "cases"} <= tables
+
+
+def test_cpu_ceilings_json_says_whether_they_came_from_the_cache(no_gpu, own_store,
+                                                                 fake_measure, capsys):
+    assert main(["ceilings", "--json"], modules=MODULES) == 0
+    first = json.loads(capsys.readouterr().out)
+    assert first["cached"] is False and len(fake_measure) == 1
+    assert first["ceilings"]["copy_bw_gb_s"] == 19.0
+    assert first["spread_pct"] == {"copy_bw_gb_s": 6.0, "read_bw_gb_s": 3.0,
+                                   "l2_bw_gb_s": None, "dram_latency_ns": None,
+                                   "l2_latency_ns": None, "fp32_gflops": 12.5}
+    assert first["measured_utc"] == "2026-11-24T10:01:00+00:00"
+    assert first["store"] == str(own_store) and first["store_error"] == ""
+
+    assert main(["ceilings", "--json"], modules=MODULES) == 0
+    second = json.loads(capsys.readouterr().out)
+    assert second["cached"] is True and len(fake_measure) == 1  # not measured again
+    assert second["ceilings"] == first["ceilings"]
+    assert second["measured_utc"] == first["measured_utc"]
+    assert second["machine_key"] == first["machine_key"]
+    # a cached figure adds no row to the history table
+    with sqlite3.connect(own_store) as con:
+        assert con.execute("SELECT COUNT(*) FROM ceilings").fetchone() == (1,)
+
+
+def test_refresh_measures_again_and_updates_the_cache(no_gpu, own_store, fake_measure,
+                                                     capsys):
+    assert main(["ceilings"], modules=MODULES) == 0
+    text = capsys.readouterr().out
+    assert "measured now (best of 7 trials), cached for this machine" in text
+    assert "spread 6.0 %" in text and "spread 12.5 %" in text
+    assert main(["ceilings"], modules=MODULES) == 0
+    text = capsys.readouterr().out
+    assert "cached: measured 2026-11-24T10:01:00+00:00" in text and "--refresh" in text
+    assert main(["ceilings", "--refresh", "--json"], modules=MODULES) == 0
+    refreshed = json.loads(capsys.readouterr().out)
+    assert refreshed["cached"] is False and len(fake_measure) == 2
+    assert refreshed["ceilings"]["copy_bw_gb_s"] == 20.0
+    assert main(["ceilings", "--json"], modules=MODULES) == 0
+    after = json.loads(capsys.readouterr().out)
+    assert after["cached"] is True and after["ceilings"]["copy_bw_gb_s"] == 20.0
+    assert after["measured_utc"] == "2026-11-24T10:02:00+00:00"
+    assert latest_ceilings(own_store, "Test CPU").copy_bw_gb_s == 20.0
+    with sqlite3.connect(own_store) as con:
+        assert con.execute("SELECT COUNT(*) FROM ceilings").fetchone() == (2,)
+
+
+def test_no_store_measures_now_even_with_a_cache(no_gpu, own_store, fake_measure, capsys):
+    assert main(["ceilings", "--json"], modules=MODULES) == 0
+    capsys.readouterr()
+    assert main(["ceilings", "--no-store", "--json"], modules=MODULES) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["cached"] is False and out["store"] is None and len(fake_measure) == 2
+
+
+def test_an_unusable_store_still_gives_the_ceilings(no_gpu, tmp_path, monkeypatch,
+                                                    fake_measure, capsys):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("SPARSESCOPE_STORE", str(blocker / "store.sqlite"))
+    assert main(["ceilings", "--json"], modules=MODULES) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["cached"] is False and out["store"] is None
+    assert "cannot open the results store" in out["store_error"]
+    assert out["ceilings"]["copy_bw_gb_s"] == 19.0

@@ -81,7 +81,7 @@ def test_bad_matrix_file_names_line_and_keeps_old_results(tmp_path, capsys):
 
 @pytest.mark.parametrize("argv, code, message", [
     (["--suite", "nope"], 2, "unknown suite 'nope'"),
-    (["--suite", "seed6", "--scale", "0"], 2, "--scale must be > 0"),
+    (["--suite", "seed6", "--scale", "0"], 2, "--scale must be in (0, 1]"),
     (["--suite", "seed6", "--backend", "warp-drive"], 2, "unknown backend 'warp-drive'"),
     (["--suite", "seed6", "--repeats", "0"], 2, "--repeats >= 1"),
 ])

@@ -56,7 +56,7 @@ def test_buffer_bytes(size_mb, llc, available, expected):
     assert buffer_bytes(size_mb, llc, available) == expected
 
 
-def test_measure_cpu_ceilings_defaults_under_2_seconds():
+def test_measure_cpu_ceilings_defaults_under_3_seconds():
     # This sandbox VM pays ~3 ms per MiB the first time guest memory is touched (host-side
     # faults), a one-off that real hosts do not have: touch the memory once beforehand so the
     # bound measures the function's own cost.
@@ -65,14 +65,18 @@ def test_measure_cpu_ceilings_defaults_under_2_seconds():
     start = time.perf_counter()
     ceilings = measure_cpu_ceilings()
     elapsed = time.perf_counter() - start
-    assert elapsed < 2.0
+    assert elapsed < 3.0  # 3 ceilings x 7 trials of >= 40 ms, on a shared 2-core machine
     assert 0.5 < ceilings.copy_bw_gb_s < 5000
     assert 0.5 < ceilings.read_bw_gb_s < 5000
     assert ceilings.fp32_gflops > 0.5
     assert ceilings.l2_bw_gb_s is None and ceilings.dram_latency_ns is None
     assert ceilings.device == cpuinfo.cpu_model_name()
     assert "bytes = read + write" in ceilings.method["copy_bw_gb_s"]
-    assert "best of 3 timed passes" in ceilings.method["read_bw_gb_s"]
+    assert "best of 7 trials of >= 40 ms" in ceilings.method["read_bw_gb_s"]
+    assert ceilings.trials == 7 and ceilings.measured_utc
+    for spread in (ceilings.copy_bw_spread_pct, ceilings.read_bw_spread_pct,
+                   ceilings.fp32_spread_pct):
+        assert 0.0 <= spread < 100.0
     assert "2 n^3" in ceilings.method["fp32_gflops"]
     llc_mib = cpuinfo.last_level_cache_bytes() / MiB
     assert f"{max(256, llc_mib):.0f} MiB" in ceilings.method["copy_bw_gb_s"]
@@ -80,6 +84,6 @@ def test_measure_cpu_ceilings_defaults_under_2_seconds():
 
 def test_measure_cpu_ceilings_rejects_bad_settings():
     with pytest.raises(UsageError):
-        measure_cpu_ceilings(repeats=0)
+        measure_cpu_ceilings(trials=0)
     with pytest.raises(UsageError):
         measure_cpu_ceilings(size_mb=0)

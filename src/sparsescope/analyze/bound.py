@@ -25,11 +25,44 @@ def kernel_bytes(ev: Evidence, ke: KernelEvidence) -> tuple[float | None, str]:
     return None, ""
 
 
+#: FP32 work below this % of peak is not what a busy SM is doing.
+FLOP_SHARE_PCT = 10.0
+
+
+def _compute_reason(top: float, flops_pct: float | None, bw_pct: float | None) -> str:
+    """Why the SM bounds the kernel, and by what: floating-point work only when the FLOPs are
+    a real share of the FP32 peak; otherwise issuing instructions (address arithmetic, index
+    decoding, loads), which is not "compute" in the roofline's sense."""
+    dram = f"DRAM at {(bw_pct or 0):.1f} %"
+    if flops_pct is not None and flops_pct < FLOP_SHARE_PCT:
+        return (f"instruction issue at {top:.1f} % of peak (>= {BOUND_PCT:.0f} %) while FP32 "
+                f"work is {flops_pct:.1f} % of its peak and {dram}: issue-bound, by "
+                f"instructions that are not floating-point math (addressing, decoding, loads)")
+    return f"SM/issue at {top:.1f} % of peak (>= {BOUND_PCT:.0f} %) with {dram}"
+
+
+def _dram_pct(ev: Evidence, ke: KernelEvidence, nums: dict) -> float | None:
+    """DRAM bandwidth as % of peak: the profile's, else bytes / time against the peak (the
+    achieved bandwidth and the bytes go into ``nums``)."""
+    nbytes, kind = kernel_bytes(ev, ke)
+    p = ke.profile
+    bw_pct = p.dram_throughput_pct if p is not None else None
+    if nbytes is not None and ke.time_ms:
+        per_launch_ms = ke.time_ms / max(1, ke.launches)
+        bw = nbytes / (per_launch_ms * 1e-3) / 1e9
+        nums["achieved_bw_gb_s"] = _r(bw, 1)
+        nums[f"{kind}_bytes"] = int(nbytes)
+        bw_pct = bw_pct if bw_pct is not None else 100.0 * bw / ev.device.peak_bw_gb_s
+    nums["bw_pct_of_peak"] = _r(bw_pct, 2)
+    return bw_pct
+
+
 def bottleneck(ev: Evidence, ke: KernelEvidence) -> Bottleneck:
     """Bandwidth, compute or latency bound (formulas in the returned reason)::
 
         bw_pct   = 100 x bytes / time / peak_bw        (DRAM bytes, or ideal bytes)
-        bound    = bandwidth if bw_pct >= 60; compute if SM throughput or issue >= 60;
+        bound    = bandwidth if bw_pct >= 60; compute if SM throughput or issue >= 60 (issue
+                   when the FLOPs are under 10 % of the FP32 peak: not floating-point work);
                    latency otherwise, with Little's law at the measured active warps:
         required = peak_bw x latency / SMs / 128 B,  ceiling = 100 x min(1, active / required)
     """
@@ -37,18 +70,8 @@ def bottleneck(ev: Evidence, ke: KernelEvidence) -> Bottleneck:
 
     dev = ev.device
     nums: dict = {}
-    nbytes, kind = kernel_bytes(ev, ke)
     p = ke.profile
-    bw_pct = None
-    if p is not None and p.dram_throughput_pct is not None:
-        bw_pct = p.dram_throughput_pct
-    if nbytes is not None and ke.time_ms:
-        per_launch_ms = ke.time_ms / max(1, ke.launches)
-        bw = nbytes / (per_launch_ms * 1e-3) / 1e9
-        nums["achieved_bw_gb_s"] = _r(bw, 1)
-        nums[f"{kind}_bytes"] = int(nbytes)
-        bw_pct = bw_pct if bw_pct is not None else 100.0 * bw / dev.peak_bw_gb_s
-    nums["bw_pct_of_peak"] = _r(bw_pct, 2)
+    bw_pct = _dram_pct(ev, ke, nums)
     cache_pct, cache = None, ""
     if p is not None:
         for name, v in (("L2", p.l2_throughput_pct), ("L1", p.l1_throughput_pct)):
@@ -88,9 +111,9 @@ def bottleneck(ev: Evidence, ke: KernelEvidence) -> Bottleneck:
                           "traffic between SM and L2 bounds it, not DRAM", nums)
     top = max(x for x in (sm_pct or 0.0, flops_pct or 0.0))
     if top >= BOUND_PCT:
-        return Bottleneck(ke.name, "compute", f"SM/issue at {top:.1f} % of peak "
-                          f"(>= {BOUND_PCT:.0f} %) with DRAM at "
-                          f"{(bw_pct or 0):.1f} %", nums)
+        issue = flops_pct is not None and flops_pct < FLOP_SHARE_PCT
+        return Bottleneck(ke.name, "issue" if issue else "compute",
+                          _compute_reason(top, flops_pct, bw_pct), nums)
     why = f"neither DRAM ({(bw_pct or 0):.1f} %) nor SM ({(sm_pct or 0):.1f} %) above " \
           f"{BOUND_PCT:.0f} % of peak: the kernel waits on latency"
     if active is not None:

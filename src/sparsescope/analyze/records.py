@@ -75,7 +75,8 @@ class Bottleneck:
 
     kernel: str
     bound: str
-    """``bandwidth``, ``latency``, ``compute`` or ``unknown``."""
+    """``bandwidth``, ``latency``, ``compute`` (FP32 work), ``issue`` (a busy SM issuing
+    instructions that are not floating-point math) or ``unknown``."""
     reason: str
     """The comparison that decided it, with its numbers."""
     numbers: dict[str, Number] = field(default_factory=dict)

@@ -5,9 +5,17 @@ Each command group lives in its own module under ``sparsescope.cli`` exposing
 built, and they import their heavy dependencies inside their handlers, so ``sparsescope --help``
 loads no GPU library.
 
-Every handler returns a JSON-serialisable object (printed with ``--json``) and a human text
-(printed otherwise). Errors derived from :class:`~sparsescope.errors.SparsescopeError` are printed
-as ``sparsescope: error: <message>`` with the error's exit code, never a traceback.
+Every handler returns a result (printed as one JSON document with ``--json``: records become
+objects, paths strings, non-finite numbers null) and a human text (printed otherwise), and may
+add an exit code as a third item. Errors derived from
+:class:`~sparsescope.errors.SparsescopeError` are printed as ``sparsescope: error: <message>``
+with the error's exit code, never a traceback.
+
+Exit codes: 0 ok (every case ok or skipped); 1 generic input error; 2 usage; 3 matrix format;
+4 matrix not available; 5 results format; 6 missing dependency; 7 device; 8 profile; 9 an output
+path or the store cannot be written (checked before measuring); 10 the store failed after the
+results were written (they are safe); 11 a case failed its correctness check (with ``--strict``,
+a skipped case too); 130 interrupted.
 """
 
 from __future__ import annotations
@@ -46,6 +54,7 @@ def build_parser(modules: Sequence[str] = COMMAND_MODULES) -> argparse.ArgumentP
     parser = argparse.ArgumentParser(
         prog="sparsescope",
         description="Explain sparse-kernel performance: matrices, timing, models, reports.",
+        epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"sparsescope {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -55,10 +64,37 @@ def build_parser(modules: Sequence[str] = COMMAND_MODULES) -> argparse.ArgumentP
     return parser
 
 
+EXIT_CODES = __doc__[__doc__.index("Exit codes:"):].strip()
+
+
+def jsonable(value: object) -> object:
+    """``value`` as plain JSON data: dataclass records as objects, paths as strings, tuples and
+    sets as arrays, NumPy scalars as numbers, non-finite floats as null."""
+    import dataclasses
+    import math
+    import os
+
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):  # NumPy scalars
+        return jsonable(value.item())
+    if value is None or isinstance(value, (str, int, bool)):
+        return value
+    return str(value)
+
+
 def emit(result: object, text: str, as_json: bool) -> None:
-    """Print ``result`` as JSON or ``text`` as it is."""
+    """Print ``result`` as one JSON document or ``text`` as it is."""
     if as_json:
-        print(json.dumps(result, indent=2, default=str))
+        print(json.dumps(jsonable(result), indent=2, allow_nan=False))
     elif text:
         print(text)
 
@@ -71,19 +107,20 @@ def main(argv: Sequence[str] | None = None, modules: Sequence[str] = COMMAND_MOD
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            result, text = args.handler(args)
+            result, text, *code = args.handler(args)
         for warning in caught:
             print(f"sparsescope: warning: {warning.message}", file=sys.stderr)
     except SparsescopeError as exc:
         if as_json:
-            print(json.dumps({"error": str(exc), "type": type(exc).__name__}))
+            print(json.dumps({"error": str(exc), "type": type(exc).__name__,
+                              "exit_code": exc.exit_code}))
         print(f"sparsescope: error: {exc}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("sparsescope: interrupted", file=sys.stderr)
         return 130
     emit(result, text, as_json)
-    return 0
+    return code[0] if code else 0
 
 
 if __name__ == "__main__":  # pragma: no cover

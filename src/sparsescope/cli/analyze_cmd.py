@@ -26,6 +26,7 @@ def _rules(text: str | None) -> tuple[str, ...]:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``analyze`` subcommand; its options come in the groups of ``--help``."""
     p = subparsers.add_parser(
         "analyze", help="diagnose a GPU kernel's bottleneck, rank fixes by predicted gain, "
                         "score the predictions",
@@ -36,6 +37,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("workload", nargs="?", metavar="WORKLOAD",
                    help="module:function (or file.py:function) launching the GPU work and "
                         "returning its output")
+    _add_workload_args(p)
+    _add_measurement_args(p)
+    _add_evidence_args(p)
+    _add_scoring_args(p)
+    p.add_argument("--out", metavar="DIR", help="write analysis.json, report.md and report.html "
+                   "(scores.json for --compare) here")
+    add_json_flag(p)
+    p.set_defaults(handler=_handle)
+
+
+def _add_workload_args(p: argparse.ArgumentParser) -> None:
+    """The workload to run: callables, a --cuda kernel and its launch, ideal work."""
     g = p.add_argument_group("workload")
     g.add_argument("--reference", metavar="MODULE:FUNCTION",
                    help="reference implementation returning the expected output")
@@ -57,6 +70,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "'n:i32=4096; x:f32[n]=rand; y:f32[n]=zeros!out'")
     g.add_argument("--shared", type=int, default=0, metavar="BYTES",
                    help="dynamic shared memory per block (with --cuda)")
+
+
+def _add_measurement_args(p: argparse.ArgumentParser) -> None:
+    """How a live run is timed and profiled."""
     m = p.add_argument_group("measurement")
     m.add_argument("--profile", action=argparse.BooleanOptionalAction, default=True,
                    help="profile one call with Nsight Compute (default: yes)")
@@ -64,6 +81,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     m.add_argument("--repeats", type=int, default=50)
     m.add_argument("--ncu", metavar="PATH", help="ncu binary (default: found on PATH or in "
                    "the CUDA install)")
+
+
+def _add_evidence_args(p: argparse.ArgumentParser) -> None:
+    """Recorded evidence analysed without a GPU, and figures measured elsewhere."""
     o = p.add_argument_group("recorded evidence")
     o.add_argument("--from-profile", metavar="REPORT", help=".ncu-rep report or --page raw CSV")
     o.add_argument("--from-measurement", metavar="DIR",
@@ -83,6 +104,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "Little's law (default: the spec table's estimate)")
     o.add_argument("--bw-gb-s", type=float, metavar="GBS", help="measured bandwidth ceiling "
                    "(default: the datasheet peak)")
+
+
+def _add_scoring_args(p: argparse.ArgumentParser) -> None:
+    """--compare: a roadmap's predictions scored against the next version."""
     c = p.add_argument_group("scoring")
     c.add_argument("--compare", nargs="+", metavar="ANALYSIS.json",
                    help="score BEFORE -> AFTER (-> ...): predicted against measured speedup")
@@ -93,10 +118,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "version with")
     c.add_argument("--store", action=argparse.BooleanOptionalAction, default=True,
                    help="keep the scores in the results store (default: yes)")
-    p.add_argument("--out", metavar="DIR", help="write analysis.json, report.md and report.html "
-                   "(scores.json for --compare) here")
-    add_json_flag(p)
-    p.set_defaults(handler=_handle)
 
 
 def _command() -> str:

@@ -7,7 +7,6 @@ import sys
 import textwrap
 import time
 from dataclasses import asdict
-from pathlib import Path
 
 from sparsescope.cli import add_json_flag
 from sparsescope.errors import UsageError
@@ -164,8 +163,10 @@ def handle_generate(args: argparse.Namespace) -> tuple[dict | list, str]:
         raise UsageError("give a generator KIND (with --rows and --nnz) or --suite NAME")
     if args.rows is None or args.nnz is None:
         raise UsageError("generating one matrix needs --rows and --nnz")
+    from sparsescope._outputs import check_out_file
     from sparsescope.matrices import generate, write_matrix
 
+    check_out_file(args.out)  # before generating: a bad path must not cost the generation
     params = _parse_params(args.param)
     start = time.perf_counter()
     csr = generate(args.kind, args.rows, args.nnz, cols=args.cols, seed=args.seed, **params)
@@ -180,11 +181,12 @@ def handle_generate(args: argparse.Namespace) -> tuple[dict | list, str]:
 
 
 def _generate_suite(args: argparse.Namespace) -> tuple[list, str]:
+    from sparsescope._outputs import check_out_dir
     from sparsescope.matrices import suite_entries, write_matrix
     from sparsescope.matrices.suites import build_entry
 
     entries = suite_entries(args.suite, args.scale)
-    out_dir = Path(args.out)
+    out_dir = check_out_dir(args.out)
     written = []
     lines = []
     for entry in _progress(entries, len(entries), args.suite):

@@ -104,6 +104,7 @@ def register(subparsers) -> None:
 
 
 def _run(args):
+    from sparsescope._outputs import check_out_dir
     from sparsescope.profile.collect import (
         CollectOptions,
         profile_stem,
@@ -118,6 +119,7 @@ def _run(args):
         raise UsageError(f"profile run needs {', '.join(missing)} (or a subcommand: run, read, "
                          "report)")
     params = resolve_op_params(args.op, _op_params(args))
+    check_out_dir(args.out)  # before ncu runs for minutes
     groups = tuple(g.strip() for g in args.groups.split(",") if g.strip())
     options = CollectOptions(
         groups=groups, section_set=args.section_set, kernel_filter=args.kernel,
@@ -194,6 +196,10 @@ def _report(args):
         raise UsageError(f"{len(args.details)} --details for {len(csv_files)} CSV files")
     given = iter(args.details)
     details = [next(given, None) if f.lower().endswith(".csv") else None for f in args.files]
+    if args.out:
+        from sparsescope._outputs import check_out_dir
+
+        check_out_dir(args.out)
     inputs = load_inputs(args.files, details)
     runset = None
     if args.results:

@@ -49,11 +49,12 @@ def _sass_section(files: list[str], kernel: str | None) -> tuple[str, str]:
 
 def handle_report(args: argparse.Namespace) -> tuple[dict, str]:
     # Both imports pull in the model and (later) matplotlib: keep them out of `--help`.
+    from sparsescope._outputs import check_out_dir
     from sparsescope.report.write import write_report
     from sparsescope.results.io import read_runset
 
     runset = read_runset(args.results)  # a bad file raises ResultsFormatError (exit code 5)
-    out = Path(args.out)
+    out = check_out_dir(args.out)
     sections = []
     if args.profile:
         sections.append(_profile_section(args.profile, out, runset))

@@ -19,7 +19,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "run", help="run backends on a suite or files; write results and a report",
         description="Run every backend on every matrix, check each output against float64, "
                     "time it, and write DIR/results.json, DIR/report.md, DIR/report.html, "
-                    "DIR/figures/ and DIR/tables/. Without a GPU it runs the CPU backend.")
+                    "DIR/figures/ and DIR/tables/. Without a GPU it runs the CPU backend.",
+        epilog="Exit codes: 0 every case ok or skipped; 9 --out or the store cannot be written "
+               "(checked before measuring); 10 the store failed after the results were written "
+               "(they are safe); 11 a case failed its correctness check (with --strict, a "
+               "skipped case too); 2 usage, 3 matrix format, 4 matrix not available.")
     src = p.add_mutually_exclusive_group()
     src.add_argument("--suite", default=None, help="named suite (default seed6; see "
                                                    "`sparsescope matrices list`)")
@@ -45,7 +49,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="GPU whose spec drives the warp-level model on a CPU run")
     p.add_argument("--seed", type=int, default=0, help="generator seed for suites")
     p.add_argument("--strict", action="store_true",
-                   help="refuse matrices with duplicate or unsorted entries")
+                   help="refuse matrices with duplicate or unsorted entries, and count a "
+                        "skipped case as a failure in the exit code")
     p.add_argument("--no-store", action="store_true", help="do not append to the results store")
     p.add_argument("--op", choices=tuple(registry.OPS), default="spmv",
                    help="operation (default spmv; spmm: Y = A X; slice: dense A[rows, :])")
@@ -86,6 +91,7 @@ def handle(args: argparse.Namespace) -> tuple[dict, str]:
         strict=args.strict, store=not args.no_store,
         command=shlex.join(["sparsescope", *sys.argv[1:]]),
         op=args.op, op_params=op_params, variants=variants, on_case=_case_printer(args),
+        progress=not args.json,
     )
     rs = out.runset
     cases = [
@@ -107,7 +113,26 @@ def handle(args: argparse.Namespace) -> tuple[dict, str]:
         lines += [case_line(case) for case in rs.cases]
     lines.append(f"results: {out.results_path}")
     lines.append(f"report:  {out.results_path.parent / 'report.html'}")
-    return result, "\n".join(lines)
+    code, why = run_exit_code(rs.cases, strict=args.strict, store_error=out.store_error)
+    result.update(exit_code=code, exit_reason=why, store_error=out.store_error or None)
+    if code:
+        print(f"sparsescope: warning: {why}", file=sys.stderr)
+    return result, "\n".join(lines), code
+
+
+def run_exit_code(cases, *, strict: bool = False, store_error: str = "") -> tuple[int, str]:
+    """(exit code, why): 11 when a case failed its check (or, ``strict``, was skipped), else 10
+    when the store failed after the results were written, else 0."""
+    from sparsescope.errors import EXIT_CASES_FAILED, StoreWriteError
+
+    bad = [c for c in cases if c.outcome == "failed" or (strict and c.outcome == "skipped")]
+    if bad:
+        what = "failed or were skipped (--strict)" if strict else "failed"
+        return EXIT_CASES_FAILED, (f"{len(bad)} of {len(cases)} case(s) {what}; first: "
+                                   f"{bad[0].matrix} {bad[0].backend}: {bad[0].reason}")
+    if store_error:
+        return StoreWriteError.exit_code, store_error
+    return 0, ""
 
 
 def op_params_given(args: argparse.Namespace) -> dict[str, list]:

@@ -118,26 +118,20 @@ def _l2_chase_ms(cupy, timer: _Timer, chase, nodes: int, steps: int) -> float:
                                                     np.int32(steps), out)), untimed=0)
 
 
-def measure_gpu_ceilings(*, size_mb: float = 1024, repeats: int = 5, l2_passes: int = 200,
-                         chase_steps: int = 20_000, fma_iters: int = 8192) -> MeasuredCeilings:
-    """Measure copy, read and L2 bandwidth (GB/s, 10^9 B/s), DRAM and L2 load latency (ns) and
-    FP32 FMA throughput (GFLOP/s) of device 0. See the module docstring for the protocol."""
-    ok, why = _gpu_runtime.cupy_cuda_status()
-    if not ok:
-        raise DeviceError(f"cannot measure GPU ceilings: {why}")
-    import cupy
-
+def _device_properties(cupy) -> tuple[str, int, int]:
+    """Name, L2 size (bytes) and SM count of device 0."""
     runtime = cupy.cuda.runtime
     props = runtime.getDeviceProperties(0)
     name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
-    l2 = int(runtime.deviceGetAttribute(38, 0))
-    sms = int(runtime.deviceGetAttribute(16, 0))
-    module = _gpu_runtime.raw_module(SOURCE)
-    read, chase, fma = (module.get_function(n) for n in ("read_stream", "pointer_chase",
-                                                         "fma_chains"))
-    timer = _Timer(cupy, repeats)
-    sink = cupy.zeros(4, dtype=cupy.float32)
-    threads, blocks = 256, sms * 8  # 2048 threads per SM: full occupancy on Hopper
+    l2 = int(runtime.deviceGetAttribute(38, 0))  # cudaDevAttrL2CacheSize
+    sms = int(runtime.deviceGetAttribute(16, 0))  # cudaDevAttrMultiProcessorCount
+    return name, l2, sms
+
+
+def _fma_ms(cupy, timer: _Timer, fma, launch: tuple, fma_iters: int) -> float:
+    """Best ``fma_chains`` time in ms, timed only after ``RAMP_S`` seconds of untimed FMA
+    launches have raised the SM clock from its idle state."""
+    blocks, threads, sink = launch
 
     def fma_launch() -> None:
         fma((blocks,), (threads,), (np.int32(fma_iters), np.float32(0.999), np.float32(1e-3),
@@ -148,7 +142,27 @@ def measure_gpu_ceilings(*, size_mb: float = 1024, repeats: int = 5, l2_passes: 
         for _ in range(5):
             fma_launch()
         cupy.cuda.Device().synchronize()
-    fma_ms = timer.best_ms(fma_launch)
+    return timer.best_ms(fma_launch)
+
+
+def measure_gpu_ceilings(*, size_mb: float = 1024, repeats: int = 5, l2_passes: int = 200,
+                         chase_steps: int = 20_000, fma_iters: int = 8192) -> MeasuredCeilings:
+    """Measure copy, read and L2 bandwidth (GB/s, 10^9 B/s), DRAM and L2 load latency (ns) and
+    FP32 FMA throughput (GFLOP/s) of device 0. See the module docstring for the protocol."""
+    ok, why = _gpu_runtime.cupy_cuda_status()
+    if not ok:
+        raise DeviceError(f"cannot measure GPU ceilings: {why}")
+    import cupy
+
+    name, l2, sms = _device_properties(cupy)
+    module = _gpu_runtime.raw_module(SOURCE)
+    read, chase, fma = (module.get_function(n) for n in ("read_stream", "pointer_chase",
+                                                         "fma_chains"))
+    timer = _Timer(cupy, repeats)
+    sink = cupy.zeros(4, dtype=cupy.float32)
+    threads, blocks = 256, sms * 8  # 2048 threads per SM: full occupancy on Hopper
+
+    fma_ms = _fma_ms(cupy, timer, fma, (blocks, threads, sink), fma_iters)
     flops = 2.0 * CHAINS * fma_iters * blocks * threads
 
     nbytes = int(size_mb * MiB) // 16 * 16
@@ -161,7 +175,6 @@ def measure_gpu_ceilings(*, size_mb: float = 1024, repeats: int = 5, l2_passes: 
     l2_chase_ms = _l2_chase_ms(cupy, timer, chase, l2_nodes, chase_steps)
     cupy.get_default_memory_pool().free_all_blocks()
 
-    best = f"best of {repeats} CUDA-event-timed launches after 1 untimed"
     return MeasuredCeilings(
         device=name,
         copy_bw_gb_s=2 * nbytes / (copy_ms * 1e-3) / 1e9,
@@ -170,24 +183,35 @@ def measure_gpu_ceilings(*, size_mb: float = 1024, repeats: int = 5, l2_passes: 
         dram_latency_ns=dram_ms * 1e6 / chase_steps,
         l2_latency_ns=l2_chase_ms * 1e6 / chase_steps,
         fp32_gflops=flops / (fma_ms * 1e-3) / 1e9,
-        method={
-            "copy_bw_gb_s": f"cudaMemcpyAsync D2D, 2 buffers x {nbytes / MiB:.0f} MiB "
-                            f"({nbytes / l2:.0f}x the {l2 / MiB:.0f} MiB L2); bytes = read + "
-                            f"write; {best}",
-            "read_bw_gb_s": f"grid-stride float4 __ldcg sum over {nbytes / MiB:.0f} MiB, "
-                            f"{blocks} x {threads} threads; {best}",
-            "l2_bw_gb_s": f"same kernel, {l2_passes} passes over {l2_bytes / MiB:.1f} MiB "
-                          f"(L2/4); {best}",
-            "dram_latency_ns": f"1-thread pointer chase, {chase_steps} dependent __ldcg loads "
-                               f"over a random cycle of {dram_nodes} nodes {STRIDE_BYTES} B "
-                               f"apart ({dram_nodes * STRIDE_BYTES / MiB:.0f} MiB), every "
-                               f"load a fresh node; best of {repeats} chases; ns per load",
-            "l2_latency_ns": f"1-thread pointer chase, {chase_steps} dependent __ldcg loads "
-                             f"over a random cycle of {l2_nodes} nodes {STRIDE_BYTES} B apart "
-                             f"({l2_nodes * STRIDE_BYTES / MiB:.1f} MiB, chased once untimed "
-                             f"to load L2); best of {repeats}; ns per load",
-            "fp32_gflops": f"fma_chains: {CHAINS} independent FMA chains x {fma_iters} "
-                           f"iterations, {blocks} x {threads} threads, 2 flops per FMA; "
-                           f"after {RAMP_S:g} s of FMAs to raise clocks; {best}",
-        },
+        method=_methods(nbytes=nbytes, l2=l2, l2_bytes=l2_bytes, l2_passes=l2_passes,
+                        launch=(blocks, threads), repeats=repeats, chase_steps=chase_steps,
+                        dram_nodes=dram_nodes, l2_nodes=l2_nodes, fma_iters=fma_iters),
     )
+
+
+def _methods(*, nbytes: int, l2: int, l2_bytes: int, l2_passes: int, launch: tuple[int, int],
+             repeats: int, chase_steps: int, dram_nodes: int, l2_nodes: int,
+             fma_iters: int) -> dict[str, str]:
+    """The ``method`` string of each figure: the protocol with the sizes this run used."""
+    blocks, threads = launch
+    best = f"best of {repeats} CUDA-event-timed launches after 1 untimed"
+    return {
+        "copy_bw_gb_s": f"cudaMemcpyAsync D2D, 2 buffers x {nbytes / MiB:.0f} MiB "
+                        f"({nbytes / l2:.0f}x the {l2 / MiB:.0f} MiB L2); bytes = read + "
+                        f"write; {best}",
+        "read_bw_gb_s": f"grid-stride float4 __ldcg sum over {nbytes / MiB:.0f} MiB, "
+                        f"{blocks} x {threads} threads; {best}",
+        "l2_bw_gb_s": f"same kernel, {l2_passes} passes over {l2_bytes / MiB:.1f} MiB "
+                      f"(L2/4); {best}",
+        "dram_latency_ns": f"1-thread pointer chase, {chase_steps} dependent __ldcg loads "
+                           f"over a random cycle of {dram_nodes} nodes {STRIDE_BYTES} B "
+                           f"apart ({dram_nodes * STRIDE_BYTES / MiB:.0f} MiB), every "
+                           f"load a fresh node; best of {repeats} chases; ns per load",
+        "l2_latency_ns": f"1-thread pointer chase, {chase_steps} dependent __ldcg loads "
+                         f"over a random cycle of {l2_nodes} nodes {STRIDE_BYTES} B apart "
+                         f"({l2_nodes * STRIDE_BYTES / MiB:.1f} MiB, chased once untimed "
+                         f"to load L2); best of {repeats}; ns per load",
+        "fp32_gflops": f"fma_chains: {CHAINS} independent FMA chains x {fma_iters} "
+                       f"iterations, {blocks} x {threads} threads, 2 flops per FMA; "
+                       f"after {RAMP_S:g} s of FMAs to raise clocks; {best}",
+    }

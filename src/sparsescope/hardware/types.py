@@ -62,3 +62,21 @@ class MeasuredCeilings:
     """Measured FP32 FMA throughput, GFLOP/s."""
     method: dict[str, str] = field(default_factory=dict, compare=False)
     """Ceiling name -> how it was measured (buffer size, repeats, statistic)."""
+    copy_bw_spread_pct: float | None = None
+    """Spread of the copy-bandwidth trials, ``100 (max - min) / best`` (None: one figure)."""
+    read_bw_spread_pct: float | None = None
+    """Spread of the read-bandwidth trials, ``100 (max - min) / best``."""
+    fp32_spread_pct: float | None = None
+    """Spread of the FP32 trials, ``100 (max - min) / best``."""
+    trials: int = 0
+    """Timed trials each ceiling is the best of (0: not measured in trials, e.g. the GPU's)."""
+    measured_utc: str = ""
+    """When the ceilings were measured (ISO 8601, UTC); empty when not recorded. A run whose
+    CPU ceilings come from the per-machine cache carries the cached measurement's time."""
+
+    def spread_pct(self, ceiling: str) -> float | None:
+        """Spread of ``ceiling`` (``copy_bw_gb_s``, ``read_bw_gb_s`` or ``fp32_gflops``);
+        None for another name or when not measured in trials."""
+        name = {"copy_bw_gb_s": "copy_bw_spread_pct", "read_bw_gb_s": "read_bw_spread_pct",
+                "fp32_gflops": "fp32_spread_pct"}.get(ceiling)
+        return getattr(self, name) if name else None

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from sparsescope.analyze.records import AnalysisResult, Location, Score, to_jsonable
+from sparsescope.analyze.records import AnalysisResult, Finding, Location, Score, to_jsonable
 
 
 def _f(x, digits: int = 3) -> str:
@@ -46,9 +46,27 @@ def _ms(x: float | None) -> str:
 def render_analysis(result: AnalysisResult) -> str:
     """The Markdown report of one analysis."""
     ev = result.evidence
-    d = ev.device
     out = [f"# sparsescope analyze: {result.workload}"
            + (f" ({result.version})" if result.version else "")]
+    out += ["## Summary", "\n".join(_summary_lines(result))]
+    if ev.notes:
+        out.append("\n".join(f"> {n}" for n in ev.notes))
+    out += ["## Kernels", _kernels_table(result)]
+    out.append("## Bottleneck")
+    out += _bottleneck_lines(result)
+    out += _roadmap_section(result)
+    out.append("## Findings")
+    for f in result.findings:
+        out += _finding_blocks(f)
+    out.append(f"---\nsparsescope {result.sparsescope_version}, commit {result.git_commit}, "
+               f"{result.created_utc}" + (f"; `{result.command}`" if result.command else ""))
+    return "\n\n".join(out) + "\n"
+
+
+def _summary_lines(result: AnalysisResult) -> list[str]:
+    """The Summary bullets: device, time, bytes and floor, then each figure the evidence has."""
+    ev = result.evidence
+    d = ev.device
     summary = [
         f"- Device: {d.name} ({d.sm_count} SMs, {d.peak_bw_gb_s:,.0f} GB/s peak, "
         f"{d.dram_latency_ns:.0f} ns DRAM latency; {d.source})",
@@ -74,45 +92,87 @@ def render_analysis(result: AnalysisResult) -> str:
                        f"L2 flush {t.get('flushed', '?')}")
     if result.combined_speedup:
         summary.append(f"- Every roadmap step applied: predicted {result.combined_speedup:.2f}x")
-    out += ["## Summary", "\n".join(summary)]
-    if ev.notes:
-        out.append("\n".join(f"> {n}" for n in ev.notes))
-    out += ["## Kernels", _table(
+    return summary
+
+
+def _kernels_table(result: AnalysisResult) -> str:
+    """One row per kernel, largest time share first, with the bound its bottleneck names."""
+    return _table(
         ["kernel", "time/call", "share", "launches", "grid x block", "registers", "bound"],
         [[k.name, _ms(k.time_ms), f"{100 * k.time_share:.1f} %", k.launches,
           f"{k.grid_blocks or '-'} x {k.block_threads or '-'}",
           (k.static.registers if k.static and k.static.registers else
            (k.profile.registers if k.profile else "-")),
           next((b.bound for b in result.bottlenecks if b.kernel == k.name), "-")]
-         for k in sorted(ev.kernels, key=lambda k: -k.time_share)])]
-    out.append("## Bottleneck")
+         for k in sorted(result.evidence.kernels, key=lambda k: -k.time_share)])
+
+
+#: How the Bottleneck line names the numbers behind a verdict (keys carry their units).
+NUMBER_LABELS = {
+    "achieved_bw_gb_s": "achieved", "bw_pct_of_peak": "DRAM", "dram_bytes": "DRAM bytes",
+    "ideal_bytes": "ideal bytes", "l2_throughput_pct": "L2", "l1_throughput_pct": "L1",
+    "sm_throughput_pct": "SM", "issue_active_pct": "issue active",
+    "flops_pct_of_peak": "FP32", "required_warps_per_sm": "warps/SM needed",
+    "active_warps_per_sm": "warps/SM active", "dram_latency_ns": "DRAM latency",
+    "littles_law_ceiling_pct": "Little's-law ceiling",
+}
+_UNITS = (("_gb_s", " GB/s"), ("_pct_of_peak", " % of peak"), ("_pct", " %"), ("_ns", " ns"),
+          ("_bytes", " B"))
+
+
+def number_label(key: str) -> str:
+    """``bw_pct_of_peak`` -> ``DRAM (% of peak)``: a name a reader knows, its unit beside it;
+    keys without a label read as words."""
+    unit = next((u for suffix, u in _UNITS if key.endswith(suffix)), "")
+    name = NUMBER_LABELS.get(key) or key.removesuffix(
+        next((s for s, _ in _UNITS if key.endswith(s)), "")).replace("_", " ")
+    return f"{name} ({unit.strip()})" if unit else name
+
+
+def _value(x) -> str:
+    """A number for a sentence; flags as yes / no (never Python's True / False)."""
+    if isinstance(x, bool):
+        return "yes" if x else "no"
+    return _f(x)
+
+
+def _bottleneck_lines(result: AnalysisResult) -> list[str]:
+    """One bullet per bottleneck: kernel, bound, reason and the numbers behind it."""
+    lines = []
     for b in result.bottlenecks:
-        nums = ", ".join(f"{k} {_f(v)}" for k, v in b.numbers.items() if v is not None)
-        out.append(f"- **{b.kernel}: {b.bound}-bound.** {b.reason}. *({nums})*")
-    out += ["## Roadmap", "Ranked by the predicted speedup of the whole workload; each gain "
-            "computed from the model, its assumption beside it.", _table(
-                ["#", "step", "kernel", "predicted", "time after", "model", "formula",
-                 "assumption"],
-                [[it.rank, f"{it.action} ({it.rule})", it.kernel,
-                  f"{it.predicted_speedup:.2f}x", _ms(it.predicted_time_ms), it.model,
-                  it.formula, it.assumption] for it in result.roadmap])]
+        nums = ", ".join(f"{number_label(k)} {_value(v)}" for k, v in b.numbers.items()
+                         if v is not None)
+        lines.append(f"- **{b.kernel}: {b.bound}-bound.** {b.reason}. *({nums})*")
+    return lines
+
+
+def _roadmap_section(result: AnalysisResult) -> list[str]:
+    """The Roadmap heading, its note and table, and the rules left unranked (if any)."""
+    out = ["## Roadmap", "Ranked by the predicted speedup of the whole workload; each gain "
+           "computed from the model, its assumption beside it.", _table(
+               ["#", "step", "kernel", "predicted", "time after", "model", "formula",
+                "assumption"],
+               [[it.rank, f"{it.action} ({it.rule})", it.kernel,
+                 f"{it.predicted_speedup:.2f}x", _ms(it.predicted_time_ms), it.model,
+                 it.formula, it.assumption] for it in result.roadmap])]
     if result.unranked:
         out.append("Not ranked: " + "; ".join(f"{u.rule} on {u.kernel} ({u.reason})"
                                               for u in result.unranked) + ".")
-    out.append("## Findings")
-    for f in result.findings:
-        out.append(f"### {f.title} -- {f.kernel} ({f.severity}, {f.basis})")
-        out.append(f"{f.summary}.")
-        nums = [f"`{k}` = {_f(v)}" for k, v in f.numbers.items() if v is not None]
-        if nums:
-            out.append("Numbers: " + ", ".join(nums) + ".")
-        if f.locations:
-            out.append(_locations_table(f.locations))
-        if f.remedy:
-            out.append(f"*Remedy:* {f.remedy}.")
-    out.append(f"---\nsparsescope {result.sparsescope_version}, commit {result.git_commit}, "
-               f"{result.created_utc}" + (f"; `{result.command}`" if result.command else ""))
-    return "\n\n".join(out) + "\n"
+    return out
+
+
+def _finding_blocks(f: Finding) -> list[str]:
+    """The blocks of one finding: heading, summary, numbers, locations and remedy (each only
+    when the finding has it)."""
+    out = [f"### {f.title} -- {f.kernel} ({f.severity}, {f.basis})", f"{f.summary}."]
+    nums = [f"`{k}` = {_value(v)}" for k, v in f.numbers.items() if v is not None]
+    if nums:
+        out.append("Numbers: " + ", ".join(nums) + ".")
+    if f.locations:
+        out.append(_locations_table(f.locations))
+    if f.remedy:
+        out.append(f"*Remedy:* {f.remedy}.")
+    return out
 
 
 def _line_cell(loc: Location) -> str:

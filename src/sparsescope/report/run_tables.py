@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
+from sparsescope.hardware.types import MeasuredCeilings
 from sparsescope.report.context import ReportContext
 from sparsescope.report.table_types import MB, Column, Table, adaptive_fmt, bw_text, count_text
 
@@ -21,6 +22,9 @@ class DeviceRow:
     measured: str | None
     """Ceiling measured in this run, as text."""
     source: str
+    spread: str | None = None
+    """Spread of the trials the measured figure is the best of, ``100 (max - min) / best``,
+    as text (``6.1 % (7 trials)``); None when it was not measured in trials."""
 
 
 @dataclass(frozen=True)
@@ -63,8 +67,9 @@ def device_table(ctx: ReportContext, *, spmv: bool = True) -> Table:
     d, c = ctx.device, ctx.runset.ceilings
     src = d.sources
 
-    def row(quantity, unit, datasheet, measured=None, key=""):
-        return DeviceRow(quantity, unit, datasheet, measured, src.get(key, ""))
+    def row(quantity, unit, datasheet, measured=None, key="", ceiling=""):
+        return DeviceRow(quantity, unit, datasheet, measured, src.get(key, ""),
+                         spread_text(c, ceiling) if measured is not None else None)
 
     def num(value, spec=None):
         if value is None:
@@ -83,11 +88,12 @@ def device_table(ctx: ReportContext, *, spmv: bool = True) -> Table:
             "registers_per_sm"),
         row("L2 cache", "MB", num(d.l2_bytes / MB, ",.1f"), None, "l2_bytes"),
         row("Memory", "", d.memory or None, None, "memory"),
-        row("Peak bandwidth", "GB/s", num(d.peak_bw_gb_s), num(c.copy_bw_gb_s), "peak_bw_gb_s"),
-        row("Read bandwidth", "GB/s", None, num(c.read_bw_gb_s)),
+        row("Peak bandwidth", "GB/s", num(d.peak_bw_gb_s), num(c.copy_bw_gb_s), "peak_bw_gb_s",
+            "copy_bw_gb_s"),
+        row("Read bandwidth", "GB/s", None, num(c.read_bw_gb_s), ceiling="read_bw_gb_s"),
         row("L2 bandwidth", "GB/s", None, num(c.l2_bw_gb_s)),
         row("Peak FP32", "GFLOP/s", num(d.fp32_peak_gflops), num(c.fp32_gflops),
-            "fp32_peak_gflops"),
+            "fp32_peak_gflops", "fp32_gflops"),
         row("SM clock", "MHz", num(d.sm_clock_mhz), None, "sm_clock_mhz"),
         row("DRAM latency", "ns", num(d.dram_latency_ns), num(c.dram_latency_ns, ",.1f"),
             "dram_latency_ns"),
@@ -98,8 +104,9 @@ def device_table(ctx: ReportContext, *, spmv: bool = True) -> Table:
         reading = _ops_device_reading(ctx, num(d.peak_bw_gb_s))
     elif ctx.on_cpu:
         reading = (f"The cases ran on a CPU: its measured copy bandwidth, "
-                   f"{num(d.peak_bw_gb_s)} GB/s, is the peak every % of peak refers to; the "
-                   f"warp-based tables use the reference GPU {ctx.gpu.name}.")
+                   f"{num(d.peak_bw_gb_s)} GB/s{cpu_peak_note(c)}, is the peak every % of peak "
+                   f"refers to; the warp-based tables use the reference GPU {ctx.gpu.name}."
+                   f"{busy_note(c)}")
     elif ctx.measured_copy_gb_s:
         pct = 100 * ctx.measured_copy_gb_s / d.peak_bw_gb_s
         reading = (f"The measured copy bandwidth is {bw_text(ctx.measured_copy_gb_s)} GB/s, "
@@ -108,17 +115,55 @@ def device_table(ctx: ReportContext, *, spmv: bool = True) -> Table:
     else:
         reading = (f"No copy bandwidth was measured: every % of peak is against "
                    f"{d.peak_bw_gb_s:,.0f} GB/s ({ctx.bw_label}).")
+    spread = (Column("spread", "Spread of trials"),) if any(r.spread for r in rows) else ()
     return Table("device", f"Device: {ctx.device_label}", (
         Column("quantity", "Quantity"), Column("unit", "Unit"),
-        Column("datasheet", "Datasheet / spec"), Column("measured", "Measured"),
+        Column("datasheet", "Datasheet / spec"), Column("measured", "Measured"), *spread,
         Column("source", "Source")), tuple(rows), reading)
+
+
+#: Spread of a CPU ceiling's trials above which the reading calls the machine busy.
+BUSY_SPREAD_PCT = 10.0
+
+
+def spread_text(c: MeasuredCeilings, ceiling: str) -> str | None:
+    """``6.1 % (7 trials)``: the spread of the trials of ``ceiling``; None when not known."""
+    spread = c.spread_pct(ceiling) if ceiling else None
+    if spread is None:
+        return None
+    return f"{spread:.1f} %" + (f" ({c.trials} trials)" if c.trials else "")
+
+
+def cpu_peak_note(c: MeasuredCeilings) -> str:
+    """`` (best of 7 trials spread over 6.1 %, measured 2026-...)``, or "" without trials."""
+    if c.copy_bw_spread_pct is None:
+        return ""
+    when = f", measured {c.measured_utc}" if c.measured_utc else ""
+    best = f"best of {c.trials} trials" if c.trials else "best trial"
+    return f" ({best} spread over {c.copy_bw_spread_pct:.1f} %{when})"
+
+
+def busy_note(c: MeasuredCeilings) -> str:
+    """A sentence when a CPU ceiling's trials spread over more than :data:`BUSY_SPREAD_PCT`."""
+    wide = [(label, spread) for label, spread in (("copy", c.copy_bw_spread_pct),
+                                                  ("read", c.read_bw_spread_pct),
+                                                  ("FP32", c.fp32_spread_pct))
+            if spread is not None and spread > BUSY_SPREAD_PCT]
+    if not wide:
+        return ""
+    listed = ", ".join(f"{label} {spread:.0f} %" for label, spread in wide)
+    return (f" The trials spread widely ({listed}): the machine was busy while measuring; the "
+            f"best trial is kept, and `sparsescope ceilings --refresh` on a quiet machine "
+            f"measures the ceilings again.")
 
 
 def _ops_device_reading(ctx: ReportContext, peak: str) -> str:
     d = ctx.device
     if ctx.on_cpu:
-        return (f"The cases ran on a CPU: its measured copy bandwidth, {peak} GB/s, is the DRAM "
-                f"bandwidth the bounds of this report use.")
+        c = ctx.runset.ceilings
+        return (f"The cases ran on a CPU: its measured copy bandwidth, {peak} GB/s"
+                f"{cpu_peak_note(c)}, is the DRAM bandwidth the bounds of this report use."
+                f"{busy_note(c)}")
     if ctx.measured_copy_gb_s:
         pct = 100 * ctx.measured_copy_gb_s / d.peak_bw_gb_s
         return (f"The measured copy bandwidth is {bw_text(ctx.measured_copy_gb_s)} GB/s, "

@@ -3,7 +3,10 @@
 Default location: ``$SPARSESCOPE_STORE`` if set, else ``<user cache dir>/sparsescope/
 results.sqlite`` (platformdirs). ``runs`` has one row per run (the columns a query filters on
 plus the whole RunSet as validated JSON); ``cases`` one row per case with its time and error,
-so "every time of backend B on matrix M across runs" is one query.
+so "every time of backend B on matrix M across runs" is one query. ``ceilings_cache`` holds the
+CPU ceilings measured once per machine (:meth:`ResultsStore.save_ceilings`, used by
+:mod:`sparsescope.results.ceilings_cache`); it is not the ``ceilings`` history table that
+``sparsescope ceilings`` appends to in the same file.
 """
 
 from __future__ import annotations
@@ -17,7 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sparsescope.errors import ResultsFormatError, UnknownNameError, UsageError
-from sparsescope.results.io import runset_from_dict, runset_to_dict
+from sparsescope.hardware.types import MeasuredCeilings
+from sparsescope.results.io import _decode_record, _encode, runset_from_dict, runset_to_dict
 from sparsescope.results.records import RunSet
 
 _SCHEMA = """
@@ -33,6 +37,10 @@ CREATE TABLE IF NOT EXISTS cases (
     time_ms REAL, rel_err REAL, PRIMARY KEY (run_id, idx)
 );
 CREATE INDEX IF NOT EXISTS cases_by_matrix_backend ON cases(matrix, backend);
+CREATE TABLE IF NOT EXISTS ceilings_cache (
+    machine_key TEXT PRIMARY KEY, device TEXT NOT NULL, measured_utc TEXT NOT NULL,
+    json TEXT NOT NULL
+);
 """
 
 
@@ -92,8 +100,12 @@ class ResultsStore:
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        con = sqlite3.connect(self.path)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            con = sqlite3.connect(self.path)
+        except (OSError, sqlite3.Error) as exc:
+            raise ResultsFormatError(f"{self.path}: cannot open the results store ({exc})"
+                                     ) from None
         try:
             con.executescript(_SCHEMA)
             with con:  # one transaction: commit on success, roll back on error
@@ -102,6 +114,13 @@ class ResultsStore:
             raise ResultsFormatError(f"{self.path}: not a usable results store ({exc})") from None
         finally:
             con.close()
+
+    def check_writable(self) -> None:
+        """Open the store and write to it (a table made and dropped in one transaction): what
+        ``append`` will need, proved before a run measures anything."""
+        with self._connect() as con:
+            con.execute("CREATE TABLE IF NOT EXISTS write_probe (x INTEGER)")
+            con.execute("DROP TABLE write_probe")
 
     def append(self, runset: RunSet) -> None:
         """Store ``runset``: its provenance row, one row per case, and its full JSON."""
@@ -159,3 +178,25 @@ class ResultsStore:
         with self._connect() as con:
             rows = con.execute(sql, params).fetchall()
         return [StoredCase(*row) for row in rows]
+
+    def save_ceilings(self, key: str, ceilings: MeasuredCeilings) -> None:
+        """Cache ``ceilings`` as the figures of machine ``key`` (see
+        :func:`sparsescope.hardware.cpu_ceilings.machine_key`), replacing earlier ones."""
+        data = json.dumps(_encode(ceilings), sort_keys=True, allow_nan=False)
+        with self._connect() as con:
+            con.execute("INSERT OR REPLACE INTO ceilings_cache VALUES (?, ?, ?, ?)",
+                        (key, ceilings.device, ceilings.measured_utc, data))
+
+    def load_ceilings(self, key: str) -> MeasuredCeilings | None:
+        """The cached ceilings of machine ``key``; None when none are cached. A row that no
+        longer reads as a :class:`MeasuredCeilings` is a :class:`ResultsFormatError`."""
+        with self._connect() as con:
+            row = con.execute("SELECT json FROM ceilings_cache WHERE machine_key = ?",
+                              (key,)).fetchone()
+        if row is None:
+            return None
+        try:
+            return _decode_record(json.loads(row[0]), MeasuredCeilings, "ceilings")
+        except (ResultsFormatError, json.JSONDecodeError) as exc:
+            raise ResultsFormatError(f"{self.path}, cached ceilings of {key!r}: {exc}"
+                                     ) from None

@@ -143,6 +143,81 @@ def _finish_nvdisasm(name: str, arch: str, raw: list[tuple[int, str, str, int, i
     return KernelListing(name, arch, body, "nvdisasm")
 
 
+class _NvdisasmReader:
+    """The state of one pass over an ``nvdisasm`` text listing: the function being read, its
+    buffered instructions and labels, and whether its ``.size`` end label has been reached.
+
+    The instructions of a wanted function are kept raw and parsed only once its end is seen,
+    so a listing cut short is refused before any of its last function is parsed.
+    """
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.arch = ""
+        self.name: str | None = None
+        self.wanted = False
+        self.raw: list[tuple[int, str, str, int, int]] = []
+        self.labels: dict[str, int] = {}
+        self.pending: list[str] = []  # labels waiting for the address of the next instruction
+        self.src_file, self.src_line = "", 0
+        self.end_label: str | None = None
+        self.ended = False
+        self.count = 0
+        self.done: list[str] = []
+
+    def close(self, lineno: int, at_end: bool) -> Iterator[KernelListing]:
+        """The function being read, if wanted; raises when it stopped before its end."""
+        if self.name is None:
+            return
+        if not self.ended or self.count == 0:
+            marker = (f"its end label '{self.end_label}:'" if self.end_label
+                      else "any instruction or .size end label")
+            raise _cut_short(self.source, lineno, self.name, self.arch,
+                             self.raw[-1][0] if self.raw else None, marker, self.done, at_end)
+        self.done.append(self.name)
+        if self.wanted:
+            yield _finish_nvdisasm(self.name, self.arch, self.raw, self.labels)
+
+    def start(self, name: str, select: Select) -> None:
+        """Begin function ``name`` (a ``.section .text.NAME`` line)."""
+        self.name, self.raw, self.labels, self.pending = name, [], {}, []
+        self.src_file, self.src_line = "", 0
+        self.end_label, self.ended, self.count = None, True, 0
+        self.wanted = select(name)
+
+    def instruction(self, m: re.Match, lineno: int) -> None:
+        """An instruction line: counted always, kept (with its labels and source line) only
+        for a wanted function."""
+        self.count += 1
+        if self.wanted:
+            addr = int(m.group(1), 16)
+            for label in self.pending:
+                self.labels[label] = addr
+            self.raw.append((addr, m.group(2), self.src_file, self.src_line, lineno))
+        self.pending = []
+
+    def directive(self, line: str) -> None:
+        """Any other line: a ``//## File`` line info, a label, a ``.size`` or an arch."""
+        lm = _LINEINFO.match(line)
+        if lm:
+            self.src_file, self.src_line = lm.group(1), int(lm.group(2))
+            return
+        lab = _LABEL.match(line)
+        if lab:
+            self.pending.append(lab.group(1))
+            if lab.group(1) == self.end_label:
+                self.ended = True
+            return
+        size = _NVDISASM_SIZE.match(line)
+        if size and size.group(1) == self.name == size.group(3) and not self.count:
+            # the end label is declared before the body: the function ends when it is reached
+            self.end_label, self.ended = size.group(2), False
+            return
+        am = _ARCH.match(line)
+        if am:
+            self.arch = am.group(1)
+
+
 def iter_nvdisasm(lines: Iterable[str], select: Select | None = None, *,
                   source: str = "nvdisasm listing") -> Iterator[KernelListing]:
     """Functions of an ``nvdisasm`` text listing; ``//## File`` comments give source lines and
@@ -152,69 +227,21 @@ def iter_nvdisasm(lines: Iterable[str], select: Select | None = None, *,
     label never comes, or that holds no instruction, after yielding the complete ones before it.
     """
     select = select or _all
-    arch = ""
-    name: str | None = None
-    wanted = False
-    raw: list[tuple[int, str, str, int, int]] = []
-    labels: dict[str, int] = {}
-    pending: list[str] = []
-    src_file, src_line = "", 0
-    end_label: str | None = None
-    ended = False
-    count = 0
-    done: list[str] = []
-
-    def close(lineno: int, at_end: bool) -> Iterator[KernelListing]:
-        if name is None:
-            return
-        if not ended or count == 0:
-            marker = (f"its end label '{end_label}:'" if end_label
-                      else "any instruction or .size end label")
-            raise _cut_short(source, lineno, name, arch, raw[-1][0] if raw else None, marker,
-                             done, at_end)
-        done.append(name)
-        if wanted:
-            yield _finish_nvdisasm(name, arch, raw, labels)
-
+    reader = _NvdisasmReader(source)
     lineno = 0
     for lineno, line in enumerate(lines, start=1):
         m = _INS.match(line) if "/*" in line else None
         if m:
-            count += 1
-            if wanted:
-                addr = int(m.group(1), 16)
-                for label in pending:
-                    labels[label] = addr
-                raw.append((addr, m.group(2), src_file, src_line, lineno))
-            pending = []
+            reader.instruction(m, lineno)
             continue
         sm = _SECTION.match(line)
         if sm:
-            yield from close(lineno, False)
-            name, raw, labels, pending = sm.group(1), [], {}, []
-            src_file, src_line = "", 0
-            end_label, ended, count = None, True, 0
-            wanted = select(name)
+            # the previous function is yielded before the next one is selected
+            yield from reader.close(lineno, False)
+            reader.start(sm.group(1), select)
             continue
-        lm = _LINEINFO.match(line)
-        if lm:
-            src_file, src_line = lm.group(1), int(lm.group(2))
-            continue
-        lab = _LABEL.match(line)
-        if lab:
-            pending.append(lab.group(1))
-            if lab.group(1) == end_label:
-                ended = True
-            continue
-        size = _NVDISASM_SIZE.match(line)
-        if size and size.group(1) == name == size.group(3) and not count:
-            # the end label is declared before the body: the function ends when it is reached
-            end_label, ended = size.group(2), False
-            continue
-        am = _ARCH.match(line)
-        if am:
-            arch = am.group(1)
-    yield from close(lineno, True)
+        reader.directive(line)
+    yield from reader.close(lineno, True)
 
 
 def iter_nvdisasm_json(text: str, select: Select | None = None) -> Iterator[KernelListing]:

@@ -1,0 +1,54 @@
+"""One progress bar over every case of a run, on stderr.
+
+Shown only when stderr is a terminal and the command prints text (``--json`` turns it off), so
+piped output and machine output stay clean. It appears at once (before the device's ceilings are
+measured), counts cases, names the one that just finished and estimates the time left.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any
+
+
+class CaseProgress:
+    """``with CaseProgress(total, enabled) as bar: ... bar.wrap(on_case)``."""
+
+    def __init__(self, total: int, enabled: bool = True) -> None:
+        self.enabled = enabled and sys.stderr.isatty()
+        self.total = total
+        self._bar: Any = None
+
+    def __enter__(self) -> CaseProgress:
+        if self.enabled:
+            from tqdm import tqdm
+
+            self._bar = tqdm(total=self.total, desc="cases", unit="case", file=sys.stderr,
+                             dynamic_ncols=True, leave=False, mininterval=0.2)
+            self._bar.refresh()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+
+    def note(self, text: str) -> None:
+        """What is happening now, shown beside the count (e.g. measuring the ceilings)."""
+        if self._bar is not None:
+            self._bar.set_postfix_str(text, refresh=True)
+
+    def wrap(self, on_case: Callable[[Any], None] | None) -> Callable[[Any], None]:
+        """``on_case`` that also advances the bar; the bar's own lines stay clear of it."""
+        def finished(case: Any) -> None:
+            if self._bar is not None:
+                self._bar.update(1)
+                self._bar.set_postfix_str(f"{case.matrix} {case.backend}", refresh=False)
+            if on_case is not None:
+                if self._bar is not None:
+                    with self._bar.external_write_mode():
+                        on_case(case)
+                else:
+                    on_case(case)
+        return finished

@@ -1,0 +1,302 @@
+"""``--json`` on every command and subcommand, in a subprocess: exit 0, stdout exactly one strict
+JSON document (no NaN/Infinity, nothing before or after it), stderr without a traceback or a
+progress bar, and nested records as objects (never a ``repr`` turned into a string).
+
+The commands run once per module, two or three at a time (they are mostly import time), in a
+fixture; each command is then its own test. Inputs are built with the CLI itself (a generated
+.mtx for ``matrices stats``, a CPU run's results.json for ``results`` and ``report``, two
+``analyze --out`` folders for ``analyze --compare``) or taken from the real H200 fixtures and the
+committed results files.
+
+Commands that cannot succeed on a machine without a GPU or Nsight Compute (``profile run``,
+``analyze WORKLOAD``/``--cuda``) are checked for their ``--json`` error document instead:
+exactly ``{"error", "type", "exit_code"}``, with ``exit_code`` the process's exit code.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+RESULTS = REPO / "results" / "h200"
+RESAMPLE = RESULTS / "resample"
+FAST = ["--warmups", "1", "--repeats", "3", "--flush", "off"]
+WORKERS = 3
+
+
+def _cmds(tmp: Path, fx: Path) -> dict[str, tuple[str | None, list[str]]]:
+    """name -> (names of the commands whose outputs it reads, comma-separated, or None;
+    argv without --json)."""
+    run_dir = tmp / "run"
+    gen = tmp / "gen"
+    # The slowest first (they start at once): run, report and ceilings.
+    return {
+        "run": (None, ["run", "--suite", "seed6", "--scale", "0.005", "--out", str(run_dir),
+                       *FAST]),
+        "report": (None, ["report", str(RESULTS / "seed6/results.json"), "--out",
+                          str(tmp / "rep"), "--sass",
+                          str(fx / "spmv_kernels_sm90.cuobjdump.sass")]),
+        "ceilings": (None, ["ceilings"]),
+        # results: the CPU run's file (null times and bandwidths) and the committed H200 files
+        "results show (cpu run)": ("run", ["results", "show", str(run_dir / "results.json")]),
+        "results show": (None, ["results", "show", str(RESULTS / "seed6/results.json")]),
+        "results compare": (None, ["results", "compare", str(RESULTS / "seed6/results.json"),
+                                   str(RESULTS / "kernels/results.json")]),
+        # matrices
+        "matrices list": (None, ["matrices", "list", "--scale", "0.01"]),
+        "matrices generate": (None, ["matrices", "generate", "banded", "--rows", "200",
+                                     "--nnz", "1000", "--param", "halfwidth=8",
+                                     "--out", str(gen / "b.mtx")]),
+        "matrices generate --suite": (None, ["matrices", "generate", "--suite", "seed6",
+                                             "--scale", "0.002", "--format", "npz",
+                                             "--out", str(gen / "suite")]),
+        "matrices stats": ("matrices generate", ["matrices", "stats", str(gen / "b.mtx")]),
+        # model, specs
+        "model": (None, ["model", "--gpu", "H100", "--rows", "1000", "--nnz", "10000",
+                         "--time-ms", "0.01", "--cpi", "10", "--long-scoreboard", "5"]),
+        "specs": (None, ["specs"]),
+        "specs h200": (None, ["specs", "h200"]),
+        # profile: read and report work on recorded exports (run needs ncu: ERROR_CMDS)
+        "profile read csv": (None, ["profile", "read", str(fx / "spmv_full_raw.csv"),
+                                    "--details", str(fx / "spmv_full_details.csv")]),
+        "profile read ncu-rep": (None, ["profile", "read", str(fx / "spmv_full.ncu-rep")]),
+        "profile report": (None, ["profile", "report", str(fx / "ncu_metrics_cant_analog.csv")]),
+        # sass
+        "sass": (None, ["sass", str(fx / "scalar_device_cuobjdump.sass"),
+                        "--stalls", str(fx / "scalar_source_sass.csv"), "--block-size", "256"]),
+        "sass --list": (None, ["sass", str(fx / "spmv_kernels_sm90.nvdisasm.txt"), "--list"]),
+        # analyze: the modes that need no GPU
+        "analyze --sass": (None, ["analyze", "--sass",
+                                  str(fx / "spmv_kernels_sm90.cuobjdump.sass"),
+                                  "--kernel", "scalar", "--block", "256",
+                                  "--grid-blocks", "512"]),
+        "analyze --from-profile": (None, ["analyze", "--from-profile",
+                                          str(fx / "spmv_full.ncu-rep"), "--kernel",
+                                          "spmv_csr_scalar"]),
+        "analyze --from-profile --out": (None, [
+            "analyze", "spmvw", "--from-profile", str(fx / "scalar_raw.csv"), "--source-csv",
+            str(fx / "scalar_source_sass.csv"), "--sass", str(fx / "scalar_device_cuobjdump.sass"),
+            "--label", "v2", "--out", str(tmp / "an")]),
+        "analyze --compare": (None, ["analyze", "--compare",
+                                     *(str(RESAMPLE / v / "analysis.json")
+                                       for v in ("naive", "ours", "ours2")),
+                                     "--out", str(tmp / "scores")]),
+        "analyze --from-measurement": (None, ["analyze", "--from-measurement",
+                                              str(RESAMPLE / "ours2")]),
+    }
+
+
+#: Commands that need a GPU or ncu: on this machine they must answer with the error document.
+#: name -> (argv without --json, expected exit code).
+ERROR_CMDS = {
+    # profile run needs Nsight Compute: point it at a binary that does not exist.
+    "profile run (no ncu)": (["profile", "run", "--suite", "seed6", "--matrix", "cant",
+                              "--backend", "scipy-cpu", "--ncu", "/nonexistent/ncu"], 8),
+    "profile (no subcommand, no ncu)": (["profile", "--suite", "seed6", "--matrix", "cant",
+                                         "--backend", "scipy-cpu", "--ncu",
+                                         "/nonexistent/ncu"], 8),
+    # a live analysis needs a CUDA GPU (DeviceError on a machine without one).
+    "analyze --cuda (no GPU)": (["analyze", "--cuda", "{fx}/spmv_kernels.cu", "--kernel",
+                                 "spmv_csr_scalar", "--grid", "1", "--block", "32", "--args",
+                                 "n:i32=32", "--no-profile"], 7),
+}
+#: The order the dependencies were written in (a dependency must come first).
+SUCCESS_NAMES = list(_cmds(Path("/t"), Path("/f")))
+
+
+def _cli(argv: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "sparsescope", *argv, "--json"], env=env,
+                          cwd=cwd, capture_output=True, text=True, timeout=180)
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("json_every_command")
+    env = dict(os.environ, SPARSESCOPE_STORE=str(tmp / "store.sqlite"),
+               SPARSESCOPE_CACHE=str(tmp / "cache"), COLUMNS="100")
+    return tmp, env
+
+
+@pytest.fixture(scope="module")
+def outputs(work, shared_fixtures):
+    """Every success command run once, up to WORKERS at a time, each after its dependency."""
+    tmp, env = work
+    cmds = _cmds(tmp, shared_fixtures)
+    pending, running, done = dict(cmds), {}, {}
+    with ThreadPoolExecutor(WORKERS) as pool:
+        while pending or running:
+            for name, (dep, argv) in list(pending.items()):
+                if dep is None or all(d in done for d in dep.split(",")):
+                    running[pool.submit(_cli, argv, env, tmp)] = name
+                    del pending[name]
+            finished, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in finished:
+                done[running.pop(future)] = future.result()
+    return done
+
+
+def _no_constant(name: str):
+    raise ValueError(f"non-standard JSON constant {name}")
+
+
+def strict_single_document(stdout: str) -> object:
+    """The one JSON document of ``stdout``; fails on NaN/Infinity or anything around it."""
+    text = stdout.strip()
+    assert text, "stdout is empty"
+    assert text[0] in "{[", f"stdout does not start with a JSON document: {text[:200]!r}"
+    decoder = json.JSONDecoder(parse_constant=_no_constant)
+    value, end = decoder.raw_decode(text)
+    assert end == len(text), f"more than one document on stdout: {text[end:end + 200]!r}"
+    return json.loads(stdout, parse_constant=_no_constant)
+
+
+# A repr that leaked into the document as a string: PosixPath('...'), SomeRecord(field=...),
+# SomeRecord('...'), a tuple ('a', 'b') or an object at 0x....
+REPR_PATTERNS = (
+    re.compile(r"\b(?:Posix|Windows|Pure\w*)Path\("),
+    re.compile(r"\b[A-Z][A-Za-z0-9_]*(?:Result|Record|Spec|Ceilings|Paths|Config|Stats|"
+               r"Measurement|Evidence|Analysis|Profile|Score)\("),
+    re.compile(r"\b[A-Z][A-Za-z0-9_]*\([a-z_][a-z0-9_]*="),
+    re.compile(r"\('"),
+    re.compile(r"<[\w.]+ object at 0x[0-9a-f]+>"),
+)
+
+
+def reprs_in(value: object, where: str = "$") -> list[str]:
+    """Every string (value or key) of the document that looks like a Python repr."""
+    found = []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found += reprs_in(key, f"{where}.<key {key[:40]!r}>")
+            found += reprs_in(item, f"{where}.{key}")
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            found += reprs_in(item, f"{where}[{i}]")
+    elif isinstance(value, str):
+        if any(p.search(value) for p in REPR_PATTERNS):
+            found.append(f"{where} = {value[:160]!r}")
+    return found
+
+
+def test_repr_walker_finds_leaked_reprs():
+    leaked = {"a": ["PosixPath('/tmp/x')", {"b": "CaseResult(matrix='cant', backend='x')"}],
+              "('k', 1)": 1, "c": "ReportPaths(out_dir=PosixPath('/x'))",
+              "d": "<sparsescope.report.write.ReportPaths object at 0x7f00deadbeef>"}
+    assert len(reprs_in(leaked)) == 5
+    clean = {"command": "sparsescope run --out /tmp/x", "formula": "|a - b| / min(a, b)",
+             "reason": "backend unavailable: torch is not installed (pip install 'x[torch]')",
+             "n": [1, 2.5, None, True]}
+    assert reprs_in(clean) == []
+
+
+def check_clean_stderr(stderr: str) -> None:
+    assert "Traceback" not in stderr, stderr
+    assert "\r" not in stderr, f"a progress bar on stderr: {stderr[-300:]!r}"
+    assert "%|" not in stderr, f"a progress bar on stderr: {stderr[-300:]!r}"
+
+
+def test_every_command_is_covered():
+    """A new command or subcommand must be added here (and so get its --json checked)."""
+    from sparsescope.cli import build_parser
+
+    parser = build_parser()
+    covered = {argv[0] for _, argv in _cmds(Path("/t"), Path("/f")).values()}
+    covered |= {argv[0] for argv, _ in ERROR_CMDS.values()}
+    sub_covered = {tuple(argv[:2]) for _, argv in _cmds(Path("/t"), Path("/f")).values()}
+    sub_covered |= {tuple(argv[:2]) for argv, _ in ERROR_CMDS.values()}
+    top = parser._subparsers._group_actions[0]  # the one add_subparsers action
+    for name, sub in top.choices.items():
+        assert name in covered, f"`sparsescope {name} --json` is not tested"
+        nested = [a for a in sub._actions if a.__class__.__name__ == "_SubParsersAction"]
+        for action in nested:
+            for subname in action.choices:
+                assert (name, subname) in sub_covered, \
+                    f"`sparsescope {name} {subname} --json` is not tested"
+
+
+@pytest.mark.parametrize("name", SUCCESS_NAMES)
+def test_json_output(name, outputs):
+    proc = outputs[name]
+    assert proc.returncode == 0, f"exit {proc.returncode}\nstderr:\n{proc.stderr[-2000:]}"
+    doc = strict_single_document(proc.stdout)
+    check_clean_stderr(proc.stderr)
+    assert isinstance(doc, (dict, list))
+    leaked = reprs_in(doc)
+    assert not leaked, "Python reprs in the JSON document:\n" + "\n".join(leaked[:20])
+
+
+def test_run_json_records_are_objects(outputs, work):
+    tmp, _ = work
+    doc = json.loads(outputs["run"].stdout)
+    assert doc["exit_code"] == 0 and doc["store_error"] is None
+    assert isinstance(doc["report"], dict), f"report is {type(doc['report']).__name__}"
+    report = doc["report"]
+    for key in ("out_dir", "markdown", "html"):
+        assert isinstance(report[key], str) and Path(report[key]).exists(), key
+    assert report["figures"] and all(isinstance(p, str) and Path(p).is_file()
+                                     for p in report["figures"])
+    assert all(isinstance(p, str) and Path(p).is_file() for p in report["tables"])
+    assert Path(doc["results"]) == tmp / "run" / "results.json"
+    assert doc["store"] == str(tmp / "store.sqlite")  # the env's store, appended to
+    assert len(doc["cases"]) == 6
+    for case in doc["cases"]:
+        assert isinstance(case, dict) and isinstance(case["params"], dict)
+        assert case["outcome"] == "ok" and isinstance(case["time_ms"], float)
+
+
+def test_report_json_paths(outputs, work):
+    tmp, _ = work
+    doc = json.loads(outputs["report"].stdout)
+    assert doc["out_dir"] == str(tmp / "rep") and Path(doc["html"]).is_file()
+    assert doc["sections"] == ["SASS analysis"]
+    assert all(isinstance(p, str) for p in doc["figures"] + doc["tables"])
+
+
+def test_generated_matrix_reads_back(outputs, work):
+    tmp, _ = work
+    gen = json.loads(outputs["matrices generate"].stdout)
+    assert gen["path"] == str(tmp / "gen" / "b.mtx") and gen["params"] == {"halfwidth": 8}
+    stats = json.loads(outputs["matrices stats"].stdout)
+    assert stats["stats"]["rows"] == 200 and stats["stats"]["nnz"] == gen["nnz"]
+    suite = json.loads(outputs["matrices generate --suite"].stdout)
+    assert isinstance(suite, list) and len(suite) == 6
+    assert all(Path(m["path"]).is_file() and m["path"].endswith(".npz") for m in suite)
+
+
+def test_analyze_json_shapes(outputs, work):
+    tmp, _ = work
+    written = json.loads(outputs["analyze --from-profile --out"].stdout)
+    assert isinstance(written["analysis"], dict) and isinstance(written["written"], dict)
+    assert written["analysis"]["version"] == "v2"
+    scores = json.loads(outputs["analyze --compare"].stdout)
+    assert len(scores["scores"]) == 2 and all(isinstance(s, dict) for s in scores["scores"])
+    assert isinstance(scores["written"], dict)
+    assert scores["history_mae"] is not None  # recorded in the env's store
+
+
+@pytest.mark.parametrize("name", list(ERROR_CMDS))
+def test_json_error_document(name, work, shared_fixtures):
+    """No GPU / no ncu here: the --json answer is the error document, not a traceback."""
+    from sparsescope.hardware.detect import gpu_available
+
+    argv, code = ERROR_CMDS[name]
+    if code == 7 and gpu_available():
+        pytest.skip("a GPU is present: the live analysis would run")
+    tmp, env = work
+    proc = _cli([a.replace("{fx}", str(shared_fixtures)) for a in argv], env, tmp)
+    assert proc.returncode == code, proc.stderr
+    doc = strict_single_document(proc.stdout)
+    assert isinstance(doc, dict) and set(doc) == {"error", "type", "exit_code"}, doc
+    assert doc["exit_code"] == proc.returncode
+    assert isinstance(doc["error"], str) and doc["error"]
+    assert isinstance(doc["type"], str) and doc["type"].endswith("Error")
+    check_clean_stderr(proc.stderr)
+    assert f"sparsescope: error: {doc['error']}" in proc.stderr
