@@ -52,3 +52,29 @@ class CaseProgress:
                 else:
                     on_case(case)
         return finished
+
+
+class Status:
+    """A long step of unknown length (ncu, ceilings, an analysis): one line on stderr when it
+    starts and its time when it ends, shown only on a terminal and never under ``--json``."""
+
+    def __init__(self, text: str, enabled: bool = True) -> None:
+        self.text = text
+        self.enabled = enabled and sys.stderr.isatty()
+        self._start = 0.0
+
+    def __enter__(self) -> Status:
+        import time
+
+        self._start = time.perf_counter()
+        if self.enabled:
+            print(f"sparsescope: {self.text} ...", file=sys.stderr, flush=True)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        import time
+
+        if self.enabled:
+            took = time.perf_counter() - self._start
+            print(f"sparsescope: {self.text}: {'stopped' if exc[0] else 'done'} after "
+                  f"{took:.1f} s", file=sys.stderr, flush=True)

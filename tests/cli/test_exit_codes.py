@@ -112,3 +112,23 @@ def test_help_documents_exit_codes(argv):
         assert f"{code} " in text, f"exit code {code} not in `sparsescope {' '.join(argv)}`"
         index = text.index(f"{code} ")
         assert words in text[index:index + 120], f"exit code {code} is not explained"
+
+
+@pytest.mark.parametrize("argv", [["--latency-ns", "nan"], ["--bw-gb-s", "inf"],
+                                  ["--rows", "10", "--nnz", "10", "--time-ms", "inf"]])
+def test_model_refuses_non_finite_numbers(argv, capsys):
+    from sparsescope.cli import main
+
+    assert main(["model", *argv]) == 2
+    err = capsys.readouterr().err
+    assert "finite" in err and "Traceback" not in err
+
+
+def test_analyze_out_on_a_file_fails_first(tmp_path, capsys):
+    from sparsescope.cli import main
+
+    taken = tmp_path / "taken"
+    taken.write_text("keep me")
+    code = main(["analyze", "--compare", "a.json", "b.json", "--out", str(taken)])
+    err = capsys.readouterr().err
+    assert code == 9 and str(taken) in err and taken.read_text() == "keep me"

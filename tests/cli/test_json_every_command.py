@@ -4,9 +4,9 @@ progress bar, and nested records as objects (never a ``repr`` turned into a stri
 
 The commands run once per module, two or three at a time (they are mostly import time), in a
 fixture; each command is then its own test. Inputs are built with the CLI itself (a generated
-.mtx for ``matrices stats``, a CPU run's results.json for ``results`` and ``report``, two
-``analyze --out`` folders for ``analyze --compare``) or taken from the real H200 fixtures and the
-committed results files.
+.mtx for ``matrices stats``, the CPU run's results.json for ``results show``) or taken from the
+real H200 fixtures (tests/conftest.py ``shared_fixtures``) and the committed results files
+(results/h200/seed6, kernels, resample).
 
 Commands that cannot succeed on a machine without a GPU or Nsight Compute (``profile run``,
 ``analyze WORKLOAD``/``--cuda``) are checked for their ``--json`` error document instead:
@@ -108,7 +108,6 @@ ERROR_CMDS = {
                                  "spmv_csr_scalar", "--grid", "1", "--block", "32", "--args",
                                  "n:i32=32", "--no-profile"], 7),
 }
-#: The order the dependencies were written in (a dependency must come first).
 SUCCESS_NAMES = list(_cmds(Path("/t"), Path("/f")))
 
 
@@ -137,6 +136,8 @@ def outputs(work, shared_fixtures):
                 if dep is None or all(d in done for d in dep.split(",")):
                     running[pool.submit(_cli, argv, env, tmp)] = name
                     del pending[name]
+            if not running:
+                raise AssertionError(f"unknown dependencies of {sorted(pending)}")
             finished, _ = wait(running, return_when=FIRST_COMPLETED)
             for future in finished:
                 done[running.pop(future)] = future.result()
@@ -153,7 +154,7 @@ def strict_single_document(stdout: str) -> object:
     assert text, "stdout is empty"
     assert text[0] in "{[", f"stdout does not start with a JSON document: {text[:200]!r}"
     decoder = json.JSONDecoder(parse_constant=_no_constant)
-    value, end = decoder.raw_decode(text)
+    _, end = decoder.raw_decode(text)
     assert end == len(text), f"more than one document on stdout: {text[end:end + 200]!r}"
     return json.loads(stdout, parse_constant=_no_constant)
 

@@ -56,7 +56,7 @@ def test_cpi_prediction_and_text(capsys):
 
 @pytest.mark.parametrize("argv, message", [
     (["--rows", "10", "--nnz", "5"], "a case needs --rows, --nnz and --time-ms"),
-    (["--rows", "10", "--nnz", "5", "--time-ms", "0"], "--time-ms > 0"),
+    (["--rows", "10", "--nnz", "5", "--time-ms", "0"], "--time-ms finite and > 0"),
     (["--cpi", "11.0"], "needs both --cpi and --long-scoreboard"),
     (["--cpi", "3", "--long-scoreboard", "4"], "must be below the CPI"),
 ])

@@ -39,8 +39,10 @@ def test_suite_registry():
         suite_entries("nope")
     with pytest.raises(UnknownNameError):
         load_suite("nope")  # raised at once, not on the first next()
-    with pytest.raises(UsageError, match="scale must be positive"):
+    with pytest.raises(UsageError, match=r"scale must be in \(0, 1\]"):
         suite_entries("seed6", scale=0)
+    with pytest.raises(UsageError, match=r"got 2"):
+        suite_entries("seed6", scale=2)
 
 
 def test_seed6_at_scale_one_lists_the_exact_sizes():

@@ -6,7 +6,8 @@ built, and they import their heavy dependencies inside their handlers, so ``spar
 loads no GPU library.
 
 Every handler returns a result (printed as one JSON document with ``--json``: records become
-objects, paths strings, non-finite numbers null) and a human text (printed otherwise), and may
+objects, paths strings, non-finite numbers null -- ``results show`` keeps a results file's own
+``"Infinity"``/``"NaN"`` strings) and a human text (printed otherwise), and may
 add an exit code as a third item. Errors derived from
 :class:`~sparsescope.errors.SparsescopeError` are printed as ``sparsescope: error: <message>``
 with the error's exit code, never a traceback.

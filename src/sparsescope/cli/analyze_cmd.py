@@ -241,7 +241,12 @@ def _live(args) -> tuple[dict, str]:
         raise UsageError("give a WORKLOAD (module:function), --cuda FILE.cu, --from-profile "
                          "REPORT, --sass FILE or --compare BEFORE.json AFTER.json")
     timing = TimingConfig(warmups=args.warmups, repeats=args.repeats, clock="cuda-events")
-    ev = measure(workload, timing=timing, profile=args.profile, out_dir=args.out, ncu=args.ncu)
+    from sparsescope.progress import Status
+
+    with Status(f"measuring {workload.name}" + (" and profiling it under ncu"
+                                                if args.profile else ""), not args.json):
+        ev = measure(workload, timing=timing, profile=args.profile, out_dir=args.out,
+                     ncu=args.ncu)
     return _finish(analyze_evidence(ev, addresses=workload.addresses, command=_command()), args)
 
 
@@ -262,6 +267,10 @@ def _addresses_of(folder: str) -> tuple[str, ...]:
 
 
 def _handle(args: argparse.Namespace) -> tuple[dict, str]:
+    if args.out:  # before anything is measured or profiled
+        from sparsescope._outputs import check_out_dir
+
+        check_out_dir(args.out)
     if args.compare:
         return _compare(args)
     if args.from_measurement:

@@ -116,9 +116,12 @@ def _text(ceilings: MeasuredCeilings, kind: str, stored: str | None, origin: str
 
 def _cpu(args: argparse.Namespace) -> tuple[dict, str]:
     """The CPU path: cached ceilings unless ``--refresh`` (or ``--no-store``: measured now)."""
+    from sparsescope.progress import Status
     from sparsescope.results.ceilings_cache import lookup_cpu_ceilings
 
-    found = lookup_cpu_ceilings(refresh=args.refresh, use_store=not args.no_store)
+    with Status("measuring the CPU's ceilings (best of several trials, or the cache)",
+                not args.json):
+        found = lookup_cpu_ceilings(refresh=args.refresh, use_store=not args.no_store)
     ceilings = found.ceilings
     stored = None
     if found.saved:  # a new measurement: also one row of the history table
@@ -153,8 +156,14 @@ def handle(args: argparse.Namespace) -> tuple[dict, str]:
     if gpu is None:
         return _cpu(args)
     from sparsescope.hardware.gpu_ceilings import measure_gpu_ceilings
+    from sparsescope.progress import Status
 
-    kind, ceilings = "gpu", measure_gpu_ceilings()
+    if not args.no_store:  # before measuring: a store that cannot be written fails first
+        from sparsescope._outputs import check_store
+
+        check_store()
+    with Status("measuring the GPU's ceilings", not args.json):
+        kind, ceilings = "gpu", measure_gpu_ceilings()
     measured_utc = datetime.now(UTC).isoformat(timespec="seconds")
     stored = None
     if not args.no_store:

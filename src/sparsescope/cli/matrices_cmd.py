@@ -63,11 +63,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     gen.set_defaults(handler=handle_generate)
 
 
-def _progress(iterable, total: int, desc: str):
+def _progress(iterable, total: int, desc: str, enabled: bool = True):
+    """A bar over the matrices on stderr: only on a terminal, never under --json."""
     from tqdm import tqdm
 
     return tqdm(iterable, total=total, desc=desc, unit="matrix", file=sys.stderr,
-                disable=not sys.stderr.isatty())
+                disable=not (enabled and sys.stderr.isatty()))
 
 
 def handle_list(args: argparse.Namespace) -> tuple[dict, str]:
@@ -189,7 +190,7 @@ def _generate_suite(args: argparse.Namespace) -> tuple[list, str]:
     out_dir = check_out_dir(args.out)
     written = []
     lines = []
-    for entry in _progress(entries, len(entries), args.suite):
+    for entry in _progress(entries, len(entries), args.suite, enabled=not args.json):
         start = time.perf_counter()
         matrix = build_entry(entry, args.seed)
         seconds = time.perf_counter() - start

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 from dataclasses import asdict
 
 from sparsescope.cli import add_json_flag
@@ -44,8 +45,9 @@ def handle(args: argparse.Namespace) -> tuple[dict, str]:
     spec = get_spec(args.gpu)
     latency = args.latency_ns if args.latency_ns is not None else spec.dram_latency_ns
     bw = args.bw_gb_s if args.bw_gb_s is not None else spec.peak_bw_gb_s
-    if latency <= 0 or bw <= 0:
-        raise UsageError("--latency-ns and --bw-gb-s must be > 0")
+    if not (0 < latency < math.inf and 0 < bw < math.inf):  # NaN fails both comparisons
+        raise UsageError(f"--latency-ns and --bw-gb-s must be finite and > 0, got {latency} "
+                         f"and {bw}")
     ll = model.littles_law(bw, latency, spec.sm_count, spec.max_warps_per_sm)
     result: dict = {
         "gpu": spec.name, "bw_gb_s": bw, "latency_ns": latency,
@@ -59,8 +61,8 @@ def handle(args: argparse.Namespace) -> tuple[dict, str]:
         raise UsageError("a case needs --rows, --nnz and --time-ms (and optionally --cols)")
     current_pct = None
     if all(case_given):
-        if min(args.rows, args.nnz) < 0 or args.time_ms <= 0:
-            raise UsageError("--rows and --nnz must be >= 0 and --time-ms > 0")
+        if min(args.rows, args.nnz) < 0 or not 0 < args.time_ms < math.inf:
+            raise UsageError("--rows and --nnz must be >= 0 and --time-ms finite and > 0")
         cols = args.cols if args.cols is not None else args.rows
         traffic = model.spmv_traffic(args.rows, cols, args.nnz, value_bytes=args.value_bytes,
                                      index_bytes=args.index_bytes, y_read=not args.no_y_read)

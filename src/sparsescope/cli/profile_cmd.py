@@ -129,7 +129,11 @@ def _run(args):
     target = target_command(args.suite, args.matrix, args.backend, op=args.op, scale=args.scale,
                             params=params)
     stem = profile_stem(args.suite, args.matrix, args.backend, params)
-    run = run_profile(target, args.out, stem, options, ncu=args.ncu, timeout_s=args.timeout)
+    from sparsescope.progress import Status
+
+    with Status(f"profiling {args.backend} on {args.matrix} under ncu", not args.json):
+        run = run_profile(target, args.out, stem, options, ncu=args.ncu,
+                          timeout_s=args.timeout)
     profiles = load_profiles_csv(run.raw_csv, run.details_csv)
     result = {
         "report": str(run.report_path), "raw_csv": str(run.raw_csv),

@@ -60,7 +60,7 @@ def handle_report(args: argparse.Namespace) -> tuple[dict, str]:
         sections.append(_profile_section(args.profile, out, runset))
     if args.sass:
         sections.append(_sass_section(args.sass, args.kernel))
-    paths = write_report(runset, out, extra_sections=sections)
+    paths = write_report(runset, out, extra_sections=sections, progress=not args.json)
     lines = [f"wrote {paths.markdown}", f"wrote {paths.html}",
              f"wrote {len(paths.figures)} figures under {paths.out_dir / 'figures'}",
              f"wrote {len(paths.tables)} tables under {paths.out_dir / 'tables'}"]

@@ -131,8 +131,8 @@ def _suite(name: str) -> Suite:
 def entries(name: str, scale: float = 1.0) -> list[SuiteEntry]:
     """The entries of suite ``name`` (registered or defined here) at ``scale``."""
     suite = _suite(name)
-    if not scale > 0:
-        raise UsageError(f"scale must be positive, got {scale}")
+    if not 0 < scale <= 1:
+        raise UsageError(f"scale must be in (0, 1] (a fraction of the suite), got {scale}")
     if not suite.scalable:
         return list(suite.entries)
     return [scale_entry(e, scale) for e in suite.entries]

@@ -126,8 +126,8 @@ def scale_entry(entry: SuiteEntry, scale: float) -> SuiteEntry:
 def suite_entries(name: str, scale: float = 1.0) -> list[SuiteEntry]:
     """The entries of suite ``name`` at ``scale`` (ignored by suites that are not scalable)."""
     suite = get_suite(name)
-    if not scale > 0:
-        raise UsageError(f"scale must be positive, got {scale}")
+    if not 0 < scale <= 1:
+        raise UsageError(f"scale must be in (0, 1] (a fraction of the suite), got {scale}")
     if not suite.scalable:
         return list(suite.entries)
     return [scale_entry(entry, scale) for entry in suite.entries]
