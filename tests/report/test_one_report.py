@@ -206,7 +206,9 @@ def test_rerendering_a_committed_schema_1_run_gives_its_tables(results, tmp_path
             assert new_path.is_file(), f"{old_path.name} was not rendered"
             old = dict(_numbers(json.loads(old_path.read_text())))
             new = dict(_numbers(json.loads(new_path.read_text())))
-            assert new == old, old_path.name
+            # every committed number is rendered again, unchanged; columns added since (the
+            # CSR-equivalent throughput) may come on top
+            assert {k: new.get(k) for k in old} == old, old_path.name
             compared += len(old)
         assert compared > 500
     else:  # nothing committed to compare with: the rendering is at least deterministic

@@ -87,7 +87,10 @@ def result_rows(runset) -> list[dict]:
         rows.append({"matrix": case.matrix, "backend": case.backend, "median_ms": median,
                      "cv": m.cov if m is not None else None,
                      "rel_err": case.correctness.rel_err if case.correctness else None,
-                     "eff_bw_gb_s": eff, "pct_copy_bw": pct, "_outcome": case.outcome})
+                     "eff_bw_gb_s": eff, "pct_copy_bw": pct, "_outcome": case.outcome,
+                     "params": case.params.label(),
+                     "traffic_bytes": case.traffic.total_bytes if case.traffic else None,
+                     "above_peak": case.model.above_peak if case.model else ""})
     return rows
 
 
@@ -125,7 +128,9 @@ def handle_show(args: argparse.Namespace) -> tuple[dict, str]:
         "run_id": runset.run_id, "device": runset.provenance.device,
         "copy_bw_gb_s": copy_bw,
         "byte_model": "spmv_traffic(index_bytes=4, y_read=False): INT32 indices, y written",
-        "rows": [{c: _json_float(r[c]) for c in COLUMNS} for r in rows],
+        "rows": [{**{c: _json_float(r[c]) for c in COLUMNS}, "outcome": r["_outcome"],
+                  "params": r["params"], "traffic_bytes": r["traffic_bytes"],
+                  "above_peak": r["above_peak"]} for r in rows],
     }
     bw = f"{copy_bw:,.0f} GB/s" if copy_bw else "not measured"
     text = (f"run {runset.run_id} on {runset.provenance.device} (copy bandwidth {bw}; "

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from sparsescope.errors import ResultsFormatError
 from sparsescope.hardware.types import DeviceSpec
 from sparsescope.model import CaseMetrics, SpmvTraffic
+from sparsescope.model.case_model import CaseModel
 from sparsescope.results.case_models import bandwidths, model_of, model_traffic
 from sparsescope.results.records import CaseResult, MatrixRecord, RunSet
 
@@ -37,6 +38,9 @@ class CaseView:
     """Against the basis bandwidth (datasheet peak on a GPU, measured copy on a CPU)."""
     measured: CaseMetrics | None
     """Against the measured copy ceiling, when one was measured."""
+    model: CaseModel | None = None
+    """The stored model values (whose bytes, the CSR-equivalent throughput, an above-peak
+    cause)."""
 
 
 @dataclass(frozen=True)
@@ -163,12 +167,12 @@ def build_context(runset: RunSet, *, specs: Sequence[DeviceSpec] | None = None) 
         if not case.measurement.time_ms > 0:
             raise ResultsFormatError(f"case {label}: time {case.measurement.time_ms} ms is not "
                                      f"positive")
-        model = model_of(case, record, device.peak_bw_gb_s, copy)
+        model = model_of(case, record, device.peak_bw_gb_s, copy, device.l2_bytes)
         if model is None:  # a model that charges no byte: nothing to judge the time against
             continue
         views.append(CaseView(case=case, matrix=record, label=label,
                               traffic=model_traffic(case, record), metrics=model.peak,
-                              measured=model.copy))
+                              measured=model.copy, model=model))
     return ReportContext(
         runset=runset, bw_gb_s=device.peak_bw_gb_s, bw_label=bw_label, measured_copy_gb_s=copy,
         gpu=gpu, gpu_is_run_device=gpu_is_run, latency_ns=latency, specs=table,

@@ -54,7 +54,7 @@ def op_views(runset: RunSet, op: str) -> list[OpView]:
         if case.op != op or case.outcome != "ok" or case.measurement is None:
             continue
         record = matrices[case.matrix]
-        model = model_of(case, record, basis, copy)
+        model = model_of(case, record, basis, copy, runset.device.l2_bytes)
         if model is not None:
             views.append(OpView(case, record, model_traffic(case, record), model))
     return views

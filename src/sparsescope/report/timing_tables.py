@@ -44,6 +44,12 @@ class TimingRow:
     """100 x eff_bw / measured copy bandwidth (None when not measured)."""
     gap_vs_measured_floor_x: float | None
     flushed: bool
+    bytes_basis: str = "op model"
+    """Whose bytes: ``declared`` (the backend's own format) or ``op model`` (CSR)."""
+    csr_equiv_gb_s: float | None = None
+    """INT32 CSR's bytes / time: compares formats by time alone (not a bandwidth reached)."""
+    above_peak: str = ""
+    """The named cause when the case reads above 100 % by its own bytes."""
 
 
 @dataclass(frozen=True)
@@ -75,7 +81,7 @@ def timing_table(ctx: ReportContext) -> Table:
             gap_vs_floor_x=m.gap, rel_err=err.rel_err if err else None,
             pct_of_measured_copy_bw=v.measured.pct_peak if v.measured else None,
             gap_vs_measured_floor_x=v.measured.gap if v.measured else None,
-            flushed=meas.flushed,
+            flushed=meas.flushed, **_model_fields(v),
         ))
     columns = [
         Column("label", "Case"), Column("nnz", "NNZ", ",d"),
@@ -93,6 +99,10 @@ def timing_table(ctx: ReportContext) -> Table:
             Column("pct_of_measured_copy_bw",
                    f"% of measured {bw_text(ctx.measured_copy_gb_s)} GB/s", ".1f"),
             Column("gap_vs_measured_floor_x", "Gap vs measured floor", ".1f", "x")]
+    if any(r.bytes_basis == "declared" for r in rows):
+        columns += [Column("bytes", "Bytes (own format)", ",d"),
+                    Column("csr_equiv_gb_s", "INT32-CSR-equivalent",
+                           adaptive_fmt([r.csr_equiv_gb_s or 0.0 for r in rows]))]
     columns.append(Column("rel_err", "Rel. error", ".1e"))
     basis = f"% of peak and floor against {bw_text(ctx.bw_gb_s)} GB/s ({ctx.bw_label})"
     if ctx.measured_copy_gb_s:
@@ -100,6 +110,20 @@ def timing_table(ctx: ReportContext) -> Table:
     return Table("timing", "Timing and throughput", tuple(columns), tuple(rows),
                  _timing_reading(ctx, rows), figures=("bw_efficiency", "nnz_vs_bw"),
                  basis=basis + ".")
+
+
+def _model_fields(v) -> dict:
+    """The stored model's basis, CSR-equivalent throughput and above-peak cause of a view."""
+    if v.model is None:
+        return {}
+    return {"bytes_basis": v.model.bytes_basis, "csr_equiv_gb_s": v.model.csr_equiv_gb_s,
+            "above_peak": v.model.above_peak}
+
+
+def above_peak_text(rows) -> str:
+    """One sentence per case above 100 % by its own bytes, with its cause ("" when none)."""
+    flagged = [r for r in rows if getattr(r, "above_peak", "")]
+    return " ".join(f"**Above the ceiling:** {r.label} reads {r.above_peak}." for r in flagged)
 
 
 def _timing_reading(ctx: ReportContext, rows: list[TimingRow]) -> str:
@@ -120,7 +144,11 @@ def _timing_reading(ctx: ReportContext, rows: list[TimingRow]) -> str:
     unstable = [r.label for r in rows if r.cov_pct > UNSTABLE_COV_PCT]
     text += (f"; CoV above {UNSTABLE_COV_PCT:.0f} % (treat these times with care): "
              f"{', '.join(unstable)}." if unstable else ".")
-    return text
+    if any(r.bytes_basis == "declared" for r in rows):
+        text += (" Bytes, % of peak and floor use each backend's own format (its declared "
+                 "traffic); the INT32-CSR-equivalent column compares formats by time alone.")
+    flags = above_peak_text(rows)
+    return text + (" " + flags if flags else "")
 
 
 def floor_table(ctx: ReportContext) -> Table:
