@@ -18,17 +18,7 @@ FAST = ["--warmups", "1", "--repeats", "3", "--flush", "off"]
 HEADER = "%%MatrixMarket matrix coordinate real general\n"
 
 
-@pytest.fixture(autouse=True)
-def _figures_not_drawn(monkeypatch):
-    """Each figure "not drawn" (a reason, the report's own skip path): these tests are about
-    exit codes and outputs, and drawing the PNGs is most of a small run's time."""
-    try:
-        from sparsescope.report import figures
-    except ImportError:
-        return
-    if isinstance(getattr(figures, "FIGURE_FUNCS", None), dict):
-        monkeypatch.setattr(figures, "FIGURE_FUNCS", {
-            name: (lambda ctx, tables: "not drawn in this test") for name in figures.FIGURE_FUNCS})
+pytestmark = pytest.mark.usefixtures("figures_not_drawn")
 
 
 def _mtx(path, first_value: str):

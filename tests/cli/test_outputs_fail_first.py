@@ -24,17 +24,7 @@ UNWRITABLE_DIR = Path("/sys/sparsescope-test-out")
 UNWRITABLE_STORE = "/sys/x/store.sqlite"
 
 
-@pytest.fixture(autouse=True)
-def _figures_not_drawn(monkeypatch):
-    """Each figure "not drawn" (a reason, the report's own skip path): these tests are about
-    exit codes and outputs, and drawing the PNGs is most of a small run's time."""
-    try:
-        from sparsescope.report import figures
-    except ImportError:
-        return
-    if isinstance(getattr(figures, "FIGURE_FUNCS", None), dict):
-        monkeypatch.setattr(figures, "FIGURE_FUNCS", {
-            name: (lambda ctx, tables: "not drawn in this test") for name in figures.FIGURE_FUNCS})
+pytestmark = pytest.mark.usefixtures("figures_not_drawn")
 
 
 @pytest.fixture
