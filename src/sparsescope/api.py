@@ -281,3 +281,164 @@ def report(results_json: str | Path, out_dir: str | Path):
     from sparsescope.results.io import read_runset
 
     return write_report(read_runset(results_json), Path(out_dir))
+
+
+# ----------------------------------------------------------------------------- sweep (issue 15)
+
+@dataclass(frozen=True)
+class SweepOutput:
+    """What :func:`sweep` produced."""
+
+    runset: RunSet
+    """Every case of the sweep: run now or read back from the store."""
+    results_path: Path
+    report_paths: object
+    """``sparsescope.report.write.ReportPaths``."""
+    store_path: Path
+    ran: int
+    """Cases run (or found unreadable) by this call."""
+    stored: int
+    """Cases already in the store, not run again."""
+    collection_report: object = None
+    """What ``report.collection.write_collection_report`` returned; None without it."""
+
+
+def sweep(sources: Sequence[str], *, out_dir: str | Path, backends: Sequence[str] | None = None,
+          op: str = "spmv", op_params: dict[str, Sequence] | None = None,
+          cluster: str | None = None, scheduler: str | None = None, workers: int | None = None,
+          timing: TimingConfig | None = None, retry_failed: bool = False,
+          progress: bool = False, case_timeout_s: float | None = None,
+          on_case: Callable[[CaseResult], None] | None = None, seed: int = 0,
+          command: str = "sparsescope.api.sweep", quiet: bool = False) -> SweepOutput:
+    """Run every backend on every matrix of ``sources`` (folders, globs, files, SuiteSparse
+    ``Group/Name.tar.gz`` archives, ``suite:NAME[@SCALE]``), resumably.
+
+    Each finished case is appended at once to the store's ``sweep_cases`` table, keyed by
+    (matrix content hash, backend, op, parameters, device, sparsescope version); a re-run skips
+    the keys stored (``retry_failed``: runs the failed ones again). ``cluster`` / ``scheduler``
+    / ``workers``: see :mod:`sparsescope.sweep.engine` (in process by default, no Dask).
+    ``out_dir/results.json`` holds one RunSet of every case of the sweep (stored ones
+    included), with the normal report beside it; the sweep is not appended to the ``runs``
+    table (its cases are in ``sweep_cases``). When ``sparsescope.report.collection`` is
+    installed, its ``write_collection_report(runset, out_dir)`` writes the collection report.
+    ``on_case``: called with each case run now, as it finishes (progress lines).
+    """
+    from sparsescope.ops.registry import get_op, params_for
+    from sparsescope.sweep.sources import expand_sources
+    from sparsescope.sweep.tasks import plan_tasks
+
+    get_op(op)
+    params_list = params_for(op, op_params)
+    chosen = _choose_backends(backends, op)
+    out = _checked_outputs(out_dir, True)
+    tasks = plan_tasks(expand_sources(list(sources)), chosen, op, params_list)
+    timing = timing or TimingConfig()
+    created = datetime.now(UTC).isoformat(timespec="seconds")
+    spec, ceilings, driver = _device(chosen, True)
+    if spec.kind == "gpu":
+        timing = replace(timing, clock="cuda-events")
+    device = ceilings.device or spec.vendor_name
+    keys, ran, stored = _sweep_cases(tasks, device, timing, retry_failed, progress, on_case,
+                                     dict(cluster=cluster, scheduler=scheduler, workers=workers,
+                                          case_timeout_s=case_timeout_s, seed=seed,
+                                          quiet=quiet))
+    runset = _sweep_runset(keys, device, driver, spec, ceilings, timing, chosen, command,
+                           created)
+    written = _write_outputs(runset, out, False, progress)
+    from sparsescope.results.store import ResultsStore
+
+    return SweepOutput(runset=written.runset, results_path=written.results_path,
+                       report_paths=written.report_paths, store_path=ResultsStore().path,
+                       ran=ran, stored=stored,
+                       collection_report=_collection_report(written.runset, out))
+
+
+def _sweep_cases(tasks, device: str, timing, retry_failed: bool, progress: bool, on_case,
+                 options: dict) -> tuple[list[tuple], int, int]:
+    """Run the tasks not stored yet, appending each case to the store as it finishes: (the
+    sweep's keys in plan order, cases run now, cases found stored)."""
+    import json
+    from types import SimpleNamespace
+
+    from sparsescope import __version__
+    from sparsescope.progress import CaseProgress
+    from sparsescope.results.io import _encode
+    from sparsescope.results.store import ResultsStore
+    from sparsescope.sweep.engine import execute
+    from sparsescope.sweep.tasks import task_key
+
+    store = ResultsStore()
+    outcomes = ("ok", "skipped") if retry_failed else ("ok", "skipped", "failed")
+    done = store.done_keys(device, __version__, outcomes)
+    order = {id(task): i for i, task in enumerate(tasks)}
+    keys: dict[tuple, int] = {}
+    counts = {"ran": 0, "stored": 0, "failed": 0}
+    with CaseProgress(len(tasks), progress) as bar:
+        advance, report = bar.wrap(None), bar.wrap(on_case)
+
+        def record(result) -> None:
+            key = task_key(result.task, result.matrix_hash)
+            keys.setdefault(key, order[id(result.task)])
+            if result.stored:
+                counts["stored"] += 1
+                advance(SimpleNamespace(matrix=result.task.source.name,
+                                        backend=result.task.backend))
+                return
+            case = result.case
+            data = {"matrix": _encode(result.matrix) if result.matrix else None,
+                    "case": _encode(case)}
+            store.append_sweep_case(*key[:1], case.matrix, *key[1:], device, __version__,
+                                    case.outcome, json.dumps(data, allow_nan=False))
+            counts["ran"] += 1
+            counts["failed"] += case.outcome == "failed"
+            report(case)
+            if counts["failed"]:
+                bar.note(f"{case.matrix} {case.backend}; {counts['failed']} failed")
+
+        bar.note("probing the first matrix")
+        execute(tasks, timing=timing, on_result=record, done=done, **options)
+    return sorted(keys, key=keys.__getitem__), counts["ran"], counts["stored"]
+
+
+def _sweep_runset(keys, device: str, driver: str, spec, ceilings, timing, backends, command,
+                  created: str) -> RunSet:
+    """One RunSet of the sweep's cases, each read back from the store (the ones of earlier
+    calls included), its matrices once each."""
+    import json
+
+    from sparsescope import __version__
+    from sparsescope.results.case_models import with_case_models
+    from sparsescope.results.io import _decode_record
+    from sparsescope.results.provenance import collect_provenance
+    from sparsescope.results.store import ResultsStore
+
+    rows = ResultsStore().sweep_cases(device, __version__)
+    matrices: dict[str, MatrixRecord] = {}
+    cases: list[CaseResult] = []
+    for i, key in enumerate(keys):
+        data = json.loads(rows[key])
+        cases.append(_decode_record(data["case"], CaseResult, f"sweep case {i}"))
+        if data["matrix"] is not None:
+            record = _decode_record(data["matrix"], MatrixRecord, f"sweep matrix {i}")
+            matrices.setdefault(record.name, record)
+    libraries: dict[str, str] = {}
+    for name in backends:
+        libraries.update(_library_versions(name))
+    provenance = collect_provenance(command, device=device, driver=driver, libraries=libraries)
+    runset = RunSet(run_id=uuid.uuid4().hex[:12], suite="sweep", scale=1.0,
+                    provenance=_with_created(provenance, created), device=spec,
+                    ceilings=ceilings, timing=timing, matrices=tuple(matrices.values()),
+                    cases=tuple(cases),
+                    latency_ns=_model_latency_ns(None, spec, ceilings, "H200"))
+    return with_case_models(runset)
+
+
+def _collection_report(runset: RunSet, out: Path) -> object:
+    """``report.collection.write_collection_report(runset, out)`` when that module exists."""
+    try:
+        from sparsescope.report.collection import write_collection_report
+    except ModuleNotFoundError as exc:
+        if exc.name not in ("sparsescope.report.collection",):
+            raise
+        return None
+    return write_collection_report(runset, out)

@@ -45,6 +45,8 @@ def _cmds(tmp: Path, fx: Path) -> dict[str, tuple[str | None, list[str]]]:
                           str(tmp / "rep"), "--sass",
                           str(fx / "spmv_kernels_sm90.cuobjdump.sass")]),
         "ceilings": (None, ["ceilings"]),
+        "sweep": (None, ["sweep", "suite:awkward", "--out", str(tmp / "sweep"), "--backend",
+                         "scipy-cpu", *FAST]),
         # results: the CPU run's file (null times and bandwidths) and the committed H200 files
         "results show (cpu run)": ("run", ["results", "show", str(run_dir / "results.json")]),
         "results show": (None, ["results", "show", str(RESULTS / "seed6/results.json")]),

@@ -34,6 +34,7 @@ from sparsescope.errors import SparsescopeError
 #: Command modules, in the order they appear in ``--help``.
 COMMAND_MODULES = (
     "sparsescope.cli.run_cmd",
+    "sparsescope.cli.sweep_cmd",
     "sparsescope.cli.model_cmd",
     "sparsescope.cli.matrices_cmd",
     "sparsescope.cli.specs_cmd",

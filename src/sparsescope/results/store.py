@@ -107,7 +107,9 @@ class ResultsStore:
             raise ResultsFormatError(f"{self.path}: cannot open the results store ({exc})"
                                      ) from None
         try:
+            _check_format(con, self.path)  # sweep cases (issue 15)
             con.executescript(_SCHEMA)
+            _migrate(con)
             with con:  # one transaction: commit on success, roll back on error
                 yield con
         except sqlite3.DatabaseError as exc:
@@ -200,3 +202,65 @@ class ResultsStore:
         except (ResultsFormatError, json.JSONDecodeError) as exc:
             raise ResultsFormatError(f"{self.path}, cached ceilings of {key!r}: {exc}"
                                      ) from None
+
+    # ------------------------------------------------------------ sweep cases (issue 15)
+
+    def done_keys(self, device: str, version: str,
+                  outcomes: tuple[str, ...] = ("ok", "skipped", "failed")) -> set[tuple]:
+        """Keys ``(matrix_hash, backend, op, params)`` of the sweep cases stored for
+        ``device`` and sparsescope ``version`` whose outcome is one of ``outcomes``."""
+        marks = ", ".join("?" * len(outcomes))
+        with self._connect() as con:
+            rows = con.execute(
+                "SELECT matrix_hash, backend, op, params FROM sweep_cases WHERE device = ? "
+                f"AND version = ? AND outcome IN ({marks})",
+                (device, version, *outcomes)).fetchall()
+        return {tuple(row) for row in rows}
+
+    def append_sweep_case(self, matrix_hash: str, matrix: str, backend: str, op: str,
+                          params: str, device: str, version: str, outcome: str,
+                          case_json: str) -> None:
+        """Store one finished sweep case at once (its own transaction), replacing an earlier
+        row of the same key (a failed case run again with ``--retry-failed``)."""
+        with self._connect() as con:
+            con.execute("INSERT OR REPLACE INTO sweep_cases VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        (matrix_hash, matrix, backend, op, params, device, version, outcome,
+                         case_json))
+
+    def sweep_cases(self, device: str, version: str) -> dict[tuple, str]:
+        """Key ``(matrix_hash, backend, op, params)`` -> the stored JSON of every sweep case
+        of ``device`` and ``version``."""
+        with self._connect() as con:
+            rows = con.execute(
+                "SELECT matrix_hash, backend, op, params, json FROM sweep_cases "
+                "WHERE device = ? AND version = ?", (device, version)).fetchall()
+        return {tuple(row[:4]): row[4] for row in rows}
+
+
+#: ``PRAGMA user_version`` of the store: 0 = runs, cases and ceilings_cache only; 2 = with
+#: ``sweep_cases`` (issue 15). An older file is migrated in place when opened.
+STORE_VERSION = 2
+
+_SWEEP_SCHEMA = """
+CREATE TABLE IF NOT EXISTS sweep_cases (
+    matrix_hash TEXT NOT NULL, matrix TEXT NOT NULL, backend TEXT NOT NULL, op TEXT NOT NULL,
+    params TEXT NOT NULL, device TEXT NOT NULL, version TEXT NOT NULL, outcome TEXT NOT NULL,
+    json TEXT NOT NULL, PRIMARY KEY (matrix_hash, backend, op, params, device, version)
+);
+"""
+
+
+def _check_format(con: sqlite3.Connection, path: Path) -> None:
+    """Refuse a store written by a newer sparsescope (its tables may mean something else)."""
+    version = con.execute("PRAGMA user_version").fetchone()[0]
+    if version > STORE_VERSION:
+        raise ResultsFormatError(
+            f"{path}: results store format {version} is newer than this sparsescope reads "
+            f"(format {STORE_VERSION}); upgrade sparsescope, or set SPARSESCOPE_STORE to "
+            f"another file")
+
+
+def _migrate(con: sqlite3.Connection) -> None:
+    """Bring an older store to :data:`STORE_VERSION` in place (its runs kept)."""
+    if con.execute("PRAGMA user_version").fetchone()[0] < STORE_VERSION:
+        con.executescript(_SWEEP_SCHEMA + f"PRAGMA user_version = {STORE_VERSION};")

@@ -1,0 +1,101 @@
+"""``sparsescope sweep``: every backend on every matrix of a collection, resumable, on Dask."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+
+from sparsescope import registry
+from sparsescope.cli import add_json_flag
+
+EPILOG = ("A SOURCE is a folder (every .mtx, .mtx.gz, .smtx, .npz inside, recursively), a glob, "
+          "a matrix file, a SuiteSparse Group/Name.tar.gz archive, or suite:NAME[@SCALE]. "
+          "Each finished case is stored at once (SPARSESCOPE_STORE), keyed by the matrix's "
+          "content hash, backend, op, parameters, device and version: run the same command "
+          "again to resume. A file that cannot be read becomes a skipped case. "
+          "Exit codes: 0 every case ok or skipped; 11 a case failed (its check, its worker "
+          "died, or --case-timeout); 9 --out or the store cannot be written (checked first); "
+          "6 Dask missing (pip install 'sparsescope[sweep]'); 2 usage.")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "sweep", help="run backends over a matrix collection (resumable; Dask optional)",
+        description="Run every backend on every matrix of the SOURCEs, in process or on a Dask "
+                    "cluster, and write DIR/results.json (every case of the sweep) and the "
+                    "report.", epilog=EPILOG)
+    p.add_argument("sources", nargs="+", metavar="SOURCE",
+                   help="folder, glob, matrix file, Group/Name.tar.gz, or suite:NAME[@SCALE]")
+    p.add_argument("--out", required=True, metavar="DIR", help="output folder")
+    p.add_argument("--backend", dest="backends", action="append", metavar="B",
+                   help="backend name (repeatable; default: all that suit this machine)")
+    p.add_argument("--op", choices=tuple(registry.OPS), default="spmv",
+                   help="operation (default spmv), with its default parameters")
+    p.add_argument("--cluster", choices=("local", "cuda"),
+                   help="local: a Dask LocalCluster of --workers processes; cuda: one worker "
+                        "per GPU (dask-cuda). Default: in process, no Dask")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="join a running Dask scheduler (e.g. tcp://host:8786) instead")
+    p.add_argument("--workers", type=int, metavar="N",
+                   help="workers of --cluster (default 2 for local, one per GPU for cuda)")
+    p.add_argument("--retry-failed", action="store_true",
+                   help="run again the cases stored as failed (ok and skipped ones are kept)")
+    p.add_argument("--case-timeout", type=float, metavar="S",
+                   help="a case running longer than S seconds is failed (its thread is left "
+                        "running until it ends)")
+    p.add_argument("--warmups", type=int, default=5, help="untimed calls before timing")
+    p.add_argument("--repeats", type=int, default=20, help="timed calls per case")
+    p.add_argument("--flush", choices=("auto", "on", "off"), default="auto",
+                   help="flush caches between repeats (auto: when the working set fits)")
+    add_json_flag(p)
+    p.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace) -> tuple[dict, str, int]:
+    from sparsescope import api
+    from sparsescope.cli.run_cmd import case_line, run_exit_code
+    from sparsescope.errors import UsageError
+    from sparsescope.timing.types import TimingConfig
+
+    if args.warmups < 0 or args.repeats < 1:
+        raise UsageError("--warmups must be >= 0 and --repeats >= 1")
+    if args.cluster and args.scheduler:
+        raise UsageError("give --cluster or --scheduler, not both")
+    flush = {"auto": None, "on": True, "off": False}[args.flush]
+    out = api.sweep(
+        args.sources, out_dir=args.out, backends=args.backends, op=args.op,
+        cluster=args.cluster, scheduler=args.scheduler, workers=args.workers,
+        timing=TimingConfig(warmups=args.warmups, repeats=args.repeats, flush_l2=flush),
+        retry_failed=args.retry_failed, progress=not args.json,
+        case_timeout_s=args.case_timeout, on_case=_case_printer(args, case_line),
+        command=shlex.join(["sparsescope", *sys.argv[1:]]), quiet=args.json)
+    rs = out.runset
+    code, why = run_exit_code(rs.cases)
+    result = {
+        "run_id": rs.run_id, "device": rs.provenance.device, "results": str(out.results_path),
+        "report": out.report_paths.to_dict(), "store": str(out.store_path),
+        "ran": out.ran, "stored": out.stored, "exit_code": code, "exit_reason": why,
+        "cases": [{"matrix": c.matrix, "backend": c.backend, "op": c.op, "outcome": c.outcome,
+                   "reason": c.reason, "time_ms": c.time_ms, "params": c.params.as_dict(),
+                   "rel_err": c.correctness.rel_err if c.correctness else None}
+                  for c in rs.cases],
+    }
+    lines = [f"sweep {rs.run_id} on {rs.provenance.device}: {len(rs.matrices)} matrices, "
+             f"{len(rs.cases)} cases ({out.ran} run now, {out.stored} already stored)",
+             f"results: {out.results_path}",
+             f"report:  {out.results_path.parent / 'report.html'}"]
+    if code:
+        print(f"sparsescope: warning: {why}", file=sys.stderr)
+    return result, "\n".join(lines), code
+
+
+def _case_printer(args: argparse.Namespace, case_line):
+    """Print each case's line as it finishes, flushed (none under --json: stdout is JSON)."""
+    if args.json:
+        return None
+
+    def emit(case) -> None:
+        print(case_line(case), flush=True)
+
+    return emit

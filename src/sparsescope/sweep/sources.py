@@ -1,0 +1,188 @@
+"""What a sweep reads: SOURCE arguments expanded to small :class:`MatrixSource` records.
+
+A SOURCE is a folder (every ``.mtx``, ``.mtx.gz``, ``.smtx`` and ``.npz`` inside, recursively,
+sorted), a glob, a single matrix file, a SuiteSparse ``Group/Name.tar.gz`` archive (its
+``Name/Name.mtx`` read through a temporary file, streamed out of the archive), or
+``suite:NAME[@SCALE]`` (a generated suite, each entry one source). A record holds a path or a
+suite reference, never the matrix: it travels to workers, which call :func:`load_source`.
+"""
+
+from __future__ import annotations
+
+import glob as globlib
+import hashlib
+import os
+import shutil
+import tarfile
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from sparsescope.errors import MatrixFormatError, MatrixNotAvailableError, UsageError
+from sparsescope.matrices.io import READERS, matrix_suffix
+from sparsescope.matrices.types import Matrix
+
+SUITE_PREFIX = "suite:"
+ARCHIVE_SUFFIX = ".tar.gz"
+
+
+@dataclass(frozen=True)
+class MatrixSource:
+    """One matrix of a sweep, as a reference a worker can load."""
+
+    ref: str
+    """A file path, an archive path, or ``suite:NAME@SCALE#ENTRY``."""
+    name: str
+    """The matrix's name in results (unique within a sweep)."""
+    kind: str
+    """``file``, ``archive`` or ``suite``."""
+
+
+def _is_matrix_file(path: Path) -> bool:
+    return path.is_file() and matrix_suffix(path) in READERS
+
+
+def _is_archive(path: Path) -> bool:
+    return path.name.lower().endswith(ARCHIVE_SUFFIX)
+
+
+def _stem(path: Path) -> str:
+    name = path.name
+    if _is_archive(path):
+        return name[: -len(ARCHIVE_SUFFIX)]
+    return name[: len(name) - len(matrix_suffix(path))]
+
+
+def _file_source(path: Path) -> MatrixSource:
+    kind = "archive" if _is_archive(path) else "file"
+    return MatrixSource(ref=str(path), name=_stem(path), kind=kind)
+
+
+def _suite_sources(spec: str) -> list[MatrixSource]:
+    from sparsescope.matrices.suites import suite_entries
+
+    name, _, scale_text = spec[len(SUITE_PREFIX):].partition("@")
+    try:
+        scale = float(scale_text) if scale_text else 1.0
+    except ValueError:
+        raise UsageError(f"{spec}: the scale after @ must be a number, got {scale_text!r}"
+                         ) from None
+    return [MatrixSource(ref=f"{SUITE_PREFIX}{name}@{scale}#{e.name}", name=e.name, kind="suite")
+            for e in suite_entries(name, scale=scale)]
+
+
+def _paths_of(spec: str) -> list[Path]:
+    path = Path(spec)
+    if path.is_dir():
+        found = [p for p in path.rglob("*") if _is_matrix_file(p) or _is_archive(p)]
+        if not found:
+            raise UsageError(f"{spec}: no .mtx, .mtx.gz, .smtx, .npz or .tar.gz file inside")
+        return sorted(found)
+    if path.is_file():
+        if not (_is_matrix_file(path) or _is_archive(path)):
+            raise UsageError(f"{spec}: not a matrix file (.mtx, .mtx.gz, .smtx, .npz) nor a "
+                             f"SuiteSparse Group/Name.tar.gz archive")
+        return [path]
+    if globlib.has_magic(spec):
+        found = [Path(p) for p in globlib.glob(spec, recursive=True)]
+        found = [p for p in found if _is_matrix_file(p) or (p.is_file() and _is_archive(p))]
+        if not found:
+            raise UsageError(f"{spec}: the glob matches no matrix file")
+        return sorted(found)
+    raise UsageError(f"{spec}: no such file or folder (give a folder, a glob, a matrix file, "
+                     f"a Group/Name.tar.gz archive or suite:NAME[@SCALE])")
+
+
+def expand_sources(specs: list[str] | tuple[str, ...]) -> list[MatrixSource]:
+    """Every matrix the SOURCE arguments name, in order, duplicates (same ref) dropped and
+    names made unique (a second ``a.mtx`` becomes ``a~2``)."""
+    if not specs:
+        raise UsageError("give at least one SOURCE (a folder, glob, file, archive or suite:NAME)")
+    sources: list[MatrixSource] = []
+    for spec in specs:
+        if spec.startswith(SUITE_PREFIX):
+            sources += _suite_sources(spec)
+        else:
+            sources += [_file_source(p) for p in _paths_of(spec)]
+    unique: dict[str, MatrixSource] = {}
+    taken: dict[str, int] = {}
+    for src in sources:
+        if src.ref in unique:
+            continue
+        count = taken.get(src.name, 0) + 1
+        taken[src.name] = count
+        name = src.name if count == 1 else f"{src.name}~{count}"
+        unique[src.ref] = MatrixSource(ref=src.ref, name=name, kind=src.kind)
+    return list(unique.values())
+
+
+def _archive_member(archive: Path, name: str, out: Path) -> None:
+    """Stream ``Name/Name.mtx`` (else the first ``.mtx``) of a ``.tar.gz`` into ``out``."""
+    wanted = f"{name}/{name}.mtx"
+    with tarfile.open(archive, mode="r|gz") as tar:  # streaming: members in order, no seek
+        for member in tar:
+            if member.isfile() and (member.name == wanted or member.name.endswith(".mtx")):
+                handle = tar.extractfile(member)
+                with out.open("wb") as target:
+                    shutil.copyfileobj(handle, target)
+                return
+    raise MatrixFormatError(str(archive), f"no {wanted} (nor any .mtx) inside the archive")
+
+
+def _load_archive(src: MatrixSource) -> Matrix:
+    from sparsescope.matrices.io import read_matrix
+
+    archive = Path(src.ref)
+    if not archive.is_file():
+        raise MatrixNotAvailableError(f"{archive}: no such file")
+    stem = _stem(archive)
+    try:
+        with tempfile.TemporaryDirectory(prefix="sparsescope-archive-") as tmp:
+            member = Path(tmp) / f"{stem}.mtx"
+            _archive_member(archive, stem, member)
+            matrix = read_matrix(member, name=src.name)
+    except (tarfile.TarError, EOFError, OSError) as exc:
+        raise MatrixFormatError(str(archive), f"cannot read the archive: {exc}") from None
+    return Matrix(name=src.name, csr=matrix.csr, source=src.ref)
+
+
+def load_source(src: MatrixSource) -> Matrix:
+    """The matrix ``src`` names (what a worker calls); a file that cannot be read raises the
+    reader's :class:`~sparsescope.errors.MatrixFormatError`."""
+    if src.kind == "suite":
+        from sparsescope.matrices.suites import build_entry, find_entry
+
+        suite, _, rest = src.ref[len(SUITE_PREFIX):].partition("@")
+        scale, _, entry = rest.partition("#")
+        return build_entry(find_entry(suite, entry, float(scale)))
+    if src.kind == "archive":
+        return _load_archive(src)
+    from sparsescope.matrices.io import read_matrix
+
+    return read_matrix(src.ref, name=src.name)
+
+
+def matrix_hash(csr) -> str:
+    """sha256 over shape, indptr, indices and data of the canonical CSR (hex, 16 digits):
+    the same matrix read from another file or format has the same hash."""
+    digest = hashlib.sha256()
+    digest.update(np.asarray(csr.shape, dtype=np.int64).tobytes())
+    digest.update(np.ascontiguousarray(csr.indptr, dtype=np.int64).tobytes())
+    digest.update(np.ascontiguousarray(csr.indices, dtype=np.int64).tobytes())
+    digest.update(np.ascontiguousarray(csr.data, dtype=np.float64).tobytes())
+    return digest.hexdigest()[:16]
+
+
+def source_hash(src: MatrixSource) -> str:
+    """A key for a source that cannot be read: ``file-`` + sha256 of its bytes (a fixed file
+    gets a new key), or of its reference when it cannot be opened."""
+    digest = hashlib.sha256()
+    try:
+        with open(src.ref, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    except OSError:
+        digest.update(os.fsencode(src.ref))
+    return "file-" + digest.hexdigest()[:16]

@@ -1,0 +1,52 @@
+"""The plan of a sweep: one :class:`SweepTask` per (matrix, backend, op parameters)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sparsescope.ops.params import OpParams
+from sparsescope.sweep.sources import MatrixSource
+
+
+@dataclass(frozen=True)
+class SweepTask:
+    """One case to run: which matrix (a reference, loaded by the worker), backend, op and
+    parameters (the op's typed :class:`OpParams`)."""
+
+    source: MatrixSource
+    backend: str
+    op: str
+    params: OpParams
+
+
+def params_key(params: OpParams | Mapping[str, Any]) -> str:
+    """The parameters as canonical JSON (sorted keys): the ``params`` column of a store key."""
+    from sparsescope.results.io import _encode
+
+    values = params.as_dict() if isinstance(params, OpParams) else dict(params)
+    return json.dumps(_encode(values), sort_keys=True)
+
+
+def task_key(task: SweepTask, matrix_hash: str) -> tuple[str, str, str, str]:
+    """(matrix hash, backend, op, params): a case's key in the store, less device and
+    version (those are the same for every case of one sweep)."""
+    return (matrix_hash, task.backend, task.op, params_key(task.params))
+
+
+def plan_tasks(sources: Sequence[MatrixSource], backends: Sequence[str], op: str,
+               op_params: Mapping[str, Sequence[Any]] | Sequence[OpParams] | None = None
+               ) -> list[SweepTask]:
+    """Every (source, parameters, backend) task, sources outermost. ``op_params``: the op's
+    choices (``{"k": [8, 64]}``, every combination) or a list of parameter records."""
+    from sparsescope.ops.registry import get_op, params_for
+
+    if op_params is None or isinstance(op_params, Mapping):
+        params_list = params_for(op, op_params)
+    else:
+        op_obj = get_op(op)
+        params_list = [op_obj.resolve_params(p) for p in op_params]
+    return [SweepTask(source=src, backend=backend, op=op, params=params)
+            for src in sources for params in params_list for backend in backends]

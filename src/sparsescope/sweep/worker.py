@@ -1,0 +1,97 @@
+"""What runs on a worker (a Dask worker process, or the client itself in process).
+
+Workers never receive a matrix through the scheduler: each call loads it from its
+:class:`~sparsescope.sweep.sources.MatrixSource` (the last one loaded is kept, so a worker
+running the probe and then the cases of one matrix reads it once). Results go back as JSON-able
+dicts (``results.io`` encoding), so any pickling of records is avoided.
+
+A per-case timeout runs the case in a thread and stops waiting for it: the thread itself cannot
+be stopped and runs on in the background (in process, or on the worker) until the case ends.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+from typing import Any
+
+from sparsescope.errors import SparsescopeError
+from sparsescope.results.records import CaseResult, MatrixRecord
+from sparsescope.sweep.sources import MatrixSource, load_source, matrix_hash, source_hash
+from sparsescope.sweep.tasks import SweepTask
+from sparsescope.timing.types import TimingConfig
+
+_LAST: dict[str, Any] = {}
+
+
+def _matrix(src: MatrixSource):
+    """The loaded matrix of ``src`` (kept for the next call) and its content hash."""
+    if _LAST.get("ref") != src.ref:
+        _LAST.clear()
+        matrix = load_source(src)
+        _LAST.update(ref=src.ref, matrix=matrix, hash=matrix_hash(matrix.csr))
+    return _LAST["matrix"], _LAST["hash"]
+
+
+def probe(src: MatrixSource) -> dict:
+    """Load ``src``: ``{"hash", "matrix": MatrixRecord dict}``, or, when it cannot be read,
+    ``{"hash": source_hash, "matrix": None, "reason": why}``."""
+    from sparsescope.matrices import compute_stats
+    from sparsescope.results.io import _encode
+
+    try:
+        matrix, digest = _matrix(src)
+    except SparsescopeError as exc:
+        return {"hash": source_hash(src), "matrix": None, "reason": f"cannot read: {exc}"}
+    record = MatrixRecord(name=src.name, source=matrix.source, kind=matrix.kind,
+                          analog_of=matrix.analog_of, stats=compute_stats(matrix.csr))
+    return {"hash": digest, "matrix": _encode(record), "reason": ""}
+
+
+def failed_case(task: SweepTask, reason: str, outcome: str = "failed") -> CaseResult:
+    """A case that never ran through the runner: ``failed`` (or ``skipped``) with ``reason``."""
+    return CaseResult(matrix=task.source.name, backend=task.backend, op=task.op,
+                      outcome=outcome, reason=reason, params=task.params)
+
+
+def _ensure_backend(op: str, name: str, factory: Any) -> None:
+    """Register a backend the parent registered at run time (a plug-in, a test's fake)."""
+    from sparsescope import registry
+
+    if factory is not None and (op, name) not in registry.BACKENDS:
+        registry.register_backend(op, name, factory)
+
+
+def _run(task: SweepTask, timing: TimingConfig, seed: int) -> CaseResult:
+    from sparsescope.backends.runner import run_case
+
+    matrix, _ = _matrix(task.source)
+    if matrix.name != task.source.name:
+        from dataclasses import replace
+
+        matrix = replace(matrix, name=task.source.name)
+    return run_case(matrix, task.backend, task.op, task.params, config=timing, seed=seed)
+
+
+def run_task(task: SweepTask, timing: TimingConfig, *, case_timeout_s: float | None = None,
+             factory: Any = None, seed: int = 0) -> dict:
+    """Run one case and return its :class:`CaseResult` as a dict. A loading or runner error
+    is a ``failed`` case with the error; past ``case_timeout_s`` the case is ``failed``."""
+    from sparsescope.results.io import _encode
+
+    _ensure_backend(task.op, task.backend, factory)
+    if case_timeout_s is None:
+        try:
+            return _encode(_run(task, timing, seed))
+        except Exception as exc:  # the runner records backend errors; this is anything else
+            return _encode(failed_case(task, f"{type(exc).__name__}: {exc}"))
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="case")
+    future = pool.submit(_run, task, timing, seed)
+    try:
+        return _encode(future.result(timeout=case_timeout_s))
+    except concurrent.futures.TimeoutError:
+        return _encode(failed_case(task, f"timed out after {case_timeout_s:g} s "
+                                         "(--case-timeout); its thread was left running"))
+    except Exception as exc:
+        return _encode(failed_case(task, f"{type(exc).__name__}: {exc}"))
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)

@@ -1,0 +1,25 @@
+"""What the sweep tests build: tiny generated collections, a complex .mtx, the fast timing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sparsescope.timing.types import TimingConfig
+
+TIMING = TimingConfig(warmups=0, repeats=2, flush_l2=False)
+KINDS = ("banded", "powerlaw", "scattered", "uniform", "rmat")
+COMPLEX_MTX = "%%MatrixMarket matrix coordinate complex general\n2 2 1\n1 1 1.0 2.0\n"
+
+
+def write_collection(folder: Path, count: int) -> Path:
+    """``count`` small matrices of several kinds and formats under ``folder`` (some nested)."""
+    from sparsescope import matrices
+
+    suffixes = (".mtx", ".npz", ".mtx.gz")
+    for i in range(count):
+        kind = KINDS[i % len(KINDS)]
+        sub = folder / ("nested" if i % 3 == 0 else "")
+        sub.mkdir(parents=True, exist_ok=True)
+        csr = matrices.generate(kind, 40 + i, 200 + 7 * i, seed=i)
+        matrices.write_matrix(csr, sub / f"m{i:02d}_{kind}{suffixes[i % 3]}")
+    return folder

@@ -1,0 +1,95 @@
+"""Store format 2 (sweep_cases) and its migration; ``sparsescope sweep`` on the command line;
+no Dask import at ``import sparsescope`` or ``--help``."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+
+import pytest
+from sweep_builders import write_collection
+
+from sparsescope.cli import main
+from sparsescope.errors import ResultsFormatError
+from sparsescope.results.store import STORE_VERSION, ResultsStore
+
+OLD_TABLES = """
+CREATE TABLE runs (
+    run_id TEXT PRIMARY KEY, created TEXT NOT NULL, device TEXT NOT NULL, driver TEXT NOT NULL,
+    libraries TEXT NOT NULL, sparsescope_version TEXT NOT NULL, git_commit TEXT NOT NULL,
+    command TEXT NOT NULL, suite TEXT NOT NULL, scale REAL NOT NULL,
+    schema_version INTEGER NOT NULL, json TEXT NOT NULL);
+CREATE TABLE cases (
+    run_id TEXT NOT NULL REFERENCES runs(run_id), idx INTEGER NOT NULL, matrix TEXT NOT NULL,
+    backend TEXT NOT NULL, op TEXT NOT NULL, outcome TEXT NOT NULL, reason TEXT NOT NULL,
+    time_ms REAL, rel_err REAL, PRIMARY KEY (run_id, idx));
+CREATE TABLE ceilings_cache (machine_key TEXT PRIMARY KEY, device TEXT NOT NULL,
+    measured_utc TEXT NOT NULL, json TEXT NOT NULL);
+INSERT INTO runs VALUES ('r1', '2026-01-01T00:00:00+00:00', 'cpu', '', '{}', '0.1.0', 'abc',
+    'sparsescope run', 'seed6', 1.0, 2, '{}');
+INSERT INTO cases VALUES ('r1', 0, 'cant', 'scipy-cpu', 'spmv', 'ok', '', 1.5, 1e-7);
+"""
+
+
+def test_old_store_is_migrated_in_place_and_keeps_its_runs(tmp_path):
+    path = tmp_path / "old.sqlite"
+    with sqlite3.connect(path) as con:
+        con.executescript(OLD_TABLES)
+    store = ResultsStore(path)
+    assert [r.run_id for r in store.runs()] == ["r1"]
+    assert [c.time_ms for c in store.cases()] == [1.5]
+    with sqlite3.connect(path) as con:
+        assert con.execute("PRAGMA user_version").fetchone()[0] == STORE_VERSION == 2
+    store.append_sweep_case("h1", "cant", "scipy-cpu", "spmv", "{}", "cpu", "0.1.0", "ok", "{}")
+    assert store.done_keys("cpu", "0.1.0") == {("h1", "scipy-cpu", "spmv", "{}")}
+    assert store.done_keys("cpu", "0.1.0", ("failed",)) == set()
+
+
+def test_newer_store_is_refused_clearly(tmp_path):
+    path = tmp_path / "new.sqlite"
+    with sqlite3.connect(path) as con:
+        con.execute("PRAGMA user_version = 99")
+    with pytest.raises(ResultsFormatError, match="format 99 is newer than this sparsescope"):
+        ResultsStore(path).runs()
+
+
+def test_cli_sweep_json_prints_one_document(tmp_path, store, capsys):
+    folder = write_collection(tmp_path / "c", 3)
+    code = main(["sweep", str(folder), "--out", str(tmp_path / "o"), "--backend", "scipy-cpu",
+                 "--warmups", "0", "--repeats", "2", "--flush", "off", "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 0 and doc["exit_code"] == 0 and doc["ran"] == 3
+    assert [c["outcome"] for c in doc["cases"]] == ["ok"] * 3
+
+
+def test_cli_sweep_text_prints_each_case(tmp_path, store, capsys):
+    folder = write_collection(tmp_path / "c", 2)
+    code = main(["sweep", str(folder), "--out", str(tmp_path / "o"), "--backend", "scipy-cpu",
+                 "--warmups", "0", "--repeats", "2", "--flush", "off"])
+    out = capsys.readouterr().out
+    assert code == 0 and out.count(" ok ") == 2 and "2 run now, 0 already stored" in out
+
+
+def test_cli_help_documents_options_and_exit_codes(capsys):
+    with pytest.raises(SystemExit):
+        main(["sweep", "--help"])
+    text = capsys.readouterr().out
+    for option in ("--out", "--backend", "--op", "--cluster", "--scheduler", "--workers",
+                   "--retry-failed", "--case-timeout", "--warmups", "--repeats", "--json"):
+        assert option in text
+    assert "Exit codes: 0" in text and "11" in text and "9" in text
+
+
+def test_no_dask_at_import_or_help():
+    code = ("import sys, io, contextlib\nimport sparsescope, sparsescope.sweep.engine\n"
+            "from sparsescope.cli import build_parser\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            "    try: build_parser().parse_args(['--help'])\n"
+            "    except SystemExit: pass\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+            "{'dask', 'distributed', 'dask_cuda'}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "[]"
