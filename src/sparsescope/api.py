@@ -135,8 +135,6 @@ def run(*, suite: str | None = "seed6", files: Sequence[str] = (), scale: float 
     ``out_dir/figures`` and ``out_dir/tables``; the run is appended to the results store.
     """
     from sparsescope.progress import CaseProgress
-    from sparsescope.results.case_models import with_case_models
-    from sparsescope.results.provenance import collect_provenance
 
     backends = _checked_arguments(suite, files, scale, reference_gpu, op, op_params, backends,
                                   variants)
@@ -152,19 +150,34 @@ def run(*, suite: str | None = "seed6", files: Sequence[str] = (), scale: float 
         bar.note("loading the first matrix")
         records, cases = _run_matrices(suite, files, scale, seed, strict, backends, op,
                                        op_params, timing, bar.wrap(on_case))
+    runset = _assemble_runset(
+        suite if not files else "files", scale, records, cases, backends=backends,
+        device=(spec, ceilings, driver), timing=timing, command=command, created=created,
+        latency_ns=latency_ns, reference_gpu=reference_gpu)
+    return _write_outputs(runset, out, store, progress)
+
+
+def _assemble_runset(suite: str, scale: float, records, cases, *, backends, device, timing,
+                     command: str, created: str, latency_ns: float | None = None,
+                     reference_gpu: str = "H200") -> RunSet:
+    """The RunSet of a run or a sweep: provenance (the backends' library versions), the
+    device ``(spec, ceilings, driver)``, and every timed case's model values."""
+    from sparsescope.results.case_models import with_case_models
+    from sparsescope.results.provenance import collect_provenance
+
+    spec, ceilings, driver = device
     libraries: dict[str, str] = {}
     for name in dict.fromkeys(getattr(b, "name", b) for b in backends):
         libraries.update(_library_versions(name))
     provenance = collect_provenance(command, device=ceilings.device or spec.vendor_name,
                                     driver=driver, libraries=libraries)
     runset = RunSet(
-        run_id=uuid.uuid4().hex[:12], suite=suite if not files else "files", scale=scale,
+        run_id=uuid.uuid4().hex[:12], suite=suite, scale=scale,
         provenance=_with_created(provenance, created), device=spec, ceilings=ceilings,
         timing=timing, matrices=tuple(records), cases=tuple(cases),
         latency_ns=_model_latency_ns(latency_ns, spec, ceilings, reference_gpu),
-        reference_gpu=reference_gpu,
-    )
-    return _write_outputs(with_case_models(runset), out, store, progress)
+        reference_gpu=reference_gpu)
+    return with_case_models(runset)
 
 
 def _checked_arguments(suite, files, scale, reference_gpu, op, op_params, backends,
@@ -358,11 +371,10 @@ def _sweep_cases(tasks, device: str, timing, retry_failed: bool, progress: bool,
     """Run the tasks not stored yet, appending each case to the store as it finishes: (the
     sweep's keys in plan order, cases run now, cases found stored)."""
     import json
-    from types import SimpleNamespace
 
     from sparsescope import __version__
     from sparsescope.progress import CaseProgress
-    from sparsescope.results.io import _encode
+    from sparsescope.results.io import record_to_dict
     from sparsescope.results.store import ResultsStore
     from sparsescope.sweep.engine import execute
     from sparsescope.sweep.tasks import task_key
@@ -374,19 +386,18 @@ def _sweep_cases(tasks, device: str, timing, retry_failed: bool, progress: bool,
     keys: dict[tuple, int] = {}
     counts = {"ran": 0, "stored": 0, "failed": 0}
     with CaseProgress(len(tasks), progress) as bar:
-        advance, report = bar.wrap(None), bar.wrap(on_case)
+        report = bar.wrap(on_case)
 
         def record(result) -> None:
             key = task_key(result.task, result.matrix_hash)
             keys.setdefault(key, order[id(result.task)])
             if result.stored:
                 counts["stored"] += 1
-                advance(SimpleNamespace(matrix=result.task.source.name,
-                                        backend=result.task.backend))
+                bar.advance(f"{result.task.source.name} {result.task.backend} (stored)")
                 return
             case = result.case
-            data = {"matrix": _encode(result.matrix) if result.matrix else None,
-                    "case": _encode(case)}
+            data = {"matrix": record_to_dict(result.matrix) if result.matrix else None,
+                    "case": record_to_dict(case)}
             store.append_sweep_case(*key[:1], case.matrix, *key[1:], device, __version__,
                                     case.outcome, json.dumps(data, allow_nan=False))
             counts["ran"] += 1
@@ -407,9 +418,7 @@ def _sweep_runset(keys, device: str, driver: str, spec, ceilings, timing, backen
     import json
 
     from sparsescope import __version__
-    from sparsescope.results.case_models import with_case_models
-    from sparsescope.results.io import _decode_record
-    from sparsescope.results.provenance import collect_provenance
+    from sparsescope.results.io import record_from_dict
     from sparsescope.results.store import ResultsStore
 
     rows = ResultsStore().sweep_cases(device, __version__)
@@ -417,28 +426,17 @@ def _sweep_runset(keys, device: str, driver: str, spec, ceilings, timing, backen
     cases: list[CaseResult] = []
     for i, key in enumerate(keys):
         data = json.loads(rows[key])
-        cases.append(_decode_record(data["case"], CaseResult, f"sweep case {i}"))
+        cases.append(record_from_dict(data["case"], CaseResult, f"sweep case {i}"))
         if data["matrix"] is not None:
-            record = _decode_record(data["matrix"], MatrixRecord, f"sweep matrix {i}")
+            record = record_from_dict(data["matrix"], MatrixRecord, f"sweep matrix {i}")
             matrices.setdefault(record.name, record)
-    libraries: dict[str, str] = {}
-    for name in backends:
-        libraries.update(_library_versions(name))
-    provenance = collect_provenance(command, device=device, driver=driver, libraries=libraries)
-    runset = RunSet(run_id=uuid.uuid4().hex[:12], suite="sweep", scale=1.0,
-                    provenance=_with_created(provenance, created), device=spec,
-                    ceilings=ceilings, timing=timing, matrices=tuple(matrices.values()),
-                    cases=tuple(cases),
-                    latency_ns=_model_latency_ns(None, spec, ceilings, "H200"))
-    return with_case_models(runset)
+    return _assemble_runset("sweep", 1.0, matrices.values(), cases, backends=backends,
+                            device=(spec, ceilings, driver), timing=timing, command=command,
+                            created=created)
 
 
 def _collection_report(runset: RunSet, out: Path) -> object:
-    """``report.collection.write_collection_report(runset, out)`` when that module exists."""
-    try:
-        from sparsescope.report.collection import write_collection_report
-    except ModuleNotFoundError as exc:
-        if exc.name not in ("sparsescope.report.collection",):
-            raise
-        return None
+    """The collection report of a sweep (``report.collection``)."""
+    from sparsescope.report.collection import write_collection_report
+
     return write_collection_report(runset, out)

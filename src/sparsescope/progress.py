@@ -39,12 +39,16 @@ class CaseProgress:
         if self._bar is not None:
             self._bar.set_postfix_str(text, refresh=True)
 
+    def advance(self, label: str) -> None:
+        """One case done that ran no code here (e.g. found in the store)."""
+        if self._bar is not None:
+            self._bar.update(1)
+            self._bar.set_postfix_str(label, refresh=False)
+
     def wrap(self, on_case: Callable[[Any], None] | None) -> Callable[[Any], None]:
         """``on_case`` that also advances the bar; the bar's own lines stay clear of it."""
         def finished(case: Any) -> None:
-            if self._bar is not None:
-                self._bar.update(1)
-                self._bar.set_postfix_str(f"{case.matrix} {case.backend}", refresh=False)
+            self.advance(f"{case.matrix} {case.backend}")
             if on_case is not None:
                 if self._bar is not None:
                     with self._bar.external_write_mode():

@@ -98,6 +98,11 @@ OWN_BACKENDS: frozenset[str] = frozenset(
     name for (_, name) in BACKENDS if name.startswith(("cuda-", "spmm-cuda-", "slice-cuda-")))
 
 
+def is_own(backend: str) -> bool:
+    """Whether ``backend`` (a name, or a kernel variant's label ``name[...]``) is ours."""
+    return backend.split("[", 1)[0] in OWN_BACKENDS
+
+
 def load(ref: Any) -> Any:
     """The object a ``"module:Name"`` string names (anything else is returned as it is)."""
     if not isinstance(ref, str):

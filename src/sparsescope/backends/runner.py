@@ -56,8 +56,7 @@ class BackendChoice:
         return self.label or self.name
 
     def create(self) -> Backend:
-        backend = get_backend(self.name, **dict(self.options))
-        return backend
+        return get_backend(self.name, **dict(self.options))
 
 
 def _numpy_dtype(name: str) -> bool:

@@ -3,7 +3,7 @@
 A *group* is one (matrix, op, op parameters) triple: one row of the main table per group, so
 one row per matrix for SpMV, which takes no parameter. In a group:
 
-* best library: the fastest timed backend that is not ours (``peer_tables.is_own``);
+* best library: the fastest timed backend that is not ours (``registry.is_own``);
 * best own: the fastest timed own kernel other than ``cuda-spmv-auto`` (the kernels auto picks
   among); auto itself only when it is the one own kernel timed;
 * speedup = best library time / best own time (x); a backend's speedup = best library time /
@@ -22,7 +22,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-from sparsescope.report.peer_tables import is_own
+from sparsescope.registry import is_own
 from sparsescope.results.case_models import bandwidths, model_of
 from sparsescope.results.records import CaseResult, MatrixRecord, RunSet
 

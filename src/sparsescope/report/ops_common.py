@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from sparsescope.model.case_model import CaseModel
-from sparsescope.registry import OWN_BACKENDS
+from sparsescope.registry import is_own
 from sparsescope.results.case_models import bandwidths, model_of, model_traffic
 from sparsescope.results.records import CaseResult, MatrixRecord, RunSet
 
@@ -104,8 +104,8 @@ def peer_rows(views: Sequence[OpView], key) -> list[dict]:
         groups.setdefault(key(v), []).append(v)
     rows = []
     for group, members in groups.items():
-        own = [v for v in members if v.case.backend in OWN_BACKENDS]
-        peers = [v for v in members if v.case.backend not in OWN_BACKENDS]
+        own = [v for v in members if is_own(v.case.backend)]
+        peers = [v for v in members if not is_own(v.case.backend)]
         if not own or not peers:
             continue
         best_own = min(own, key=lambda v: v.time_ms)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from sparsescope.registry import OWN_BACKENDS
+from sparsescope.registry import is_own
 from sparsescope.report.context import CaseView, ReportContext
 from sparsescope.report.table_types import Column, Table
 
@@ -30,11 +30,6 @@ class PeerRow:
     speedup_x: float
     auto_ms: float | None
     auto_choice: str
-
-
-def is_own(backend: str) -> bool:
-    """Whether ``backend`` (a name or a variant label ``name[...]``) is one of our kernels."""
-    return backend.split("[", 1)[0] in OWN_BACKENDS
 
 
 def _rows(ctx: ReportContext) -> list[PeerRow]:

@@ -53,6 +53,18 @@ def _encode(value: Any) -> Any:
     return value
 
 
+def record_to_dict(record: Any) -> Any:
+    """Any record (a dataclass, or a container of them) as JSON-ready data, in the layout of
+    results files: what travels between processes and into the store's JSON columns."""
+    return _encode(record)
+
+
+def record_from_dict(data: Any, cls: type, path: str = "") -> Any:
+    """A record of type ``cls`` from :func:`record_to_dict`'s data, validated like a results
+    file (a :class:`ResultsFormatError` naming ``path`` and the field at fault)."""
+    return _decode_record(data, cls, path)
+
+
 def runset_to_dict(runset: RunSet) -> dict:
     """The JSON-ready dict of ``runset`` (records as objects, tuples as lists)."""
     return _encode(runset)

@@ -21,7 +21,12 @@ from pathlib import Path
 
 from sparsescope.errors import ResultsFormatError, UnknownNameError, UsageError
 from sparsescope.hardware.types import MeasuredCeilings
-from sparsescope.results.io import _decode_record, _encode, runset_from_dict, runset_to_dict
+from sparsescope.results.io import (
+    record_from_dict,
+    record_to_dict,
+    runset_from_dict,
+    runset_to_dict,
+)
 from sparsescope.results.records import RunSet
 
 _SCHEMA = """
@@ -184,7 +189,7 @@ class ResultsStore:
     def save_ceilings(self, key: str, ceilings: MeasuredCeilings) -> None:
         """Cache ``ceilings`` as the figures of machine ``key`` (see
         :func:`sparsescope.hardware.cpu_ceilings.machine_key`), replacing earlier ones."""
-        data = json.dumps(_encode(ceilings), sort_keys=True, allow_nan=False)
+        data = json.dumps(record_to_dict(ceilings), sort_keys=True, allow_nan=False)
         with self._connect() as con:
             con.execute("INSERT OR REPLACE INTO ceilings_cache VALUES (?, ?, ?, ?)",
                         (key, ceilings.device, ceilings.measured_utc, data))
@@ -198,7 +203,7 @@ class ResultsStore:
         if row is None:
             return None
         try:
-            return _decode_record(json.loads(row[0]), MeasuredCeilings, "ceilings")
+            return record_from_dict(json.loads(row[0]), MeasuredCeilings, "ceilings")
         except (ResultsFormatError, json.JSONDecodeError) as exc:
             raise ResultsFormatError(f"{self.path}, cached ceilings of {key!r}: {exc}"
                                      ) from None

@@ -55,17 +55,17 @@ class _Probe:
 
 
 def _decoded_probe(data: dict) -> _Probe:
-    from sparsescope.results.io import _decode_record
+    from sparsescope.results.io import record_from_dict
 
-    matrix = None if data["matrix"] is None else _decode_record(data["matrix"], MatrixRecord,
+    matrix = None if data["matrix"] is None else record_from_dict(data["matrix"], MatrixRecord,
                                                                   "matrix")
     return _Probe(hash=data["hash"], matrix=matrix, reason=data["reason"])
 
 
 def _decoded_case(data: dict) -> CaseResult:
-    from sparsescope.results.io import _decode_record
+    from sparsescope.results.io import record_from_dict
 
-    return _decode_record(data, CaseResult, "case")
+    return record_from_dict(data, CaseResult, "case")
 
 
 def _after_probe(group: Sequence[SweepTask], probe: _Probe, done: Collection[tuple],

@@ -24,10 +24,10 @@ class SweepTask:
 
 def params_key(params: OpParams | Mapping[str, Any]) -> str:
     """The parameters as canonical JSON (sorted keys): the ``params`` column of a store key."""
-    from sparsescope.results.io import _encode
+    from sparsescope.results.io import record_to_dict
 
     values = params.as_dict() if isinstance(params, OpParams) else dict(params)
-    return json.dumps(_encode(values), sort_keys=True)
+    return json.dumps(record_to_dict(values), sort_keys=True)
 
 
 def task_key(task: SweepTask, matrix_hash: str) -> tuple[str, str, str, str]:

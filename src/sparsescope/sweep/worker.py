@@ -36,7 +36,7 @@ def probe(src: MatrixSource) -> dict:
     """Load ``src``: ``{"hash", "matrix": MatrixRecord dict}``, or, when it cannot be read,
     ``{"hash": source_hash, "matrix": None, "reason": why}``."""
     from sparsescope.matrices import compute_stats
-    from sparsescope.results.io import _encode
+    from sparsescope.results.io import record_to_dict
 
     try:
         matrix, digest = _matrix(src)
@@ -44,7 +44,7 @@ def probe(src: MatrixSource) -> dict:
         return {"hash": source_hash(src), "matrix": None, "reason": f"cannot read: {exc}"}
     record = MatrixRecord(name=src.name, source=matrix.source, kind=matrix.kind,
                           analog_of=matrix.analog_of, stats=compute_stats(matrix.csr))
-    return {"hash": digest, "matrix": _encode(record), "reason": ""}
+    return {"hash": digest, "matrix": record_to_dict(record), "reason": ""}
 
 
 def failed_case(task: SweepTask, reason: str, outcome: str = "failed") -> CaseResult:
@@ -76,22 +76,22 @@ def run_task(task: SweepTask, timing: TimingConfig, *, case_timeout_s: float | N
              factory: Any = None, seed: int = 0) -> dict:
     """Run one case and return its :class:`CaseResult` as a dict. A loading or runner error
     is a ``failed`` case with the error; past ``case_timeout_s`` the case is ``failed``."""
-    from sparsescope.results.io import _encode
+    from sparsescope.results.io import record_to_dict
 
     _ensure_backend(task.op, task.backend, factory)
     if case_timeout_s is None:
         try:
-            return _encode(_run(task, timing, seed))
+            return record_to_dict(_run(task, timing, seed))
         except Exception as exc:  # the runner records backend errors; this is anything else
-            return _encode(failed_case(task, f"{type(exc).__name__}: {exc}"))
+            return record_to_dict(failed_case(task, f"{type(exc).__name__}: {exc}"))
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="case")
     future = pool.submit(_run, task, timing, seed)
     try:
-        return _encode(future.result(timeout=case_timeout_s))
+        return record_to_dict(future.result(timeout=case_timeout_s))
     except concurrent.futures.TimeoutError:
-        return _encode(failed_case(task, f"timed out after {case_timeout_s:g} s "
+        return record_to_dict(failed_case(task, f"timed out after {case_timeout_s:g} s "
                                          "(--case-timeout); its thread was left running"))
     except Exception as exc:
-        return _encode(failed_case(task, f"{type(exc).__name__}: {exc}"))
+        return record_to_dict(failed_case(task, f"{type(exc).__name__}: {exc}"))
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
