@@ -65,6 +65,11 @@ def _device(backends: Sequence[str], store: bool = True):
             from sparsescope.hardware.gpu_ceilings import measure_gpu_ceilings
 
             spec = detect.spec_for_detected(gpu)
+            if gpu.l2_bytes and gpu.l2_bytes != spec.l2_bytes:
+                # the model and the flush decision use the L2 the device reports
+                spec = replace(spec, l2_bytes=gpu.l2_bytes, sources={
+                    **spec.sources, "l2_bytes": f"queried from the device ({gpu.library}); "
+                                                f"the table says {spec.l2_bytes:,} B"})
             try:
                 ceilings = measure_gpu_ceilings()
             except SparsescopeError as exc:
@@ -149,7 +154,8 @@ def run(*, suite: str | None = "seed6", files: Sequence[str] = (), scale: float 
             timing = replace(timing, clock="cuda-events")  # GPU backends time with CUDA events
         bar.note("loading the first matrix")
         records, cases = _run_matrices(suite, files, scale, seed, strict, backends, op,
-                                       op_params, timing, bar.wrap(on_case))
+                                       op_params, timing, bar.wrap(on_case),
+                                       model_device(spec, ceilings))
     runset = _assemble_runset(
         suite if not files else "files", scale, records, cases, backends=backends,
         device=(spec, ceilings, driver), timing=timing, command=command, created=created,
@@ -207,8 +213,28 @@ def _checked_outputs(out_dir, store: bool) -> Path:
     return out
 
 
+def model_device(spec, ceilings):
+    """The device the time model predicts each case for: a GPU's rates (measured ceilings
+    over the spec), or the reason a CPU run is not modelled."""
+    from sparsescope.backends.runner import ModelDevice
+    from sparsescope.model.predict import device_rates
+
+    if spec.kind != "gpu":
+        return ModelDevice(reason="the run is on a CPU: the time model is the GPU's")
+    return ModelDevice(rates=device_rates(spec, ceilings), refine=sass_refiner(spec))
+
+
+def sass_refiner(spec):
+    """Kernel shape -> the shape with its own kernel's SASS figures for ``spec``'s
+    architecture (the declared shape where no compiler or disassembler is present)."""
+    from sparsescope.sass.kernel_shape import refine
+
+    arch = "sm_" + spec.compute_capability.replace(".", "")
+    return lambda shape: refine(shape, shape.cuda_source, arch)
+
+
 def _run_matrices(suite, files, scale, seed, strict, backends, op, op_params, timing,
-                  on_case) -> tuple[list[MatrixRecord], list[CaseResult]]:
+                  on_case, model=None) -> tuple[list[MatrixRecord], list[CaseResult]]:
     """Every matrix loaded one at a time, its statistics, and every case of it."""
     from sparsescope import matrices
     from sparsescope.backends.runner import run_matrix
@@ -223,7 +249,7 @@ def _run_matrices(suite, files, scale, seed, strict, backends, op, op_params, ti
                                     analog_of=matrix.analog_of, stats=stats))
         params = params_for(op, op_params, suite=None if files else suite, matrix=matrix.name)
         cases += run_matrix(matrix, backends, op, params, config=timing, seed=seed,
-                            strict=strict, on_case=on_case)
+                            strict=strict, on_case=on_case, model=model)
     return records, cases
 
 

@@ -187,17 +187,17 @@ def _spmv_document(rs, figures_dir):
 def test_timing_subsections_in_the_document(tmp_path):
     for rs, expected in (
         # cuda-csr-vector is one of our kernels: the own-against-peers table follows timing
-        (multi_backend_runset(), ["3.1 Timing and throughput",
-                                  "3.2 Our kernels against the best other backend",
-                                  "3.3 Kernel breakdown", "3.4 Timing stability",
-                                  "3.5 Effective bandwidth under two byte models",
-                                  "3.6 Against the seed's published H200 numbers"]),
-        (make_cpu_runset(), ["3.1 Timing and throughput", "3.2 Timing stability",
-                             "3.3 Effective bandwidth under two byte models"]),
+        (multi_backend_runset(), ["5.1 Timing and throughput",
+                                  "5.2 Our kernels against the best other backend",
+                                  "5.3 Kernel breakdown", "5.4 Timing stability",
+                                  "5.5 Effective bandwidth under two byte models",
+                                  "5.6 Against the seed's published H200 numbers"]),
+        (make_cpu_runset(), ["5.1 Timing and throughput", "5.2 Timing stability",
+                             "5.3 Effective bandwidth under two byte models"]),
     ):
         md, spmv = _spmv_document(rs, tmp_path)
         tables = spmv.tables
-        section = md[md.index("## 3. Timing"):md.index("## 4. ")]
+        section = md[md.index("## 5. Timing"):md.index("## 6. ")]
         assert [line[4:] for line in section.splitlines() if line.startswith("### ")] == \
             expected
         assert "Kernel breakdown: every case" not in section  # JSON only, listed in the appendix
@@ -208,9 +208,9 @@ def test_timing_subsections_in_the_document(tmp_path):
 def test_the_table_families_name_every_table_build_tables_makes():
     from sparsescope.report.tables import RUN_TABLES, SPMV_TABLES
 
-    # with kernel breakdowns, a seed comparison and an own kernel against peers: all 21 tables
+    # with kernel breakdowns, a seed comparison and an own kernel against peers: all 24 tables
     rs = multi_backend_runset()
     names = [t.name for t in build_tables(rs)]
-    assert len(names) == 21 and "own_vs_peers" in names
+    assert len(names) == 24 and "own_vs_peers" in names
     assert set(names) == set(RUN_TABLES) | set(SPMV_TABLES)
     assert [t.name for t in build_tables(rs, spmv=False)] == list(RUN_TABLES)

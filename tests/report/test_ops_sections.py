@@ -178,14 +178,17 @@ def test_scatter_counters_and_profiled_kernels(slice_run, tmp_path):
 def test_slice_sections_peer_table_and_outcomes(slice_run, tmp_path):
     section = only_section(slice_run, figures_dir=tmp_path)
     names = titles(section)
-    assert names == ["Slice: time, bandwidth and % of bound",
+    assert names == ["CSR row slicing: predicted against measured",
+                     "Slice: time, bandwidth and % of bound",
                      "Slice: which bound the measurements support",
                      "CSR row slicing: skipped and failed cases"]
     assert section.title == "CSR row slicing"
     text = texts(section)
-    assert "slice-cuda-gather | 0.07 | slice-torch | 0.3 | 4.286 | yes" in text[names[0]]
-    assert "at least as fast as the best peer on every case" in text[names[0]]
-    assert "jax is not installed" in text[names[2]]
+    assert "slice-cuda-gather | 0.07 | slice-torch | 0.3 | 4.286 | yes" in text[names[1]]
+    assert "at least as fast as the best peer on every case" in text[names[1]]
+    assert "jax is not installed" in text[names[3]]
+    # recorded before the model: each timed case says so instead of a predicted time
+    assert text[names[0]].count("| not modelled: results older than the model |") == 3
     assert (tmp_path / "ops_slice_bounds.png").stat().st_size > 5000
     assert section.written == (tmp_path / "ops_slice_bounds.png",)
     assert section.tables["ops_slice_peers"]["rows"][0]["speedup_x"] == pytest.approx(0.3 / 0.07)
@@ -315,21 +318,24 @@ def test_an_spmm_run_gets_no_spmv_table_and_stale_ones_go(spmm_run, tmp_path):
     paths = write_report(run, tmp_path, progress=False)
     assert sorted(p.name for p in (tmp_path / "tables").iterdir()) == [
         "device.json", "matrices.json", "mine.json", "ops_spmm.json", "ops_spmm_intensity.json",
-        "ops_spmm_peers.json", "ops_spmm_profiled.json", "provenance.json"]
+        "ops_spmm_peers.json", "ops_spmm_predicted.json", "ops_spmm_profiled.json",
+        "provenance.json"]
     assert sorted(p.name for p in (tmp_path / "figures").iterdir()) == [
         "mine.png", "ops_spmm_roofline.png"]
     # every table and figure of the report is written by write_report itself now
     assert [p.name for p in paths.tables] == [
-        "device.json", "matrices.json", "provenance.json", "ops_spmm.json", "ops_spmm_peers.json",
-        "ops_spmm_intensity.json", "ops_spmm_profiled.json"]
+        "device.json", "matrices.json", "provenance.json", "ops_spmm_predicted.json",
+        "ops_spmm.json", "ops_spmm_peers.json", "ops_spmm_intensity.json",
+        "ops_spmm_profiled.json"]
     assert [p.name for p in paths.figures] == ["ops_spmm_roofline.png"]
     assert paths.skipped_figures == ()
     md = paths.markdown.read_text()
     assert _headings(md) == [
         "SpMM performance report: NVIDIA H200", "1. Executive summary", "2. Methodology",
         "2.1 Device", "2.2 Timing protocol", "2.3 Matrices",
-        "3. SpMM: time, bandwidth and % of bound", "4. SpMM: arithmetic intensity against k",
-        "5. SpMM: skipped and failed cases", "Appendix: provenance and files"]
+        "3. SpMM: predicted against measured", "4. SpMM: time, bandwidth and % of bound",
+        "5. SpMM: arithmetic intensity against k", "6. SpMM: skipped and failed cases",
+        "Appendix: provenance and files"]
     for gone in ("SpMV", "(no rows)", "Little's law", "This run measured", "Byte model",
                  "not drawn", "`tables/timing.json`"):
         assert gone not in md
@@ -365,9 +371,9 @@ def test_a_run_with_spmv_cases_keeps_the_spmv_sections(spmm_run, tmp_path):
     headings = _headings(md)
     # one report names every op of the run, in the registry's order
     assert headings[0] == "SpMV, SpMM performance report: NVIDIA H200"
-    assert "8. INT32 against INT64 indices" in headings
-    assert headings[headings.index("9. Skipped and failed cases") + 1] == \
-        "10. SpMM: time, bandwidth and % of bound"
+    assert "10. INT32 against INT64 indices" in headings
+    assert headings[headings.index("11. Skipped and failed cases") + 1:][:2] == [
+        "12. SpMM: predicted against measured", "13. SpMM: time, bandwidth and % of bound"]
     # the SpMV tables hold the SpMV case alone
     timing = json.loads((tmp_path / "tables" / "timing.json").read_text())
     assert [r["backend"] for r in timing["rows"]] == ["torch-cusparse-i32"]

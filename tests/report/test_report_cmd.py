@@ -29,14 +29,15 @@ def test_report_json_lists_paths_and_readings(results_file, tmp_path, capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["markdown"] == str(out_dir / "report.md")
     assert out["html"] == str(out_dir / "report.html")
-    assert len(out["figures"]) == 8 and len(out["tables"]) == 17
+    assert len(out["figures"]) == 8 and len(out["tables"]) == 20
     assert all((out_dir / "figures").joinpath(p.rsplit("/", 1)[1]).is_file()
                for p in out["figures"])
     assert "reference GPU H200" in out["readings"]["littles_law"]
     assert out["readings"]["outcomes"].startswith("1 case(s) skipped and 1 failed, of 4")
-    assert out["skipped_figures"] == [{
-        "name": "seed_vs_ours",
-        "reason": "no torch-cusparse-i64 case on a matrix of seed 000 section 3.1"}]
+    assert out["skipped_figures"] == [
+        {"name": "predicted_vs_measured", "reason": "no timed case carries a predicted time"},
+        {"name": "seed_vs_ours",
+         "reason": "no torch-cusparse-i64 case on a matrix of seed 000 section 3.1"}]
 
 
 def test_report_text_output(results_file, tmp_path, capsys):
@@ -105,5 +106,6 @@ def test_report_of_an_spmm_run_gets_the_op_sections(tmp_path, capsys):
     capsys.readouterr()
     text = (tmp_path / "report.md").read_text()
     assert "# SpMM performance report" in text
-    assert "## 3. SpMM: time, bandwidth and % of bound" in text
+    assert "## 3. SpMM: predicted against measured" in text
+    assert "## 4. SpMM: time, bandwidth and % of bound" in text
     assert "SpMV" not in text.split("## 3.")[0]  # no SpMV byte model or tables before it

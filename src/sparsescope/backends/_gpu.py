@@ -119,3 +119,47 @@ def cupy_kernel_versions() -> dict[str, str]:
     return {"cupy": cupy.__version__,
             "cuda_runtime": f"{runtime // 1000}.{runtime % 1000 // 10}",
             "nvrtc": ".".join(str(v) for v in cupy.cuda.nvrtc.getVersion())}
+
+
+#: Hopper: shared memory per SM usable by blocks, and the 1 KB the driver reserves per block.
+SMEM_PER_SM = 228 * 1024
+SMEM_RESERVED_PER_BLOCK = 1024
+
+
+def resident_blocks(kernel, block: int) -> int:
+    """Blocks of ``block`` threads of a compiled ``cupy.RawKernel`` one SM holds at once, from
+    its registers and static shared memory (threads: 2048 per SM; registers: 64 K, allocated
+    in units of 8 per thread)::
+
+        min(2048 / block, 65536 / (ceil8(regs) x block), smem per SM / (smem + 1 KB))
+    """
+    attrs = kernel.attributes
+    regs = max(1, int(attrs.get("num_regs", 32)))
+    smem = int(attrs.get("shared_size_bytes", 0)) + SMEM_RESERVED_PER_BLOCK
+    by_regs = 65536 // (-(-regs // 8) * 8 * block)
+    by_smem = SMEM_PER_SM // smem
+    return max(1, min(2048 // block, by_regs, by_smem))
+
+
+#: cuSPARSE's CSR SpMV (CUDA 13, ``csrmv_v3_kernel`` after ``csr_partition_kernel``) as the H200
+#: profiles in shared/fixtures/h200 show it, by index width: nonzeros per 512-thread block and
+#: registers per thread (ncu: grid 979 for the cant analog's 4,007,383 nonzeros at INT32,
+#: 1,305 at INT64; 24,219 and 32,292 for cage15's 99,199,551). Its SASS is not read here.
+CSRMV_V3 = {4: (4096, 32), 8: (3072, 47)}
+
+
+def cusparse_csrmv_shape(nnz: int, index_bytes: int, launches: int):
+    """The declared :class:`~sparsescope.model.kernel_shape.KernelShape` of cuSPARSE's CSR SpMV:
+    nonzeros split evenly over 512-thread blocks (``CSRMV_V3`` nonzeros per block), each thread
+    loading its share at once (one iteration), as many blocks per SM as its registers allow."""
+    from sparsescope.model.kernel_shape import KernelShape
+
+    per_block, regs = CSRMV_V3.get(index_bytes, CSRMV_V3[4])
+    grid = max(1, -(-nnz // per_block))
+    by_regs = 65536 // (-(-regs // 8) * 8 * 512)
+    return KernelShape(kernel="cusparse::csrmv_v3_kernel", decomposition="nnz",
+                       block_threads=512, grid_blocks=grid, nnz_per_iteration=per_block // 512,
+                       rounds_per_iteration=2, setup_rounds=1,
+                       resident_blocks_per_sm=max(1, min(4, by_regs)), launches=launches,
+                       source="declared from the H200 profile of cuSPARSE's csrmv_v3 "
+                              "(grid, block, registers; SASS not read)")

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from sparsescope.model.kernel_shape import KernelShape
 from sparsescope.model.traffic import Traffic
 from sparsescope.timing.types import Measurement, TimingConfig
 
@@ -96,6 +97,12 @@ class Backend(ABC):
     def library_versions(self) -> dict[str, str]:
         """Library -> version of everything that computed the numbers."""
 
+    def kernel_shape(self, case: Any, prepared: Any) -> KernelShape | None:
+        """How the prepared call's kernel lays its work out (``model.kernel_shape``), for the
+        time model; None when the backend does not declare one (its cases are then "not
+        modelled", with that reason)."""
+        return None
+
     def traffic(self, case: Any, prepared: Any) -> Traffic:
         """The bytes one call moves at least, array by array, in this backend's own format.
 
@@ -141,6 +148,21 @@ class SpmvBackend(Backend):
     def own_traffic(self, prepared: Any) -> Traffic | None:
         """The bytes of the backend's own format once prepared, or None for plain CSR."""
         return None
+
+    def shape(self, prepared: Any) -> KernelShape | None:
+        """The prepared kernel's shape (:meth:`Backend.kernel_shape`), or None."""
+        return None
+
+    def host_plan(self, csr: sp.csr_matrix, value_dtype: str, index_bytes: int,
+                  sms: int) -> tuple[Traffic | None, KernelShape | None]:
+        """(traffic, kernel shape) of a call on a device of ``sms`` SMs, planned on the host
+        without a device (``sparsescope model``'s cross-GPU what-if): the format is built,
+        nothing is uploaded, resources the compiled kernel would fix are left unknown.
+        (None, None) for a backend that cannot plan without its device."""
+        return None, None
+
+    def kernel_shape(self, case: Any, prepared: Any) -> KernelShape | None:
+        return self.shape(prepared.prepared) if prepared is not None else None
 
     # -- the runner's view: the case's x travels with the prepared format ---------------------
     def prepare_case(self, case: Any, value_dtype: str, index_bytes: int) -> Any:

@@ -17,7 +17,7 @@ NaN: a launch that skips a row leaves NaN there and fails the correctness gate.
 from __future__ import annotations
 
 from abc import abstractmethod
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -25,6 +25,8 @@ import scipy.sparse as sp
 
 from sparsescope.backends import _gpu
 from sparsescope.backends.base import Capability, SpmvBackend
+from sparsescope.model.kernel_shape import KernelShape
+from sparsescope.model.traffic import csr_spmv_traffic
 from sparsescope.timing.types import Measurement, TimingConfig
 
 SOURCE = "spmv_csr.cu"
@@ -134,6 +136,28 @@ class _CudaCsrKernel(SpmvBackend):
 
     def notes(self, prepared: PreparedCsr) -> dict[str, str]:
         return dict(prepared.notes)
+
+    def shape(self, prepared: PreparedCsr) -> KernelShape:
+        kernel = _gpu.raw_module(SOURCE, _name_expressions()).get_function(prepared.kernel_name)
+        return replace(_csr_shape(prepared.kernel_name, prepared.threads_per_row, prepared.rows),
+                       resident_blocks_per_sm=_gpu.resident_blocks(kernel, BLOCK_THREADS))
+
+    def host_plan(self, csr, value_dtype, index_bytes, sms):
+        tpr, _ = self._threads_per_row(csr)
+        name = self._kernel_name(value_dtype, index_bytes, tpr)
+        value_bytes = int(np.dtype(_gpu.VALUE_DTYPES[value_dtype]).itemsize)
+        return (csr_spmv_traffic(*csr.shape, csr.nnz, value_bytes=value_bytes,
+                                 index_bytes=index_bytes), _csr_shape(name, tpr, csr.shape[0]))
+
+
+def _csr_shape(name: str, tpr: int, rows: int) -> KernelShape:
+    """``tpr`` threads per row, one nonzero each per iteration (the plain loop ``for j in row:
+    sum += val[j] * x[col[j]]``), after the row pointers; resources unknown."""
+    return KernelShape(kernel=name, decomposition="rows", block_threads=BLOCK_THREADS,
+                       grid_blocks=max(1, -(-rows * tpr // BLOCK_THREADS)),
+                       threads_per_row=tpr, nnz_per_iteration=1, rounds_per_iteration=2,
+                       setup_rounds=1, cuda_source=SOURCE,
+                       source="declared by the backend (its CUDA source)")
 
 
 _CAPABILITY = dict(ops=("spmv",), value_dtypes=("float32", "float64"), index_bytes=(4, 8),

@@ -12,7 +12,10 @@ Order, each step able to end the case with a recorded reason:
    run once;
 4. failed: the run raised, the output is not a fresh array of the reference's shape, or its
    error is above the tolerance -- never timed;
-5. ok: timed with the one protocol; the measurement stored next to the error.
+5. predicted: when the runner is given the device's rates, the op's time model predicts the
+   call from the declared traffic and the backend's kernel shape -- before the call is timed;
+6. ok: timed with the one protocol; the measurement stored next to the error, and the
+   prediction's signed error against it.
 
 A backend exception becomes a ``failed`` case with the exception text, never a crash.
 """
@@ -29,6 +32,7 @@ import numpy as np
 from sparsescope.backends.base import Backend
 from sparsescope.backends.registry import get_backend
 from sparsescope.matrices.types import Matrix
+from sparsescope.model.prediction import ModelPrediction, not_modelled
 from sparsescope.ops.base import OpCase
 from sparsescope.ops.params import OpParams
 from sparsescope.ops.registry import get_op
@@ -110,12 +114,14 @@ def run_case(matrix: Matrix, backend: str | BackendChoice | Backend, op: str = "
              params: Mapping[str, Any] | OpParams | None = None, *, config: TimingConfig,
              value_dtype: str = "float32", index_bytes: int | None = None,
              tolerance: float | None = None, seed: int = 0, strict: bool = False,
-             timed: bool = True, case: OpCase | None = None) -> CaseResult:
+             timed: bool = True, case: OpCase | None = None,
+             model: ModelDevice | None = None) -> CaseResult:
     """Check ``backend`` on ``matrix`` for ``op`` with ``params``, then time it if it passed.
 
     ``backend``: a registry name, a :class:`BackendChoice` (a variant), or an instance (tests
     pass fakes). ``timed=False`` stops after the check (the ncu target: ncu replays the
-    launches itself). ``case``: the op case already built for these arguments."""
+    launches itself). ``case``: the op case already built for these arguments. ``model``:
+    the device the time model predicts for (no prediction without one)."""
     if isinstance(backend, Backend):
         instance, label = backend, backend.name
     else:
@@ -143,11 +149,12 @@ def run_case(matrix: Matrix, backend: str | BackendChoice | Backend, op: str = "
     if reason:
         return CaseResult(**base, outcome="skipped", reason=reason)
     return _checked_and_timed(instance, case, base, config=config, value_dtype=value_dtype,
-                              index_bytes=index_bytes, timed=timed)
+                              index_bytes=index_bytes, timed=timed, model=model)
 
 
 def _checked_and_timed(backend: Backend, case: OpCase, base: dict, *, config: TimingConfig,
-                       value_dtype: str, index_bytes: int, timed: bool) -> CaseResult:
+                       value_dtype: str, index_bytes: int, timed: bool,
+                       model: ModelDevice | None = None) -> CaseResult:
     try:
         prepared = backend.prepare_case(case, value_dtype, index_bytes)
     except Exception as exc:
@@ -167,6 +174,8 @@ def _checked_and_timed(backend: Backend, case: OpCase, base: dict, *, config: Ti
         return CaseResult(**base, outcome="failed", correctness=correctness,
                           reason=f"rel_err {correctness.rel_err:.3g} above tolerance "
                                  f"{correctness.tolerance:.3g}; not timed")
+    if model is not None:
+        base["prediction"] = predicted(backend, case, prepared, base["traffic"], model, config)
     if not timed:
         return CaseResult(**base, outcome="ok", correctness=correctness,
                           reason="checked only, not timed")
@@ -175,7 +184,45 @@ def _checked_and_timed(backend: Backend, case: OpCase, base: dict, *, config: Ti
     except Exception as exc:
         return CaseResult(**base, outcome="failed", correctness=correctness,
                           reason=f"timing failed: {_error_text(exc)}")
+    if base.get("prediction") is not None:
+        base["prediction"] = base["prediction"].scored(measurement.time_ms)
     return CaseResult(**base, outcome="ok", measurement=measurement, correctness=correctness)
+
+
+@dataclass(frozen=True)
+class ModelDevice:
+    """The device the time model predicts for: its rates, or why its cases are not modelled."""
+
+    rates: Any = None
+    """``model.predict.DeviceRates``; None when the device has no time model."""
+    reason: str = ""
+    """Why there is no model for this device (e.g. a CPU), shown as "not modelled"."""
+    refine: Callable[[Any], Any] | None = None
+    """Kernel shape -> the same shape with figures read from the kernel's SASS (a stage
+    above the runner supplies it: ``sass.kernel_shape.refine``); None: declared figures."""
+
+
+def predicted(backend: Backend, case: OpCase, prepared: Any, traffic: Any, model: ModelDevice,
+              config: TimingConfig) -> ModelPrediction:
+    """The op's prediction of this prepared call (never raises: a model error is its reason)."""
+    from sparsescope.timing.host import should_flush
+
+    if model.rates is None:
+        return not_modelled(model.reason or "no device rates for the time model")
+    if backend.capability.device != "gpu":
+        return not_modelled("a CPU backend: the time model is the GPU's")
+    if traffic is None:
+        return not_modelled("the backend declared no traffic")
+    try:
+        shape = backend.kernel_shape(case, prepared)
+        if shape is None:
+            return not_modelled(f"{backend.name} declares no kernel shape")
+        if model.refine is not None and shape.cuda_source:
+            shape = model.refine(shape)
+        flushed = should_flush(config, int(traffic.total_bytes), model.rates.l2_bytes)
+        return get_op(case.op).predict(case, traffic, shape, model.rates, flushed=flushed)
+    except Exception as exc:  # the model must never fail a case
+        return not_modelled(f"the model failed: {_error_text(exc)}")
 
 
 def _declared_traffic(backend: Backend, case: OpCase, prepared: Any):
@@ -195,7 +242,8 @@ def _backend_notes(backend: Backend, prepared: object) -> dict[str, str]:
 def run_matrix(matrix: Matrix, backends: Sequence[str | BackendChoice], op: str,
                params_list: Sequence[Mapping[str, Any] | OpParams], *, config: TimingConfig,
                value_dtype: str = "float32", seed: int = 0, strict: bool = False,
-               on_case: Callable[[CaseResult], None] | None = None) -> list[CaseResult]:
+               on_case: Callable[[CaseResult], None] | None = None,
+               model: ModelDevice | None = None) -> list[CaseResult]:
     """Every (parameters, backend) case of one matrix, parameters outermost (what ``run`` does
     per matrix; each backend's default index width). The op case (inputs and float64
     reference) is built once per parameter set and index width, not per backend. ``on_case``
@@ -214,7 +262,7 @@ def run_matrix(matrix: Matrix, backends: Sequence[str | BackendChoice], op: str,
                     seed=seed, strict=strict)
             backend.name = choice.result_name
             result = run_case(matrix, backend, op, config=config, value_dtype=value_dtype,
-                              seed=seed, strict=strict, case=built[index_bytes])
+                              seed=seed, strict=strict, case=built[index_bytes], model=model)
             results.append(result)
             if on_case is not None:
                 on_case(result)

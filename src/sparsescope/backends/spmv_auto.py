@@ -75,6 +75,16 @@ class CudaSpmvAuto(SpmvBackend):
         """The chosen kernel's format bytes."""
         return prepared.backend.own_traffic(prepared.prepared)
 
+    def shape(self, prepared: PreparedAuto):
+        """The chosen kernel's shape."""
+        return prepared.backend.shape(prepared.prepared)
+
+    def host_plan(self, csr, value_dtype, index_bytes, sms):
+        """The plan of the kernel the selection picks for ``sms`` SMs."""
+        selection = select_for(csr, sms)
+        chosen = CHOICES[selection.backend](breakdown=self.breakdown, **selection.params)
+        return chosen.host_plan(csr, value_dtype, index_bytes, sms)
+
     def notes(self, prepared: PreparedAuto) -> dict[str, str]:
         s = prepared.selection
         return {**prepared.backend.notes(prepared.prepared), "selected": s.backend,

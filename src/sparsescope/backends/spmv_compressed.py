@@ -40,6 +40,9 @@ class CudaSpmvTileDelta16(TiledBackend):
         rows, cols = csr.shape
         return encode_delta16(self.tiling(csr), csr.indptr, csr.indices, rows, cols)
 
+    def tile_set(self, fmt: Delta16) -> TileSet:
+        return fmt.tiles
+
     def columns(self, fmt: Delta16, csr: sp.csr_matrix):
         escapes = fmt.escapes if fmt.escapes.size else np.zeros(1, np.int32)
         return padded(fmt.offsets, np.uint16), escapes, fmt.tiles

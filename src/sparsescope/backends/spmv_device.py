@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 from abc import abstractmethod
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -20,6 +20,7 @@ import scipy.sparse as sp
 
 from sparsescope.backends import _gpu
 from sparsescope.backends.base import Capability, SpmvBackend
+from sparsescope.model.kernel_shape import KernelShape
 from sparsescope.model.traffic import Traffic
 from sparsescope.timing.types import Measurement, TimingConfig
 
@@ -69,21 +70,10 @@ def kernel_function(name: str):
     return module.get_function(name)
 
 
-#: Hopper: shared memory per SM usable by blocks, and the 1 KB the driver reserves per block.
-SMEM_PER_SM = 228 * 1024
-SMEM_RESERVED_PER_BLOCK = 1024
-
-
 def resident_blocks(name: str, block: int) -> int:
-    """Blocks of ``block`` threads of kernel ``name`` one SM holds at once, from the compiled
-    kernel's registers and static shared memory (threads: 2048 per SM; registers: 64 K,
-    allocated in units of 8 per thread)."""
-    attrs = kernel_function(name).attributes
-    regs = max(1, int(attrs.get("num_regs", 32)))
-    smem = int(attrs.get("shared_size_bytes", 0)) + SMEM_RESERVED_PER_BLOCK
-    by_regs = 65536 // (-(-regs // 8) * 8 * block)
-    by_smem = SMEM_PER_SM // smem
-    return max(1, min(2048 // block, by_regs, by_smem))
+    """Blocks of ``block`` threads of own kernel ``name`` one SM holds at once
+    (:func:`sparsescope.backends._gpu.resident_blocks`)."""
+    return _gpu.resident_blocks(kernel_function(name), block)
 
 
 def sm_count() -> int:
@@ -121,6 +111,8 @@ class PreparedOwn:
     """Bytes the format makes one SpMV read and write at least (its own byte model)."""
     traffic: Traffic | None = None
     """The same bytes by array, as the backend declares them (set by ``upload``)."""
+    kernel_shape: KernelShape | None = None
+    """The main kernel's shape for the time model (set by ``upload``)."""
     buffers: dict[str, Any] = field(default_factory=dict)
     notes: dict[str, str] = field(default_factory=dict)
 
@@ -293,6 +285,34 @@ class OwnSpmvBackend(SpmvBackend):
 
     def own_traffic(self, prepared: PreparedOwn) -> Traffic | None:
         return prepared.traffic
+
+    def shape(self, prepared: PreparedOwn) -> KernelShape | None:
+        return prepared.kernel_shape
+
+    def host_shape(self, fmt: Any, csr: sp.csr_matrix, value_dtype: str,
+                   sms: int) -> KernelShape | None:
+        """The kernel's shape from the host format alone (no device: the cross-GPU what-if of
+        ``sparsescope model``); resident blocks unknown (0). None for an empty matrix."""
+        return None
+
+    def format_traffic(self, fmt: Any, csr: sp.csr_matrix, value_bytes: int) -> Traffic:
+        """The bytes of the built format ``fmt`` (what ``upload`` declares)."""
+        raise NotImplementedError
+
+    def host_plan(self, csr: sp.csr_matrix, value_dtype: str, index_bytes: int,
+                  sms: int) -> tuple[Traffic | None, KernelShape | None]:
+        fmt = FORMATS.get(csr, self.format_key(), self.build_format)
+        value_bytes = int(np.dtype(_gpu.VALUE_DTYPES[value_dtype]).itemsize)
+        return (self.format_traffic(fmt, csr, value_bytes),
+                self.host_shape(fmt, csr, value_dtype, sms))
+
+    @staticmethod
+    def device_shape(shape: KernelShape | None) -> KernelShape | None:
+        """``shape`` with the blocks an SM holds by the compiled kernel's resources."""
+        if shape is None:
+            return None
+        return replace(shape, resident_blocks_per_sm=resident_blocks(shape.kernel,
+                                                                     shape.block_threads))
 
     def notes(self, prepared: PreparedOwn) -> dict[str, str]:
         return {**prepared.notes, "bytes_moved": str(prepared.bytes_moved),

@@ -33,6 +33,7 @@ from sparsescope.backends.base import Capability
 from sparsescope.backends.spmv_blocked_format import BLOCK_WIDTHS, SellBlocked, pack_blocked
 from sparsescope.backends.spmv_device import (
     CAPABILITY,
+    SOURCE,
     Launch,
     OwnSpmvBackend,
     PreparedOwn,
@@ -40,6 +41,8 @@ from sparsescope.backends.spmv_device import (
 )
 from sparsescope.backends.spmv_sell16_format import Sell16, encode_sell16
 from sparsescope.backends.spmv_sell_format import C, Sell, pack_sell
+from sparsescope.model.kernel_shape import KernelShape
+from sparsescope.model.traffic import Traffic
 
 SELL_BLOCK = 256
 UNROLLS = (2, 3, 4)
@@ -136,9 +139,37 @@ class CudaSpmvSell(OwnSpmvBackend):
                 p.launches.append(self.fixup_launch(value_dtype, b["split_rows"],
                                                     b["split_ptr"], (p.partials, p.y)))
         itemsize = np.dtype(dtype).itemsize
-        p.traffic = fmt.traffic(*csr.shape, value_bytes=itemsize)
+        p.traffic = self.format_traffic(fmt, csr, itemsize)
         p.bytes_moved = p.traffic.total_bytes
+        p.kernel_shape = self.device_shape(self.host_shape(fmt, csr, value_dtype, 0))
         return p
+
+    def format_traffic(self, fmt: Any, csr: sp.csr_matrix, value_bytes: int) -> Traffic:
+        return fmt.traffic(*csr.shape, value_bytes=value_bytes)
+
+    def host_shape(self, fmt: Any, csr: sp.csr_matrix, value_dtype: str,
+                   sms: int) -> KernelShape | None:
+        """A thread holds UNROLL (or STAGE, staged by cp.async) steps of ``width`` columns in
+        flight per iteration after the slice pointers; rows sorted by length within sigma
+        windows, 32 per slice, 256 threads a block."""
+        width = fmt.width if isinstance(fmt, SellBlocked) else 1
+        packed = fmt.packed if isinstance(fmt, SellBlocked) else fmt
+        sell = packed.sell if isinstance(packed, Sell16) else packed
+        if not csr.shape[0] or not sell.slices:
+            return None
+        stage = int(self.params["stage"])
+        name = sell_kernel(value_dtype, int(isinstance(packed, Sell16)), int(self.params["hint"]),
+                           int(self.params["unroll"]), int(self.params["minb"]), sell.tpr,
+                           width, stage)
+        return KernelShape(kernel=name, decomposition="rows", block_threads=SELL_BLOCK,
+                           grid_blocks=-(-sell.slices * C // SELL_BLOCK),
+                           threads_per_row=sell.tpr,
+                           nnz_per_iteration=(stage or int(self.params["unroll"])) * width,
+                           rounds_per_iteration=2, setup_rounds=1, sort_window=sell.sigma,
+                           split_long_rows=sell.long_row,
+                           staged=stage > 0, launches=1 + (sell.split_rows.size > 0),
+                           cuda_source=SOURCE,
+                           source="declared by the backend (template parameters)")
 
 
 class CudaSpmvDelta16(CudaSpmvSell):

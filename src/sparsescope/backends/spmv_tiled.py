@@ -22,6 +22,7 @@ import scipy.sparse as sp
 from sparsescope.backends import _gpu
 from sparsescope.backends.spmv_device import (
     BLOCK,
+    SOURCE,
     Launch,
     OwnSpmvBackend,
     PreparedOwn,
@@ -31,6 +32,7 @@ from sparsescope.backends.spmv_device import (
     tile_kernel,
 )
 from sparsescope.backends.spmv_tiling import TileSet
+from sparsescope.model.kernel_shape import KernelShape
 from sparsescope.model.traffic import Traffic, csr_spmv_traffic
 
 ITERS = (1, 2)
@@ -66,6 +68,10 @@ class TiledBackend(OwnSpmvBackend):
 
     def build_format(self, csr: sp.csr_matrix) -> TileSet:
         return self.tiling(csr)
+
+    def tile_set(self, fmt: Any) -> TileSet:
+        """The tiles of a built format (the format itself here; delta16 wraps them)."""
+        return fmt
 
     def columns(self, fmt: Any, csr: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray, TileSet]:
         """(padded column stream, escape columns, tiles) to upload."""
@@ -121,7 +127,31 @@ class TiledBackend(OwnSpmvBackend):
                                                     b["split_ptr"], (p.partials, p.y)))
         p.traffic = self.format_traffic(fmt, csr, np.dtype(dtype).itemsize)
         p.bytes_moved = p.traffic.total_bytes
+        shape = self.host_shape(fmt, csr, value_dtype, sm_count())
+        if shape is not None and hub > 0:
+            shape = replace(shape, grid_blocks=grid)
+        p.kernel_shape = self.device_shape(shape)
         return p
+
+    def host_shape(self, fmt: Any, csr: sp.csr_matrix, value_dtype: str,
+                   sms: int) -> KernelShape | None:
+        """A thread loads ITERS chunks of 4 nonzeros (vector loads) after the tile's row
+        pointers, then gathers their x: one iteration of 4 x ITERS nonzeros per tile; a
+        persistent (hub) kernel's grid is one wave (8 blocks per SM before its resources are
+        known)."""
+        tiles = self.tile_set(fmt)
+        if not csr.shape[0] or not tiles.ntiles:
+            return None
+        hub = int(self.params["hub"]) if value_dtype == "float32" else min(0, self.params["hub"])
+        name = tile_kernel(value_dtype, self.idx, int(self.params["hint"]),
+                           int(self.params["iters"]), hub)
+        grid = min(tiles.ntiles, sms * 8) if hub > 0 else tiles.ntiles
+        return KernelShape(kernel=name, decomposition="nnz", block_threads=BLOCK,
+                           grid_blocks=grid, nnz_per_iteration=4 * int(self.params["iters"]),
+                           rounds_per_iteration=2, setup_rounds=1,
+                           launches=1 + (tiles.split_rows.size > 0), onchip_x_entries=abs(hub),
+                           cuda_source=SOURCE,
+                           source="declared by the backend (template parameters)")
 
     def format_notes(self, fmt: Any) -> dict[str, str]:
         return {}

@@ -39,6 +39,9 @@ FIGURES = (
     ("dram_latency_ns", "DRAM latency", "ns"),
     ("l2_latency_ns", "L2 latency", "ns"),
     ("fp32_gflops", "FP32 FMA", "GFLOP/s"),
+    ("dram_gather_gsectors_s", "DRAM random gathers", "G sectors/s"),
+    ("l2_gather_gsectors_s", "L2 random gathers", "G sectors/s"),
+    ("launch_us", "empty launch", "us"),
 )
 
 

@@ -30,6 +30,7 @@ import statistics
 from sparsescope.cli import add_json_flag
 
 COLUMNS = ("matrix", "backend", "median_ms", "cv", "rel_err", "eff_bw_gb_s", "pct_copy_bw")
+PREDICTION_KEYS = ("predicted_ms", "prediction_error_pct", "limiter", "not_modelled")
 DEFAULT_WITHIN = 0.05
 """``results compare``: spreads up to 5 % count as agreement."""
 
@@ -90,8 +91,20 @@ def result_rows(runset) -> list[dict]:
                      "eff_bw_gb_s": eff, "pct_copy_bw": pct, "_outcome": case.outcome,
                      "params": case.params.label(),
                      "traffic_bytes": case.traffic.total_bytes if case.traffic else None,
-                     "above_peak": case.model.above_peak if case.model else ""})
+                     "above_peak": case.model.above_peak if case.model else "",
+                     **prediction_fields(case)})
     return rows
+
+
+def prediction_fields(case) -> dict:
+    """``predicted_ms``, ``prediction_error_pct`` (signed: (measured - predicted) / measured x
+    100), ``limiter`` and, when there is no prediction, ``not_modelled`` (the reason)."""
+    p = case.prediction
+    if p is None:
+        return {"predicted_ms": None, "prediction_error_pct": None, "limiter": None,
+                "not_modelled": "results older than the model"}
+    return {"predicted_ms": p.predicted_ms, "prediction_error_pct": p.error_pct,
+            "limiter": p.limiter or None, "not_modelled": p.not_modelled or None}
 
 
 def _cell(value, fmt: str) -> str:
@@ -130,7 +143,8 @@ def handle_show(args: argparse.Namespace) -> tuple[dict, str]:
         "byte_model": "spmv_traffic(index_bytes=4, y_read=False): INT32 indices, y written",
         "rows": [{**{c: _json_float(r[c]) for c in COLUMNS}, "outcome": r["_outcome"],
                   "params": r["params"], "traffic_bytes": r["traffic_bytes"],
-                  "above_peak": r["above_peak"]} for r in rows],
+                  "above_peak": r["above_peak"],
+                  **{k: _json_float(r[k]) for k in PREDICTION_KEYS}} for r in rows],
     }
     bw = f"{copy_bw:,.0f} GB/s" if copy_bw else "not measured"
     text = (f"run {runset.run_id} on {runset.provenance.device} (copy bandwidth {bw}; "

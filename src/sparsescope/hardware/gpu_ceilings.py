@@ -17,7 +17,13 @@ Protocol (each figure's ``method`` string repeats it):
   DRAM: 4 Mi nodes over 1 GiB, each timed chase visiting nodes no earlier chase touched;
   L2: the nodes of L2/4 bytes, chased once untimed to load them; ``ns/load = t / steps``;
 * FP32: ``fma_chains``, 8 independent FMA chains per thread, full occupancy,
-  ``fp32 = 2 x 8 x iters x threads / t``.
+  ``fp32 = 2 x 8 x iters x threads / t``;
+* gathers: ``random_gather``, each thread ``gather_loads`` 4-byte loads at hashed random
+  indices (8 in flight per thread), full occupancy, over the 1 GiB buffer (DRAM) and over
+  L2/4 (L2, loaded first); every load its own sector, ``sectors/s = loads / t``;
+* launch: one ``empty_kernel`` between two events, queued behind an FMA launch that keeps the
+  device busy while the host queues it (as the timing protocol's hold does), so the figure is
+  the device-side cost of a launch, not the host's.
 
 Takes about 1-3 s on an H200 (NVRTC compilation included).
 """
@@ -118,6 +124,30 @@ def _l2_chase_ms(cupy, timer: _Timer, chase, nodes: int, steps: int) -> float:
                                                     np.int32(steps), out)), untimed=0)
 
 
+def _gather_ms(cupy, timer: _Timer, gather, launch: tuple, buffer, loads: int) -> float:
+    """Best ``random_gather`` time over ``buffer`` (one untimed launch first, which also
+    brings an L2-sized buffer into L2)."""
+    blocks, threads, sink = launch
+    return timer.best_ms(lambda: gather((blocks,), (threads,), (
+        buffer, np.uint64(buffer.size), np.int32(loads), sink)))
+
+
+def _launch_us(cupy, empty, fma, launch: tuple, repeats: int) -> float:
+    """Best device time (us) of one empty launch between two events, queued behind a busy FMA
+    launch so the host's launch cost stays hidden."""
+    blocks, threads, sink = launch
+    best = float("inf")
+    for _ in range(repeats + 1):
+        fma((blocks,), (threads,), (np.int32(4096), np.float32(0.999), np.float32(1e-3), sink))
+        start, end = cupy.cuda.Event(), cupy.cuda.Event()
+        start.record()
+        empty((1,), (32,), ())
+        end.record()
+        end.synchronize()
+        best = min(best, cupy.cuda.get_elapsed_time(start, end))
+    return best * 1e3
+
+
 def _device_properties(cupy) -> tuple[str, int, int]:
     """Name, L2 size (bytes) and SM count of device 0."""
     runtime = cupy.cuda.runtime
@@ -146,7 +176,8 @@ def _fma_ms(cupy, timer: _Timer, fma, launch: tuple, fma_iters: int) -> float:
 
 
 def measure_gpu_ceilings(*, size_mb: float = 1024, repeats: int = 5, l2_passes: int = 200,
-                         chase_steps: int = 20_000, fma_iters: int = 8192) -> MeasuredCeilings:
+                         chase_steps: int = 20_000, fma_iters: int = 8192,
+                         gather_loads: int = 64) -> MeasuredCeilings:
     """Measure copy, read and L2 bandwidth (GB/s, 10^9 B/s), DRAM and L2 load latency (ns) and
     FP32 FMA throughput (GFLOP/s) of device 0. See the module docstring for the protocol."""
     ok, why = _gpu_runtime.cupy_cuda_status()
@@ -156,8 +187,8 @@ def measure_gpu_ceilings(*, size_mb: float = 1024, repeats: int = 5, l2_passes: 
 
     name, l2, sms = _device_properties(cupy)
     module = _gpu_runtime.raw_module(SOURCE)
-    read, chase, fma = (module.get_function(n) for n in ("read_stream", "pointer_chase",
-                                                         "fma_chains"))
+    read, chase, fma, gather, empty = (module.get_function(n) for n in (
+        "read_stream", "pointer_chase", "fma_chains", "random_gather", "empty_kernel"))
     timer = _Timer(cupy, repeats)
     sink = cupy.zeros(4, dtype=cupy.float32)
     threads, blocks = 256, sms * 8  # 2048 threads per SM: full occupancy on Hopper
@@ -169,6 +200,13 @@ def measure_gpu_ceilings(*, size_mb: float = 1024, repeats: int = 5, l2_passes: 
     l2_bytes = (l2 // 4) // 16 * 16
     copy_ms, read_ms, l2_ms = _bandwidth_ms(cupy, timer, read, (blocks, threads, sink),
                                             nbytes, l2_bytes, l2_passes)
+    big = cupy.ones(nbytes // 4, dtype=cupy.float32)
+    loads = float(gather_loads) * blocks * threads
+    dram_gather_ms = _gather_ms(cupy, timer, gather, (blocks, threads, sink), big, gather_loads)
+    l2_gather_ms = _gather_ms(cupy, timer, gather, (blocks, threads, sink),
+                              big[: l2_bytes // 4], gather_loads)
+    del big
+    launch_us = _launch_us(cupy, empty, fma, (blocks, threads, sink), repeats)
     dram_nodes = 4 * MiB
     dram_ms = _dram_chase_ms(cupy, chase, dram_nodes, chase_steps, repeats)
     l2_nodes = max(1024, l2_bytes // STRIDE_BYTES)
@@ -183,15 +221,19 @@ def measure_gpu_ceilings(*, size_mb: float = 1024, repeats: int = 5, l2_passes: 
         dram_latency_ns=dram_ms * 1e6 / chase_steps,
         l2_latency_ns=l2_chase_ms * 1e6 / chase_steps,
         fp32_gflops=flops / (fma_ms * 1e-3) / 1e9,
+        dram_gather_gsectors_s=loads / (dram_gather_ms * 1e-3) / 1e9,
+        l2_gather_gsectors_s=loads / (l2_gather_ms * 1e-3) / 1e9,
+        launch_us=launch_us,
         method=_methods(nbytes=nbytes, l2=l2, l2_bytes=l2_bytes, l2_passes=l2_passes,
                         launch=(blocks, threads), repeats=repeats, chase_steps=chase_steps,
-                        dram_nodes=dram_nodes, l2_nodes=l2_nodes, fma_iters=fma_iters),
+                        dram_nodes=dram_nodes, l2_nodes=l2_nodes, fma_iters=fma_iters,
+                        gather_loads=gather_loads),
     )
 
 
 def _methods(*, nbytes: int, l2: int, l2_bytes: int, l2_passes: int, launch: tuple[int, int],
              repeats: int, chase_steps: int, dram_nodes: int, l2_nodes: int,
-             fma_iters: int) -> dict[str, str]:
+             fma_iters: int, gather_loads: int) -> dict[str, str]:
     """The ``method`` string of each figure: the protocol with the sizes this run used."""
     blocks, threads = launch
     best = f"best of {repeats} CUDA-event-timed launches after 1 untimed"
@@ -214,4 +256,10 @@ def _methods(*, nbytes: int, l2: int, l2_bytes: int, l2_passes: int, launch: tup
         "fp32_gflops": f"fma_chains: {CHAINS} independent FMA chains x {fma_iters} "
                        f"iterations, {blocks} x {threads} threads, 2 flops per FMA; "
                        f"after {RAMP_S:g} s of FMAs to raise clocks; {best}",
+        "dram_gather_gsectors_s": f"random_gather: {gather_loads} hashed 4-byte __ldcg loads "
+                                  f"per thread (8 in flight), {blocks} x {threads} threads, "
+                                  f"over {nbytes / MiB:.0f} MiB; sectors = loads; {best}",
+        "l2_gather_gsectors_s": f"the same over {l2_bytes / MiB:.1f} MiB (L2/4); {best}",
+        "launch_us": f"one empty kernel between two events, queued behind a busy FMA launch; "
+                     f"best of {repeats} after 1 untimed",
     }

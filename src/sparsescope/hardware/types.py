@@ -60,6 +60,14 @@ class MeasuredCeilings:
     """Pointer-chasing load latency, working set inside L2, ns."""
     fp32_gflops: float | None = None
     """Measured FP32 FMA throughput, GFLOP/s."""
+    dram_gather_gsectors_s: float | None = None
+    """Random 4-byte loads over a buffer much larger than L2, each its own 32-byte sector:
+    sectors per second / 1e9 (the rate of x gathers that miss L2)."""
+    l2_gather_gsectors_s: float | None = None
+    """The same random loads inside L2: sectors per second / 1e9 (x gathers that hit L2)."""
+    launch_us: float | None = None
+    """Device time of one empty kernel between two CUDA events, queued behind busy work as
+    the timing protocol queues its calls, microseconds."""
     method: dict[str, str] = field(default_factory=dict, compare=False)
     """Ceiling name -> how it was measured (buffer size, repeats, statistic)."""
     copy_bw_spread_pct: float | None = None

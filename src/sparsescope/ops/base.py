@@ -21,6 +21,7 @@ import scipy.sparse as sp
 
 from sparsescope.errors import UsageError
 from sparsescope.model.case_model import ModelBytes
+from sparsescope.model.prediction import ModelPrediction, not_modelled
 from sparsescope.ops.params import OpDerived, OpParams
 from sparsescope.results.records import Correctness
 
@@ -178,6 +179,14 @@ class Op(ABC):
         peak, floor and gap are judged against. Default: the model's ``total_bytes`` and
         ``flops``."""
         return ModelBytes(int(traffic.total_bytes), int(traffic.flops))
+
+    def predict(self, case: OpCase, traffic: Any, shape: Any, rates: Any, *,
+                flushed: bool) -> ModelPrediction:
+        """The case's predicted time on the device of ``rates`` (``model.predict.DeviceRates``)
+        from the backend's declared ``traffic`` and kernel ``shape``; "not modelled" with the
+        reason for an op without a time model (the default)."""
+        return not_modelled(f"no time model for {self.name} yet: its report shows % of peak "
+                            "by the declared bytes only")
 
     def workload_params(self, suite: str, matrix: str, given: set[str]) -> list[dict[str, Any]]:
         """Parameter sets a suite prescribes for one of its matrices, when the run's own

@@ -118,6 +118,14 @@ class SpmvOp(Op):
     def check(self, out, case) -> Correctness:
         return check_output(out, case.reference, case.tolerance)
 
+    def predict(self, case, traffic, shape, rates, *, flushed):
+        """:func:`sparsescope.model.predict.predict_spmv` on the case's matrix structure."""
+        from sparsescope.model.predict import predict_spmv
+
+        csr = case.matrix
+        return predict_spmv(csr.indptr, csr.indices, int(csr.shape[1]), traffic, shape, rates,
+                            flushed=flushed, value_bytes=int(case.inputs.itemsize))
+
     def traffic_for(self, rows, cols, nnz, params, derived, *, value_bytes, index_bytes,
                     y_read=False):
         from sparsescope.model.spmv import spmv_traffic

@@ -293,12 +293,18 @@ def plot_dae_speedup(ctx: ReportContext, tables: Mapping[str, Table]):
     else:
         ax.set_title(f"DAE speedup — {ctx.gpu.name} (reference GPU; what-if from the CPU's "
                      f"% of peak)")
-    for i, r in enumerate(rows):
-        ax.annotate(f"{r.bw_speedup_x:.2f}x", (i - (0.2 if with_cpi else 0), r.bw_speedup_x),
-                    ha="center", va="bottom", fontsize=8)
+    for i, r in enumerate(rows):  # below 1 a case gains nothing: never labelled a speedup
+        ax.annotate(f"{r.bw_speedup_x:.2f}x" if r.bw_speedup_x >= 1 else "no gain",
+                    (i - (0.2 if with_cpi else 0), r.bw_speedup_x), ha="center", va="bottom",
+                    fontsize=8)
     ax.legend(fontsize=9)
     s = [r.bw_speedup_x for r in rows]
-    cap = f"BW-based DAE speedup {min(s):.2f}–{max(s):.2f}x per case"
+    gains = [v for v in s if v >= 1]
+    cap = (f"BW-based DAE speedup {min(gains):.2f}–{max(gains):.2f}x per case" if gains
+           else "BW-based DAE: no gain on any case")
+    if len(gains) < len(s):
+        cap += (f", no gain on {len(s) - len(gains)} case(s) already above the Little's-law "
+                f"ceiling")
     cap += "; CPI-based alongside where profiled." if with_cpi else " (no CPI data: not profiled)."
     return fig, cap
 
@@ -365,10 +371,18 @@ def plot_seed_vs_ours(ctx: ReportContext, tables: Mapping[str, Table]):
                  f"(bar labels): {span(ratios, '.2f')}x.")
 
 
+def plot_predicted_vs_measured(ctx: ReportContext, tables: Mapping[str, Table]):
+    """Predicted against measured time, log-log (``report.prediction_tables``)."""
+    from sparsescope.report.prediction_tables import plot_predicted_vs_measured as plot
+
+    return plot(ctx, tables)
+
+
 PlotFn = Callable[[ReportContext, Mapping[str, Table]], Any]
 
 #: Figure name -> plot function, in report order (tests replace entries to inject failures).
 FIGURE_FUNCS: dict[str, PlotFn] = {
+    "predicted_vs_measured": plot_predicted_vs_measured,
     "roofline": plot_roofline,
     "bw_efficiency": plot_bw_efficiency,
     "floor_vs_measured": plot_floor_vs_measured,

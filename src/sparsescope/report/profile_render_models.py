@@ -107,7 +107,9 @@ def dae_section(profiles, names, rc: RooflineCeilings) -> str:
         [[r.kernel, f(r.cpi, 2), f(r.long_scoreboard, 2),
           NA if r.cpi_speedup is None else f"**{r.cpi_speedup:.2f}x**",
           f(r.achieved_pct, 1, "%"), f(r.bw_ceiling_pct, 1, "%"),
-          NA if r.bw_speedup is None else f"**{r.bw_speedup:.2f}x**",
+          NA if r.bw_speedup is None else f"**{r.bw_speedup:.2f}x**" if r.bw_speedup >= 1
+          else "no gain: limited by the Little's-law ceiling" if r.limited_by == "littles_law"
+          else f"no gain: limited by {r.limited_by.replace('_', ' ')}",
           r.limited_by.replace("_", " ")] for r in rows])
 
 

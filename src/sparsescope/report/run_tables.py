@@ -98,6 +98,9 @@ def device_table(ctx: ReportContext, *, spmv: bool = True) -> Table:
         row("DRAM latency", "ns", num(d.dram_latency_ns), num(c.dram_latency_ns, ",.1f"),
             "dram_latency_ns"),
         row("L2 latency", "ns", None, num(c.l2_latency_ns, ",.1f")),
+        row("DRAM random gathers", "G sectors/s", None, num(c.dram_gather_gsectors_s, ",.1f")),
+        row("L2 random gathers", "G sectors/s", None, num(c.l2_gather_gsectors_s, ",.1f")),
+        row("Empty kernel launch", "us", None, num(c.launch_us, ",.2f")),
     ]
     rows = [r for r in rows if r.datasheet is not None or r.measured is not None]
     if not spmv:

@@ -1,5 +1,6 @@
-"""SpMV's section of the report: timing, floor and roofline, Little's law, gap, DAE, index
-width and outcomes of the run's SpMV cases (seed 000's layout), with their figures."""
+"""SpMV's section of the report: predicted against measured time, seed 000's claims checked,
+then timing, floor and roofline, Little's law, gap, DAE (validated pairs first), index width
+and outcomes of the run's SpMV cases (seed 000's layout), with their figures."""
 
 from __future__ import annotations
 
@@ -27,12 +28,15 @@ from sparsescope.results.records import RunSet
 
 #: SpMV's numbered sections: (heading, tables in it); TIMING_SUBSECTIONS get subheadings.
 BODY = (
+    ("Predicted against measured", (("", "predicted_vs_measured"),)),
+    ("Seed 000's claims against this run", (("", "seed_claims"),)),
     ("Timing and throughput", TIMING_SUBSECTIONS),
     ("Physical floor and roofline", (("", "floor"), ("", "roofline"))),
     ("Little's law and latency sensitivity", (("", "littles_law"),
                                               ("", "latency_sensitivity"))),
     ("Gap decomposition", (("", "gap"),)),
-    ("Decoupled access-execute (DAE) what-if", (("", "dae"), ("", "dae_sram"), ("", "dae_fifo"),
+    ("Decoupled access-execute (DAE) what-if", (("", "dae_validated"), ("", "dae"),
+                                                ("", "dae_sram"), ("", "dae_fifo"),
                                                 ("", "cross_gpu"))),
     ("INT32 against INT64 indices", (("", "index_width"),)),
     ("Skipped and failed cases", (("", "outcomes"),)),

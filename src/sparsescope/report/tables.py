@@ -3,7 +3,10 @@
 ``build_tables(runset)`` returns every table in report order. The tables live by family: what
 ran (device, matrices, outcomes, provenance) in :mod:`sparsescope.report.run_tables`; measured
 time and the physical floor in :mod:`sparsescope.report.timing_tables`; the roofline, gap
-decomposition and index-width models in :mod:`sparsescope.report.model_tables`; kernel
+decomposition and index-width models in :mod:`sparsescope.report.model_tables`; predicted
+against measured time in :mod:`sparsescope.report.prediction_tables`, the DAE what-if
+validated by staged / unstaged pairs in :mod:`sparsescope.report.dae_validated` and seed 000's
+claims checked in :mod:`sparsescope.report.seed_claims`; kernel
 breakdown, byte models and stability in :mod:`sparsescope.report.gpu_tables`; the warp-based
 ones (Little's law, latency sensitivity, DAE, cross-GPU) in
 :mod:`sparsescope.report.warp_tables`. Which bandwidth and which GPU each table uses is decided
@@ -31,11 +34,11 @@ from sparsescope.results.records import RunSet
 RUN_TABLES = ("device", "matrices", "provenance")
 #: Every other table :func:`build_tables` can make (some only for some runs): SpMV cases
 #: measured and modelled with SpMV's byte model, and the SpMV warp model of the GPU.
-SPMV_TABLES = ("timing", "own_vs_peers", "kernel_breakdown", "kernel_breakdown_all",
-               "timing_stability",
+SPMV_TABLES = ("predicted_vs_measured", "seed_claims", "timing", "own_vs_peers",
+               "kernel_breakdown", "kernel_breakdown_all", "timing_stability",
                "bandwidth_models", "seed_comparison", "floor", "roofline", "littles_law",
-               "latency_sensitivity", "gap", "dae", "dae_sram", "dae_fifo", "cross_gpu",
-               "index_width", "outcomes")
+               "latency_sensitivity", "gap", "dae_validated", "dae", "dae_sram", "dae_fifo",
+               "cross_gpu", "index_width", "outcomes")
 
 
 def build_tables(runset: RunSet, *, specs: Sequence[DeviceSpec] | None = None,
@@ -46,7 +49,10 @@ def build_tables(runset: RunSet, *, specs: Sequence[DeviceSpec] | None = None,
     the :data:`RUN_TABLES`, the device's reading naming the bandwidth those sections use."""
     from sparsescope.report import gpu_tables as gt
     from sparsescope.report import warp_tables as wt
+    from sparsescope.report.dae_validated import dae_validated_table
     from sparsescope.report.peer_tables import own_vs_peer_table
+    from sparsescope.report.prediction_tables import prediction_table
+    from sparsescope.report.seed_claims import seed_claims_table
     from sparsescope.report.seed_comparison import seed_comparison_table
 
     ctx = ctx or build_context(runset, specs=specs)
@@ -57,11 +63,13 @@ def build_tables(runset: RunSet, *, specs: Sequence[DeviceSpec] | None = None,
     seed = seed_comparison_table(ctx)
     peers = own_vs_peer_table(ctx)
     return [
-        device_table(ctx), matrices_table(ctx), timing_table(ctx), *([peers] if peers else []),
+        device_table(ctx), matrices_table(ctx), prediction_table(ctx.runset),
+        seed_claims_table(ctx.runset), timing_table(ctx), *([peers] if peers else []),
         *kernels,
         gt.stability_table(ctx), gt.bandwidth_models_table(ctx), *([seed] if seed else []),
         floor_table(ctx), roofline_table(ctx), wt.littles_law_table(ctx),
-        wt.sensitivity_table(ctx), gap_table(ctx), wt.dae_table(ctx), wt.sram_table(ctx),
+        wt.sensitivity_table(ctx), gap_table(ctx), dae_validated_table(ctx.runset),
+        wt.dae_table(ctx), wt.sram_table(ctx),
         wt.fifo_table(ctx), wt.cross_gpu_table(ctx), index_width_table(ctx),
         outcomes_table(ctx), provenance_table(ctx),
     ]

@@ -28,7 +28,14 @@ from sparsescope.model import (
 )
 from sparsescope.model.littles_law import LINE_BYTES
 from sparsescope.report.context import CaseView, ReportContext
+from sparsescope.report.dae_validated import gain_text
 from sparsescope.report.table_types import Column, Table, adaptive_fmt, span
+
+
+def ceiling_name(pct: float) -> str:
+    """What caps a DAE gain below 1: the case already runs above the Little's-law ceiling."""
+    return f"the {pct:.1f} % Little's-law ceiling"
+
 
 SENSITIVITY_LATENCIES_NS = (200.0, 300.0, 400.0)
 """The seed's sweep (section 12.3); the run's own latency is added to it."""
@@ -169,6 +176,11 @@ class SensitivityRow:
     dae_bw_speedup_x: float | None
     """BW-based DAE speedup of the best case."""
 
+    @property
+    def dae_speedup_text(self) -> str:
+        """The speedup, or "no gain: limited by ..." below 1 (never a speedup under 1)."""
+        return gain_text(self.dae_bw_speedup_x, ceiling_name(self.bw_ceiling_pct))
+
 
 def sensitivity_table(ctx: ReportContext) -> Table:
     g, best = ctx.gpu, ctx.best
@@ -186,7 +198,7 @@ def sensitivity_table(ctx: ReportContext) -> Table:
                f"{hi.required_warps_per_sm:.1f} and the Little's-law ceiling falls from "
                f"{lo.bw_ceiling_pct:.1f} % to {hi.bw_ceiling_pct:.1f} %.")
     if best is not None:
-        speedups = ", ".join(f"{r.dae_bw_speedup_x:.2f}x at {r.latency_ns:,.0f} ns" for r in rows)
+        speedups = "; ".join(f"{r.latency_ns:,.0f} ns: {r.dae_speedup_text}" for r in rows)
         reading += (f" BW-based DAE speedup of the best case ({best.label}, {current:.1f} %): "
                     f"{speedups}.")
         if ctx.gpu_is_run_device and current > 0:
@@ -205,7 +217,7 @@ def sensitivity_table(ctx: ReportContext) -> Table:
         Column("dep_chain_ceiling_pct", "Dep-chain ceiling", ".1f"),
         Column("dep_chain_ceiling_gb_s", "Dep-chain ceiling", ",.0f"),
         Column("dae_ceiling_pct", "DAE ceiling (depth 2)", ".1f"),
-        Column("dae_bw_speedup_x", "DAE speedup, best case", ".2f", "x")), rows, reading,
+        Column("dae_speedup_text", "DAE speedup, best case")), rows, reading,
         figures=("latency_sensitivity",), basis=ctx.warp_basis())
 
 
@@ -225,6 +237,41 @@ class DaeRow:
     cpi: float | None
     projected_cpi: float | None
     cpi_speedup_x: float | None
+    ceiling_pct: float = 100.0
+    """The Little's-law ceiling the BW-based speedup is capped by."""
+
+    @property
+    def bw_speedup_text(self) -> str:
+        """The speedup, or "no gain: limited by ..." below 1 (never a speedup under 1)."""
+        return gain_text(self.bw_speedup_x, ceiling_name(self.ceiling_pct))
+
+
+def _dae_reading(rows: list[DaeRow], ceiling: float) -> str:
+    """The DAE table's reading; a gain below 1 is "no gain", never a speedup."""
+    if not rows:
+        return "No timed case, so no DAE prediction."
+    top = max(rows, key=lambda r: r.bw_speedup_x)
+    low = min(rows, key=lambda r: r.bw_speedup_x)
+    if top.bw_speedup_x < 1:
+        reading = (f"Doubling memory-level parallelism gains nothing on any case: each already "
+                   f"runs above {ceiling_name(ceiling)} ({top.bw_speedup_text})")
+    else:
+        reading = (f"Doubling memory-level parallelism lifts {top.label} most "
+                   f"({top.bw_speedup_text}, to {top.predicted_pct:.1f} % of peak)")
+    if low is not top and top.bw_speedup_x >= 1:
+        if low.bw_speedup_x < 1:
+            reading += (f"; {low.label}, already at {low.current_pct:.1f} %, gets "
+                        f"{low.bw_speedup_text}")
+        else:
+            why = (f"capped by {ceiling_name(ceiling)}" if low.limited_by == "littles_law"
+                   else "MLP-limited")
+            reading += f"; {low.label} least ({low.bw_speedup_text}, {why})"
+    reading += "."
+    cpis = [r.cpi_speedup_x for r in rows if r.cpi_speedup_x is not None]
+    if cpis:
+        reading += (f" Removing Long Scoreboard stalls from the measured CPI gives "
+                    f"{span(cpis, '.2f')}x.")
+    return reading
 
 
 def dae_table(ctx: ReportContext) -> Table:
@@ -238,33 +285,18 @@ def dae_table(ctx: ReportContext) -> Table:
         rows.append(DaeRow(v.label, v.metrics.eff_bw_gb_s, p.current_pct, p.predicted_pct,
                            v.metrics.eff_bw_gb_s * p.speedup, p.speedup, p.limited_by,
                            c.cpi if c else None, c.projected_cpi if c else None,
-                           c.speedup if c else None))
+                           c.speedup if c else None, ll.bw_ceiling_pct))
     bw = adaptive_fmt([r.current_bw_gb_s for r in rows])
     columns = [Column("label", "Case"), Column("current_bw_gb_s", "Current BW", bw),
                Column("current_pct", "Current % of peak", ".1f"),
                Column("predicted_pct", "With DAE % of peak", ".1f"),
                Column("predicted_bw_gb_s", "With DAE BW", bw),
-               Column("bw_speedup_x", "BW-based speedup", ".2f", "x"),
+               Column("bw_speedup_text", "BW-based speedup"),
                Column("limited_by", "Limited by")]
     if any(r.cpi is not None for r in rows):
         columns += [Column("cpi", "CPI", ".1f"), Column("projected_cpi", "CPI without LSB", ".1f"),
                     Column("cpi_speedup_x", "CPI-based speedup", ".2f", "x")]
-    if rows:
-        top = max(rows, key=lambda r: r.bw_speedup_x)
-        low = min(rows, key=lambda r: r.bw_speedup_x)
-        reading = (f"Doubling memory-level parallelism lifts {top.label} most "
-                   f"({top.bw_speedup_x:.2f}x, to {top.predicted_pct:.1f} % of peak)")
-        if low is not top:
-            why = (f"capped by the {ll.bw_ceiling_pct:.1f} % Little's-law ceiling"
-                   if low.limited_by == "littles_law" else "MLP-limited")
-            reading += f"; {low.label} least ({low.bw_speedup_x:.2f}x, {why})"
-        reading += "."
-        cpis = [r.cpi_speedup_x for r in rows if r.cpi_speedup_x is not None]
-        if cpis:
-            reading += (f" Removing Long Scoreboard stalls from the measured CPI gives "
-                        f"{span(cpis, '.2f')}x.")
-    else:
-        reading = "No timed case, so no DAE prediction."
+    reading = _dae_reading(rows, ll.bw_ceiling_pct)
     if not ctx.gpu_is_run_device:
         reading = _reference(ctx) + reading + _what_if(ctx)
     return Table("dae", f"DAE what-if per case: {ctx.gpu.name}", tuple(columns), tuple(rows),
@@ -355,6 +387,11 @@ class CrossGpuRow:
     """Best measured % of peak, only for the GPU that ran the cases."""
     dae_bw_speedup_x: float | None
 
+    @property
+    def dae_speedup_text(self) -> str:
+        """The speedup, or "no gain: limited by ..." below 1 (never a speedup under 1)."""
+        return gain_text(self.dae_bw_speedup_x, ceiling_name(self.bw_ceiling_pct))
+
 
 def cross_gpu_table(ctx: ReportContext) -> Table:
     gpus = [s for s in ctx.specs if s.kind == "gpu"]
@@ -383,7 +420,7 @@ def cross_gpu_table(ctx: ReportContext) -> Table:
         here = next((r for r in rows if r.this_run and r.current_pct is not None), None)
         if here is not None:
             reading += (f" {here.gpu} (this run) reaches {here.current_pct:.1f} % at best; DAE "
-                        f"would give {here.dae_bw_speedup_x:.2f}x.")
+                        f"would give {here.dae_speedup_text}.")
         elif not ctx.gpu_is_run_device:
             reading += " The cases ran on a CPU, so no GPU has a measured % of peak."
     else:
@@ -400,6 +437,6 @@ def cross_gpu_table(ctx: ReportContext) -> Table:
         Column("dep_chain_ceiling_pct", "Dep-chain ceiling", ".1f"),
         Column("min_fifo_depth_entries", "Min FIFO depth", "d"),
         Column("current_pct", "Current % of peak", ".1f"),
-        Column("dae_bw_speedup_x", "DAE speedup", ".2f", "x")), tuple(rows), reading,
+        Column("dae_speedup_text", "DAE speedup")), tuple(rows), reading,
         basis="Every GPU of the spec table at its datasheet latency (the run's GPU at the run's "
               "latency).")

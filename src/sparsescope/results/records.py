@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from sparsescope.hardware.types import DeviceSpec, MeasuredCeilings
 from sparsescope.matrices.types import MatrixStats
 from sparsescope.model.case_model import CaseModel
+from sparsescope.model.prediction import ModelPrediction
 from sparsescope.model.traffic import Traffic
 from sparsescope.ops.params import OpDerived, OpParams
 from sparsescope.timing.types import Measurement, TimingConfig
@@ -98,6 +99,9 @@ class CaseResult:
     once when the run ended; None for a case not timed."""
     counters: CaseCounters | None = None
     """Profiler readings attached to the case (occupancy, CPI), when a profile was taken."""
+    prediction: ModelPrediction | None = None
+    """The model's predicted time with its terms, made before the case was timed, and its
+    signed error once it was (``model.prediction``); None for results older than the model."""
     notes: dict[str, str] = field(default_factory=dict, compare=False)
     """Free-text facts of the backend for people (kernel chosen, launch shape); no code reads
     a value back from here."""

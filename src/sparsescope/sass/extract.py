@@ -14,11 +14,12 @@ saved listings, and ``.cu`` files compiled here (nvcc, or NVRTC when nvcc is abs
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import re
 import tempfile
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from sparsescope._tools import ToolError, demangle, find_tool, run_tool, stream_tool
@@ -148,17 +149,34 @@ class CompiledSource:
     """``-Xptxas -v`` output: registers, stack, spills per kernel."""
     compiler: str
     """``nvcc`` or ``nvrtc``."""
+    lowered_names: dict[str, str] = field(default_factory=dict)
+    """Name expression -> the kernel's name in the cubin (mangled), for the ``name_expressions``
+    compiled (NVRTC's ``nvrtcGetLoweredName``; empty with nvcc: find the kernel by its
+    demangled name)."""
+    version: str = ""
+    """The compiler's version where known (NVRTC's ``13.5``); empty for nvcc."""
 
 
 def compile_cuda(source: str | Path, arch: str = "sm_90", *, out_dir: str | Path | None = None,
-                 options: tuple[str, ...] = ()) -> CompiledSource:
+                 options: tuple[str, ...] = (), name_expressions: tuple[str, ...] = (),
+                 compiler: str | None = None) -> CompiledSource:
     """Compile a ``.cu`` file or a source string to a cubin with ``-lineinfo``.
 
-    nvcc is used when found; otherwise NVRTC (``libnvrtc``) through ctypes. A file is compiled
-    where it lies (nvcc) or with its folder on the include path (NVRTC), so its relative
-    ``#include``s resolve and the line info names the real file. Without ``out_dir`` the cubin
-    goes to a new temporary folder that the caller owns (:func:`analyse_source` removes it).
+    ``compiler``: ``nvrtc`` (``libnvrtc`` through ctypes, the compiler CuPy runs), ``nvcc``, or
+    None: nvcc when found, else NVRTC -- but NVRTC first when ``name_expressions`` are given
+    and libnvrtc loads. ``name_expressions`` (``"csr_vector<float, int, 8>"``) are template
+    instances to compile without an explicit instantiation in the source: NVRTC takes them by
+    ``nvrtcAddNameExpression`` and reports their lowered names
+    (:attr:`CompiledSource.lowered_names`); nvcc gets a host-side reference to each appended to
+    the source (which instantiates the kernel), its names to be found by demangling.
+    ``options`` pass through to either compiler (``-std=c++17``).
+
+    A file is compiled where it lies (nvcc) or with its folder on the include path (NVRTC), so its
+    relative ``#include``s resolve and the line info names the real file. Without ``out_dir`` the
+    cubin goes to a new temporary folder that the caller owns (:func:`analyse_source` removes it).
     """
+    if compiler not in (None, "nvcc", "nvrtc"):
+        raise UsageError(f"compiler must be nvcc or nvrtc, got {compiler!r}")
     path = None
     if isinstance(source, Path) or (isinstance(source, str) and "\n" not in source
                                     and source.endswith((".cu", ".cuh")) and Path(source).exists()):
@@ -166,24 +184,42 @@ def compile_cuda(source: str | Path, arch: str = "sm_90", *, out_dir: str | Path
         text, name = path.read_text(), path.stem
     else:
         text, name = str(source), "kernel"
+    if compiler is None:
+        compiler = "nvcc" if find_tool("nvcc") is not None else "nvrtc"
+        if name_expressions and compiler == "nvcc" and nvrtc_available():
+            compiler = "nvrtc"
     out = Path(out_dir) if out_dir else Path(tempfile.mkdtemp(prefix="sparsescope-sass-"))
     out.mkdir(parents=True, exist_ok=True)
     cubin = out / f"{name}_{arch}.cubin"
-    if find_tool("nvcc") is not None:
+    if compiler == "nvcc":
         src = path
-        if src is None:
+        if src is None or name_expressions:
             src = out / f"{name}.cu"
-            src.write_text(text)
+            head = f'#line 1 "{path}"\n' if path is not None else ""
+            src.write_text(head + text + _host_references(name_expressions))
         proc = run_tool("nvcc", ["-cubin", f"-arch={arch}", "-lineinfo", "-Xptxas", "-v",
+                                 *(("-I", str(path.parent)) if path is not None else ()),
                                  *options, "-o", str(cubin), str(src)],
                         purpose="compiling CUDA source for SASS analysis")
         return CompiledSource(cubin, arch, text, proc.stderr + proc.stdout, "nvcc")
     include = (f"-I{path.parent}",) if path is not None else ()
-    image, log = _nvrtc_compile(text, name, arch, (*include, *options))
+    image, log, lowered = _nvrtc_compile(text, name, arch, (*include, *options),
+                                         name_expressions)
     cubin.write_bytes(image)
-    return CompiledSource(cubin, arch, text, log, "nvrtc")
+    return CompiledSource(cubin, arch, text, log, "nvrtc", lowered, nvrtc_version())
 
 
+def _host_references(name_expressions: tuple[str, ...]) -> str:
+    """Source appended for nvcc: one host-side reference per name expression (taking a kernel
+    template's address instantiates it, device code included)."""
+    if not name_expressions:
+        return ""
+    refs = "".join(f"static const void* const __sparsescope_instance_{k} = "
+                   f"(const void*)&{expr};\n" for k, expr in enumerate(name_expressions))
+    return "\n// sparsescope: instances to compile\n" + refs
+
+
+@functools.cache
 def _nvrtc_library() -> ctypes.CDLL:
     from sparsescope._tools import candidate_dirs
 
@@ -213,29 +249,60 @@ def _nvrtc_library() -> ctypes.CDLL:
                                  "source); install a CUDA toolkit or pip install nvidia-cuda-nvrtc")
 
 
-def _nvrtc_compile(text: str, name: str, arch: str, options: tuple[str, ...]) -> tuple[bytes, str]:
-    """Compile with NVRTC to a cubin (``--gpu-architecture=sm_XX -lineinfo``)."""
+def nvrtc_available() -> bool:
+    """libnvrtc can be loaded (:func:`compile_cuda` with ``compiler="nvrtc"`` will work)."""
+    try:
+        _nvrtc_library()
+    except MissingDependencyError:
+        return False
+    return True
+
+
+def nvrtc_version() -> str:
+    """``13.5``: the version of the libnvrtc :func:`compile_cuda` loads."""
+    lib = _nvrtc_library()
+    major, minor = ctypes.c_int(), ctypes.c_int()
+    if lib.nvrtcVersion(ctypes.byref(major), ctypes.byref(minor)) != 0:
+        return "unknown"
+    return f"{major.value}.{minor.value}"
+
+
+def _nvrtc_compile(text: str, name: str, arch: str, options: tuple[str, ...],
+                   name_expressions: tuple[str, ...] = ()) -> tuple[bytes, str, dict[str, str]]:
+    """Compile with NVRTC to a cubin (``--gpu-architecture=sm_XX -lineinfo``); with
+    ``name_expressions``, each is added before compiling (instantiating the template) and its
+    lowered (mangled) name read after. Returns (cubin, log, expression -> lowered name)."""
     lib = _nvrtc_library()
     prog = ctypes.c_void_p()
     check = _nvrtc_checker(lib)
     check(lib.nvrtcCreateProgram(ctypes.byref(prog), text.encode(), f"{name}.cu".encode(), 0,
                                  None, None), "nvrtcCreateProgram")
-    opts = [f"--gpu-architecture={arch}", "-lineinfo", "--ptxas-options=-v", *options]
-    arr = (ctypes.c_char_p * len(opts))(*[o.encode() for o in opts])
-    status = lib.nvrtcCompileProgram(prog, len(opts), arr)
-    size = ctypes.c_size_t()
-    lib.nvrtcGetProgramLogSize(prog, ctypes.byref(size))
-    buf = ctypes.create_string_buffer(size.value)
-    lib.nvrtcGetProgramLog(prog, buf)
-    log = buf.value.decode(errors="replace")
-    if status != 0:
+    try:
+        for expr in name_expressions:
+            check(lib.nvrtcAddNameExpression(prog, expr.encode()),
+                  f"nvrtcAddNameExpression({expr!r})")
+        opts = [f"--gpu-architecture={arch}", "-lineinfo", "--ptxas-options=-v", *options]
+        arr = (ctypes.c_char_p * len(opts))(*[o.encode() for o in opts])
+        status = lib.nvrtcCompileProgram(prog, len(opts), arr)
+        size = ctypes.c_size_t()
+        lib.nvrtcGetProgramLogSize(prog, ctypes.byref(size))
+        buf = ctypes.create_string_buffer(size.value)
+        lib.nvrtcGetProgramLog(prog, buf)
+        log = buf.value.decode(errors="replace")
+        if status != 0:
+            raise ToolError(f"NVRTC failed to compile {name}.cu for {arch}: {log.strip()[-2000:]}")
+        lowered = {}
+        for expr in name_expressions:
+            out = ctypes.c_char_p()
+            check(lib.nvrtcGetLoweredName(prog, expr.encode(), ctypes.byref(out)),
+                  f"nvrtcGetLoweredName({expr!r})")
+            lowered[expr] = out.value.decode()
+        check(lib.nvrtcGetCUBINSize(prog, ctypes.byref(size)), "nvrtcGetCUBINSize")
+        image = ctypes.create_string_buffer(size.value)
+        check(lib.nvrtcGetCUBIN(prog, image), "nvrtcGetCUBIN")
+        return image.raw, log, lowered
+    finally:
         lib.nvrtcDestroyProgram(ctypes.byref(prog))
-        raise ToolError(f"NVRTC failed to compile {name}.cu for {arch}: {log.strip()[-2000:]}")
-    check(lib.nvrtcGetCUBINSize(prog, ctypes.byref(size)), "nvrtcGetCUBINSize")
-    image = ctypes.create_string_buffer(size.value)
-    check(lib.nvrtcGetCUBIN(prog, image), "nvrtcGetCUBIN")
-    lib.nvrtcDestroyProgram(ctypes.byref(prog))
-    return image.raw, log
 
 
 def _nvrtc_checker(lib: ctypes.CDLL):

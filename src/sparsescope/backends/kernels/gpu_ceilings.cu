@@ -49,3 +49,24 @@ extern "C" __global__ void fma_chains(const int iters, const float b, const floa
     for (int k = 0; k < CHAINS; ++k) s += a[k];
     if (s == -1.0f) out[0] = s;  // a stays positive for 0 < b < 1, c > 0: never true
 }
+
+// Random 4-byte gathers: each thread loads `loads` floats at hashed indices of a buffer of n
+// floats. The hash chain needs no loaded value, so a thread keeps 8 loads in flight (the
+// unroll), like a gather of x[col] whose columns are already known. Each load touches its own
+// 32-byte sector (n >> loads per sector), so sectors per second = loads / time. With n floats
+// >> L2 the sectors come from DRAM; with a buffer inside L2 (loaded first), from L2.
+extern "C" __global__ void random_gather(const float* __restrict__ p, const unsigned long long n,
+                                         const int loads, float* __restrict__ out) {
+    unsigned long long h = ((unsigned long long)blockIdx.x * blockDim.x + threadIdx.x)
+                           * 0x9E3779B97F4A7C15ull + 1ull;
+    float acc = 0.f;
+#pragma unroll 8
+    for (int i = 0; i < loads; ++i) {
+        h ^= h >> 33; h *= 0xff51afd7ed558ccdull; h ^= h >> 33;
+        acc += __ldcg(p + (h % n));
+    }
+    if (acc == -1.0f) out[0] = acc;  // data are >= 0: never true
+}
+
+// Nothing: the device-side cost of one launch between two events.
+extern "C" __global__ void empty_kernel() {}

@@ -1,0 +1,104 @@
+"""How a kernel lays its work out: what the time model needs to know of a kernel besides the
+bytes its format moves (``model.traffic.Traffic``).
+
+A backend declares one :class:`KernelShape` per prepared case (``Backend.kernel_shape``): its
+decomposition of the nonzeros over threads, its launch shape and resources, and its memory-level
+parallelism -- how many nonzeros a thread keeps in flight per loop iteration and how many
+dependent round trips to memory one iteration takes. Where the kernel's SASS is at hand the
+backend takes the last two from it (``sass.mlp``) and says so in ``source``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+DECOMPOSITIONS = ("rows", "nnz")
+
+
+@dataclass(frozen=True)
+class KernelShape:
+    """One kernel's work decomposition, launch shape and memory-level parallelism."""
+
+    kernel: str
+    """The kernel's name (``csr_scalar<float, int>``)."""
+    decomposition: str
+    """``rows``: a fixed number of threads per row (``threads_per_row``), a block holding
+    ``block_threads / threads_per_row`` consecutive rows (after the format's sort); ``nnz``:
+    the nonzeros split evenly over all threads (merge path, tiles, cuSPARSE's csrmv)."""
+    block_threads: int
+    grid_blocks: int
+    threads_per_row: int = 1
+    """Threads that share one row (``rows`` only); a warp covers ``32 / threads_per_row`` rows."""
+    nnz_per_iteration: int = 1
+    """Nonzeros one thread loads per loop iteration before using any of them (its unroll)."""
+    remainder_step: int = 0
+    """Nonzeros per iteration of the remainder loop that takes a row's last nonzeros (fewer
+    than ``threads_per_row x nnz_per_iteration``); 0: the same step as the main loop."""
+    rounds_per_iteration: int = 2
+    """Dependent round trips to memory per iteration: 2 for ``col[j] -> x[col[j]]``."""
+    setup_rounds: int = 1
+    """Dependent round trips a block makes before its loop (the row, slice or tile pointers
+    its loads start from)."""
+    split_long_rows: int = 0
+    """Rows longer than this are cut into pieces of this many nonzeros before the split (SELL's
+    virtual rows, summed by a fix-up kernel); 0: rows are never cut."""
+    sort_window: int = 0
+    """Rows sorted by length within windows of this many rows before the split (SELL-C-sigma's
+    sigma); 0: the matrix's own row order."""
+    resident_blocks_per_sm: int = 0
+    """Blocks an SM holds at once, from the kernel's registers and shared memory (occupancy);
+    0 when unknown (then the device's thread limit decides)."""
+    launches: int = 1
+    """Kernel launches per call (a partition or fix-up kernel, a memset of the output)."""
+    staged: bool = False
+    """Streams staged in shared memory by cp.async ahead of use (decoupled access / execute):
+    their round trip overlaps the gathers instead of preceding them."""
+    x_in_l1: bool = True
+    """The x gathers go through L1 (``ld.global.nc`` / default caching), which keeps a block's x
+    sectors while it runs: one L2 request per distinct sector a block touches. False for
+    gathers that bypass L1 (``ld.global.cg``): one request per sector per warp instruction."""
+    onchip_x_entries: int = 0
+    """x entries an SM serves from L1 / shared memory (hot columns pinned on chip)."""
+    cuda_source: str = ""
+    """The own kernel's CUDA file (``spmv_own.cu``) whose SASS can refine the declared figures
+    (``sass.kernel_shape.refine``); "" for a library kernel."""
+    source: str = "declared by the backend"
+    """Where the figures come from: ``declared by the backend`` (its template parameters) or
+    ``SASS of <kernel>`` (``sass.mlp``) or the profile they were read from."""
+
+    def __post_init__(self) -> None:
+        if self.decomposition not in DECOMPOSITIONS:
+            raise ValueError(f"decomposition must be one of {DECOMPOSITIONS}, "
+                             f"got {self.decomposition!r}")
+        if self.block_threads <= 0 or self.grid_blocks < 0:
+            raise ValueError("block_threads must be positive and grid_blocks non-negative")
+        if self.threads_per_row <= 0 or 32 % min(self.threads_per_row, 32):
+            raise ValueError(f"threads_per_row must divide 32, got {self.threads_per_row}")
+
+    @property
+    def warps_per_block(self) -> int:
+        """ceil(block_threads / 32)."""
+        return math.ceil(self.block_threads / 32)
+
+    @property
+    def label(self) -> str:
+        """The shape without its staging, for pairing a staged kernel with its sibling."""
+        split = (f"{self.threads_per_row} thread{'s' if self.threads_per_row > 1 else ''} per row"
+                 if self.decomposition == "rows" else "nonzeros split evenly")
+        return f"{split}, {self.nnz_per_iteration} nonzeros per iteration"
+
+
+def resident_blocks(shape: KernelShape, max_threads_per_sm: int, max_blocks_per_sm: int) -> int:
+    """Blocks an SM holds at once::
+
+        min(shape.resident_blocks_per_sm (occupancy; the thread limit when 0),
+            floor(max_threads_per_sm / block_threads), max_blocks_per_sm)
+
+    Hand check: 256-thread blocks, 2,048 threads per SM, 32 blocks max, occupancy unknown -> 8.
+    """
+    by_threads = max(1, max_threads_per_sm // shape.block_threads)
+    limit = min(by_threads, max_blocks_per_sm)
+    if shape.resident_blocks_per_sm > 0:
+        limit = min(limit, shape.resident_blocks_per_sm)
+    return limit

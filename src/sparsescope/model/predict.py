@@ -1,0 +1,355 @@
+"""Predict an SpMV kernel's time before it runs, from its format's bytes, its kernel shape, the
+matrix structure and the device's measured ceilings.
+
+The kernel needs at least the time of each of these (each a :class:`PredictionTerm`)::
+
+    dram      = (declared streams (Traffic less x) + flush write-back) / DRAM bandwidth
+                + x sectors missing in L2 / DRAM random-gather sector rate
+                (write-back: the L2 flush's dirty lines, min(L2, bytes fetched), when the
+                protocol flushed the L2 before the call)
+    l2        = declared streams / L2 bandwidth + x sector requests / L2 random-gather rate
+    latency   = sum over blocks of block time / (SMs x resident blocks per SM)
+                (Little's law with the kernel's own memory-level parallelism: each warp keeps
+                one iteration's loads in flight per round trip)
+    imbalance = the longest block's time (the critical path of the kernel's own
+                decomposition of rows or nonzeros)
+    block time = setup rounds x DRAM latency + iterations x t_iter
+    compute   = flops / FP32 rate
+
+    t_iter    = rounds x round latency: the streams' round at DRAM latency (none when staged
+                by cp.async), each further round (the x gathers) at
+                L2 latency + P(a warp's gather misses) x (DRAM latency - L2 latency),
+                P = 1 - h^s for an L2 hit rate h and s sectors per gather instruction
+
+    memory    = the block-iterations through a closed queueing network of the DRAM and L2
+                (demand per iteration = the dram / l2 term's time / iterations) and the round
+                trips (delay t_iter), solved exactly by MVA (``model.queueing``): at least each
+                of dram, l2 and latency, and above their max where they are close
+    predicted = overhead + max(memory, imbalance, compute)
+    limiter   = the binding term; for memory, the station with the longest residence (dram,
+                l2, or latency when the round trips outweigh both queues)
+
+``overhead`` is the backend's fixed cost per call measured on the device (the same call on a
+tiny matrix), or the launch time x launches without one. Every rate and latency is the device's
+measured ceiling where one was measured (``sparsescope ceilings``) and the datasheet otherwise;
+no constant is fitted to a matrix or a backend.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from sparsescope.model.kernel_shape import KernelShape, resident_blocks
+from sparsescope.model.prediction import ModelPrediction, PredictionTerm
+from sparsescope.model.queueing import mva
+from sparsescope.model.traffic import Traffic
+from sparsescope.model.xgather import XGather, x_gather
+
+DEVICE_TERMS = ("dram", "l2", "latency", "memory", "imbalance", "compute")
+#: The terms the prediction takes the largest of: ``memory`` already lies above the dram, l2
+#: and latency bounds (it is their queueing network), so they are shown, not compared.
+BINDING_TERMS = ("memory", "imbalance", "compute")
+
+
+@dataclass(frozen=True)
+class DeviceRates:
+    """What the prediction reads of a device, each with where it came from."""
+
+    name: str
+    sm_count: int
+    max_threads_per_sm: int
+    max_blocks_per_sm: int
+    l2_bytes: int
+    dram_bw_gb_s: float
+    l2_bw_gb_s: float | None
+    dram_latency_ns: float
+    l2_latency_ns: float | None
+    fp32_gflops: float
+    dram_gather_gsectors_s: float | None
+    """Random 32-byte sectors per second from DRAM / 1e9 (measured), or None."""
+    l2_gather_gsectors_s: float | None
+    """Random 32-byte sectors per second from L2 / 1e9 (measured), or None."""
+    launch_us: float | None
+    """Time of one empty kernel launch, device side (measured), or None."""
+    sources: dict[str, str] = field(default_factory=dict)
+
+
+def device_rates(spec, ceilings=None) -> DeviceRates:
+    """The device's rates: measured ceilings where ``ceilings`` has them, the spec otherwise.
+
+    DRAM bandwidth is the measured read bandwidth (SpMV is nearly all reads), else the measured
+    copy bandwidth, else the datasheet peak.
+    """
+    def pick(*options):
+        for value, source in options:
+            if value:
+                return value, source
+        return None, "unknown"
+
+    c = ceilings
+    dram, dram_src = pick((getattr(c, "read_bw_gb_s", None), "measured read bandwidth"),
+                          (getattr(c, "copy_bw_gb_s", None), "measured copy bandwidth"),
+                          (spec.peak_bw_gb_s, "datasheet peak"))
+    l2bw, l2bw_src = pick((getattr(c, "l2_bw_gb_s", None), "measured L2 bandwidth"))
+    lat, lat_src = pick((getattr(c, "dram_latency_ns", None), "measured pointer chase"),
+                        (spec.dram_latency_ns, "spec estimate"))
+    l2lat, l2lat_src = pick((getattr(c, "l2_latency_ns", None), "measured pointer chase"))
+    fp32, fp32_src = pick((getattr(c, "fp32_gflops", None), "measured FMA chains"),
+                          (spec.fp32_peak_gflops, "datasheet"))
+    launch, launch_src = pick((getattr(c, "launch_us", None), "measured empty kernel"))
+    dgather, dgather_src = pick((getattr(c, "dram_gather_gsectors_s", None),
+                                 "measured random gathers"))
+    lgather, lgather_src = pick((getattr(c, "l2_gather_gsectors_s", None),
+                                 "measured random gathers"))
+    return DeviceRates(
+        name=spec.name, sm_count=spec.sm_count, max_threads_per_sm=spec.max_threads_per_sm,
+        max_blocks_per_sm=spec.max_blocks_per_sm, l2_bytes=int(spec.l2_bytes),
+        dram_bw_gb_s=float(dram), l2_bw_gb_s=l2bw, dram_latency_ns=float(lat),
+        l2_latency_ns=l2lat, fp32_gflops=float(fp32), dram_gather_gsectors_s=dgather,
+        l2_gather_gsectors_s=lgather, launch_us=launch,
+        sources={"dram_bw": dram_src, "l2_bw": l2bw_src, "dram_latency": lat_src,
+                 "l2_latency": l2lat_src, "fp32": fp32_src, "launch": launch_src,
+                 "dram_gathers": dgather_src, "l2_gathers": lgather_src})
+
+
+def block_iterations(indptr: np.ndarray, shape: KernelShape) -> np.ndarray:
+    """Loop iterations of each block under the kernel's own decomposition.
+
+    rows: a row of length L (after cutting rows longer than ``split_long_rows`` into pieces)
+    takes ``row_iterations(L)`` iterations; a warp takes its longest row's (its
+    32 / threads_per_row rows run in lock step), a block its longest warp's. nnz: every thread
+    gets ceil(nnz / threads) nonzeros, so every block takes ``row_iterations`` of that with one
+    thread. Hand check (rows, 1 thread per row, 1 per iteration, 64-thread blocks): 128 rows of
+    length 1 except row 70 of length 9 -> blocks [1, 9].
+    """
+    lengths = np.diff(np.asarray(indptr, dtype=np.int64))
+    if shape.decomposition == "nnz":
+        threads = max(1, shape.grid_blocks * shape.block_threads)
+        per_thread = np.array([math.ceil(int(lengths.sum()) / threads)])
+        each = int(row_iterations(per_thread, 1, shape.nnz_per_iteration,
+                                  shape.remainder_step)[0])
+        return np.full(max(1, shape.grid_blocks), each, dtype=np.int64)
+    if shape.split_long_rows > 0:
+        lengths = _cut(lengths, shape.split_long_rows)
+    if shape.sort_window > 1 and lengths.size:
+        lengths = _sorted_in_windows(lengths, shape.sort_window)
+    per_row = row_iterations(lengths, shape.threads_per_row, shape.nnz_per_iteration,
+                             shape.remainder_step)
+    rows_per_warp = max(1, 32 // shape.threads_per_row)
+    warps = _group_max(per_row, rows_per_warp)
+    return _group_max(warps, shape.warps_per_block)
+
+
+def row_iterations(lengths: np.ndarray, threads: int, step: int,
+                   remainder_step: int = 0) -> np.ndarray:
+    """Iterations a row of each length takes with ``threads`` threads loading ``step``
+    nonzeros each per iteration, the last ``L mod (threads x step)`` taken ``remainder_step``
+    at a time (0: by a whole step)::
+
+        floor(L / (threads step)) + ceil((L mod (threads step)) / (threads remainder_step))
+
+    Hand check: L = 37, 1 thread, step 16, remainder 1 -> 2 + 5 = 7; remainder 0 -> 3.
+    """
+    lengths = np.asarray(lengths, dtype=np.int64)
+    chunk = threads * step
+    if not remainder_step or remainder_step >= step:
+        return -(-lengths // chunk)
+    tail = lengths % chunk
+    return lengths // chunk + -(-tail // (threads * remainder_step))
+
+
+def _cut(lengths: np.ndarray, piece: int) -> np.ndarray:
+    """Rows longer than ``piece`` cut into pieces of ``piece`` nonzeros, in place of the row
+    (an empty row stays one empty piece). Hand check: [5, 0, 2], piece 2 -> [2, 2, 1, 0, 2]."""
+    pieces = np.maximum(1, -(-lengths // piece))
+    row = np.repeat(np.arange(lengths.size), pieces)
+    k = np.arange(row.size) - np.repeat(np.cumsum(pieces) - pieces, pieces)
+    return np.minimum(lengths[row] - k * piece, piece)
+
+
+def _sorted_in_windows(lengths: np.ndarray, window: int) -> np.ndarray:
+    """Row lengths sorted longest first within consecutive windows of ``window`` rows."""
+    pad = (-lengths.size) % window
+    blocks = np.concatenate([lengths, np.zeros(pad, dtype=lengths.dtype)]).reshape(-1, window)
+    return -np.sort(-blocks, axis=1).reshape(-1)[:lengths.size]
+
+
+def _group_max(values: np.ndarray, group: int) -> np.ndarray:
+    """Max of each run of ``group`` consecutive values (the last run may be short)."""
+    if values.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    pad = (-values.size) % group
+    padded = np.concatenate([values, np.zeros(pad, dtype=values.dtype)])
+    return padded.reshape(-1, group).max(axis=1)
+
+
+def iteration_ns(shape: KernelShape, rates: DeviceRates, xg: XGather) -> tuple[float, float]:
+    """(t_iter, x round latency) in ns (module docstring)::
+
+        x round = L2 latency + (1 - h^s) (DRAM latency - L2 latency)
+        t_iter  = [DRAM latency unless staged] + (rounds - 1) x x round
+
+    Hand check: DRAM 350 ns, L2 150 ns, h = 0.5, s = 1, 2 rounds, not staged -> x round 250 ns,
+    t_iter 600 ns.
+    """
+    dram = rates.dram_latency_ns
+    l2 = rates.l2_latency_ns if rates.l2_latency_ns else dram
+    warp_gathers = max(1.0, xg.gathers / 32.0)
+    sectors = min(32.0, max(1.0, xg.l2_requests / warp_gathers))
+    miss = 1.0 - xg.l2_hit_rate ** sectors
+    x_round = l2 + miss * (dram - l2)
+    stream = 0.0 if shape.staged else dram
+    return stream + max(0, shape.rounds_per_iteration - 1) * x_round, x_round
+
+
+def predict_spmv(indptr: np.ndarray, indices: np.ndarray, cols: int, traffic: Traffic,
+                 shape: KernelShape, rates: DeviceRates, *, flushed: bool,
+                 overhead_ms: float | None = None, value_bytes: int = 4,
+                 xg: XGather | None = None) -> ModelPrediction:
+    """The predicted time of one SpMV case with every term (module docstring)."""
+    nnz = int(indptr[-1]) if len(indptr) else 0
+    streams = traffic.total_bytes - traffic.x_bytes
+    xg = xg or _x_gathers(indptr, indices, cols, streams, shape, rates, value_bytes)
+    writeback = min(rates.l2_bytes, streams + xg.dram_bytes) if flushed else 0.0
+    bandwidth = [_dram_term(streams + writeback, xg, rates, writeback)]
+    if rates.l2_bw_gb_s:
+        bandwidth.append(_l2_term(streams, xg, rates))
+    t_iter, x_round = iteration_ns(shape, rates, xg)
+    iters = block_iterations(indptr, shape)
+    per_sm = resident_blocks(shape, rates.max_threads_per_sm, rates.max_blocks_per_sm)
+    latency, memory, queue = _loop_terms(iters, t_iter, shape, rates, per_sm, bandwidth)
+    longest = int(iters.max()) if iters.size else 0
+    setup_ns = shape.setup_rounds * rates.dram_latency_ns
+    terms = [*bandwidth, latency, memory,
+             PredictionTerm("imbalance", (setup_ns + longest * t_iter) * 1e-6,
+                            f"longest block: {setup_ns:,.0f} ns setup + {longest:,} "
+                            f"iterations x {t_iter:,.0f} ns"),
+             PredictionTerm("compute", traffic.flops / (rates.fp32_gflops * 1e6),
+                            f"{traffic.flops:,} flops / {rates.fp32_gflops:,.0f} GFLOP/s")]
+    overhead, overhead_src = _overhead(shape, rates, overhead_ms)
+    terms.append(PredictionTerm("overhead", overhead, overhead_src))
+    bound = max((t for t in terms if t.name in BINDING_TERMS), key=lambda t: t.time_ms)
+    limiter = queue.dominant if bound.name == "memory" else bound.name
+    per_warp_iter = 32 * shape.nnz_per_iteration * streams / max(1, nnz)
+    inputs = {
+        "dram_bytes": streams + xg.dram_bytes + writeback,
+        "l2_bytes_requested": streams + xg.l2_requests * 32,
+        "x_l2_requests": xg.l2_requests, "x_dram_bytes": xg.dram_bytes,
+        "x_l2_hit_rate": xg.l2_hit_rate, "flush_writeback_bytes": writeback,
+        "resident_warps_per_sm": float(per_sm * shape.warps_per_block),
+        "blocks": float(iters.size), "customers": float(queue.customers),
+        "iteration_ns": t_iter, "x_round_ns": x_round, "latency_ns": rates.dram_latency_ns,
+        "loaded_iteration_ns": queue.cycle_s * 1e9,
+        "rounds_per_iteration": float(shape.rounds_per_iteration),
+        "bytes_in_flight_per_warp": per_warp_iter / max(1, shape.rounds_per_iteration),
+        "required_warps_per_sm": _required_warps(rates, per_warp_iter, t_iter),
+    }
+    return ModelPrediction(
+        predicted_ms=overhead + bound.time_ms, limiter=limiter, terms=tuple(terms),
+        inputs=inputs, kernel=f"{traffic.format}, {shape.label}", staged=shape.staged,
+        assumptions=_assumptions(shape, rates, xg, flushed))
+
+
+def _x_gathers(indptr, indices, cols: int, streams: int, shape: KernelShape,
+               rates: DeviceRates, value_bytes: int) -> XGather:
+    """The x-gather model under the kernel's lane mapping; a block's x stays in L1 while it
+    runs when the kernel's gathers go through L1."""
+    nnz = int(indptr[-1]) if len(indptr) else 0
+    rows = shape.decomposition == "rows"
+    per_block = (shape.block_threads // shape.threads_per_row if rows
+                 else math.ceil(nnz / max(1, shape.grid_blocks)))
+    return x_gather(indptr, indices, cols=cols, l2_bytes=rates.l2_bytes,
+                    stream_bytes_per_nnz=streams / max(1, nnz),
+                    threads_per_row=shape.threads_per_row if rows else 0,
+                    value_bytes=value_bytes, onchip_entries=shape.onchip_x_entries,
+                    l1_block=per_block if shape.x_in_l1 else 0)
+
+
+def _loop_terms(iters: np.ndarray, t_iter: float, shape: KernelShape, rates: DeviceRates,
+                per_sm: int, bandwidth: list[PredictionTerm]):
+    """(latency term, memory term, MVA result): the blocks' loop iterations against the
+    unloaded latency alone (Little's law), and through the DRAM and L2 queues (MVA)."""
+    slots = rates.sm_count * per_sm
+    setup_ns = shape.setup_rounds * rates.dram_latency_ns
+    cycles = max(1.0, float(iters.sum()))
+    # each block's setup round trips spread over its iterations: delay per iteration
+    delay_ns = t_iter + iters.size * setup_ns / cycles
+    latency = PredictionTerm("latency", cycles * delay_ns / slots * 1e-6,
+                             f"({iters.size:,} blocks x {setup_ns:,.0f} ns setup + "
+                             f"{int(iters.sum()):,} block-iterations x {t_iter:,.0f} ns) / "
+                             f"({rates.sm_count} SMs x {per_sm} blocks)")
+    demands = {t.name: t.time_ms * 1e-3 / cycles for t in bandwidth}
+    customers = max(1, min(slots, int(iters.size)))
+    queue = mva(demands, delay_ns * 1e-9, customers)
+    memory_ms = cycles / queue.throughput_per_s * 1e3
+    memory = PredictionTerm("memory", memory_ms,
+                            f"{int(cycles):,} block-iterations / X({customers:,} blocks) = "
+                            f"{queue.throughput_per_s / 1e9:,.3f} G iterations/s (MVA: DRAM, "
+                            f"L2 queues and {delay_ns:,.0f} ns of round trips per iteration)")
+    return latency, memory, queue
+
+
+def _sector_time_ms(sectors: float, rate_gsectors_s: float | None, bw_gb_s: float) -> float:
+    """sectors / measured random-gather rate, or sectors x 32 B / bandwidth without one."""
+    if rate_gsectors_s:
+        return sectors / (rate_gsectors_s * 1e6)
+    return sectors * 32 / (bw_gb_s * 1e6)
+
+
+def _dram_term(stream_bytes: float, xg: XGather, rates: DeviceRates,
+               writeback: float) -> PredictionTerm:
+    stream_ms = stream_bytes / (rates.dram_bw_gb_s * 1e6)
+    gathers_ms = _sector_time_ms(xg.dram_sectors, rates.dram_gather_gsectors_s,
+                                 rates.dram_bw_gb_s)
+    rate = (f"{rates.dram_gather_gsectors_s:,.1f} G sectors/s" if rates.dram_gather_gsectors_s
+            else f"32 B at {rates.dram_bw_gb_s:,.0f} GB/s")
+    return PredictionTerm("dram", stream_ms + gathers_ms,
+                          f"{stream_bytes:,.0f} B streams (flush write-back {writeback:,.0f} B)"
+                          f" / {rates.dram_bw_gb_s:,.0f} GB/s + {xg.dram_sectors:,.0f} x "
+                          f"sectors missing L2 / {rate}")
+
+
+def _l2_term(stream_bytes: float, xg: XGather, rates: DeviceRates) -> PredictionTerm:
+    assert rates.l2_bw_gb_s
+    stream_ms = stream_bytes / (rates.l2_bw_gb_s * 1e6)
+    gathers_ms = _sector_time_ms(xg.l2_requests, rates.l2_gather_gsectors_s, rates.l2_bw_gb_s)
+    rate = (f"{rates.l2_gather_gsectors_s:,.1f} G sectors/s" if rates.l2_gather_gsectors_s
+            else f"32 B at {rates.l2_bw_gb_s:,.0f} GB/s")
+    return PredictionTerm("l2", stream_ms + gathers_ms,
+                          f"{stream_bytes:,.0f} B streams / {rates.l2_bw_gb_s:,.0f} GB/s + "
+                          f"{xg.l2_requests:,.0f} x sector requests / {rate}")
+
+
+def _overhead(shape: KernelShape, rates: DeviceRates,
+              overhead_ms: float | None) -> tuple[float, str]:
+    if overhead_ms is not None:
+        return overhead_ms, "measured: this backend's call on a tiny matrix on this device"
+    if rates.launch_us is not None:
+        return (rates.launch_us * shape.launches * 1e-3,
+                f"{shape.launches} launch(es) x {rates.launch_us:.1f} us (measured empty kernel)")
+    return 0.0, "not known on this device (no measured launch time): 0"
+
+
+def _required_warps(rates: DeviceRates, bytes_per_warp_iter: float, t_iter_ns: float) -> float:
+    """Warps per SM that Little's law needs to keep DRAM busy with this kernel's loads::
+
+        DRAM bandwidth x t_iter / SMs / bytes per warp per iteration
+    """
+    if bytes_per_warp_iter <= 0:
+        return math.inf
+    return rates.dram_bw_gb_s * t_iter_ns / rates.sm_count / bytes_per_warp_iter
+
+
+def _assumptions(shape: KernelShape, rates: DeviceRates, xg: XGather,
+                 flushed: bool) -> tuple[str, ...]:
+    out = [f"kernel shape {shape.source}",
+           f"DRAM bandwidth: {rates.sources.get('dram_bw')}; latency: "
+           f"{rates.sources.get('dram_latency')}; L2 latency: {rates.sources.get('l2_latency')}",
+           f"x gathers: {xg.method}"]
+    if flushed:
+        out.append("L2 flushed before the call: its dirty lines are written back while the "
+                   "kernel runs")
+    return tuple(out)

@@ -1,0 +1,325 @@
+"""The x gathers of an SpMV: L2 sector requests and DRAM sectors, from structure and L2 size.
+
+A CSR SpMV gathers ``x[col]`` once per nonzero; ``sector(col) = col * value_bytes // 32``.
+
+(a) **L2 requests.** A warp instruction gathers 32 lanes; lanes in one 32-byte sector coalesce::
+
+    requests = sum over warp instructions of |{sector(col) of its lanes}|
+
+``threads_per_row`` = tpr in 1..32 (power of two): a warp covers ``32 / tpr`` consecutive rows;
+at step s row r contributes its nonzeros ``s*tpr .. s*tpr + tpr - 1`` (tpr = 1: thread per row /
+SELL, tpr = 32: warp per row). tpr = 0: nonzero split (merge path, tiles), a warp takes 32
+consecutive nonzeros in storage order. Gathers to the ``onchip_entries`` most-gathered columns
+are served from L1 / shared memory (every SM keeps the same ones, :func:`gathers.hot_share`)
+and cost no request. Example, the 64 x 64 tridiagonal, 4-byte x (8 entries a sector), tpr = 1:
+warp 0, step 0 gathers cols {0, 0..30} = sectors 0..3: 4; step 1 cols 1..31: 4; step 2 cols
+2..32: 5; warp 1: cols 31..62 (5), 32..63 (4), 33..63 (4): 26 requests for 190 gathers.
+
+(b) **DRAM sectors.** The L2 is one LRU cache of ``l2_bytes`` (Hopper's two partitions are
+treated as one); all SMs progress through the rows together, so the access stream is the
+nonzeros in row order, one time step each. Each step also passes ``stream_bytes_per_nnz``
+bytes of values / indices / row pointers through L2, used once. A reuse of an x sector hits iff
+``32 * (distinct x sectors in between) + stream * (steps in between) < l2_bytes``. HOTL (Xiang,
+Ding et al., ASPLOS 2013) estimates that LRU from the average footprint: with n steps, m
+sectors, reuse times rt, first access f_k = t_first + 1 and last l_k = n - t_last (0-based t)::
+
+    fp(w) = m - [sum_rt (rt - w)+ + sum_k (f_k - w)+ + sum_k (l_k - w)+] / (n - w + 1)
+    F(w)  = 32 fp(w) + stream * w;  w* = max{w : F(w) <= l2_bytes}   (w* = n: all fits)
+    dram  = distinct sectors + #{reuses with rt > w*}
+
+fp(w) counts, for each sector, the windows of w steps that miss it (a gap of g steps holds
+``(g - w + 1)+`` of them). A reuse after rt steps has, on average, a footprint of F(rt) bytes
+in between, so it misses iff rt > w*; every first access misses (compulsory). HOTL's own
+miss ratio fp(w* + 1) - fp(w*) ~ #{gaps > w*} / (n - w*) is the steady-state form of the same
+count: on a finite trace it drops the compulsory misses whose first access comes early, and
+``max(distinct, ratio * n)`` was 20-45 % low against exact LRU where compulsory and capacity
+misses are comparable (a cache just below the x + stream footprint); the count above stays
+within 7 % of exact LRU on the test matrices (worst at an 8-line cache; median 0.05 %).
+Sectors gathered only on chip count once (their load).
+
+Above ``max_exact_nnz`` nonzeros both parts sample about ``sample_nnz`` (seeded, deterministic)
+and say so: (a) counts the row groups of many nonzeros whole and a random share of the others,
+scaled by the ratio of their nonzeros; (b) SHARDS (Waldspurger et al., FAST 2015) keeps the
+gathers whose sector passes ``(sector XOR mix(seed)) * 0x9E3779B1 mod 2^32 < R 2^32``
+(R = sample_nnz / nnz) and scales their footprint and reuse misses by 1/R; the distinct
+sectors stay exact (one pass over all gathers) and the on-chip columns are ranked on every
+k-th gather. A hub sector in or out of the sample moves fp by 1/R sectors (kilobytes against
+megabytes of L2) and hubs rarely miss: the many sectors with long reuses carry the estimate.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+
+import numpy as np
+
+from sparsescope.model.gathers import SECTOR_BYTES, hot_share
+
+_HASH = np.uint32(0x9E3779B1)           # Fibonacci hashing: sector * _HASH mod 2^32
+
+
+@dataclass(frozen=True)
+class XGather:
+    """Predicted L2 requests and DRAM sectors of the x gathers (module docstring)."""
+
+    gathers: int                 # nnz (x loads)
+    l2_requests: float           # (a) sector requests to L2 (after on-chip hits)
+    distinct_sectors: int        # compulsory DRAM sectors
+    dram_sectors: float          # (b) predicted DRAM sectors for x
+    l2_hit_rate: float           # 1 - dram_sectors / l2_requests (0 when none; clipped at 0)
+    onchip_share: float          # share of gathers served on chip
+    sampled: bool
+    sample_fraction: float       # 1.0 when exact; else the smallest share sampled
+    method: str                  # what was computed and how
+
+    @property
+    def dram_bytes(self) -> float:
+        """``dram_sectors * 32``."""
+        return self.dram_sectors * SECTOR_BYTES
+
+
+@dataclass(frozen=True)
+class SectorRequests:
+    """(a): L2 sector requests of the x gathers; ``sample_fraction`` of the nnz counted."""
+
+    requests: float
+    sampled: bool
+    sample_fraction: float
+
+
+def _ranges(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Concatenated ``arange(s, e)`` for each pair, as int64."""
+    lens = (ends - starts).astype(np.int64)
+    offs = np.repeat(starts.astype(np.int64) - (np.cumsum(lens) - lens), lens)
+    return offs + np.arange(int(lens.sum()), dtype=np.int64)
+
+
+def _sectors(cols: np.ndarray, value_bytes: int, sector_bytes: int) -> np.ndarray:
+    """``cols * value_bytes // sector_bytes`` (a shift when that is one)."""
+    per = sector_bytes // value_bytes
+    if per * value_bytes == sector_bytes and per & (per - 1) == 0:
+        return cols >> (per.bit_length() - 1)
+    return cols.astype(np.int64) * value_bytes // sector_bytes
+
+
+def _count(pos, indptr, indices, tpr, value_bytes, sector_bytes, skip, block=0) -> int:
+    """Distinct (warp instruction, sector) pairs among the nonzeros at positions ``pos``.
+
+    The instruction of a nonzero is ``indptr[first row of its warp] + step`` (tpr > 0; a step is
+    below the warp's nnz, so warps do not collide) or ``pos // 32`` (tpr = 0). With ``block``
+    > 0 the unit is a block instead: ``row // block`` rows (tpr > 0) or ``pos // block``
+    nonzeros (tpr = 0) -- the L1 keeps a block's x sectors, so each costs one request."""
+    cols = indices[pos].astype(np.int64)
+    if block:
+        instr = (np.searchsorted(indptr, pos, side="right") - 1) // block if tpr else pos // block
+    elif tpr:
+        row = np.searchsorted(indptr, pos, side="right") - 1
+        instr = indptr[(row // (32 // tpr)) * (32 // tpr)] + (pos - indptr[row]) // tpr
+    else:
+        instr = pos // 32
+    if skip is not None:
+        keep = ~skip[cols]
+        instr, cols = instr[keep], cols[keep]
+    if cols.size == 0:
+        return 0
+    sec = _sectors(cols, value_bytes, sector_bytes)
+    key = np.sort(instr.astype(np.int64) * (int(sec.max()) + 1) + sec)
+    return 1 + int(np.count_nonzero(key[1:] != key[:-1]))
+
+
+def sector_requests(indptr, indices, *, threads_per_row: int, value_bytes: int = 4,
+                    sector_bytes: int = SECTOR_BYTES, skip_columns: np.ndarray | None = None,
+                    max_exact_nnz: int = 4_000_000, sample_nnz: int = 1_000_000,
+                    seed: int = 0, l1_block: int = 0) -> SectorRequests:
+    """(a) L2 sector requests (module docstring); ``skip_columns`` (bool per column): on chip.
+    ``l1_block`` > 0: the kernel's x loads are cached in L1 for the life of a block of that many
+    rows (tpr > 0) or nonzeros (tpr = 0), so a request is a distinct (block, sector) pair.
+
+    Exact up to ``max_exact_nnz``. Above, the units (warps' row groups, or 32-nonzero chunks
+    for tpr = 0) of more than ``max(32, 8 * mean, sample_nnz / 256)`` nnz are counted whole,
+    the others each with probability sample_nnz / their nnz (seeded), by the ratio estimator::
+
+        requests = big + sampled requests * (small nnz / sampled small nnz)"""
+    tpr = int(threads_per_row)
+    if tpr not in (0, 1, 2, 4, 8, 16, 32):
+        raise ValueError("threads_per_row must be 0 or a power of two from 1 to 32")
+    indptr = np.asarray(indptr, dtype=np.int64)
+    nnz = int(indptr[-1]) if indptr.size else 0
+    args = (indptr, indices, tpr, value_bytes, sector_bytes, skip_columns, l1_block)
+    if nnz <= max_exact_nnz:
+        return SectorRequests(float(_count(np.arange(nnz), *args)), False, 1.0)
+    if tpr:
+        starts = indptr[:-1][:: l1_block or 32 // tpr]
+    else:
+        starts = np.arange(0, nnz, l1_block or 32, dtype=np.int64)
+    ends = np.append(starts[1:], nnz)
+    sizes = ends - starts
+    big = sizes > max(32, 8 * nnz / sizes.size, sample_nnz / 256)
+    big_nnz = int(sizes[big].sum())
+    # salted: a generator that drew row lengths from default_rng(seed) must not steer the sample
+    rng = np.random.default_rng([seed, 0x5EC7025])
+    take = rng.random(starts.size) < sample_nnz / max(1, nnz - big_nnz)
+    take &= ~big
+    taken = int(sizes[take].sum())
+    est = _count(_ranges(starts[big], ends[big]), *args)
+    if taken:
+        est += _count(_ranges(starts[take], ends[take]), *args) * (nnz - big_nnz) / taken
+    return SectorRequests(float(est), True, (big_nnz + taken) / nnz)
+
+
+def _gap_terms(times: np.ndarray, sectors: np.ndarray, steps: int):
+    """Sorted HOTL gaps (reuse times, f_k, l_k), sorted f_k and l_k alone, distinct sectors."""
+    key = np.sort(sectors.astype(np.int64) * steps + times)
+    sec = key // steps
+    t = key - sec * steps
+    new = np.ones(key.size, dtype=bool)
+    new[1:] = sec[1:] != sec[:-1]
+    ends = np.sort(np.concatenate([t[new] + 1, steps - t[np.append(new[1:], True)]]))
+    gaps = np.sort(np.concatenate([np.diff(t)[~new[1:]], ends]))
+    return gaps, ends, int(np.count_nonzero(new))
+
+
+def _hotl(parts, steps: int, capacity_bytes: float, stream: float, sector_bytes: int) -> float:
+    """Reuses that miss, sum of weight * #{rt > w*}; ``parts``: (_gap_terms, weight)."""
+    prepared = [(g, e, np.concatenate([[0], np.cumsum(g, dtype=np.float64)]), m, wt)
+                for (g, e, m), wt in parts]
+
+    def over(w: int) -> bool:           # F(w) > capacity, F(0) = 0
+        fp = 0.0
+        for gaps, _, csum, m, wt in prepared:
+            i = int(np.searchsorted(gaps, w, side="right"))
+            missed = (csum[-1] - csum[i]) - w * (gaps.size - i)
+            fp += wt * (m - missed / (steps - w + 1))
+        return w > 0 and sector_bytes * fp + stream * w > capacity_bytes
+
+    if not over(steps):
+        return 0.0
+    lo, hi = 0, steps                   # F(lo) <= capacity < F(hi)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if over(mid) else (mid, hi)
+    return sum(wt * ((g.size - np.searchsorted(g, lo, side="right"))
+                     - (e.size - np.searchsorted(e, lo, side="right")))
+               for g, e, _, _, wt in prepared)
+
+
+def footprint_miss_ratio(sector_trace, *, capacity_bytes: float, stream_bytes_per_access: float,
+                         sector_bytes: int = SECTOR_BYTES) -> float:
+    """HOTL LRU misses per step of a trace (one sector per step, negative = no x access).
+
+    ``misses = m + #{rt > w*}`` (module docstring), divided by ``len(trace)``. Example
+    [0, 1, 0, 1], no stream, 32 B: gaps rt {2, 2}, f {1, 2}, l {2, 1}; fp(1) = 2 - 4/4 = 1,
+    fp(2) = 2 - 0/3 = 2, so w* = 1 (F(2) = 64 > 32): 2 + 2 = 4 misses, as LRU of one line."""
+    trace = np.asarray(sector_trace, dtype=np.int64)
+    t = np.flatnonzero(trace >= 0)
+    if t.size == 0:
+        return 0.0
+    terms = _gap_terms(t, trace[t], trace.size)
+    reuse = _hotl([(terms, 1.0)], trace.size, capacity_bytes, stream_bytes_per_access,
+                  sector_bytes)
+    return (terms[2] + reuse) / trace.size
+
+
+def lru_misses_exact(sector_trace, stream_bytes_per_access: float, capacity_bytes: float,
+                     sector_bytes: int = SECTOR_BYTES) -> int:
+    """Exact LRU misses of the x accesses (negative entries: no x access that step).
+
+    After each step ``stream_bytes_per_access / sector_bytes`` fresh, never-reused lines are
+    inserted (the fraction accumulates); the cache holds ``capacity_bytes // sector_bytes``."""
+    lines = int(capacity_bytes // sector_bytes)
+    per = stream_bytes_per_access / sector_bytes
+    cache: OrderedDict = OrderedDict()
+    misses, owed, fresh = 0, 0.0, 0
+    for s in np.asarray(sector_trace).tolist():
+        if s >= 0:
+            if s in cache:
+                cache.move_to_end(s)
+            else:
+                misses += 1
+                cache[s] = None
+        owed += per
+        while owed >= 1.0:
+            owed -= 1.0
+            fresh -= 1
+            cache[("stream", fresh)] = None
+        while len(cache) > lines:
+            cache.popitem(last=False)
+    return misses
+
+
+def _onchip(indices: np.ndarray, cols: int, entries: int, max_exact_nnz: int):
+    """(share, skip mask, counting stride) of the ``entries`` most-gathered columns; the counts
+    are of every stride-th gather (stride 1 up to ``max_exact_nnz``)."""
+    if entries <= 0:
+        return 0.0, None, 1
+    stride = max(1, -(-indices.size // max(1, max_exact_nnz)))
+    counts = np.bincount(indices[::stride], minlength=cols)
+    skip = np.ones(cols, dtype=bool)
+    if entries < cols:                  # the same top-C sum as hot_share's
+        skip[:] = False
+        skip[np.argpartition(counts, cols - entries)[cols - entries:]] = True
+    return hot_share(counts, entries), skip, stride
+
+
+def _l2_trace(indices, skip, value_bytes, sector_bytes, nsec, rate, seed, chunk=1 << 18):
+    """One pass: distinct sectors of all gathers, and (step, sector) of the gathers that reach
+    L2 (column not in ``skip``) with ``hash(sector) < rate 2^32`` (SHARDS; all when rate = 1)."""
+    seen = np.zeros(nsec, dtype=bool)
+    mix = np.uint32((seed * 0x85EBCA6B + 0x6A09E667) & 0xFFFFFFFF)
+    limit = np.uint32(min(int(rate * 2 ** 32), 2 ** 32 - 1))
+    pos, secs = [], []
+    for o in range(0, indices.size, chunk):
+        c = indices[o:o + chunk]
+        s = _sectors(c, value_bytes, sector_bytes)
+        seen[s] = True
+        if rate >= 1.0:
+            k = np.arange(s.size)
+        else:
+            k = np.flatnonzero((s.astype(np.uint32) ^ mix) * _HASH < limit)
+        if skip is not None:
+            k = k[~skip[c[k]]]
+        pos.append(k + o)
+        secs.append(s[k])
+    return np.concatenate(pos), np.concatenate(secs), int(np.count_nonzero(seen))
+
+
+def x_gather(indptr, indices, *, cols: int, l2_bytes: int, stream_bytes_per_nnz: float,
+             threads_per_row: int = 1, value_bytes: int = 4, onchip_entries: int = 0,
+             sector_bytes: int = SECTOR_BYTES, max_exact_nnz: int = 4_000_000,
+             sample_nnz: int = 1_000_000, seed: int = 0, l1_block: int = 0) -> XGather:
+    """(a) and (b) for one CSR matrix (module docstring): exact up to ``max_exact_nnz``
+    nonzeros, above that (a) and (b) sample about ``sample_nnz`` each."""
+    indptr = np.asarray(indptr, dtype=np.int64)
+    nnz = int(indptr[-1]) if indptr.size else 0
+    indices = np.asarray(indices)[:nnz]
+    if nnz == 0:
+        return XGather(0, 0.0, 0, 0.0, 0.0, 0.0, False, 1.0, "no nonzeros, no x gathers.")
+    share, skip, stride = _onchip(indices, cols, onchip_entries, max_exact_nnz)
+    req = sector_requests(indptr, indices, threads_per_row=threads_per_row,
+                          value_bytes=value_bytes, sector_bytes=sector_bytes, skip_columns=skip,
+                          max_exact_nnz=max_exact_nnz, sample_nnz=sample_nnz, seed=seed,
+                          l1_block=l1_block)
+    rate = 1.0 if nnz <= max_exact_nnz else min(1.0, sample_nnz / nnz)
+    nsec = int(_sectors(np.array([cols - 1]), value_bytes, sector_bytes)[0]) + 1
+    pos, secs, distinct = _l2_trace(indices, skip, value_bytes, sector_bytes, nsec, rate, seed)
+    reuse = 0.0
+    if pos.size:
+        reuse = _hotl([(_gap_terms(pos, secs, nnz), 1.0 / rate)], nnz, l2_bytes,
+                      stream_bytes_per_nnz, sector_bytes)
+    dram = float(distinct + reuse)
+    sampled = req.sampled or rate < 1.0 or stride > 1
+    onchip = f", on-chip columns ranked on every {stride}th gather" if stride > 1 else ""
+    how = (f"sampled (seed {seed}): (a) {req.sample_fraction:.3g} of the nnz, (b) SHARDS at "
+           f"rate {rate:.3g}{onchip}" if sampled else "exact")
+    unit = (f"per block of {l1_block} {'rows' if threads_per_row else 'nonzeros'} (x kept in "
+            f"L1 for a block's life)" if l1_block else "per warp instruction")
+    method = (f"x gathers of {nnz} nonzeros: L2 sector requests {unit} at "
+              f"{threads_per_row} threads per row; DRAM sectors = distinct + HOTL reuse misses "
+              f"of an LRU L2 of {l2_bytes} B shared with {stream_bytes_per_nnz:g} B/nnz of "
+              f"streams; {how}.")
+    hit = max(0.0, 1.0 - dram / req.requests) if req.requests > 0 else 0.0
+    return XGather(gathers=nnz, l2_requests=req.requests, distinct_sectors=distinct,
+                   dram_sectors=dram, l2_hit_rate=float(hit), onchip_share=float(share),
+                   sampled=sampled, sample_fraction=min(req.sample_fraction, rate, 1 / stride),
+                   method=method)

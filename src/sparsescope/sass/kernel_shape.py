@@ -1,0 +1,213 @@
+"""A kernel's shape read from its own SASS: compile one template instance of an own kernel
+(``backends/kernels/*.cu``) the way CuPy does at run time -- NVRTC, ``-std=c++17``, the instance
+named by its name expression -- disassemble it, and replace the figures a backend declares from
+its template parameters with what the compiler made of them.
+
+What the compiler changes (sm_90; the same figures from NVRTC 13.5, from NVRTC 13.0 -- CuPy
+14.2's, whose own cached cubins were checked too -- and from nvcc 13.0):
+
+* ``csr_scalar`` / ``csr_vector`` (any TPR, float or double): the source loop takes one nonzero
+  per thread per iteration; the compiler unrolls it 4x, then the 4x loop 4x again. Of a thread's
+  ``n`` nonzeros the SASS takes the first ``n mod 4`` one at a time (the remainder loop, 3 loads
+  each), then 16 per iteration while more than 12 remain, then a straight-line copy of 8 if 8 or
+  more remain and one of 4 if 4 remain (peeled): ``n mod 4 + n // 16 + (n mod 16) // 8 +
+  (n mod 8) // 4`` iterations, where 16 per iteration with a remainder step of 1 counts
+  ``n // 16 + n mod 16``.
+* ``spmv_sell`` (IDX 0): UNROLL 4 becomes 8 steps per SASS iteration, an odd first UNROLL
+  peeled; UNROLL 2 becomes 8 steps too, with a remainder loop of 2. The software pipelining
+  holds for half of a SASS iteration: the second half's gathers wait for columns loaded in the
+  same iteration (2 rounds per 8 steps where the template says 2 per UNROLL). delta16 (IDX 1):
+  UNROLL 2 becomes 4 steps (odd iteration peeled), UNROLL 4 stays 4; 1 x 3 blocks stay UNROLL
+  blocks (3 x UNROLL gathers).
+* ``spmv_sell_dae``: STEPS x B gathers per chunk, STEPS = STAGE x 4 / sizeof(T): half of STAGE
+  for double.
+* ``spmv_tile``: no loop over nonzeros: a block's work is the grid-stride loop over its tiles,
+  whose body holds the ITERS chunks of 4 (the loop the gathers are in, not the innermost loop of
+  row-pointer loads that :attr:`ControlFlow.hot_loop` would pick).
+
+Rules (see :mod:`sparsescope.sass.mlp` for the batches and chains):
+
+* **nonzeros per iteration** = gathers per iteration of the loop holding the most gathers: loads
+  whose base pointer is the kernel's ``x`` parameter. A 1 x B block gathers B entries of x for
+  its B stored values, so B nonzeros in the shape's count. Or, with ``loads_per_nonzero``,
+  ``loads per iteration / loads_per_nonzero`` (:func:`loads_per_nonzero` gives the figure for an
+  own kernel; it holds for the CSR and SELL loops, not for the tile and staged kernels whose
+  loops also load descriptors, row pointers or cp.async pieces).
+* **remainder step** = gathers per iteration of the remainder loop (another innermost loop with
+  gathers), 0 when there is none or it takes as many as the main loop.
+* **rounds per iteration** = 1 + the longest same-iteration chain ending at a gather, at most 2:
+  a longer chain holds the work unit's own descriptor (``spmv_tile``'s tile bounds, loaded in
+  its grid-stride loop), which the shape counts in ``setup_rounds``. A staged kernel keeps its
+  declared rounds: a chain through shared memory (``LDGSTS col -> LDS -> LDG x``) is invisible.
+
+Nothing here raises for a missing tool: without a compiler (NVRTC or nvcc) or cuobjdump
+:func:`kernel_mlp_of` gives None and :func:`refine` the declared shape.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import tempfile
+import warnings
+from dataclasses import replace
+from fractions import Fraction
+
+from sparsescope._tools import find_tool
+from sparsescope.errors import MissingDependencyError, SparsescopeError
+from sparsescope.model.kernel_shape import KernelShape
+from sparsescope.sass.mlp import KernelMLP, _short_name, kernel_mlp
+
+#: NVRTC options CuPy's RawModule gets from the backends (``hardware._gpu_runtime.raw_module``).
+OPTIONS = ("-std=c++17",)
+#: The parameter the own kernels gather from.
+GATHER_PARAM = "x"
+#: At most 2 rounds per iteration: ``col -> x`` (see the module docstring).
+MAX_ROUNDS = 2
+
+
+def _same_name(a: str, b: str) -> bool:
+    return re.sub(r"\s+", "", a) == re.sub(r"\s+", "", b)
+
+
+def sass_tools_available() -> bool:
+    """A compiler (libnvrtc or nvcc) and cuobjdump (kernel names and resources; it also
+    disassembles where nvdisasm is absent) are present."""
+    from sparsescope.sass.extract import nvrtc_available
+
+    compiler = nvrtc_available() or find_tool("nvcc") is not None
+    return compiler and find_tool("cuobjdump") is not None
+
+
+def _compile_mlps(source_name: str, expressions: tuple[str, ...], arch: str
+                  ) -> dict[str, KernelMLP]:
+    """Compile the instances in one program, disassemble once, measure each (raises)."""
+    from sparsescope.hardware._gpu_runtime import kernel_source
+    from sparsescope.sass.analysis import analyse_listing
+    from sparsescope.sass.extract import compile_cuda, iter_kernels
+
+    text = kernel_source(source_name)
+    with tempfile.TemporaryDirectory(prefix="sparsescope-shape-") as folder:
+        compiled = compile_cuda(text, arch, out_dir=folder, options=OPTIONS,
+                                name_expressions=expressions)
+        pairs = list(iter_kernels(compiled.cubin))
+    compiler = f"{compiled.compiler} {compiled.version}".strip()
+    out = {}
+    for expr in expressions:
+        lowered = compiled.lowered_names.get(expr)
+        found = [(e, lst) for e, lst in pairs if e.name == lowered or
+                 (not lowered and _same_name(_short_name(e.demangled), expr))]
+        if not found:
+            continue
+        entry, listing = found[0]
+        analysis = analyse_listing(listing, demangled=entry.demangled, resources=entry.resources,
+                                   source=text)
+        out[expr] = replace(kernel_mlp(analysis, gather_param=GATHER_PARAM), kernel=expr,
+                            arch=arch, compiler=compiler)
+    return out
+
+
+def kernel_mlps_of(source_name: str, name_expressions: tuple[str, ...] | list[str],
+                   arch: str = "sm_90") -> dict[str, KernelMLP | None]:
+    """:func:`kernel_mlp_of` of several instances of one source, compiled in one program and
+    disassembled once (about the time of one); not cached. None for each when tools are
+    missing or the program does not compile."""
+    expressions = tuple(dict.fromkeys(name_expressions))
+    try:
+        found = _compile_mlps(source_name, expressions, arch) if expressions else {}
+    except MissingDependencyError:
+        found = {}
+    except (SparsescopeError, OSError) as exc:
+        warnings.warn(f"no SASS for {', '.join(expressions)} of {source_name}: {exc}",
+                      stacklevel=2)
+        found = {}
+    return {e: found.get(e) for e in expressions}
+
+
+@functools.lru_cache(maxsize=256)
+def kernel_mlp_of(source_name: str, name_expression: str, arch: str = "sm_90"
+                  ) -> KernelMLP | None:
+    """The :class:`KernelMLP` of one template instance of own kernel source ``source_name``
+    (``spmv_csr.cu``), named as CuPy names it (``csr_vector<float, int, 8>``), compiled for
+    ``arch`` by NVRTC (nvcc where libnvrtc is absent) with the backends' options, with the
+    gather fields filled (parameter ``x``), ``kernel`` the name expression and ``compiler`` set
+    (``nvrtc 13.5``).
+
+    None, never an exception, when a compiler or cuobjdump is missing; a source that does not
+    compile (a wrong name expression) gives None with a warning. Cached per (source, expression,
+    arch) for the process; one call takes about 1 s (NVRTC 0.1-0.8 s, nvdisasm 0.6 s, the
+    analysis 0.02 s).
+    """
+    return kernel_mlps_of(source_name, (name_expression,), arch)[name_expression]
+
+
+def _template_args(name_expression: str) -> tuple[str, list[str]]:
+    """``spmv_sell<float, 0, 1>`` -> (``spmv_sell``, [``float``, ``0``, ``1``])."""
+    head, _, rest = name_expression.partition("<")
+    return head.strip(), [a.strip() for a in rest.rstrip().rstrip(">").split(",")] if rest else []
+
+
+def loads_per_nonzero(name_expression: str) -> Fraction | None:
+    """Global loads one nonzero costs in the main loop of an own kernel, from its template
+    arguments, as the SASS shows them (one load per element: the compiler does not merge them):
+
+    * ``csr_scalar`` / ``csr_vector``: 3 (col, val, x);
+    * ``spmv_sell<T, IDX, B, ...>``, per 1 x B block of B nonzeros: one column index (32-bit for
+      IDX 0, ``LDG.U16`` for IDX 1), B values and B gathers, and for IDX 1 the escape load
+      (``esc[...]``, present in the code of every step, run only for an escape):
+      ``(1 + 2B) / B`` for IDX 0 (3), ``(2 + 2B) / B`` for IDX 1 (4 for delta16, 8/3 for the
+      1 x 3 blocks);
+    * None for ``spmv_tile`` (per chunk of 4 nonzeros one 16-byte value load, two for double,
+      one column load, 16 bytes INT32 or 8 bytes delta16, and 4 gathers, but its loop also
+      loads the tile's descriptor and row pointers) and ``spmv_sell_dae`` (its streams are
+      cp.async pieces shared by the warp): count their gathers instead.
+    """
+    head, args = _template_args(name_expression)
+    if head in ("csr_scalar", "csr_vector"):
+        return Fraction(3)
+    if head == "spmv_sell" and len(args) >= 3:
+        idx, width = int(args[1]), int(args[2])
+        return Fraction(1 + idx + 2 * width, width)
+    return None
+
+
+def shape_from_sass(shape: KernelShape, mlp: KernelMLP,
+                    loads_per_nonzero: float | Fraction | None = None) -> KernelShape:
+    """The declared ``shape`` with the figures the SASS shows (module docstring): nonzeros per
+    iteration (gathers per iteration, or loads per iteration / ``loads_per_nonzero``), remainder
+    step, rounds per iteration (declared for a staged kernel), and ``source`` saying so. A figure
+    the SASS does not show keeps its declared value; with no gathers found (a listing read
+    without its source) and no ``loads_per_nonzero`` the shape comes back unchanged."""
+    if not loads_per_nonzero and not mlp.gathers_per_iteration:
+        return shape
+
+    def nonzeros(loads: int, gathers: int) -> int:
+        if loads_per_nonzero:
+            return round(loads / loads_per_nonzero)
+        return gathers
+
+    step = nonzeros(mlp.loads_per_iteration, mlp.gathers_per_iteration)
+    if step <= 0:
+        step = shape.nnz_per_iteration
+    rem = 0
+    if mlp.remainder_span is not None:
+        rem = nonzeros(mlp.remainder_loads_per_iteration, mlp.remainder_gathers_per_iteration)
+    if rem >= step:
+        rem = 0
+    if shape.staged or mlp.staged or not mlp.gathers_per_iteration:
+        rounds = shape.rounds_per_iteration
+    else:
+        rounds = min(MAX_ROUNDS, mlp.gather_rounds)
+    where = ", ".join(p for p in (mlp.arch, mlp.compiler) if p)
+    return replace(shape, nnz_per_iteration=step, remainder_step=rem, rounds_per_iteration=rounds,
+                   source=f"SASS of {mlp.kernel}" + (f" ({where})" if where else ""))
+
+
+def refine(shape: KernelShape, source_name: str, arch: str = "sm_90") -> KernelShape:
+    """``shape`` (declared by a backend for ``shape.kernel``, a name expression of own kernel
+    source ``source_name``) with the figures of its SASS for ``arch``; unchanged, ``source``
+    included, when no SASS can be had (no compiler or disassembler)."""
+    mlp = kernel_mlp_of(source_name, shape.kernel, arch)
+    if mlp is None:
+        return shape
+    return shape_from_sass(shape, mlp)
