@@ -16,6 +16,7 @@ from pathlib import Path
 from sparsescope.errors import UsageError
 from sparsescope.results.records import CaseResult, MatrixRecord, RunSet
 from sparsescope.timing.types import TimingConfig
+from sparsescope.whatif import what_if as what_if  # the cross-GPU what-if (re-export)
 
 
 @dataclass(frozen=True)

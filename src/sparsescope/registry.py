@@ -15,7 +15,7 @@ import importlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from sparsescope.errors import UnknownNameError
+from sparsescope.errors import UnknownNameError, UsageError
 
 
 @dataclass(frozen=True)
@@ -136,9 +136,48 @@ def register_op(entry: OpEntry) -> None:
     OPS[entry.name] = entry
 
 
+def check_backend_factory(name: str, factory: Any) -> None:
+    """Refuse a backend class that does not declare the bytes it moves.
+
+    Every backend declares one call's bytes (``traffic``, :class:`~sparsescope.model.traffic.
+    Traffic`): the runner stores them with the case and the time model predicts from them. A
+    class must derive from :class:`~sparsescope.backends.base.Backend` (through
+    ``SpmvBackend`` or ``OpBackend``, which declare plain CSR's bytes by default) and keep
+    ``traffic`` a method (overridden for a format of its own); anything else is a
+    :class:`UsageError` naming the backend. A ``"module:Name"`` string is checked when it is loaded
+    (:func:`load_backend_factory`), and a plain function (a factory returning an instance) is
+    not checked: what it returns is the runner's to judge.
+    """
+    if not isinstance(factory, type):
+        return
+    from sparsescope.backends.base import Backend
+
+    problem = ""
+    if not issubclass(factory, Backend):
+        problem = f"{factory.__qualname__} does not derive from sparsescope.backends.base.Backend"
+    elif not callable(getattr(factory, "traffic", None)):
+        problem = f"{factory.__qualname__}.traffic is not callable"
+    if problem:
+        raise UsageError(
+            f"backend {name!r} must declare the bytes it moves: {problem}. Derive it from "
+            "Backend, SpmvBackend or OpBackend (sparsescope.backends.base), which declare plain "
+            "CSR's bytes by default, or override traffic(case, prepared) to return its format's "
+            "Traffic")
+
+
 def register_backend(op: str, name: str, factory: Any) -> None:
-    """Add (or replace) backend ``name`` of ``op`` at run time."""
+    """Add (or replace) backend ``name`` of ``op`` at run time. A class that does not declare
+    its bytes (:func:`check_backend_factory`) is refused here, with a :class:`UsageError`; a
+    ``"module:Name"`` string is checked when :func:`load_backend_factory` resolves it."""
+    check_backend_factory(name, factory)
     BACKENDS[(op, name)] = factory
+
+
+def load_backend_factory(name: str) -> Any:
+    """The factory of backend ``name``, loaded and checked (:func:`check_backend_factory`)."""
+    factory = load(BACKENDS[(backend_op(name), name)])
+    check_backend_factory(name, factory)
+    return factory
 
 
 def unregister(op: str) -> None:

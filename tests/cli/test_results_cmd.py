@@ -78,7 +78,8 @@ def test_rows_use_the_int32_byte_model_for_every_backend(tmp_path, capsys):
     assert [r["backend"] for r in rows] == ["torch-cusparse-i64", "cuda-csr-vector",
                                             "cuda-csr-scalar", "cupy-cusparse-i32"]
     assert all(set(r) == {"matrix", "backend", "median_ms", "cv", "rel_err", "eff_bw_gb_s",
-                          "pct_copy_bw", "outcome", "params", "traffic_bytes", "above_peak"}
+                          "pct_copy_bw", "outcome", "params", "traffic_bytes", "above_peak",
+                          "predicted_ms", "prediction_error_pct", "limiter", "not_modelled"}
                for r in rows)
     # INT32, y written: 46,522,475 x 8 + 952,204 x 4 + 952,203 x 8 = 383,606,240 bytes,
     # although this case ran with INT64 indices and read y.
@@ -96,7 +97,9 @@ def test_rows_use_the_int32_byte_model_for_every_backend(tmp_path, capsys):
     assert rows[2] == {"matrix": "ldoor", "backend": "cuda-csr-scalar", "median_ms": None,
                        "cv": None, "rel_err": "Infinity", "eff_bw_gb_s": None,
                        "pct_copy_bw": None, "outcome": "failed", "params": "",
-                       "traffic_bytes": None, "above_peak": ""}
+                       "traffic_bytes": None, "above_peak": "", "predicted_ms": None,
+                       "prediction_error_pct": None, "limiter": None,
+                       "not_modelled": "results older than the model"}
     assert rows[3]["rel_err"] is None and rows[3]["median_ms"] is None
     assert data["copy_bw_gb_s"] == 4000.0
 

@@ -23,7 +23,7 @@ def list_backends(op: str | None = None) -> list[str]:
 
 def get_backend(name: str, **options: Any) -> Backend:
     """A new instance of the backend registered as ``name``, built with ``options``."""
-    factory = registry.load(registry.BACKENDS[(registry.backend_op(name), name)])
+    factory = registry.load_backend_factory(name)
     try:
         backend = factory(**options)
     except TypeError as exc:

@@ -1,4 +1,6 @@
-"""``sparsescope model``: Little's law, latency sensitivity and DAE for a GPU, and one case."""
+"""``sparsescope model``: Little's law, latency sensitivity and DAE for a GPU, and one case; with
+a matrix (or a suite) and backends, each kernel's predicted time on a GPU from the spec table
+(the cross-GPU what-if, :mod:`sparsescope.whatif`), on a machine without one."""
 
 from __future__ import annotations
 
@@ -12,15 +14,37 @@ from sparsescope.errors import UsageError
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
-        "model", help="first-principles SpMV model for a GPU (and one case)",
+        "model", help="first-principles SpMV model for a GPU (a case, or a matrix's kernels)",
         description="Little's-law, latency-sensitivity and DAE figures for a GPU from the spec "
                     "table; with --rows/--cols/--nnz/--time-ms also one case's bytes, floor, "
-                    "effective bandwidth, % of peak and gap.")
+                    "effective bandwidth, % of peak and gap. With MATRIX files or --suite and "
+                    "--backend: each backend's kernel planned on this host and its time "
+                    "predicted on --gpu with every term (dram, l2, latency, memory, imbalance, "
+                    "compute, overhead); no GPU needed.")
+    p.add_argument("matrices", nargs="*", metavar="MATRIX",
+                   help="matrix files (.mtx, .mtx.gz, .smtx, .npz, suitesparse:Group/Name) to "
+                        "predict the backends' time on")
     p.add_argument("--gpu", default="H200", help="GPU name from `sparsescope specs` (default H200)")
     p.add_argument("--latency-ns", type=float, help="DRAM latency (default: the spec's estimate)")
     p.add_argument("--bw-gb-s", type=float,
                    help="judge against this bandwidth instead of the datasheet peak "
                         "(e.g. a measured copy bandwidth)")
+    whatif = p.add_argument_group("what-if: a matrix's kernels on --gpu")
+    whatif.add_argument("--suite", help="a named suite instead of MATRIX files")
+    whatif.add_argument("--scale", type=float, default=1.0,
+                        help="shrink the suite (0 < S <= 1)")
+    whatif.add_argument("--matrix", dest="entries", action="append", default=[],
+                        metavar="NAME", help="only this entry of the suite (repeatable)")
+    whatif.add_argument("--seed", type=int, default=0, help="generator seed for suites")
+    whatif.add_argument("--backend", dest="backends", action="append", metavar="B",
+                        help="backend to predict (repeatable; 'all': every GPU SpMV backend; "
+                             "default: the GPU defaults of `sparsescope run`)")
+    whatif.add_argument("--dtype", choices=("float32", "float64"), default="float32",
+                        help="value type (default float32)")
+    whatif.add_argument("--no-store", action="store_true",
+                        help="use the datasheet, not the ceilings stored for --gpu")
+    whatif.add_argument("--no-sass", action="store_true",
+                        help="keep the backends' declared kernel shapes (compile nothing)")
     case = p.add_argument_group("one case")
     case.add_argument("--rows", type=int)
     case.add_argument("--cols", type=int, help="default: --rows")
@@ -38,7 +62,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=handle)
 
 
-def handle(args: argparse.Namespace) -> tuple[dict, str]:
+def handle(args: argparse.Namespace) -> tuple[object, str]:
+    if args.matrices or args.suite:
+        return _what_if(args)
+    given = [flag for flag, value in (("--backend", args.backends), ("--matrix", args.entries),
+                                      ("--no-sass", args.no_sass), ("--no-store", args.no_store))
+             if value]
+    if given:
+        raise UsageError(f"{', '.join(given)} need{'s' if len(given) == 1 else ''} a MATRIX "
+                         f"file or --suite")
+    return _gpu_figures(args)
+
+
+def _gpu_figures(args: argparse.Namespace) -> tuple[dict, str]:
     from sparsescope import model
     from sparsescope.hardware.specs import get_spec
 
@@ -131,4 +167,69 @@ def _text(r: dict) -> str:
         d = r["dae"]["cpi_prediction"]
         lines.append(f"  DAE (CPI-based): CPI {d['cpi']:.2f} -> {d['projected_cpi']:.2f}, "
                      f"{d['speedup']:.2f}x")
+    return "\n".join(lines)
+
+
+# -- the cross-GPU what-if ---------------------------------------------------------------------
+def _what_if(args: argparse.Namespace) -> tuple[list, str]:
+    """Each backend's kernel on each matrix, planned here and predicted on ``--gpu``."""
+    from sparsescope import whatif
+    from sparsescope.backends.registry import default_backends
+    from sparsescope.progress import CaseProgress
+
+    one_case = [flag for flag, value in (
+        ("--rows", args.rows), ("--cols", args.cols), ("--nnz", args.nnz),
+        ("--time-ms", args.time_ms), ("--cpi", args.cpi),
+        ("--long-scoreboard", args.long_scoreboard)) if value is not None]
+    if one_case:
+        raise UsageError(f"{', '.join(one_case)} describe one case without a matrix; leave "
+                         f"them out with MATRIX or --suite")
+    for flag, value in (("--latency-ns", args.latency_ns), ("--bw-gb-s", args.bw_gb_s)):
+        if value is not None and not 0 < value < math.inf:
+            raise UsageError(f"{flag} must be finite and > 0, got {value}")
+    backends = whatif.expand_backends(args.backends or default_backends("gpu", "spmv"))
+    gpu = whatif.gpu_rates(args.gpu, use_store=not args.no_store, latency_ns=args.latency_ns,
+                           bw_gb_s=args.bw_gb_s)
+    count, loaded = whatif.load_matrices(args.matrices, args.suite, scale=args.scale,
+                                         names=args.entries, seed=args.seed)
+    total = count * len(backends)
+    with CaseProgress(total, enabled=not args.json and total > 1) as bar:
+        bar.note("loading the first matrix")
+        result = whatif.what_if(
+            _noted(loaded, bar), backends, gpu, value_dtype=args.dtype, sass=not args.no_sass,
+            on_case=lambda case: bar.advance(f"{case.matrix} {case.backend}"))
+    return [case.as_dict() for case in result.cases], _what_if_text(result, args.dtype)
+
+
+def _noted(loaded, bar):
+    """The matrices, the bar saying which one is being planned."""
+    for matrix in loaded:
+        bar.note(f"planning {matrix.name}")
+        yield matrix
+        bar.note("loading the next matrix")
+
+
+def _ms(value: float) -> str:
+    return f"{value:,.4f} ms" if value >= 0.1 else f"{value:.6f} ms"
+
+
+def _what_if_text(result, dtype: str) -> str:
+    spec = result.gpu.spec
+    lines = [f"what-if on {spec.name} ({spec.vendor_name}), {dtype} values; planned on this "
+             f"host, nothing run", result.gpu.origin]
+    for case in result.cases:
+        lines += ["", f"{case.matrix} / {case.backend}"]
+        p = case.prediction
+        if p is None:
+            lines.append(f"  not modelled: {case.not_modelled}")
+            continue
+        lines += [f"  kernel      {case.kernel} ({case.kernel_source}), "
+                  f"{case.index_bytes}-byte indices",
+                  f"  predicted   {_ms(p.predicted_ms)}, limiter {p.limiter}",
+                  f"  model took  {case.predict_s:.3f} s (host plan {case.plan_s:.3f} s)",
+                  "  terms"]
+        width = max(len(t.name) for t in p.terms)
+        lines += [f"    {t.name:<{width}}  {_ms(t.time_ms):>14}  {t.formula}" for t in p.terms]
+        lines.append("  assumptions")
+        lines += [f"    - {a}" for a in case.assumptions if a != result.gpu.origin]
     return "\n".join(lines)

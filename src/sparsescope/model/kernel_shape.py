@@ -73,7 +73,7 @@ class KernelShape:
                              f"got {self.decomposition!r}")
         if self.block_threads <= 0 or self.grid_blocks < 0:
             raise ValueError("block_threads must be positive and grid_blocks non-negative")
-        if self.threads_per_row <= 0 or 32 % min(self.threads_per_row, 32):
+        if not 1 <= self.threads_per_row <= 32 or 32 % self.threads_per_row:
             raise ValueError(f"threads_per_row must divide 32, got {self.threads_per_row}")
 
     @property
@@ -83,10 +83,11 @@ class KernelShape:
 
     @property
     def label(self) -> str:
-        """The shape without its staging, for pairing a staged kernel with its sibling."""
-        split = (f"{self.threads_per_row} thread{'s' if self.threads_per_row > 1 else ''} per row"
-                 if self.decomposition == "rows" else "nonzeros split evenly")
-        return f"{split}, {self.nnz_per_iteration} nonzeros per iteration"
+        """The work decomposition without the staging or the unroll, for pairing a staged
+        kernel with its unstaged sibling of the same format."""
+        if self.decomposition == "nnz":
+            return "nonzeros split evenly"
+        return f"{self.threads_per_row} thread{'s' if self.threads_per_row > 1 else ''} per row"
 
 
 def resident_blocks(shape: KernelShape, max_threads_per_sm: int, max_blocks_per_sm: int) -> int:

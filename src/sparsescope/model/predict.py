@@ -196,7 +196,7 @@ def iteration_ns(shape: KernelShape, rates: DeviceRates, xg: XGather) -> tuple[f
     t_iter 600 ns.
     """
     dram = rates.dram_latency_ns
-    l2 = rates.l2_latency_ns if rates.l2_latency_ns else dram
+    l2 = min(rates.l2_latency_ns, dram) if rates.l2_latency_ns else dram
     warp_gathers = max(1.0, xg.gathers / 32.0)
     sectors = min(32.0, max(1.0, xg.l2_requests / warp_gathers))
     miss = 1.0 - xg.l2_hit_rate ** sectors
@@ -217,10 +217,10 @@ def predict_spmv(indptr: np.ndarray, indices: np.ndarray, cols: int, traffic: Tr
     bandwidth = [_dram_term(streams + writeback, xg, rates, writeback)]
     if rates.l2_bw_gb_s:
         bandwidth.append(_l2_term(streams, xg, rates))
-    t_iter, x_round = iteration_ns(shape, rates, xg)
     iters = block_iterations(indptr, shape)
     per_sm = resident_blocks(shape, rates.max_threads_per_sm, rates.max_blocks_per_sm)
-    latency, memory, queue = _loop_terms(iters, t_iter, shape, rates, per_sm, bandwidth)
+    latency, memory, queue, t_iter = _loop_terms(iters, shape, rates, xg, per_sm, bandwidth)
+    x_round = iteration_ns(shape, rates, xg)[1]
     longest = int(iters.max()) if iters.size else 0
     setup_ns = shape.setup_rounds * rates.dram_latency_ns
     terms = [*bandwidth, latency, memory,
@@ -268,28 +268,36 @@ def _x_gathers(indptr, indices, cols: int, streams: int, shape: KernelShape,
                     l1_block=per_block if shape.x_in_l1 else 0)
 
 
-def _loop_terms(iters: np.ndarray, t_iter: float, shape: KernelShape, rates: DeviceRates,
+def _loop_terms(iters: np.ndarray, shape: KernelShape, rates: DeviceRates, xg: XGather,
                 per_sm: int, bandwidth: list[PredictionTerm]):
-    """(latency term, memory term, MVA result): the blocks' loop iterations against the
-    unloaded latency alone (Little's law), and through the DRAM and L2 queues (MVA)."""
+    """(latency term, memory term, MVA result, t_iter ns): the blocks' loop iterations against
+    the unloaded latency alone (Little's law), and through the DRAM and L2 queues (MVA)."""
     slots = rates.sm_count * per_sm
-    setup_ns = shape.setup_rounds * rates.dram_latency_ns
     cycles = max(1.0, float(iters.sum()))
-    # each block's setup round trips spread over its iterations: delay per iteration
-    delay_ns = t_iter + iters.size * setup_ns / cycles
-    latency = PredictionTerm("latency", cycles * delay_ns / slots * 1e-6,
-                             f"({iters.size:,} blocks x {setup_ns:,.0f} ns setup + "
-                             f"{int(iters.sum()):,} block-iterations x {t_iter:,.0f} ns) / "
-                             f"({rates.sm_count} SMs x {per_sm} blocks)")
     demands = {t.name: t.time_ms * 1e-3 / cycles for t in bandwidth}
     customers = max(1, min(slots, int(iters.size)))
-    queue = mva(demands, delay_ns * 1e-9, customers)
-    memory_ms = cycles / queue.throughput_per_s * 1e3
-    memory = PredictionTerm("memory", memory_ms,
+    t_iter, _ = iteration_ns(shape, rates, xg)
+    latency = PredictionTerm("latency", cycles * _delay_ns(t_iter, iters, shape,
+                                                           rates.dram_latency_ns)
+                             / customers * 1e-6,
+                             f"({iters.size:,} blocks x {shape.setup_rounds} setup round(s) + "
+                             f"{int(iters.sum()):,} block-iterations x {t_iter:,.0f} ns) / "
+                             f"min({rates.sm_count} SMs x {per_sm} blocks, grid)")
+    delay = _delay_ns(t_iter, iters, shape, rates.dram_latency_ns)
+    queue = mva(demands, delay * 1e-9, customers)
+    utilization = queue.throughput_per_s * demands.get("dram", 0.0)
+    memory = PredictionTerm("memory", cycles / queue.throughput_per_s * 1e3,
                             f"{int(cycles):,} block-iterations / X({customers:,} blocks) = "
                             f"{queue.throughput_per_s / 1e9:,.3f} G iterations/s (MVA: DRAM, "
-                            f"L2 queues and {delay_ns:,.0f} ns of round trips per iteration)")
-    return latency, memory, queue
+                            f"L2 queues and {delay:,.0f} ns of round trips per iteration; "
+                            f"{100 * utilization:.0f} % DRAM utilization)")
+    return latency, memory, queue, t_iter
+
+
+def _delay_ns(t_iter: float, iters: np.ndarray, shape: KernelShape, dram_ns: float) -> float:
+    """Round trips per block-iteration: t_iter plus each block's setup rounds spread over its
+    iterations."""
+    return t_iter + iters.size * shape.setup_rounds * dram_ns / max(1.0, float(iters.sum()))
 
 
 def _sector_time_ms(sectors: float, rate_gsectors_s: float | None, bw_gb_s: float) -> float:
@@ -339,7 +347,7 @@ def _required_warps(rates: DeviceRates, bytes_per_warp_iter: float, t_iter_ns: f
         DRAM bandwidth x t_iter / SMs / bytes per warp per iteration
     """
     if bytes_per_warp_iter <= 0:
-        return math.inf
+        return 0.0  # nothing streams: no warp is needed to keep DRAM busy
     return rates.dram_bw_gb_s * t_iter_ns / rates.sm_count / bytes_per_warp_iter
 
 

@@ -109,6 +109,8 @@ def _decode(value: Any, hint: Any, path: str) -> Any:
             for key, item in value.items():
                 if not isinstance(item, str):
                     _fail(f"{path}.{key}", f"expected a string, got {_describe(item)}")
+        if args and args[1] is float:  # numbers, non-finite ones written as strings
+            return {k: _decode_scalar(v, float, f"{path}.{k}") for k, v in value.items()}
         return dict(value)
     return _decode_scalar(value, hint, path)
 
