@@ -270,9 +270,11 @@ def prediction_table(runset: RunSet, name: str = "predicted_vs_measured") -> Tab
     rows = tuple(prediction_rows(runset))
     return Table(name, "Predicted against measured time", _columns(rows), rows,
                  " ".join(summary_lines(summarize(rows))), figures=("predicted_vs_measured",),
-                 basis="Prediction: overhead + the largest device term (DRAM, L2, latency, "
-                       "imbalance, compute), made before timing. Error = (measured - "
-                       "predicted) / measured x 100.")
+                 basis="Prediction, made before timing: overhead + the largest of the memory "
+                       "term (the DRAM and L2 queues and the round trips, solved by MVA), "
+                       "the longest block (imbalance) and compute; the limiter is the binding "
+                       "term, or for memory its longest station (dram, l2, latency). Error = "
+                       "(measured - predicted) / measured x 100.")
 
 
 def draw_predictions(rows: Sequence[PredictionRow], title: str):
