@@ -6,9 +6,10 @@
 #   bash scripts/device_model.sh [--repeats 30] [--scale 1] [--gpu-tests]
 #
 # Wheels the image lacks travel in .device-wheels/ (run with carry=[".device-wheels"]).
-# Everything lands in $OUT (/tmp/ss-model elsewhere): env.txt, ceilings.json, run.log,
-# results.json, report.md, tables/, figures/, show.json, show.txt (pytest_gpu.log with
-# --gpu-tests). The last lines printed are the prediction summary. Exit status: the run's.
+# Everything lands in $OUT (/tmp/ss-model elsewhere), eight files at most (the device tool's
+# limit): env.txt, run.log, results.json, report.md, show.json, show.txt, report_bundle.tar.gz
+# (report.html, figures/, tables/, ceilings.json) and, with --gpu-tests, pytest_gpu.log. The
+# last lines printed are the prediction summary. Exit status: the run's.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export OUT="${OUT:-/tmp/ss-model}"
@@ -39,13 +40,14 @@ if [ "$TESTS" = 1 ]; then
     python3 -m pytest -q -m gpu tests -p no:cacheprovider > "$OUT/pytest_gpu.log" 2>&1
     tail -3 "$OUT/pytest_gpu.log"
 fi
-python3 -m sparsescope ceilings --json > "$OUT/ceilings.json" 2>"$OUT/ceilings.err"
+python3 -m sparsescope ceilings --json --no-store > "$OUT/ceilings.json" 2>&1
 python3 -m sparsescope run --suite seed6 --scale "$SCALE" --backend all --repeats "$REPEATS" \
     --out "$OUT/run" --no-store > "$OUT/run.log" 2>&1
 status=$?
 tail -5 "$OUT/run.log"
-for f in results.json report.md report.html; do cp "$OUT/run/$f" "$OUT/" 2>/dev/null; done
-cp -r "$OUT/run/tables" "$OUT/run/figures" "$OUT/" 2>/dev/null
+for f in results.json report.md; do cp "$OUT/run/$f" "$OUT/" 2>/dev/null; done
+mv "$OUT/ceilings.json" "$OUT/run/"
+tar -czf "$OUT/report_bundle.tar.gz" -C "$OUT/run" report.html figures tables ceilings.json
 rm -rf "$OUT/run"
 python3 -m sparsescope results show "$OUT/results.json" > "$OUT/show.txt"
 python3 -m sparsescope results show "$OUT/results.json" --json > "$OUT/show.json"

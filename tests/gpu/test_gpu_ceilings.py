@@ -30,8 +30,15 @@ def test_ceilings_take_under_ten_seconds(measured):
 def test_ceilings_are_plausible_for_the_device(measured):
     ceilings, _ = measured
     assert set(ceilings.method) == {"copy_bw_gb_s", "read_bw_gb_s", "l2_bw_gb_s",
-                                    "dram_latency_ns", "l2_latency_ns", "fp32_gflops"}
+                                    "dram_latency_ns", "l2_latency_ns", "fp32_gflops",
+                                    "dram_gather_gsectors_s", "l2_gather_gsectors_s",
+                                    "launch_us"}
     assert ceilings.l2_latency_ns < ceilings.dram_latency_ns
+    # random sectors: fewer per second from DRAM than from L2, and fewer bytes per second
+    # than a stream (32 B each at most the read bandwidth)
+    assert ceilings.dram_gather_gsectors_s < ceilings.l2_gather_gsectors_s
+    assert ceilings.dram_gather_gsectors_s * 32 < ceilings.read_bw_gb_s
+    assert 0.5 < ceilings.launch_us < 20
     assert ceilings.l2_bw_gb_s > ceilings.read_bw_gb_s
     if "H200" in ceilings.device:  # HBM3e 4.8 TB/s datasheet; ~4.3 TB/s copies seen here
         assert 3_000 < ceilings.copy_bw_gb_s < 5_000
@@ -39,6 +46,7 @@ def test_ceilings_are_plausible_for_the_device(measured):
         assert 300 < ceilings.dram_latency_ns < 1_500
         assert 50 < ceilings.l2_latency_ns < 600
         assert 20_000 < ceilings.fp32_gflops < 70_000  # 66.9 TFLOP/s at 1,980 MHz boost
+        assert 10 < ceilings.dram_gather_gsectors_s < 140  # 43 G sectors/s seen 2026-11-24
 
 
 def test_all_means_every_gpu_backend_when_a_gpu_answers():
