@@ -167,17 +167,19 @@ def expand_backends(names: Sequence[str]) -> list[str]:
     """The backends named, ``all`` standing for every SpMV backend of a GPU; a name of another
     op's backend is a :class:`UsageError`, an unknown name an ``UnknownNameError``."""
     from sparsescope import registry
-    from sparsescope.backends.registry import device_backends
+    from sparsescope.backends.base import SpmvBackend
+    from sparsescope.backends.registry import device_backends, get_backend
 
     chosen: list[str] = []
     for name in names:
         if name == "all":
             found = device_backends("gpu", "spmv")
         else:
-            op = registry.backend_op(name)
-            if op != "spmv":
-                raise UsageError(f"backend {name!r} implements op {op!r}; the what-if models "
-                                 f"SpMV: {', '.join(registry.backend_names('spmv'))}")
+            # the what-if plans a call on the host: an SpMV-contract backend's host_plan
+            if not isinstance(get_backend(name), SpmvBackend):
+                raise UsageError(f"backend {name!r} implements op {registry.backend_op(name)!r};"
+                                 f" the what-if models SpMV: "
+                                 f"{', '.join(registry.backend_names('spmv'))}")
             found = [name]
         chosen += [n for n in found if n not in chosen]
     if not chosen:
@@ -201,6 +203,29 @@ def sass_status(spec, sass: bool = True) -> tuple[Callable | None, str]:
     return sass_refiner(spec), ""
 
 
+def _refined(shape, refine: Callable | None, no_refine_reason: str):
+    """(the shape with its SASS figures where they can be read, what the assumptions say)."""
+    if not shape.cuda_source:
+        return shape, []
+    if refine is None:
+        return shape, [no_refine_reason] if no_refine_reason else []
+    refined = refine(shape)
+    if refined.source == shape.source:
+        return refined, [f"kernel shape declared by the backend: no SASS of {shape.kernel}"]
+    return refined, []
+
+
+def _refusal(backend, name: str, csr, value_dtype: str, index_bytes: int) -> str:
+    """Why the model cannot take this backend on this matrix, or ""."""
+    cap = backend.capability
+    if cap.device != "gpu":
+        return f"{name} is a CPU backend: the time model is the GPU's"
+    refused = cap.unsupported_reason("spmv", value_dtype, index_bytes)
+    if not refused and index_bytes == 4 and max(csr.nnz, *csr.shape) > _INT32_MAX:
+        refused = "32-bit indices cannot address this matrix"
+    return f"{name}: {refused}" if refused else ""
+
+
 def predict_case(matrix_name: str, csr, backend_name: str, gpu: GpuRates, *,
                  value_dtype: str = "float32", refine: Callable | None = None,
                  no_refine_reason: str = "") -> WhatIfCase:
@@ -217,17 +242,10 @@ def predict_case(matrix_name: str, csr, backend_name: str, gpu: GpuRates, *,
     base = {"matrix": matrix_name, "backend": backend_name, "gpu": gpu.spec.name,
             "value_dtype": value_dtype}
     backend = get_backend(backend_name)
-    cap = backend.capability
-    index_bytes = int(cap.index_bytes[0])
-    base["index_bytes"] = index_bytes
-    if cap.device != "gpu":
-        return WhatIfCase(**base, not_modelled=f"{backend_name} is a CPU backend: the time "
-                                               f"model is the GPU's")
-    refused = cap.unsupported_reason("spmv", value_dtype, index_bytes)
-    if not refused and index_bytes == 4 and max(csr.nnz, *csr.shape) > _INT32_MAX:
-        refused = "32-bit indices cannot address this matrix"
+    base["index_bytes"] = index_bytes = int(backend.capability.index_bytes[0])
+    refused = _refusal(backend, backend_name, csr, value_dtype, index_bytes)
     if refused:
-        return WhatIfCase(**base, not_modelled=f"{backend_name}: {refused}")
+        return WhatIfCase(**base, not_modelled=refused)
     start = time.perf_counter()
     try:
         traffic, shape = backend.host_plan(csr, value_dtype, index_bytes, gpu.rates.sm_count)
@@ -244,15 +262,7 @@ def predict_case(matrix_name: str, csr, backend_name: str, gpu: GpuRates, *,
                           not_modelled=f"{backend_name} declares no {missing} for this matrix "
                                        f"({csr.shape[0]:,} x {csr.shape[1]:,}, "
                                        f"{csr.nnz:,} nonzeros)")
-    extra: list[str] = []
-    if shape.cuda_source:
-        if refine is not None:
-            refined = refine(shape)
-            if refined.source == shape.source:
-                extra.append(f"kernel shape declared by the backend: no SASS of {shape.kernel}")
-            shape = refined
-        elif no_refine_reason:
-            extra.append(no_refine_reason)
+    shape, extra = _refined(shape, refine, no_refine_reason)
     if shape.resident_blocks_per_sm <= 0:
         extra.append("resident blocks per SM: the thread and block limits of the SM (the "
                      "compiled kernel's registers and shared memory are not known on the host)")

@@ -83,11 +83,13 @@ def write_report(runset: RunSet, out_dir: str | os.PathLike, *,
     A table or figure of this report not made this time is removed from ``out_dir`` if an
     earlier report left it there: the folder never shows what the text does not.
     """
+    from sparsescope.report.case_counters import with_profile_counters
     from sparsescope.report.sections import SectionInputs, op_sections
     from sparsescope.report.spmv_section import spmv_section
 
     checked = _check_sections(extra_sections)
     out = Path(out_dir)
+    runset = with_profile_counters(runset, profiles, labels)
     ctx = build_context(runset, specs=specs)
     run_tables = {t.name: t for t in build_tables(runset, ctx=ctx, spmv=False)}
     inputs = SectionInputs(figures_dir=out / "figures", profiles=profiles, labels=labels,

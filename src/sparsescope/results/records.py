@@ -60,6 +60,15 @@ class CaseCounters:
     """Cycles per issued instruction of the main kernel."""
     long_scoreboard_cycles: float | None = None
     """Cycles per instruction stalled on long scoreboard (L1TEX: DRAM / L2 loads)."""
+    dram_bytes: float | None = None
+    """Bytes the kernel read from and wrote to DRAM (ncu ``dram__bytes_read.sum`` +
+    ``dram__bytes_write.sum``), to hold against the model's predicted DRAM bytes."""
+    l2_bytes: float | None = None
+    """Bytes the kernel's requests moved through the L2 (ncu ``lts__t_bytes.sum``)."""
+    block_size: int | None = None
+    """Threads per block of the profiled launch."""
+    stall_reasons: dict[str, float] = field(default_factory=dict)
+    """Stall reason -> warp cycles per issued instruction spent in it."""
 
 
 @dataclass(frozen=True)
