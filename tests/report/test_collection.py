@@ -233,7 +233,8 @@ def test_without_library_or_auto(tmp_path):
                                          if c.backend == "cuda-spmv-sell"))
     paths = write_collection_report(runset, tmp_path)
     assert {n for n, _ in paths.skipped_figures} == {"collection_speedup_cdf",
-                                                     "collection_speedup_vs_nnz_row"}
+                                                     "collection_speedup_vs_nnz_row",
+                                                     "collection_predicted_vs_measured"}
     worst = json.loads((tmp_path / "tables" / "collection_worst.json").read_text())
     assert worst["sorted_by"] == "own_pct_peak" and len(worst["rows"]) == 5
     text = (tmp_path / "collection.html").read_text()
@@ -250,3 +251,25 @@ def test_two_thousand_matrices_fast(tmp_path):
     page = (tmp_path / "collection.html").read_text()
     assert page.count('<table class="sortable"') == 1
     assert elapsed < 20.0, elapsed
+
+
+def test_predicted_against_measured(tmp_path):
+    from sparsescope.model.prediction import ModelPrediction, PredictionTerm
+
+    runset = make_runset(5, not_ok=False)
+    cases = []
+    for c in runset.cases:
+        if c.measurement is not None:
+            # predicted 0.8 of the measured time: error (m - 0.8 m) / m = +20 %
+            p = ModelPrediction(0.8 * c.measurement.time_ms, "dram",
+                                (PredictionTerm("dram", 0.8 * c.measurement.time_ms, "x"),))
+            c = replace(c, prediction=p.scored(c.measurement.time_ms))
+        cases.append(c)
+    paths = write_collection_report(replace(runset, cases=tuple(cases)), tmp_path)
+    assert "collection_predicted_vs_measured.png" in {p.name for p in paths.figures}
+    data = json.loads((tmp_path / "tables" / "collection_predictions.json").read_text())
+    assert data["per_backend"] and all(
+        r["median_signed_error_pct"] == pytest.approx(20.0) for r in data["per_backend"])
+    assert all(c["error_pct"] == pytest.approx(20.0) for c in data["cases"])
+    md = (tmp_path / "collection.md").read_text()
+    assert "## Predicted against measured" in md and "Median |error| 20.0 %" in md

@@ -63,6 +63,8 @@ def test_unreadable_complex_file_is_skipped_and_others_run(tmp_path, store):
     assert by_name["cplx"].outcome == "skipped"
     assert "complex" in by_name["cplx"].reason
     assert sum(c.outcome == "ok" for c in out.runset.cases) == 3
+    # every case the workers ran was put to the time model first: a CPU one says why not
+    assert all("CPU" in c.prediction.not_modelled for c in out.runset.cases if c.outcome == "ok")
     again = api.sweep([str(folder)], out_dir=tmp_path / "o", backends=["scipy-cpu"],
                       timing=TIMING)
     assert again.ran == 0 and again.stored == 4 and len(again.runset.cases) == 4

@@ -27,6 +27,8 @@ from sparsescope.report.collection_data import (
     build_collection,
 )
 from sparsescope.report.collection_figures import FIGURES, draw_all
+from sparsescope.report.collection_predictions import FIGURE as PREDICTION_FIGURE
+from sparsescope.report.collection_predictions import prediction_part
 from sparsescope.report.collection_render import (
     Cell,
     Heading,
@@ -242,13 +244,15 @@ def write_collection_report(runset: RunSet, out_dir: str | os.PathLike) -> Colle
     drawn = draw_all(col)
     figures = {n: Picture(f"figures/{n}.png", FIGURES[n][1], FIGURES[n][2], png, why)
                for n, (png, why) in drawn.items()}
+    predicted, drawn[PREDICTION_FIGURE], prediction_json = prediction_part(runset)
     title = f"Collection report: {runset.suite} on {col.summary['device']}"
     blocks = [*_summary_blocks(col), Heading("Matrices"),
               text(f"One row per matrix{' and op parameters' if col.multi_op else ''} "
                    f"({len(col.rows):,}); the matrix name links to its page. In the HTML "
                    "page, click a header to sort."),
               _main_grid(col, col.rows, sortable=True, ident="matrices"),
-              *_speedup_blocks(col, figures), *_auto_blocks(col), *_kind_blocks(col),
+              *_speedup_blocks(col, figures), *predicted, *_auto_blocks(col),
+              *_kind_blocks(col),
               *_worst_blocks(col), *_not_ok_blocks(col)]
     markdown, page = render_markdown(title, blocks), render_html(title, blocks)
     css = stylesheet()
@@ -259,7 +263,7 @@ def write_collection_report(runset: RunSet, out_dir: str | os.PathLike) -> Colle
         pblocks = _page_blocks(col, name, by_matrix.get(name, []))
         pages[f"{stem}.md"] = render_markdown(f"Matrix {name}", pblocks)
         pages[f"{stem}.html"] = render_html(f"Matrix {name}", pblocks, css)
-    tables = _tables(col)
+    tables = {**_tables(col), "collection_predictions": json_safe(prediction_json)}
 
     fig_paths = tuple(write_bytes_atomic(out / "figures" / f"{n}.png", png)
                       for n, (png, _) in drawn.items() if png is not None)

@@ -61,7 +61,27 @@ def _ensure_backend(op: str, name: str, factory: Any) -> None:
         registry.register_backend(op, name, factory)
 
 
+_MODEL_DEVICES: dict[str, Any] = {}
+
+
+def _model_device(kind: str, backend: str):
+    """The device this worker's cases are predicted for, once per worker process and device
+    kind: its own GPU with ceilings measured here (each worker pins its own GPU), or the reason
+    a CPU case is not modelled."""
+    from sparsescope.api import _device, model_device
+    from sparsescope.backends.runner import ModelDevice
+
+    if kind not in _MODEL_DEVICES:
+        if kind != "gpu":
+            _MODEL_DEVICES[kind] = ModelDevice(reason="a CPU backend: the time model is the GPU's")
+        else:
+            spec, ceilings, _ = _device([backend], store=False)
+            _MODEL_DEVICES[kind] = model_device(spec, ceilings)
+    return _MODEL_DEVICES[kind]
+
+
 def _run(task: SweepTask, timing: TimingConfig, seed: int) -> CaseResult:
+    from sparsescope.backends.registry import get_backend
     from sparsescope.backends.runner import run_case
 
     matrix, _ = _matrix(task.source)
@@ -69,7 +89,9 @@ def _run(task: SweepTask, timing: TimingConfig, seed: int) -> CaseResult:
         from dataclasses import replace
 
         matrix = replace(matrix, name=task.source.name)
-    return run_case(matrix, task.backend, task.op, task.params, config=timing, seed=seed)
+    kind = get_backend(task.backend).capability.device
+    return run_case(matrix, task.backend, task.op, task.params, config=timing, seed=seed,
+                    model=_model_device(kind, task.backend))
 
 
 def run_task(task: SweepTask, timing: TimingConfig, *, case_timeout_s: float | None = None,
