@@ -85,9 +85,7 @@ class CudaSpmvSell(OwnSpmvBackend):
                value_dtype: str) -> PreparedOwn:
         import cupy
 
-        width = fmt.width if isinstance(fmt, SellBlocked) else 1
-        packed = fmt.packed if isinstance(fmt, SellBlocked) else fmt
-        sell = packed.sell if isinstance(packed, Sell16) else packed
+        width, packed, sell = _parts(fmt)
         values = fmt.vals if isinstance(fmt, SellBlocked) else sell.vals
         dtype = _gpu.VALUE_DTYPES[value_dtype]
 
@@ -152,9 +150,7 @@ class CudaSpmvSell(OwnSpmvBackend):
         """A thread holds UNROLL (or STAGE, staged by cp.async) steps of ``width`` columns in
         flight per iteration after the slice pointers; rows sorted by length within sigma
         windows, 32 per slice, 256 threads a block."""
-        width = fmt.width if isinstance(fmt, SellBlocked) else 1
-        packed = fmt.packed if isinstance(fmt, SellBlocked) else fmt
-        sell = packed.sell if isinstance(packed, Sell16) else packed
+        width, packed, sell = _parts(fmt)
         if not csr.shape[0] or not sell.slices:
             return None
         stage = int(self.params["stage"])
@@ -208,3 +204,11 @@ class CudaSpmvBlocked16(CudaSpmvSell):
             raise ValueError(f"blocked packing holds {fmt.vals.size} values: too many for "
                              "INT32")
         return fmt
+
+
+def _parts(fmt: Sell | Sell16 | SellBlocked) -> tuple[int, Sell | Sell16, Sell]:
+    """(columns per stored entry, the SELL or 16-bit packing, the plain SELL slices) of a
+    built format."""
+    width = fmt.width if isinstance(fmt, SellBlocked) else 1
+    packed = fmt.packed if isinstance(fmt, SellBlocked) else fmt
+    return width, packed, packed.sell if isinstance(packed, Sell16) else packed

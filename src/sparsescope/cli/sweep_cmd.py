@@ -10,13 +10,21 @@ from sparsescope import registry
 from sparsescope.cli import add_json_flag
 
 EPILOG = ("A SOURCE is a folder (every .mtx, .mtx.gz, .smtx, .npz inside, recursively), a glob, "
-          "a matrix file, a SuiteSparse Group/Name.tar.gz archive, or suite:NAME[@SCALE]. "
+          "a matrix file, a SuiteSparse Group/Name.tar.gz archive, suite:NAME[@SCALE], "
+          "dlmc:FOLDER (every .smtx at any depth, named by its path with / as __; a folder "
+          "holding only .smtx files, some in subfolders, is read the same way), or "
+          "suitesparse:FILTERS, a selection from the SuiteSparse index (ssstats.csv, cached; "
+          "index=PATH or SPARSESCOPE_SUITESPARSE_INDEX for a local copy), e.g. "
+          "suitesparse:group=Williams,kind=graph,rows=1e5..1e7,nnz=..5e7,name=web*,real=1,"
+          "limit=50 (ranges LO..HI, globs, kind substring; sorted by nnz), or "
+          "suitesparse:Group/Name. SPARSESCOPE_OFFLINE=1: download nothing. "
           "Each finished case is stored at once (SPARSESCOPE_STORE), keyed by the matrix's "
           "content hash, backend, op, parameters, device and version: run the same command "
           "again to resume. A file that cannot be read becomes a skipped case. "
           "Exit codes: 0 every case ok or skipped; 11 a case failed (its check, its worker "
           "died, or --case-timeout); 9 --out or the store cannot be written (checked first); "
-          "6 Dask missing (pip install 'sparsescope[sweep]'); 2 usage.")
+          "6 Dask missing (pip install 'sparsescope[sweep]'); 4 the SuiteSparse index is "
+          "neither cached nor downloadable; 2 usage (a suitesparse: filter matching nothing).")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -26,7 +34,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "cluster, and write DIR/results.json (every case of the sweep) and the "
                     "report.", epilog=EPILOG)
     p.add_argument("sources", nargs="+", metavar="SOURCE",
-                   help="folder, glob, matrix file, Group/Name.tar.gz, or suite:NAME[@SCALE]")
+                   help="folder, glob, matrix file, Group/Name.tar.gz, suite:NAME[@SCALE], "
+                        "dlmc:FOLDER, or suitesparse:FILTERS")
     p.add_argument("--out", required=True, metavar="DIR", help="output folder")
     p.add_argument("--backend", dest="backends", action="append", metavar="B",
                    help="backend name (repeatable; default: all that suit this machine)")

@@ -7,8 +7,8 @@ Cache layout, under ``$SPARSESCOPE_CACHE`` or ``platformdirs.user_cache_dir("spa
 
 An existing ``.mtx`` is used as it is; an existing ``.tar.gz`` is extracted without downloading.
 Otherwise the archive is downloaded from :data:`BASE_URL` (the collection's public Matrix Market
-mirror); with no network a :class:`MatrixNotAvailableError` says which URL to fetch by hand and
-where to put the file.
+mirror); with no network, or with ``SPARSESCOPE_OFFLINE=1`` (no download is tried), a
+:class:`MatrixNotAvailableError` says which URL to fetch by hand and where to put the file.
 """
 
 from __future__ import annotations
@@ -37,6 +37,13 @@ def cache_root() -> Path:
     import platformdirs
 
     return Path(platformdirs.user_cache_dir("sparsescope"))
+
+
+def is_offline() -> bool:
+    """``$SPARSESCOPE_OFFLINE`` is set to something other than ``0``/``no``/``false``/empty:
+    nothing is downloaded, a missing file fails at once."""
+    return os.environ.get("SPARSESCOPE_OFFLINE", "").strip().lower() not in ("", "0", "no",
+                                                                              "false")
 
 
 def split_name(group_name: str) -> tuple[str, str]:
@@ -92,7 +99,8 @@ def fetch_suitesparse(group_name: str, *, cache_dir: str | os.PathLike | None = 
     """Return the path of ``Group/Name``'s ``.mtx`` in the cache, downloading it if needed.
 
     Raises :class:`MatrixNotAvailableError` when it is not cached and cannot be downloaded
-    (``download=False`` or no network), naming the URL and the place to put the file.
+    (``download=False``, ``SPARSESCOPE_OFFLINE=1`` or no network), naming the URL and the
+    place to put the file.
     """
     group, name = split_name(group_name)
     root = Path(cache_dir) if cache_dir is not None else cache_root()
@@ -105,8 +113,9 @@ def fetch_suitesparse(group_name: str, *, cache_dir: str | os.PathLike | None = 
     if not archive.is_file():
         how = (f"fetch {url} and place it at {archive} (or extract its {name}/{name}.mtx to "
                f"{mtx})")
-        if not download:
-            raise MatrixNotAvailableError(f"{group}/{name} is not in the cache; {how}")
+        if not download or is_offline():
+            why = "SPARSESCOPE_OFFLINE is set" if download else "downloading is off"
+            raise MatrixNotAvailableError(f"{group}/{name} is not in the cache ({why}); {how}")
         try:
             group_dir.mkdir(parents=True, exist_ok=True)
             _download(url, archive)

@@ -1,10 +1,26 @@
 """What a sweep reads: SOURCE arguments expanded to small :class:`MatrixSource` records.
 
-A SOURCE is a folder (every ``.mtx``, ``.mtx.gz``, ``.smtx`` and ``.npz`` inside, recursively,
-sorted), a glob, a single matrix file, a SuiteSparse ``Group/Name.tar.gz`` archive (its
-``Name/Name.mtx`` read through a temporary file, streamed out of the archive), or
-``suite:NAME[@SCALE]`` (a generated suite, each entry one source). A record holds a path or a
-suite reference, never the matrix: it travels to workers, which call :func:`load_source`.
+A SOURCE is
+
+* a folder: every ``.mtx``, ``.mtx.gz``, ``.smtx`` and ``.npz`` inside, recursively, sorted,
+  each named by its file stem (a repeated stem gets ``~2``) -- except a *DLMC tree*: a folder
+  whose matrix files are all ``.smtx`` with at least one in a subfolder is read as
+  ``dlmc:FOLDER``;
+* ``dlmc:FOLDER``: every ``.smtx`` under FOLDER at any depth (kind ``dlmc``), each named by its
+  path relative to FOLDER without ``.smtx``, ``/`` replaced by ``__``
+  (``rn50/magnitude_pruning/0.8/bottleneck_2_block_group3_5_1.smtx`` ->
+  ``rn50__magnitude_pruning__0.8__bottleneck_2_block_group3_5_1``), so names are unique;
+* a glob, a single matrix file, a SuiteSparse ``Group/Name.tar.gz`` archive (its
+  ``Name/Name.mtx`` read through a temporary file, streamed out of the archive);
+* ``suite:NAME[@SCALE]`` (a generated suite, each entry one source);
+* ``suitesparse:FILTERS`` (a selection of the SuiteSparse collection from its published index,
+  e.g. ``suitesparse:group=Williams,nnz=..5e7,real=1,limit=50``; see
+  :mod:`sparsescope.sweep.suitesparse_index`) or ``suitesparse:Group/Name``: each matrix one
+  source, loaded from the cache or downloaded by
+  :func:`~sparsescope.matrices.suitesparse.fetch_suitesparse`.
+
+A record holds a path or a reference, never the matrix: it travels to workers, which call
+:func:`load_source`.
 """
 
 from __future__ import annotations
@@ -25,6 +41,9 @@ from sparsescope.matrices.io import READERS, matrix_suffix
 from sparsescope.matrices.types import Matrix
 
 SUITE_PREFIX = "suite:"
+SUITESPARSE_PREFIX = "suitesparse:"
+DLMC_PREFIX = "dlmc:"
+SMTX_SUFFIX = ".smtx"
 ARCHIVE_SUFFIX = ".tar.gz"
 
 
@@ -33,11 +52,12 @@ class MatrixSource:
     """One matrix of a sweep, as a reference a worker can load."""
 
     ref: str
-    """A file path, an archive path, or ``suite:NAME@SCALE#ENTRY``."""
+    """A file path, an archive path, ``suite:NAME@SCALE#ENTRY`` or
+    ``suitesparse:Group/Name``."""
     name: str
     """The matrix's name in results (unique within a sweep)."""
     kind: str
-    """``file``, ``archive`` or ``suite``."""
+    """``file``, ``archive``, ``dlmc`` (a ``.smtx`` file), ``suite`` or ``suitesparse``."""
 
 
 def _is_matrix_file(path: Path) -> bool:
@@ -73,6 +93,36 @@ def _suite_sources(spec: str) -> list[MatrixSource]:
             for e in suite_entries(name, scale=scale)]
 
 
+def _suitesparse_sources(spec: str) -> list[MatrixSource]:
+    from sparsescope.sweep import suitesparse_index
+
+    one = suitesparse_index.single_name(spec)
+    names = [one] if one else [row.group_name for row in suitesparse_index.select(spec)]
+    return [MatrixSource(ref=f"{SUITESPARSE_PREFIX}{gn}", name=gn.split("/")[1],
+                         kind="suitesparse") for gn in names]
+
+
+def _dlmc_sources(folder: Path, spec: str) -> list[MatrixSource]:
+    if folder.is_file() and folder.name.lower().endswith(SMTX_SUFFIX):
+        return [MatrixSource(ref=str(folder), name=_stem(folder), kind="dlmc")]
+    if not folder.is_dir():
+        raise UsageError(f"{spec}: no such folder (dlmc:FOLDER wants a folder of .smtx files)")
+    found = sorted(p for p in folder.rglob("*")
+                   if p.is_file() and p.name.lower().endswith(SMTX_SUFFIX))
+    if not found:
+        raise UsageError(f"{spec}: no .smtx file under {folder}")
+    return [MatrixSource(ref=str(p), kind="dlmc",
+                         name=p.relative_to(folder).as_posix()[:-len(SMTX_SUFFIX)]
+                         .replace("/", "__"))
+            for p in found]
+
+
+def _is_dlmc_tree(folder: Path, found: list[Path]) -> bool:
+    """Every matrix file is ``.smtx`` and one at least lies in a subfolder."""
+    return all(p.name.lower().endswith(SMTX_SUFFIX) for p in found) and \
+        any(p.parent != folder for p in found)
+
+
 def _paths_of(spec: str) -> list[Path]:
     path = Path(spec)
     if path.is_dir():
@@ -92,20 +142,31 @@ def _paths_of(spec: str) -> list[Path]:
             raise UsageError(f"{spec}: the glob matches no matrix file")
         return sorted(found)
     raise UsageError(f"{spec}: no such file or folder (give a folder, a glob, a matrix file, "
-                     f"a Group/Name.tar.gz archive or suite:NAME[@SCALE])")
+                     f"a Group/Name.tar.gz archive, dlmc:FOLDER, suite:NAME[@SCALE] or "
+                     f"suitesparse:FILTERS)")
 
 
 def expand_sources(specs: list[str] | tuple[str, ...]) -> list[MatrixSource]:
     """Every matrix the SOURCE arguments name, in order, duplicates (same ref) dropped and
     names made unique (a second ``a.mtx`` becomes ``a~2``)."""
     if not specs:
-        raise UsageError("give at least one SOURCE (a folder, glob, file, archive or suite:NAME)")
+        raise UsageError("give at least one SOURCE (a folder, glob, file, archive, dlmc:FOLDER, "
+                         "suite:NAME or suitesparse:FILTERS)")
     sources: list[MatrixSource] = []
     for spec in specs:
         if spec.startswith(SUITE_PREFIX):
             sources += _suite_sources(spec)
+        elif spec.startswith(SUITESPARSE_PREFIX):
+            sources += _suitesparse_sources(spec)
+        elif spec.startswith(DLMC_PREFIX):
+            sources += _dlmc_sources(Path(spec[len(DLMC_PREFIX):]).expanduser(), spec)
         else:
-            sources += [_file_source(p) for p in _paths_of(spec)]
+            paths = _paths_of(spec)
+            folder = Path(spec)
+            if folder.is_dir() and _is_dlmc_tree(folder, paths):
+                sources += _dlmc_sources(folder, spec)
+            else:
+                sources += [_file_source(p) for p in paths]
     unique: dict[str, MatrixSource] = {}
     taken: dict[str, int] = {}
     for src in sources:
@@ -161,6 +222,8 @@ def load_source(src: MatrixSource) -> Matrix:
         return _load_archive(src)
     from sparsescope.matrices.io import read_matrix
 
+    # a file (kinds file, dlmc) or suitesparse:Group/Name (fetch_suitesparse: cache, else
+    # download, else MatrixNotAvailableError naming the URL and the cache path)
     return read_matrix(src.ref, name=src.name)
 
 
