@@ -99,37 +99,17 @@ class WhatIf:
 
 def stored_gpu_ceilings(spec, store_path=None):
     """(ceilings, driver name, measured UTC) of the latest ceilings stored for the GPU ``spec``
-    names (any driver name that resolves to it), or None: no store, no ``ceilings`` table, no
-    row of that GPU. Read only: the store is neither created nor changed."""
-    import json
-    import sqlite3
-    from pathlib import Path
-
+    names (any driver name that resolves to it), or None; read only."""
     from sparsescope.hardware.specs import match_device_name
-    from sparsescope.hardware.types import MeasuredCeilings
+    from sparsescope.results.ceilings_history import latest_matching
     from sparsescope.results.store import default_store_path
 
-    path = Path(store_path) if store_path is not None else default_store_path()
-    if not path.is_file():
-        return None
-    try:
-        con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
-        try:
-            rows = con.execute("SELECT device, measured_utc, json FROM ceilings WHERE kind = "
-                               "'gpu' ORDER BY measured_utc DESC, rowid DESC").fetchall()
-        finally:
-            con.close()
-    except sqlite3.Error:  # not a store, or one without a ceilings table
-        return None
-    for device, measured_utc, text in rows:
+    def same_gpu(device: str) -> bool:
         found = match_device_name(device)
-        if found is None or found.name != spec.name:
-            continue
-        try:
-            return MeasuredCeilings(**json.loads(text)), device, measured_utc
-        except (TypeError, ValueError):  # a row of another version's fields: try an older one
-            continue
-    return None
+        return found is not None and found.name == spec.name
+
+    path = store_path if store_path is not None else default_store_path()
+    return latest_matching(path, "gpu", same_gpu)
 
 
 def gpu_rates(gpu: str, *, use_store: bool = True, store_path=None,

@@ -8,8 +8,8 @@ import sqlite3
 import pytest
 
 from sparsescope.cli import main
-from sparsescope.cli.ceilings_cmd import latest_ceilings, store_ceilings
 from sparsescope.hardware.types import MeasuredCeilings
+from sparsescope.results.ceilings_history import latest_ceilings, store_ceilings
 from sparsescope.results.store import ResultsStore
 
 MODULES = ["sparsescope.cli.ceilings_cmd"]

@@ -79,8 +79,8 @@ def test_h200_differs_by_its_bandwidth(banded, capsys):
 def test_measured_ceilings_from_the_store_add_the_l2_term(banded, capsys):
     import os
 
-    from sparsescope.cli.ceilings_cmd import store_ceilings
     from sparsescope.hardware.types import MeasuredCeilings
+    from sparsescope.results.ceilings_history import store_ceilings
 
     measured = MeasuredCeilings(device="NVIDIA H100 80GB HBM3", read_bw_gb_s=3000.0,
                                 l2_bw_gb_s=9000.0, dram_latency_ns=600.0, l2_latency_ns=250.0,

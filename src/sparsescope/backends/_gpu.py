@@ -134,10 +134,16 @@ def resident_blocks(kernel, block: int) -> int:
         min(2048 / block, 65536 / (ceil8(regs) x block), smem per SM / (smem + 1 KB))
     """
     attrs = kernel.attributes
-    regs = max(1, int(attrs.get("num_regs", 32)))
-    smem = int(attrs.get("shared_size_bytes", 0)) + SMEM_RESERVED_PER_BLOCK
-    by_regs = 65536 // (-(-regs // 8) * 8 * block)
-    by_smem = SMEM_PER_SM // smem
+    return blocks_per_sm(max(1, int(attrs.get("num_regs", 32))), block,
+                         int(attrs.get("shared_size_bytes", 0)))
+
+
+def blocks_per_sm(registers: int, block: int, shared_bytes: int = 0) -> int:
+    """Blocks of ``block`` threads an SM holds with ``registers`` per thread and
+    ``shared_bytes`` of static shared memory (Hopper limits; formula in
+    :func:`resident_blocks`). Hand check: 47 registers, 512 threads -> 65536 / (48 x 512) = 2."""
+    by_regs = 65536 // (-(-registers // 8) * 8 * block)
+    by_smem = SMEM_PER_SM // (shared_bytes + SMEM_RESERVED_PER_BLOCK)
     return max(1, min(2048 // block, by_regs, by_smem))
 
 
@@ -156,10 +162,9 @@ def cusparse_csrmv_shape(nnz: int, index_bytes: int, launches: int):
 
     per_block, regs = CSRMV_V3.get(index_bytes, CSRMV_V3[4])
     grid = max(1, -(-nnz // per_block))
-    by_regs = 65536 // (-(-regs // 8) * 8 * 512)
     return KernelShape(kernel="cusparse::csrmv_v3_kernel", decomposition="nnz",
                        block_threads=512, grid_blocks=grid, nnz_per_iteration=per_block // 512,
                        rounds_per_iteration=2, setup_rounds=1,
-                       resident_blocks_per_sm=max(1, min(4, by_regs)), launches=launches,
+                       resident_blocks_per_sm=blocks_per_sm(regs, 512), launches=launches,
                        source="declared from the H200 profile of cuSPARSE's csrmv_v3 "
                               "(grid, block, registers; SASS not read)")

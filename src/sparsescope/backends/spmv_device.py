@@ -295,9 +295,9 @@ class OwnSpmvBackend(SpmvBackend):
         ``sparsescope model``); resident blocks unknown (0). None for an empty matrix."""
         return None
 
+    @abstractmethod
     def format_traffic(self, fmt: Any, csr: sp.csr_matrix, value_bytes: int) -> Traffic:
         """The bytes of the built format ``fmt`` (what ``upload`` declares)."""
-        raise NotImplementedError
 
     def host_plan(self, csr: sp.csr_matrix, value_dtype: str, index_bytes: int,
                   sms: int) -> tuple[Traffic | None, KernelShape | None]:

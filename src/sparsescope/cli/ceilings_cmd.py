@@ -7,29 +7,18 @@ measured every time. Otherwise the host CPU's, from the per-machine cache of the
 replaces the cached figures. ``--no-store`` measures the CPU now and touches no store.
 Unless ``--no-store``, each new measurement is appended to a ``ceilings`` table in the results
 store's SQLite file (``sparsescope.results.store.ResultsStore().path``), one row per device
-and time, so the latest figures of a device are one query away (:func:`latest_ceilings`); a
-CPU figure read from the cache adds no row.
+and time (:mod:`sparsescope.results.ceilings_history`), so the latest figures of a device are
+one query away; a CPU figure read from the cache adds no row.
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import json
-import sqlite3
 from datetime import UTC, datetime
-from pathlib import Path
 
 from sparsescope.cli import add_json_flag
 from sparsescope.hardware.types import MeasuredCeilings
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS ceilings (
-    device TEXT NOT NULL, kind TEXT NOT NULL, measured_utc TEXT NOT NULL,
-    sparsescope_version TEXT NOT NULL, json TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS ceilings_by_device ON ceilings(device, measured_utc);
-"""
+from sparsescope.results.ceilings_history import store_ceilings
 
 #: (field, label, unit) of the figures, in the order printed.
 FIGURES = (
@@ -43,40 +32,6 @@ FIGURES = (
     ("l2_gather_gsectors_s", "L2 random gathers", "G sectors/s"),
     ("launch_us", "empty launch", "us"),
 )
-
-
-def store_ceilings(path: str | Path, ceilings: MeasuredCeilings, kind: str,
-                   measured_utc: str | None = None) -> None:
-    """Append ``ceilings`` of a ``gpu`` or ``cpu`` device to the ``ceilings`` table at ``path``."""
-    from sparsescope import __version__
-
-    measured_utc = measured_utc or datetime.now(UTC).isoformat(timespec="seconds")
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    con = sqlite3.connect(target)
-    try:
-        con.executescript(_SCHEMA)
-        with con:
-            con.execute("INSERT INTO ceilings VALUES (?, ?, ?, ?, ?)",
-                        (ceilings.device, kind, measured_utc, __version__,
-                         json.dumps(dataclasses.asdict(ceilings), sort_keys=True)))
-    finally:
-        con.close()
-
-
-def latest_ceilings(path: str | Path, device: str) -> MeasuredCeilings | None:
-    """The most recently stored ceilings of ``device``, or None when there are none."""
-    target = Path(path)
-    if not target.exists():
-        return None
-    con = sqlite3.connect(target)
-    try:
-        con.executescript(_SCHEMA)
-        row = con.execute("SELECT json FROM ceilings WHERE device = ? "
-                          "ORDER BY measured_utc DESC, rowid DESC LIMIT 1", (device,)).fetchone()
-    finally:
-        con.close()
-    return MeasuredCeilings(**json.loads(row[0])) if row else None
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -99,10 +99,12 @@ def result_rows(runset) -> list[dict]:
 def prediction_fields(case) -> dict:
     """``predicted_ms``, ``prediction_error_pct`` (signed: (measured - predicted) / measured x
     100), ``limiter`` and, when there is no prediction, ``not_modelled`` (the reason)."""
+    from sparsescope.model.prediction import OLDER_THAN_MODEL
+
     p = case.prediction
     if p is None:
         return {"predicted_ms": None, "prediction_error_pct": None, "limiter": None,
-                "not_modelled": "results older than the model"}
+                "not_modelled": OLDER_THAN_MODEL}
     return {"predicted_ms": p.predicted_ms, "prediction_error_pct": p.error_pct,
             "limiter": p.limiter or None, "not_modelled": p.not_modelled or None}
 

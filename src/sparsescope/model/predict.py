@@ -42,7 +42,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from sparsescope.model.gathers import SECTOR_BYTES
 from sparsescope.model.kernel_shape import KernelShape, resident_blocks
+from sparsescope.model.littles_law import warps_per_sm_required
 from sparsescope.model.prediction import ModelPrediction, PredictionTerm
 from sparsescope.model.queueing import mva
 from sparsescope.model.traffic import Traffic
@@ -219,8 +221,8 @@ def predict_spmv(indptr: np.ndarray, indices: np.ndarray, cols: int, traffic: Tr
         bandwidth.append(_l2_term(streams, xg, rates))
     iters = block_iterations(indptr, shape)
     per_sm = resident_blocks(shape, rates.max_threads_per_sm, rates.max_blocks_per_sm)
-    latency, memory, queue, t_iter = _loop_terms(iters, shape, rates, xg, per_sm, bandwidth)
-    x_round = iteration_ns(shape, rates, xg)[1]
+    t_iter, x_round = iteration_ns(shape, rates, xg)
+    latency, memory, queue = _loop_terms(iters, t_iter, shape, rates, per_sm, bandwidth)
     longest = int(iters.max()) if iters.size else 0
     setup_ns = shape.setup_rounds * rates.dram_latency_ns
     terms = [*bandwidth, latency, memory,
@@ -236,7 +238,7 @@ def predict_spmv(indptr: np.ndarray, indices: np.ndarray, cols: int, traffic: Tr
     per_warp_iter = 32 * shape.nnz_per_iteration * streams / max(1, nnz)
     inputs = {
         "dram_bytes": streams + xg.dram_bytes + writeback,
-        "l2_bytes_requested": streams + xg.l2_requests * 32,
+        "l2_bytes_requested": streams + xg.l2_requests * SECTOR_BYTES,
         "x_l2_requests": xg.l2_requests, "x_dram_bytes": xg.dram_bytes,
         "x_l2_hit_rate": xg.l2_hit_rate, "flush_writeback_bytes": writeback,
         "resident_warps_per_sm": float(per_sm * shape.warps_per_block),
@@ -245,7 +247,11 @@ def predict_spmv(indptr: np.ndarray, indices: np.ndarray, cols: int, traffic: Tr
         "loaded_iteration_ns": queue.cycle_s * 1e9,
         "rounds_per_iteration": float(shape.rounds_per_iteration),
         "bytes_in_flight_per_warp": per_warp_iter / max(1, shape.rounds_per_iteration),
-        "required_warps_per_sm": _required_warps(rates, per_warp_iter, t_iter),
+        # Little's law with this kernel's bytes per warp per iteration in place of the seed's
+        # one 128-byte line (0 when nothing streams)
+        "required_warps_per_sm": warps_per_sm_required(
+            rates.dram_bw_gb_s, t_iter, rates.sm_count,
+            line_bytes=per_warp_iter) if per_warp_iter > 0 else 0.0,
     }
     return ModelPrediction(
         predicted_ms=overhead + bound.time_ms, limiter=limiter, terms=tuple(terms),
@@ -268,15 +274,14 @@ def _x_gathers(indptr, indices, cols: int, streams: int, shape: KernelShape,
                     l1_block=per_block if shape.x_in_l1 else 0)
 
 
-def _loop_terms(iters: np.ndarray, shape: KernelShape, rates: DeviceRates, xg: XGather,
+def _loop_terms(iters: np.ndarray, t_iter: float, shape: KernelShape, rates: DeviceRates,
                 per_sm: int, bandwidth: list[PredictionTerm]):
-    """(latency term, memory term, MVA result, t_iter ns): the blocks' loop iterations against
+    """(latency term, memory term, MVA result): the blocks' loop iterations against
     the unloaded latency alone (Little's law), and through the DRAM and L2 queues (MVA)."""
     slots = rates.sm_count * per_sm
     cycles = max(1.0, float(iters.sum()))
     demands = {t.name: t.time_ms * 1e-3 / cycles for t in bandwidth}
     customers = max(1, min(slots, int(iters.size)))
-    t_iter, _ = iteration_ns(shape, rates, xg)
     latency = PredictionTerm("latency", cycles * _delay_ns(t_iter, iters, shape,
                                                            rates.dram_latency_ns)
                              / customers * 1e-6,
@@ -291,7 +296,7 @@ def _loop_terms(iters: np.ndarray, shape: KernelShape, rates: DeviceRates, xg: X
                             f"{queue.throughput_per_s / 1e9:,.3f} G iterations/s (MVA: DRAM, "
                             f"L2 queues and {delay:,.0f} ns of round trips per iteration; "
                             f"{100 * utilization:.0f} % DRAM utilization)")
-    return latency, memory, queue, t_iter
+    return latency, memory, queue
 
 
 def _delay_ns(t_iter: float, iters: np.ndarray, shape: KernelShape, dram_ns: float) -> float:
@@ -304,7 +309,7 @@ def _sector_time_ms(sectors: float, rate_gsectors_s: float | None, bw_gb_s: floa
     """sectors / measured random-gather rate, or sectors x 32 B / bandwidth without one."""
     if rate_gsectors_s:
         return sectors / (rate_gsectors_s * 1e6)
-    return sectors * 32 / (bw_gb_s * 1e6)
+    return sectors * SECTOR_BYTES / (bw_gb_s * 1e6)
 
 
 def _dram_term(stream_bytes: float, xg: XGather, rates: DeviceRates,
@@ -339,16 +344,6 @@ def _overhead(shape: KernelShape, rates: DeviceRates,
         return (rates.launch_us * shape.launches * 1e-3,
                 f"{shape.launches} launch(es) x {rates.launch_us:.1f} us (measured empty kernel)")
     return 0.0, "not known on this device (no measured launch time): 0"
-
-
-def _required_warps(rates: DeviceRates, bytes_per_warp_iter: float, t_iter_ns: float) -> float:
-    """Warps per SM that Little's law needs to keep DRAM busy with this kernel's loads::
-
-        DRAM bandwidth x t_iter / SMs / bytes per warp per iteration
-    """
-    if bytes_per_warp_iter <= 0:
-        return 0.0  # nothing streams: no warp is needed to keep DRAM busy
-    return rates.dram_bw_gb_s * t_iter_ns / rates.sm_count / bytes_per_warp_iter
 
 
 def _assumptions(shape: KernelShape, rates: DeviceRates, xg: XGather,

@@ -71,6 +71,10 @@ def signed_error_pct(predicted_ms: float, measured_ms: float) -> float:
     return (measured_ms - predicted_ms) / measured_ms * 100.0
 
 
+#: How a case without any prediction record (a results file written before the model) reads.
+OLDER_THAN_MODEL = "results older than the model"
+
+
 def not_modelled(reason: str) -> ModelPrediction:
     """A prediction that is not there, with its reason (rendered as "not modelled: reason")."""
     return ModelPrediction(predicted_ms=None, not_modelled=reason)

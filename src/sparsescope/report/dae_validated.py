@@ -18,6 +18,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from sparsescope.model.prediction import OLDER_THAN_MODEL
 from sparsescope.report.context import ok_cases
 from sparsescope.report.table_types import Column, Table
 from sparsescope.results.records import CaseResult, RunSet
@@ -105,7 +106,7 @@ def _not_modelled(pair: DaePair) -> str:
     for case in (pair.staged, pair.unstaged):
         p = case.prediction
         if p is None or p.predicted_ms is None:
-            reason = p.not_modelled if p is not None else "results older than the model"
+            reason = p.not_modelled if p is not None else OLDER_THAN_MODEL
             return f"not modelled: {case.backend}: {reason or 'no reason given'}"
     return "not modelled"
 

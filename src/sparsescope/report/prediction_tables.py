@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sparsescope.model.prediction import ModelPrediction, signed_error_pct
+from sparsescope.model.prediction import OLDER_THAN_MODEL, ModelPrediction, signed_error_pct
 from sparsescope.registry import is_own
 from sparsescope.report.context import ok_cases
 from sparsescope.report.table_types import Column, Table
@@ -32,8 +32,6 @@ from sparsescope.results.records import CaseResult, RunSet
 
 BAND_PCT = 25.0
 """|error| above this names a broken assumption; below -BAND_PCT is a model defect."""
-OLDER = "results older than the model"
-"""The reason shown for a case recorded before predictions existed (``prediction is None``)."""
 DEFECT = "model defect: beats its predicted time"
 MATCH = 1.25
 """Measured / predicted beyond [1 / MATCH, MATCH] is a mismatch of a model input."""
@@ -218,7 +216,8 @@ def prediction_row(case: CaseResult, max_warps_per_sm: int) -> PredictionRow:
     p = case.prediction
     error = case_error_pct(case)
     modelled = p is not None and p.predicted_ms is not None
-    reason = "" if modelled else (OLDER if p is None else p.not_modelled or "no reason given")
+    reason = "" if modelled else (OLDER_THAN_MODEL if p is None
+                                  else p.not_modelled or "no reason given")
     return PredictionRow(
         matrix=case.matrix, backend=case.backend, params=case.params.label(),
         predicted_ms=p.predicted_ms if modelled else None, time_ms=case.time_ms,
