@@ -108,6 +108,13 @@ def _choose_backends(backends: Sequence[str] | None, op: str = "spmv") -> list[s
     return chosen
 
 
+def _backends_and_variants(backends: Sequence[str] | None, variants: Sequence, op: str) -> list:
+    """The backends (default: all that suit the machine, unless only variants are given),
+    then the variants."""
+    return [*(_choose_backends(backends, op) if backends or not variants else []),
+            *_checked_variants(variants, op)]
+
+
 def _checked_variants(variants: Sequence, op: str) -> list:
     """The variants, each of a backend of ``op`` (a :class:`UsageError` before measuring)."""
     from sparsescope import registry
@@ -200,17 +207,17 @@ def _checked_arguments(suite, files, scale, reference_gpu, op, op_params, backen
     get_spec(reference_gpu)  # an unknown name
     get_op(op)  # an unknown op
     params_for(op, op_params)  # parameters the op does not take
-    return [*(_choose_backends(backends, op) if backends or not variants else []),
-            *_checked_variants(variants, op)]
+    return _backends_and_variants(backends, variants, op)
 
 
-def _checked_outputs(out_dir, store: bool) -> Path:
-    """The output folder and the store, proved writable before measuring."""
+def _checked_outputs(out_dir, store) -> Path:
+    """The output folder and the store (True: the default one; a ``ResultsStore``: that one;
+    False: none), proved writable before measuring."""
     from sparsescope._outputs import check_out_dir, check_store
 
     out = check_out_dir(out_dir)
     if store:
-        check_store()
+        check_store(None if store is True else store.path)
     return out
 
 
@@ -349,7 +356,8 @@ def sweep(sources: Sequence[str], *, out_dir: str | Path, backends: Sequence[str
           timing: TimingConfig | None = None, retry_failed: bool = False,
           progress: bool = False, case_timeout_s: float | None = None,
           on_case: Callable[[CaseResult], None] | None = None, seed: int = 0,
-          command: str = "sparsescope.api.sweep", quiet: bool = False) -> SweepOutput:
+          command: str = "sparsescope.api.sweep", quiet: bool = False,
+          variants: Sequence = (), store_path: str | Path | None = None) -> SweepOutput:
     """Run every backend on every matrix of ``sources`` (folders, globs, files, SuiteSparse
     ``Group/Name.tar.gz`` archives, ``suite:NAME[@SCALE]``), resumably.
 
@@ -362,39 +370,42 @@ def sweep(sources: Sequence[str], *, out_dir: str | Path, backends: Sequence[str
     table (its cases are in ``sweep_cases``). When ``sparsescope.report.collection`` is
     installed, its ``write_collection_report(runset, out_dir)`` writes the collection report.
     ``on_case``: called with each case run now, as it finishes (progress lines).
+    ``variants``: kernel variants (:class:`~sparsescope.backends.runner.BackendChoice`) run
+    after the backends (``backends=[]`` with variants runs them alone). ``store_path``: the
+    store holding the sweep's cases (default: ``SPARSESCOPE_STORE`` or the user's store).
     """
     from sparsescope.ops.registry import get_op, params_for
+    from sparsescope.results.store import ResultsStore
     from sparsescope.sweep.sources import expand_sources
     from sparsescope.sweep.tasks import plan_tasks
 
     get_op(op)
     params_list = params_for(op, op_params)
-    chosen = _choose_backends(backends, op)
-    out = _checked_outputs(out_dir, True)
+    chosen = _backends_and_variants(backends, variants, op)
+    store = ResultsStore(store_path)
+    out = _checked_outputs(out_dir, store)
     tasks = plan_tasks(expand_sources(list(sources)), chosen, op, params_list)
     timing = timing or TimingConfig()
     created = datetime.now(UTC).isoformat(timespec="seconds")
-    spec, ceilings, driver = _device(chosen, True)
+    spec, ceilings, driver = _device([getattr(b, "name", b) for b in chosen], True)
     if spec.kind == "gpu":
         timing = replace(timing, clock="cuda-events")
     device = ceilings.device or spec.vendor_name
-    keys, ran, stored = _sweep_cases(tasks, device, timing, retry_failed, progress, on_case,
-                                     dict(cluster=cluster, scheduler=scheduler, workers=workers,
+    keys, ran, stored = _sweep_cases(store, tasks, device, timing, retry_failed, progress,
+                                     on_case, dict(cluster=cluster, scheduler=scheduler, workers=workers,
                                           case_timeout_s=case_timeout_s, seed=seed,
                                           quiet=quiet))
-    runset = _sweep_runset(keys, device, driver, spec, ceilings, timing, chosen, command,
+    runset = _sweep_runset(store, keys, device, driver, spec, ceilings, timing, chosen, command,
                            created)
     written = _write_outputs(runset, out, False, progress)
-    from sparsescope.results.store import ResultsStore
-
     return SweepOutput(runset=written.runset, results_path=written.results_path,
-                       report_paths=written.report_paths, store_path=ResultsStore().path,
+                       report_paths=written.report_paths, store_path=store.path,
                        ran=ran, stored=stored,
                        collection_report=_collection_report(written.runset, out))
 
 
-def _sweep_cases(tasks, device: str, timing, retry_failed: bool, progress: bool, on_case,
-                 options: dict) -> tuple[list[tuple], int, int]:
+def _sweep_cases(store, tasks, device: str, timing, retry_failed: bool, progress: bool,
+                 on_case, options: dict) -> tuple[list[tuple], int, int]:
     """Run the tasks not stored yet, appending each case to the store as it finishes: (the
     sweep's keys in plan order, cases run now, cases found stored)."""
     import json
@@ -402,11 +413,9 @@ def _sweep_cases(tasks, device: str, timing, retry_failed: bool, progress: bool,
     from sparsescope import __version__
     from sparsescope.progress import CaseProgress
     from sparsescope.results.io import record_to_dict
-    from sparsescope.results.store import ResultsStore
     from sparsescope.sweep.engine import execute
     from sparsescope.sweep.tasks import task_key
 
-    store = ResultsStore()
     outcomes = ("ok", "skipped") if retry_failed else ("ok", "skipped", "failed")
     done = store.done_keys(device, __version__, outcomes)
     order = {id(task): i for i, task in enumerate(tasks)}
@@ -434,21 +443,28 @@ def _sweep_cases(tasks, device: str, timing, retry_failed: bool, progress: bool,
                 bar.note(f"{case.matrix} {case.backend}; {counts['failed']} failed")
 
         bar.note("probing the first matrix")
-        execute(tasks, timing=timing, on_result=record, done=done, **options)
+        try:
+            execute(tasks, timing=timing, on_result=record, done=done, **options)
+        except KeyboardInterrupt:
+            from sparsescope.errors import Interrupted
+
+            raise Interrupted(
+                f"interrupted: {counts['ran']} case(s) run and stored in {store.path} "
+                f"({counts['stored']} found there before), {len(tasks) - len(keys)} not run; "
+                "run the same command again to resume") from None
     return sorted(keys, key=keys.__getitem__), counts["ran"], counts["stored"]
 
 
-def _sweep_runset(keys, device: str, driver: str, spec, ceilings, timing, backends, command,
-                  created: str) -> RunSet:
+def _sweep_runset(store, keys, device: str, driver: str, spec, ceilings, timing, backends,
+                  command, created: str) -> RunSet:
     """One RunSet of the sweep's cases, each read back from the store (the ones of earlier
     calls included), its matrices once each."""
     import json
 
     from sparsescope import __version__
     from sparsescope.results.io import record_from_dict
-    from sparsescope.results.store import ResultsStore
 
-    rows = ResultsStore().sweep_cases(device, __version__)
+    rows = store.sweep_cases(device, __version__)
     matrices: dict[str, MatrixRecord] = {}
     cases: list[CaseResult] = []
     for i, key in enumerate(keys):

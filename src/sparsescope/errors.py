@@ -133,6 +133,13 @@ class StoreWriteError(SparsescopeError):
     exit_code = 10
 
 
+class Interrupted(SparsescopeError):
+    """Ctrl-C (SIGINT) stopped the command cleanly; the message says what was kept (a sweep's
+    cases are in the store: the same command resumes)."""
+
+    exit_code = 130
+
+
 #: Exit code of a command whose run finished but had a case failing its correctness check
 #: (or, with ``--strict``, a skipped case). Results and report are written all the same.
 EXIT_CASES_FAILED = 11

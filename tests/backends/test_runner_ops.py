@@ -43,7 +43,7 @@ class FakeSpmm(OpBackend):
     def prepare(self, case, value_dtype, index_bytes):
         self.calls.append("prepare")
         if self.mode == "prepare_raises":
-            raise RuntimeError("out of memory")
+            raise RuntimeError("no cuSPARSE handle")
         return {"a": case.matrix.astype(np.float32), "x": case.inputs,
                 "y": np.zeros(case.output_shape, dtype=np.float32)}
 
@@ -117,7 +117,7 @@ def test_ok_case_is_timed_and_keeps_params_and_backend_notes(square):
 
 
 @pytest.mark.parametrize(("mode", "reason"), [
-    ("prepare_raises", "prepare failed: RuntimeError: out of memory"),
+    ("prepare_raises", "prepare failed: RuntimeError: no cuSPARSE handle"),
     ("run_raises", "run failed: ValueError: bad launch"),
     ("wrong_shape", "output has shape (79, 4), expected (80, 4)"),
     ("alias", "output aliases an input array"),

@@ -93,3 +93,71 @@ def test_no_dask_at_import_or_help():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_cli_sweep_op_parameters_every_combination_and_resume(tmp_path, store, capsys):
+    folder = write_collection(tmp_path / "c", 2)
+    args = ["sweep", str(folder), "--out", str(tmp_path / "o"), "--op", "spmm",
+            "--backend", "spmm-scipy-cpu", "--k", "2", "--k", "5", "--layout", "row",
+            "--layout", "col", "--warmups", "0", "--repeats", "2", "--flush", "off", "--json"]
+    assert main(args) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["ran"] == 8 and doc["stored"] == 0
+    assert sorted({(c["params"]["k"], c["params"]["layout"]) for c in doc["cases"]}) == [
+        (2, "col"), (2, "row"), (5, "col"), (5, "row")]
+    assert main(args) == 0  # every (matrix, k, layout) case is found in the store
+    again = json.loads(capsys.readouterr().out)
+    assert again["ran"] == 0 and again["stored"] == 8
+
+
+def test_cli_sweep_parameter_of_another_op_is_a_usage_error(tmp_path, store, capsys):
+    folder = write_collection(tmp_path / "c", 1)
+    code = main(["sweep", str(folder), "--out", str(tmp_path / "o"), "--k", "8"])
+    assert code == 2 and "--k applies to --op spmm" in capsys.readouterr().err
+
+
+def test_cli_sweep_variant_is_a_case_under_its_label(tmp_path, store, capsys):
+    folder = write_collection(tmp_path / "c", 1)
+    code = main(["sweep", str(folder), "--out", str(tmp_path / "o"), "--backend", "scipy-cpu",
+                 "--variant", "cuda-spmv-sell[unroll=4]", "--warmups", "0", "--repeats", "2",
+                 "--flush", "off", "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 0
+    by_backend = {c["backend"]: c for c in doc["cases"]}
+    assert set(by_backend) == {"scipy-cpu", "cuda-spmv-sell[unroll=4]"}
+    variant = by_backend["cuda-spmv-sell[unroll=4]"]
+    if not _has_gpu():  # skipped with the reason, under its own label
+        assert variant["outcome"] == "skipped" and "unavailable" in variant["reason"]
+    else:
+        assert variant["outcome"] == "ok"
+
+
+def test_cli_sweep_no_store_keeps_cases_in_the_out_folder(tmp_path, store, capsys):
+    folder = write_collection(tmp_path / "c", 2)
+    out = tmp_path / "o"
+    args = ["sweep", str(folder), "--out", str(out), "--backend", "scipy-cpu", "--no-store",
+            "--warmups", "0", "--repeats", "2", "--flush", "off", "--json"]
+    assert main(args) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["store"] == str(out / "sweep-store.sqlite") and doc["ran"] == 2
+    assert ResultsStore(store).sweep_cases(doc["device"], _version()) == {}
+    assert main(args) == 0  # resumes from the folder's own store
+    assert json.loads(capsys.readouterr().out)["stored"] == 2
+
+
+def test_cli_sweep_store_and_no_store_together_is_a_usage_error(tmp_path, capsys):
+    code = main(["sweep", str(tmp_path), "--out", str(tmp_path / "o"), "--no-store",
+                 "--store", str(tmp_path / "s.sqlite")])
+    assert code == 2 and "not both" in capsys.readouterr().err
+
+
+def _has_gpu() -> bool:
+    from sparsescope.hardware import detect
+
+    return detect.detect_gpu() is not None
+
+
+def _version() -> str:
+    from sparsescope import __version__
+
+    return __version__

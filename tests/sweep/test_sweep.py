@@ -160,3 +160,42 @@ def test_store_is_kept_once_per_key(store):
 def test_suite_source(tmp_path, store, spec):
     out = api.sweep([spec], out_dir=tmp_path / "o", backends=["scipy-cpu"], timing=TIMING)
     assert out.ran == len(out.runset.cases) > 0
+
+
+CLI_SCRIPT = textwrap.dedent("""
+    import sys
+    sys.path.insert(0, {here!r})
+    from sparsescope import registry
+    from sparsescope.cli import main
+    registry.register_backend("spmv", "slow-cpu", "fake_backends:SlowBackend")
+    sys.exit(main(["sweep", {folder!r}, "--out", {out!r}, "--backend", "slow-cpu",
+                   "--warmups", "0", "--repeats", "2", "--flush", "off", *{extra!r}]))
+""")
+
+
+@pytest.mark.parametrize("extra", [[], ["--cluster", "local", "--workers", "1"]],
+                         ids=["in-process", "local-cluster"])
+def test_ctrl_c_stops_cleanly_and_a_rerun_resumes(tmp_path, store, monkeypatch, extra):
+    folder = write_collection(tmp_path / "c", 10)
+    out = tmp_path / "o"
+    script = CLI_SCRIPT.format(here=str(HERE), folder=str(folder), out=str(out), extra=extra)
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline and proc.poll() is None:
+        if store.exists() and len(_rows(store)) >= 2:
+            break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    stored_before = len(_rows(store))
+    assert proc.returncode == 130, err
+    assert "interrupted:" in err and "run the same command again to resume" in err
+    assert "Traceback" not in err
+    assert 2 <= stored_before < 10
+    monkeypatch.syspath_prepend(str(HERE))
+    monkeypatch.setitem(registry.BACKENDS, ("spmv", "slow-cpu"), "fake_backends:SlowBackend")
+    again = api.sweep([str(folder)], out_dir=out, backends=["slow-cpu"], timing=TIMING)
+    assert again.stored == stored_before and again.ran == 10 - stored_before
+    rows = _rows(store)
+    assert len(rows) == 10 and {r[2] for r in rows} == {"ok"}

@@ -17,7 +17,9 @@ Order, each step able to end the case with a recorded reason:
 6. ok: timed with the one protocol; the measurement stored next to the error, and the
    prediction's signed error against it.
 
-A backend exception becomes a ``failed`` case with the exception text, never a crash.
+A backend exception becomes a ``failed`` case with the exception text, never a crash; a
+device out of memory is a ``skipped`` case ("GPU out of memory (stage): ..."), and the memory
+the case held is handed back to the device before the next one (:mod:`.gpu_memory`).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from sparsescope.backends.base import Backend
+from sparsescope.backends.gpu_memory import OUT_OF_MEMORY, free_device_memory, is_out_of_memory
 from sparsescope.backends.registry import get_backend
 from sparsescope.matrices.types import Matrix
 from sparsescope.model.prediction import ModelPrediction, not_modelled
@@ -148,8 +151,22 @@ def run_case(matrix: Matrix, backend: str | BackendChoice | Backend, op: str = "
     reason = skip_reason(instance, case, value_dtype, index_bytes)
     if reason:
         return CaseResult(**base, outcome="skipped", reason=reason)
-    return _checked_and_timed(instance, case, base, config=config, value_dtype=value_dtype,
-                              index_bytes=index_bytes, timed=timed, model=model)
+    result = _checked_and_timed(instance, case, base, config=config, value_dtype=value_dtype,
+                                index_bytes=index_bytes, timed=timed, model=model)
+    if result.reason.startswith(OUT_OF_MEMORY):
+        del instance, case  # what the backend kept on itself goes too
+        free_device_memory()  # the case's arrays are gone now: hand their memory back
+    return result
+
+
+def _error_result(base: dict, stage: str, exc: Exception, **fields) -> CaseResult:
+    """A case that raised in ``stage``: ``failed``, or ``skipped`` when the device ran out of
+    memory (the input does not fit: nothing is wrong with the backend)."""
+    if is_out_of_memory(exc):
+        return CaseResult(**base, outcome="skipped", **fields,
+                          reason=f"{OUT_OF_MEMORY} ({stage}): {_error_text(exc)}")
+    return CaseResult(**base, outcome="failed", **fields,
+                      reason=f"{stage} failed: {_error_text(exc)}")
 
 
 def _checked_and_timed(backend: Backend, case: OpCase, base: dict, *, config: TimingConfig,
@@ -158,14 +175,14 @@ def _checked_and_timed(backend: Backend, case: OpCase, base: dict, *, config: Ti
     try:
         prepared = backend.prepare_case(case, value_dtype, index_bytes)
     except Exception as exc:
-        return CaseResult(**base, outcome="failed", reason=f"prepare failed: {_error_text(exc)}")
+        return _error_result(base, "prepare", exc)
     notes = _backend_notes(backend, prepared)
     base = {**base, "notes": notes, "traffic": _declared_traffic(backend, case, prepared)}
     try:
         poisoned = backend.poison_case(prepared)
         out = backend.run_case(prepared)
     except Exception as exc:
-        return CaseResult(**base, outcome="failed", reason=f"run failed: {_error_text(exc)}")
+        return _error_result(base, "run", exc)
     problem = output_problem(out, case, poisoned)
     if problem:
         return CaseResult(**base, outcome="failed", reason=problem)
@@ -182,8 +199,7 @@ def _checked_and_timed(backend: Backend, case: OpCase, base: dict, *, config: Ti
     try:
         measurement = backend.time_case(prepared, config)
     except Exception as exc:
-        return CaseResult(**base, outcome="failed", correctness=correctness,
-                          reason=f"timing failed: {_error_text(exc)}")
+        return _error_result(base, "timing", exc, correctness=correctness)
     if base.get("prediction") is not None:
         base["prediction"] = base["prediction"].scored(measurement.time_ms)
     return CaseResult(**base, outcome="ok", measurement=measurement, correctness=correctness)

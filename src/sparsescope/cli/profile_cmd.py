@@ -157,7 +157,7 @@ def _run(args):
 def _op_params(args) -> dict:
     """The op parameters given as options; one the op does not take is a UsageError naming
     the ops that do (as in ``run``)."""
-    from sparsescope.cli.run_cmd import op_params_given
+    from sparsescope.cli.op_options import op_params_given
 
     return {name: values[0] for name, values in op_params_given(args).items()}
 

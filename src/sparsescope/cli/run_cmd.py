@@ -9,9 +9,8 @@ import sys
 from sparsescope import registry
 from sparsescope.cli import add_json_flag
 
-#: Command-line options that set an op parameter: option dest -> parameter name.
-OP_OPTIONS = {"k": "k", "layout": "layout", "rows_selected": "rows_selected",
-              "weights": "weights", "out_of_range": "out_of_range"}
+from sparsescope.cli.op_options import (add_op_options, add_variant_options, case_line,
+                                        case_printer, op_params_given, variants_given)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -32,13 +31,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--scale", type=float, default=1.0, help="shrink the suite (0 < S <= 1)")
     p.add_argument("--backend", dest="backends", action="append", metavar="B",
                    help="backend name (repeatable; default: all that suit this machine)")
-    p.add_argument("--variant", dest="variants", action="append", default=[],
-                   metavar="'B[opt=v,...]'",
-                   help="an own kernel with options, e.g. 'cuda-spmv-sell[unroll=4,minb=6]' "
-                        "(repeatable; run after the --backend ones, or alone)")
-    p.add_argument("--variants", dest="variant_sets", action="append", default=[],
-                   metavar="SET", help="a named set of kernel variants (spmv-own: the seed6 "
-                                       "kernel sweep; sparsescope.backends.variants)")
+    add_variant_options(p)
     p.add_argument("--out", required=True, metavar="DIR", help="output folder")
     p.add_argument("--warmups", type=int, default=5)
     p.add_argument("--repeats", type=int, default=20)
@@ -52,19 +45,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="refuse matrices with duplicate or unsorted entries, and count a "
                         "skipped case as a failure in the exit code")
     p.add_argument("--no-store", action="store_true", help="do not append to the results store")
-    p.add_argument("--op", choices=tuple(registry.OPS), default="spmv",
-                   help="operation (default spmv; spmm: Y = A X; slice: dense A[rows, :])")
-    p.add_argument("--k", type=int, action="append", metavar="K",
-                   help="spmm: columns of X, 1 to 4096 (ops.spmm.MAX_K; repeatable; default 8)")
-    p.add_argument("--layout", choices=("row", "col"), action="append",
-                   help="spmm: X row- or column-major (repeatable; default row)")
-    p.add_argument("--rows-selected", type=int, action="append", metavar="N",
-                   help="slice: rows drawn with repeats (repeatable; default: the suite's "
-                        "workloads, else 64)")
-    p.add_argument("--weights", choices=("scalar", "per-nnz"), action="append",
-                   help="slice: one value for every nonzero, or A's values (repeatable)")
-    p.add_argument("--out-of-range", choices=("error", "zero"),
-                   help="slice: an index outside the matrix is an error (default) or a zero row")
+    add_op_options(p, "operation (default spmv; spmm: Y = A X; slice: dense A[rows, :])")
     add_json_flag(p)
     p.set_defaults(handler=handle)
 
@@ -79,10 +60,7 @@ def handle(args: argparse.Namespace) -> tuple[dict, str]:
     flush = {"auto": None, "on": True, "off": False}[args.flush]
     suite = args.suite if args.suite or args.files else registry.op_entry(args.op).default_suite
     op_params = op_params_given(args)
-    from sparsescope.backends.variants import parse_variant, variant_set
-
-    variants = [parse_variant(v) for v in args.variants]
-    variants += [c for name in args.variant_sets for c in variant_set(name)]
+    variants = variants_given(args)
     out = api.run(
         suite=suite, files=args.files, scale=args.scale, backends=args.backends,
         out_dir=args.out, timing=TimingConfig(warmups=args.warmups, repeats=args.repeats,
@@ -90,7 +68,7 @@ def handle(args: argparse.Namespace) -> tuple[dict, str]:
         latency_ns=args.latency_ns, reference_gpu=args.reference_gpu, seed=args.seed,
         strict=args.strict, store=not args.no_store,
         command=shlex.join(["sparsescope", *sys.argv[1:]]),
-        op=args.op, op_params=op_params, variants=variants, on_case=_case_printer(args),
+        op=args.op, op_params=op_params, variants=variants, on_case=case_printer(args),
         progress=not args.json,
     )
     rs = out.runset
@@ -133,39 +111,3 @@ def run_exit_code(cases, *, strict: bool = False, store_error: str = "") -> tupl
     if store_error:
         return StoreWriteError.exit_code, store_error
     return 0, ""
-
-
-def op_params_given(args: argparse.Namespace) -> dict[str, list]:
-    """The op parameters given as options (each a list: repeatable); an option of a parameter
-    the chosen op does not take is a :class:`UsageError` naming the ops that do."""
-    from sparsescope.errors import UsageError
-    from sparsescope.ops.registry import get_op
-
-    given = {param: (v if isinstance(v, list) else [v])
-             for dest, param in OP_OPTIONS.items() if (v := getattr(args, dest)) is not None}
-    known = {p.name for p in get_op(args.op).params}
-    for param in given:
-        if param not in known:
-            takers = [op for op in registry.OPS if param in {p.name for p in get_op(op).params}]
-            raise UsageError(f"--{param.replace('_', '-')} applies to --op "
-                             f"{', '.join(takers)}, not --op {args.op}")
-    return given
-
-
-def case_line(case) -> str:
-    """One finished case: matrix, backend, parameters, outcome, time or reason, error."""
-    t = f"{case.time_ms:.4f} ms" if case.time_ms is not None else case.reason
-    err = f"  rel_err {case.correctness.rel_err:.1e}" if case.correctness else ""
-    return (f"  {case.matrix:<14} {case.backend:<20} {case.params.label():<18} "
-            f"{case.outcome:<8} {t}{err}")
-
-
-def _case_printer(args: argparse.Namespace):
-    """Print each case's line as it finishes, flushed (none under --json: stdout is JSON)."""
-    if getattr(args, "json", False):
-        return None
-
-    def emit(case) -> None:
-        print(case_line(case), flush=True)
-
-    return emit

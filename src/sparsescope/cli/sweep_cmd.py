@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
+from pathlib import Path
 
-from sparsescope import registry
 from sparsescope.cli import add_json_flag
+from sparsescope.cli.op_options import (add_op_options, add_variant_options, case_printer,
+                                        op_params_given, variants_given)
 
 EPILOG = ("A SOURCE is a folder (every .mtx, .mtx.gz, .smtx, .npz inside, recursively), a glob, "
           "a matrix file, a SuiteSparse Group/Name.tar.gz archive, suite:NAME[@SCALE], "
@@ -39,8 +41,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--out", required=True, metavar="DIR", help="output folder")
     p.add_argument("--backend", dest="backends", action="append", metavar="B",
                    help="backend name (repeatable; default: all that suit this machine)")
-    p.add_argument("--op", choices=tuple(registry.OPS), default="spmv",
-                   help="operation (default spmv), with its default parameters")
+    add_variant_options(p)
+    add_op_options(p, "operation (default spmv; spmm: Y = A X, slice: dense A[rows, :]); "
+                      "its parameters below, each repeatable: every combination is a case")
     p.add_argument("--cluster", choices=("local", "cuda"),
                    help="local: a Dask LocalCluster of --workers processes; cuda: one worker "
                         "per GPU (dask-cuda). Default: in process, no Dask")
@@ -53,6 +56,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--case-timeout", type=float, metavar="S",
                    help="a case running longer than S seconds is failed (its thread is left "
                         "running until it ends)")
+    p.add_argument("--store", metavar="FILE",
+                   help="the SQLite store that keeps the sweep's cases and makes it resumable "
+                        "(default: SPARSESCOPE_STORE or the user's results store)")
+    p.add_argument("--no-store", action="store_true",
+                   help="leave the user's results store alone: keep the cases in "
+                        "DIR/sweep-store.sqlite (a re-run with the same --out still resumes)")
+    p.add_argument("--seed", type=int, default=0,
+                   help="seed of every case's random inputs (x, X, rows)")
     p.add_argument("--warmups", type=int, default=5, help="untimed calls before timing")
     p.add_argument("--repeats", type=int, default=20, help="timed calls per case")
     p.add_argument("--flush", choices=("auto", "on", "off"), default="auto",
@@ -63,7 +74,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def handle(args: argparse.Namespace) -> tuple[dict, str, int]:
     from sparsescope import api
-    from sparsescope.cli.run_cmd import case_line, run_exit_code
+    from sparsescope.cli.run_cmd import run_exit_code
     from sparsescope.errors import UsageError
     from sparsescope.timing.types import TimingConfig
 
@@ -71,13 +82,18 @@ def handle(args: argparse.Namespace) -> tuple[dict, str, int]:
         raise UsageError("--warmups must be >= 0 and --repeats >= 1")
     if args.cluster and args.scheduler:
         raise UsageError("give --cluster or --scheduler, not both")
+    if args.store and args.no_store:
+        raise UsageError("give --store FILE or --no-store, not both")
     flush = {"auto": None, "on": True, "off": False}[args.flush]
+    store = str(Path(args.out) / "sweep-store.sqlite") if args.no_store else args.store
     out = api.sweep(
         args.sources, out_dir=args.out, backends=args.backends, op=args.op,
+        op_params=op_params_given(args), variants=variants_given(args), store_path=store,
+        seed=args.seed,
         cluster=args.cluster, scheduler=args.scheduler, workers=args.workers,
         timing=TimingConfig(warmups=args.warmups, repeats=args.repeats, flush_l2=flush),
         retry_failed=args.retry_failed, progress=not args.json,
-        case_timeout_s=args.case_timeout, on_case=_case_printer(args, case_line),
+        case_timeout_s=args.case_timeout, on_case=case_printer(args),
         command=shlex.join(["sparsescope", *sys.argv[1:]]), quiet=args.json)
     rs = out.runset
     code, why = run_exit_code(rs.cases)
@@ -98,13 +114,3 @@ def handle(args: argparse.Namespace) -> tuple[dict, str, int]:
         print(f"sparsescope: warning: {why}", file=sys.stderr)
     return result, "\n".join(lines), code
 
-
-def _case_printer(args: argparse.Namespace, case_line):
-    """Print each case's line as it finishes, flushed (none under --json: stdout is JSON)."""
-    if args.json:
-        return None
-
-    def emit(case) -> None:
-        print(case_line(case), flush=True)
-
-    return emit

@@ -25,7 +25,11 @@ from pathlib import Path
 from sparsescope.errors import MatrixFormatError, MatrixNotAvailableError, UsageError
 
 BASE_URL = "https://suitesparse-collection-website.herokuapp.com/MM"
+#: Socket timeout while an archive streams (a stalled read): archives run to gigabytes.
 DOWNLOAD_TIMEOUT_S = 60.0
+#: Timeout of reaching the server (name lookup and TCP connect), before any download: with
+#: no network a missing matrix fails within seconds, not after the read timeout.
+CONNECT_TIMEOUT_S = 5.0
 _NAME_PART = re.compile(r"^[A-Za-z0-9_.+-]+$")
 
 
@@ -61,10 +65,23 @@ def suitesparse_url(group: str, name: str) -> str:
     return f"{BASE_URL}/{group}/{name}.tar.gz"
 
 
+def _reachable(url: str, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
+    """Connect to ``url``'s host and port within ``timeout_s`` (an ``OSError`` otherwise)."""
+    import socket
+    import urllib.parse
+
+    parts = urllib.parse.urlsplit(url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    with socket.create_connection((parts.hostname, port), timeout=timeout_s):
+        pass
+
+
 def _download(url: str, dest: Path, timeout_s: float = DOWNLOAD_TIMEOUT_S) -> None:
-    """Stream ``url`` to ``dest`` (through a temp file beside it) with a progress bar."""
+    """Stream ``url`` to ``dest`` (through a temp file beside it) with a progress bar, after
+    checking within :data:`CONNECT_TIMEOUT_S` that its server can be reached."""
     from tqdm import tqdm
 
+    _reachable(url, min(timeout_s, CONNECT_TIMEOUT_S))
     dest.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".part", dir=dest.parent)
     try:

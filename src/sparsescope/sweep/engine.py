@@ -94,7 +94,7 @@ def _groups(tasks: Sequence[SweepTask]) -> dict[MatrixSource, list[SweepTask]]:
 def _factory(task: SweepTask) -> Any:
     from sparsescope import registry
 
-    return registry.BACKENDS.get((task.op, task.backend))
+    return registry.BACKENDS.get((task.op, task.name))
 
 
 def _in_process(tasks, *, timing, on_result, done, case_timeout_s, seed) -> None:

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from sparsescope.backends.runner import BackendChoice
 from sparsescope.ops.params import OpParams
 from sparsescope.sweep.sources import MatrixSource
 
@@ -18,8 +19,22 @@ class SweepTask:
 
     source: MatrixSource
     backend: str
+    """How results name the backend: its registry name, or a variant's label."""
     op: str
     params: OpParams
+    options: tuple[tuple[str, Any], ...] = ()
+    """A kernel variant's constructor options (``(("unroll", 4),)``); empty for a backend."""
+    registry_name: str = ""
+    """A variant's registry name (``cuda-spmv-sell``); empty: ``backend`` is the name."""
+
+    @property
+    def name(self) -> str:
+        """The backend's registry name."""
+        return self.registry_name or self.backend
+
+    def choice(self) -> BackendChoice:
+        """What the runner runs: the backend, or the variant with its options and label."""
+        return BackendChoice(self.name, self.options, self.backend if self.registry_name else "")
 
 
 def params_key(params: OpParams | Mapping[str, Any]) -> str:
@@ -36,11 +51,13 @@ def task_key(task: SweepTask, matrix_hash: str) -> tuple[str, str, str, str]:
     return (matrix_hash, task.backend, task.op, params_key(task.params))
 
 
-def plan_tasks(sources: Sequence[MatrixSource], backends: Sequence[str], op: str,
+def plan_tasks(sources: Sequence[MatrixSource], backends: Sequence[str | BackendChoice],
+               op: str,
                op_params: Mapping[str, Sequence[Any]] | Sequence[OpParams] | None = None
                ) -> list[SweepTask]:
-    """Every (source, parameters, backend) task, sources outermost. ``op_params``: the op's
-    choices (``{"k": [8, 64]}``, every combination) or a list of parameter records."""
+    """Every (source, parameters, backend) task, sources outermost. ``backends``: registry
+    names or kernel variants (:class:`BackendChoice`). ``op_params``: the op's choices
+    (``{"k": [8, 64]}``, every combination) or a list of parameter records."""
     from sparsescope.ops.registry import get_op, params_for
 
     if op_params is None or isinstance(op_params, Mapping):
@@ -48,5 +65,7 @@ def plan_tasks(sources: Sequence[MatrixSource], backends: Sequence[str], op: str
     else:
         op_obj = get_op(op)
         params_list = [op_obj.resolve_params(p) for p in op_params]
-    return [SweepTask(source=src, backend=backend, op=op, params=params)
-            for src in sources for params in params_list for backend in backends]
+    choices = [b if isinstance(b, BackendChoice) else BackendChoice(b) for b in backends]
+    return [SweepTask(source=src, backend=c.result_name, op=op, params=params,
+                      options=c.options, registry_name=c.name if c.label else "")
+            for src in sources for params in params_list for c in choices]

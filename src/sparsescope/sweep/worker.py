@@ -89,9 +89,9 @@ def _run(task: SweepTask, timing: TimingConfig, seed: int) -> CaseResult:
         from dataclasses import replace
 
         matrix = replace(matrix, name=task.source.name)
-    kind = get_backend(task.backend).capability.device
-    return run_case(matrix, task.backend, task.op, task.params, config=timing, seed=seed,
-                    model=_model_device(kind, task.backend))
+    kind = get_backend(task.name).capability.device
+    return run_case(matrix, task.choice(), task.op, task.params, config=timing, seed=seed,
+                    model=_model_device(kind, task.name))
 
 
 def run_task(task: SweepTask, timing: TimingConfig, *, case_timeout_s: float | None = None,
@@ -100,7 +100,7 @@ def run_task(task: SweepTask, timing: TimingConfig, *, case_timeout_s: float | N
     is a ``failed`` case with the error; past ``case_timeout_s`` the case is ``failed``."""
     from sparsescope.results.io import record_to_dict
 
-    _ensure_backend(task.op, task.backend, factory)
+    _ensure_backend(task.op, task.name, factory)
     if case_timeout_s is None:
         try:
             return record_to_dict(_run(task, timing, seed))
