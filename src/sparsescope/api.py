@@ -7,6 +7,7 @@ and the report written.
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -348,6 +349,31 @@ class SweepOutput:
     """Cases already in the store, not run again."""
     collection_report: object = None
     """What ``report.collection.write_collection_report`` returned; None without it."""
+    engine: object = None
+    """``sweep.engine.EngineStats``: workers, their busy time, wall time, overhead, and the
+    tasks left when the time limit was reached."""
+    report_s: float = 0.0
+    """Seconds spent reading the cases back and writing results and reports."""
+
+    def throughput(self) -> dict:
+        """Cases per minute of wall time and where the time went (the ``--json`` fields)."""
+        e = self.engine
+        if e is None:
+            return {}
+        return {"workers": e.workers, "wall_s": round(e.wall_s, 6),
+                "busy_s": round(e.busy_s, 6), "client_s": round(e.client_s, 6),
+                "report_s": round(self.report_s, 6),
+                "cases_per_min": (round(60 * self.ran / e.wall_s, 2)
+                                  if self.ran and e.wall_s > 0 else None),
+                "overhead_pct": round(100 * e.overhead, 2),
+                "client_max_rss_mb": round(_max_rss_mb(), 1), "left": e.left}
+
+
+def _max_rss_mb() -> float:
+    """This process's peak resident memory, MiB (``ru_maxrss`` is KiB on Linux)."""
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def sweep(sources: Sequence[str], *, out_dir: str | Path, backends: Sequence[str] | None = None,
@@ -357,7 +383,8 @@ def sweep(sources: Sequence[str], *, out_dir: str | Path, backends: Sequence[str
           progress: bool = False, case_timeout_s: float | None = None,
           on_case: Callable[[CaseResult], None] | None = None, seed: int = 0,
           command: str = "sparsescope.api.sweep", quiet: bool = False,
-          variants: Sequence = (), store_path: str | Path | None = None) -> SweepOutput:
+          variants: Sequence = (), store_path: str | Path | None = None,
+          time_limit_s: float | None = None) -> SweepOutput:
     """Run every backend on every matrix of ``sources`` (folders, globs, files, SuiteSparse
     ``Group/Name.tar.gz`` archives, ``suite:NAME[@SCALE]``), resumably.
 
@@ -373,6 +400,8 @@ def sweep(sources: Sequence[str], *, out_dir: str | Path, backends: Sequence[str
     ``variants``: kernel variants (:class:`~sparsescope.backends.runner.BackendChoice`) run
     after the backends (``backends=[]`` with variants runs them alone). ``store_path``: the
     store holding the sweep's cases (default: ``SPARSESCOPE_STORE`` or the user's store).
+    ``time_limit_s``: stop submitting cases after this long (a batch job's limit); the results
+    and reports hold what is done, ``SweepOutput.left`` counts the rest, a re-run resumes.
     """
     from sparsescope.ops.registry import get_op, params_for
     from sparsescope.results.store import ResultsStore
@@ -391,23 +420,25 @@ def sweep(sources: Sequence[str], *, out_dir: str | Path, backends: Sequence[str
     if spec.kind == "gpu":
         timing = replace(timing, clock="cuda-events")
     device = ceilings.device or spec.vendor_name
-    keys, ran, stored = _sweep_cases(store, tasks, device, timing, retry_failed, progress,
-                                     on_case, dict(cluster=cluster, scheduler=scheduler, workers=workers,
-                                          case_timeout_s=case_timeout_s, seed=seed,
-                                          quiet=quiet))
+    keys, ran, stored, engine = _sweep_cases(store, tasks, device, timing, retry_failed,
+                                             progress, on_case, dict(
+        cluster=cluster, scheduler=scheduler, workers=workers, case_timeout_s=case_timeout_s,
+        seed=seed, quiet=quiet, time_limit_s=time_limit_s))
+    start = time.perf_counter()
     runset = _sweep_runset(store, keys, device, driver, spec, ceilings, timing, chosen, command,
                            created)
     written = _write_outputs(runset, out, False, progress)
+    collection = _collection_report(written.runset, out)
     return SweepOutput(runset=written.runset, results_path=written.results_path,
                        report_paths=written.report_paths, store_path=store.path,
-                       ran=ran, stored=stored,
-                       collection_report=_collection_report(written.runset, out))
+                       ran=ran, stored=stored, collection_report=collection, engine=engine,
+                       report_s=time.perf_counter() - start)
 
 
 def _sweep_cases(store, tasks, device: str, timing, retry_failed: bool, progress: bool,
-                 on_case, options: dict) -> tuple[list[tuple], int, int]:
+                 on_case, options: dict) -> tuple[list[tuple], int, int, object]:
     """Run the tasks not stored yet, appending each case to the store as it finishes: (the
-    sweep's keys in plan order, cases run now, cases found stored)."""
+    sweep's keys in plan order, cases run now, cases found stored, the engine's stats)."""
     import json
 
     from sparsescope import __version__
@@ -444,7 +475,7 @@ def _sweep_cases(store, tasks, device: str, timing, retry_failed: bool, progress
 
         bar.note("probing the first matrix")
         try:
-            execute(tasks, timing=timing, on_result=record, done=done, **options)
+            engine = execute(tasks, timing=timing, on_result=record, done=done, **options)
         except KeyboardInterrupt:
             from sparsescope.errors import Interrupted
 
@@ -452,7 +483,7 @@ def _sweep_cases(store, tasks, device: str, timing, retry_failed: bool, progress
                 f"interrupted: {counts['ran']} case(s) run and stored in {store.path} "
                 f"({counts['stored']} found there before), {len(tasks) - len(keys)} not run; "
                 "run the same command again to resume") from None
-    return sorted(keys, key=keys.__getitem__), counts["ran"], counts["stored"]
+    return sorted(keys, key=keys.__getitem__), counts["ran"], counts["stored"], engine
 
 
 def _sweep_runset(store, keys, device: str, driver: str, spec, ceilings, timing, backends,

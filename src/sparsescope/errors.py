@@ -143,3 +143,7 @@ class Interrupted(SparsescopeError):
 #: Exit code of a command whose run finished but had a case failing its correctness check
 #: (or, with ``--strict``, a skipped case). Results and report are written all the same.
 EXIT_CASES_FAILED = 11
+
+#: Exit code of a sweep stopped by its ``--time-limit`` with cases left: the results and
+#: reports hold what was done; run the same command again to resume.
+EXIT_SWEEP_INCOMPLETE = 12

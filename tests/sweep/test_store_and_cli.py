@@ -161,3 +161,24 @@ def _version() -> str:
     from sparsescope import __version__
 
     return __version__
+
+
+def test_engine_overhead_is_the_share_of_worker_time_not_spent_on_cases():
+    from sparsescope.sweep.engine import EngineStats
+
+    assert EngineStats(workers=2, busy_s=192.0, wall_s=100.0).overhead == pytest.approx(0.04)
+    assert EngineStats(workers=1, busy_s=0.0, wall_s=0.0).overhead == 0.0
+
+
+def test_cli_sweep_reports_cases_per_minute_and_overhead(tmp_path, store, capsys):
+    folder = write_collection(tmp_path / "c", 3)
+    base = ["sweep", str(folder), "--out", str(tmp_path / "o"), "--backend", "scipy-cpu",
+            "--warmups", "0", "--repeats", "2", "--flush", "off"]
+    assert main([*base, "--json"]) == 0
+    t = json.loads(capsys.readouterr().out)["throughput"]
+    assert t["workers"] == 1 and 0 < t["busy_s"] <= t["wall_s"]
+    assert 10 < t["client_max_rss_mb"] < 2048
+    assert t["cases_per_min"] == pytest.approx(60 * 3 / t["wall_s"], rel=0.001)
+    assert t["overhead_pct"] == pytest.approx(100 * (1 - t["busy_s"] / t["wall_s"]), abs=0.01)
+    assert main(base) == 0  # nothing left to run: said so
+    assert "no case run now" in capsys.readouterr().out

@@ -199,3 +199,34 @@ def test_ctrl_c_stops_cleanly_and_a_rerun_resumes(tmp_path, store, monkeypatch, 
     assert again.stored == stored_before and again.ran == 10 - stored_before
     rows = _rows(store)
     assert len(rows) == 10 and {r[2] for r in rows} == {"ok"}
+
+
+@pytest.mark.parametrize("cluster", [None, "local"])
+def test_time_limit_stops_a_sweep_that_a_rerun_finishes(tmp_path, store, monkeypatch, cluster):
+    monkeypatch.syspath_prepend(str(HERE))
+    monkeypatch.setitem(registry.BACKENDS, ("spmv", "slow-cpu"), "fake_backends:SlowBackend")
+    folder = write_collection(tmp_path / "c", 8)
+    options = dict(out_dir=tmp_path / "o", backends=["slow-cpu"], timing=TIMING,
+                   cluster=cluster, workers=1 if cluster else None, quiet=True)
+    part = api.sweep([str(folder)], time_limit_s=1.0, **options)
+    left = part.throughput()["left"]
+    assert part.ran >= 1 and left >= 1 and part.ran + left == 8
+    assert len(part.runset.cases) == part.ran  # results of what was done are written
+    assert len(_rows(store)) == part.ran
+    rest = api.sweep([str(folder)], **options)
+    assert rest.stored == part.ran and rest.ran == 8 - part.ran
+    assert rest.throughput()["left"] == 0 and len(_rows(store)) == 8
+
+
+def test_cli_time_limit_exit_code_says_to_resume(tmp_path, store, monkeypatch, capsys):
+    from sparsescope.cli import main
+
+    monkeypatch.syspath_prepend(str(HERE))
+    monkeypatch.setitem(registry.BACKENDS, ("spmv", "slow-cpu"), "fake_backends:SlowBackend")
+    folder = write_collection(tmp_path / "c", 4)
+    code = main(["sweep", str(folder), "--out", str(tmp_path / "o"), "--backend", "slow-cpu",
+                 "--warmups", "0", "--repeats", "2", "--flush", "off", "--time-limit", "0.5",
+                 "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 12 and doc["exit_code"] == 12 and doc["throughput"]["left"] >= 1
+    assert "run the same command again to resume" in doc["exit_reason"]

@@ -24,7 +24,8 @@ EPILOG = ("A SOURCE is a folder (every .mtx, .mtx.gz, .smtx, .npz inside, recurs
           "content hash, backend, op, parameters, device and version: run the same command "
           "again to resume. A file that cannot be read becomes a skipped case. "
           "Exit codes: 0 every case ok or skipped; 11 a case failed (its check, its worker "
-          "died, or --case-timeout); 9 --out or the store cannot be written (checked first); "
+          "died, or --case-timeout); 12 --time-limit reached with cases left; 130 Ctrl-C "
+          "(what finished is stored); 9 --out or the store cannot be written (checked first); "
           "6 Dask missing (pip install 'sparsescope[sweep]'); 4 the SuiteSparse index is "
           "neither cached nor downloadable; 2 usage (a suitesparse: filter matching nothing).")
 
@@ -56,6 +57,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--case-timeout", type=float, metavar="S",
                    help="a case running longer than S seconds is failed (its thread is left "
                         "running until it ends)")
+    p.add_argument("--time-limit", type=float, metavar="S",
+                   help="submit no case after S seconds of sweeping (a batch job's limit): "
+                        "queued cases are cancelled, results and reports hold what is done, "
+                        "exit code 12; the same command resumes")
     p.add_argument("--store", metavar="FILE",
                    help="the SQLite store that keeps the sweep's cases and makes it resumable "
                         "(default: SPARSESCOPE_STORE or the user's results store)")
@@ -75,7 +80,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def handle(args: argparse.Namespace) -> tuple[dict, str, int]:
     from sparsescope import api
     from sparsescope.cli.run_cmd import run_exit_code
-    from sparsescope.errors import UsageError
+    from sparsescope.errors import EXIT_SWEEP_INCOMPLETE, UsageError
     from sparsescope.timing.types import TimingConfig
 
     if args.warmups < 0 or args.repeats < 1:
@@ -89,7 +94,7 @@ def handle(args: argparse.Namespace) -> tuple[dict, str, int]:
     out = api.sweep(
         args.sources, out_dir=args.out, backends=args.backends, op=args.op,
         op_params=op_params_given(args), variants=variants_given(args), store_path=store,
-        seed=args.seed,
+        seed=args.seed, time_limit_s=args.time_limit,
         cluster=args.cluster, scheduler=args.scheduler, workers=args.workers,
         timing=TimingConfig(warmups=args.warmups, repeats=args.repeats, flush_l2=flush),
         retry_failed=args.retry_failed, progress=not args.json,
@@ -97,10 +102,15 @@ def handle(args: argparse.Namespace) -> tuple[dict, str, int]:
         command=shlex.join(["sparsescope", *sys.argv[1:]]), quiet=args.json)
     rs = out.runset
     code, why = run_exit_code(rs.cases)
+    left = out.throughput().get("left", 0)
+    if left:
+        code, why = EXIT_SWEEP_INCOMPLETE, (f"--time-limit reached: {left} case(s) left; run "
+                                            "the same command again to resume")
     result = {
         "run_id": rs.run_id, "device": rs.provenance.device, "results": str(out.results_path),
         "report": out.report_paths.to_dict(), "store": str(out.store_path),
         "ran": out.ran, "stored": out.stored, "exit_code": code, "exit_reason": why,
+        "throughput": out.throughput(),
         "cases": [{"matrix": c.matrix, "backend": c.backend, "op": c.op, "outcome": c.outcome,
                    "reason": c.reason, "time_ms": c.time_ms, "params": c.params.as_dict(),
                    "rel_err": c.correctness.rel_err if c.correctness else None}
@@ -108,9 +118,17 @@ def handle(args: argparse.Namespace) -> tuple[dict, str, int]:
     }
     lines = [f"sweep {rs.run_id} on {rs.provenance.device}: {len(rs.matrices)} matrices, "
              f"{len(rs.cases)} cases ({out.ran} run now, {out.stored} already stored)",
+             _throughput_line(out.throughput()),
              f"results: {out.results_path}",
              f"report:  {out.results_path.parent / 'report.html'}"]
     if code:
         print(f"sparsescope: warning: {why}", file=sys.stderr)
     return result, "\n".join(lines), code
 
+
+def _throughput_line(t: dict) -> str:
+    """Cases per minute, and the share of the workers' time the engine and store took."""
+    if not t or t["cases_per_min"] is None:
+        return "no case run now"
+    return (f"{t['cases_per_min']:g} cases/min on {t['workers']} worker(s); engine and store "
+            f"overhead {t['overhead_pct']:.1f} % of {t['wall_s']:.1f} s")

@@ -16,6 +16,7 @@ error; ``on_result`` is called in the client for every case as it finishes.
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -45,6 +46,32 @@ class SweepResult:
     stored: bool = False
 
 
+@dataclass
+class EngineStats:
+    """Where a sweep's wall time went, for its overhead.
+
+    ``overhead = 1 - busy_s / (wall_s x workers)``: the share of the workers' time not spent
+    loading matrices or running cases (scheduling, transfers, idle workers while the last
+    cases finish, the client's store and progress), e.g. 2 workers busy 95 s and 97 s over a
+    100 s sweep: 1 - 192 / 200 = 4 %.
+    """
+
+    workers: int = 1
+    busy_s: float = 0.0
+    """Sum over probes and cases of the worker's own time on each."""
+    wall_s: float = 0.0
+    """From the first submission to the last result, client clock."""
+    client_s: float = 0.0
+    """Time the client spent in ``on_result`` (storing each case, the progress bar)."""
+    left: int = 0
+    """Tasks not run because the time limit was reached (a re-run resumes them)."""
+
+    @property
+    def overhead(self) -> float:
+        capacity = self.wall_s * self.workers
+        return max(0.0, 1.0 - self.busy_s / capacity) if capacity > 0 else 0.0
+
+
 @dataclass(frozen=True)
 class _Probe:
     hash: str
@@ -54,18 +81,20 @@ class _Probe:
     """Outcome of every case of a source that could not be probed."""
 
 
-def _decoded_probe(data: dict) -> _Probe:
+def _decoded_probe(data: dict, stats: EngineStats) -> _Probe:
     from sparsescope.results.io import record_from_dict
 
+    stats.busy_s += data["seconds"]
     matrix = None if data["matrix"] is None else record_from_dict(data["matrix"], MatrixRecord,
                                                                   "matrix")
     return _Probe(hash=data["hash"], matrix=matrix, reason=data["reason"])
 
 
-def _decoded_case(data: dict) -> CaseResult:
+def _decoded_case(data: dict, stats: EngineStats) -> CaseResult:
     from sparsescope.results.io import record_from_dict
 
-    return record_from_dict(data, CaseResult, "case")
+    stats.busy_s += data["seconds"]
+    return record_from_dict(data["case"], CaseResult, "case")
 
 
 def _after_probe(group: Sequence[SweepTask], probe: _Probe, done: Collection[tuple],
@@ -97,13 +126,21 @@ def _factory(task: SweepTask) -> Any:
     return registry.BACKENDS.get((task.op, task.name))
 
 
-def _in_process(tasks, *, timing, on_result, done, case_timeout_s, seed) -> None:
-    for src, group in _groups(tasks).items():
-        probe = _decoded_probe(worker.probe(src))
-        for task in _after_probe(group, probe, done, on_result):
+def _in_process(tasks, *, timing, on_result, done, case_timeout_s, seed, stats,
+                deadline) -> int:
+    """One matrix after another, each case as it comes; past ``deadline`` the rest is left
+    (their number returned)."""
+    groups = list(_groups(tasks).items())
+    for i, (src, group) in enumerate(groups):
+        probe = _decoded_probe(worker.probe(src), stats)
+        todo = _after_probe(group, probe, done, on_result)
+        for j, task in enumerate(todo):
+            if deadline is not None and time.perf_counter() > deadline:
+                return len(todo) - j + sum(len(g) for _, g in groups[i + 1:])
             case = _decoded_case(worker.run_task(task, timing, case_timeout_s=case_timeout_s,
-                                                 seed=seed))
+                                                 seed=seed), stats)
             on_result(SweepResult(task, probe.hash, probe.matrix, case))
+    return 0
 
 
 def _import(module: str, what: str):
@@ -147,54 +184,119 @@ def _error_text(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def _on_dask(client, tasks, *, timing, on_result, done, case_timeout_s, seed) -> None:
+def _on_dask(client, tasks, *, timing, on_result, done, case_timeout_s, seed, stats,
+             deadline) -> int:
+    """Probe matrices a few at a time (workers + 1 in flight) and submit each matrix's cases
+    as its probe returns, to the worker that loaded it (its matrix is cached there) and ahead
+    of further probes (``priority=1``), so a worker finishes one matrix before it loads the
+    next. Past ``deadline`` (a ``time.perf_counter`` value) nothing more is submitted, what
+    is queued is cancelled, and the number of tasks left is returned."""
     from distributed import as_completed
 
+    stats.workers = max(1, len(client.scheduler_info().get("workers", {})))
     groups = _groups(tasks)
-    probes = {client.submit(worker.probe, src, retries=1, pure=False): src for src in groups}
+    waiting = list(groups)[::-1]  # popped from the end: plan order
+    probes: dict[Any, MatrixSource] = {}
     cases: dict[Any, tuple[SweepTask, _Probe]] = {}
-    finished = as_completed(list(probes))
+    finished = as_completed()
+
+    def probe_next() -> None:
+        src = waiting.pop()
+        future = client.submit(worker.probe, src, retries=1, pure=False)
+        probes[future] = src
+        finished.add(future)
+
+    for _ in range(min(len(waiting), stats.workers + 1)):
+        probe_next()
     for future in finished:
         if future in probes:
             src = probes.pop(future)
-            try:
-                probe = _decoded_probe(future.result())
-            except Exception as exc:  # the probe's worker died: every case of it failed
-                probe = _Probe(source_hash(src), None, f"loading failed: {_error_text(exc)}",
-                               outcome="failed")
-            for task in _after_probe(groups[src], probe, done, on_result):
-                submitted = client.submit(worker.run_task, task, timing,
-                                          case_timeout_s=case_timeout_s, factory=_factory(task),
-                                          seed=seed, retries=1, pure=False)
-                cases[submitted] = (task, probe)
-                finished.add(submitted)
+            _submit_cases(client, future, src, groups[src], cases, finished, stats,
+                          dict(timing=timing, on_result=on_result, done=done,
+                               case_timeout_s=case_timeout_s, seed=seed))
+            if waiting:
+                probe_next()
         else:
             task, probe = cases.pop(future)
             try:
-                case = _decoded_case(future.result())
+                case = _decoded_case(future.result(), stats)
             except Exception as exc:  # KilledWorker, or an error past its retry
                 case = worker.failed_case(task, _error_text(exc))
             on_result(SweepResult(task, probe.hash, probe.matrix, case))
         future.release()
+        if deadline is not None and time.perf_counter() > deadline and (probes or cases):
+            return _cancel_rest(client, probes, cases, waiting, groups)
+    return 0
+
+
+def _submit_cases(client, future, src: MatrixSource, group: Sequence[SweepTask], cases: dict,
+                  finished, stats: EngineStats, options: dict) -> None:
+    """Submit the cases of one probed matrix (its stored and unreadable cases reported)."""
+    where = None
+    try:
+        data = future.result()
+        probe = _decoded_probe(data, stats)
+        where = data.get("worker")
+    except Exception as exc:  # the probe's worker died: every case of it failed
+        probe = _Probe(source_hash(src), None, f"loading failed: {_error_text(exc)}",
+                       outcome="failed")
+    for task in _after_probe(group, probe, options["done"], options["on_result"]):
+        submitted = client.submit(
+            worker.run_task, task, options["timing"], case_timeout_s=options["case_timeout_s"],
+            factory=_factory(task), seed=options["seed"], retries=1, pure=False, priority=1,
+            workers=[where] if where else None, allow_other_workers=True)
+        cases[submitted] = (task, probe)
+        finished.add(submitted)
+
+
+def _cancel_rest(client, probes: dict, cases: dict, waiting: list, groups: dict) -> int:
+    """Cancel every outstanding future; the number of tasks not finished."""
+    outstanding = [*probes, *cases]
+    client.cancel(outstanding)
+    left = sum(len(groups[src]) for src in probes.values()) + len(cases)
+    left += sum(len(groups[src]) for src in waiting)
+    return left
 
 
 def execute(tasks: Sequence[SweepTask], *, cluster: str | None = None,
             scheduler: str | None = None, workers: int | None = None,
             timing: TimingConfig, on_result: Callable[[SweepResult], None],
             done: Collection[tuple] = frozenset(), case_timeout_s: float | None = None,
-            seed: int = 0, quiet: bool = False) -> None:
+            seed: int = 0, quiet: bool = False,
+            time_limit_s: float | None = None) -> EngineStats:
     """Run ``tasks`` (see the module docstring); ``done``: keys (:func:`~sparsescope.sweep.
-    tasks.task_key`) already stored, reported as ``stored`` without running."""
+    tasks.task_key`) already stored, reported as ``stored`` without running.
+    ``time_limit_s``: submit nothing after this many seconds of sweeping, cancel what is
+    queued (cases running then are lost, not stored) and return; a re-run resumes. Returns
+    where the wall time went and how many tasks were left (:class:`EngineStats`)."""
     if cluster is not None and cluster not in CLUSTERS:
         raise UsageError(f"unknown cluster {cluster!r}; known: {', '.join(CLUSTERS)}")
     if workers is not None and workers < 1:
         raise UsageError(f"--workers must be >= 1, got {workers}")
     if case_timeout_s is not None and case_timeout_s <= 0:
         raise UsageError(f"--case-timeout must be > 0 seconds, got {case_timeout_s}")
-    options = dict(timing=timing, on_result=on_result, done=done,
-                   case_timeout_s=case_timeout_s, seed=seed)
+    if time_limit_s is not None and time_limit_s <= 0:
+        raise UsageError(f"--time-limit must be > 0 seconds, got {time_limit_s}")
+    stats = EngineStats()
+
+    def timed_on_result(result: SweepResult) -> None:
+        start = time.perf_counter()
+        on_result(result)
+        stats.client_s += time.perf_counter() - start
+
+    options = dict(timing=timing, on_result=timed_on_result, done=done,
+                   case_timeout_s=case_timeout_s, seed=seed, stats=stats)
     if cluster is None and scheduler is None:
-        _in_process(tasks, **options)
-        return
-    with dask_client(cluster, scheduler, workers, quiet) as client:
-        _on_dask(client, tasks, **options)
+        start = time.perf_counter()
+        stats.left = _in_process(tasks, **options, deadline=_deadline(start, time_limit_s))
+    else:
+        with dask_client(cluster, scheduler, workers, quiet) as client:
+            start = time.perf_counter()  # the cluster's start-up is not the sweep's overhead
+            stats.left = _on_dask(client, tasks, **options,
+                                  deadline=_deadline(start, time_limit_s))
+    stats.wall_s = time.perf_counter() - start
+    return stats
+
+
+def _deadline(start: float, time_limit_s: float | None) -> float | None:
+    return None if time_limit_s is None else start + time_limit_s

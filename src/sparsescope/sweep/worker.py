@@ -12,6 +12,9 @@ be stopped and runs on in the background (in process, or on the worker) until th
 from __future__ import annotations
 
 import concurrent.futures
+import sys
+import time
+from collections import OrderedDict
 from typing import Any
 
 from sparsescope.errors import SparsescopeError
@@ -20,31 +23,54 @@ from sparsescope.sweep.sources import MatrixSource, load_source, matrix_hash, so
 from sparsescope.sweep.tasks import SweepTask
 from sparsescope.timing.types import TimingConfig
 
-_LAST: dict[str, Any] = {}
+#: Matrices kept loaded per worker, most recent last: the probe's matrix stays while the
+#: next matrices are probed and this one's cases run (the engine keeps workers + 1 probes in
+#: flight), so a matrix is loaded once per worker.
+KEEP_LOADED = 3
+_LOADED: OrderedDict[str, tuple[Any, str]] = OrderedDict()
 
 
 def _matrix(src: MatrixSource):
-    """The loaded matrix of ``src`` (kept for the next call) and its content hash."""
-    if _LAST.get("ref") != src.ref:
-        _LAST.clear()
+    """The loaded matrix of ``src`` (kept for the next calls) and its content hash."""
+    if src.ref in _LOADED:
+        _LOADED.move_to_end(src.ref)
+    else:
         matrix = load_source(src)
-        _LAST.update(ref=src.ref, matrix=matrix, hash=matrix_hash(matrix.csr))
-    return _LAST["matrix"], _LAST["hash"]
+        _LOADED[src.ref] = (matrix, matrix_hash(matrix.csr))
+        while len(_LOADED) > KEEP_LOADED:
+            _LOADED.popitem(last=False)
+    return _LOADED[src.ref]
+
+
+def _worker_address() -> str | None:
+    """The Dask worker this runs on (cases of its matrix are sent back to it), if any; Dask is
+    not imported to find out (in process it is not loaded)."""
+    distributed = sys.modules.get("distributed")
+    if distributed is None:
+        return None
+    try:
+        return distributed.get_worker().address
+    except ValueError:  # not on a worker
+        return None
 
 
 def probe(src: MatrixSource) -> dict:
-    """Load ``src``: ``{"hash", "matrix": MatrixRecord dict}``, or, when it cannot be read,
-    ``{"hash": source_hash, "matrix": None, "reason": why}``."""
+    """Load ``src``: ``{"hash", "matrix": MatrixRecord dict, "seconds"}``, or, when it cannot
+    be read, ``{"hash": source_hash, "matrix": None, "reason": why, "seconds"}``; ``seconds``:
+    the worker's time on it (the engine's overhead is the wall time not spent so)."""
     from sparsescope.matrices import compute_stats
     from sparsescope.results.io import record_to_dict
 
+    start = time.perf_counter()
     try:
         matrix, digest = _matrix(src)
     except SparsescopeError as exc:
-        return {"hash": source_hash(src), "matrix": None, "reason": f"cannot read: {exc}"}
+        return {"hash": source_hash(src), "matrix": None, "reason": f"cannot read: {exc}",
+                "seconds": time.perf_counter() - start}
     record = MatrixRecord(name=src.name, source=matrix.source, kind=matrix.kind,
                           analog_of=matrix.analog_of, stats=compute_stats(matrix.csr))
-    return {"hash": digest, "matrix": record_to_dict(record), "reason": ""}
+    return {"hash": digest, "matrix": record_to_dict(record), "reason": "",
+            "seconds": time.perf_counter() - start, "worker": _worker_address()}
 
 
 def failed_case(task: SweepTask, reason: str, outcome: str = "failed") -> CaseResult:
@@ -96,24 +122,32 @@ def _run(task: SweepTask, timing: TimingConfig, seed: int) -> CaseResult:
 
 def run_task(task: SweepTask, timing: TimingConfig, *, case_timeout_s: float | None = None,
              factory: Any = None, seed: int = 0) -> dict:
-    """Run one case and return its :class:`CaseResult` as a dict. A loading or runner error
-    is a ``failed`` case with the error; past ``case_timeout_s`` the case is ``failed``."""
+    """Run one case: ``{"case": its CaseResult as a dict, "seconds": the worker's time on
+    it}``. A loading or runner error is a ``failed`` case with the error; past
+    ``case_timeout_s`` the case is ``failed``."""
     from sparsescope.results.io import record_to_dict
 
+    start = time.perf_counter()
+    case = _case(task, timing, case_timeout_s, factory, seed)
+    return {"case": record_to_dict(case), "seconds": time.perf_counter() - start}
+
+
+def _case(task: SweepTask, timing: TimingConfig, case_timeout_s: float | None, factory: Any,
+          seed: int) -> CaseResult:
     _ensure_backend(task.op, task.name, factory)
     if case_timeout_s is None:
         try:
-            return record_to_dict(_run(task, timing, seed))
+            return _run(task, timing, seed)
         except Exception as exc:  # the runner records backend errors; this is anything else
-            return record_to_dict(failed_case(task, f"{type(exc).__name__}: {exc}"))
+            return failed_case(task, f"{type(exc).__name__}: {exc}")
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="case")
     future = pool.submit(_run, task, timing, seed)
     try:
-        return record_to_dict(future.result(timeout=case_timeout_s))
+        return future.result(timeout=case_timeout_s)
     except concurrent.futures.TimeoutError:
-        return record_to_dict(failed_case(task, f"timed out after {case_timeout_s:g} s "
-                                         "(--case-timeout); its thread was left running"))
+        return failed_case(task, f"timed out after {case_timeout_s:g} s "
+                                 "(--case-timeout); its thread was left running")
     except Exception as exc:
-        return record_to_dict(failed_case(task, f"{type(exc).__name__}: {exc}"))
+        return failed_case(task, f"{type(exc).__name__}: {exc}")
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
