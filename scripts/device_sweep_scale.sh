@@ -10,8 +10,9 @@
 #
 # State that must survive between parts (the machine is returned between calls) lives in
 # out/sweep-scale/ (carry=[".device-wheels", "out/sweep-scale"]): store.sqlite and the
-# --json output of every part. Wheels: .device-wheels/*.whl (no deps) and
-# .device-wheels/sweep/ (dask-cuda and what it needs, installed only where missing).
+# --json output of every part. Wheels: .device-wheels/*.whl (no deps), and
+# .device-wheels/sweep-extra.tar.xz (scripts/fetch_device_wheels.sh: dask-cuda, nvidia-ml-py,
+# cuda-core, cuda-bindings, cuda-pathfinder unpacked).
 # Comes back in $OUT: env.txt, summary.txt, store.sqlite, bundle.tgz (every log and output).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -24,11 +25,17 @@ mkdir -p "$OUT" "$STATE/parts" "$WORK"
 export PYTHONPATH=src PYTHONUNBUFFERED=1
 python3 -m pip install -q --no-index --no-deps .device-wheels/*.whl 2>&1 | tail -1
 python3 -m pip install -q --no-index --find-links .device-wheels distributed 2>&1 | tail -1
-for pair in "pynvml:nvidia_ml_py" "cuda.core:cuda_core" "cuda.bindings:cuda_bindings" \
-            "cuda.pathfinder:cuda_pathfinder" "dask_cuda:dask_cuda"; do
+# dask-cuda and what it needs, unpacked wheels in one tar.xz (half the size of the wheels: the
+# carried tree is limited to 64 MiB), each put on PYTHONPATH only where the image lacks it
+EXTRA=/tmp/ss-sweep-extra
+mkdir -p "$EXTRA" && tar xJf .device-wheels/sweep-extra.tar.xz -C "$EXTRA"
+for pair in "pynvml:nvidia_ml_py" "cuda.pathfinder:cuda_pathfinder" \
+            "cuda.bindings:cuda_bindings" "cuda.core:cuda_core" "dask_cuda:dask_cuda"; do
     module="${pair%%:*}"; wheel="${pair##*:}"
-    python3 -c "import $module" 2>/dev/null || \
-        python3 -m pip install -q --no-index --no-deps .device-wheels/sweep/${wheel}-*.whl 2>&1 | tail -1
+    if ! python3 -c "import $module" 2>/dev/null; then
+        export PYTHONPATH="$PYTHONPATH:$(ls -d "$EXTRA"/${wheel}-*.whl)"
+        echo "using the carried $wheel"
+    fi
 done
 {
     date -u +"date_utc %Y-%m-%dT%H:%M:%SZ"

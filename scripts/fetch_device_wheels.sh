@@ -13,4 +13,15 @@ pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
 pip download -q --only-binary=:all: --python-version 3.12 \
     --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 --platform any \
     -d .device-wheels distributed
+# dask-cuda for `sweep --cluster cuda`, with what the image may lack, unpacked into one tar.xz
+# (about half the wheels' size; the carried tree is limited to 64 MiB); the device script puts
+# each on PYTHONPATH only where the image lacks it
+tmp=$(mktemp -d)
+pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
+    --platform manylinux_2_28_x86_64 -d "$tmp/whl" dask-cuda nvidia-ml-py "cuda-core<2" \
+    cuda-bindings cuda-pathfinder
+for w in "$tmp"/whl/*.whl; do mkdir -p "$tmp/x/$(basename "$w")"; \
+    (cd "$tmp/x/$(basename "$w")" && python3 -m zipfile -e "$w" .); done
+tar cJf .device-wheels/sweep-extra.tar.xz -C "$tmp/x" .
+rm -rf "$tmp"
 ls .device-wheels
