@@ -13,7 +13,7 @@
 # --json output of every part. Wheels: .device-wheels/*.whl (no deps), and
 # .device-wheels/sweep-extra.tar.xz (scripts/fetch_device_wheels.sh: dask-cuda, nvidia-ml-py,
 # cuda-core, cuda-bindings, cuda-pathfinder unpacked).
-# Comes back in $OUT: env.txt, summary.txt, store.sqlite, bundle.tgz (every log and output).
+# Comes back in $OUT: env.txt, summary.txt, store.sqlite.gz, bundle.tgz (every log and output).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 MODE="${1:?cpu or gpu}"
@@ -22,6 +22,8 @@ export OUT="${OUT:-/tmp/ss-scale}"
 STATE=out/sweep-scale
 WORK=/tmp/ss-scale-work
 mkdir -p "$OUT" "$STATE/parts" "$WORK"
+# the store travels gzipped (the carried tree is limited to 64 MiB)
+[ -f "$STATE/store.sqlite.gz" ] && gunzip -f "$STATE/store.sqlite.gz"
 export PYTHONPATH=src PYTHONUNBUFFERED=1
 python3 -m pip install -q --no-index --no-deps .device-wheels/*.whl 2>&1 | tail -1
 python3 -m pip install -q --no-index --find-links .device-wheels distributed 2>&1 | tail -1
@@ -72,7 +74,7 @@ else
     cp "$WORK"/gpu/collection.md "$WORK"/gpu/results.json "$STATE/parts/" 2>/dev/null
     FILES=("$STATE/parts" "$WORK/gpu")
 fi
-cp "$STATE/store.sqlite" "$OUT/" 2>/dev/null
+[ -f "$STATE/store.sqlite" ] && gzip -c "$STATE/store.sqlite" > "$OUT/store.sqlite.gz"
 tar czf "$OUT/bundle.tgz" "${FILES[@]}" 2>/dev/null
 python3 - "$MODE" "$STATE" "$WORK" > "$OUT/summary.txt" <<'PY'
 import glob, json, sys

@@ -56,6 +56,18 @@ def test_file_round_trip(runset, tmp_path):
     assert read_runset(path) == runset
 
 
+def test_gzipped_results_file_is_read(runset, tmp_path):
+    import gzip
+
+    path = write_runset(tmp_path / "results.json", runset)
+    packed = tmp_path / "results.json.gz"
+    packed.write_bytes(gzip.compress(path.read_bytes()))
+    assert read_runset(packed) == runset
+    packed.write_bytes(gzip.compress(path.read_bytes())[:40])  # cut short
+    with pytest.raises(ResultsFormatError, match="results.json.gz: cannot read"):
+        read_runset(packed)
+
+
 def mutate(d, path, value):
     """Set (or with value=KeyError, delete) the entry at a path like ('cases', 1, 'outcome')."""
     target = d

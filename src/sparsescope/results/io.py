@@ -211,13 +211,20 @@ def write_runset(path: str | os.PathLike, runset: RunSet) -> Path:
 
 
 def read_runset(path: str | os.PathLike) -> RunSet:
-    """Read and validate a results file; every problem is a :class:`ResultsFormatError`."""
+    """Read and validate a results file (``results.json``, or gzipped ``results.json.gz``, as
+    large sweeps are committed); every problem is a :class:`ResultsFormatError`."""
+    import gzip
+
     target = Path(path)
     try:
-        text = target.read_text(encoding="utf-8")
+        if target.suffix == ".gz":
+            with gzip.open(target, "rt", encoding="utf-8") as f:
+                text = f.read()
+        else:
+            text = target.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ResultsFormatError(f"{target}: no such results file") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except (OSError, EOFError, UnicodeDecodeError) as exc:
         raise ResultsFormatError(f"{target}: cannot read: {exc}") from None
     try:
         data = json.loads(text)
