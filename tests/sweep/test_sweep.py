@@ -114,6 +114,20 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
+def _resume_slow_sweep(monkeypatch, folder: Path, out: Path, store: Path, stored_before: int,
+                       total: int):
+    """Run the interrupted slow sweep again: it runs only what was not stored, and every case
+    is then stored once, ok."""
+    monkeypatch.syspath_prepend(str(HERE))
+    monkeypatch.setitem(registry.BACKENDS, ("spmv", "slow-cpu"), "fake_backends:SlowBackend")
+    again = api.sweep([str(folder)], out_dir=out, backends=["slow-cpu"], timing=TIMING)
+    assert again.stored == stored_before and again.ran == total - stored_before
+    rows = _rows(store)
+    assert len(rows) == total and len({r[:2] for r in rows}) == total
+    assert {r[2] for r in rows} == {"ok"}
+    return again
+
+
 def test_sweep_killed_part_way_resumes_without_repeating(tmp_path, store, monkeypatch):
     folder = write_collection(tmp_path / "c", 12)
     out = tmp_path / "o"
@@ -130,13 +144,8 @@ def test_sweep_killed_part_way_resumes_without_repeating(tmp_path, store, monkey
         proc.wait()
     stored_before = len(_rows(store))
     assert 3 <= stored_before < 12
-    monkeypatch.syspath_prepend(str(HERE))
-    monkeypatch.setitem(registry.BACKENDS, ("spmv", "slow-cpu"), "fake_backends:SlowBackend")
-    again = api.sweep([str(folder)], out_dir=out, backends=["slow-cpu"], timing=TIMING)
-    assert again.stored == stored_before and again.ran == 12 - stored_before
-    rows = _rows(store)
-    assert len(rows) == 12 and len({r[:2] for r in rows}) == 12
-    assert {r[2] for r in rows} == {"ok"} and len(again.runset.cases) == 12
+    again = _resume_slow_sweep(monkeypatch, folder, out, store, stored_before, 12)
+    assert len(again.runset.cases) == 12
 
 
 def test_case_timeout_is_a_failed_case(tmp_path, store, monkeypatch):
@@ -193,12 +202,7 @@ def test_ctrl_c_stops_cleanly_and_a_rerun_resumes(tmp_path, store, monkeypatch, 
     assert "interrupted:" in err and "run the same command again to resume" in err
     assert "Traceback" not in err
     assert 2 <= stored_before < 10
-    monkeypatch.syspath_prepend(str(HERE))
-    monkeypatch.setitem(registry.BACKENDS, ("spmv", "slow-cpu"), "fake_backends:SlowBackend")
-    again = api.sweep([str(folder)], out_dir=out, backends=["slow-cpu"], timing=TIMING)
-    assert again.stored == stored_before and again.ran == 10 - stored_before
-    rows = _rows(store)
-    assert len(rows) == 10 and {r[2] for r in rows} == {"ok"}
+    _resume_slow_sweep(monkeypatch, folder, out, store, stored_before, 10)
 
 
 @pytest.mark.parametrize("cluster", [None, "local"])
