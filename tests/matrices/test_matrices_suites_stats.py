@@ -32,10 +32,12 @@ SEED6 = {  # name: (rows, nnz, kind), the real SuiteSparse sizes
 
 
 def test_suite_registry():
-    assert list_suites() == ["seed6", "awkward", "dlmc3", "slice003", "population"]
-    assert set(SUITES) == {"seed6", "awkward", "dlmc3", "slice003", "population"}
+    assert list_suites() == ["seed6", "awkward", "dlmc3", "slice003", "population",
+                             "spmm-population"]
+    assert set(SUITES) == {"seed6", "awkward", "dlmc3", "slice003", "population",
+                           "spmm-population"}
     with pytest.raises(UnknownNameError, match="unknown suite 'nope'; known: awkward, dlmc3, "
-                                            "population, seed6, slice003"):
+                                            "population, seed6, slice003, spmm-population"):
         suite_entries("nope")
     with pytest.raises(UnknownNameError):
         load_suite("nope")  # raised at once, not on the first next()

@@ -43,3 +43,30 @@ def test_small_entries_build_with_their_exact_shape_and_nonzeros(kind):
     for e in [e for e in POPULATION.entries if e.kind == kind][:4]:
         m = build_entry(e)
         assert m.csr.shape == (e.rows, e.cols) and m.csr.nnz == e.nnz, e.name
+
+
+def test_spmm_population_covers_graphs_weights_and_fem_with_a_held_out_third():
+    from sparsescope.matrices.suite_population import SPMM_POPULATION, is_held_out_spmm
+
+    entries = suite_entries("spmm-population")
+    families = Counter(e.name.split("-")[0] for e in entries)
+    assert len(entries) == 60 and families == {"graph": 22, "weights": 24, "fem": 14}
+    graphs = [e for e in entries if e.name.startswith("graph")]
+    assert max(e.rows for e in graphs) == 5_000_000 and min(e.rows for e in graphs) == 10_000
+    weights = [e for e in entries if e.name.startswith("weights")]
+    assert {e.rows for e in weights} == {512, 1024, 2048, 4096}
+    assert all(0.5 <= 1 - e.nnz / (e.rows * e.cols) <= 0.98 for e in weights)
+    assert max(e.nnz for e in entries) <= 100_000_000
+    held = [e for e in SPMM_POPULATION.entries if is_held_out_spmm(e.name)]
+    assert len(held) == 19 and {e.name.split("-")[0] for e in held} == set(families)
+    with pytest.raises(ValueError, match="not an spmm-population entry"):
+        is_held_out_spmm("graph")
+
+
+def test_small_spmm_population_entries_build_exactly():
+    from sparsescope.matrices.suite_population import SPMM_POPULATION
+
+    for name in ("graph-00", "graph-01", "weights-00", "weights-23", "fem-00"):
+        e = next(e for e in SPMM_POPULATION.entries if e.name == name)
+        m = build_entry(e)
+        assert m.csr.shape == (e.rows, e.cols) and m.csr.nnz == e.nnz, name

@@ -1,5 +1,6 @@
-"""``population``: 204 generated matrices for collection sweeps and for kernel selection that
-must hold beyond the six seed analogs (issues 15 and 17).
+"""Generated populations: ``population``, 204 matrices for collection sweeps and for kernel
+selection that must hold beyond the six seed analogs (issues 15 and 17); ``spmm-population``,
+60 SpMM shapes at the sizes people run (issue 18, :data:`SPMM_POPULATION`).
 
 Design (fixed, no random draw: the same suite on every machine):
 
@@ -92,3 +93,56 @@ def is_held_out(name: str) -> bool:
     if kind not in KINDS or not j.isdigit():
         raise ValueError(f"{name!r} is not a population entry (kind-jj)")
     return int(j) % 3 == 2
+
+
+#: ``spmm-population`` (issue 18): the shapes SpMM users run. Graphs for GNN aggregation
+#: (power-law and R-MAT, 10^4 to 5 x 10^6 rows), pruned transformer / CNN weights (512 to
+#: 4,096 rows and columns at 50 to 98 % sparsity, DLMC's range), banded / FEM matrices.
+GRAPH_ROWS = (10_000, 30_000, 100_000, 300_000, 1_000_000, 2_000_000, 3_000_000, 5_000_000)
+GRAPH_DEGREES = (4, 16, 48)
+#: Shapes above this many nonzeros are left out (the float64 reference of Y at k = 512 must
+#: fit a host's memory).
+SPMM_MAX_NNZ = 100_000_000
+WEIGHT_SIDES = (512, 1024, 2048, 4096)
+WEIGHT_SPARSITY = (0.5, 0.7, 0.8, 0.9, 0.95, 0.98)
+FEM_ROWS = (20_000, 60_000, 200_000, 500_000, 1_500_000)
+FEM_ROW_MEANS = (9, 27, 81)
+
+
+def _spmm_entries() -> tuple[SuiteEntry, ...]:
+    entries = []
+    graphs = [(r, d) for r in GRAPH_ROWS for d in GRAPH_DEGREES if r * d <= SPMM_MAX_NNZ]
+    for i, (rows, degree) in enumerate(graphs):
+        kind = "rmat" if i % 3 == 1 else "powerlaw"
+        params = {} if kind == "rmat" else {"row_alpha": (1.6, 2.0, 2.4)[i % 3]}
+        entries.append(SuiteEntry(f"graph-{i:02d}", kind, rows, rows, rows * degree, params,
+                                  description=f"{kind} graph, {rows:,} nodes, mean degree "
+                                              f"{degree}"))
+    for i, (side, sparsity) in enumerate((s, p) for s in WEIGHT_SIDES for p in WEIGHT_SPARSITY):
+        cols = WEIGHT_SIDES[(WEIGHT_SIDES.index(side) + i) % len(WEIGHT_SIDES)]
+        nnz = math.ceil(side * cols * (1 - sparsity))
+        entries.append(SuiteEntry(f"weights-{i:02d}", "pruned", side, cols, nnz,
+                                  {"row_std": (0.0, 0.3, 1.0)[i % 3] * nnz / side / 4},
+                                  description=f"pruned weights {side} x {cols}, "
+                                              f"{100 * sparsity:.0f} % sparse"))
+    fems = [(r, m) for r in FEM_ROWS for m in FEM_ROW_MEANS if r * m <= SPMM_MAX_NNZ]
+    for i, (rows, mean) in enumerate(fems):
+        entries.append(SuiteEntry(f"fem-{i:02d}", "banded", rows, rows, rows * mean,
+                                  {"halfwidth": 2 * mean, "block": 3},
+                                  description=f"banded FEM, {rows:,} rows, {mean} nnz/row"))
+    return tuple(entries)
+
+
+SPMM_POPULATION = Suite(
+    "spmm-population",
+    "SpMM shapes: power-law / R-MAT graphs to 5 M rows, pruned weights 512-4,096 at 50-98 % "
+    "sparsity, banded FEM; every third held out",
+    _spmm_entries())
+
+
+def is_held_out_spmm(name: str) -> bool:
+    """Whether ``spmm-population`` entry ``name`` (``family-ii``) is in the held-out third."""
+    family, _, i = name.rpartition("-")
+    if family not in ("graph", "weights", "fem") or not i.isdigit():
+        raise ValueError(f"{name!r} is not an spmm-population entry (family-ii)")
+    return int(i) % 3 == 2
