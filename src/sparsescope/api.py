@@ -369,8 +369,27 @@ class SweepOutput:
                 "client_max_rss_mb": round(_max_rss_mb(), 1), "left": e.left}
 
 
+def _reset_peak_rss() -> bool:
+    """Start this process's peak-memory count afresh (Linux: ``5`` to ``/proc/self/
+    clear_refs`` resets ``VmHWM``), so the sweep reports its own peak, not an earlier one."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
 def _max_rss_mb() -> float:
-    """This process's peak resident memory, MiB (``ru_maxrss`` is KiB on Linux)."""
+    """This process's peak resident memory since :func:`_reset_peak_rss`, MiB (``VmHWM``;
+    where /proc is not there, ``ru_maxrss``: the peak since the process started)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024  # kB
+    except OSError:
+        pass
     import resource
 
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -408,6 +427,7 @@ def sweep(sources: Sequence[str], *, out_dir: str | Path, backends: Sequence[str
     from sparsescope.sweep.sources import expand_sources
     from sparsescope.sweep.tasks import plan_tasks
 
+    _reset_peak_rss()
     get_op(op)
     params_list = params_for(op, op_params)
     chosen = _backends_and_variants(backends, variants, op)

@@ -177,7 +177,7 @@ def test_cli_sweep_reports_cases_per_minute_and_overhead(tmp_path, store, capsys
     assert main([*base, "--json"]) == 0
     t = json.loads(capsys.readouterr().out)["throughput"]
     assert t["workers"] == 1 and 0 < t["busy_s"] <= t["wall_s"]
-    assert 10 < t["client_max_rss_mb"] < 2048
+    assert t["client_max_rss_mb"] > 10  # this process's peak since the sweep began
     assert t["cases_per_min"] == pytest.approx(60 * 3 / t["wall_s"], rel=0.001)
     assert t["overhead_pct"] == pytest.approx(100 * (1 - t["busy_s"] / t["wall_s"]), abs=0.01)
     assert main(base) == 0  # nothing left to run: said so

@@ -58,9 +58,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="a case running longer than S seconds is failed (its thread is left "
                         "running until it ends)")
     p.add_argument("--time-limit", type=float, metavar="S",
-                   help="submit no case after S seconds of sweeping (a batch job's limit): "
-                        "queued cases are cancelled, results and reports hold what is done, "
-                        "exit code 12; the same command resumes")
+                   help="submit no case after S seconds of sweeping (a batch job's limit; "
+                        "at least one case runs): queued cases are cancelled, results and "
+                        "reports hold what is done, exit code 12; the same command resumes")
     p.add_argument("--store", metavar="FILE",
                    help="the SQLite store that keeps the sweep's cases and makes it resumable "
                         "(default: SPARSESCOPE_STORE or the user's results store)")

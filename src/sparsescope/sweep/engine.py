@@ -65,6 +65,8 @@ class EngineStats:
     """Time the client spent in ``on_result`` (storing each case, the progress bar)."""
     left: int = 0
     """Tasks not run because the time limit was reached (a re-run resumes them)."""
+    cases: int = 0
+    """Cases run (the time limit applies once one has: every call makes progress)."""
 
     @property
     def overhead(self) -> float:
@@ -94,6 +96,7 @@ def _decoded_case(data: dict, stats: EngineStats) -> CaseResult:
     from sparsescope.results.io import record_from_dict
 
     stats.busy_s += data["seconds"]
+    stats.cases += 1
     return record_from_dict(data["case"], CaseResult, "case")
 
 
@@ -135,7 +138,7 @@ def _in_process(tasks, *, timing, on_result, done, case_timeout_s, seed, stats,
         probe = _decoded_probe(worker.probe(src), stats)
         todo = _after_probe(group, probe, done, on_result)
         for j, task in enumerate(todo):
-            if deadline is not None and time.perf_counter() > deadline:
+            if _past(deadline, stats):
                 return len(todo) - j + sum(len(g) for _, g in groups[i + 1:])
             case = _decoded_case(worker.run_task(task, timing, case_timeout_s=case_timeout_s,
                                                  seed=seed), stats)
@@ -224,7 +227,7 @@ def _on_dask(client, tasks, *, timing, on_result, done, case_timeout_s, seed, st
                 case = worker.failed_case(task, _error_text(exc))
             on_result(SweepResult(task, probe.hash, probe.matrix, case))
         future.release()
-        if deadline is not None and time.perf_counter() > deadline and (probes or cases):
+        if _past(deadline, stats) and (probes or cases):
             return _cancel_rest(client, probes, cases, waiting, groups)
     return 0
 
@@ -296,6 +299,11 @@ def execute(tasks: Sequence[SweepTask], *, cluster: str | None = None,
                                   deadline=_deadline(start, time_limit_s))
     stats.wall_s = time.perf_counter() - start
     return stats
+
+
+def _past(deadline: float | None, stats: EngineStats) -> bool:
+    """The time limit is reached, and this call has run a case (so every call progresses)."""
+    return deadline is not None and stats.cases > 0 and time.perf_counter() > deadline
 
 
 def _deadline(start: float, time_limit_s: float | None) -> float | None:
