@@ -146,3 +146,25 @@ def test_refine_applies_to_own_kernels_only(small_matrix):
     library = run_case(small_matrix, FakeGpu(), config=CONFIG, model=model, timed=False)
     assert seen == ["fake_csr_scalar"]  # no CUDA source: the declared figures stand
     assert library.prediction.staged is False
+
+
+class FakeGpuOwnFlush(FakeGpu):
+    """Its timing decides the flush from its own working set: here always flushed."""
+
+    name = "fake-gpu-own-flush"
+
+    def time(self, prepared, x, config):
+        return dataclasses.replace(super().time(prepared, x, config), flushed=True)
+
+
+def test_prediction_follows_the_flush_the_timing_applied(small_matrix):
+    """The declared bytes say "no flush" (CONFIG flush_l2=False), the timing flushed: the
+    scored prediction is the one for a flushed L2 (its write-back assumption named)."""
+    flushed_text = "L2 flushed before the call"
+    plain = run_case(small_matrix, FakeGpu(), config=CONFIG, model=MODEL)
+    assert not plain.measurement.flushed
+    assert not any(flushed_text in a for a in plain.prediction.assumptions)
+    case = run_case(small_matrix, FakeGpuOwnFlush(), config=CONFIG, model=MODEL)
+    assert case.measurement.flushed
+    assert any(flushed_text in a for a in case.prediction.assumptions)
+    assert case.prediction.error_pct is not None

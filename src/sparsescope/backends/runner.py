@@ -191,8 +191,11 @@ def _checked_and_timed(backend: Backend, case: OpCase, base: dict, *, config: Ti
         return CaseResult(**base, outcome="failed", correctness=correctness,
                           reason=f"rel_err {correctness.rel_err:.3g} above tolerance "
                                  f"{correctness.tolerance:.3g}; not timed")
+    flushed = None
     if model is not None:
-        base["prediction"] = predicted(backend, case, prepared, base["traffic"], model, config)
+        flushed = _flush_assumed(config, base["traffic"], model)
+        base["prediction"] = predicted(backend, case, prepared, base["traffic"], model, config,
+                                       flushed=flushed)
     if not timed:
         return CaseResult(**base, outcome="ok", correctness=correctness,
                           reason="checked only, not timed")
@@ -201,6 +204,11 @@ def _checked_and_timed(backend: Backend, case: OpCase, base: dict, *, config: Ti
     except Exception as exc:
         return _error_result(base, "timing", exc, correctness=correctness)
     if base.get("prediction") is not None:
+        if flushed is not None and measurement.flushed != flushed:
+            # the timing decided the flush from the backend's own working set, the prediction
+            # from the declared bytes; near the L2 size they can differ: predict what ran
+            base["prediction"] = predicted(backend, case, prepared, base["traffic"], model,
+                                           config, flushed=measurement.flushed)
         base["prediction"] = base["prediction"].scored(measurement.time_ms)
     return CaseResult(**base, outcome="ok", measurement=measurement, correctness=correctness)
 
@@ -218,11 +226,21 @@ class ModelDevice:
     above the runner supplies it: ``sass.kernel_shape.refine``); None: declared figures."""
 
 
-def predicted(backend: Backend, case: OpCase, prepared: Any, traffic: Any, model: ModelDevice,
-              config: TimingConfig) -> ModelPrediction:
-    """The op's prediction of this prepared call (never raises: a model error is its reason)."""
+def _flush_assumed(config: TimingConfig, traffic: Any, model: ModelDevice) -> bool | None:
+    """Whether the timing will flush the L2 before each call, as far as the declared bytes
+    tell (None: no rates or no declaration)."""
     from sparsescope.timing.host import should_flush
 
+    if model.rates is None or traffic is None:
+        return None
+    return should_flush(config, int(traffic.total_bytes), model.rates.l2_bytes)
+
+
+def predicted(backend: Backend, case: OpCase, prepared: Any, traffic: Any, model: ModelDevice,
+              config: TimingConfig, *, flushed: bool | None = None) -> ModelPrediction:
+    """The op's prediction of this prepared call (never raises: a model error is its reason);
+    ``flushed``: whether the L2 is flushed before the call (default: as the declared bytes
+    tell the timing protocol)."""
     if model.rates is None:
         return not_modelled(model.reason or "no device rates for the time model")
     if backend.capability.device != "gpu":
@@ -235,7 +253,8 @@ def predicted(backend: Backend, case: OpCase, prepared: Any, traffic: Any, model
             return not_modelled(f"{backend.name} declares no kernel shape")
         if model.refine is not None and shape.cuda_source:
             shape = model.refine(shape)
-        flushed = should_flush(config, int(traffic.total_bytes), model.rates.l2_bytes)
+        if flushed is None:
+            flushed = _flush_assumed(config, traffic, model)
         return get_op(case.op).predict(case, traffic, shape, model.rates, flushed=flushed)
     except Exception as exc:  # the model must never fail a case
         return not_modelled(f"the model failed: {_error_text(exc)}")
