@@ -64,6 +64,34 @@ def _cpu_lines(cpu: Path) -> list[str]:
     ]
 
 
+def _model_lines(results: Path) -> list[str]:
+    """The time model's score on this population (no case of it was used to build the model)."""
+    import math
+    import statistics
+
+    from sparsescope.results.io import read_runset
+
+    rs = read_runset(results)
+    nnz = {m.name: m.stats.nnz for m in rs.matrices}
+    scored = [(c, c.prediction.error_pct) for c in rs.cases
+              if c.prediction is not None and c.prediction.error_pct is not None]
+    errs = sorted(abs(e) for _, e in scored)
+    lines = [f"- the time model (issue 14) predicted {len(scored)} of {len(rs.cases)} cases before "
+             f"timing them: median |error| {statistics.median(errs):.1f} %, 90th percentile "
+             f"{errs[int(0.9 * (len(errs) - 1))]:.1f} %, signed median "
+             f"{statistics.median(e for _, e in scored):+.1f} % (positive: slower than "
+             "predicted); by size:"]
+    buckets: dict[int, list[float]] = {}
+    for c, e in scored:
+        buckets.setdefault(int(math.log10(max(1, nnz[c.matrix]))), []).append(e)
+    for k in sorted(buckets):
+        v = buckets[k]
+        lines.append(f"  - 1e{k} <= nnz < 1e{k + 1}: {len(v)} cases, signed median "
+                     f"{statistics.median(v):+.1f} %, median |error| "
+                     f"{statistics.median(abs(x) for x in v):.1f} %")
+    return lines
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("dest", type=Path)
@@ -113,6 +141,7 @@ def main() -> None:
         "matrices. The default backends hold only two own kernels besides auto "
         "(csr-scalar, csr-vector), so auto's \"regret\" against them is negative "
         f"({summary['auto_geomean_regret_pct']:.1f} %): auto is faster than both",
+        *_model_lines(dest / "results.json.gz"),
         f"- GPU tests on the same device before this run: `{pytest_tail}`", "",
         "## CPU: --cluster local, 1 worker against 2 (same machine, 16 cores)", "",
         "`sparsescope sweep suite:population@0.05 --backend scipy-cpu --cluster local "
