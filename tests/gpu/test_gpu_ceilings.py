@@ -30,6 +30,7 @@ def test_ceilings_take_under_ten_seconds(measured):
 def test_ceilings_are_plausible_for_the_device(measured):
     ceilings, _ = measured
     assert set(ceilings.method) == {"copy_bw_gb_s", "read_bw_gb_s", "l2_bw_gb_s",
+                                    "l2_write_bw_gb_s",
                                     "dram_latency_ns", "l2_latency_ns", "fp32_gflops",
                                     "dram_gather_gsectors_s", "l2_gather_gsectors_s",
                                     "launch_us"}
@@ -40,6 +41,8 @@ def test_ceilings_are_plausible_for_the_device(measured):
     assert ceilings.dram_gather_gsectors_s * 32 < ceilings.read_bw_gb_s
     assert 0.5 < ceilings.launch_us < 20
     assert ceilings.l2_bw_gb_s > ceilings.read_bw_gb_s
+    # stores kept in the L2: the same order as its reads (a DRAM-bound store would be ~copy)
+    assert 0.3 * ceilings.l2_bw_gb_s < ceilings.l2_write_bw_gb_s < 2 * ceilings.l2_bw_gb_s
     if "H200" in ceilings.device:  # HBM3e 4.8 TB/s datasheet; ~4.3 TB/s copies seen here
         assert 3_000 < ceilings.copy_bw_gb_s < 5_000
         assert 3_000 < ceilings.read_bw_gb_s < 5_000

@@ -158,7 +158,8 @@ def test_device_rates_take_measured_ceilings_over_the_datasheet():
     ceilings = MeasuredCeilings(device="NVIDIA H200", copy_bw_gb_s=3800.0, read_bw_gb_s=4100.0,
                                 l2_bw_gb_s=10_000.0, dram_latency_ns=550.0, l2_latency_ns=250.0,
                                 fp32_gflops=60_000.0, dram_gather_gsectors_s=20.0,
-                                l2_gather_gsectors_s=80.0, launch_us=2.5)
+                                l2_gather_gsectors_s=80.0, launch_us=2.5,
+                                l2_write_bw_gb_s=7_000.0)
     r = device_rates(spec, ceilings)
     assert (r.name, r.sm_count, r.max_threads_per_sm, r.max_blocks_per_sm, r.l2_bytes) == (
         "H200", spec.sm_count, spec.max_threads_per_sm, spec.max_blocks_per_sm, spec.l2_bytes)
@@ -171,7 +172,11 @@ def test_device_rates_take_measured_ceilings_over_the_datasheet():
                          "l2_latency": "measured pointer chase", "fp32": "measured FMA chains",
                          "launch": "measured empty kernel",
                          "dram_gathers": "measured random gathers",
-                         "l2_gathers": "measured random gathers"}
+                         "l2_gathers": "measured random gathers",
+                         "l2_write_bw": "measured L2 write bandwidth",
+                         "sm_clock": "spec (boost clock)"}
+    assert (r.l2_write_bw_gb_s, r.sm_clock_mhz, r.schedulers_per_sm) == (
+        7_000.0, spec.sm_clock_mhz, spec.warp_schedulers_per_sm)
     # no read bandwidth measured: the copy bandwidth stands in
     copy_only = device_rates(spec, MeasuredCeilings(device="x", copy_bw_gb_s=3800.0))
     assert (copy_only.dram_bw_gb_s, copy_only.sources["dram_bw"]) == (
@@ -188,7 +193,8 @@ def test_device_rates_without_ceilings_use_the_spec(ceilings):
     assert (r.fp32_gflops, r.sources["fp32"]) == (spec.fp32_peak_gflops, "datasheet")
     assert r.l2_bw_gb_s is None and r.l2_latency_ns is None and r.launch_us is None
     assert r.dram_gather_gsectors_s is None and r.l2_gather_gsectors_s is None
-    assert r.sources["l2_bw"] == r.sources["launch"] == "unknown"
+    assert r.sources["l2_bw"] == r.sources["launch"] == r.sources["l2_write_bw"] == "unknown"
+    assert r.l2_write_bw_gb_s is None and r.sm_clock_mhz == spec.sm_clock_mhz
 
 
 # ----------------------------------------------------------------------------- predict_spmv

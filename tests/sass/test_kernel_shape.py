@@ -81,6 +81,24 @@ def test_shape_from_sass_takes_unroll_remainder_and_rounds():
     assert shape_from_sass(declared, _mlp(), loads_per_nonzero=3) == got
 
 
+def test_shape_from_sass_carries_instructions_and_spills():
+    mlp = _mlp(loop_instructions=89, remainder_instructions=17, other_instructions=145,
+               local_bytes_per_iteration=16, local_store_bytes_per_iteration=12,
+               local_frame_bytes=24)
+    got = shape_from_sass(_declared(), mlp)
+    assert (got.loop_instructions, got.remainder_instructions, got.other_instructions) == (
+        89, 17, 145)
+    assert (got.local_bytes_per_iteration, got.local_store_bytes_per_iteration,
+            got.local_frame_bytes) == (16, 12, 24)
+    # without a remainder loop its body is issued once a warp: counted with the rest
+    once = shape_from_sass(_declared(), _mlp(loop_instructions=89, remainder_instructions=17,
+                                              other_instructions=145, remainder_span=None,
+                                              remainder_loads_per_iteration=0,
+                                              remainder_gathers_per_iteration=0))
+    assert (once.remainder_step, once.remainder_instructions, once.other_instructions) == (
+        0, 0, 162)
+
+
 def test_shape_from_sass_blocked_loads_per_nonzero():
     # 1 x 3 blocks, delta16, UNROLL 2: 2 x (offset + 3 values + escape + 3 gathers) = 16 loads
     mlp = _mlp(kernel=BLOCKED3_U2, loads_per_iteration=16, gathers_per_iteration=6,

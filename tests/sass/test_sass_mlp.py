@@ -127,3 +127,39 @@ def test_pointer_chase_is_one_round_per_iteration():
 def test_seed_000_special_case():
     seed = KernelMLP("seed 000", True, 2, 1, 4, 2, 4, False, ())
     assert seed.bytes_in_flight_per_thread == 2.0  # 128 B line per warp = 4 B/thread, halved
+
+
+def test_instruction_counts_of_the_real_listings(spmv, shared_fixtures):
+    scalar = spmv["cuobjdump.sass"]["spmv_csr_scalar"]
+    # the hot loop 0x4b0..0xa30 is (0xa30 - 0x4b0) / 16 + 1 = 89 instructions; vector8's
+    # 0x210..0x3e0 is 30
+    assert scalar.loop_instructions == 89
+    assert spmv["cuobjdump.sass"]["spmv_csr_vector8"].loop_instructions == 30
+    # its remainder loop and the rest: every reachable instruction but the NOP padding counted
+    # once, in exactly one of the three
+    assert scalar.remainder_instructions == 17
+    (listing,) = [k for k in read_listing(shared_fixtures / "spmv_kernels_sm90.cuobjdump.sass")
+                  if k.name == "spmv_csr_scalar"]
+    real = sum(1 for i in listing.instructions if i.opcode != "NOP")
+    counted = (scalar.loop_instructions + scalar.remainder_instructions
+               + scalar.other_instructions)
+    assert counted <= real and real - counted < 10   # unreachable code after EXIT left out
+    # no register spills in either kernel
+    assert (scalar.local_bytes_per_iteration, scalar.local_frame_bytes) == (0, 0)
+
+
+def test_spills_in_the_loop_are_local_bytes_per_iteration():
+    m = kernel_mlp(_kernel([
+        "S2R R0, SR_TID.X", "MOV R6, RZ",
+        "LDG.E R9, desc[UR4][R2.64]",                                    # 0x20: loop header
+        "STL.64 [R1+0x10], R8", "STL [R1+0x4], R9",                      # 8 + 4 B spilled
+        "LDL R10, [R1+0x4]",                                             # 4 B refilled
+        "FADD R12, R12, R10", "IADD3 R6, R6, 0x1, RZ",
+        "ISETP.NE.AND P0, PT, R6, 0x8, PT", "@P0 BRA 0x20",
+        "LDL.64 R4, [R1+0x10]", "STG.E desc[UR4][R2.64], R12", "EXIT"]))
+    assert m.loop_found
+    assert (m.local_bytes_per_iteration, m.local_store_bytes_per_iteration) == (16, 12)
+    # the frame: the highest offset + width, 0x10 + 8 = 24 B
+    assert m.local_frame_bytes == 24
+    # the loop's 8 instructions (0x20..0x90); the 5 outside it (2 before, 3 after)
+    assert (m.loop_instructions, m.other_instructions) == (8, 5)

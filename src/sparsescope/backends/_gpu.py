@@ -148,23 +148,29 @@ def blocks_per_sm(registers: int, block: int, shared_bytes: int = 0) -> int:
 
 
 #: cuSPARSE's CSR SpMV (CUDA 13, ``csrmv_v3_kernel`` after ``csr_partition_kernel``) as the H200
-#: profiles in shared/fixtures/h200 show it, by index width: nonzeros per 512-thread block and
-#: registers per thread (ncu: grid 979 for the cant analog's 4,007,383 nonzeros at INT32,
-#: 1,305 at INT64; 24,219 and 32,292 for cage15's 99,199,551). Its SASS is not read here.
-CSRMV_V3 = {4: (4096, 32), 8: (3072, 47)}
+#: profiles in shared/fixtures/h200 show it, by index width: nonzeros per 512-thread block,
+#: registers per thread and warp instructions per nonzero (ncu: grid 979 for the cant analog's
+#: 4,007,383 nonzeros at INT32, 1,305 at INT64; 24,219 and 32,292 for cage15's 99,199,551;
+#: ``smsp__inst_executed`` 7,271,885 and 180,795,101 at INT32 -- 1.81 and 1.82 a nonzero --,
+#: 9,686,106 and 240,493,097 at INT64 -- 2.42 on both; results/h200/profile/exports and the
+#: fixtures). An instruction count is a property of the code, the same sm_90 binary on an H100.
+#: Its SASS is not read here.
+CSRMV_V3 = {4: (4096, 32, 1.82), 8: (3072, 47, 2.42)}
 
 
 def cusparse_csrmv_shape(nnz: int, index_bytes: int, launches: int):
     """The declared :class:`~sparsescope.model.kernel_shape.KernelShape` of cuSPARSE's CSR SpMV:
     nonzeros split evenly over 512-thread blocks (``CSRMV_V3`` nonzeros per block), each thread
-    loading its share at once (one iteration), as many blocks per SM as its registers allow."""
+    loading its share at once (one iteration), as many blocks per SM as its registers allow,
+    and the warp instructions a nonzero costs (the profile's count)."""
     from sparsescope.model.kernel_shape import KernelShape
 
-    per_block, regs = CSRMV_V3.get(index_bytes, CSRMV_V3[4])
+    per_block, regs, instructions = CSRMV_V3.get(index_bytes, CSRMV_V3[4])
     grid = max(1, -(-nnz // per_block))
     return KernelShape(kernel="cusparse::csrmv_v3_kernel", decomposition="nnz",
                        block_threads=512, grid_blocks=grid, nnz_per_iteration=per_block // 512,
                        rounds_per_iteration=2, setup_rounds=1,
                        resident_blocks_per_sm=blocks_per_sm(regs, 512), launches=launches,
+                       instructions_per_nonzero=instructions,
                        source="declared from the H200 profile of cuSPARSE's csrmv_v3 "
-                              "(grid, block, registers; SASS not read)")
+                              "(grid, block, registers, instructions; SASS not read)")

@@ -150,13 +150,20 @@ class _CudaCsrKernel(SpmvBackend):
                                  index_bytes=index_bytes), _csr_shape(name, tpr, csr.shape[0]))
 
 
+#: How NVRTC's code for the CSR loop reads a lane's n entries (sm_90, every TPR, float or
+#: double; ``sass.kernel_shape``): n mod 4 one at a time, then 16 at a time, then a peeled
+#: copy of 8 and one of 4.
+CSR_WINDOWS = (4, 16, 8, 4)
+
+
 def _csr_shape(name: str, tpr: int, rows: int) -> KernelShape:
     """``tpr`` threads per row, one nonzero each per iteration (the plain loop ``for j in row:
-    sum += val[j] * x[col[j]]``), after the row pointers; resources unknown."""
+    sum += val[j] * x[col[j]]``), after the row pointers, each row's entries read in windows
+    (``row_windows``); resources unknown."""
     return KernelShape(kernel=name, decomposition="rows", block_threads=BLOCK_THREADS,
                        grid_blocks=max(1, -(-rows * tpr // BLOCK_THREADS)),
                        threads_per_row=tpr, nnz_per_iteration=1, rounds_per_iteration=2,
-                       setup_rounds=1, cuda_source=SOURCE,
+                       setup_rounds=1, row_windows=CSR_WINDOWS, cuda_source=SOURCE,
                        source="declared by the backend (its CUDA source)")
 
 

@@ -149,7 +149,8 @@ class CudaSpmvSell(OwnSpmvBackend):
                    sms: int) -> KernelShape | None:
         """A thread holds UNROLL (or STAGE, staged by cp.async) steps of ``width`` columns in
         flight per iteration after the slice pointers; rows sorted by length within sigma
-        windows, 32 per slice, 256 threads a block."""
+        windows, 32 per slice, 256 threads a block. A 1 x B block format walks ``B x blocks``
+        entries for its nonzeros (``entries_per_nonzero``), rows cut at ``long_row`` blocks."""
         width, packed, sell = _parts(fmt)
         if not csr.shape[0] or not sell.slices:
             return None
@@ -157,12 +158,15 @@ class CudaSpmvSell(OwnSpmvBackend):
         name = sell_kernel(value_dtype, int(isinstance(packed, Sell16)), int(self.params["hint"]),
                            int(self.params["unroll"]), int(self.params["minb"]), sell.tpr,
                            width, stage)
+        blocked = isinstance(fmt, SellBlocked)
         return KernelShape(kernel=name, decomposition="rows", block_threads=SELL_BLOCK,
                            grid_blocks=-(-sell.slices * C // SELL_BLOCK),
                            threads_per_row=sell.tpr,
                            nnz_per_iteration=(stage or int(self.params["unroll"])) * width,
                            rounds_per_iteration=2, setup_rounds=1, sort_window=sell.sigma,
-                           split_long_rows=sell.long_row,
+                           entries_per_nonzero=(width * fmt.blocks / fmt.nnz
+                                                if blocked and fmt.nnz else 1.0),
+                           split_long_rows=sell.long_row * width,
                            staged=stage > 0, launches=1 + (sell.split_rows.size > 0),
                            cuda_source=SOURCE,
                            source="declared by the backend (template parameters)")

@@ -12,6 +12,9 @@ Protocol (each figure's ``method`` string repeats it):
 * read: a grid-stride float4 ``__ldcg`` sum over one such buffer, ``read_bw = B / t``;
 * L2: the same kernel, ``l2_passes`` passes over a buffer of L2/4, ``l2_bw = passes B / t``
   (after one untimed pass has brought the buffer into L2);
+* L2 writes: ``write_stream``, grid-stride float4 ``__stcg`` stores, ``l2_passes`` passes over
+  the same L2/4 buffer, ``l2_write_bw = passes B / t`` (the rate of register-spill stores,
+  which the L1 passes through to the L2);
 * latency: one thread chasing ``j = next[j]`` through a random single-cycle permutation of
   nodes 256 B apart (more than a 128 B line: no load hits a line another brought in);
   DRAM: 4 Mi nodes over 1 GiB, each timed chase visiting nodes no earlier chase touched;
@@ -82,9 +85,11 @@ def _chase_array(cupy, nodes: int, seed: int):
     return array, int(order[0] * step)
 
 
-def _bandwidth_ms(cupy, timer: _Timer, read, launch: tuple, nbytes: int, l2_bytes: int,
-                  l2_passes: int) -> tuple[float, float, float]:
-    """Best (copy, DRAM read, L2 read) times in ms; the buffers are freed on return."""
+def _bandwidth_ms(cupy, timer: _Timer, kernels: tuple, launch: tuple, nbytes: int,
+                  l2_bytes: int, l2_passes: int) -> tuple[float, float, float, float]:
+    """Best (copy, DRAM read, L2 read, L2 write) times in ms; the buffers are freed on
+    return. ``kernels``: (read_stream, write_stream)."""
+    read, write = kernels
     blocks, threads, sink = launch
     src = cupy.ones(nbytes // 4, dtype=cupy.float32)
     dst = cupy.empty_like(src)
@@ -94,7 +99,9 @@ def _bandwidth_ms(cupy, timer: _Timer, read, launch: tuple, nbytes: int, l2_byte
     small = src[: l2_bytes // 4]
     l2_ms = timer.best_ms(lambda: read((blocks,), (threads,), (
         small, np.uint64(l2_bytes // 16), np.int32(l2_passes), sink)))
-    return copy_ms, read_ms, l2_ms
+    l2_write_ms = timer.best_ms(lambda: write((blocks,), (threads,), (
+        small, np.uint64(l2_bytes // 16), np.int32(l2_passes), np.float32(1.0))))
+    return copy_ms, read_ms, l2_ms, l2_write_ms
 
 
 def _dram_chase_ms(cupy, chase, nodes: int, steps: int, repeats: int) -> float:
@@ -187,8 +194,9 @@ def measure_gpu_ceilings(*, size_mb: float = 1024, repeats: int = 5, l2_passes: 
 
     name, l2, sms = _device_properties(cupy)
     module = _gpu_runtime.raw_module(SOURCE)
-    read, chase, fma, gather, empty = (module.get_function(n) for n in (
-        "read_stream", "pointer_chase", "fma_chains", "random_gather", "empty_kernel"))
+    read, write, chase, fma, gather, empty = (module.get_function(n) for n in (
+        "read_stream", "write_stream", "pointer_chase", "fma_chains", "random_gather",
+        "empty_kernel"))
     timer = _Timer(cupy, repeats)
     sink = cupy.zeros(4, dtype=cupy.float32)
     threads, blocks = 256, sms * 8  # 2048 threads per SM: full occupancy on Hopper
@@ -198,8 +206,8 @@ def measure_gpu_ceilings(*, size_mb: float = 1024, repeats: int = 5, l2_passes: 
 
     nbytes = int(size_mb * MiB) // 16 * 16
     l2_bytes = (l2 // 4) // 16 * 16
-    copy_ms, read_ms, l2_ms = _bandwidth_ms(cupy, timer, read, (blocks, threads, sink),
-                                            nbytes, l2_bytes, l2_passes)
+    copy_ms, read_ms, l2_ms, l2_write_ms = _bandwidth_ms(
+        cupy, timer, (read, write), (blocks, threads, sink), nbytes, l2_bytes, l2_passes)
     big = cupy.ones(nbytes // 4, dtype=cupy.float32)
     loads = float(gather_loads) * blocks * threads
     dram_gather_ms = _gather_ms(cupy, timer, gather, (blocks, threads, sink), big, gather_loads)
@@ -218,6 +226,7 @@ def measure_gpu_ceilings(*, size_mb: float = 1024, repeats: int = 5, l2_passes: 
         copy_bw_gb_s=2 * nbytes / (copy_ms * 1e-3) / 1e9,
         read_bw_gb_s=nbytes / (read_ms * 1e-3) / 1e9,
         l2_bw_gb_s=l2_passes * l2_bytes / (l2_ms * 1e-3) / 1e9,
+        l2_write_bw_gb_s=l2_passes * l2_bytes / (l2_write_ms * 1e-3) / 1e9,
         dram_latency_ns=dram_ms * 1e6 / chase_steps,
         l2_latency_ns=l2_chase_ms * 1e6 / chase_steps,
         fp32_gflops=flops / (fma_ms * 1e-3) / 1e9,
@@ -245,6 +254,9 @@ def _methods(*, nbytes: int, l2: int, l2_bytes: int, l2_passes: int, launch: tup
                         f"{blocks} x {threads} threads; {best}",
         "l2_bw_gb_s": f"same kernel, {l2_passes} passes over {l2_bytes / MiB:.1f} MiB "
                       f"(L2/4); {best}",
+        "l2_write_bw_gb_s": f"write_stream: grid-stride float4 __stcg stores, {l2_passes} "
+                            f"passes over {l2_bytes / MiB:.1f} MiB (L2/4), {blocks} x "
+                            f"{threads} threads; {best}",
         "dram_latency_ns": f"1-thread pointer chase, {chase_steps} dependent __ldcg loads "
                            f"over a random cycle of {dram_nodes} nodes {STRIDE_BYTES} B "
                            f"apart ({dram_nodes * STRIDE_BYTES / MiB:.0f} MiB), every "

@@ -54,6 +54,9 @@ class MeasuredCeilings:
     """Read-only streaming bandwidth, GB/s."""
     l2_bw_gb_s: float | None = None
     """Bandwidth with the working set well inside L2, GB/s."""
+    l2_write_bw_gb_s: float | None = None
+    """Store bandwidth with the written buffer well inside L2 (stores that bypass L1, as a
+    register spill's do), GB/s."""
     dram_latency_ns: float | None = None
     """Pointer-chasing load latency, working set much larger than L2, ns."""
     l2_latency_ns: float | None = None

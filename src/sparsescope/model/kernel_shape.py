@@ -43,6 +43,11 @@ class KernelShape:
     split_long_rows: int = 0
     """Rows longer than this are cut into pieces of this many nonzeros before the split (SELL's
     virtual rows, summed by a fix-up kernel); 0: rows are never cut."""
+    entries_per_nonzero: float = 1.0
+    """Stored entries the kernel's loop walks per nonzero of the matrix, padding of the rows
+    aside: ``B x blocks / nnz`` for a 1 x B block format (fill values of blocks whose columns
+    are not all nonzeros), 1 otherwise. ``nnz_per_iteration`` and ``split_long_rows`` count
+    these entries."""
     sort_window: int = 0
     """Rows sorted by length within windows of this many rows before the split (SELL-C-sigma's
     sigma); 0: the matrix's own row order."""
@@ -60,6 +65,29 @@ class KernelShape:
     gathers that bypass L1 (``ld.global.cg``): one request per sector per warp instruction."""
     onchip_x_entries: int = 0
     """x entries an SM serves from L1 / shared memory (hot columns pinned on chip)."""
+    row_windows: tuple[int, ...] = ()
+    """How the kernel reads a CSR row's values and indices itself, ``threads_per_row`` lanes a
+    row (``csr_scalar``, ``csr_vector``): ``(u, w, p1, ...)``, the first ``n mod u`` entries
+    of a lane one at a time, then ``w`` a time, then peeled copies of ``p1``, ... entries
+    (``model.row_windows``: a window that starts inside a sector fetches it again); () for a
+    kernel that reads its streams coalesced across rows (SELL, tiles)."""
+    loop_instructions: int = 0
+    """Warp instructions one loop iteration issues (SASS: the loop's body, ``sass.mlp``);
+    0 when unknown."""
+    remainder_instructions: int = 0
+    """Warp instructions one iteration of the remainder loop issues (SASS); 0 when unknown."""
+    other_instructions: int = 0
+    """Warp instructions a warp issues once, outside its loops (set-up, epilogue; SASS)."""
+    instructions_per_nonzero: float = 0.0
+    """Warp instructions per nonzero of a library kernel whose SASS is not read here (counted
+    by a profiler: ncu's ``smsp__inst_executed``); used in place of the three above."""
+    local_bytes_per_iteration: int = 0
+    """Bytes one thread moves to and from local memory per loop iteration (register spills
+    and refills, ``LDL``/``STL`` in the SASS loop); 0 without spills."""
+    local_store_bytes_per_iteration: int = 0
+    """The stores (``STL``, the spills) of :attr:`local_bytes_per_iteration`."""
+    local_frame_bytes: int = 0
+    """One thread's local-memory frame (SASS: the highest ``LDL``/``STL`` offset + width)."""
     cuda_source: str = ""
     """The own kernel's CUDA file (``spmv_own.cu``) whose SASS can refine the declared figures
     (``sass.kernel_shape.refine``); "" for a library kernel."""

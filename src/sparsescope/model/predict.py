@@ -43,10 +43,20 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from sparsescope.model.gathers import SECTOR_BYTES
+from sparsescope.model.iterations import (  # noqa: F401  (re-exported: the loop counts)
+    _cut,
+    _group_max,
+    _sorted_in_windows,
+    block_iterations,
+    kernel_row_lengths,
+    row_iterations,
+)
 from sparsescope.model.kernel_shape import KernelShape, resident_blocks
 from sparsescope.model.littles_law import warps_per_sm_required
+from sparsescope.model.onchip import sm_work
 from sparsescope.model.prediction import ModelPrediction, PredictionTerm
-from sparsescope.model.queueing import mva
+from sparsescope.model.queueing import MvaResult, mva
+from sparsescope.model.row_windows import csr_refetches
 from sparsescope.model.traffic import Traffic
 from sparsescope.model.xgather import XGather, x_gather
 
@@ -77,6 +87,13 @@ class DeviceRates:
     launch_us: float | None
     """Time of one empty kernel launch, device side (measured), or None."""
     sources: dict[str, str] = field(default_factory=dict)
+    schedulers_per_sm: int = 4
+    """Warp schedulers per SM, each issuing one warp instruction per cycle (spec)."""
+    sm_clock_mhz: float | None = None
+    """SM clock (spec, boost): with the schedulers, the instruction issue rate; None: no
+    issue term."""
+    l2_write_bw_gb_s: float | None = None
+    """L2 write bandwidth (measured), for spill stores; None: the L2 (read) bandwidth."""
 
 
 def device_rates(spec, ceilings=None) -> DeviceRates:
@@ -106,86 +123,20 @@ def device_rates(spec, ceilings=None) -> DeviceRates:
                                  "measured random gathers"))
     lgather, lgather_src = pick((getattr(c, "l2_gather_gsectors_s", None),
                                  "measured random gathers"))
+    l2w, l2w_src = pick((getattr(c, "l2_write_bw_gb_s", None), "measured L2 write bandwidth"))
+    clock, clock_src = pick((getattr(spec, "sm_clock_mhz", None), "spec (boost clock)"))
     return DeviceRates(
         name=spec.name, sm_count=spec.sm_count, max_threads_per_sm=spec.max_threads_per_sm,
         max_blocks_per_sm=spec.max_blocks_per_sm, l2_bytes=int(spec.l2_bytes),
         dram_bw_gb_s=float(dram), l2_bw_gb_s=l2bw, dram_latency_ns=float(lat),
         l2_latency_ns=l2lat, fp32_gflops=float(fp32), dram_gather_gsectors_s=dgather,
         l2_gather_gsectors_s=lgather, launch_us=launch,
+        schedulers_per_sm=int(getattr(spec, "warp_schedulers_per_sm", 4) or 4),
+        sm_clock_mhz=clock, l2_write_bw_gb_s=l2w,
         sources={"dram_bw": dram_src, "l2_bw": l2bw_src, "dram_latency": lat_src,
                  "l2_latency": l2lat_src, "fp32": fp32_src, "launch": launch_src,
-                 "dram_gathers": dgather_src, "l2_gathers": lgather_src})
-
-
-def block_iterations(indptr: np.ndarray, shape: KernelShape) -> np.ndarray:
-    """Loop iterations of each block under the kernel's own decomposition.
-
-    rows: a row of length L (after cutting rows longer than ``split_long_rows`` into pieces)
-    takes ``row_iterations(L)`` iterations; a warp takes its longest row's (its
-    32 / threads_per_row rows run in lock step), a block its longest warp's. nnz: every thread
-    gets ceil(nnz / threads) nonzeros, so every block takes ``row_iterations`` of that with one
-    thread. Hand check (rows, 1 thread per row, 1 per iteration, 64-thread blocks): 128 rows of
-    length 1 except row 70 of length 9 -> blocks [1, 9].
-    """
-    lengths = np.diff(np.asarray(indptr, dtype=np.int64))
-    if shape.decomposition == "nnz":
-        threads = max(1, shape.grid_blocks * shape.block_threads)
-        per_thread = np.array([math.ceil(int(lengths.sum()) / threads)])
-        each = int(row_iterations(per_thread, 1, shape.nnz_per_iteration,
-                                  shape.remainder_step)[0])
-        return np.full(max(1, shape.grid_blocks), each, dtype=np.int64)
-    if shape.split_long_rows > 0:
-        lengths = _cut(lengths, shape.split_long_rows)
-    if shape.sort_window > 1 and lengths.size:
-        lengths = _sorted_in_windows(lengths, shape.sort_window)
-    per_row = row_iterations(lengths, shape.threads_per_row, shape.nnz_per_iteration,
-                             shape.remainder_step)
-    rows_per_warp = max(1, 32 // shape.threads_per_row)
-    warps = _group_max(per_row, rows_per_warp)
-    return _group_max(warps, shape.warps_per_block)
-
-
-def row_iterations(lengths: np.ndarray, threads: int, step: int,
-                   remainder_step: int = 0) -> np.ndarray:
-    """Iterations a row of each length takes with ``threads`` threads loading ``step``
-    nonzeros each per iteration, the last ``L mod (threads x step)`` taken ``remainder_step``
-    at a time (0: by a whole step)::
-
-        floor(L / (threads step)) + ceil((L mod (threads step)) / (threads remainder_step))
-
-    Hand check: L = 37, 1 thread, step 16, remainder 1 -> 2 + 5 = 7; remainder 0 -> 3.
-    """
-    lengths = np.asarray(lengths, dtype=np.int64)
-    chunk = threads * step
-    if not remainder_step or remainder_step >= step:
-        return -(-lengths // chunk)
-    tail = lengths % chunk
-    return lengths // chunk + -(-tail // (threads * remainder_step))
-
-
-def _cut(lengths: np.ndarray, piece: int) -> np.ndarray:
-    """Rows longer than ``piece`` cut into pieces of ``piece`` nonzeros, in place of the row
-    (an empty row stays one empty piece). Hand check: [5, 0, 2], piece 2 -> [2, 2, 1, 0, 2]."""
-    pieces = np.maximum(1, -(-lengths // piece))
-    row = np.repeat(np.arange(lengths.size), pieces)
-    k = np.arange(row.size) - np.repeat(np.cumsum(pieces) - pieces, pieces)
-    return np.minimum(lengths[row] - k * piece, piece)
-
-
-def _sorted_in_windows(lengths: np.ndarray, window: int) -> np.ndarray:
-    """Row lengths sorted longest first within consecutive windows of ``window`` rows."""
-    pad = (-lengths.size) % window
-    blocks = np.concatenate([lengths, np.zeros(pad, dtype=lengths.dtype)]).reshape(-1, window)
-    return -np.sort(-blocks, axis=1).reshape(-1)[:lengths.size]
-
-
-def _group_max(values: np.ndarray, group: int) -> np.ndarray:
-    """Max of each run of ``group`` consecutive values (the last run may be short)."""
-    if values.size == 0:
-        return np.zeros(0, dtype=np.int64)
-    pad = (-values.size) % group
-    padded = np.concatenate([values, np.zeros(pad, dtype=values.dtype)])
-    return padded.reshape(-1, group).max(axis=1)
+                 "dram_gathers": dgather_src, "l2_gathers": lgather_src,
+                 "l2_write_bw": l2w_src, "sm_clock": clock_src})
 
 
 def iteration_ns(shape: KernelShape, rates: DeviceRates, xg: XGather) -> tuple[float, float]:
@@ -214,18 +165,22 @@ def predict_spmv(indptr: np.ndarray, indices: np.ndarray, cols: int, traffic: Tr
     """The predicted time of one SpMV case with every term (module docstring)."""
     nnz = int(indptr[-1]) if len(indptr) else 0
     streams = traffic.total_bytes - traffic.x_bytes
-    xg = xg or _x_gathers(indptr, indices, cols, streams, shape, rates, value_bytes)
+    xg = xg or _x_gathers(indptr, indices, cols, shape, rates, value_bytes)
     writeback = min(rates.l2_bytes, streams + xg.dram_bytes) if flushed else 0.0
-    bandwidth = [_dram_term(streams + writeback, xg, rates, writeback)]
-    if rates.l2_bw_gb_s:
-        bandwidth.append(_l2_term(streams, xg, rates))
-    iters = block_iterations(indptr, shape)
     per_sm = resident_blocks(shape, rates.max_threads_per_sm, rates.max_blocks_per_sm)
+    sm = sm_work(indptr, shape, rates)
+    refetch, refetch_dram = _refetches(indptr, traffic, shape, rates,
+                                       streams + xg.dram_bytes)
+    bandwidth = [_dram_term(streams + writeback, xg, rates, writeback, refetch_dram)]
+    if rates.l2_bw_gb_s:
+        bandwidth.append(_l2_term(streams, xg, rates, sm.spill_bytes, refetch))
+    stations = bandwidth + ([sm.term] if sm.term is not None else [])
+    iters = block_iterations(indptr, shape)
     t_iter, x_round = iteration_ns(shape, rates, xg)
-    latency, memory, queue = _loop_terms(iters, t_iter, shape, rates, per_sm, bandwidth)
+    latency, memory, queue = _loop_terms(iters, t_iter, shape, rates, per_sm, stations)
     longest = int(iters.max()) if iters.size else 0
     setup_ns = shape.setup_rounds * rates.dram_latency_ns
-    terms = [*bandwidth, latency, memory,
+    terms = [*stations, latency, memory,
              PredictionTerm("imbalance", (setup_ns + longest * t_iter) * 1e-6,
                             f"longest block: {setup_ns:,.0f} ns setup + {longest:,} "
                             f"iterations x {t_iter:,.0f} ns"),
@@ -237,8 +192,9 @@ def predict_spmv(indptr: np.ndarray, indices: np.ndarray, cols: int, traffic: Tr
     limiter = queue.dominant if bound.name == "memory" else bound.name
     per_warp_iter = 32 * shape.nnz_per_iteration * streams / max(1, nnz)
     inputs = {
-        "dram_bytes": streams + xg.dram_bytes + writeback,
-        "l2_bytes_requested": streams + xg.l2_requests * SECTOR_BYTES,
+        "dram_bytes": streams + xg.dram_bytes + writeback + refetch_dram * SECTOR_BYTES,
+        "l2_bytes_requested": streams + (xg.l2_requests + refetch) * SECTOR_BYTES,
+        "refetched_sectors": refetch, "refetched_dram_sectors": refetch_dram,
         "x_l2_requests": xg.l2_requests, "x_dram_bytes": xg.dram_bytes,
         "x_l2_hit_rate": xg.l2_hit_rate, "flush_writeback_bytes": writeback,
         "resident_warps_per_sm": float(per_sm * shape.warps_per_block),
@@ -246,6 +202,7 @@ def predict_spmv(indptr: np.ndarray, indices: np.ndarray, cols: int, traffic: Tr
         "iteration_ns": t_iter, "x_round_ns": x_round, "latency_ns": rates.dram_latency_ns,
         "loaded_iteration_ns": queue.cycle_s * 1e9,
         "rounds_per_iteration": float(shape.rounds_per_iteration),
+        "warp_instructions": sm.instructions, "spill_bytes": sm.spill_bytes,
         "bytes_in_flight_per_warp": per_warp_iter / max(1, shape.rounds_per_iteration),
         # Little's law with this kernel's bytes per warp per iteration in place of the seed's
         # one 128-byte line (0 when nothing streams)
@@ -259,16 +216,24 @@ def predict_spmv(indptr: np.ndarray, indices: np.ndarray, cols: int, traffic: Tr
         assumptions=_assumptions(shape, rates, xg, flushed))
 
 
-def _x_gathers(indptr, indices, cols: int, streams: int, shape: KernelShape,
+def _x_gathers(indptr, indices, cols: int, shape: KernelShape,
                rates: DeviceRates, value_bytes: int) -> XGather:
     """The x-gather model under the kernel's lane mapping; a block's x stays in L1 while it
-    runs when the kernel's gathers go through L1."""
+    runs when the kernel's gathers go through L1.
+
+    The streams take no L2 capacity from x (0 B per nonzero in the reuse model): they are read
+    once, and the L2 evicts such lines before lines that were hit again (x). The own kernels
+    ask for it (``HINT`` 1: ``L2::evict_first`` on every stream load); cuSPARSE does not, yet
+    ncu reads 853 MB from DRAM for its csrmv on the cage15 analog, its streams and rows (about
+    835 MB) plus x's compulsory 21 MB, where an LRU L2 that the streams flow through would miss
+    x 6.7 times over (990 MB; results/h200/profile/exports). Only x's own reuse distances then
+    decide its misses (x larger than the L2)."""
     nnz = int(indptr[-1]) if len(indptr) else 0
     rows = shape.decomposition == "rows"
     per_block = (shape.block_threads // shape.threads_per_row if rows
                  else math.ceil(nnz / max(1, shape.grid_blocks)))
     return x_gather(indptr, indices, cols=cols, l2_bytes=rates.l2_bytes,
-                    stream_bytes_per_nnz=streams / max(1, nnz),
+                    stream_bytes_per_nnz=0.0,
                     threads_per_row=shape.threads_per_row if rows else 0,
                     value_bytes=value_bytes, onchip_entries=shape.onchip_x_entries,
                     l1_block=per_block if shape.x_in_l1 else 0)
@@ -289,14 +254,43 @@ def _loop_terms(iters: np.ndarray, t_iter: float, shape: KernelShape, rates: Dev
                              f"{int(iters.sum()):,} block-iterations x {t_iter:,.0f} ns) / "
                              f"min({rates.sm_count} SMs x {per_sm} blocks, grid)")
     delay = _delay_ns(t_iter, iters, shape, rates.dram_latency_ns)
-    queue = mva(demands, delay * 1e-9, customers)
+    queue = per_sm_mva(demands, delay * 1e-9, rates.sm_count, per_sm, int(iters.size))
     utilization = queue.throughput_per_s * demands.get("dram", 0.0)
+    stations = ", ".join(demands)
     memory = PredictionTerm("memory", cycles / queue.throughput_per_s * 1e3,
-                            f"{int(cycles):,} block-iterations / X({customers:,} blocks) = "
-                            f"{queue.throughput_per_s / 1e9:,.3f} G iterations/s (MVA: DRAM, "
-                            f"L2 queues and {delay:,.0f} ns of round trips per iteration; "
+                            f"{int(cycles):,} block-iterations / X = "
+                            f"{queue.throughput_per_s / 1e9:,.3f} G iterations/s (MVA per SM: "
+                            f"{queue.customers:,} resident blocks through {stations} and "
+                            f"{delay:,.0f} ns of round trips per iteration; "
                             f"{100 * utilization:.0f} % DRAM utilization)")
     return latency, memory, queue
+
+
+def per_sm_mva(demands_s: dict[str, float], delay_s: float, sms: int, per_sm: int,
+               blocks: int) -> MvaResult:
+    """The kernel's closed network as ``active`` identical SMs (symmetric decomposition): each
+    SM loops its own ``n`` resident blocks through its own instruction issue (``issue``) and
+    its ``1 / active`` share of every shared station (DRAM, L2), solved exactly by
+    :func:`~sparsescope.model.queueing.mva`::
+
+        active = min(SMs, blocks),   n = min(resident blocks per SM, ceil(blocks / active))
+        D_issue' = D_issue x SMs      (the per-block-iteration demand on one SM's schedulers;
+                                       D_issue is the whole GPU's)
+        D_k'     = D_k x active       (one SM's share of a shared station)
+        X        = active x X_SM(n; D', Z)
+
+    A block waits for all of its loads, so a busy memory system delays it by its slowest
+    request, not the average one: the SMs gain little from the idle moments of the others
+    (statistical multiplexing), and each is modelled with its own share. Hand check: 2 SMs,
+    4 blocks of one iteration each, 2 resident per SM, D_dram = 0.5, Z = 1, no issue: each SM
+    sees D' = 1, n = 2: X_SM(2) = 0.8 (the :func:`mva` hand check), X = 1.6.
+    """
+    active = max(1, min(sms, blocks))
+    n = max(1, min(per_sm, math.ceil(blocks / active)))
+    scaled = {k: d * (sms if k == "issue" else active) for k, d in demands_s.items()}
+    one = mva(scaled, delay_s, n)
+    return MvaResult(customers=n * active, throughput_per_s=one.throughput_per_s * active,
+                     residence_s=one.residence_s, delay_s=delay_s)
 
 
 def _delay_ns(t_iter: float, iters: np.ndarray, shape: KernelShape, dram_ns: float) -> float:
@@ -312,28 +306,53 @@ def _sector_time_ms(sectors: float, rate_gsectors_s: float | None, bw_gb_s: floa
     return sectors * SECTOR_BYTES / (bw_gb_s * 1e6)
 
 
+def _refetches(indptr, traffic: Traffic, shape: KernelShape, rates: DeviceRates,
+               footprint: float) -> tuple[float, float]:
+    """(sectors a row-window kernel requests again from the L2, the part DRAM serves)
+    (``model.row_windows``): DRAM serves them all for one thread a row when the streams and x
+    (``footprint`` bytes) do not fit in the L2, none otherwise."""
+    nnz = int(indptr[-1]) if len(indptr) else 0
+    if not shape.row_windows or nnz == 0:
+        return 0.0, 0.0
+    again = csr_refetches(indptr, shape.threads_per_row, shape.row_windows,
+                          traffic.values_bytes / nnz, traffic.indices_bytes / nnz)
+    far = shape.threads_per_row == 1 and footprint > rates.l2_bytes
+    return again, (again if far else 0.0)
+
+
 def _dram_term(stream_bytes: float, xg: XGather, rates: DeviceRates,
-               writeback: float) -> PredictionTerm:
+               writeback: float, refetch: float = 0.0) -> PredictionTerm:
+    """streams / DRAM bandwidth + lone sectors (x misses, window refetches) / gather rate."""
     stream_ms = stream_bytes / (rates.dram_bw_gb_s * 1e6)
-    gathers_ms = _sector_time_ms(xg.dram_sectors, rates.dram_gather_gsectors_s,
-                                 rates.dram_bw_gb_s)
+    lone = xg.dram_sectors + refetch
+    gathers_ms = _sector_time_ms(lone, rates.dram_gather_gsectors_s, rates.dram_bw_gb_s)
     rate = (f"{rates.dram_gather_gsectors_s:,.1f} G sectors/s" if rates.dram_gather_gsectors_s
             else f"32 B at {rates.dram_bw_gb_s:,.0f} GB/s")
+    again = f" + {refetch:,.0f} refetched stream sectors" if refetch else ""
     return PredictionTerm("dram", stream_ms + gathers_ms,
                           f"{stream_bytes:,.0f} B streams (flush write-back {writeback:,.0f} B)"
-                          f" / {rates.dram_bw_gb_s:,.0f} GB/s + {xg.dram_sectors:,.0f} x "
-                          f"sectors missing L2 / {rate}")
+                          f" / {rates.dram_bw_gb_s:,.0f} GB/s + ({xg.dram_sectors:,.0f} x "
+                          f"sectors missing L2{again}) / {rate}")
 
 
-def _l2_term(stream_bytes: float, xg: XGather, rates: DeviceRates) -> PredictionTerm:
+def _l2_term(stream_bytes: float, xg: XGather, rates: DeviceRates,
+             spills: float = 0.0, refetch: float = 0.0) -> PredictionTerm:
+    """streams / L2 bandwidth + spill stores / L2 write bandwidth + sector requests (x,
+    window refetches) / L2 gather rate."""
     assert rates.l2_bw_gb_s
     stream_ms = stream_bytes / (rates.l2_bw_gb_s * 1e6)
-    gathers_ms = _sector_time_ms(xg.l2_requests, rates.l2_gather_gsectors_s, rates.l2_bw_gb_s)
+    write_bw = rates.l2_write_bw_gb_s or rates.l2_bw_gb_s
+    stream_ms += spills / (write_bw * 1e6)
+    lone = xg.l2_requests + refetch
+    gathers_ms = _sector_time_ms(lone, rates.l2_gather_gsectors_s, rates.l2_bw_gb_s)
     rate = (f"{rates.l2_gather_gsectors_s:,.1f} G sectors/s" if rates.l2_gather_gsectors_s
             else f"32 B at {rates.l2_bw_gb_s:,.0f} GB/s")
+    stored = f" + {spills:,.0f} B spill stores / {write_bw:,.0f} GB/s" if spills else ""
+    again = f" + {refetch:,.0f} refetched stream sectors" if refetch else ""
     return PredictionTerm("l2", stream_ms + gathers_ms,
-                          f"{stream_bytes:,.0f} B streams / {rates.l2_bw_gb_s:,.0f} GB/s + "
-                          f"{xg.l2_requests:,.0f} x sector requests / {rate}")
+                          f"{stream_bytes:,.0f} B streams / {rates.l2_bw_gb_s:,.0f} GB/s"
+                          f"{stored} + ({xg.l2_requests:,.0f} x sector requests{again}) / "
+                          f"{rate}")
 
 
 def _overhead(shape: KernelShape, rates: DeviceRates,

@@ -15,7 +15,8 @@ class PredictionTerm:
     """One lower bound on the kernel's time, with the numbers behind it."""
 
     name: str
-    """``dram``, ``l2``, ``latency``, ``imbalance``, ``compute`` or ``overhead``."""
+    """``dram``, ``l2``, ``issue``, ``latency``, ``memory``, ``imbalance``, ``compute`` or
+    ``overhead``."""
     time_ms: float
     """The time this term alone needs (ms)."""
     formula: str

@@ -200,6 +200,13 @@ def shape_from_sass(shape: KernelShape, mlp: KernelMLP,
         rounds = min(MAX_ROUNDS, mlp.gather_rounds)
     where = ", ".join(p for p in (mlp.arch, mlp.compiler) if p)
     return replace(shape, nnz_per_iteration=step, remainder_step=rem, rounds_per_iteration=rounds,
+                   loop_instructions=mlp.loop_instructions,
+                   remainder_instructions=mlp.remainder_instructions if rem else 0,
+                   other_instructions=mlp.other_instructions + (
+                       0 if rem else mlp.remainder_instructions),
+                   local_bytes_per_iteration=mlp.local_bytes_per_iteration,
+                   local_store_bytes_per_iteration=mlp.local_store_bytes_per_iteration,
+                   local_frame_bytes=mlp.local_frame_bytes,
                    source=f"SASS of {mlp.kernel}" + (f" ({where})" if where else ""))
 
 

@@ -21,6 +21,21 @@ extern "C" __global__ void read_stream(const float4* __restrict__ p, const unsig
     if (acc.x + acc.y + acc.z + acc.w == -1.0f) out[0] = acc.x;  // data are >= 0: never true
 }
 
+// Write-only streaming: each thread stores float4 values over a grid-stride loop, `passes`
+// times over the buffer. __stcg caches in L2 only (not L1), like a register spill's store,
+// which the L1 passes through to the L2; with a buffer inside L2 the stores stay in L2 (its
+// lines are written back to DRAM only when evicted), so the figure is the L2's write rate.
+extern "C" __global__ void write_stream(float4* __restrict__ p, const unsigned long long n4,
+                                        const int passes, const float v) {
+    const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+    const unsigned long long first = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+    for (int pass = 0; pass < passes; ++pass) {
+        const float4 w = make_float4(v, v + pass, v, v);
+#pragma unroll 4
+        for (unsigned long long i = first; i < n4; i += stride) __stcg(p + i, w);
+    }
+}
+
 // Dependent loads by one thread: j = next[j], `steps` times. next holds a random cyclic
 // permutation of nodes spaced more than a cache line apart, so no load hits a line an
 // earlier one brought in (and the prefetchers see no pattern). __ldcg skips L1.

@@ -1,0 +1,96 @@
+"""How many loop iterations each row, warp and block of a kernel takes under the kernel's own
+decomposition of the nonzeros (``KernelShape``): the counts the latency, imbalance, memory and
+issue terms of ``model.predict`` and ``model.onchip`` are built on."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from sparsescope.model.kernel_shape import KernelShape
+
+
+def block_iterations(indptr: np.ndarray, shape: KernelShape) -> np.ndarray:
+    """Loop iterations of each block under the kernel's own decomposition.
+
+    rows: a row of length L (after cutting rows longer than ``split_long_rows`` into pieces)
+    takes ``row_iterations(L)`` iterations; a warp takes its longest row's (its
+    32 / threads_per_row rows run in lock step), a block its longest warp's. nnz: every thread
+    gets ceil(nnz / threads) nonzeros, so every block takes ``row_iterations`` of that with one
+    thread. Hand check (rows, 1 thread per row, 1 per iteration, 64-thread blocks): 128 rows of
+    length 1 except row 70 of length 9 -> blocks [1, 9].
+    """
+    lengths = kernel_row_lengths(indptr, shape)
+    if shape.decomposition == "nnz":
+        threads = max(1, shape.grid_blocks * shape.block_threads)
+        per_thread = np.array([math.ceil(int(lengths.sum()) / threads)])
+        each = int(row_iterations(per_thread, 1, shape.nnz_per_iteration,
+                                  shape.remainder_step)[0])
+        return np.full(max(1, shape.grid_blocks), each, dtype=np.int64)
+    per_row = row_iterations(lengths, shape.threads_per_row, shape.nnz_per_iteration,
+                             shape.remainder_step)
+    rows_per_warp = max(1, 32 // shape.threads_per_row)
+    warps = _group_max(per_row, rows_per_warp)
+    return _group_max(warps, shape.warps_per_block)
+
+
+def kernel_row_lengths(indptr: np.ndarray, shape: KernelShape) -> np.ndarray:
+    """The entries of each row the kernel's loop walks: ``ceil(L x entries_per_nonzero)``
+    (a 1 x B block format stores B entries a block: more than the row's nonzeros when its
+    columns are not consecutive), then, for a row split, rows longer than ``split_long_rows``
+    cut into pieces and the lengths sorted within ``sort_window`` windows (the nonzero split
+    takes them as they are). Hand check: lengths [4, 1], 1.5 entries a nonzero -> [6, 2]."""
+    lengths = np.diff(np.asarray(indptr, dtype=np.int64))
+    if shape.entries_per_nonzero != 1.0:
+        lengths = np.ceil(lengths * shape.entries_per_nonzero).astype(np.int64)
+    if shape.decomposition == "nnz":
+        return lengths
+    if shape.split_long_rows > 0:
+        lengths = _cut(lengths, shape.split_long_rows)
+    if shape.sort_window > 1 and lengths.size:
+        lengths = _sorted_in_windows(lengths, shape.sort_window)
+    return lengths
+
+
+def row_iterations(lengths: np.ndarray, threads: int, step: int,
+                   remainder_step: int = 0) -> np.ndarray:
+    """Iterations a row of each length takes with ``threads`` threads loading ``step``
+    nonzeros each per iteration, the last ``L mod (threads x step)`` taken ``remainder_step``
+    at a time (0: by a whole step)::
+
+        floor(L / (threads step)) + ceil((L mod (threads step)) / (threads remainder_step))
+
+    Hand check: L = 37, 1 thread, step 16, remainder 1 -> 2 + 5 = 7; remainder 0 -> 3.
+    """
+    lengths = np.asarray(lengths, dtype=np.int64)
+    chunk = threads * step
+    if not remainder_step or remainder_step >= step:
+        return -(-lengths // chunk)
+    tail = lengths % chunk
+    return lengths // chunk + -(-tail // (threads * remainder_step))
+
+
+def _cut(lengths: np.ndarray, piece: int) -> np.ndarray:
+    """Rows longer than ``piece`` cut into pieces of ``piece`` nonzeros, in place of the row
+    (an empty row stays one empty piece). Hand check: [5, 0, 2], piece 2 -> [2, 2, 1, 0, 2]."""
+    pieces = np.maximum(1, -(-lengths // piece))
+    row = np.repeat(np.arange(lengths.size), pieces)
+    k = np.arange(row.size) - np.repeat(np.cumsum(pieces) - pieces, pieces)
+    return np.minimum(lengths[row] - k * piece, piece)
+
+
+def _sorted_in_windows(lengths: np.ndarray, window: int) -> np.ndarray:
+    """Row lengths sorted longest first within consecutive windows of ``window`` rows."""
+    pad = (-lengths.size) % window
+    blocks = np.concatenate([lengths, np.zeros(pad, dtype=lengths.dtype)]).reshape(-1, window)
+    return -np.sort(-blocks, axis=1).reshape(-1)[:lengths.size]
+
+
+def _group_max(values: np.ndarray, group: int) -> np.ndarray:
+    """Max of each run of ``group`` consecutive values (the last run may be short)."""
+    if values.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    pad = (-values.size) % group
+    padded = np.concatenate([values, np.zeros(pad, dtype=values.dtype)])
+    return padded.reshape(-1, group).max(axis=1)

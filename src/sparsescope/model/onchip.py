@@ -1,0 +1,137 @@
+"""What a kernel costs on the SM besides its DRAM and L2 bytes: the warp instructions it issues
+and the local-memory (register spill) traffic its loop makes.
+
+**Issue.** Each SM sub-partition issues at most one warp instruction per cycle, so a kernel
+needs at least ::
+
+    issue time = warp instructions / (SMs x schedulers per SM x SM clock)
+
+of the device (its spec), whatever its memory does. The warp instructions come from the kernel's
+SASS (``KernelShape.loop_instructions`` etc., ``sass.mlp.instruction_counts``) under the
+kernel's own decomposition of the nonzeros::
+
+    warp instructions = sum over warps of (main_w x loop + rem_w x remainder + other)
+
+``main_w`` and ``rem_w`` are the iterations of the warp's main and remainder loops: a warp runs
+each loop as long as its longest lane needs it (SIMT), so they are the maxima over its rows
+(``rows``) or, for a nonzero split (``nnz``), every warp's ``row_iterations`` of
+``ceil(nnz / threads)`` nonzeros per thread. A library kernel whose SASS is not read declares
+``instructions_per_nonzero`` instead (counted by ncu): ``nnz x instructions_per_nonzero``.
+Loops nested in the measured loop (a tile's per-row reduction) count once per iteration; their
+extra trips are not counted, so the issue time is a floor.
+
+**Spills.** A loop that spills stores registers to local memory and reloads them every
+iteration (``STL``/``LDL`` in its SASS). The L1 passes stores through to the L2 and keeps the
+lines for the reloads, so the spills cost the L2 their stores::
+
+    spill bytes = sum over warps of main_w x 32 x local_store_bytes_per_iteration
+
+(ncu on an H200, ``spmv_sell<float, 1, 3, ...>`` on the ldoor analog, 21 STL and 21 LDL of 4
+bytes an iteration: 10.85 M sectors written to the L2, 347 MB, while its L2 reads, 7.95 M
+sectors, are its streams and x alone: the reloads hit the L1.)
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from sparsescope.model.iterations import _group_max, kernel_row_lengths
+from sparsescope.model.kernel_shape import KernelShape
+from sparsescope.model.prediction import PredictionTerm
+
+
+def split_iterations(lengths: np.ndarray, threads: int, step: int,
+                     remainder_step: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """(main, remainder) loop iterations of rows of each length, ``threads`` lanes a row,
+    ``step`` nonzeros a lane per main iteration, the tail ``remainder_step`` at a time::
+
+        main = floor(L / (threads step)),  rem = ceil((L mod (threads step)) / (threads rs))
+
+    (``main = ceil(L / (threads step))``, ``rem = 0`` without a remainder loop: rs = 0 or
+    rs >= step). Hand check: L = 37, 1 thread, step 16, rs 1 -> (2, 5); rs 0 -> (3, 0)."""
+    lengths = np.asarray(lengths, dtype=np.int64)
+    chunk = threads * step
+    if not remainder_step or remainder_step >= step:
+        return -(-lengths // chunk), np.zeros_like(lengths)
+    return lengths // chunk, -(-(lengths % chunk) // (threads * remainder_step))
+
+
+def warp_iterations(indptr: np.ndarray, shape: KernelShape) -> tuple[np.ndarray, np.ndarray]:
+    """(main, remainder) iterations of each warp (module docstring). Hand check (rows, 1 thread
+    a row, step 16, remainder 1): a warp of rows 37 and 20 long -> main max(2, 1) = 2,
+    remainder max(5, 4) = 5."""
+    lengths = kernel_row_lengths(indptr, shape)
+    if shape.decomposition == "nnz":
+        warps = max(1, shape.grid_blocks * shape.warps_per_block)
+        per_thread = np.array([math.ceil(int(lengths.sum()) / max(1, warps * 32))])
+        main, rem = split_iterations(per_thread, 1, shape.nnz_per_iteration,
+                                     shape.remainder_step)
+        return np.full(warps, main[0]), np.full(warps, rem[0])
+    main, rem = split_iterations(lengths, shape.threads_per_row, shape.nnz_per_iteration,
+                                 shape.remainder_step)
+    rows_per_warp = max(1, 32 // shape.threads_per_row)
+    return _group_max(main, rows_per_warp), _group_max(rem, rows_per_warp)
+
+
+def knows_instructions(shape: KernelShape) -> bool:
+    """The shape carries an instruction count (from SASS, or declared per nonzero)."""
+    return bool(shape.instructions_per_nonzero or shape.loop_instructions
+                or shape.other_instructions)
+
+
+def warp_instructions(indptr: np.ndarray, shape: KernelShape,
+                      iterations: tuple[np.ndarray, np.ndarray] | None = None) -> float:
+    """Warp instructions the kernel issues (module docstring); 0 when the shape knows none.
+    Hand check: 2 warps of (main, rem) (2, 5) and (1, 0), loop 89, remainder 17, other 145
+    -> (2 x 89 + 5 x 17 + 145) + (89 + 145) = 642."""
+    if shape.instructions_per_nonzero:
+        return float(indptr[-1]) * shape.instructions_per_nonzero if len(indptr) else 0.0
+    if not knows_instructions(shape):
+        return 0.0
+    main, rem = iterations if iterations is not None else warp_iterations(indptr, shape)
+    return float(main.sum() * shape.loop_instructions + rem.sum() * shape.remainder_instructions
+                 + main.size * shape.other_instructions)
+
+
+def issue_ms(instructions: float, sm_count: int, schedulers: int, clock_mhz: float) -> float:
+    """``instructions / (SMs x schedulers x clock)`` in ms. Hand check: 1.32e9 instructions on
+    132 SMs x 4 schedulers at 1,000 MHz -> 1.32e9 / 5.28e11 s = 2.5 ms."""
+    return instructions / (sm_count * schedulers * clock_mhz * 1e6) * 1e3
+
+
+def spill_bytes(shape: KernelShape, main: np.ndarray) -> float:
+    """Bytes the warps' loops store to local memory (module docstring): sum main_w x 32 x
+    ``local_store_bytes_per_iteration``. Hand check: 3 warps of 4 iterations, 84 B a thread
+    -> 12 x 32 x 84 = 32,256."""
+    return float(main.sum()) * 32 * shape.local_store_bytes_per_iteration
+
+
+@dataclass(frozen=True)
+class SmWork:
+    """The SM-side work of one prediction (:func:`sm_work`)."""
+
+    instructions: float
+    """Warp instructions issued (0: unknown)."""
+    spill_bytes: float
+    """Local-memory stores of the loops, bytes written to the L2."""
+    term: PredictionTerm | None
+    """The ``issue`` term, None when the instructions or the clock are unknown."""
+
+
+def sm_work(indptr: np.ndarray, shape: KernelShape, rates) -> SmWork:
+    """Instructions, spill bytes and the issue term of one case (module docstring)."""
+    if not knows_instructions(shape) and not shape.local_store_bytes_per_iteration:
+        return SmWork(0.0, 0.0, None)
+    iterations = warp_iterations(indptr, shape)
+    instructions = warp_instructions(indptr, shape, iterations)
+    term = None
+    if instructions and rates.sm_clock_mhz:
+        ms = issue_ms(instructions, rates.sm_count, rates.schedulers_per_sm, rates.sm_clock_mhz)
+        term = PredictionTerm("issue", ms,
+                              f"{instructions:,.0f} warp instructions / ({rates.sm_count} SMs x "
+                              f"{rates.schedulers_per_sm} schedulers x "
+                              f"{rates.sm_clock_mhz:,.0f} MHz)")
+    return SmWork(instructions, spill_bytes(shape, iterations[0]), term)

@@ -1,0 +1,110 @@
+"""The terms the model gained past the seed's (``model.predict``): the per-SM queueing network,
+register spills and window refetches in the L2 and DRAM terms, and the issue term inside a
+whole prediction."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from sparsescope.model.kernel_shape import KernelShape
+from sparsescope.model.predict import (
+    DeviceRates,
+    _dram_term,
+    _l2_term,
+    _refetches,
+    per_sm_mva,
+    predict_spmv,
+)
+from sparsescope.model.queueing import mva
+from sparsescope.model.traffic import csr_spmv_traffic
+from sparsescope.model.xgather import XGather
+
+RATES = DeviceRates(
+    name="test GPU", sm_count=4, max_threads_per_sm=2048, max_blocks_per_sm=32,
+    l2_bytes=1 << 20, dram_bw_gb_s=100.0, l2_bw_gb_s=400.0, dram_latency_ns=400.0,
+    l2_latency_ns=200.0, fp32_gflops=1000.0, dram_gather_gsectors_s=None,
+    l2_gather_gsectors_s=None, launch_us=3.0, schedulers_per_sm=4, sm_clock_mhz=1000.0,
+    l2_write_bw_gb_s=200.0)
+
+XG = XGather(gathers=1000, l2_requests=100.0, distinct_sectors=50, dram_sectors=50.0,
+             l2_hit_rate=0.5, onchip_share=0.0, sampled=False, sample_fraction=1.0,
+             method="given")
+
+
+def test_per_sm_mva_docstring_hand_check():
+    # 2 SMs, 4 blocks, 2 resident a SM, D_dram 0.5 (whole GPU), Z = 1: each SM sees D' = 1
+    # with n = 2 customers: X_SM(2) = 0.8 (mva's own hand check), X = 2 x 0.8 = 1.6
+    r = per_sm_mva({"dram": 0.5}, 1.0, sms=2, per_sm=2, blocks=4)
+    assert r.throughput_per_s == pytest.approx(1.6) and r.customers == 4
+    assert r.residence_s == {"dram": pytest.approx(1.5)}
+
+
+def test_per_sm_mva_scales_issue_by_every_sm_and_shared_stations_by_the_active_ones():
+    # 4 SMs but 2 blocks: 2 active SMs of 1 block each. The shared DRAM's demand 0.5 doubles
+    # (each active SM's share), the issue demand 0.25 (GPU-wide) is x 4 SMs on one SM
+    r = per_sm_mva({"dram": 0.5, "issue": 0.25}, 1.0, sms=4, per_sm=8, blocks=2)
+    one = mva({"dram": 1.0, "issue": 1.0}, 1.0, 1)
+    assert r.customers == 2
+    assert r.throughput_per_s == pytest.approx(2 * one.throughput_per_s)
+    assert one.throughput_per_s == pytest.approx(1 / 3)   # one customer: 1 / (Z + D + D)
+
+
+def test_dram_term_adds_refetched_lone_sectors_at_the_sector_rate():
+    # 1e6 B of streams at 100 GB/s = 0.01 ms; (50 x sectors + 30 refetches) x 32 B at
+    # 100 GB/s = 2,560 B -> 2.56e-5 ms
+    t = _dram_term(1e6, XG, RATES, writeback=0.0, refetch=30.0)
+    assert t.time_ms == pytest.approx(0.01 + 80 * 32 / 1e8)
+    assert "30 refetched stream sectors" in t.formula
+    assert _dram_term(1e6, XG, RATES, 0.0).time_ms == pytest.approx(0.01 + 50 * 32 / 1e8)
+
+
+def test_l2_term_adds_spill_stores_at_the_write_bandwidth():
+    # 4e6 B streams / 400 GB/s = 0.01 ms; 2e6 B spills / 200 GB/s = 0.01 ms;
+    # (100 + 20) sectors x 32 B / 400 GB/s = 9.6e-6 ms
+    t = _l2_term(4e6, XG, RATES, spills=2e6, refetch=20.0)
+    assert t.time_ms == pytest.approx(0.01 + 0.01 + 120 * 32 / 4e8)
+    assert "spill stores / 200 GB/s" in t.formula
+    # without a measured write bandwidth the read bandwidth stands in
+    no_write = dataclasses.replace(RATES, l2_write_bw_gb_s=None)
+    assert _l2_term(4e6, XG, no_write, spills=2e6).time_ms == pytest.approx(
+        0.01 + 0.005 + 100 * 32 / 4e8)
+
+
+def test_refetches_reach_dram_only_for_one_thread_a_row_beyond_the_l2():
+    indptr = np.array([0, 49, 98])    # 2 rows of 49 at entries 0 and 49
+    traffic = csr_spmv_traffic(2, 200, 98)
+    scalar = KernelShape(kernel="s", decomposition="rows", block_threads=64, grid_blocks=1,
+                         row_windows=(4, 16, 8, 4))
+    # row 0 at byte 0: 1 single + 3 x 16: boundaries at 4, 68, 132: 3; row 1: 3 (test above):
+    # 6 a stream, 12 over values and indices
+    near = _refetches(indptr, traffic, scalar, RATES, footprint=1e3)
+    far = _refetches(indptr, traffic, scalar, RATES, footprint=1e9)
+    assert near == (12.0, 0.0) and far == (12.0, 12.0)
+    vector = dataclasses.replace(scalar, threads_per_row=2)
+    assert _refetches(indptr, traffic, vector, RATES, footprint=1e9)[1] == 0.0
+    assert _refetches(indptr, traffic, dataclasses.replace(scalar, row_windows=()), RATES,
+                      1e9) == (0.0, 0.0)
+
+
+def test_a_shape_with_instructions_gets_an_issue_term_that_can_bind():
+    n = 2000
+    a = sp.random(n, n, density=0.005, format="csr", random_state=1)
+    traffic = csr_spmv_traffic(n, n, a.nnz)
+    base = KernelShape(kernel="csr_scalar<float, int>", decomposition="rows",
+                       block_threads=128, grid_blocks=-(-n // 128))
+    plain = predict_spmv(a.indptr, a.indices, n, traffic, base, RATES, flushed=False)
+    assert plain.term("issue") is None
+    heavy = dataclasses.replace(base, loop_instructions=10_000, other_instructions=100)
+    p = predict_spmv(a.indptr, a.indices, n, traffic, heavy, RATES, flushed=False)
+    issue = p.term("issue")
+    assert p.inputs["warp_instructions"] > 0
+    assert issue.time_ms == pytest.approx(
+        p.inputs["warp_instructions"] / (4 * 4 * 1000e6) * 1e3)
+    # an SM that issues for 10,000 instructions an iteration is the bottleneck: the memory
+    # term (MVA through the issue station) is at least the issue time
+    assert p.term("memory").time_ms >= issue.time_ms * (1 - 1e-9)
+    assert p.predicted_ms > plain.predicted_ms
