@@ -106,7 +106,8 @@ def readme(dest: Path, name: str, target_median: float | None, target_p90: float
         "| figure | value |",
         "|---|---:|",
     ]
-    for key in ("read_bw_gb_s", "copy_bw_gb_s", "l2_bw_gb_s", "dram_latency_ns",
+    for key in ("read_bw_gb_s", "copy_bw_gb_s", "l2_bw_gb_s", "l2_write_bw_gb_s",
+                "dram_latency_ns",
                 "l2_latency_ns", "dram_gather_gsectors_s", "l2_gather_gsectors_s",
                 "launch_us", "fp32_gflops"):
         if ceilings.get(key) is not None:

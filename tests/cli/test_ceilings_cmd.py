@@ -110,7 +110,8 @@ def test_cpu_ceilings_json_says_whether_they_came_from_the_cache(no_gpu, own_sto
     assert first["cached"] is False and len(fake_measure) == 1
     assert first["ceilings"]["copy_bw_gb_s"] == 19.0
     assert first["spread_pct"] == {"copy_bw_gb_s": 6.0, "read_bw_gb_s": 3.0,
-                                   "l2_bw_gb_s": None, "dram_latency_ns": None,
+                                   "l2_bw_gb_s": None, "l2_write_bw_gb_s": None,
+                                   "dram_latency_ns": None,
                                    "l2_latency_ns": None, "fp32_gflops": 12.5,
                                    "dram_gather_gsectors_s": None,
                                    "l2_gather_gsectors_s": None, "launch_us": None}

@@ -25,6 +25,7 @@ FIGURES = (
     ("copy_bw_gb_s", "copy bandwidth", "GB/s"),
     ("read_bw_gb_s", "read bandwidth", "GB/s"),
     ("l2_bw_gb_s", "L2 bandwidth", "GB/s"),
+    ("l2_write_bw_gb_s", "L2 write bandwidth", "GB/s"),
     ("dram_latency_ns", "DRAM latency", "ns"),
     ("l2_latency_ns", "L2 latency", "ns"),
     ("fp32_gflops", "FP32 FMA", "GFLOP/s"),

@@ -92,6 +92,7 @@ def device_table(ctx: ReportContext, *, spmv: bool = True) -> Table:
             "copy_bw_gb_s"),
         row("Read bandwidth", "GB/s", None, num(c.read_bw_gb_s), ceiling="read_bw_gb_s"),
         row("L2 bandwidth", "GB/s", None, num(c.l2_bw_gb_s)),
+        row("L2 write bandwidth", "GB/s", None, num(c.l2_write_bw_gb_s)),
         row("Peak FP32", "GFLOP/s", num(d.fp32_peak_gflops), num(c.fp32_gflops),
             "fp32_peak_gflops", "fp32_gflops"),
         row("SM clock", "MHz", num(d.sm_clock_mhz), None, "sm_clock_mhz"),
