@@ -32,12 +32,17 @@ SEED6 = {  # name: (rows, nnz, kind), the real SuiteSparse sizes
 
 
 def test_suite_registry():
+    parts = ["population-held-out", "population-tuning", "spmm-population-held-out",
+             "spmm-population-tuning"]
     assert list_suites() == ["seed6", "awkward", "dlmc3", "slice003", "population",
-                             "spmm-population"]
+                             "spmm-population", *parts]
     assert set(SUITES) == {"seed6", "awkward", "dlmc3", "slice003", "population",
-                           "spmm-population"}
+                           "spmm-population", *parts}
     with pytest.raises(UnknownNameError, match="unknown suite 'nope'; known: awkward, dlmc3, "
-                                            "population, seed6, slice003, spmm-population"):
+                                            "population, population-held-out, "
+                                            "population-tuning, seed6, slice003, "
+                                            "spmm-population, spmm-population-held-out, "
+                                            "spmm-population-tuning"):
         suite_entries("nope")
     with pytest.raises(UnknownNameError):
         load_suite("nope")  # raised at once, not on the first next()

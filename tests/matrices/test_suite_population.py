@@ -70,3 +70,17 @@ def test_small_spmm_population_entries_build_exactly():
         e = next(e for e in SPMM_POPULATION.entries if e.name == name)
         m = build_entry(e)
         assert m.csr.shape == (e.rows, e.cols) and m.csr.nnz == e.nnz, name
+
+
+def test_held_out_and_tuning_parts_are_suites_that_split_the_population():
+    from sparsescope.matrices import SUITES
+    from sparsescope.matrices.suite_population import is_held_out, is_held_out_spmm
+
+    for name, held in (("population", is_held_out), ("spmm-population", is_held_out_spmm)):
+        whole = [e.name for e in SUITES[name].entries]
+        out = [e.name for e in SUITES[f"{name}-held-out"].entries]
+        rest = [e.name for e in SUITES[f"{name}-tuning"].entries]
+        assert out == [n for n in whole if held(n)] and rest == [n for n in whole if not held(n)]
+        assert len(out) + len(rest) == len(whole) and not set(out) & set(rest)
+    assert len(SUITES["spmm-population-held-out"].entries) == 19   # graph 7, weights 8, fem 4
+    assert SUITES["population-held-out"].entries[0].name.endswith("-02")

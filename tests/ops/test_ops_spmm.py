@@ -196,3 +196,29 @@ def test_duplicate_columns_are_canonicalized_before_any_backend():
     assert case.outcome == "ok"
     with pytest.raises(UsageError, match="duplicate"):
         run_case(matrix, "spmm-scipy-cpu", "spmm", {"k": 2}, config=QUICK, strict=True)
+
+
+def test_row_bands_hand_check():
+    from sparsescope.ops.spmm import _row_bands
+
+    indptr = np.array([0, 4, 4, 8, 12])
+    assert _row_bands(indptr, 2) == [(0, 3), (3, 4)]
+    assert _row_bands(indptr, 1) == [(0, 4)]
+    # more threads than rows: every range holds at least one row, none empty
+    assert _row_bands(indptr, 16) == [(0, 1), (1, 3), (3, 4)]
+    assert _row_bands(np.array([0]), 4) == [(0, 0)]
+
+
+def test_threaded_reference_is_bit_identical_to_one_thread():
+    rng = np.random.default_rng(3)
+    lengths = np.concatenate([[0, 900], rng.integers(0, 12, 997)])  # an empty and a huge row
+    rows = lengths.size
+    indptr = np.concatenate([[0], np.cumsum(lengths)])
+    a = sp.csr_matrix((rng.standard_normal(indptr[-1]), rng.integers(0, 333, indptr[-1]),
+                       indptr), shape=(rows, 333))
+    x = rng.standard_normal((333, 7))
+    one = reference_spmm(a, x, threads=1)
+    assert np.array_equal(one, (a @ x))
+    for threads in (2, 3, 8):
+        assert np.array_equal(reference_spmm(a, x, threads=threads), one)
+    assert np.array_equal(reference_spmm(a, np.asfortranarray(x), threads=4), one)

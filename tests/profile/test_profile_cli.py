@@ -141,10 +141,12 @@ def test_run_other_ops_with_fake_ncu(fake_ncu, tmp_path, capsys, options, stem, 
      "slice-cuda-scatter, slice-cupy-i32, slice-scipy-cpu, slice-torch\n"),
     (["--op", "spmm", "--backend", "cuda-csr-vector"],
      "sparsescope: error: backend 'cuda-csr-vector' does not support op 'spmm' "
-     "(it implements spmv); backends for spmm: spmm-cuda-rowwarp, spmm-cupy-i32, spmm-ginkgo, "
+     "(it implements spmv); backends for spmm: spmm-cuda-auto, spmm-cuda-colmajor, "
+     "spmm-cuda-rowgroup, "
+     "spmm-cuda-rowwarp, spmm-cupy-i32, spmm-ginkgo, "
      "spmm-scipy-cpu, spmm-torch-i32, spmm-torch-i64\n"),
     (["--op", "spmm", "--backend", "spmm-cuda"],
-     "sparsescope: error: unknown spmm backend 'spmm-cuda'; known: spmm-cuda-rowwarp, "),
+     "sparsescope: error: unknown spmm backend 'spmm-cuda'; known: spmm-cuda-auto, "),
     (["--backend", "slice-torch"],
      "sparsescope: error: backend 'slice-torch' does not support op 'spmv' "
      "(it implements slice); backends for spmv: "),

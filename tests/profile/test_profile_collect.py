@@ -74,12 +74,13 @@ def test_target_command_slice_runs_the_target_with_every_parameter():
      "slice-cupy-i32, slice-scipy-cpu, slice-torch"),
     ("torch-cusparse-i64", "spmm", UsageError,
      "backend 'torch-cusparse-i64' does not support op 'spmm' (it implements spmv); "
-     "backends for spmm: spmm-cuda-rowwarp, spmm-cupy-i32, spmm-ginkgo, spmm-scipy-cpu, "
+     "backends for spmm: spmm-cuda-auto, spmm-cuda-colmajor, spmm-cuda-rowgroup, "
+     "spmm-cuda-rowwarp, spmm-cupy-i32, spmm-ginkgo, spmm-scipy-cpu, "
      "spmm-torch-i32, spmm-torch-i64"),
     ("slice-torch", "spmv", UsageError,
      "backend 'slice-torch' does not support op 'spmv' (it implements slice); "
      "backends for spmv: "),
-    ("torch", "spmm", UnknownNameError, "unknown spmm backend 'torch'; known: spmm-cuda-rowwarp,"),
+    ("torch", "spmm", UnknownNameError, "unknown spmm backend 'torch'; known: spmm-cuda-auto,"),
 ])
 def test_backend_must_implement_the_op(backend, op, error, message):
     with pytest.raises(error) as err:

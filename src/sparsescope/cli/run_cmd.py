@@ -8,9 +8,14 @@ import sys
 
 from sparsescope import registry
 from sparsescope.cli import add_json_flag
-
-from sparsescope.cli.op_options import (add_op_options, add_variant_options, case_line,
-                                        case_printer, op_params_given, variants_given)
+from sparsescope.cli.op_options import (
+    add_op_options,
+    add_variant_options,
+    case_line,
+    case_printer,
+    op_params_given,
+    variants_given,
+)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -8,8 +8,13 @@ import sys
 from pathlib import Path
 
 from sparsescope.cli import add_json_flag
-from sparsescope.cli.op_options import (add_op_options, add_variant_options, case_printer,
-                                        op_params_given, variants_given)
+from sparsescope.cli.op_options import (
+    add_op_options,
+    add_variant_options,
+    case_printer,
+    op_params_given,
+    variants_given,
+)
 
 EPILOG = ("A SOURCE is a folder (every .mtx, .mtx.gz, .smtx, .npz inside, recursively), a glob, "
           "a matrix file, a SuiteSparse Group/Name.tar.gz archive, suite:NAME[@SCALE], "

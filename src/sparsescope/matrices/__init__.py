@@ -19,6 +19,7 @@ from sparsescope.matrices.io import read_matrix, write_matrix
 from sparsescope.matrices.stats import compute_stats
 from sparsescope.matrices.suite_dlmc import register as _register_op_suites
 from sparsescope.matrices.suite_population import POPULATION as _POPULATION
+from sparsescope.matrices.suite_population import POPULATION_PARTS as _POPULATION_PARTS
 from sparsescope.matrices.suite_population import SPMM_POPULATION as _SPMM_POPULATION
 from sparsescope.matrices.suites import SUITES, list_suites, load_suite, suite_entries
 from sparsescope.matrices.suitesparse import fetch_suitesparse
@@ -27,6 +28,8 @@ from sparsescope.matrices.types import Matrix, MatrixStats
 _register_op_suites()  # suites dlmc3 and slice003 and the "pruned" generator (issue 6)
 SUITES.setdefault(_POPULATION.name, _POPULATION)  # the generated population (issues 15, 17)
 SUITES.setdefault(_SPMM_POPULATION.name, _SPMM_POPULATION)  # SpMM at real sizes (issue 18)
+for _part in _POPULATION_PARTS:  # NAME-held-out and NAME-tuning of both populations
+    SUITES.setdefault(_part.name, _part)
 
 __all__ = [
     "GENERATORS",

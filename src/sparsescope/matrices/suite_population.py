@@ -146,3 +146,20 @@ def is_held_out_spmm(name: str) -> bool:
     if family not in ("graph", "weights", "fem") or not i.isdigit():
         raise ValueError(f"{name!r} is not an spmm-population entry (family-ii)")
     return int(i) % 3 == 2
+
+
+def split_suite(suite: Suite, held_out) -> tuple[Suite, Suite]:
+    """``(NAME-held-out, NAME-tuning)``: the suite's held-out third and the rest, in the
+    suite's order, so a run or sweep can name either part (``suite:spmm-population-held-out``).
+    """
+    held = tuple(e for e in suite.entries if held_out(e.name))
+    rest = tuple(e for e in suite.entries if not held_out(e.name))
+    return (Suite(f"{suite.name}-held-out", f"the held-out third of {suite.name} ({len(held)}: "
+                  "no rule or constant may be tuned on it)", held, suite.scalable),
+            Suite(f"{suite.name}-tuning", f"{suite.name} less its held-out third "
+                  f"({len(rest)})", rest, suite.scalable))
+
+
+#: The parts of both populations, registered as suites beside them.
+POPULATION_PARTS = (*split_suite(POPULATION, is_held_out),
+                    *split_suite(SPMM_POPULATION, is_held_out_spmm))

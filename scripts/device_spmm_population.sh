@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Issue 18's measurement on the lent GPU, in parts of at most 10 minutes:
+#
+#   bash scripts/device_spmm_population.sh [SUITE] [LIMIT] [--gpu-tests]
+#
+# sweeps suite:SUITE (default spmm-population-held-out) with --op spmm at k = 8, 32, 64, 128,
+# 256, 512, X row- and column-major, over cuSPARSE (torch INT32 and INT64, CuPy INT32) and our
+# kernels (auto, rowgroup, rowwarp, colmajor), in process (one GPU, no Dask), stopped by
+# --time-limit LIMIT (default 380 s) and resumed by the next part from the carried store.
+# State between parts lives in out/spmm-pop/ (carry=[".device-wheels", "out/spmm-pop"]):
+# store.sqlite.gz. Comes back in $OUT: env.txt, summary.txt, summary.json, results.json.gz,
+# store.sqlite.gz, bundle.tgz (logs, report), pytest_gpu.log with --gpu-tests.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+SUITE="${1:-spmm-population-held-out}"
+LIMIT="${2:-380}"
+TESTS="${3:-}"
+export OUT="${OUT:-/tmp/ss-spmm}"
+STATE=out/spmm-pop
+WORK=/tmp/ss-spmm-work
+mkdir -p "$OUT" "$STATE" "$WORK"
+[ -f "$STATE/store.sqlite.gz" ] && gunzip -f "$STATE/store.sqlite.gz"
+export PYTHONPATH=src PYTHONUNBUFFERED=1
+python3 -m pip install -q --no-index --no-deps .device-wheels/*.whl 2>&1 | tail -1
+{
+    date -u +"date_utc %Y-%m-%dT%H:%M:%SZ"
+    echo "commit ${SPARSESCOPE_GIT_COMMIT:-unknown} suite $SUITE limit $LIMIT"
+    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv
+    python3 -c 'import sys, torch, cupy, numpy, scipy; print("python", sys.version.split()[0], "torch", torch.__version__, "cupy", cupy.__version__, "numpy", numpy.__version__, "scipy", scipy.__version__)'
+} > "$OUT/env.txt" 2>&1
+cat "$OUT/env.txt"
+if [ "$TESTS" = "--gpu-tests" ]; then
+    python3 -m pytest -q -m gpu tests/gpu/test_spmm_rowgroup.py tests/gpu/test_gpu_spmm.py \
+        -p no:cacheprovider > "$OUT/pytest_gpu.log" 2>&1
+    tail -3 "$OUT/pytest_gpu.log"
+fi
+CMD=(python3 -m sparsescope sweep "suite:$SUITE" --op spmm
+     --k 8 --k 32 --k 64 --k 128 --k 256 --k 512 --layout row --layout col
+     --backend spmm-torch-i32 --backend spmm-torch-i64 --backend spmm-cupy-i32
+     --backend spmm-cuda-auto --backend spmm-cuda-rowgroup --backend spmm-cuda-rowwarp
+     --backend spmm-cuda-colmajor
+     --warmups 3 --repeats 15 --time-limit "$LIMIT" --store "$STATE/store.sqlite"
+     --out "$WORK/sweep" --json)
+echo "${CMD[*]}" > "$OUT/command.txt"
+"${CMD[@]}" > "$WORK/sweep.json" 2> "$WORK/sweep.log"
+echo "sweep exit $?" | tee -a "$OUT/env.txt"
+tail -3 "$WORK/sweep.log"
+RESULTS=$(ls "$WORK"/sweep/results.json* 2>/dev/null | head -1)
+if [ -n "$RESULTS" ]; then
+    python3 scripts/spmm_population_summary.py "$RESULTS" --json "$OUT/summary.json" \
+        > "$OUT/summary.txt" 2>&1
+    cp "$RESULTS" "$OUT/"
+    [ "${RESULTS##*.}" = json ] && gzip -f "$OUT/results.json"
+fi
+gzip -c "$STATE/store.sqlite" > "$OUT/store.sqlite.gz"
+tar -czf "$OUT/bundle.tgz" -C "$WORK" sweep.json sweep.log sweep 2>/dev/null
+cat "$OUT/summary.txt" 2>/dev/null

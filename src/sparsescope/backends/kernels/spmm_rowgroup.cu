@@ -1,0 +1,169 @@
+// CSR SpMM Y = A X of sparsescope's own backend spmm-cuda-rowgroup (X and Y row-major),
+// compiled at run time by NVRTC through cupy.RawModule, instantiated by name expression, e.g.
+// "spmm_rowgroup<float, int, 4, 2, 1, 4, 8>" (T, I, VEC, G, CHUNKS, DEPTH, BATCH).
+//
+// X is dense cols x k, row-major (X[j, c] at j * k + c); Y dense rows x k, row-major.
+//
+// Layout: G lanes per ROW SLICE (not per nonzero). A warp holds 32 / G groups, each on its
+// own slice (a run of at most S nonzeros of one row, cut on the host as for spmm_rowwarp:
+// backends/spmm_cuda.py slice_plan). Lane li of a group owns the columns
+// (li + G c) VEC .. + VEC - 1 of the slab, c < CHUNKS: VEC-wide accumulators, so no
+// reduction between lanes is needed -- the group owns its slice's columns outright.
+// Host choices (backends/spmm_rowgroup.py): VEC = 4, 2 or 1 floats (2 or 1 doubles) dividing
+// k; a slab of kslab <= 512 columns (grid.y = ceil(k / kslab)); G = smallest power of two
+// >= ceil(kslab / VEC), at most 32; CHUNKS = ceil(kslab / (G VEC)) (<= 32 registers of
+// accumulators a lane in both value types).
+//
+// Per stage a group loads DEPTH x G (col, val) pairs of its slice, G consecutive ones per
+// load (coalesced: lane li takes pair base + G d + li), then walks them by __shfl_sync inside
+// the group: for each pair every lane gathers its CHUNKS vectors of X's row j with __ldg
+// (a group reads kslab contiguous values of X's row: G VEC-wide loads side by side). BATCH
+// pairs are gathered before their FMAs, so BATCH x CHUNKS vector loads are in flight a lane.
+//
+// Shuffles name only the group's lanes (mask GROUP_BITS << (gi G), width G): groups of a warp
+// walk slices of different lengths and diverge; a group is alive or dead as a whole (the slice
+// index is per group), so a group past n_slices (the last warp, partly filled) returns before
+// any shuffle and its lanes are never named by a live group's mask.
+//
+// Y: uncut rows are stored with VEC-wide stores, lanes of a group on consecutive vectors of
+// one row (coalesced; the 32 / G groups of a warp write 32 / G consecutive rows when no row is
+// cut). A cut row (slice_row < 0) is summed with atomicAdd into a Y the host zeroed first.
+
+template <typename T, int VEC> struct RowGroupVec;
+template <> struct RowGroupVec<float, 1> { using type = float; };
+template <> struct RowGroupVec<float, 2> { using type = float2; };
+template <> struct RowGroupVec<float, 4> { using type = float4; };
+template <> struct RowGroupVec<double, 1> { using type = double; };
+template <> struct RowGroupVec<double, 2> { using type = double2; };
+
+template <typename T, int VEC>
+__device__ __forceinline__ void rowgroup_load(const T* __restrict__ p, T (&out)[VEC]) {
+    using V = typename RowGroupVec<T, VEC>::type;
+    const V v = __ldg(reinterpret_cast<const V*>(p));
+    const T* parts = reinterpret_cast<const T*>(&v);
+#pragma unroll
+    for (int i = 0; i < VEC; ++i) out[i] = parts[i];
+}
+
+template <typename T, int VEC>
+__device__ __forceinline__ void rowgroup_store(T* __restrict__ p, const T (&in)[VEC]) {
+    using V = typename RowGroupVec<T, VEC>::type;
+    V v;
+    T* parts = reinterpret_cast<T*>(&v);
+#pragma unroll
+    for (int i = 0; i < VEC; ++i) parts[i] = in[i];
+    __stwb(reinterpret_cast<V*>(p), v);  // one vector store (see spmm_rowwarp.cu)
+}
+
+// slice_ptr: n_slices + 1 offsets into col / val (the row pointers themselves when no row is
+// cut: sliced = 0, slice s is row s, slice_row unused). slice_row: row of each slice, stored as
+// -(row + 1) for a row cut into several slices.
+// Column slabs: block (bx, by) computes columns [by slab, by slab + slab) (the last slab may
+// be narrower: kk columns); slab is a multiple of VEC, as k is.
+template <typename T, typename I, int VEC, int G, int CHUNKS, int DEPTH, int BATCH>
+__global__ void __launch_bounds__(256, 2) spmm_rowgroup(const long long n_slices, const int k,
+                              const int slab, const int sliced,
+                              const I* __restrict__ slice_ptr, const I* __restrict__ slice_row,
+                              const I* __restrict__ col, const T* __restrict__ val,
+                              const T* __restrict__ x, T* __restrict__ y) {
+    static_assert(G >= 1 && G <= 32 && (G & (G - 1)) == 0, "G: a power of two <= 32");
+    constexpr int GROUPS = 32 / G;
+    constexpr int STAGE = DEPTH * G;  // pairs a group loads per stage
+    static_assert(STAGE % BATCH == 0, "BATCH must divide DEPTH x G");
+    // DEPTH > 1 needs the stage unrolled (the slot d = i / G must be a compile-time register
+    // index); with DEPTH = 1 the slot is always 0 and the batches stay a loop.
+    constexpr int STAGE_UNROLL = DEPTH == 1 ? 1 : STAGE / BATCH;
+    constexpr unsigned GROUP_BITS = G == 32 ? 0xffffffffu : ((1u << (G % 32)) - 1u);
+
+    const int lane = threadIdx.x & 31;
+    const int gi = lane / G;
+    const int li = lane % G;
+    const long long warp = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const long long s = warp * GROUPS + gi;
+    if (s >= n_slices) return;  // the whole group: its lanes are in no live group's mask
+    const unsigned mask = G == 32 ? 0xffffffffu : (GROUP_BITS << (gi * G));
+
+    long long row = s;
+    bool atomic = false;
+    if (sliced) {
+        const long long r = (long long)slice_row[s];
+        atomic = r < 0;
+        row = atomic ? -r - 1 : r;
+    }
+    const int slab0 = blockIdx.y * slab;
+    const int kk = min(slab, k - slab0);  // columns of this slab
+    const long long begin = (long long)slice_ptr[s];
+    const long long end = (long long)slice_ptr[s + 1];
+
+    T acc[CHUNKS][VEC];
+#pragma unroll
+    for (int c = 0; c < CHUNKS; ++c)
+#pragma unroll
+        for (int v = 0; v < VEC; ++v) acc[c][v] = T(0);
+
+    for (long long base = begin; base < end; base += STAGE) {
+        I my_col[DEPTH];
+        T my_val[DEPTH];
+#pragma unroll
+        for (int d = 0; d < DEPTH; ++d) {
+            const long long idx = base + (long long)(G * d + li);
+            my_col[d] = idx < end ? col[idx] : I(0);
+            my_val[d] = idx < end ? val[idx] : T(0);
+        }
+        const long long left = end - base;
+        const int n = left < (long long)STAGE ? (int)left : STAGE;  // same for the group
+#pragma unroll STAGE_UNROLL
+        for (int i0 = 0; i0 < STAGE; i0 += BATCH) {
+            if (i0 >= n) break;  // group-uniform: the slice's tail
+            T a[BATCH];
+            T xv[BATCH][CHUNKS][VEC];
+#pragma unroll
+            for (int b = 0; b < BATCH; ++b) {
+                const int i = i0 + b;
+                const int d = DEPTH == 1 ? 0 : i / G;
+                const int e = i % G;
+                I j;
+                T av;
+                if constexpr (G == 1) {
+                    j = my_col[d];
+                    av = my_val[d];
+                } else {
+                    j = __shfl_sync(mask, my_col[d], e, G);
+                    av = __shfl_sync(mask, my_val[d], e, G);
+                }
+                const bool live = i < n;
+                a[b] = live ? av : T(0);
+                const T* xrow = x + (long long)j * k + slab0;
+#pragma unroll
+                for (int c = 0; c < CHUNKS; ++c) {
+                    const int cc = (li + G * c) * VEC;
+                    if (live && cc < kk) {
+                        rowgroup_load<T, VEC>(xrow + cc, xv[b][c]);
+                    } else {
+#pragma unroll
+                        for (int v = 0; v < VEC; ++v) xv[b][c][v] = T(0);
+                    }
+                }
+            }
+#pragma unroll
+            for (int b = 0; b < BATCH; ++b)
+#pragma unroll
+                for (int c = 0; c < CHUNKS; ++c)
+#pragma unroll
+                    for (int v = 0; v < VEC; ++v) acc[c][v] += a[b] * xv[b][c][v];
+        }
+    }
+
+    T* yrow = y + row * (long long)k + slab0;
+#pragma unroll
+    for (int c = 0; c < CHUNKS; ++c) {
+        const int cc = (li + G * c) * VEC;
+        if (cc >= kk) continue;
+        if (atomic) {
+#pragma unroll
+            for (int v = 0; v < VEC; ++v) atomicAdd(yrow + cc + v, acc[c][v]);
+        } else {
+            rowgroup_store<T, VEC>(yrow + cc, acc[c]);
+        }
+    }
+}

@@ -1,0 +1,182 @@
+"""``spmm-cuda-auto``: pick an own SpMM kernel from (k, layout, dtype, matrix shape, SMs), run it.
+
+The choice is :func:`choose_spmm_kernel`, a pure function of numbers (no GPU); its name and
+one-line reason are kept in the case's notes (``selected``, ``selection_rule``,
+``selection_reason``), as ``cuda-spmv-auto`` does, so every report says why.
+
+The rules, first match wins (``G`` is the rowgroup kernel's lanes per row slice for this k,
+:func:`~sparsescope.backends.spmm_rowgroup.rowgroup_shape`; ``mean`` and ``max`` are the row
+lengths; the thresholds are widths of the machine and the kernels, none fitted to a matrix):
+
+1. layout ``col`` -> ``spmm-cuda-colmajor``: the one kernel that reads column-major X.
+2. no nonzeros -> ``spmm-cuda-rowgroup``: it only stores zero rows, with the fewest warps.
+3. ``mean >= 32`` and rowgroup would launch fewer than ``sm_count x TARGET_WARPS_PER_SM``
+   warps (few long-ish rows: the DLMC layers) -> ``spmm-cuda-rowwarp``: it puts a warp on
+   every row and 32-column slabs on grid.y, the parallelism a small matrix needs; a row of
+   >= 32 nonzeros fills a warp's nonzero slots.
+4. ``G >= 16`` (more than 8 VEC-wide loads per X row: k > 32 in float32 when 4 divides k,
+   k > 16 in float64 when 2 does, k > 8 when k is odd) -> ``spmm-cuda-rowgroup``:
+   each nonzero's gather already spans half a warp or more, and one pass over A per 512
+   columns replaces rowwarp's pass per 32-column slab (what issue 18 measured losing at k=256).
+5. ``max >= MIN_SLICE_NNZ`` (a row long enough that rowwarp cuts it) -> ``spmm-cuda-rowwarp``:
+   a group of G < 16 lanes walks a long slice one nonzero at a time, rowwarp 32 / GROUP.
+6. ``mean < 32`` -> ``spmm-cuda-rowgroup``: rowwarp would leave most of a warp's nonzero slots
+   empty on every row; rowgroup packs 32 / G rows into a warp.
+7. otherwise -> ``spmm-cuda-rowwarp`` (its existing defaults).
+
+These rules are a starting point written from the kernels' layouts, not from timings: each is
+to be re-checked by measurement (issue 18's population, held-out third) and replaced by the
+time model's prediction once that lands. Rowwarp is never chosen where it would refuse the
+case (``k`` needing more than its ``MAX_CHUNKS`` loads a lane).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from sparsescope.backends import _gpu
+from sparsescope.backends.base import Capability, OpBackend
+from sparsescope.backends.spmm_colmajor import SpmmCudaColMajor
+from sparsescope.backends.spmm_cuda import (
+    MAX_CHUNKS,
+    MIN_SLICE_NNZ,
+    TARGET_WARPS_PER_SM,
+    SpmmCudaRowWarp,
+    choose_slab,
+    launch_shape,
+)
+from sparsescope.backends.spmm_rowgroup import (
+    SpmmCudaRowGroup,
+    choose_slab_cols,
+    device_sm_count,
+    rowgroup_shape,
+    vector_width,
+)
+from sparsescope.ops.base import OpCase
+from sparsescope.timing.types import Measurement, TimingConfig
+
+ROWWARP = "spmm-cuda-rowwarp"
+ROWGROUP = "spmm-cuda-rowgroup"
+COLMAJOR = "spmm-cuda-colmajor"
+#: Backend name -> class, for the names the rule may return.
+CHOICES: dict[str, type[OpBackend]] = {
+    ROWWARP: SpmmCudaRowWarp, ROWGROUP: SpmmCudaRowGroup, COLMAJOR: SpmmCudaColMajor}
+WARP_SLOTS = 32
+"""A warp's lanes: the row length below which rowwarp leaves nonzero slots idle."""
+WIDE_GROUP = 16
+"""G at or above which a rowgroup group is half a warp or more."""
+RULE = "spmm-auto-rules-v1"
+
+
+def rowwarp_supports(k: int, value_dtype: str) -> bool:
+    """Whether rowwarp's default slab gives at most MAX_CHUNKS loads a lane (k = 255: 8, yes;
+    k = 4095: 128, no)."""
+    return launch_shape(choose_slab(k), value_dtype)[2] <= MAX_CHUNKS
+
+
+def row_lengths(indptr: np.ndarray) -> tuple[float, int]:
+    """(mean, max) nonzeros per row; (0.0, 0) for a matrix without rows."""
+    lengths = np.diff(np.asarray(indptr, dtype=np.int64))
+    if lengths.size == 0:
+        return 0.0, 0
+    return float(lengths.mean()), int(lengths.max())
+
+
+def choose_spmm_kernel(k: int, layout: str, value_dtype: str, nnz: int, rows: int,
+                       mean_row: float, max_row: int, sm_count: int) -> tuple[str, str]:
+    """(backend name, one-line reason) by the module's rules 1-7 (first match wins).
+
+    Hand-worked: a DLMC layer, 512 rows, mean 300, k = 8, 132 SMs: rowgroup G = 2 gives
+    32 warps < 1,056 -> rowwarp (rule 3). A web graph, 326,000 rows, mean 4.6, max 10,000,
+    k = 256 -> rowgroup (rule 4, G = 32); the same at k = 8 -> rowwarp (rule 5, max >= 1,024);
+    a FEM matrix, 100,000 rows, mean 20, max 40, k = 8 -> rowgroup (rule 6).
+    To be re-checked by measurement (see the module docstring).
+    """
+    if layout == "col":
+        return COLMAJOR, "layout col: the only own kernel reading column-major X"
+    if nnz == 0:
+        return ROWGROUP, "no nonzeros: rowgroup stores the zero rows with the fewest warps"
+    _, group, _ = rowgroup_shape(choose_slab_cols(k, value_dtype), vector_width(k, value_dtype))
+    per_warp = WARP_SLOTS // group
+    rg_warps = -(-rows // per_warp)
+    enough = sm_count * TARGET_WARPS_PER_SM
+    rowwarp_ok = rowwarp_supports(k, value_dtype)
+    if rowwarp_ok and mean_row >= WARP_SLOTS and rg_warps < enough:
+        return ROWWARP, (f"rows average {mean_row:.1f} >= {WARP_SLOTS} nonzeros and rowgroup "
+                         f"would launch {rg_warps} warps < {sm_count} SMs x "
+                         f"{TARGET_WARPS_PER_SM}: a warp per row and 32-column slabs")
+    if group >= WIDE_GROUP:
+        return ROWGROUP, (f"k = {k}: {group} lanes per row slice (>= {WIDE_GROUP}), one pass "
+                          f"over A per slab instead of one per 32-column slab")
+    if rowwarp_ok and max_row >= MIN_SLICE_NNZ:
+        return ROWWARP, (f"longest row {max_row} >= {MIN_SLICE_NNZ} nonzeros and only {group} "
+                         f"lanes per rowgroup slice: rowwarp gathers {per_warp} of its "
+                         f"nonzeros at once")
+    if mean_row < WARP_SLOTS:
+        return ROWGROUP, (f"rows average {mean_row:.1f} < {WARP_SLOTS} nonzeros: {per_warp} "
+                          f"rows a warp instead of one")
+    if not rowwarp_ok:
+        return ROWGROUP, f"k = {k} needs more than {MAX_CHUNKS} rowwarp loads a lane"
+    return ROWWARP, (f"rows average {mean_row:.1f} >= {WARP_SLOTS} nonzeros, k = {k}: "
+                     f"rowwarp's defaults")
+
+
+@dataclass
+class PreparedSpmmAuto:
+    chosen: str
+    reason: str
+    backend: OpBackend
+    prepared: Any
+    stats: dict[str, str]
+
+
+class SpmmCudaAuto(OpBackend):
+    name = "spmm-cuda-auto"
+    capability = Capability(
+        ops=("spmm",), value_dtypes=("float32", "float64"), index_bytes=(4, 8), device="gpu",
+        description="own SpMM kernel chosen by rules (rowwarp / rowgroup / colmajor), "
+                    "reason kept")
+
+    def availability(self) -> tuple[bool, str]:
+        return _gpu.cupy_cuda_status()
+
+    def choose(self, case: OpCase, value_dtype: str, sm_count: int) -> tuple[str, str]:
+        csr = case.matrix
+        mean, longest = row_lengths(csr.indptr)
+        return choose_spmm_kernel(case.params.k, case.params.layout, value_dtype, csr.nnz,
+                                  csr.shape[0], mean, longest, sm_count)
+
+    def prepare(self, case: OpCase, value_dtype: str, index_bytes: int) -> PreparedSpmmAuto:
+        sm_count = device_sm_count()
+        chosen, reason = self.choose(case, value_dtype, sm_count)
+        backend = CHOICES[chosen]()
+        mean, longest = row_lengths(case.matrix.indptr)
+        stats = {"row_mean": f"{mean:.2f}", "row_max": str(longest)}
+        return PreparedSpmmAuto(chosen, reason, backend,
+                                backend.prepare(case, value_dtype, index_bytes), stats)
+
+    def poison_output(self, prepared: PreparedSpmmAuto) -> bool:
+        return prepared.backend.poison_output(prepared.prepared)
+
+    def run(self, prepared: PreparedSpmmAuto) -> np.ndarray:
+        return prepared.backend.run(prepared.prepared)
+
+    def time(self, prepared: PreparedSpmmAuto, config: TimingConfig) -> Measurement:
+        return prepared.backend.time(prepared.prepared, config)
+
+    def library_versions(self) -> dict[str, str]:
+        return _gpu.cupy_kernel_versions()
+
+    def traffic(self, case: Any, prepared: Any):
+        """The chosen kernel's bytes (each declares plain CSR's, as OpBackend does)."""
+        if prepared is None:
+            return super().traffic(case, prepared)
+        return prepared.backend.traffic(case, prepared.prepared)
+
+    def notes(self, prepared: PreparedSpmmAuto) -> dict[str, str]:
+        return {**prepared.backend.notes(prepared.prepared), **prepared.stats,
+                "selected": prepared.chosen, "selection_rule": RULE,
+                "selection_reason": prepared.reason}

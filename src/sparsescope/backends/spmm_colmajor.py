@@ -1,0 +1,223 @@
+"""``spmm-cuda-colmajor``: own CSR SpMM for column-major X and Y
+(``backends/kernels/spmm_colmajor.cu``, whose header argues the layout), run through CuPy.
+
+A lane per row slice, a tile of C columns per thread (grid.y = ceil(k / C)): Y's columns are
+written 32 consecutive rows at a time (coalesced), A's pairs are read once per tile and feed C
+columns. Host choices, pure functions tested without a GPU and recorded in the case's notes:
+
+* :func:`colmajor_tile`: (C, BATCH), columns per thread and pairs per batch;
+* :func:`colmajor_slice_nnz`: S, the longest slice a lane walks (rows longer are cut, summed
+  with atomics into a zero-filled Y), cut into slices by
+  :func:`~sparsescope.backends.spmm_cuda.slice_plan`;
+* the block: :func:`~sparsescope.backends.spmm_cuda.warps_per_block` over ceil(slices / 32)
+  warps.
+
+Row-major X is :mod:`.spmm_rowgroup`'s and :mod:`.spmm_cuda`'s; this backend skips layout
+``row`` with that reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from sparsescope.backends import _gpu
+from sparsescope.backends.base import Capability, OpBackend
+from sparsescope.backends.spmm_cuda import SLICE_UNIT, SlicePlan, slice_plan, warps_per_block
+from sparsescope.backends.spmm_rowgroup import device_sm_count
+from sparsescope.ops.base import OpCase
+from sparsescope.timing.types import Measurement, TimingConfig
+
+SOURCE = "spmm_colmajor.cu"
+MAX_TILE_COLS = 8
+"""Most columns a thread computes (C): 8 columns of gathers per nonzero put A's 8-16 bytes a
+pair at 3-6 % of the 8 x 32 bytes of X sectors it requests; 8 accumulators."""
+X_LOADS_IN_FLIGHT = 16
+"""BATCH x C loads of X issued before their FMAs, per lane (BATCH at most 8)."""
+MAX_BATCH = 8
+SLICE_MEAN_FACTOR = 2
+"""S = 2 x the mean row length (rounded up to 32): no lane of a warp walks more than about
+twice what the average lane does, whatever the row-length distribution's tail."""
+
+
+def colmajor_tile(k: int) -> tuple[int, int]:
+    """(C, BATCH)::
+
+        C     = smallest power of two >= k, at most MAX_TILE_COLS (8)
+        BATCH = min(MAX_BATCH, X_LOADS_IN_FLIGHT / C)
+
+    k = 1 -> (1, 8); k = 3 -> (4, 4); k = 6 -> (8, 2); k = 8 -> (8, 2); k = 256 -> (8, 2);
+    k = 2 -> (2, 8). Columns past k in the last tile are masked (k = 3: 3 of 4).
+    """
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+    tile = 1
+    while tile < k and tile < MAX_TILE_COLS:
+        tile *= 2
+    return tile, min(MAX_BATCH, X_LOADS_IN_FLIGHT // tile)
+
+
+def colmajor_slice_nnz(rows: int, nnz: int, min_slice: int | None = None) -> int:
+    """S = max(32, round_up(ceil(SLICE_MEAN_FACTOR x nnz / rows), 32)) (``min_slice``
+    replaces the 32 floor).
+
+    A lane walks a slice alone, so a warp takes as long as its longest slice: rows up to twice
+    the mean (rounded up to a 32-pair unit, so short-row matrices are not cut at all) stay
+    whole, longer ones are cut. 10,000 rows, 50,000 nnz (mean 5) -> 32; 1,000 rows, 100,000
+    nnz (mean 100) -> 224; 0 rows -> 32; min_slice 4096 -> 4096.
+    """
+    floor = SLICE_UNIT if min_slice is None else min_slice
+    want = -(-SLICE_MEAN_FACTOR * nnz // max(1, rows))
+    return max(floor, SLICE_UNIT, -(-want // SLICE_UNIT) * SLICE_UNIT)
+
+
+def colmajor_grid(n_slices: int, k: int, tile: int, sm_count: int,
+                  warps: int | None = None) -> tuple[int, int, int]:
+    """(blocks x, tiles y, warps per block)::
+
+        warps  = spmm_cuda.warps_per_block(ceil(n_slices / 32), sm_count)   (``warps``)
+        blocks = max(1, ceil(n_slices / (32 x warps))),  tiles = ceil(k / C)
+
+    10,000 slices, k = 256, C = 8, 132 SMs -> 313 warps -> 4 a block -> (79, 32, 4);
+    33 slices, k = 3, C = 4 -> (2, 1, 1); 0 slices -> (1, 1, 1) for k = 1.
+    """
+    need = -(-max(0, n_slices) // 32)
+    block = warps_per_block(need, sm_count, warps)
+    return max(1, -(-max(0, n_slices) // (32 * block))), -(-k // tile), block
+
+
+def colmajor_kernel_name(value_dtype: str, index_bytes: int, tile: tuple[int, int]) -> str:
+    """The template instance, e.g. ``spmm_colmajor<float, int, 8, 2>``."""
+    return (f"spmm_colmajor<{_gpu.CUDA_VALUE_TYPES[value_dtype]}, "
+            f"{_gpu.CUDA_INDEX_TYPES[index_bytes]}, {tile[0]}, {tile[1]}>")
+
+
+@dataclass(frozen=True)
+class ColMajorPlan:
+    kernel: str
+    tile: tuple[int, int]
+    plan: SlicePlan
+    blocks: int
+    tiles: int
+    warps: int
+    notes: dict[str, str]
+
+
+def plan_colmajor(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, index_bytes: int,
+                  sm_count: int, *, warps: int | None = None,
+                  min_slice: int | None = None) -> ColMajorPlan:
+    """The whole host plan of one call (pure)."""
+    rows = int(np.asarray(indptr).size - 1)
+    tile = colmajor_tile(k)
+    plan = slice_plan(indptr, colmajor_slice_nnz(rows, nnz, min_slice))
+    blocks, tiles, block = colmajor_grid(plan.n_slices, k, tile[0], sm_count, warps)
+    name = colmajor_kernel_name(value_dtype, index_bytes, tile)
+    notes = {"kernel": name, "tile_cols": str(tile[0]), "pairs_per_batch": str(tile[1]),
+             "slice_nnz": str(plan.slice_nnz), "slices": str(plan.n_slices),
+             "split_rows": str(plan.split_rows),
+             "zero_fill": "yes" if plan.split_rows else "no",
+             "block_threads": str(32 * block), "grid_blocks": str(blocks),
+             "column_tiles": str(tiles), "sm_count": str(sm_count),
+             "index_dtype": np.dtype(_gpu.INDEX_DTYPES[index_bytes]).name,
+             "value_dtype": value_dtype,
+             "slice_rule": f"S = max(32, round_up({SLICE_MEAN_FACTOR} x nnz / rows, 32))"}
+    return ColMajorPlan(name, tile, plan, blocks, tiles, block, notes)
+
+
+@dataclass
+class PreparedColMajor:
+    rows: int
+    cols: int
+    k: int
+    host: ColMajorPlan
+    slice_ptr: Any
+    slice_row: Any
+    indices: Any
+    data: Any
+    x: Any
+    """X stored k x cols, C-ordered: column-major X."""
+    y: Any
+    """Y stored k x rows, C-ordered: column-major Y."""
+    working_set_bytes: int
+
+
+class SpmmCudaColMajor(OpBackend):
+    name = "spmm-cuda-colmajor"
+    capability = Capability(
+        ops=("spmm",), value_dtypes=("float32", "float64"), index_bytes=(4, 8), device="gpu",
+        description="own CSR SpMM: column-major X and Y, a lane per row slice, C columns a "
+                    "thread (NVRTC)")
+
+    def __init__(self, *, warps: int | None = None, min_slice: int | None = None) -> None:
+        self.warps = warps
+        self.min_slice = min_slice
+
+    def availability(self) -> tuple[bool, str]:
+        return _gpu.cupy_cuda_status()
+
+    def unsupported_params(self, case: OpCase) -> str:
+        if case.params.layout != "col":
+            return ("the colmajor SpMM kernel reads column-major X only (layout=row: "
+                    "spmm-cuda-rowgroup)")
+        return ""
+
+    def plan(self, case: OpCase, value_dtype: str, index_bytes: int,
+             sm_count: int) -> ColMajorPlan:
+        csr = case.matrix
+        return plan_colmajor(csr.indptr, csr.nnz, case.params.k, value_dtype, index_bytes,
+                             sm_count, warps=self.warps, min_slice=self.min_slice)
+
+    def prepare(self, case: OpCase, value_dtype: str, index_bytes: int) -> PreparedColMajor:
+        import cupy
+
+        csr, k = case.matrix, case.params.k
+        dtype = _gpu.VALUE_DTYPES[value_dtype]
+        index_dtype = _gpu.INDEX_DTYPES[index_bytes]
+        host = self.plan(case, value_dtype, index_bytes, device_sm_count())
+        slice_ptr = cupy.asarray(host.plan.slice_ptr.astype(index_dtype))
+        slice_row = (cupy.asarray(host.plan.slice_row.astype(index_dtype))
+                     if host.plan.slice_row is not None else slice_ptr)
+        x_t = np.ascontiguousarray(np.asarray(case.inputs).T, dtype=dtype)  # k x cols
+        return PreparedColMajor(
+            rows=csr.shape[0], cols=csr.shape[1], k=k, host=host, slice_ptr=slice_ptr,
+            slice_row=slice_row, indices=cupy.asarray(csr.indices.astype(index_dtype)),
+            data=cupy.asarray(csr.data.astype(dtype)), x=cupy.asarray(x_t),
+            y=cupy.zeros((k, csr.shape[0]), dtype=dtype),
+            working_set_bytes=case.traffic.compulsory_bytes)
+
+    def _launch(self, p: PreparedColMajor) -> None:
+        import cupy
+
+        h = p.host
+        if h.plan.split_rows:
+            stream = cupy.cuda.get_current_stream()
+            cupy.cuda.runtime.memsetAsync(p.y.data.ptr, 0, p.y.nbytes, stream.ptr)
+        if p.rows == 0:
+            return
+        kernel = _gpu.raw_module(SOURCE, (h.kernel,)).get_function(h.kernel)
+        kernel((h.blocks, h.tiles), (32 * h.warps,),
+               (np.int64(h.plan.n_slices), np.int64(p.rows), np.int64(p.cols), np.int32(p.k),
+                np.int32(h.plan.split_rows > 0),
+                p.slice_ptr, p.slice_row, p.indices, p.data, p.x, p.y))
+
+    def poison_output(self, prepared: PreparedColMajor) -> bool:
+        prepared.y.fill(np.nan)
+        return True
+
+    def run(self, prepared: PreparedColMajor) -> np.ndarray:
+        self._launch(prepared)
+        return np.ascontiguousarray(prepared.y.get().T)  # rows x k (Y was k x rows)
+
+    def time(self, prepared: PreparedColMajor, config: TimingConfig) -> Measurement:
+        from sparsescope.timing.cuda import time_cuda
+
+        return time_cuda(lambda: self._launch(prepared), config, library="cupy",
+                         working_set_bytes=prepared.working_set_bytes)
+
+    def library_versions(self) -> dict[str, str]:
+        return _gpu.cupy_kernel_versions()
+
+    def notes(self, prepared: PreparedColMajor) -> dict[str, str]:
+        return dict(prepared.host.notes)

@@ -1,0 +1,317 @@
+"""``spmm-cuda-rowgroup``: own CSR SpMM, row-major X and Y, G lanes per row slice
+(``backends/kernels/spmm_rowgroup.cu``), run through CuPy.
+
+Where ``spmm-cuda-rowwarp`` puts a whole warp on a row and GROUP lanes on each nonzero (the
+groups summed by shuffles at the end), this kernel puts a group of G lanes on a row slice and
+lets each lane own VEC-wide columns of Y outright: 32 / G rows per warp when k is small, no
+reduction, A's (col, val) pairs read once per slab (not once per 32-column slab as rowwarp's
+rule gives at k = 256). It is meant for the regimes issue 18 measured rowwarp losing in: short
+rows (3-50 nonzeros) and k >= 64.
+
+Host choices, all pure functions tested without a GPU and recorded in the case's notes:
+
+* :func:`vector_width`: VEC = 4, 2 or 1 values dividing k (2 at most for float64);
+* :func:`choose_slab_cols`: kslab, the columns of one grid.y slab: k when k <= 512, else
+  ceil(k / 512) slabs of equal width (rounded up to VEC), so accumulators stay <= 32 registers;
+* :func:`rowgroup_shape`: (VEC, G, CHUNKS) for a slab;
+* :func:`rowgroup_pipeline`: (DEPTH, BATCH), pairs loaded per stage and X rows in flight;
+* :func:`rowgroup_grid`: warps per block and blocks, from the slices and the SM count;
+* the row slices: :func:`~sparsescope.backends.spmm_cuda.slice_plan` with
+  :func:`~sparsescope.backends.spmm_cuda.choose_slice_nnz`, exactly as rowwarp.
+
+Column-major X is another kernel (``spmm-cuda-colmajor``, :mod:`.spmm_colmajor`); this backend
+skips layout ``col`` with that reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from sparsescope.backends import _gpu
+from sparsescope.backends.base import Capability, OpBackend
+from sparsescope.backends.spmm_cuda import (
+    MIN_SLICE_NNZ,
+    TARGET_WARPS_PER_SM,
+    SlicePlan,
+    choose_slice_nnz,
+    slice_plan,
+    warps_per_block,
+)
+from sparsescope.ops.base import OpCase
+from sparsescope.timing.types import Measurement, TimingConfig
+
+SOURCE = "spmm_rowgroup.cu"
+MAX_SLAB_COLS = 512
+"""Most columns one slab (grid.y) holds: 512 floats are 4 float4 accumulators a lane of a
+32-lane group (16 registers), 512 doubles 8 double2 (32 registers)."""
+MAX_DEPTH = 4
+"""Most (col, val) pairs a lane loads per stage (the stage is DEPTH x G pairs, at most 32)."""
+X_LOADS_IN_FLIGHT = 8
+"""BATCH x CHUNKS vector loads of X in flight per lane (as rowwarp's)."""
+_CUDA_ATTR_SM_COUNT = 16  # cudaDevAttrMultiProcessorCount
+
+
+def _pow2_at_least(n: int, cap: int = 32) -> int:
+    p = 1
+    while p < n and p < cap:
+        p *= 2
+    return p
+
+
+def vector_width(k: int, value_dtype: str) -> int:
+    """VEC: the largest of (4, 2, 1) dividing k, at most 16 bytes a load (2 for float64).
+
+    k = 256 -> 4; k = 6 -> 2; k = 3 -> 1; k = 600 -> 4; float64 k = 256 -> 2; float64 k = 33 -> 1.
+    """
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+    widest = 4 if value_dtype == "float32" else 2
+    return next(v for v in (4, 2, 1) if v <= widest and k % v == 0)
+
+
+def choose_slab_cols(k: int, value_dtype: str, slab: int | None = None) -> int:
+    """Columns per slab (grid.y is ``ceil(k / kslab)``)::
+
+        n     = ceil(k / MAX_SLAB_COLS)
+        kslab = round_up(ceil(k / n), VEC)          (k itself when k <= 512)
+
+    Equal slabs rather than 512 and a remainder: k = 600 -> 300 (two slabs of 300, not 512 +
+    88, which would leave most of the second slab's lanes idle); k = 1024 -> 512; k = 256 -> 256;
+    k = 513 (VEC 1) -> 257 (257 + 256); k = 1030 (VEC 2) -> 344 (344 + 344 + 342).
+    ``slab`` overrides (a sweep): a positive multiple of VEC, at most 512.
+    """
+    vec = vector_width(k, value_dtype)
+    if slab is not None:
+        if slab < 1 or slab % vec or slab > MAX_SLAB_COLS:
+            raise ValueError(f"slab must be a multiple of VEC = {vec} in [1, {MAX_SLAB_COLS}], "
+                             f"got {slab}")
+        return min(slab, k)
+    n = -(-k // MAX_SLAB_COLS)
+    per = -(-k // n)
+    return -(-per // vec) * vec
+
+
+def rowgroup_shape(kslab: int, vec: int) -> tuple[int, int, int]:
+    """(VEC, G, CHUNKS) for a slab of kslab columns::
+
+        G      = smallest power of two >= ceil(kslab / VEC), at most 32
+        CHUNKS = ceil(kslab / (G x VEC))
+
+    kslab = 1, VEC 1 -> (1, 1, 1): a lane per row; 8, VEC 4 -> (4, 2, 1); 6, VEC 2 -> (2, 4, 1);
+    3, VEC 1 -> (1, 4, 1); 64, VEC 4 -> (4, 16, 1); 256, VEC 4 -> (4, 32, 2);
+    512, VEC 2 -> (2, 32, 8); 300, VEC 4 -> (4, 32, 3); 33, VEC 1 -> (1, 32, 2).
+    """
+    if kslab < 1 or vec not in (1, 2, 4) or kslab % vec:
+        raise ValueError(f"kslab {kslab} must be a positive multiple of VEC {vec} in (1, 2, 4)")
+    lanes = -(-kslab // vec)
+    group = _pow2_at_least(lanes)
+    return vec, group, -(-kslab // (group * vec))
+
+
+def rowgroup_pipeline(shape: tuple[int, int, int], depth: int | None = None) -> tuple[int, int]:
+    """(DEPTH, BATCH) for a shape (VEC, G, CHUNKS)::
+
+        DEPTH = min(MAX_DEPTH, 32 / G)                        (``depth`` overrides)
+        BATCH = largest power of two <= min(DEPTH x G, X_LOADS_IN_FLIGHT / CHUNKS), >= 1
+
+    So a stage is DEPTH x G pairs (4 for G = 1, 32 for G >= 8), and BATCH x CHUNKS <= 8 vector
+    loads of X are in flight a lane. G 1 -> (4, 4); G 2 -> (4, 8); G 16, CHUNKS 1 -> (2, 8);
+    G 32, CHUNKS 2 -> (1, 4); CHUNKS 3 -> (1, 2); CHUNKS 8 -> (1, 1); CHUNKS 16 -> (1, 1).
+    BATCH divides DEPTH x G (both powers of two), as the kernel asserts.
+    """
+    _, group, chunks = shape
+    if depth is None:
+        depth = min(MAX_DEPTH, 32 // group)
+    if depth < 1 or depth & (depth - 1):
+        raise ValueError(f"depth must be a power of two >= 1, got {depth}")
+    cap = min(depth * group, max(1, X_LOADS_IN_FLIGHT // chunks))
+    batch = 1
+    while batch * 2 <= cap:
+        batch *= 2
+    return depth, batch
+
+
+def rowgroup_grid(n_slices: int, group: int, sm_count: int,
+                  warps: int | None = None) -> tuple[int, int]:
+    """(blocks, warps per block) over the slices, 32 / G slices a warp::
+
+        warps  = ceil(n_slices / (32 / G))
+        block  = spmm_cuda.warps_per_block(warps, sm_count)    (1-8 warps, ``warps`` overrides)
+        blocks = max(1, ceil(warps / block))
+
+    100,000 slices, G 2 (16 a warp), 132 SMs -> 6,250 warps -> (782, 8); 512 slices, G 32 ->
+    (128, 4); 512 slices, G 2 -> 32 warps -> (32, 1); 0 slices -> (1, 1).
+    """
+    per_warp = 32 // group
+    need = -(-max(0, n_slices) // per_warp)
+    block = warps_per_block(need, sm_count, warps)
+    return max(1, -(-need // block)), block
+
+
+def rowgroup_kernel_name(value_dtype: str, index_bytes: int, shape: tuple[int, int, int],
+                         stages: tuple[int, int]) -> str:
+    """The template instance, e.g. ``spmm_rowgroup<float, int, 4, 2, 1, 4, 8>``."""
+    vec, group, chunks = shape
+    depth, batch = stages
+    return (f"spmm_rowgroup<{_gpu.CUDA_VALUE_TYPES[value_dtype]}, "
+            f"{_gpu.CUDA_INDEX_TYPES[index_bytes]}, {vec}, {group}, {chunks}, {depth}, {batch}>")
+
+
+@dataclass(frozen=True)
+class RowGroupPlan:
+    """Everything the launch needs, planned on the host (no device)."""
+
+    kernel: str
+    shape: tuple[int, int, int]
+    stages: tuple[int, int]
+    slab: int
+    slabs: int
+    plan: SlicePlan
+    blocks: int
+    warps: int
+    notes: dict[str, str]
+
+
+def plan_rowgroup(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, index_bytes: int,
+                  sm_count: int, *, depth: int | None = None, warps: int | None = None,
+                  min_slice: int | None = None, slab: int | None = None) -> RowGroupPlan:
+    """The whole host plan of one call (pure: row pointers in, launch and notes out)."""
+    kslab = choose_slab_cols(k, value_dtype, slab)
+    shape = rowgroup_shape(kslab, vector_width(k, value_dtype))
+    stages = rowgroup_pipeline(shape, depth)
+    floor = MIN_SLICE_NNZ if min_slice is None else min_slice
+    plan = slice_plan(indptr, choose_slice_nnz(nnz, sm_count, floor))
+    blocks, block_warps = rowgroup_grid(plan.n_slices, shape[1], sm_count, warps)
+    name = rowgroup_kernel_name(value_dtype, index_bytes, shape, stages)
+    slabs = -(-k // kslab)
+    notes = {"kernel": name, "vec": str(shape[0]), "lanes_per_slice": str(shape[1]),
+             "slices_per_warp": str(32 // shape[1]), "loads_per_lane": str(shape[2]),
+             "prefetch_pairs": str(stages[0] * shape[1]), "x_rows_per_batch": str(stages[1]),
+             "slice_nnz": str(plan.slice_nnz), "slices": str(plan.n_slices),
+             "split_rows": str(plan.split_rows),
+             "zero_fill": "yes" if plan.split_rows else "no",
+             "block_threads": str(32 * block_warps), "grid_blocks": str(blocks),
+             "slab_cols": str(kslab), "slabs": str(slabs), "sm_count": str(sm_count),
+             "index_dtype": np.dtype(_gpu.INDEX_DTYPES[index_bytes]).name,
+             "value_dtype": value_dtype,
+             "slice_rule": f"S = max({floor}, round_up(nnz / ({sm_count} SMs x "
+                           f"{TARGET_WARPS_PER_SM} warps), 32))"}
+    return RowGroupPlan(name, shape, stages, kslab, slabs, plan, blocks, block_warps, notes)
+
+
+@dataclass
+class PreparedRowGroup:
+    rows: int
+    k: int
+    host: RowGroupPlan
+    slice_ptr: Any
+    slice_row: Any
+    """Device slice rows, or the slice pointers again when no row is cut (never read then)."""
+    indices: Any
+    data: Any
+    x: Any
+    y: Any
+    working_set_bytes: int
+
+
+def device_sm_count() -> int:
+    import cupy
+
+    return int(cupy.cuda.runtime.deviceGetAttribute(_CUDA_ATTR_SM_COUNT, cupy.cuda.Device().id))
+
+
+class SpmmCudaRowGroup(OpBackend):
+    name = "spmm-cuda-rowgroup"
+    capability = Capability(
+        ops=("spmm",), value_dtypes=("float32", "float64"), index_bytes=(4, 8), device="gpu",
+        description="own CSR SpMM: row-major X, G lanes per row slice owning its columns, "
+                    "slabs of <= 512 columns (NVRTC)")
+
+    def __init__(self, *, depth: int | None = None, warps: int | None = None,
+                 min_slice: int | None = None, slab: int | None = None) -> None:
+        self.depth = depth
+        """DEPTH override (None: :func:`rowgroup_pipeline`'s rule)."""
+        self.warps = warps
+        """Warps per block override (None: :func:`rowgroup_grid`'s rule)."""
+        self.min_slice = min_slice
+        """Floor of S override (None: spmm_cuda.MIN_SLICE_NNZ)."""
+        self.slab = slab
+        """Columns per slab override (None: :func:`choose_slab_cols`'s rule)."""
+
+    def availability(self) -> tuple[bool, str]:
+        return _gpu.cupy_cuda_status()
+
+    def unsupported_params(self, case: OpCase) -> str:
+        if case.params.layout != "row":
+            return ("the rowgroup SpMM kernel reads row-major X only (layout=col: "
+                    "spmm-cuda-colmajor)")
+        if self.slab is not None:
+            value_dtype = "float32" if case.traffic.value_bytes == 4 else "float64"
+            try:
+                choose_slab_cols(case.params.k, value_dtype, self.slab)
+            except ValueError as exc:
+                return str(exc)
+        return ""
+
+    def plan(self, case: OpCase, value_dtype: str, index_bytes: int,
+             sm_count: int) -> RowGroupPlan:
+        csr = case.matrix
+        return plan_rowgroup(csr.indptr, csr.nnz, case.params.k, value_dtype, index_bytes,
+                             sm_count, depth=self.depth, warps=self.warps,
+                             min_slice=self.min_slice, slab=self.slab)
+
+    def prepare(self, case: OpCase, value_dtype: str, index_bytes: int) -> PreparedRowGroup:
+        import cupy
+
+        csr, k = case.matrix, case.params.k
+        dtype = _gpu.VALUE_DTYPES[value_dtype]
+        index_dtype = _gpu.INDEX_DTYPES[index_bytes]
+        host = self.plan(case, value_dtype, index_bytes, device_sm_count())
+        slice_ptr = cupy.asarray(host.plan.slice_ptr.astype(index_dtype))
+        slice_row = (cupy.asarray(host.plan.slice_row.astype(index_dtype))
+                     if host.plan.slice_row is not None else slice_ptr)
+        return PreparedRowGroup(
+            rows=csr.shape[0], k=k, host=host, slice_ptr=slice_ptr, slice_row=slice_row,
+            indices=cupy.asarray(csr.indices.astype(index_dtype)),
+            data=cupy.asarray(csr.data.astype(dtype)),
+            x=cupy.asarray(np.ascontiguousarray(case.inputs, dtype=dtype)),
+            y=cupy.zeros((csr.shape[0], k), dtype=dtype),
+            working_set_bytes=case.traffic.compulsory_bytes)
+
+    def _launch(self, p: PreparedRowGroup) -> None:
+        import cupy
+
+        h = p.host
+        if h.plan.split_rows:
+            stream = cupy.cuda.get_current_stream()
+            cupy.cuda.runtime.memsetAsync(p.y.data.ptr, 0, p.y.nbytes, stream.ptr)
+        if p.rows == 0:
+            return
+        kernel = _gpu.raw_module(SOURCE, (h.kernel,)).get_function(h.kernel)
+        kernel((h.blocks, h.slabs), (32 * h.warps,),
+               (np.int64(h.plan.n_slices), np.int32(p.k), np.int32(h.slab),
+                np.int32(h.plan.split_rows > 0),
+                p.slice_ptr, p.slice_row, p.indices, p.data, p.x, p.y))
+
+    def poison_output(self, prepared: PreparedRowGroup) -> bool:
+        prepared.y.fill(np.nan)
+        return True
+
+    def run(self, prepared: PreparedRowGroup) -> np.ndarray:
+        self._launch(prepared)
+        return prepared.y.get()
+
+    def time(self, prepared: PreparedRowGroup, config: TimingConfig) -> Measurement:
+        from sparsescope.timing.cuda import time_cuda
+
+        return time_cuda(lambda: self._launch(prepared), config, library="cupy",
+                         working_set_bytes=prepared.working_set_bytes)
+
+    def library_versions(self) -> dict[str, str]:
+        return _gpu.cupy_kernel_versions()
+
+    def notes(self, prepared: PreparedRowGroup) -> dict[str, str]:
+        return dict(prepared.host.notes)

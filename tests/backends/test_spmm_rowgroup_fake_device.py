@@ -1,0 +1,164 @@
+"""The rowgroup, colmajor and auto SpMM backends end to end without a GPU: CuPy is replaced by
+NumPy arrays and each kernel launch by the lane-exact emulators of
+``test_spmm_rowgroup_host.py``, so the backends' own code runs as on a device -- uploads,
+the plan, the kernel's argument order, grid and block, the zero fill, Y's layout and its
+transpose back, the poison -- and the op runner's float64 gate judges the output."""
+
+from __future__ import annotations
+
+import ctypes
+import re
+import sys
+import types
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from sparsescope.backends import _gpu
+from sparsescope.backends.runner import run_case
+from sparsescope.matrices.types import Matrix
+from sparsescope.timing.types import TimingConfig
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_spmm_rowgroup_host import launch_colmajor, launch_rowgroup  # noqa: E402
+
+QUICK = TimingConfig(warmups=1, repeats=1)
+
+
+class _DevArray(np.ndarray):
+    """A NumPy array posing as a cupy.ndarray: ``.get()`` and ``.data.ptr``."""
+
+    @property
+    def data(self):  # cupy.cuda.MemoryPointer
+        return types.SimpleNamespace(ptr=self.ctypes.data)
+
+    def get(self):
+        return np.array(self)
+
+
+def _fake_cupy():
+    cupy = types.ModuleType("cupy")
+    cupy.asarray = lambda a, dtype=None: np.array(a, dtype=dtype).view(_DevArray)
+    cupy.zeros = lambda shape, dtype=float: np.zeros(shape, dtype).view(_DevArray)
+    runtime = types.SimpleNamespace(
+        deviceGetAttribute=lambda attr, device: 132,
+        memsetAsync=lambda ptr, value, n, stream: ctypes.memset(ptr, value, n) if n else None)
+    cupy.cuda = types.SimpleNamespace(runtime=runtime,
+                                      Device=lambda: types.SimpleNamespace(id=0),
+                                      get_current_stream=lambda: types.SimpleNamespace(ptr=0))
+    return cupy
+
+
+class _Kernel:
+    def __init__(self, name: str, launches: list) -> None:
+        self.name, self.launches = name, launches
+
+    def __call__(self, grid, block, args):
+        kernel, params = re.fullmatch(r"(\w+)<(.*)>", self.name).groups()
+        ints = tuple(int(p) for p in params.split(",")[2:])
+        self.launches.append((kernel, grid, block))
+        if kernel == "spmm_rowgroup":
+            launch_rowgroup(ints, grid, block, args)
+        elif kernel == "spmm_colmajor":
+            launch_colmajor(ints, grid, block, args)
+        else:  # spmm_rowwarp, uncut rows only (its own emulation lives in tests/ops)
+            n, k, _, sliced, ptr, _, col, val, x, y = args
+            assert not sliced
+            a = sp.csr_matrix((np.asarray(val), np.asarray(col), np.asarray(ptr)),
+                              shape=(int(n), x.shape[0]))
+            y[...] = a @ np.asarray(x)
+
+
+@pytest.fixture
+def fake_device(monkeypatch):
+    """CuPy and NVRTC replaced; returns the list of launches (kernel, grid, block)."""
+    launches: list = []
+    monkeypatch.setitem(sys.modules, "cupy", _fake_cupy())
+    monkeypatch.setattr(_gpu, "cupy_cuda_status", lambda: (True, ""))
+    monkeypatch.setattr(_gpu, "raw_module", lambda source, names: types.SimpleNamespace(
+        get_function=lambda name: _Kernel(name, launches)))
+    return launches
+
+
+def _matrix(rows: int, cols: int, seed: int, long_row: int = 0, name: str = "m") -> Matrix:
+    rng = np.random.default_rng(seed)
+    lengths = np.minimum(rng.integers(0, 10, size=rows), cols)
+    lengths[::7] = 0
+    if long_row:
+        lengths[rows // 2] = min(long_row, cols)
+    indptr = np.concatenate(([0], np.cumsum(lengths)))
+    indices = np.concatenate([np.sort(rng.choice(cols, n, replace=False)) for n in lengths])
+    csr = sp.csr_matrix((rng.random(indptr[-1]) + 0.5, indices, indptr), shape=(rows, cols))
+    return Matrix(name=name, csr=csr, source="test")
+
+
+def _run(matrix, backend, k, layout, dtype="float32", index_bytes=4):
+    return run_case(matrix, backend, "spmm", {"k": k, "layout": layout}, config=QUICK,
+                    value_dtype=dtype, index_bytes=index_bytes, seed=k, timed=False)
+
+
+@pytest.mark.parametrize(("k", "dtype", "index_bytes"), [
+    (1, "float32", 4), (3, "float64", 8), (8, "float32", 8), (33, "float64", 4),
+    (600, "float32", 4),
+])
+@pytest.mark.parametrize("layout", ["row", "col"])
+def test_backend_passes_the_gate(fake_device, k, dtype, index_bytes, layout):
+    matrix = _matrix(37, 50, seed=k)  # 37 rows: a partial warp; empty rows
+    name = "spmm-cuda-rowgroup" if layout == "row" else "spmm-cuda-colmajor"
+    case = _run(matrix, name, k, layout, dtype, index_bytes)
+    assert case.outcome == "ok", case.reason
+    assert case.traffic is not None and case.notes["value_dtype"] == dtype
+    assert fake_device  # a launch went through the emulator
+    other = "spmm-cuda-colmajor" if layout == "row" else "spmm-cuda-rowgroup"
+    skipped = _run(matrix, other, k, layout, dtype, index_bytes)
+    assert skipped.outcome == "skipped" and "layout" in skipped.reason
+
+
+@pytest.mark.parametrize("layout", ["row", "col"])
+def test_cut_rows_zero_fill_and_atomics(fake_device, layout):
+    from sparsescope.backends.spmm_colmajor import SpmmCudaColMajor
+    from sparsescope.backends.spmm_rowgroup import SpmmCudaRowGroup
+
+    matrix = _matrix(20, 120, seed=4, long_row=110)
+    backend = SpmmCudaRowGroup(min_slice=16) if layout == "row" else SpmmCudaColMajor()
+    case = _run(matrix, backend, 6, layout, "float64", 8)
+    assert case.outcome == "ok", case.reason
+    assert int(case.notes["split_rows"]) >= 1 and case.notes["zero_fill"] == "yes"
+
+
+def test_a_dropped_slice_fails_the_gate(fake_device):
+    from dataclasses import replace
+
+    from sparsescope.backends.spmm_rowgroup import SpmmCudaRowGroup
+
+    class Drops(SpmmCudaRowGroup):
+        def _launch(self, p):
+            plan = p.host.plan
+            p.host = replace(p.host, plan=plan.__class__(
+                plan.slice_nnz, plan.slice_ptr[:-1], plan.slice_row, plan.split_rows))
+            super()._launch(p)
+
+    matrix = _matrix(40, 50, seed=9)
+    case = _run(matrix, Drops(), 8, "row")
+    assert case.outcome == "failed"
+
+
+def test_auto_runs_the_chosen_kernel_and_says_why(fake_device):
+    short = _matrix(37, 50, seed=1)  # mean < 32: rowgroup; col: colmajor
+    for layout, chosen, kernel in (("row", "spmm-cuda-rowgroup", "spmm_rowgroup"),
+                                   ("col", "spmm-cuda-colmajor", "spmm_colmajor")):
+        fake_device.clear()
+        case = _run(short, "spmm-cuda-auto", 8, layout)
+        assert case.outcome == "ok", case.reason
+        assert case.notes["selected"] == chosen and case.notes["selection_reason"]
+        assert case.notes["selection_rule"] and case.notes["row_max"]
+        assert fake_device[0][0] == kernel
+    rng = np.random.default_rng(2)  # 64 rows of 40: few long-ish rows -> rowwarp (rule 3)
+    dense = sp.random(64, 80, density=0.5, format="csr", random_state=rng) + 0.0
+    dense.sort_indices()
+    fake_device.clear()
+    case = _run(Matrix(name="dense", csr=dense, source="t"), "spmm-cuda-auto", 8, "row")
+    assert case.outcome == "ok", case.reason
+    assert case.notes["selected"] == "spmm-cuda-rowwarp" and fake_device[0][0] == "spmm_rowwarp"

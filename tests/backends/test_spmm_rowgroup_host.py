@@ -1,0 +1,423 @@
+"""The rowgroup SpMM kernel without a GPU: its pure host rules (hand-computed values) and a
+lane-exact NumPy emulation of its index arithmetic (groups, stages, shuffles, slabs, cut rows)
+against the float64 product."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from sparsescope.backends.spmm_cuda import slice_plan
+from sparsescope.backends.spmm_rowgroup import (
+    MAX_SLAB_COLS,
+    choose_slab_cols,
+    plan_rowgroup,
+    rowgroup_grid,
+    rowgroup_kernel_name,
+    rowgroup_pipeline,
+    rowgroup_shape,
+    vector_width,
+)
+
+
+@pytest.mark.parametrize(("k", "dtype", "vec"), [
+    (1, "float32", 1), (3, "float32", 1), (6, "float32", 2), (8, "float32", 4),
+    (256, "float32", 4), (600, "float32", 4), (33, "float32", 1), (8, "float64", 2),
+    (256, "float64", 2), (33, "float64", 1), (6, "float64", 2),
+])
+def test_vector_width(k, dtype, vec):
+    assert vector_width(k, dtype) == vec
+
+
+def test_vector_width_rejects_k0():
+    with pytest.raises(ValueError):
+        vector_width(0, "float32")
+
+
+@pytest.mark.parametrize(("k", "dtype", "kslab"), [
+    (1, "float32", 1), (256, "float32", 256), (512, "float32", 512),
+    (600, "float32", 300),     # 2 slabs of 300, not 512 + 88
+    (1024, "float32", 512), (513, "float32", 257),  # VEC 1: 257 + 256
+    (1030, "float32", 344),    # VEC 2: 3 slabs, 344 + 344 + 342
+    (4096, "float64", 512), (600, "float64", 300), (1026, "float32", 342),  # 3 x 342
+])
+def test_choose_slab_cols(k, dtype, kslab):
+    assert choose_slab_cols(k, dtype) == kslab
+    slabs = -(-k // kslab)
+    assert kslab <= MAX_SLAB_COLS and slabs == -(-k // MAX_SLAB_COLS)
+    assert kslab % vector_width(k, dtype) == 0
+
+
+def test_choose_slab_cols_override():
+    assert choose_slab_cols(256, "float32", 64) == 64
+    assert choose_slab_cols(8, "float32", 32) == 8  # wider than k: k
+    for bad in (0, 6, 1024):
+        with pytest.raises(ValueError):
+            choose_slab_cols(256, "float32", bad)
+
+
+@pytest.mark.parametrize(("kslab", "vec", "shape"), [
+    (1, 1, (1, 1, 1)), (8, 4, (4, 2, 1)), (6, 2, (2, 4, 1)), (3, 1, (1, 4, 1)),
+    (64, 4, (4, 16, 1)), (256, 4, (4, 32, 2)), (512, 2, (2, 32, 8)), (300, 4, (4, 32, 3)),
+    (33, 1, (1, 32, 2)), (512, 4, (4, 32, 4)), (512, 1, (1, 32, 16)), (4, 4, (4, 1, 1)),
+])
+def test_rowgroup_shape(kslab, vec, shape):
+    assert rowgroup_shape(kslab, vec) == shape
+    v, g, chunks = shape
+    assert chunks * v <= 32  # <= 32 accumulator values a lane (32 registers for float)
+
+
+def test_rowgroup_shape_rejects_a_slab_that_vec_does_not_divide():
+    with pytest.raises(ValueError):
+        rowgroup_shape(6, 4)
+
+
+@pytest.mark.parametrize(("shape", "depth", "stages"), [
+    ((1, 1, 1), None, (4, 4)), ((4, 2, 1), None, (4, 8)), ((4, 16, 1), None, (2, 8)),
+    ((4, 32, 2), None, (1, 4)), ((4, 32, 3), None, (1, 2)), ((2, 32, 8), None, (1, 1)),
+    ((1, 32, 16), None, (1, 1)), ((2, 4, 1), None, (4, 8)), ((4, 2, 1), 1, (1, 2)),
+    ((4, 8, 1), 2, (2, 8)),
+])
+def test_rowgroup_pipeline(shape, depth, stages):
+    assert rowgroup_pipeline(shape, depth) == stages
+    d, batch = stages
+    assert (d * shape[1]) % batch == 0 and d * shape[1] <= 32
+
+
+def test_rowgroup_pipeline_rejects_a_depth_that_is_not_a_power_of_two():
+    with pytest.raises(ValueError, match="power of two"):
+        rowgroup_pipeline((4, 2, 1), 3)
+
+
+def test_rowgroup_grid():
+    assert rowgroup_grid(100_000, 2, 132) == (782, 8)
+    assert rowgroup_grid(512, 32, 132) == (128, 4)
+    assert rowgroup_grid(512, 2, 132) == (32, 1)
+    assert rowgroup_grid(0, 4, 132) == (1, 1)
+    assert rowgroup_grid(33, 1, 132) == (2, 1)       # a lane per slice: 2 warps
+    assert rowgroup_grid(100_000, 2, 132, warps=2) == (3125, 2)
+
+
+def test_kernel_name_and_plan_notes():
+    assert (rowgroup_kernel_name("float32", 4, (4, 2, 1), (4, 8))
+            == "spmm_rowgroup<float, int, 4, 2, 1, 4, 8>")
+    assert (rowgroup_kernel_name("float64", 8, (2, 32, 8), (1, 1))
+            == "spmm_rowgroup<double, long long, 2, 32, 8, 1, 1>")
+    indptr = np.array([0, 3, 3, 2000, 2010])
+    plan = plan_rowgroup(indptr, 2010, 600, "float32", 4, 132)
+    assert plan.kernel == "spmm_rowgroup<float, int, 4, 32, 3, 1, 2>"
+    assert (plan.slab, plan.slabs) == (300, 2)
+    assert plan.plan.slice_nnz == 1024 and plan.plan.split_rows == 1  # the 1,997-entry row
+    assert plan.notes["zero_fill"] == "yes" and plan.notes["slices"] == "5"
+    assert plan.notes["slices_per_warp"] == "1" and plan.notes["index_dtype"] == "int32"
+    small = plan_rowgroup(indptr, 2010, 8, "float64", 8, 132, min_slice=4096)
+    assert small.kernel == "spmm_rowgroup<double, long long, 2, 4, 1, 4, 8>"
+    assert small.plan.split_rows == 0 and small.notes["zero_fill"] == "no"
+    assert (small.blocks, small.warps) == (1, 1)
+
+
+# -- lane-exact emulation ----------------------------------------------------------------------
+
+def launch_rowgroup(template, grid, block, args) -> None:
+    """One launch of ``spmm_rowgroup<T, I, VEC, G, CHUNKS, DEPTH, BATCH>`` in NumPy, thread
+    for thread as the kernel indexes: blockIdx (x, y), warp = global thread >> 5, group
+    gi = lane / G owning slice warp x 32 / G + gi (a group past n_slices returns), stages of
+    DEPTH x G pairs (lane li holds pair base + G d + li), the group-uniform tail break, entry i
+    read from slot i // G of lane i % G (the shuffle), X and Y through flat row-major arrays.
+    ``args`` are the kernel's arguments in order; Y is written in place."""
+    vec, group, chunks, depth, batch = template
+    n_slices, k, slab, sliced, slice_ptr, slice_row, col, val, x, y = args
+    n_slices, k, slab, sliced = int(n_slices), int(k), int(slab), int(sliced)
+    xf, yf = x.reshape(-1), y.reshape(-1)  # views: Y written through
+    stage = depth * group
+    groups = 32 // group
+    li = np.arange(group)
+    nnz = col.size
+    for by in range(grid[1]):
+        slab0 = by * slab
+        kk = min(slab, k - slab0)
+        for bx in range(grid[0]):
+            for t0 in range(0, block[0], 32):
+                warp = (bx * block[0] + t0) >> 5
+                for gi in range(groups):
+                    s = warp * groups + gi
+                    if s >= n_slices:
+                        continue  # the group returns: no store
+                    row, atomic = s, False
+                    if sliced:
+                        r = int(slice_row[s])
+                        atomic, row = r < 0, (-r - 1 if r < 0 else r)
+                    begin, end = int(slice_ptr[s]), int(slice_ptr[s + 1])
+                    acc = np.zeros((group, chunks, vec))
+                    for base in range(begin, end, stage):
+                        my_col = np.zeros((depth, group), dtype=np.int64)
+                        my_val = np.zeros((depth, group))
+                        for d in range(depth):
+                            idx = base + group * d + li
+                            have = idx < end
+                            my_col[d] = np.where(have, col[np.minimum(idx, nnz - 1)], 0)
+                            my_val[d] = np.where(have, val[np.minimum(idx, nnz - 1)], 0.0)
+                        n = min(stage, end - base)
+                        for i0 in range(0, stage, batch):
+                            if i0 >= n:
+                                break
+                            a = np.zeros(batch)
+                            xv = np.zeros((batch, group, chunks, vec))
+                            for b in range(batch):
+                                i = i0 + b
+                                d = 0 if depth == 1 else i // group
+                                e = i % group
+                                assert d < depth and e < group
+                                j, av = int(my_col[d, e]), my_val[d, e]
+                                live = i < n
+                                a[b] = av if live else 0.0
+                                for c in range(chunks):
+                                    cc = (li + group * c) * vec
+                                    m = live & (cc < kk)
+                                    for v in range(vec):
+                                        xv[b, m, c, v] = xf[j * k + slab0 + cc[m] + v]
+                            for b in range(batch):
+                                acc += a[b] * xv[b]
+                    for lane in li:
+                        for c in range(chunks):
+                            cc = (lane + group * c) * vec
+                            if cc >= kk:
+                                continue
+                            at = slice(row * k + slab0 + cc, row * k + slab0 + cc + vec)
+                            if atomic:
+                                yf[at] += acc[lane, c]
+                            else:
+                                yf[at] = acc[lane, c]
+
+
+def emulate(csr: sp.csr_matrix, x: np.ndarray, k: int, shape, stages, plan, kslab: int,
+            n_slices: int | None = None) -> np.ndarray:
+    """The launch the backend makes for ``plan`` (grid from :func:`rowgroup_grid`), on a
+    NaN-poisoned Y (zeroed when rows are cut, as the host's memset). ``n_slices`` launches
+    fewer slices than the plan holds (a dropped slice)."""
+    total = plan.n_slices if n_slices is None else n_slices
+    blocks, warps = rowgroup_grid(plan.n_slices, shape[1], 132)
+    y = np.full((csr.shape[0], k), np.nan)
+    if plan.split_rows:
+        y[:] = 0.0
+    slice_row = plan.slice_row if plan.slice_row is not None else plan.slice_ptr
+    args = (total, k, kslab, int(plan.split_rows > 0), plan.slice_ptr, slice_row,
+            csr.indices, csr.data, np.ascontiguousarray(x), y)
+    launch_rowgroup((*shape, *stages), (blocks, -(-k // kslab)), (32 * warps,), args)
+    return y
+
+
+def _matrix(rows: int, cols: int, seed: int, long_row: int = 0) -> sp.csr_matrix:
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(0, 12, size=rows)
+    lengths[::5] = 0  # empty rows must still be written (zeros)
+    if long_row:
+        lengths[rows // 2] = long_row
+    lengths = np.minimum(lengths, cols)
+    indptr = np.concatenate(([0], np.cumsum(lengths)))
+    indices = np.concatenate([np.sort(rng.choice(cols, n, replace=False)) for n in lengths])
+    return sp.csr_matrix((rng.random(indptr[-1]) * 2 - 1, indices, indptr), shape=(rows, cols))
+
+
+@pytest.mark.parametrize("k", [1, 3, 6, 8, 33, 64, 256, 600])
+@pytest.mark.parametrize("slice_nnz", [16, 4096])
+def test_emulated_kernel_matches_the_reference(k, slice_nnz):
+    csr = _matrix(37, 150, seed=k, long_row=140)  # 37 rows: partial warps for every G
+    rng = np.random.default_rng(k + 1)
+    x = rng.random((150, k)) * 2 - 1
+    kslab = choose_slab_cols(k, "float32")
+    shape = rowgroup_shape(kslab, vector_width(k, "float32"))
+    plan = slice_plan(csr.indptr, slice_nnz)
+    assert (plan.split_rows > 0) == (slice_nnz == 16)
+    y = emulate(csr, x, k, shape, rowgroup_pipeline(shape), plan, kslab)
+    assert not np.isnan(y).any()
+    np.testing.assert_allclose(y, csr @ x, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("k,slab,depth", [(8, 4, 1), (12, 12, 2), (64, 32, None), (40, 8, 4)])
+def test_emulated_overrides_match_the_reference(k, slab, depth):
+    csr = _matrix(9, 40, seed=k + slab, long_row=35)
+    x = np.random.default_rng(3).random((40, k))
+    kslab = choose_slab_cols(k, "float64", slab)
+    shape = rowgroup_shape(kslab, vector_width(k, "float64"))
+    plan = slice_plan(csr.indptr, 8)
+    y = emulate(csr, x, k, shape, rowgroup_pipeline(shape, depth), plan, kslab)
+    np.testing.assert_allclose(y, csr @ x, rtol=1e-12, atol=1e-12)
+
+
+def test_emulated_single_row_and_a_dropped_slice_shows_as_nan():
+    csr = _matrix(1, 50, seed=5, long_row=45)
+    x = np.random.default_rng(2).random((50, 6))
+    shape = rowgroup_shape(6, 2)
+    plan = slice_plan(csr.indptr, 4096)
+    y = emulate(csr, x, 6, shape, rowgroup_pipeline(shape), plan, 6)
+    np.testing.assert_allclose(y, csr @ x, rtol=1e-12)
+    many = _matrix(20, 50, seed=6)
+    plan = slice_plan(many.indptr, 4096)
+    y = emulate(many, np.ones((50, 6)), 6, shape, rowgroup_pipeline(shape), plan, 6,
+                n_slices=plan.n_slices - 1)
+    assert np.isnan(y[-1]).all() and not np.isnan(y[:-1]).any()
+
+
+# -- column-major kernel (spmm-cuda-colmajor) --------------------------------------------------
+
+from sparsescope.backends.spmm_colmajor import (  # noqa: E402
+    colmajor_grid,
+    colmajor_kernel_name,
+    colmajor_slice_nnz,
+    colmajor_tile,
+    plan_colmajor,
+)
+
+
+@pytest.mark.parametrize(("k", "tile"), [
+    (1, (1, 8)), (2, (2, 8)), (3, (4, 4)), (6, (8, 2)), (8, (8, 2)), (33, (8, 2)),
+    (256, (8, 2)), (600, (8, 2)),
+])
+def test_colmajor_tile(k, tile):
+    assert colmajor_tile(k) == tile
+    assert tile[0] * tile[1] <= 16
+
+
+def test_colmajor_slice_nnz():
+    assert colmajor_slice_nnz(10_000, 50_000) == 32      # mean 5: nothing under 32 is cut
+    assert colmajor_slice_nnz(1_000, 100_000) == 224     # mean 100: 2 x 100 -> 224
+    assert colmajor_slice_nnz(0, 0) == 32
+    assert colmajor_slice_nnz(10, 100, min_slice=4096) == 4096
+
+
+def test_colmajor_grid_and_name():
+    assert colmajor_grid(10_000, 256, 8, 132) == (79, 32, 4)
+    assert colmajor_grid(33, 3, 4, 132) == (2, 1, 1)
+    assert colmajor_grid(0, 1, 1, 132) == (1, 1, 1)
+    assert colmajor_grid(100_000, 600, 8, 132, warps=8) == (391, 75, 8)
+    assert colmajor_kernel_name("float32", 4, (8, 2)) == "spmm_colmajor<float, int, 8, 2>"
+    assert (colmajor_kernel_name("float64", 8, (1, 8))
+            == "spmm_colmajor<double, long long, 1, 8>")
+    plan = plan_colmajor(np.array([0, 3, 3, 100, 110]), 110, 3, "float32", 4, 132)
+    assert plan.plan.slice_nnz == 64 and plan.plan.split_rows == 1  # 2 x 27.5 -> 64
+    assert plan.notes["slices"] == "5" and plan.notes["zero_fill"] == "yes"
+    assert plan.kernel == "spmm_colmajor<float, int, 4, 4>" and plan.tiles == 1
+
+
+def launch_colmajor(template, grid, block, args) -> None:
+    """One launch of ``spmm_colmajor<T, I, C, BATCH>`` in NumPy, thread for thread: slice
+    s = blockIdx.x x blockDim + threadIdx (past n_slices: return), tile c0 = blockIdx.y x C,
+    BATCH pairs a step, X[j, c] = x[c * cols + j] and Y[i, c] = y[c * rows + i] on the flat
+    arrays the backend uploads (k x cols and k x rows, C-ordered). Y written in place."""
+    c_tile, batch = template
+    n_slices, rows, cols, k, sliced, slice_ptr, slice_row, col, val, x, y = args
+    n_slices, rows, cols, k, sliced = (int(v) for v in (n_slices, rows, cols, k, sliced))
+    xf, yf = x.reshape(-1), y.reshape(-1)
+    for by in range(grid[1]):
+        c0 = by * c_tile
+        cn = min(c_tile, k - c0)
+        for bx in range(grid[0]):
+            for t in range(block[0]):
+                s = bx * block[0] + t
+                if s >= n_slices:
+                    continue
+                row, atomic = s, False
+                if sliced:
+                    r = int(slice_row[s])
+                    atomic, row = r < 0, (-r - 1 if r < 0 else r)
+                begin, end = int(slice_ptr[s]), int(slice_ptr[s + 1])
+                acc = np.zeros(c_tile)
+                for base in range(begin, end, batch):
+                    for b in range(batch):
+                        if base + b >= end:
+                            continue
+                        j, a = int(col[base + b]), val[base + b]
+                        for c in range(cn):
+                            acc[c] += a * xf[(c0 + c) * cols + j]
+                for c in range(cn):
+                    at = (c0 + c) * rows + row
+                    yf[at] = yf[at] + acc[c] if atomic else acc[c]
+
+
+def emulate_colmajor(csr: sp.csr_matrix, x: np.ndarray, k: int, host) -> np.ndarray:
+    """The launch the backend makes for a :func:`plan_colmajor` plan, Y poisoned first."""
+    rows, cols = csr.shape
+    plan = host.plan
+    y = np.full((k, rows), np.nan)
+    if plan.split_rows:
+        y[:] = 0.0
+    slice_row = plan.slice_row if plan.slice_row is not None else plan.slice_ptr
+    args = (plan.n_slices, rows, cols, k, int(plan.split_rows > 0), plan.slice_ptr, slice_row,
+            csr.indices, csr.data, np.ascontiguousarray(np.asarray(x).T), y)
+    launch_colmajor(host.tile, (host.blocks, host.tiles), (32 * host.warps,), args)
+    return y.T
+
+
+@pytest.mark.parametrize("k", [1, 3, 6, 33])
+def test_emulated_colmajor_matches_the_reference(k):
+    csr = _matrix(37, 60, seed=k, long_row=55)
+    x = np.asfortranarray(np.random.default_rng(k).random((60, k)) * 2 - 1)
+    plan = plan_colmajor(csr.indptr, csr.nnz, k, "float64", 8, 132)
+    assert plan.plan.split_rows == 1  # the 55-entry row is cut (S = 32)
+    y = emulate_colmajor(csr, x, k, plan)
+    assert not np.isnan(y).any()
+    np.testing.assert_allclose(y, csr @ x, rtol=1e-12, atol=1e-12)
+
+
+# -- spmm-cuda-auto's rule ---------------------------------------------------------------------
+
+from sparsescope.backends.spmm_auto import (  # noqa: E402
+    choose_spmm_kernel,
+    row_lengths,
+    rowwarp_supports,
+)
+
+
+def test_row_lengths():
+    assert row_lengths(np.array([0, 3, 3, 10])) == (10 / 3, 7)
+    assert row_lengths(np.array([0])) == (0.0, 0)
+
+
+def test_rowwarp_supports():
+    assert rowwarp_supports(255, "float32") and rowwarp_supports(256, "float64")
+    assert not rowwarp_supports(4095, "float32")  # VEC 1, no 32-column slab: 128 loads
+
+
+@pytest.mark.parametrize(("args", "chosen", "words"), [
+    # (k, layout, dtype, nnz, rows, mean, max, SMs)
+    ((8, "col", "float32", 1000, 100, 10.0, 20, 132), "spmm-cuda-colmajor", "column-major"),
+    ((8, "row", "float32", 0, 100, 0.0, 0, 132), "spmm-cuda-rowgroup", "no nonzeros"),
+    # a DLMC layer: 512 rows of 300; rowgroup G = 2 -> 32 warps < 1,056
+    ((8, "row", "float32", 153_600, 512, 300.0, 400, 132), "spmm-cuda-rowwarp", "32 warps"),
+    # the same at k = 256: G = 32 -> 512 warps, still < 1,056
+    ((256, "row", "float32", 153_600, 512, 300.0, 400, 132), "spmm-cuda-rowwarp", "512 warps"),
+    # a web graph: 326,000 rows, mean 4.6, one row of 10,000
+    ((256, "row", "float32", 1_500_000, 326_000, 4.6, 10_000, 132), "spmm-cuda-rowgroup",
+     "32 lanes"),
+    ((64, "row", "float64", 1_500_000, 326_000, 4.6, 10_000, 132), "spmm-cuda-rowgroup",
+     "32 lanes"),
+    ((8, "row", "float32", 1_500_000, 326_000, 4.6, 10_000, 132), "spmm-cuda-rowwarp",
+     "longest row 10000"),
+    # FEM: 100,000 rows of 20-40
+    ((8, "row", "float32", 2_000_000, 100_000, 20.0, 40, 132), "spmm-cuda-rowgroup",
+     "16 rows a warp"),
+    ((1, "row", "float32", 2_000_000, 100_000, 20.0, 40, 132), "spmm-cuda-rowgroup",
+     "32 rows a warp"),
+    # long-ish rows, many of them, small k: rowwarp's defaults
+    ((8, "row", "float32", 10_000_000, 200_000, 50.0, 300, 132), "spmm-cuda-rowwarp",
+     "defaults"),
+    # k = 9 (odd): 9 lanes -> G 16 -> rowgroup
+    ((9, "row", "float32", 10_000_000, 200_000, 50.0, 300, 132), "spmm-cuda-rowgroup",
+     "16 lanes"),
+    # rowwarp would refuse k = 4095: never chosen
+    ((4095, "row", "float32", 153_600, 512, 300.0, 400, 132), "spmm-cuda-rowgroup",
+     "32 lanes"),
+])
+def test_choose_spmm_kernel(args, chosen, words):
+    name, reason = choose_spmm_kernel(*args)
+    assert name == chosen and words in reason, reason
+    assert "\n" not in reason
+
+
+def test_auto_rule_uses_the_sm_count():
+    # 20,000 rows of 40, k = 8: G = 2 -> 1,250 warps: enough for 132 SMs, not for 200
+    args = (8, "row", "float32", 800_000, 20_000, 40.0, 60)
+    assert choose_spmm_kernel(*args, 132)[0] == "spmm-cuda-rowwarp"  # rule 7
+    assert "1250 warps" in choose_spmm_kernel(*args, 200)[1]           # rule 3

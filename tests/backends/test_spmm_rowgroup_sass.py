@@ -1,0 +1,86 @@
+"""SASS of the rowgroup and colmajor SpMM kernels, compiled with nvcc for sm_90 (no GPU needed;
+skipped without nvcc): vector loads and stores where the design says, group shuffles, no
+spills, registers within ``__launch_bounds__(256, 2)`` for the rowgroup instances the host rules
+pick (k = 8, 64, 600 / float32, 512-column slabs in float64, k = 3 and k = 1)."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from sparsescope.backends._gpu import kernel_source
+
+ROWGROUP = ("float, int, 4, 2, 1, 4, 8", "float, int, 4, 16, 1, 2, 8",
+            "float, int, 4, 32, 3, 1, 2", "double, long long, 2, 32, 8, 1, 1",
+            "float, int, 1, 4, 1, 4, 8", "float, int, 1, 1, 1, 4, 4",
+            "double, int, 1, 32, 16, 1, 1")
+COLMAJOR = ("float, int, 8, 2", "double, long long, 4, 4", "float, int, 1, 8")
+
+
+def _instance(kernel: str, args: str) -> str:
+    t, i = (p.strip() for p in args.split(",")[:2])
+    params = ("long long, int, int, int" if kernel == "spmm_rowgroup"
+              else "long long, long long, long long, int, int")
+    return (f"template __global__ void {kernel}<{args}>({params}, const {i}*, const {i}*, "
+            f"const {i}*, const {t}*, const {t}*, {t}*);")
+
+
+@pytest.fixture(scope="module")
+def sass(tmp_path_factory):
+    if shutil.which("nvcc") is None:
+        pytest.skip("nvcc not found")
+    from sparsescope.sass.analysis import analyse_source
+
+    folder = tmp_path_factory.mktemp("spmm_rowgroup_sass")
+    lines = []
+    for source, kernel, instances in (("spmm_rowgroup.cu", "spmm_rowgroup", ROWGROUP),
+                                      ("spmm_colmajor.cu", "spmm_colmajor", COLMAJOR)):
+        path = folder / source
+        path.write_text(kernel_source(source))
+        lines.append(f'#include "{path}"')
+        lines += [_instance(kernel, args) for args in instances]
+    wrapper = folder / "instances.cu"
+    wrapper.write_text("\n".join(lines) + "\n")
+    return {a.demangled.split("(")[0]: a for a in analyse_source(wrapper, arch="sm_90")}
+
+
+def _accesses(analysis):
+    return {(i.opcode, i.access_bytes) for i in analysis.instructions}
+
+
+@pytest.mark.parametrize("args", ROWGROUP)
+def test_rowgroup_sass(sass, args):
+    analysis = sass[f"void spmm_rowgroup<{args}>"]
+    res = analysis.resources
+    assert res.registers <= 128 and not res.local_bytes and not res.spill_store_bytes
+    t, _, vec, group = (p.strip() for p in args.split(",")[:4])
+    width = (4 if t == "float" else 8) * int(vec)
+    accesses = _accesses(analysis)
+    assert ("LDG", width) in accesses and ("STG", width) in accesses  # X and Y, VEC-wide
+    shuffles = any(i.opcode == "SHFL" for i in analysis.instructions)
+    assert shuffles == (int(group) > 1)  # G = 1: a lane per row, nothing to shuffle
+    assert any(i.opcode in ("RED", "ATOM", "REDG", "ATOMG") for i in analysis.instructions)
+
+
+@pytest.mark.parametrize("args", COLMAJOR)
+def test_colmajor_sass(sass, args):
+    analysis = sass[f"void spmm_colmajor<{args}>"]
+    res = analysis.resources
+    assert not res.local_bytes and not res.spill_store_bytes
+    assert not any(i.opcode == "SHFL" for i in analysis.instructions)
+    width = 4 if args.startswith("float") else 8
+    assert ("STG", width) in _accesses(analysis)
+
+
+@pytest.mark.parametrize("args", ["float, int, 4, 2, 1, 4, 8", "float, int, 4, 32, 3, 1, 2"])
+def test_rowgroup_batches_its_gathers(sass, args):
+    """The stage's (col, val) pairs and BATCH x CHUNKS float4 gathers of X are issued before
+    the first FMA that needs one (8 for k = 8: BATCH 8; 6 for k = 600: BATCH 2 x CHUNKS 3)."""
+    instructions = sass[f"void spmm_rowgroup<{args}>"].instructions
+    first_ffma = next(n for n, i in enumerate(instructions) if i.opcode == "FFMA")
+    early = [i for i in instructions[:first_ffma] if i.opcode == "LDG"]
+    _, _, _, _, chunks, _, batch = (int(p) if p.strip().isdigit() else p
+                                    for p in args.split(","))
+    assert sum(i.access_bytes == 16 for i in early) >= batch * chunks
+    assert sum(i.access_bytes == 4 for i in early) >= 2

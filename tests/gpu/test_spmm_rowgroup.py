@@ -1,0 +1,163 @@
+"""The rowgroup, colmajor and auto SpMM kernels on the GPU, against float64 through the op
+runner's gate (relative Frobenius error within the op's tolerance, scaled by the case's
+cancellation factor): empty rows, one row holding most nonzeros (cut into slices, atomics),
+k = 1, 3, 6, 33, 64, 256, 600 (two slabs), a single row, row counts that are not multiples
+of 32 (partial warps), float32 / float64, INT32 / INT64 indices, X and Y row- and
+column-major, and spmm-cuda-auto on each."""
+
+from __future__ import annotations
+
+import pytest
+
+from sparsescope.backends.runner import run_case
+from sparsescope.timing.types import TimingConfig
+
+pytestmark = pytest.mark.gpu
+QUICK = TimingConfig(warmups=1, repeats=3)
+KS = (1, 3, 6, 33, 64, 256, 600)
+#: The backend each layout is run on (the other layout is skipped by it, with a reason).
+BY_LAYOUT = {"row": "spmm-cuda-rowgroup", "col": "spmm-cuda-colmajor"}
+
+
+def _run(matrix, backend, k, layout, dtype, index_bytes, timed=False):
+    return run_case(matrix, backend, "spmm", {"k": k, "layout": layout}, config=QUICK,
+                    value_dtype=dtype, index_bytes=index_bytes, seed=k, timed=timed)
+
+
+def _small(matrices):
+    """The matrices every (k, dtype, index) combination runs on: the awkward suite (empty
+    rows, a heavy row, 1 x 1, one row, one column, 33 / 257 / 513 / 999 / 1001 rows) and the
+    fresh random ones (1 row, 777 rows, 4,099 rows, a 3,001-row matrix whose one row holds
+    3/4 of the nonzeros, 65 dense-ish rows)."""
+    return list(matrices)
+
+
+@pytest.mark.parametrize("layout", ["row", "col"])
+@pytest.mark.parametrize("backend", ["own", "spmm-cuda-auto"])
+def test_matches_float64_on_awkward_matrices(awkward_matrices, layout, backend):
+    name = BY_LAYOUT[layout] if backend == "own" else backend
+    failures = []
+    for matrix in _small(awkward_matrices):
+        for k in KS:
+            for dtype in ("float32", "float64"):
+                for index_bytes in (4, 8):
+                    case = _run(matrix, name, k, layout, dtype, index_bytes)
+                    if case.outcome != "ok":
+                        failures.append((matrix.name, k, layout, dtype, index_bytes,
+                                         case.outcome, case.reason))
+                    elif backend != "own":
+                        assert case.notes["selected"] in (
+                            "spmm-cuda-rowwarp", "spmm-cuda-rowgroup", "spmm-cuda-colmajor")
+                        assert case.notes["selection_reason"]
+    assert not failures, failures
+
+
+@pytest.mark.parametrize("layout", ["row", "col"])
+def test_each_backend_skips_the_other_layout_with_a_reason(awkward_matrices, layout):
+    other = BY_LAYOUT["col" if layout == "row" else "row"]
+    case = _run(awkward_matrices[0], other, 8, layout, "float32", 4)
+    assert case.outcome == "skipped" and "layout" in case.reason
+
+
+@pytest.mark.parametrize("layout", ["row", "col"])
+@pytest.mark.parametrize("k", [1, 6, 64, 600])
+def test_cut_rows_use_atomics_and_match(awkward_matrices, layout, k):
+    """Long rows cut into slices: zero fill plus atomics. rowgroup with a small slice floor
+    (the dense 65-row matrix's ~1,000-entry rows and the heavy rows are cut); colmajor by its
+    own rule (slices of <= 2 x the mean row: the heavy rows)."""
+    from sparsescope.backends.spmm_colmajor import SpmmCudaColMajor
+    from sparsescope.backends.spmm_rowgroup import SpmmCudaRowGroup
+
+    names = ("heavy", "dense-rows") if layout == "row" else ("heavy",)
+    heavy = [m for m in awkward_matrices if any(n in m.name for n in names)]
+    assert heavy
+    for matrix in heavy:
+        for dtype in ("float32", "float64"):
+            backend = (SpmmCudaRowGroup(min_slice=8) if layout == "row"
+                       else SpmmCudaColMajor())
+            case = _run(matrix, backend, k, layout, dtype, 8)
+            assert case.outcome == "ok", (matrix.name, dtype, case.reason)
+            assert int(case.notes["split_rows"]) > 0 and case.notes["zero_fill"] == "yes"
+
+
+def test_rowgroup_default_rule_cuts_the_heavy_row(awkward_matrices):
+    """heavy-row-3001: one row of ~2,250 nonzeros, over the 1,024 floor -> cut."""
+    matrix = next(m for m in awkward_matrices if m.name.startswith("heavy-row-3001"))
+    for k in (1, 64, 600):
+        case = _run(matrix, "spmm-cuda-rowgroup", k, "row", "float32", 4)
+        assert case.outcome == "ok", case.reason
+        assert int(case.notes["split_rows"]) == 1
+
+
+def test_rowgroup_slabs_and_overrides_match(awkward_matrices):
+    """k = 600 runs as two 300-column slabs; narrower slab and depth overrides match too."""
+    from sparsescope.backends.spmm_rowgroup import SpmmCudaRowGroup
+
+    matrix = next(m for m in awkward_matrices if m.name.startswith("rand-4099x3001"))
+    case = _run(matrix, "spmm-cuda-rowgroup", 600, "row", "float32", 4)
+    assert case.outcome == "ok" and case.notes["slabs"] == "2", case.notes
+    for options in ({"slab": 64}, {"slab": 100}, {"depth": 1}, {"warps": 1}):
+        for dtype in ("float32", "float64"):
+            case = _run(matrix, SpmmCudaRowGroup(**options), 600, "row", dtype, 4)
+            assert case.outcome == "ok", (options, dtype, case.reason)
+
+
+def test_poison_catches_a_dropped_slice():
+    """A launch one slice short leaves the last row NaN: the gate fails it."""
+    from sparsescope.backends.spmm_colmajor import SpmmCudaColMajor
+    from sparsescope.backends.spmm_rowgroup import SpmmCudaRowGroup
+    from sparsescope.matrices import generate
+    from sparsescope.matrices.types import Matrix
+
+    def short(plan):
+        return plan.__class__(plan.slice_nnz, plan.slice_ptr[:-1], plan.slice_row,
+                              plan.split_rows)
+
+    class DropsRowGroup(SpmmCudaRowGroup):
+        def _launch(self, p):
+            from dataclasses import replace
+
+            p.host = replace(p.host, plan=short(p.host.plan))
+            super()._launch(p)
+
+    class DropsColMajor(SpmmCudaColMajor):
+        def _launch(self, p):
+            from dataclasses import replace
+
+            p.host = replace(p.host, plan=short(p.host.plan))
+            super()._launch(p)
+
+    matrix = Matrix(name="u5000", csr=generate("uniform", 5000, 50_000, seed=2), source="t")
+    for backend, layout in ((DropsRowGroup(), "row"), (DropsColMajor(), "col")):
+        case = _run(matrix, backend, 8, layout, "float32", 4)
+        assert case.outcome == "failed" and "rel_err inf" in case.reason, case.reason
+
+
+def test_auto_choices_on_known_shapes():
+    """The rule's picks land where the docstring says, and each pick passes the gate."""
+    from sparsescope.matrices import generate
+    from sparsescope.matrices.types import Matrix
+
+    short_rows = Matrix(name="u20000", csr=generate("uniform", 20_000, 100_000, seed=4),
+                        source="t")
+    for k, layout, expected in ((8, "row", "spmm-cuda-rowgroup"),
+                                (256, "row", "spmm-cuda-rowgroup"),
+                                (8, "col", "spmm-cuda-colmajor")):
+        case = _run(short_rows, "spmm-cuda-auto", k, layout, "float32", 4, timed=True)
+        assert case.outcome == "ok", case.reason
+        assert case.notes["selected"] == expected, case.notes
+        assert case.notes["selection_rule"] and case.notes["selection_reason"]
+
+
+def test_timing_path_and_kernel_breakdown():
+    from sparsescope.matrices import generate
+    from sparsescope.matrices.types import Matrix
+
+    matrix = Matrix(name="u20000", csr=generate("uniform", 20_000, 100_000, seed=4), source="t")
+    for backend, layout, kernel in (("spmm-cuda-rowgroup", "row", "spmm_rowgroup"),
+                                    ("spmm-cuda-colmajor", "col", "spmm_colmajor")):
+        case = run_case(matrix, backend, "spmm", {"k": 64, "layout": layout},
+                        config=TimingConfig(warmups=2, repeats=10), seed=1)
+        assert case.outcome == "ok" and case.measurement.clock == "cuda-events"
+        names = [k["name"] for k in case.measurement.kernel_breakdown]
+        assert any(kernel in n for n in names), names
