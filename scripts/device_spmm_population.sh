@@ -4,8 +4,9 @@
 #   bash scripts/device_spmm_population.sh [SUITE] [LIMIT] [--gpu-tests]
 #
 # sweeps suite:SUITE (default spmm-population-held-out) with --op spmm at k = 8, 32, 64, 128,
-# 256, 512, X row- and column-major, over cuSPARSE (torch INT32 and INT64, CuPy INT32) and our
-# kernels (auto, rowgroup, rowwarp, colmajor), in process (one GPU, no Dask), stopped by
+# 256, 512, X row- and column-major, over cuSPARSE at INT32 (torch, CuPy) and our kernels
+# (auto; rowgroup and rowwarp, which auto chooses between on row-major X; on column-major X
+# auto is spmm-cuda-transposed), in process (one GPU, no Dask), stopped by
 # --time-limit LIMIT (default 380 s) and resumed by the next part from the carried store.
 # State between parts lives in out/spmm-pop/ (carry=[".device-wheels", "out/spmm-pop"]):
 # store.sqlite.gz. Comes back in $OUT: env.txt, summary.txt, summary.json, results.json.gz,
@@ -36,9 +37,8 @@ if [ "$TESTS" = "--gpu-tests" ]; then
 fi
 CMD=(python3 -m sparsescope sweep "suite:$SUITE" --op spmm
      --k 8 --k 32 --k 64 --k 128 --k 256 --k 512 --layout row --layout col
-     --backend spmm-torch-i32 --backend spmm-torch-i64 --backend spmm-cupy-i32
+     --backend spmm-torch-i32 --backend spmm-cupy-i32
      --backend spmm-cuda-auto --backend spmm-cuda-rowgroup --backend spmm-cuda-rowwarp
-     --backend spmm-cuda-colmajor
      --warmups 3 --repeats 15 --time-limit "$LIMIT" --store "$STATE/store.sqlite"
      --out "$WORK/sweep" --json)
 echo "${CMD[*]}" > "$OUT/command.txt"

@@ -87,6 +87,7 @@ BACKENDS: dict[tuple[str, str], Any] = {
     ("spmm", "spmm-cuda-rowwarp"): _B + "spmm_cuda:SpmmCudaRowWarp",
     ("spmm", "spmm-cuda-rowgroup"): _B + "spmm_rowgroup:SpmmCudaRowGroup",
     ("spmm", "spmm-cuda-colmajor"): _B + "spmm_colmajor:SpmmCudaColMajor",
+    ("spmm", "spmm-cuda-transposed"): _B + "spmm_transposed:SpmmCudaTransposed",
     ("spmm", "spmm-cuda-auto"): _B + "spmm_auto:SpmmCudaAuto",
     ("slice", "slice-scipy-cpu"): _B + "slice_scipy:SliceScipyCpu",
     ("slice", "slice-torch"): _B + "slice_torch:SliceTorch",

@@ -22,7 +22,11 @@ from sparsescope.matrices.types import Matrix
 from sparsescope.timing.types import TimingConfig
 
 sys.path.insert(0, str(Path(__file__).parent))
-from test_spmm_rowgroup_host import launch_colmajor, launch_rowgroup  # noqa: E402
+from test_spmm_rowgroup_host import (  # noqa: E402
+    launch_colmajor,
+    launch_rowgroup,
+    launch_transpose,
+)
 
 QUICK = TimingConfig(warmups=1, repeats=1)
 
@@ -59,7 +63,9 @@ class _Kernel:
         kernel, params = re.fullmatch(r"(\w+)<(.*)>", self.name).groups()
         ints = tuple(int(p) for p in params.split(",")[2:])
         self.launches.append((kernel, grid, block))
-        if kernel == "spmm_rowgroup":
+        if kernel == "transpose_tile":
+            launch_transpose(grid, block, args)
+        elif kernel == "spmm_rowgroup":
             launch_rowgroup(ints, grid, block, args)
         elif kernel == "spmm_colmajor":
             launch_colmajor(ints, grid, block, args)
@@ -146,9 +152,9 @@ def test_a_dropped_slice_fails_the_gate(fake_device):
 
 
 def test_auto_runs_the_chosen_kernel_and_says_why(fake_device):
-    short = _matrix(37, 50, seed=1)  # mean < 32: rowgroup; col: colmajor
+    short = _matrix(37, 50, seed=1)  # mean < 32: rowgroup; col: transposes around rowgroup
     for layout, chosen, kernel in (("row", "spmm-cuda-rowgroup", "spmm_rowgroup"),
-                                   ("col", "spmm-cuda-colmajor", "spmm_colmajor")):
+                                   ("col", "spmm-cuda-transposed", "transpose_tile")):
         fake_device.clear()
         case = _run(short, "spmm-cuda-auto", 8, layout)
         assert case.outcome == "ok", case.reason
@@ -162,3 +168,20 @@ def test_auto_runs_the_chosen_kernel_and_says_why(fake_device):
     case = _run(Matrix(name="dense", csr=dense, source="t"), "spmm-cuda-auto", 8, "row")
     assert case.outcome == "ok", case.reason
     assert case.notes["selected"] == "spmm-cuda-rowwarp" and fake_device[0][0] == "spmm_rowwarp"
+
+
+@pytest.mark.parametrize(("k", "dtype"), [(1, "float32"), (3, "float64"), (33, "float32"),
+                                          (256, "float32")])
+def test_transposed_backend_runs_both_transposes_around_rowgroup(fake_device, k, dtype):
+    from sparsescope.backends.spmm_transposed import SpmmCudaTransposed
+
+    m = _matrix(70, 45, seed=k, long_row=40)
+    case = _run(m, SpmmCudaTransposed(min_slice=8), k, "col", dtype)
+    assert case.outcome == "ok", case.reason
+    kernels = [launch[0] for launch in fake_device]
+    # poison run included: each call is transpose, rowgroup, transpose
+    assert kernels[:3] == ["transpose_tile", "spmm_rowgroup", "transpose_tile"]
+    assert case.notes["transposes"].startswith("X col->row")
+    assert int(case.notes["split_rows"]) > 0   # the 40-entry row cut at 32: atomics too
+    skipped = _run(m, SpmmCudaTransposed(), k, "row", dtype)
+    assert skipped.outcome == "skipped" and "column-major" in skipped.reason

@@ -10,7 +10,6 @@ import scipy.sparse as sp
 
 from sparsescope.backends.spmm_cuda import slice_plan
 from sparsescope.backends.spmm_rowgroup import (
-    MAX_SLAB_COLS,
     choose_slab_cols,
     plan_rowgroup,
     rowgroup_grid,
@@ -18,6 +17,7 @@ from sparsescope.backends.spmm_rowgroup import (
     rowgroup_pipeline,
     rowgroup_shape,
     vector_width,
+    warp_slab_cols,
 )
 
 
@@ -36,17 +36,22 @@ def test_vector_width_rejects_k0():
 
 
 @pytest.mark.parametrize(("k", "dtype", "kslab"), [
-    (1, "float32", 1), (256, "float32", 256), (512, "float32", 512),
-    (600, "float32", 300),     # 2 slabs of 300, not 512 + 88
-    (1024, "float32", 512), (513, "float32", 257),  # VEC 1: 257 + 256
-    (1030, "float32", 344),    # VEC 2: 3 slabs, 344 + 344 + 342
-    (4096, "float64", 512), (600, "float64", 300), (1026, "float32", 342),  # 3 x 342
+    (1, "float32", 1), (8, "float32", 8), (64, "float32", 64), (128, "float32", 128),
+    (256, "float32", 128), (512, "float32", 128),   # a warp's 32 float4 loads: 128 columns
+    (600, "float32", 120),     # 5 slabs of 120, not 4 x 128 + 88
+    (129, "float32", 65),      # VEC 1: 65 + 64
+    (1030, "float32", 116),    # VEC 2: 9 slabs of 116 (the last 102)
+    (256, "float64", 64), (600, "float64", 60), (4096, "float64", 64),  # 32 double2: 64
 ])
 def test_choose_slab_cols(k, dtype, kslab):
     assert choose_slab_cols(k, dtype) == kslab
     slabs = -(-k // kslab)
-    assert kslab <= MAX_SLAB_COLS and slabs == -(-k // MAX_SLAB_COLS)
+    assert kslab <= warp_slab_cols(dtype) and slabs == -(-k // warp_slab_cols(dtype))
     assert kslab % vector_width(k, dtype) == 0
+
+
+def test_warp_slab_cols():
+    assert (warp_slab_cols("float32"), warp_slab_cols("float64")) == (128, 64)
 
 
 def test_choose_slab_cols_override():
@@ -106,8 +111,9 @@ def test_kernel_name_and_plan_notes():
             == "spmm_rowgroup<double, long long, 2, 32, 8, 1, 1>")
     indptr = np.array([0, 3, 3, 2000, 2010])
     plan = plan_rowgroup(indptr, 2010, 600, "float32", 4, 132)
-    assert plan.kernel == "spmm_rowgroup<float, int, 4, 32, 3, 1, 2>"
-    assert (plan.slab, plan.slabs) == (300, 2)
+    # 5 slabs of 120: 30 float4 lanes -> G 32, one load a lane, 8 X rows in flight
+    assert plan.kernel == "spmm_rowgroup<float, int, 4, 32, 1, 1, 8>"
+    assert (plan.slab, plan.slabs) == (120, 5)
     assert plan.plan.slice_nnz == 1024 and plan.plan.split_rows == 1  # the 1,997-entry row
     assert plan.notes["zero_fill"] == "yes" and plan.notes["slices"] == "5"
     assert plan.notes["slices_per_warp"] == "1" and plan.notes["index_dtype"] == "int32"
@@ -118,6 +124,42 @@ def test_kernel_name_and_plan_notes():
 
 
 # -- lane-exact emulation ----------------------------------------------------------------------
+
+def launch_transpose(grid, block, args) -> None:
+    """One launch of ``transpose_tile<T>`` in NumPy, tile for tile as the kernel indexes:
+    block (bx, by) reads rows [32 by, +32) x columns [32 bx, +32) of the R x C input (bounds
+    checked) and writes them transposed at columns [32 by, +32) of rows [32 bx, +32)."""
+    src, dst, rows, cols = args
+    rows, cols = int(rows), int(cols)
+    assert tuple(block) == (32, 8)
+    a = np.asarray(src).reshape(rows, cols)
+    out = np.asarray(dst).reshape(cols, rows)
+    for by in range(grid[1]):
+        for bx in range(grid[0]):
+            r0, c0 = 32 * by, 32 * bx
+            tile = a[r0:r0 + 32, c0:c0 + 32]
+            out[c0:c0 + tile.shape[1], r0:r0 + tile.shape[0]] = tile.T
+
+
+@pytest.mark.parametrize(("rows", "cols"), [(1, 1), (33, 95), (64, 32), (5, 200)])
+def test_transpose_emulation_covers_every_value(rows, cols):
+    from sparsescope.backends.spmm_transposed import transpose_grid
+
+    a = np.arange(rows * cols, dtype=np.float32).reshape(rows, cols)
+    out = np.full((cols, rows), np.nan, dtype=np.float32)
+    launch_transpose(transpose_grid(rows, cols), (32, 8), (a, out, rows, cols))
+    assert np.array_equal(out, a.T)
+
+
+def test_transposed_traffic_hand_check():
+    from sparsescope.backends.spmm_transposed import transpose_grid, transposed_traffic
+    from sparsescope.model.traffic import csr_spmm_traffic
+
+    base = csr_spmm_traffic(10, 20, 30, 8)
+    t = transposed_traffic(base, 10, 20, 8, 4)
+    assert t.x_bytes - base.x_bytes == 1280 and t.y_written_bytes - base.y_written_bytes == 640
+    assert t.format.endswith("+ device transposes")
+    assert transpose_grid(1000, 33) == (2, 32) and transpose_grid(1, 1) == (1, 1)
 
 def launch_rowgroup(template, grid, block, args) -> None:
     """One launch of ``spmm_rowgroup<T, I, VEC, G, CHUNKS, DEPTH, BATCH>`` in NumPy, thread
@@ -382,7 +424,7 @@ def test_rowwarp_supports():
 
 @pytest.mark.parametrize(("args", "chosen", "words"), [
     # (k, layout, dtype, nnz, rows, mean, max, SMs)
-    ((8, "col", "float32", 1000, 100, 10.0, 20, 132), "spmm-cuda-colmajor", "column-major"),
+    ((8, "col", "float32", 1000, 100, 10.0, 20, 132), "spmm-cuda-transposed", "transposed"),
     ((8, "row", "float32", 0, 100, 0.0, 0, 132), "spmm-cuda-rowgroup", "no nonzeros"),
     # a DLMC layer: 512 rows of 300; rowgroup G = 2 -> 32 warps < 1,056
     ((8, "row", "float32", 153_600, 512, 300.0, 400, 132), "spmm-cuda-rowwarp", "32 warps"),

@@ -143,7 +143,7 @@ def test_run_other_ops_with_fake_ncu(fake_ncu, tmp_path, capsys, options, stem, 
      "sparsescope: error: backend 'cuda-csr-vector' does not support op 'spmm' "
      "(it implements spmv); backends for spmm: spmm-cuda-auto, spmm-cuda-colmajor, "
      "spmm-cuda-rowgroup, "
-     "spmm-cuda-rowwarp, spmm-cupy-i32, spmm-ginkgo, "
+     "spmm-cuda-rowwarp, spmm-cuda-transposed, spmm-cupy-i32, spmm-ginkgo, "
      "spmm-scipy-cpu, spmm-torch-i32, spmm-torch-i64\n"),
     (["--op", "spmm", "--backend", "spmm-cuda"],
      "sparsescope: error: unknown spmm backend 'spmm-cuda'; known: spmm-cuda-auto, "),

@@ -75,8 +75,8 @@ def test_target_command_slice_runs_the_target_with_every_parameter():
     ("torch-cusparse-i64", "spmm", UsageError,
      "backend 'torch-cusparse-i64' does not support op 'spmm' (it implements spmv); "
      "backends for spmm: spmm-cuda-auto, spmm-cuda-colmajor, spmm-cuda-rowgroup, "
-     "spmm-cuda-rowwarp, spmm-cupy-i32, spmm-ginkgo, spmm-scipy-cpu, "
-     "spmm-torch-i32, spmm-torch-i64"),
+     "spmm-cuda-rowwarp, spmm-cuda-transposed, spmm-cupy-i32, spmm-ginkgo, "
+     "spmm-scipy-cpu, spmm-torch-i32, spmm-torch-i64"),
     ("slice-torch", "spmv", UsageError,
      "backend 'slice-torch' does not support op 'spmv' (it implements slice); "
      "backends for spmv: "),

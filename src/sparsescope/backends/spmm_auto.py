@@ -8,7 +8,10 @@ The rules, first match wins (``G`` is the rowgroup kernel's lanes per row slice 
 :func:`~sparsescope.backends.spmm_rowgroup.rowgroup_shape`; ``mean`` and ``max`` are the row
 lengths; the thresholds are widths of the machine and the kernels, none fitted to a matrix):
 
-1. layout ``col`` -> ``spmm-cuda-colmajor``: the one kernel that reads column-major X.
+1. layout ``col`` -> ``spmm-cuda-transposed``: X transposed to row-major on the device, the
+   rowgroup kernel, Y transposed back (all timed). Column-major gathers take a sector per
+   value; on the H200 every column-major kernel (cuSPARSE's, ``spmm-cuda-colmajor``) ran
+   5-10x slower than rowgroup on row-major X, far more than two transposes cost.
 2. no nonzeros -> ``spmm-cuda-rowgroup``: it only stores zero rows, with the fewest warps.
 3. ``mean >= 32`` and rowgroup would launch fewer than ``sm_count x TARGET_WARPS_PER_SM``
    warps (few long-ish rows: the DLMC layers) -> ``spmm-cuda-rowwarp``: it puts a warp on
@@ -16,8 +19,9 @@ lengths; the thresholds are widths of the machine and the kernels, none fitted t
    >= 32 nonzeros fills a warp's nonzero slots.
 4. ``G >= 16`` (more than 8 VEC-wide loads per X row: k > 32 in float32 when 4 divides k,
    k > 16 in float64 when 2 does, k > 8 when k is odd) -> ``spmm-cuda-rowgroup``:
-   each nonzero's gather already spans half a warp or more, and one pass over A per 512
-   columns replaces rowwarp's pass per 32-column slab (what issue 18 measured losing at k=256).
+   each nonzero's gather already spans half a warp or more, and one pass over A per
+   warp-wide slab (128 floats) replaces rowwarp's pass per 32-column slab (what issue 18
+   measured losing at k = 256).
 5. ``max >= MIN_SLICE_NNZ`` (a row long enough that rowwarp cuts it) -> ``spmm-cuda-rowwarp``:
    a group of G < 16 lanes walks a long slice one nonzero at a time, rowwarp 32 / GROUP.
 6. ``mean < 32`` -> ``spmm-cuda-rowgroup``: rowwarp would leave most of a warp's nonzero slots
@@ -55,20 +59,23 @@ from sparsescope.backends.spmm_rowgroup import (
     rowgroup_shape,
     vector_width,
 )
+from sparsescope.backends.spmm_transposed import SpmmCudaTransposed
 from sparsescope.ops.base import OpCase
 from sparsescope.timing.types import Measurement, TimingConfig
 
 ROWWARP = "spmm-cuda-rowwarp"
 ROWGROUP = "spmm-cuda-rowgroup"
 COLMAJOR = "spmm-cuda-colmajor"
+TRANSPOSED = "spmm-cuda-transposed"
 #: Backend name -> class, for the names the rule may return.
 CHOICES: dict[str, type[OpBackend]] = {
-    ROWWARP: SpmmCudaRowWarp, ROWGROUP: SpmmCudaRowGroup, COLMAJOR: SpmmCudaColMajor}
+    ROWWARP: SpmmCudaRowWarp, ROWGROUP: SpmmCudaRowGroup, COLMAJOR: SpmmCudaColMajor,
+    TRANSPOSED: SpmmCudaTransposed}
 WARP_SLOTS = 32
 """A warp's lanes: the row length below which rowwarp leaves nonzero slots idle."""
 WIDE_GROUP = 16
 """G at or above which a rowgroup group is half a warp or more."""
-RULE = "spmm-auto-rules-v1"
+RULE = "spmm-auto-rules-v2"
 
 
 def rowwarp_supports(k: int, value_dtype: str) -> bool:
@@ -96,7 +103,8 @@ def choose_spmm_kernel(k: int, layout: str, value_dtype: str, nnz: int, rows: in
     To be re-checked by measurement (see the module docstring).
     """
     if layout == "col":
-        return COLMAJOR, "layout col: the only own kernel reading column-major X"
+        return TRANSPOSED, ("layout col: X transposed on the device for the rowgroup kernel, "
+                            "Y transposed back (column-major gathers waste a sector a value)")
     if nnz == 0:
         return ROWGROUP, "no nonzeros: rowgroup stores the zero rows with the fewest warps"
     _, group, _ = rowgroup_shape(choose_slab_cols(k, value_dtype), vector_width(k, value_dtype))
@@ -110,7 +118,7 @@ def choose_spmm_kernel(k: int, layout: str, value_dtype: str, nnz: int, rows: in
                          f"{TARGET_WARPS_PER_SM}: a warp per row and 32-column slabs")
     if group >= WIDE_GROUP:
         return ROWGROUP, (f"k = {k}: {group} lanes per row slice (>= {WIDE_GROUP}), one pass "
-                          f"over A per slab instead of one per 32-column slab")
+                          f"over A per warp-wide slab instead of one per 32-column slab")
     if rowwarp_ok and max_row >= MIN_SLICE_NNZ:
         return ROWWARP, (f"longest row {max_row} >= {MIN_SLICE_NNZ} nonzeros and only {group} "
                          f"lanes per rowgroup slice: rowwarp gathers {per_warp} of its "

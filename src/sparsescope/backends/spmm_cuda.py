@@ -141,10 +141,12 @@ def warps_per_block(n_slices: int, sm_count: int, warps: int | None = None) -> i
     return chosen
 
 
-def choose_slice_nnz(nnz: int, sm_count: int, min_slice: int | None = None) -> int:
-    """S = max(MIN_SLICE_NNZ, round_up(ceil(nnz / (sm_count x TARGET_WARPS_PER_SM)), 32))."""
+def choose_slice_nnz(nnz: int, sm_count: int, min_slice: int | None = None,
+                     per_sm: int = TARGET_WARPS_PER_SM) -> int:
+    """S = max(MIN_SLICE_NNZ, round_up(ceil(nnz / (sm_count x per_sm)), 32)), ``per_sm``
+    slices aimed at per SM (rowwarp: TARGET_WARPS_PER_SM)."""
     floor = MIN_SLICE_NNZ if min_slice is None else min_slice
-    target = max(1, sm_count * TARGET_WARPS_PER_SM)
+    target = max(1, sm_count * per_sm)
     per = -(-nnz // target)
     return max(floor, SLICE_UNIT, -(-per // SLICE_UNIT) * SLICE_UNIT)
 

@@ -11,16 +11,23 @@ rows (3-50 nonzeros) and k >= 64.
 Host choices, all pure functions tested without a GPU and recorded in the case's notes:
 
 * :func:`vector_width`: VEC = 4, 2 or 1 values dividing k (2 at most for float64);
-* :func:`choose_slab_cols`: kslab, the columns of one grid.y slab: k when k <= 512, else
-  ceil(k / 512) slabs of equal width (rounded up to VEC), so accumulators stay <= 32 registers;
+* :func:`choose_slab_cols`: kslab, the columns of one grid.y slab: at most what one warp
+  covers with one 16-byte load a lane (:func:`warp_slab_cols`: 128 floats, 64 doubles), in
+  slabs of equal width. Blocks run slab by slab (grid.x fastest), so the X a slab gathers,
+  ``cols x kslab`` values, is what must stay in the L2, not all of X: at k = 256 on a graph of
+  100,000 nodes, 51 MB instead of 102 MB against a 60 MB L2 (H200). A's pairs are read once
+  per slab, 12 B a nonzero against the 512 B its X row slab costs;
 * :func:`rowgroup_shape`: (VEC, G, CHUNKS) for a slab;
 * :func:`rowgroup_pipeline`: (DEPTH, BATCH), pairs loaded per stage and X rows in flight;
 * :func:`rowgroup_grid`: warps per block and blocks, from the slices and the SM count;
 * the row slices: :func:`~sparsescope.backends.spmm_cuda.slice_plan` with
-  :func:`~sparsescope.backends.spmm_cuda.choose_slice_nnz`, exactly as rowwarp.
+  :func:`~sparsescope.backends.spmm_cuda.choose_slice_nnz` at SLICES_PER_SM slices aimed at
+  per SM (rowwarp: 8): a warp walks its slice one nonzero (G lanes) or one batch at a time, so
+  a slice much longer than the average warp's share (nnz / (SMs x resident warps)) ends last
+  alone; 32 per SM keeps the longest slice near a resident warp's share.
 
-Column-major X is another kernel (``spmm-cuda-colmajor``, :mod:`.spmm_colmajor`); this backend
-skips layout ``col`` with that reason.
+Column-major X goes through ``spmm-cuda-transposed`` (:mod:`.spmm_transposed`: this kernel
+between two device transposes) or ``spmm-cuda-colmajor``; this backend skips layout ``col``.
 """
 
 from __future__ import annotations
@@ -34,7 +41,6 @@ from sparsescope.backends import _gpu
 from sparsescope.backends.base import Capability, OpBackend
 from sparsescope.backends.spmm_cuda import (
     MIN_SLICE_NNZ,
-    TARGET_WARPS_PER_SM,
     SlicePlan,
     choose_slice_nnz,
     slice_plan,
@@ -45,8 +51,12 @@ from sparsescope.timing.types import Measurement, TimingConfig
 
 SOURCE = "spmm_rowgroup.cu"
 MAX_SLAB_COLS = 512
-"""Most columns one slab (grid.y) holds: 512 floats are 4 float4 accumulators a lane of a
+"""Most columns a slab override may ask for: 512 floats are 4 float4 accumulators a lane of a
 32-lane group (16 registers), 512 doubles 8 double2 (32 registers)."""
+WARP_LOAD_BYTES = 32 * 16
+"""One 16-byte load by each of a warp's 32 lanes: the default slab's width in bytes."""
+SLICES_PER_SM = 32
+"""Row slices aimed at per SM (module docstring)."""
 MAX_DEPTH = 4
 """Most (col, val) pairs a lane loads per stage (the stage is DEPTH x G pairs, at most 32)."""
 X_LOADS_IN_FLIGHT = 8
@@ -72,16 +82,22 @@ def vector_width(k: int, value_dtype: str) -> int:
     return next(v for v in (4, 2, 1) if v <= widest and k % v == 0)
 
 
+def warp_slab_cols(value_dtype: str) -> int:
+    """Values one warp covers with one 16-byte load a lane: 128 float32, 64 float64."""
+    return WARP_LOAD_BYTES // (4 if value_dtype == "float32" else 8)
+
+
 def choose_slab_cols(k: int, value_dtype: str, slab: int | None = None) -> int:
-    """Columns per slab (grid.y is ``ceil(k / kslab)``)::
+    """Columns per slab (grid.y is ``ceil(k / kslab)``), W = :func:`warp_slab_cols`::
 
-        n     = ceil(k / MAX_SLAB_COLS)
-        kslab = round_up(ceil(k / n), VEC)          (k itself when k <= 512)
+        n     = ceil(k / W)
+        kslab = round_up(ceil(k / n), VEC)          (k itself when k <= W)
 
-    Equal slabs rather than 512 and a remainder: k = 600 -> 300 (two slabs of 300, not 512 +
-    88, which would leave most of the second slab's lanes idle); k = 1024 -> 512; k = 256 -> 256;
-    k = 513 (VEC 1) -> 257 (257 + 256); k = 1030 (VEC 2) -> 344 (344 + 344 + 342).
-    ``slab`` overrides (a sweep): a positive multiple of VEC, at most 512.
+    Equal slabs rather than W and a remainder: float32 k = 600 -> 120 (five slabs of 120, not
+    four of 128 and one of 88); k = 256 -> 128; k = 512 -> 128; k = 128 -> 128; k = 64 -> 64;
+    k = 129 (VEC 1) -> 65 (65 + 64); float64 k = 256 -> 64; k = 1030 (VEC 2) -> 62 (17
+    slabs, the last of 38). ``slab`` overrides (a sweep): a positive multiple of VEC, at most
+    MAX_SLAB_COLS.
     """
     vec = vector_width(k, value_dtype)
     if slab is not None:
@@ -89,7 +105,7 @@ def choose_slab_cols(k: int, value_dtype: str, slab: int | None = None) -> int:
             raise ValueError(f"slab must be a multiple of VEC = {vec} in [1, {MAX_SLAB_COLS}], "
                              f"got {slab}")
         return min(slab, k)
-    n = -(-k // MAX_SLAB_COLS)
+    n = -(-k // warp_slab_cols(value_dtype))
     per = -(-k // n)
     return -(-per // vec) * vec
 
@@ -183,7 +199,7 @@ def plan_rowgroup(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, index_
     shape = rowgroup_shape(kslab, vector_width(k, value_dtype))
     stages = rowgroup_pipeline(shape, depth)
     floor = MIN_SLICE_NNZ if min_slice is None else min_slice
-    plan = slice_plan(indptr, choose_slice_nnz(nnz, sm_count, floor))
+    plan = slice_plan(indptr, choose_slice_nnz(nnz, sm_count, floor, SLICES_PER_SM))
     blocks, block_warps = rowgroup_grid(plan.n_slices, shape[1], sm_count, warps)
     name = rowgroup_kernel_name(value_dtype, index_bytes, shape, stages)
     slabs = -(-k // kslab)
@@ -198,7 +214,7 @@ def plan_rowgroup(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, index_
              "index_dtype": np.dtype(_gpu.INDEX_DTYPES[index_bytes]).name,
              "value_dtype": value_dtype,
              "slice_rule": f"S = max({floor}, round_up(nnz / ({sm_count} SMs x "
-                           f"{TARGET_WARPS_PER_SM} warps), 32))"}
+                           f"{SLICES_PER_SM} slices), 32))"}
     return RowGroupPlan(name, shape, stages, kslab, slabs, plan, blocks, block_warps, notes)
 
 
@@ -228,7 +244,7 @@ class SpmmCudaRowGroup(OpBackend):
     capability = Capability(
         ops=("spmm",), value_dtypes=("float32", "float64"), index_bytes=(4, 8), device="gpu",
         description="own CSR SpMM: row-major X, G lanes per row slice owning its columns, "
-                    "slabs of <= 512 columns (NVRTC)")
+                    "warp-wide column slabs (NVRTC)")
 
     def __init__(self, *, depth: int | None = None, warps: int | None = None,
                  min_slice: int | None = None, slab: int | None = None) -> None:
