@@ -106,19 +106,19 @@ def test_rowgroup_grid():
 
 def test_kernel_name_and_plan_notes():
     assert (rowgroup_kernel_name("float32", 4, (4, 2, 1), (4, 8))
-            == "spmm_rowgroup<float, int, 4, 2, 1, 4, 8>")
+            == "spmm_rowgroup<float, int, 4, 2, 1, 4, 8, 2>")
     assert (rowgroup_kernel_name("float64", 8, (2, 32, 8), (1, 1))
-            == "spmm_rowgroup<double, long long, 2, 32, 8, 1, 1>")
+            == "spmm_rowgroup<double, long long, 2, 32, 8, 1, 1, 2>")
     indptr = np.array([0, 3, 3, 2000, 2010])
     plan = plan_rowgroup(indptr, 2010, 600, "float32", 4, 132)
     # 5 slabs of 120: 30 float4 lanes -> G 32, one load a lane, 8 X rows in flight
-    assert plan.kernel == "spmm_rowgroup<float, int, 4, 32, 1, 1, 8>"
+    assert plan.kernel == "spmm_rowgroup<float, int, 4, 32, 1, 1, 8, 2>"
     assert (plan.slab, plan.slabs) == (120, 5)
     assert plan.plan.slice_nnz == 1024 and plan.plan.split_rows == 1  # the 1,997-entry row
     assert plan.notes["zero_fill"] == "yes" and plan.notes["slices"] == "5"
     assert plan.notes["slices_per_warp"] == "1" and plan.notes["index_dtype"] == "int32"
     small = plan_rowgroup(indptr, 2010, 8, "float64", 8, 132, min_slice=4096)
-    assert small.kernel == "spmm_rowgroup<double, long long, 2, 4, 1, 4, 8>"
+    assert small.kernel == "spmm_rowgroup<double, long long, 2, 4, 1, 4, 8, 2>"
     assert small.plan.split_rows == 0 and small.notes["zero_fill"] == "no"
     assert (small.blocks, small.warps) == (1, 1)
 
@@ -162,13 +162,13 @@ def test_transposed_traffic_hand_check():
     assert transpose_grid(1000, 33) == (2, 32) and transpose_grid(1, 1) == (1, 1)
 
 def launch_rowgroup(template, grid, block, args) -> None:
-    """One launch of ``spmm_rowgroup<T, I, VEC, G, CHUNKS, DEPTH, BATCH>`` in NumPy, thread
+    """One launch of ``spmm_rowgroup<T, I, VEC, G, CHUNKS, DEPTH, BATCH, MINB>`` in NumPy, thread
     for thread as the kernel indexes: blockIdx (x, y), warp = global thread >> 5, group
     gi = lane / G owning slice warp x 32 / G + gi (a group past n_slices returns), stages of
     DEPTH x G pairs (lane li holds pair base + G d + li), the group-uniform tail break, entry i
     read from slot i // G of lane i % G (the shuffle), X and Y through flat row-major arrays.
     ``args`` are the kernel's arguments in order; Y is written in place."""
-    vec, group, chunks, depth, batch = template
+    vec, group, chunks, depth, batch, _minb = template
     n_slices, k, slab, sliced, slice_ptr, slice_row, col, val, x, y = args
     n_slices, k, slab, sliced = int(n_slices), int(k), int(slab), int(sliced)
     xf, yf = x.reshape(-1), y.reshape(-1)  # views: Y written through
@@ -246,7 +246,7 @@ def emulate(csr: sp.csr_matrix, x: np.ndarray, k: int, shape, stages, plan, ksla
     slice_row = plan.slice_row if plan.slice_row is not None else plan.slice_ptr
     args = (total, k, kslab, int(plan.split_rows > 0), plan.slice_ptr, slice_row,
             csr.indices, csr.data, np.ascontiguousarray(x), y)
-    launch_rowgroup((*shape, *stages), (blocks, -(-k // kslab)), (32 * warps,), args)
+    launch_rowgroup((*shape, *stages, 2), (blocks, -(-k // kslab)), (32 * warps,), args)
     return y
 
 

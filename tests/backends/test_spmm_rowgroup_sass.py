@@ -11,10 +11,10 @@ import pytest
 
 from sparsescope.backends._gpu import kernel_source
 
-ROWGROUP = ("float, int, 4, 2, 1, 4, 8", "float, int, 4, 16, 1, 2, 8",
-            "float, int, 4, 32, 3, 1, 2", "double, long long, 2, 32, 8, 1, 1",
-            "float, int, 1, 4, 1, 4, 8", "float, int, 1, 1, 1, 4, 4",
-            "double, int, 1, 32, 16, 1, 1")
+ROWGROUP = ("float, int, 4, 2, 1, 4, 8, 2", "float, int, 4, 16, 1, 2, 8, 2",
+            "float, int, 4, 32, 3, 1, 2, 2", "double, long long, 2, 32, 8, 1, 1, 2",
+            "float, int, 1, 4, 1, 4, 8, 2", "float, int, 1, 1, 1, 4, 4, 2",
+            "double, int, 1, 32, 16, 1, 1, 2", "float, int, 4, 32, 1, 1, 8, 4")
 COLMAJOR = ("float, int, 8, 2", "double, long long, 4, 4", "float, int, 1, 8")
 
 
@@ -73,7 +73,8 @@ def test_colmajor_sass(sass, args):
     assert ("STG", width) in _accesses(analysis)
 
 
-@pytest.mark.parametrize("args", ["float, int, 4, 2, 1, 4, 8", "float, int, 4, 32, 3, 1, 2"])
+@pytest.mark.parametrize("args", ["float, int, 4, 2, 1, 4, 8, 2",
+                                  "float, int, 4, 32, 3, 1, 2, 2"])
 def test_rowgroup_batches_its_gathers(sass, args):
     """The stage's (col, val) pairs and BATCH x CHUNKS float4 gathers of X are issued before
     the first FMA that needs one (8 for k = 8: BATCH 8; 6 for k = 600: BATCH 2 x CHUNKS 3)."""

@@ -57,6 +57,9 @@ WARP_LOAD_BYTES = 32 * 16
 """One 16-byte load by each of a warp's 32 lanes: the default slab's width in bytes."""
 SLICES_PER_SM = 32
 """Row slices aimed at per SM (module docstring)."""
+DEFAULT_MINB = 2
+"""Blocks per SM the kernel's registers must allow (``__launch_bounds__(256, MINB)``): 2, up
+to 128 registers a thread; the ``minb`` option tries 4 (64 registers, twice the warps)."""
 MAX_DEPTH = 4
 """Most (col, val) pairs a lane loads per stage (the stage is DEPTH x G pairs, at most 32)."""
 X_LOADS_IN_FLIGHT = 8
@@ -168,12 +171,13 @@ def rowgroup_grid(n_slices: int, group: int, sm_count: int,
 
 
 def rowgroup_kernel_name(value_dtype: str, index_bytes: int, shape: tuple[int, int, int],
-                         stages: tuple[int, int]) -> str:
-    """The template instance, e.g. ``spmm_rowgroup<float, int, 4, 2, 1, 4, 8>``."""
+                         stages: tuple[int, int], minb: int = DEFAULT_MINB) -> str:
+    """The template instance, e.g. ``spmm_rowgroup<float, int, 4, 2, 1, 4, 8, 2>``."""
     vec, group, chunks = shape
     depth, batch = stages
     return (f"spmm_rowgroup<{_gpu.CUDA_VALUE_TYPES[value_dtype]}, "
-            f"{_gpu.CUDA_INDEX_TYPES[index_bytes]}, {vec}, {group}, {chunks}, {depth}, {batch}>")
+            f"{_gpu.CUDA_INDEX_TYPES[index_bytes]}, {vec}, {group}, {chunks}, {depth}, {batch}, "
+            f"{minb}>")
 
 
 @dataclass(frozen=True)
@@ -193,7 +197,8 @@ class RowGroupPlan:
 
 def plan_rowgroup(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, index_bytes: int,
                   sm_count: int, *, depth: int | None = None, warps: int | None = None,
-                  min_slice: int | None = None, slab: int | None = None) -> RowGroupPlan:
+                  min_slice: int | None = None, slab: int | None = None,
+                  minb: int | None = None) -> RowGroupPlan:
     """The whole host plan of one call (pure: row pointers in, launch and notes out)."""
     kslab = choose_slab_cols(k, value_dtype, slab)
     shape = rowgroup_shape(kslab, vector_width(k, value_dtype))
@@ -201,7 +206,10 @@ def plan_rowgroup(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, index_
     floor = MIN_SLICE_NNZ if min_slice is None else min_slice
     plan = slice_plan(indptr, choose_slice_nnz(nnz, sm_count, floor, SLICES_PER_SM))
     blocks, block_warps = rowgroup_grid(plan.n_slices, shape[1], sm_count, warps)
-    name = rowgroup_kernel_name(value_dtype, index_bytes, shape, stages)
+    if minb is not None and minb not in (1, 2, 3, 4, 6, 8):
+        raise ValueError(f"minb must be one of 1, 2, 3, 4, 6, 8 blocks of 256, got {minb}")
+    name = rowgroup_kernel_name(value_dtype, index_bytes, shape, stages,
+                                DEFAULT_MINB if minb is None else minb)
     slabs = -(-k // kslab)
     notes = {"kernel": name, "vec": str(shape[0]), "lanes_per_slice": str(shape[1]),
              "slices_per_warp": str(32 // shape[1]), "loads_per_lane": str(shape[2]),
@@ -247,7 +255,10 @@ class SpmmCudaRowGroup(OpBackend):
                     "warp-wide column slabs (NVRTC)")
 
     def __init__(self, *, depth: int | None = None, warps: int | None = None,
-                 min_slice: int | None = None, slab: int | None = None) -> None:
+                 min_slice: int | None = None, slab: int | None = None,
+                 minb: int | None = None) -> None:
+        self.minb = minb
+        """Blocks per SM the registers must allow (None: :data:`DEFAULT_MINB`)."""
         self.depth = depth
         """DEPTH override (None: :func:`rowgroup_pipeline`'s rule)."""
         self.warps = warps
@@ -277,7 +288,7 @@ class SpmmCudaRowGroup(OpBackend):
         csr = case.matrix
         return plan_rowgroup(csr.indptr, csr.nnz, case.params.k, value_dtype, index_bytes,
                              sm_count, depth=self.depth, warps=self.warps,
-                             min_slice=self.min_slice, slab=self.slab)
+                             min_slice=self.min_slice, slab=self.slab, minb=self.minb)
 
     def prepare(self, case: OpCase, value_dtype: str, index_bytes: int) -> PreparedRowGroup:
         import cupy

@@ -1,6 +1,6 @@
 // CSR SpMM Y = A X of sparsescope's own backend spmm-cuda-rowgroup (X and Y row-major),
 // compiled at run time by NVRTC through cupy.RawModule, instantiated by name expression, e.g.
-// "spmm_rowgroup<float, int, 4, 2, 1, 4, 8>" (T, I, VEC, G, CHUNKS, DEPTH, BATCH).
+// "spmm_rowgroup<float, int, 4, 2, 1, 4, 8, 2>" (T, I, VEC, G, CHUNKS, DEPTH, BATCH, MINB).
 //
 // X is dense cols x k, row-major (X[j, c] at j * k + c); Y dense rows x k, row-major.
 //
@@ -60,8 +60,12 @@ __device__ __forceinline__ void rowgroup_store(T* __restrict__ p, const T (&in)[
 // -(row + 1) for a row cut into several slices.
 // Column slabs: block (bx, by) computes columns [by slab, by slab + slab) (the last slab may
 // be narrower: kk columns); slab is a multiple of VEC, as k is.
-template <typename T, typename I, int VEC, int G, int CHUNKS, int DEPTH, int BATCH>
-__global__ void __launch_bounds__(256, 2) spmm_rowgroup(const long long n_slices, const int k,
+// MINB: blocks of 256 threads the compiler must fit on an SM (__launch_bounds__'s second
+// argument caps registers at 65536 / (256 MINB)): 2 leaves up to 128 registers a thread (16
+// warps an SM), 4 caps them at 64 (32 warps: twice the loads in flight when each lane holds
+// one BATCH of X vectors).
+template <typename T, typename I, int VEC, int G, int CHUNKS, int DEPTH, int BATCH, int MINB>
+__global__ void __launch_bounds__(256, MINB) spmm_rowgroup(const long long n_slices, const int k,
                               const int slab, const int sliced,
                               const I* __restrict__ slice_ptr, const I* __restrict__ slice_row,
                               const I* __restrict__ col, const T* __restrict__ val,
