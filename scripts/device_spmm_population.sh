@@ -2,8 +2,10 @@
 # Issue 18's measurement on the lent GPU, in parts of at most 10 minutes:
 #
 #   bash scripts/device_spmm_population.sh [SUITE] [LIMIT] [--gpu-tests]
+#   SOURCES="suite:spmm-population-held-out#weights-02 ..." bash scripts/device_spmm_population.sh
 #
-# sweeps suite:SUITE (default spmm-population-held-out) with --op spmm at k = 8, 32, 64, 128,
+# sweeps suite:SUITE (default spmm-population-held-out; SOURCES, when set, names the sweep's
+# sources instead, e.g. single entries) with --op spmm at k = 8, 32, 64, 128,
 # 256, 512, X row- and column-major, over cuSPARSE at INT32 (torch, CuPy) and our kernels
 # (auto; rowgroup and rowwarp, which auto chooses between on row-major X; on column-major X
 # auto is spmm-cuda-transposed), in process (one GPU, no Dask), stopped by
@@ -25,7 +27,7 @@ export PYTHONPATH=src PYTHONUNBUFFERED=1
 python3 -m pip install -q --no-index --no-deps .device-wheels/*.whl 2>&1 | tail -1
 {
     date -u +"date_utc %Y-%m-%dT%H:%M:%SZ"
-    echo "commit ${SPARSESCOPE_GIT_COMMIT:-unknown} suite $SUITE limit $LIMIT"
+    echo "commit ${SPARSESCOPE_GIT_COMMIT:-unknown} sources ${SOURCES:-suite:$SUITE} limit $LIMIT"
     nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv
     python3 -c 'import sys, torch, cupy, numpy, scipy; print("python", sys.version.split()[0], "torch", torch.__version__, "cupy", cupy.__version__, "numpy", numpy.__version__, "scipy", scipy.__version__)'
 } > "$OUT/env.txt" 2>&1
@@ -35,7 +37,8 @@ if [ "$TESTS" = "--gpu-tests" ]; then
         -p no:cacheprovider > "$OUT/pytest_gpu.log" 2>&1
     tail -3 "$OUT/pytest_gpu.log"
 fi
-CMD=(python3 -m sparsescope sweep "suite:$SUITE" --op spmm
+read -r -a SRC <<< "${SOURCES:-suite:$SUITE}"
+CMD=(python3 -m sparsescope sweep "${SRC[@]}" --op spmm
      --k 8 --k 32 --k 64 --k 128 --k 256 --k 512 --layout row --layout col
      --backend spmm-torch-i32 --backend spmm-cupy-i32
      --backend spmm-cuda-auto --backend spmm-cuda-rowgroup --backend spmm-cuda-rowwarp

@@ -266,3 +266,14 @@ def test_dlmc_errors(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(UsageError, match="no .smtx file"):
         expand_sources([f"dlmc:{tmp_path / 'empty'}"])
+
+
+def test_a_suite_entry_can_be_named_alone():
+    (one,) = expand_sources(["suite:spmm-population-held-out#weights-02"])
+    assert (one.name, one.kind) == ("weights-02", "suite")
+    assert one.ref == "suite:spmm-population-held-out@1.0#weights-02"
+    two = expand_sources(["suite:awkward#banded-1001", "suite:awkward@1#banded-1001",
+                          "suite:awkward#rmat-257"])
+    assert [s.name for s in two] == ["banded-1001", "rmat-257"]   # the same ref once
+    with pytest.raises(UsageError, match="suite awkward has no entry 'nope'"):
+        expand_sources(["suite:awkward#nope"])

@@ -12,7 +12,8 @@ A SOURCE is
   ``rn50__magnitude_pruning__0.8__bottleneck_2_block_group3_5_1``), so names are unique;
 * a glob, a single matrix file, a SuiteSparse ``Group/Name.tar.gz`` archive (its
   ``Name/Name.mtx`` read through a temporary file, streamed out of the archive);
-* ``suite:NAME[@SCALE]`` (a generated suite, each entry one source);
+* ``suite:NAME[@SCALE][#ENTRY]`` (a generated suite, each entry one source; ``#ENTRY``: that
+  entry alone);
 * ``suitesparse:FILTERS`` (a selection of the SuiteSparse collection from its published index,
   e.g. ``suitesparse:group=Williams,nnz=..5e7,real=1,limit=50``; see
   :mod:`sparsescope.sweep.suitesparse_index`) or ``suitesparse:Group/Name``: each matrix one
@@ -83,14 +84,20 @@ def _file_source(path: Path) -> MatrixSource:
 def _suite_sources(spec: str) -> list[MatrixSource]:
     from sparsescope.matrices.suites import suite_entries
 
-    name, _, scale_text = spec[len(SUITE_PREFIX):].partition("@")
+    body, _, only = spec[len(SUITE_PREFIX):].partition("#")
+    name, _, scale_text = body.partition("@")
     try:
         scale = float(scale_text) if scale_text else 1.0
     except ValueError:
         raise UsageError(f"{spec}: the scale after @ must be a number, got {scale_text!r}"
                          ) from None
+    entries = suite_entries(name, scale=scale)
+    if only:
+        entries = [e for e in entries if e.name == only]
+        if not entries:
+            raise UsageError(f"{spec}: suite {name} has no entry {only!r}")
     return [MatrixSource(ref=f"{SUITE_PREFIX}{name}@{scale}#{e.name}", name=e.name, kind="suite")
-            for e in suite_entries(name, scale=scale)]
+            for e in entries]
 
 
 def _suitesparse_sources(spec: str) -> list[MatrixSource]:
