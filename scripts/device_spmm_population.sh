@@ -3,6 +3,7 @@
 #
 #   bash scripts/device_spmm_population.sh [SUITE] [LIMIT] [--gpu-tests]
 #   SOURCES="suite:spmm-population-held-out#weights-02 ..." bash scripts/device_spmm_population.sh
+#   (KS="8 128" and BACKENDS="spmm-torch-i32 ..." override the k values and backends)
 #
 # sweeps suite:SUITE (default spmm-population-held-out; SOURCES, when set, names the sweep's
 # sources instead, e.g. single entries) with --op spmm at k = 8, 32, 64, 128,
@@ -38,10 +39,11 @@ if [ "$TESTS" = "--gpu-tests" ]; then
     tail -3 "$OUT/pytest_gpu.log"
 fi
 read -r -a SRC <<< "${SOURCES:-suite:$SUITE}"
-CMD=(python3 -m sparsescope sweep "${SRC[@]}" --op spmm
-     --k 8 --k 32 --k 64 --k 128 --k 256 --k 512 --layout row --layout col
-     --backend spmm-torch-i32 --backend spmm-cupy-i32
-     --backend spmm-cuda-auto --backend spmm-cuda-rowgroup --backend spmm-cuda-rowwarp
+KARGS=(); for k in ${KS:-8 32 64 128 256 512}; do KARGS+=(--k "$k"); done
+BARGS=(); for b in ${BACKENDS:-spmm-torch-i32 spmm-cupy-i32 spmm-cuda-auto spmm-cuda-rowgroup \
+                               spmm-cuda-rowwarp}; do BARGS+=(--backend "$b"); done
+CMD=(python3 -m sparsescope sweep "${SRC[@]}" --op spmm "${KARGS[@]}" --layout row --layout col
+     "${BARGS[@]}"
      --warmups 3 --repeats 15 --time-limit "$LIMIT" --store "$STATE/store.sqlite"
      --out "$WORK/sweep" --json)
 echo "${CMD[*]}" > "$OUT/command.txt"

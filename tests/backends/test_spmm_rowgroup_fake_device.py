@@ -159,6 +159,9 @@ def test_auto_runs_the_chosen_kernel_and_says_why(fake_device):
         case = _run(short, "spmm-cuda-auto", 8, layout)
         assert case.outcome == "ok", case.reason
         assert case.notes["selected"] == chosen and case.notes["selection_reason"]
+        if layout == "col":   # the row-major rules' pick runs between the transposes
+            assert "row-major kernel spmm-cuda-rowgroup" in case.notes["selection_reason"]
+            assert case.notes["row_major_kernel"] == "spmm-cuda-rowgroup"
         assert case.notes["selection_rule"] and case.notes["row_max"]
         assert fake_device[0][0] == kernel
     rng = np.random.default_rng(2)  # 64 rows of 40: few long-ish rows -> rowwarp (rule 3)
@@ -183,5 +186,16 @@ def test_transposed_backend_runs_both_transposes_around_rowgroup(fake_device, k,
     assert kernels[:3] == ["transpose_tile", "spmm_rowgroup", "transpose_tile"]
     assert case.notes["transposes"].startswith("X col->row")
     assert int(case.notes["split_rows"]) > 0   # the 40-entry row cut at 32: atomics too
+    from sparsescope.backends.spmm_cuda import SpmmCudaRowWarp
+
+    if k <= 256:   # rowwarp (its emulation: uncut rows only) between the transposes
+        fake_device.clear()
+        short = _matrix(70, 45, seed=k)
+        inner = _run(short, SpmmCudaTransposed(inner=SpmmCudaRowWarp(min_slice=4096)), k,
+                     "col", dtype)
+        assert inner.outcome == "ok", inner.reason
+        assert inner.notes["row_major_kernel"] == "spmm-cuda-rowwarp"
+        assert [launch[0] for launch in fake_device][:3] == [
+            "transpose_tile", "spmm_rowwarp", "transpose_tile"]
     skipped = _run(m, SpmmCudaTransposed(), k, "row", dtype)
     assert skipped.outcome == "skipped" and "column-major" in skipped.reason

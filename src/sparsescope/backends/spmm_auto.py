@@ -9,7 +9,7 @@ The rules, first match wins (``G`` is the rowgroup kernel's lanes per row slice 
 lengths; the thresholds are widths of the machine and the kernels, none fitted to a matrix):
 
 1. layout ``col`` -> ``spmm-cuda-transposed``: X transposed to row-major on the device, the
-   rowgroup kernel, Y transposed back (all timed). Column-major gathers take a sector per
+   kernel these rules pick for row-major X, Y transposed back (all timed). Column-major gathers take a sector per
    value; on the H200 every column-major kernel (cuSPARSE's, ``spmm-cuda-colmajor``) ran
    5-10x slower than rowgroup on row-major X, far more than two transposes cost.
 2. no nonzeros -> ``spmm-cuda-rowgroup``: it only stores zero rows, with the fewest warps.
@@ -158,9 +158,17 @@ class SpmmCudaAuto(OpBackend):
                                   csr.shape[0], mean, longest, sm_count)
 
     def prepare(self, case: OpCase, value_dtype: str, index_bytes: int) -> PreparedSpmmAuto:
+        from dataclasses import replace
+
         sm_count = device_sm_count()
         chosen, reason = self.choose(case, value_dtype, sm_count)
-        backend = CHOICES[chosen]()
+        if chosen == TRANSPOSED:   # the transposes around the row-major rules' own pick
+            row_case = replace(case, params=replace(case.params, layout="row"))
+            inner, why = self.choose(row_case, value_dtype, sm_count)
+            backend = SpmmCudaTransposed(inner=CHOICES[inner]())
+            reason = f"{reason}; row-major kernel {inner}: {why}"
+        else:
+            backend = CHOICES[chosen]()
         mean, longest = row_lengths(case.matrix.indptr)
         stats = {"row_mean": f"{mean:.2f}", "row_max": str(longest)}
         return PreparedSpmmAuto(chosen, reason, backend,

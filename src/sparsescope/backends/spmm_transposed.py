@@ -8,7 +8,8 @@ the same matrix and k. So this backend transposes instead, on the device and ins
 call::
 
     X_row = transpose(X_col)          (kernels/transpose.cu: 32 x 32 tiles through shared memory)
-    Y_row = rowgroup(A, X_row)        (backends/spmm_rowgroup.py, its own rules)
+    Y_row = inner(A, X_row)           (a row-major kernel: rowgroup by default; spmm-cuda-auto
+                                       passes the one its rules pick for row-major X)
     Y_col = transpose(Y_row)
 
 The two transposes move ``2 x (cols + rows) x k`` values more than the product itself, which
@@ -27,7 +28,7 @@ import numpy as np
 
 from sparsescope.backends import _gpu
 from sparsescope.backends.base import Capability, OpBackend
-from sparsescope.backends.spmm_rowgroup import PreparedRowGroup, SpmmCudaRowGroup
+from sparsescope.backends.spmm_rowgroup import SpmmCudaRowGroup
 from sparsescope.model.traffic import Traffic
 from sparsescope.ops.base import OpCase
 from sparsescope.timing.types import Measurement, TimingConfig
@@ -54,7 +55,8 @@ def transposed_traffic(base: Traffic, rows: int, cols: int, k: int, value_bytes:
 
 @dataclass
 class PreparedTransposed:
-    inner: PreparedRowGroup
+    inner: Any
+    """The row-major kernel's prepared case (rows, k, x and y on the device)."""
     x_col: Any
     """X as the caller holds it: column-major, i.e. k x cols row-major."""
     y_col: Any
@@ -70,8 +72,10 @@ class SpmmCudaTransposed(OpBackend):
         description="own SpMM for column-major X and Y: device transposes around the "
                     "row-major rowgroup kernel, inside the timed call (NVRTC)")
 
-    def __init__(self, **rowgroup_options) -> None:
-        self.rowgroup = SpmmCudaRowGroup(**rowgroup_options)
+    def __init__(self, inner: OpBackend | None = None, **rowgroup_options) -> None:
+        self.rowgroup = inner if inner is not None else SpmmCudaRowGroup(**rowgroup_options)
+        """The row-major kernel between the transposes (its ``prepare`` gives ``rows``, ``k``,
+        ``x`` and ``y`` on the device and ``_launch`` runs it)."""
 
     def availability(self) -> tuple[bool, str]:
         return _gpu.cupy_cuda_status()
@@ -135,4 +139,5 @@ class SpmmCudaTransposed(OpBackend):
 
     def notes(self, prepared: PreparedTransposed) -> dict[str, str]:
         return {**self.rowgroup.notes(prepared.inner), "transpose_kernel": prepared.kernel,
+                "row_major_kernel": self.rowgroup.name,
                 "transposes": "X col->row before, Y row->col after, both timed"}
