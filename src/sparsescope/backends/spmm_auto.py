@@ -9,9 +9,10 @@ The rules, first match wins (``G`` is the rowgroup kernel's lanes per row slice 
 lengths; the thresholds are widths of the machine and the kernels, none fitted to a matrix):
 
 1. layout ``col`` -> ``spmm-cuda-transposed``: X transposed to row-major on the device, the
-   kernel these rules pick for row-major X, Y transposed back (all timed). Column-major gathers take a sector per
-   value; on the H200 every column-major kernel (cuSPARSE's, ``spmm-cuda-colmajor``) ran
-   5-10x slower than rowgroup on row-major X, far more than two transposes cost.
+   kernel these rules pick for row-major X, Y transposed back (all timed). Column-major
+   gathers take a sector per value; on the H200 every column-major kernel (cuSPARSE's,
+   ``spmm-cuda-colmajor``) ran 5-10x slower than rowgroup on row-major X, far more than two
+   transposes cost.
 2. no nonzeros -> ``spmm-cuda-rowgroup``: it only stores zero rows, with the fewest warps.
 3. ``mean >= 32`` and rowgroup would launch fewer than ``sm_count x TARGET_WARPS_PER_SM``
    warps (few long-ish rows: the DLMC layers) -> ``spmm-cuda-rowwarp``: it puts a warp on
@@ -22,16 +23,17 @@ lengths; the thresholds are widths of the machine and the kernels, none fitted t
    each nonzero's gather already spans half a warp or more, and one pass over A per
    warp-wide slab (128 floats) replaces rowwarp's pass per 32-column slab (what issue 18
    measured losing at k = 256).
-5. ``max >= MIN_SLICE_NNZ`` (a row long enough that rowwarp cuts it) -> ``spmm-cuda-rowwarp``:
-   a group of G < 16 lanes walks a long slice one nonzero at a time, rowwarp 32 / GROUP.
-6. ``mean < 32`` -> ``spmm-cuda-rowgroup``: rowwarp would leave most of a warp's nonzero slots
-   empty on every row; rowgroup packs 32 / G rows into a warp.
-7. otherwise -> ``spmm-cuda-rowwarp`` (its existing defaults).
+5. ``mean < 32`` -> ``spmm-cuda-rowgroup``: rowwarp would leave most of a warp's nonzero slots
+   empty on every row; rowgroup packs 32 / G rows into a warp (and cuts long rows into slices
+   itself, so a power-law row no longer sends the matrix to rowwarp).
+6. otherwise -> ``spmm-cuda-rowwarp`` (its existing defaults).
 
-These rules are a starting point written from the kernels' layouts, not from timings: each is
-to be re-checked by measurement (issue 18's population, held-out third) and replaced by the
-time model's prediction once that lands. Rowwarp is never chosen where it would refuse the
-case (``k`` needing more than its ``MAX_CHUNKS`` loads a lane).
+These rules were written from the kernels' layouts; measurement has corrected them once
+(``v3``): v2's rule "a row of >= 1,024 nonzeros -> rowwarp" ran 2.2-2.3x slower than rowgroup
+on the tuning part's power-law graphs graph-12 and graph-15 (mean degree 4, 1-2 M rows) at
+k = 8 and 32 on an H100 (results/h100/spmm-tuning), and was dropped. They are to be replaced
+by the time model's prediction once SpMM is modelled. Rowwarp is never chosen where it would
+refuse the case (``k`` needing more than its ``MAX_CHUNKS`` loads a lane).
 """
 
 from __future__ import annotations
@@ -46,7 +48,6 @@ from sparsescope.backends.base import Capability, OpBackend
 from sparsescope.backends.spmm_colmajor import SpmmCudaColMajor
 from sparsescope.backends.spmm_cuda import (
     MAX_CHUNKS,
-    MIN_SLICE_NNZ,
     TARGET_WARPS_PER_SM,
     SpmmCudaRowWarp,
     choose_slab,
@@ -75,7 +76,7 @@ WARP_SLOTS = 32
 """A warp's lanes: the row length below which rowwarp leaves nonzero slots idle."""
 WIDE_GROUP = 16
 """G at or above which a rowgroup group is half a warp or more."""
-RULE = "spmm-auto-rules-v2"
+RULE = "spmm-auto-rules-v3"
 
 
 def rowwarp_supports(k: int, value_dtype: str) -> bool:
@@ -94,12 +95,12 @@ def row_lengths(indptr: np.ndarray) -> tuple[float, int]:
 
 def choose_spmm_kernel(k: int, layout: str, value_dtype: str, nnz: int, rows: int,
                        mean_row: float, max_row: int, sm_count: int) -> tuple[str, str]:
-    """(backend name, one-line reason) by the module's rules 1-7 (first match wins).
+    """(backend name, one-line reason) by the module's rules 1-6 (first match wins).
 
     Hand-worked: a DLMC layer, 512 rows, mean 300, k = 8, 132 SMs: rowgroup G = 2 gives
     32 warps < 1,056 -> rowwarp (rule 3). A web graph, 326,000 rows, mean 4.6, max 10,000,
-    k = 256 -> rowgroup (rule 4, G = 32); the same at k = 8 -> rowwarp (rule 5, max >= 1,024);
-    a FEM matrix, 100,000 rows, mean 20, max 40, k = 8 -> rowgroup (rule 6).
+    k = 256 -> rowgroup (rule 4, G = 32); the same at k = 8 -> rowgroup (rule 5, mean < 32);
+    a FEM matrix, 100,000 rows, mean 20, max 40, k = 8 -> rowgroup (rule 5).
     To be re-checked by measurement (see the module docstring).
     """
     if layout == "col":
@@ -119,10 +120,6 @@ def choose_spmm_kernel(k: int, layout: str, value_dtype: str, nnz: int, rows: in
     if group >= WIDE_GROUP:
         return ROWGROUP, (f"k = {k}: {group} lanes per row slice (>= {WIDE_GROUP}), one pass "
                           f"over A per warp-wide slab instead of one per 32-column slab")
-    if rowwarp_ok and max_row >= MIN_SLICE_NNZ:
-        return ROWWARP, (f"longest row {max_row} >= {MIN_SLICE_NNZ} nonzeros and only {group} "
-                         f"lanes per rowgroup slice: rowwarp gathers {per_warp} of its "
-                         f"nonzeros at once")
     if mean_row < WARP_SLOTS:
         return ROWGROUP, (f"rows average {mean_row:.1f} < {WARP_SLOTS} nonzeros: {per_warp} "
                           f"rows a warp instead of one")
