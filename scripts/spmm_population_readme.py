@@ -50,7 +50,8 @@ def readme(dest: Path, title: str, note: str, targets: bool) -> str:
              "median / auto's median (CUDA events, L2 flushed when the working set fits, every "
              "output checked against float64 first).", "",
              "## Our auto kernel against the best cuSPARSE configuration", "",
-             "| k | layout | triples | geomean | min | below 0.95x |", "|---|---|---:|---:|---:|---:|"]
+             "| k | layout | triples | geomean | min | below 0.95x |",
+             "|---|---|---:|---:|---:|---:|"]
     for t in s["table"]:
         lines.append(f"| {t['k']} | {t['layout']} | {t['cases']} | {t['geomean']:.3f} | "
                      f"{t['min']:.3f} | {t['below_0_95']} |")
@@ -66,7 +67,8 @@ def readme(dest: Path, title: str, note: str, targets: bool) -> str:
     lines += ["", "Kernels auto ran: " + ", ".join(f"{k} {v}" for k, v in sorted(chosen.items()))
               + ".", "", "## Below 0.95x", "",
               "| matrix | k | layout | speedup | auto ran | auto (ms) | library | library (ms) |"
-              " fastest own fixed kernel | its ms |", "|---|---:|---|---:|---|---:|---|---:|---|---:|"]
+              " fastest own fixed kernel | its ms |",
+              "|---|---:|---|---:|---|---:|---|---:|---|---:|"]
     for r in sorted(s["rows"], key=lambda r: r["speedup"]):
         if r["speedup"] >= 0.95:
             break
