@@ -14,7 +14,8 @@ from sparsescope.backends._gpu import kernel_source
 ROWGROUP = ("float, int, 4, 2, 1, 4, 8, 2", "float, int, 4, 16, 1, 2, 8, 2",
             "float, int, 4, 32, 3, 1, 2, 2", "double, long long, 2, 32, 8, 1, 1, 2",
             "float, int, 1, 4, 1, 4, 8, 2", "float, int, 1, 1, 1, 4, 4, 2",
-            "double, int, 1, 32, 16, 1, 1, 2", "float, int, 4, 32, 1, 1, 8, 4")
+            "double, int, 1, 32, 16, 1, 1, 2",
+            "float, int, 4, 32, 1, 1, 4, 4")  # MINB 4: 64 registers, BATCH 4 fits them
 COLMAJOR = ("float, int, 8, 2", "double, long long, 4, 4", "float, int, 1, 8")
 
 
@@ -54,6 +55,8 @@ def test_rowgroup_sass(sass, args):
     analysis = sass[f"void spmm_rowgroup<{args}>"]
     res = analysis.resources
     assert res.registers <= 128 and not res.local_bytes and not res.spill_store_bytes
+    minb = int(args.split(",")[-1])   # __launch_bounds__(256, MINB): the register cap
+    assert res.registers <= 65536 // (256 * minb)
     t, _, vec, group = (p.strip() for p in args.split(",")[:4])
     width = (4 if t == "float" else 8) * int(vec)
     accesses = _accesses(analysis)
@@ -81,7 +84,7 @@ def test_rowgroup_batches_its_gathers(sass, args):
     instructions = sass[f"void spmm_rowgroup<{args}>"].instructions
     first_ffma = next(n for n, i in enumerate(instructions) if i.opcode == "FFMA")
     early = [i for i in instructions[:first_ffma] if i.opcode == "LDG"]
-    _, _, _, _, chunks, _, batch = (int(p) if p.strip().isdigit() else p
-                                    for p in args.split(","))
+    _, _, _, _, chunks, _, batch, _ = (int(p) if p.strip().isdigit() else p
+                                       for p in args.split(","))
     assert sum(i.access_bytes == 16 for i in early) >= batch * chunks
     assert sum(i.access_bytes == 4 for i in early) >= 2
