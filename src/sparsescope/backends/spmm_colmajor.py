@@ -24,11 +24,17 @@ from typing import Any
 import numpy as np
 
 from sparsescope.backends import _gpu
-from sparsescope.backends.base import Capability, OpBackend
-from sparsescope.backends.spmm_cuda import SLICE_UNIT, SlicePlan, slice_plan, warps_per_block
+from sparsescope.backends.base import Capability
+from sparsescope.backends.spmm_cuda import (
+    SLICE_UNIT,
+    OwnSpmmKernel,
+    SlicePlan,
+    slice_plan,
+    warps_per_block,
+    zero_fill_async,
+)
 from sparsescope.backends.spmm_rowgroup import device_sm_count
 from sparsescope.ops.base import OpCase
-from sparsescope.timing.types import Measurement, TimingConfig
 
 SOURCE = "spmm_colmajor.cu"
 MAX_TILE_COLS = 8
@@ -143,7 +149,7 @@ class PreparedColMajor:
     working_set_bytes: int
 
 
-class SpmmCudaColMajor(OpBackend):
+class SpmmCudaColMajor(OwnSpmmKernel):
     name = "spmm-cuda-colmajor"
     capability = Capability(
         ops=("spmm",), value_dtypes=("float32", "float64"), index_bytes=(4, 8), device="gpu",
@@ -153,9 +159,6 @@ class SpmmCudaColMajor(OpBackend):
     def __init__(self, *, warps: int | None = None, min_slice: int | None = None) -> None:
         self.warps = warps
         self.min_slice = min_slice
-
-    def availability(self) -> tuple[bool, str]:
-        return _gpu.cupy_cuda_status()
 
     def unsupported_params(self, case: OpCase) -> str:
         if case.params.layout != "col":
@@ -188,12 +191,9 @@ class SpmmCudaColMajor(OpBackend):
             working_set_bytes=case.traffic.compulsory_bytes)
 
     def _launch(self, p: PreparedColMajor) -> None:
-        import cupy
-
         h = p.host
         if h.plan.split_rows:
-            stream = cupy.cuda.get_current_stream()
-            cupy.cuda.runtime.memsetAsync(p.y.data.ptr, 0, p.y.nbytes, stream.ptr)
+            zero_fill_async(p.y)
         if p.rows == 0:
             return
         kernel = _gpu.raw_module(SOURCE, (h.kernel,)).get_function(h.kernel)
@@ -202,22 +202,9 @@ class SpmmCudaColMajor(OpBackend):
                 np.int32(h.plan.split_rows > 0),
                 p.slice_ptr, p.slice_row, p.indices, p.data, p.x, p.y))
 
-    def poison_output(self, prepared: PreparedColMajor) -> bool:
-        prepared.y.fill(np.nan)
-        return True
-
     def run(self, prepared: PreparedColMajor) -> np.ndarray:
         self._launch(prepared)
         return np.ascontiguousarray(prepared.y.get().T)  # rows x k (Y was k x rows)
-
-    def time(self, prepared: PreparedColMajor, config: TimingConfig) -> Measurement:
-        from sparsescope.timing.cuda import time_cuda
-
-        return time_cuda(lambda: self._launch(prepared), config, library="cupy",
-                         working_set_bytes=prepared.working_set_bytes)
-
-    def library_versions(self) -> dict[str, str]:
-        return _gpu.cupy_kernel_versions()
 
     def notes(self, prepared: PreparedColMajor) -> dict[str, str]:
         return dict(prepared.host.notes)

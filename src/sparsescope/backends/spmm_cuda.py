@@ -197,6 +197,43 @@ def kernel_name(value_dtype: str, index_bytes: int, shape: tuple[int, int, int],
             f"{_gpu.CUDA_INDEX_TYPES[index_bytes]}, {vec}, {group}, {chunks}, {depth}, {batch}>")
 
 
+class OwnSpmmKernel(OpBackend):
+    """What every own SpMM kernel backend shares: CuPy must see a GPU, Y is poisoned with NaN,
+    the call is ``_launch`` (the subclass's), timed by CUDA events over the prepared working
+    set, and a zero fill for cut rows. A prepared case has ``y`` and ``working_set_bytes``."""
+
+    def availability(self) -> tuple[bool, str]:
+        return _gpu.cupy_cuda_status()
+
+    def _launch(self, prepared: Any) -> None:
+        raise NotImplementedError
+
+    def poison_output(self, prepared: Any) -> bool:
+        prepared.y.fill(np.nan)
+        return True
+
+    def run(self, prepared: Any) -> np.ndarray:
+        self._launch(prepared)
+        return prepared.y.get()
+
+    def time(self, prepared: Any, config: TimingConfig) -> Measurement:
+        from sparsescope.timing.cuda import time_cuda
+
+        return time_cuda(lambda: self._launch(prepared), config, library="cupy",
+                         working_set_bytes=prepared.working_set_bytes)
+
+    def library_versions(self) -> dict[str, str]:
+        return _gpu.cupy_kernel_versions()
+
+
+def zero_fill_async(y: Any) -> None:
+    """Zero Y on the current stream (rows cut into slices are summed into it atomically)."""
+    import cupy
+
+    stream = cupy.cuda.get_current_stream()
+    cupy.cuda.runtime.memsetAsync(y.data.ptr, 0, y.nbytes, stream.ptr)
+
+
 @dataclass
 class PreparedSpmmCuda:
     rows: int
@@ -219,7 +256,7 @@ class PreparedSpmmCuda:
     notes: dict[str, str]
 
 
-class SpmmCudaRowWarp(OpBackend):
+class SpmmCudaRowWarp(OwnSpmmKernel):
     name = "spmm-cuda-rowwarp"
     capability = Capability(
         ops=("spmm",), value_dtypes=("float32", "float64"), index_bytes=(4, 8), device="gpu",
@@ -236,9 +273,6 @@ class SpmmCudaRowWarp(OpBackend):
         """Floor of S override (None: :data:`MIN_SLICE_NNZ`)."""
         self.slab = slab
         """Columns per slab override (None: :func:`choose_slab`'s rule; k: no slabs)."""
-
-    def availability(self) -> tuple[bool, str]:
-        return _gpu.cupy_cuda_status()
 
     def unsupported_params(self, case: OpCase) -> str:
         if case.params.layout != "row":
@@ -294,33 +328,13 @@ class SpmmCudaRowWarp(OpBackend):
             working_set_bytes=case.traffic.compulsory_bytes, notes=notes)
 
     def _launch(self, p: PreparedSpmmCuda) -> None:
-        import cupy
-
         if p.plan.split_rows:
-            stream = cupy.cuda.get_current_stream()
-            cupy.cuda.runtime.memsetAsync(p.y.data.ptr, 0, p.y.nbytes, stream.ptr)
+            zero_fill_async(p.y)
         kernel = _gpu.raw_module(SOURCE, (p.kernel,)).get_function(p.kernel)
         kernel((p.grid, p.k // p.slab), (p.block,),
                (np.int64(p.plan.n_slices), np.int32(p.k), np.int32(p.slab),
                 np.int32(p.plan.split_rows > 0),
                 p.slice_ptr, p.slice_row, p.indices, p.data, p.x, p.y))
-
-    def poison_output(self, prepared: PreparedSpmmCuda) -> bool:
-        prepared.y.fill(np.nan)
-        return True
-
-    def run(self, prepared: PreparedSpmmCuda) -> np.ndarray:
-        self._launch(prepared)
-        return prepared.y.get()
-
-    def time(self, prepared: PreparedSpmmCuda, config: TimingConfig) -> Measurement:
-        from sparsescope.timing.cuda import time_cuda
-
-        return time_cuda(lambda: self._launch(prepared), config, library="cupy",
-                         working_set_bytes=prepared.working_set_bytes)
-
-    def library_versions(self) -> dict[str, str]:
-        return _gpu.cupy_kernel_versions()
 
     def notes(self, prepared: PreparedSpmmCuda) -> dict[str, str]:
         return dict(prepared.notes)

@@ -38,16 +38,17 @@ from typing import Any
 import numpy as np
 
 from sparsescope.backends import _gpu
-from sparsescope.backends.base import Capability, OpBackend
+from sparsescope.backends.base import Capability
 from sparsescope.backends.spmm_cuda import (
     MIN_SLICE_NNZ,
+    OwnSpmmKernel,
     SlicePlan,
     choose_slice_nnz,
     slice_plan,
     warps_per_block,
+    zero_fill_async,
 )
 from sparsescope.ops.base import OpCase
-from sparsescope.timing.types import Measurement, TimingConfig
 
 SOURCE = "spmm_rowgroup.cu"
 MAX_SLAB_COLS = 512
@@ -247,7 +248,7 @@ def device_sm_count() -> int:
     return int(cupy.cuda.runtime.deviceGetAttribute(_CUDA_ATTR_SM_COUNT, cupy.cuda.Device().id))
 
 
-class SpmmCudaRowGroup(OpBackend):
+class SpmmCudaRowGroup(OwnSpmmKernel):
     name = "spmm-cuda-rowgroup"
     capability = Capability(
         ops=("spmm",), value_dtypes=("float32", "float64"), index_bytes=(4, 8), device="gpu",
@@ -267,9 +268,6 @@ class SpmmCudaRowGroup(OpBackend):
         """Floor of S override (None: spmm_cuda.MIN_SLICE_NNZ)."""
         self.slab = slab
         """Columns per slab override (None: :func:`choose_slab_cols`'s rule)."""
-
-    def availability(self) -> tuple[bool, str]:
-        return _gpu.cupy_cuda_status()
 
     def unsupported_params(self, case: OpCase) -> str:
         if case.params.layout != "row":
@@ -309,12 +307,9 @@ class SpmmCudaRowGroup(OpBackend):
             working_set_bytes=case.traffic.compulsory_bytes)
 
     def _launch(self, p: PreparedRowGroup) -> None:
-        import cupy
-
         h = p.host
         if h.plan.split_rows:
-            stream = cupy.cuda.get_current_stream()
-            cupy.cuda.runtime.memsetAsync(p.y.data.ptr, 0, p.y.nbytes, stream.ptr)
+            zero_fill_async(p.y)
         if p.rows == 0:
             return
         kernel = _gpu.raw_module(SOURCE, (h.kernel,)).get_function(h.kernel)
@@ -322,23 +317,6 @@ class SpmmCudaRowGroup(OpBackend):
                (np.int64(h.plan.n_slices), np.int32(p.k), np.int32(h.slab),
                 np.int32(h.plan.split_rows > 0),
                 p.slice_ptr, p.slice_row, p.indices, p.data, p.x, p.y))
-
-    def poison_output(self, prepared: PreparedRowGroup) -> bool:
-        prepared.y.fill(np.nan)
-        return True
-
-    def run(self, prepared: PreparedRowGroup) -> np.ndarray:
-        self._launch(prepared)
-        return prepared.y.get()
-
-    def time(self, prepared: PreparedRowGroup, config: TimingConfig) -> Measurement:
-        from sparsescope.timing.cuda import time_cuda
-
-        return time_cuda(lambda: self._launch(prepared), config, library="cupy",
-                         working_set_bytes=prepared.working_set_bytes)
-
-    def library_versions(self) -> dict[str, str]:
-        return _gpu.cupy_kernel_versions()
 
     def notes(self, prepared: PreparedRowGroup) -> dict[str, str]:
         return dict(prepared.host.notes)

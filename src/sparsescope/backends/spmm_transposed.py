@@ -28,6 +28,7 @@ import numpy as np
 
 from sparsescope.backends import _gpu
 from sparsescope.backends.base import Capability, OpBackend
+from sparsescope.backends.spmm_cuda import OwnSpmmKernel
 from sparsescope.backends.spmm_rowgroup import SpmmCudaRowGroup
 from sparsescope.model.traffic import Traffic
 from sparsescope.ops.base import OpCase
@@ -65,7 +66,7 @@ class PreparedTransposed:
     kernel: str
 
 
-class SpmmCudaTransposed(OpBackend):
+class SpmmCudaTransposed(OwnSpmmKernel):
     name = "spmm-cuda-transposed"
     capability = Capability(
         ops=("spmm",), value_dtypes=("float32", "float64"), index_bytes=(4, 8), device="gpu",
@@ -76,9 +77,6 @@ class SpmmCudaTransposed(OpBackend):
         self.rowgroup = inner if inner is not None else SpmmCudaRowGroup(**rowgroup_options)
         """The row-major kernel between the transposes (its ``prepare`` gives ``rows``, ``k``,
         ``x`` and ``y`` on the device and ``_launch`` runs it)."""
-
-    def availability(self) -> tuple[bool, str]:
-        return _gpu.cupy_cuda_status()
 
     def unsupported_params(self, case: OpCase) -> str:
         if case.params.layout != "col":
@@ -125,9 +123,6 @@ class SpmmCudaTransposed(OpBackend):
         scratch = inner.x.nbytes + inner.y.nbytes
         return time_cuda(lambda: self._launch(prepared), config, library="cupy",
                          working_set_bytes=inner.working_set_bytes + scratch)
-
-    def library_versions(self) -> dict[str, str]:
-        return _gpu.cupy_kernel_versions()
 
     def traffic(self, case: Any, prepared: Any) -> Traffic:
         base = super().traffic(case, prepared)
