@@ -182,3 +182,34 @@ def test_cli_sweep_reports_cases_per_minute_and_overhead(tmp_path, store, capsys
     assert t["overhead_pct"] == pytest.approx(100 * (1 - t["busy_s"] / t["wall_s"]), abs=0.01)
     assert main(base) == 0  # nothing left to run: said so
     assert "no case run now" in capsys.readouterr().out
+
+
+def test_own_kernels_are_keyed_by_their_code_fingerprint():
+    from sparsescope.sweep.tasks import own_code_fingerprint, store_backend
+
+    fingerprint = own_code_fingerprint()
+    assert len(fingerprint) == 12 and int(fingerprint, 16) >= 0
+    assert store_backend("scipy-cpu") == "scipy-cpu"
+    assert store_backend("torch-cusparse-i32") == "torch-cusparse-i32"
+    assert store_backend("cuda-csr-scalar") == f"cuda-csr-scalar@{fingerprint}"
+    assert store_backend("cuda-spmv-sell[unroll=4]") == f"cuda-spmv-sell[unroll=4]@{fingerprint}"
+
+
+def test_a_resumed_sweep_runs_own_kernels_again_after_their_code_changed(tmp_path, store,
+                                                                         capsys, monkeypatch):
+    from sparsescope.sweep import tasks
+
+    folder = write_collection(tmp_path / "c", 1)
+    args = ["sweep", str(folder), "--out", str(tmp_path / "o"), "--backend", "scipy-cpu",
+            "--backend", "cuda-csr-scalar", "--warmups", "0", "--repeats", "2",
+            "--flush", "off", "--json"]
+    assert main(args) == 0
+    first = json.loads(capsys.readouterr().out)
+    assert first["ran"] == 2 and first["stored"] == 0
+    assert main(args) == 0
+    assert json.loads(capsys.readouterr().out)["stored"] == 2
+    monkeypatch.setattr(tasks, "own_code_fingerprint", lambda: "0123456789ab")
+    assert main(args) == 0   # the library's case stays stored, our kernel's runs again
+    again = json.loads(capsys.readouterr().out)
+    assert again["ran"] == 1 and again["stored"] == 1
+    assert {c["backend"] for c in again["cases"]} == {"scipy-cpu", "cuda-csr-scalar"}

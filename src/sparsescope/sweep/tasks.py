@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -47,8 +48,37 @@ def params_key(params: OpParams | Mapping[str, Any]) -> str:
 
 def task_key(task: SweepTask, matrix_hash: str) -> tuple[str, str, str, str]:
     """(matrix hash, backend, op, params): a case's key in the store, less device and
-    version (those are the same for every case of one sweep)."""
-    return (matrix_hash, task.backend, task.op, params_key(task.params))
+    version (those are the same for every case of one sweep). The backend part of one of our
+    own kernels carries their code's fingerprint (:func:`store_backend`)."""
+    return (matrix_hash, store_backend(task.backend), task.op, params_key(task.params))
+
+
+def store_backend(backend: str) -> str:
+    """The backend column of a store key: a library backend's name as it is; one of our own
+    kernels (``registry.is_own``) as ``name@FINGERPRINT`` (:func:`own_code_fingerprint`), so
+    that a sweep resumed after our kernels' code changed runs their cases again, while the
+    libraries' cases, which no change of ours can alter, stay stored."""
+    from sparsescope.registry import is_own
+
+    return f"{backend}@{own_code_fingerprint()}" if is_own(backend) else backend
+
+
+@functools.lru_cache(maxsize=1)
+def own_code_fingerprint() -> str:
+    """The first 12 hex digits of SHA-256 over every ``backends/*.py`` and
+    ``backends/kernels/*.cu`` file (names and contents, sorted): any change to our kernels or
+    their host code (conservatively, any backend module) gives a new fingerprint."""
+    import hashlib
+    from pathlib import Path
+
+    import sparsescope.backends as backends
+
+    root = Path(backends.__file__).parent
+    digest = hashlib.sha256()
+    for path in sorted([*root.glob("*.py"), *root.glob("kernels/*.cu")]):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+        digest.update(path.read_bytes() + b"\0")
+    return digest.hexdigest()[:12]
 
 
 def plan_tasks(sources: Sequence[MatrixSource], backends: Sequence[str | BackendChoice],
