@@ -67,6 +67,9 @@ def test_condition_measures_cancellation():
     assert condition(a, np.array([[1.0], [1.0]])) == 1.0
     assert condition(a, np.array([[1.0], [-0.99]])) == pytest.approx(1.99 / 0.01)
     assert condition(a, np.array([[1.0], [-1.0]])) == 1.0  # all-zero result: absolute error
+    # a reference the caller already has gives the same figure
+    x = np.array([[1.0], [-0.99]])
+    assert condition(a, x, reference_spmm(a, x)) == condition(a, x)
 
 
 def test_check_output_shape_nan_and_error():
