@@ -174,3 +174,13 @@ def cusparse_csrmv_shape(nnz: int, index_bytes: int, launches: int):
                        instructions_per_nonzero=instructions,
                        source="declared from the H200 profile of cuSPARSE's csrmv_v3 "
                               "(grid, block, registers, instructions; SASS not read)")
+
+
+def device_sm_count() -> int:
+    """SMs of the current CUDA device (``cudaDevAttrMultiProcessorCount``, through CuPy)."""
+    import cupy
+
+    return int(cupy.cuda.runtime.deviceGetAttribute(_CUDA_ATTR_SM_COUNT, cupy.cuda.Device().id))
+
+
+_CUDA_ATTR_SM_COUNT = 16  # cudaDevAttrMultiProcessorCount

@@ -30,6 +30,7 @@ from sparsescope.backends.spmm_cuda import (
     OwnSpmmKernel,
     SlicePlan,
     slice_plan,
+    upload_slices,
     warps_per_block,
     zero_fill_async,
 )
@@ -179,9 +180,7 @@ class SpmmCudaColMajor(OwnSpmmKernel):
         dtype = _gpu.VALUE_DTYPES[value_dtype]
         index_dtype = _gpu.INDEX_DTYPES[index_bytes]
         host = self.plan(case, value_dtype, index_bytes, device_sm_count())
-        slice_ptr = cupy.asarray(host.plan.slice_ptr.astype(index_dtype))
-        slice_row = (cupy.asarray(host.plan.slice_row.astype(index_dtype))
-                     if host.plan.slice_row is not None else slice_ptr)
+        slice_ptr, slice_row = upload_slices(host.plan, index_dtype)
         x_t = np.ascontiguousarray(np.asarray(case.inputs).T, dtype=dtype)  # k x cols
         return PreparedColMajor(
             rows=csr.shape[0], cols=csr.shape[1], k=k, host=host, slice_ptr=slice_ptr,

@@ -29,6 +29,7 @@ cases are skipped with that reason.
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,7 +64,6 @@ SLICE_UNIT = 32
 SLAB_COLS = 32
 """Columns per slab of :func:`choose_slab`'s rule."""
 MAX_CHUNKS = 8
-_CUDA_ATTR_SM_COUNT = 16  # cudaDevAttrMultiProcessorCount
 
 
 def launch_shape(k: int, value_dtype: str) -> tuple[int, int, int]:
@@ -205,8 +205,9 @@ class OwnSpmmKernel(OpBackend):
     def availability(self) -> tuple[bool, str]:
         return _gpu.cupy_cuda_status()
 
+    @abstractmethod
     def _launch(self, prepared: Any) -> None:
-        raise NotImplementedError
+        """One call of the kernel(s) on the prepared case (what ``run`` and ``time`` call)."""
 
     def poison_output(self, prepared: Any) -> bool:
         prepared.y.fill(np.nan)
@@ -224,6 +225,17 @@ class OwnSpmmKernel(OpBackend):
 
     def library_versions(self) -> dict[str, str]:
         return _gpu.cupy_kernel_versions()
+
+
+def upload_slices(plan: SlicePlan, index_dtype: Any) -> tuple[Any, Any]:
+    """(slice pointers, slice rows) on the device at ``index_dtype``; the slice pointers stand
+    in for the rows when no row is cut (the kernels never read them then)."""
+    import cupy
+
+    slice_ptr = cupy.asarray(plan.slice_ptr.astype(index_dtype))
+    slice_row = (cupy.asarray(plan.slice_row.astype(index_dtype))
+                 if plan.slice_row is not None else slice_ptr)
+    return slice_ptr, slice_row
 
 
 def zero_fill_async(y: Any) -> None:
@@ -294,8 +306,7 @@ class SpmmCudaRowWarp(OwnSpmmKernel):
         dtype = _gpu.VALUE_DTYPES[value_dtype]
         slab = choose_slab(k, self.slab)
         shape = launch_shape(slab, value_dtype)
-        sm_count = cupy.cuda.runtime.deviceGetAttribute(_CUDA_ATTR_SM_COUNT,
-                                                        cupy.cuda.Device().id)
+        sm_count = _gpu.device_sm_count()
         floor = MIN_SLICE_NNZ if self.min_slice is None else self.min_slice
         plan = slice_plan(csr.indptr, choose_slice_nnz(csr.nnz, sm_count, floor))
         index_dtype = _gpu.INDEX_DTYPES[index_bytes]
@@ -303,9 +314,7 @@ class SpmmCudaRowWarp(OwnSpmmKernel):
         name = kernel_name(value_dtype, index_bytes, shape, stages)
         warps = warps_per_block(plan.n_slices, sm_count, self.warps)
         grid = max(1, -(-plan.n_slices // warps))
-        slice_ptr = cupy.asarray(plan.slice_ptr.astype(index_dtype))
-        slice_row = (cupy.asarray(plan.slice_row.astype(index_dtype))
-                     if plan.slice_row is not None else slice_ptr)
+        slice_ptr, slice_row = upload_slices(plan, index_dtype)
         x = cupy.asarray(np.ascontiguousarray(case.inputs, dtype=dtype))
         notes = {"kernel": name, "vec": str(shape[0]), "lanes_per_nonzero": str(shape[1]),
                  "loads_per_lane": str(shape[2]), "prefetch_chunks": str(stages[0]),

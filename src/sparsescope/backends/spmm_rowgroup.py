@@ -45,6 +45,7 @@ from sparsescope.backends.spmm_cuda import (
     SlicePlan,
     choose_slice_nnz,
     slice_plan,
+    upload_slices,
     warps_per_block,
     zero_fill_async,
 )
@@ -65,7 +66,6 @@ MAX_DEPTH = 4
 """Most (col, val) pairs a lane loads per stage (the stage is DEPTH x G pairs, at most 32)."""
 X_LOADS_IN_FLIGHT = 8
 """BATCH x CHUNKS vector loads of X in flight per lane (as rowwarp's)."""
-_CUDA_ATTR_SM_COUNT = 16  # cudaDevAttrMultiProcessorCount
 
 
 def _pow2_at_least(n: int, cap: int = 32) -> int:
@@ -242,10 +242,7 @@ class PreparedRowGroup:
     working_set_bytes: int
 
 
-def device_sm_count() -> int:
-    import cupy
-
-    return int(cupy.cuda.runtime.deviceGetAttribute(_CUDA_ATTR_SM_COUNT, cupy.cuda.Device().id))
+device_sm_count = _gpu.device_sm_count
 
 
 class SpmmCudaRowGroup(OwnSpmmKernel):
@@ -295,9 +292,7 @@ class SpmmCudaRowGroup(OwnSpmmKernel):
         dtype = _gpu.VALUE_DTYPES[value_dtype]
         index_dtype = _gpu.INDEX_DTYPES[index_bytes]
         host = self.plan(case, value_dtype, index_bytes, device_sm_count())
-        slice_ptr = cupy.asarray(host.plan.slice_ptr.astype(index_dtype))
-        slice_row = (cupy.asarray(host.plan.slice_row.astype(index_dtype))
-                     if host.plan.slice_row is not None else slice_ptr)
+        slice_ptr, slice_row = upload_slices(host.plan, index_dtype)
         return PreparedRowGroup(
             rows=csr.shape[0], k=k, host=host, slice_ptr=slice_ptr, slice_row=slice_row,
             indices=cupy.asarray(csr.indices.astype(index_dtype)),

@@ -77,9 +77,7 @@ def resident_blocks(name: str, block: int) -> int:
 
 
 def sm_count() -> int:
-    import cupy
-
-    return int(cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)["multiProcessorCount"])
+    return _gpu.device_sm_count()
 
 
 @dataclass

@@ -57,18 +57,30 @@ def row_iterations(lengths: np.ndarray, threads: int, step: int,
                    remainder_step: int = 0) -> np.ndarray:
     """Iterations a row of each length takes with ``threads`` threads loading ``step``
     nonzeros each per iteration, the last ``L mod (threads x step)`` taken ``remainder_step``
-    at a time (0: by a whole step)::
+    at a time (0: by a whole step): the sum of :func:`split_iterations`'s two loops::
 
         floor(L / (threads step)) + ceil((L mod (threads step)) / (threads remainder_step))
 
     Hand check: L = 37, 1 thread, step 16, remainder 1 -> 2 + 5 = 7; remainder 0 -> 3.
     """
+    main, rem = split_iterations(lengths, threads, step, remainder_step)
+    return main + rem
+
+
+def split_iterations(lengths: np.ndarray, threads: int, step: int,
+                     remainder_step: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """(main, remainder) loop iterations of rows of each length, ``threads`` lanes a row,
+    ``step`` nonzeros a lane per main iteration, the tail ``remainder_step`` at a time::
+
+        main = floor(L / (threads step)),  rem = ceil((L mod (threads step)) / (threads rs))
+
+    (``main = ceil(L / (threads step))``, ``rem = 0`` without a remainder loop: rs = 0 or
+    rs >= step). Hand check: L = 37, 1 thread, step 16, rs 1 -> (2, 5); rs 0 -> (3, 0)."""
     lengths = np.asarray(lengths, dtype=np.int64)
     chunk = threads * step
     if not remainder_step or remainder_step >= step:
-        return -(-lengths // chunk)
-    tail = lengths % chunk
-    return lengths // chunk + -(-tail // (threads * remainder_step))
+        return -(-lengths // chunk), np.zeros_like(lengths)
+    return lengths // chunk, -(-(lengths % chunk) // (threads * remainder_step))
 
 
 def _cut(lengths: np.ndarray, piece: int) -> np.ndarray:

@@ -38,25 +38,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sparsescope.model.iterations import _group_max, kernel_row_lengths
+from sparsescope.model.iterations import (
+    _group_max,
+    kernel_row_lengths,
+    split_iterations,
+)
 from sparsescope.model.kernel_shape import KernelShape
 from sparsescope.model.prediction import PredictionTerm
-
-
-def split_iterations(lengths: np.ndarray, threads: int, step: int,
-                     remainder_step: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """(main, remainder) loop iterations of rows of each length, ``threads`` lanes a row,
-    ``step`` nonzeros a lane per main iteration, the tail ``remainder_step`` at a time::
-
-        main = floor(L / (threads step)),  rem = ceil((L mod (threads step)) / (threads rs))
-
-    (``main = ceil(L / (threads step))``, ``rem = 0`` without a remainder loop: rs = 0 or
-    rs >= step). Hand check: L = 37, 1 thread, step 16, rs 1 -> (2, 5); rs 0 -> (3, 0)."""
-    lengths = np.asarray(lengths, dtype=np.int64)
-    chunk = threads * step
-    if not remainder_step or remainder_step >= step:
-        return -(-lengths // chunk), np.zeros_like(lengths)
-    return lengths // chunk, -(-(lengths % chunk) // (threads * remainder_step))
 
 
 def warp_iterations(indptr: np.ndarray, shape: KernelShape) -> tuple[np.ndarray, np.ndarray]:

@@ -75,10 +75,10 @@ def reference_spmm(csr: sp.csr_matrix, x: np.ndarray, threads: int | None = None
 
 
 def _host_threads() -> int:
-    import os
+    """The CPUs this process may run on, at most 16."""
+    from sparsescope.hardware.cpuinfo import logical_cores
 
-    return max(1, min(16, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
-                      else os.cpu_count() or 1))
+    return max(1, min(16, logical_cores()))
 
 
 def _row_bands(indptr: np.ndarray, threads: int) -> list[tuple[int, int]]:
