@@ -71,7 +71,8 @@ BACKENDS: dict[tuple[str, str], Any] = {
     ("spmv", "cupy-cusparse-i32"): _B + "cupy_cusparse:CupyCusparseI32",
     ("spmv", "cuda-csr-scalar"): _B + "cuda_kernels:CudaCsrScalar",
     ("spmv", "cuda-csr-vector"): _B + "cuda_kernels:CudaCsrVector",
-    # Our own SpMV kernels, chosen among by matrix statistics in cuda-spmv-auto.
+    # Our own SpMV kernels, chosen among by predicted time in cuda-spmv-auto (by the rules of
+    # matrix statistics in cuda-spmv-auto-rules).
     ("spmv", "cuda-spmv-adaptive"): _B + "spmv_adaptive:CudaSpmvAdaptive",
     ("spmv", "cuda-spmv-merge"): _B + "spmv_merge:CudaSpmvMerge",
     ("spmv", "cuda-spmv-sell"): _B + "spmv_sell:CudaSpmvSell",
@@ -79,6 +80,7 @@ BACKENDS: dict[tuple[str, str], Any] = {
     ("spmv", "cuda-spmv-blocked16"): _B + "spmv_sell:CudaSpmvBlocked16",
     ("spmv", "cuda-spmv-delta16-tiles"): _B + "spmv_compressed:CudaSpmvTileDelta16",
     ("spmv", "cuda-spmv-auto"): _B + "spmv_auto:CudaSpmvAuto",
+    ("spmv", "cuda-spmv-auto-rules"): _B + "spmv_auto:CudaSpmvAutoRules",
     ("spmm", "spmm-scipy-cpu"): _B + "spmm_scipy:SpmmScipyCpu",
     ("spmm", "spmm-torch-i64"): _B + "spmm_torch:SpmmTorchI64",
     ("spmm", "spmm-torch-i32"): _B + "spmm_torch:SpmmTorchI32",

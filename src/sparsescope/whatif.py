@@ -206,11 +206,13 @@ def _refusal(backend, name: str, csr, value_dtype: str, index_bytes: int) -> str
     return f"{name}: {refused}" if refused else ""
 
 
-def predict_case(matrix_name: str, csr, backend_name: str, gpu: GpuRates, *,
+def predict_case(matrix_name: str, csr, backend_name: str | Any, gpu: GpuRates, *,
                  value_dtype: str = "float32", refine: Callable | None = None,
-                 no_refine_reason: str = "") -> WhatIfCase:
-    """Plan ``backend_name``'s call on ``csr`` (canonical float64 CSR) on the host and predict
-    its time on ``gpu``; never raises for a case the model cannot take (its reason instead)."""
+                 no_refine_reason: str = "", label: str = "") -> WhatIfCase:
+    """Plan the call of ``backend_name`` (a registered name, or a backend instance with its
+    own parameters, recorded as ``label``) on ``csr`` (canonical float64 CSR) on the host and
+    predict its time on ``gpu``; never raises for a case the model cannot take (its reason
+    instead)."""
     from sparsescope.backends.registry import get_backend
     from sparsescope.model.predict import predict_spmv
     from sparsescope.timing.host import should_flush
@@ -219,13 +221,19 @@ def predict_case(matrix_name: str, csr, backend_name: str, gpu: GpuRates, *,
     if value_dtype not in VALUE_DTYPES:
         raise UsageError(f"value dtype must be one of {', '.join(VALUE_DTYPES)}, got "
                          f"{value_dtype!r}")
-    base = {"matrix": matrix_name, "backend": backend_name, "gpu": gpu.spec.name,
+    if isinstance(backend_name, str):
+        backend = get_backend(backend_name)
+    else:
+        backend, backend_name = backend_name, label or backend_name.name
+    base = {"matrix": matrix_name, "backend": backend_name, "gpu": gpu.rates.name,
             "value_dtype": value_dtype}
-    backend = get_backend(backend_name)
     base["index_bytes"] = index_bytes = int(backend.capability.index_bytes[0])
     refused = _refusal(backend, backend_name, csr, value_dtype, index_bytes)
     if refused:
         return WhatIfCase(**base, not_modelled=refused)
+    from sparsescope.backends.runner import ModelDevice
+
+    backend.use_model(ModelDevice(rates=gpu.rates, refine=refine))  # a chooser predicts on gpu
     start = time.perf_counter()
     try:
         traffic, shape = backend.host_plan(csr, value_dtype, index_bytes, gpu.rates.sm_count)

@@ -11,7 +11,7 @@ import pytest
 from sparsescope import registry
 from sparsescope.backends import run_case
 from sparsescope.backends.spmv_adaptive import CudaSpmvAdaptive
-from sparsescope.backends.spmv_auto import CudaSpmvAuto
+from sparsescope.backends.spmv_auto import CudaSpmvAuto, CudaSpmvAutoRules
 from sparsescope.backends.spmv_compressed import CudaSpmvTileDelta16
 from sparsescope.backends.spmv_merge import CudaSpmvMerge
 from sparsescope.backends.spmv_sell import CudaSpmvBlocked16, CudaSpmvDelta16, CudaSpmvSell
@@ -61,6 +61,7 @@ VARIANTS = [
                                                          long_row=9)),
     ("sell-dae2-m6-h0", lambda: CudaSpmvSell(stage=2, minb=6, hint=0)),
     ("auto", lambda: CudaSpmvAuto(breakdown=False)),
+    ("auto-rules", lambda: CudaSpmvAutoRules(breakdown=False)),
 ]
 
 
@@ -146,8 +147,8 @@ def test_poison_catches_an_unwritten_row(awkward_matrices):
 
 
 def test_runner_path_and_auto_notes(monkeypatch, banded_4m):
-    monkeypatch.setitem(registry.BACKENDS, ("spmv", "cuda-spmv-auto"), CudaSpmvAuto)
-    case = run_case(banded_4m, "cuda-spmv-auto", config=QUICK)
+    monkeypatch.setitem(registry.BACKENDS, ("spmv", "cuda-spmv-auto-rules"), CudaSpmvAutoRules)
+    case = run_case(banded_4m, "cuda-spmv-auto-rules", config=QUICK)
     assert case.outcome == "ok", case.reason
     assert case.correctness.rel_err < 1e-5 and case.measurement.flushed
     # cant-sized: regular rows of 3-column runs; 62,451 rows give only ~30 SELL warps per SM,
@@ -177,3 +178,27 @@ def test_l2_window_times_and_cleans_up(banded_4m):
     after = ctypes.c_size_t(0)
     _driver().cuCtxGetLimit(ctypes.byref(after), CU_LIMIT_PERSISTING_L2_CACHE_SIZE)
     assert after.value == before.value
+
+
+def test_auto_by_prediction_times_its_shortlist(banded_4m):
+    """By prediction on the present GPU: every candidate predicted, the near-ties timed, the
+    fastest measured kept and checked against float64 like any kernel."""
+    import json
+
+    from sparsescope.backends.select_predicted import shortlist
+
+    backend = CudaSpmvAuto(breakdown=False)
+    prepared = backend.prepare(banded_4m.csr, "float32", 4)
+    table = json.loads(backend.notes(prepared)["selection_table"])
+    assert len(table) >= 11 and all(r["predicted_ms"] > 0 for r in table)
+    chosen = backend.notes(prepared)
+    labels = [p.candidate.label for p in shortlist(prepared.table)]
+    if len(labels) > 1:
+        assert chosen["selection_rule"] == "predicted-then-timed"
+        assert all(label in chosen["selection_reason"] for label in labels)
+    else:
+        assert chosen["selection_rule"] == "predicted-fastest"
+    x = make_x(banded_4m.cols)
+    y = backend.run(prepared, x)
+    ref = reference_spmv(banded_4m.csr, x)
+    assert np.abs(y - ref).max() / np.abs(ref).max() < 1e-5

@@ -68,6 +68,11 @@ class Backend(ABC):
         """(True, "") when the backend can run here, else (False, why not)."""
         return True, ""
 
+    def use_model(self, model: Any) -> None:  # noqa: B027  (optional hook, no-op by default)
+        """Told, before it prepares, the device the time model predicts for (the runner's
+        ``ModelDevice``); a backend that chooses its kernel by prediction keeps it. Nothing
+        by default."""
+
     def unsupported_params(self, case: Any) -> str:
         """Why this backend cannot run the case's parameters (e.g. a layout), or ``""``."""
         return ""

@@ -151,6 +151,8 @@ def run_case(matrix: Matrix, backend: str | BackendChoice | Backend, op: str = "
     reason = skip_reason(instance, case, value_dtype, index_bytes)
     if reason:
         return CaseResult(**base, outcome="skipped", reason=reason)
+    if model is not None:
+        instance.use_model(model)
     result = _checked_and_timed(instance, case, base, config=config, value_dtype=value_dtype,
                                 index_bytes=index_bytes, timed=timed, model=model)
     if result.reason.startswith(OUT_OF_MEMORY):

@@ -1,12 +1,21 @@
-"""``cuda-spmv-auto``: pick an own SpMV kernel from the matrix statistics, then run it.
+"""``cuda-spmv-auto``: pick an own SpMV kernel by its predicted time on the present device,
+then run it; ``cuda-spmv-auto-rules``: pick it by the rules of matrix statistics instead.
 
-The choice and its reason (:mod:`sparsescope.backends.select`) are kept in the case's notes
-(``selected``, ``selection_rule``, ``selection_reason``), so every report says why.
+``cuda-spmv-auto`` predicts every candidate kernel (:mod:`sparsescope.backends.select_predicted`)
+with the time model and the device's rates: those of the run it is part of (the runner hands
+them over through :meth:`use_model`), else the present GPU's latest stored ceilings over its
+datasheet. ``cuda-spmv-auto-rules`` applies the thresholds of
+:mod:`sparsescope.backends.select`, fitted to H200 sweeps; it is kept to compare the two.
+
+The choice and its reason are kept in the case's notes (``selected``, ``selection_rule``,
+``selection_reason``; ``selection_table``: every candidate's prediction, as JSON), so every
+report says why.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -14,11 +23,16 @@ import scipy.sparse as sp
 
 from sparsescope.backends.base import Capability, SpmvBackend
 from sparsescope.backends.select import Selection, select_for
+from sparsescope.backends.select_predicted import TRIAL_MARGIN
 from sparsescope.backends.spmv_adaptive import CudaSpmvAdaptive
 from sparsescope.backends.spmv_device import CAPABILITY, OwnSpmvBackend
 from sparsescope.backends.spmv_merge import CudaSpmvMerge
 from sparsescope.backends.spmv_sell import CudaSpmvBlocked16, CudaSpmvDelta16, CudaSpmvSell
 from sparsescope.timing.types import Measurement, TimingConfig
+
+#: How the shortlisted candidates are timed before the choice (the L2 flushed as the timing
+#: protocol decides by the working set, as in the measurement that follows).
+TRIAL_TIMING = TimingConfig(warmups=3, repeats=10)
 
 #: Backend name -> class, for the names the selection may return.
 CHOICES: dict[str, type[OwnSpmvBackend]] = {
@@ -35,29 +49,97 @@ class PreparedAuto:
     selection: Selection
     backend: OwnSpmvBackend
     prepared: Any
+    table: list = field(default_factory=list)
+    """Every candidate's prediction (``select_predicted.CandidatePrediction``); empty when the
+    rules chose."""
 
 
 class CudaSpmvAuto(SpmvBackend):
     name = "cuda-spmv-auto"
     capability = Capability(**CAPABILITY, description=(
-        "own kernel chosen from matrix statistics (blocked16 / delta16 / sell / merge / "
-        "adaptive), "
-        "reason kept"))
+        "own kernel chosen by its predicted time on this device (blocked16 / delta16 / sell / "
+        "merge / adaptive and their launches), prediction table kept"))
+    #: "prediction" (the time model on the present device) or "rules" (matrix statistics).
+    by = "prediction"
 
-    def __init__(self, *, breakdown: bool = True) -> None:
+    def __init__(self, *, breakdown: bool = True, trial: bool = True) -> None:
         self.breakdown = breakdown
+        self.trial = trial
+        """Time the candidates the model cannot rank apart (``select_predicted.shortlist``)
+        before choosing; False: the fastest prediction alone."""
+        self._model = None
 
     def availability(self) -> tuple[bool, str]:
         return CudaSpmvAdaptive().availability()
 
+    def use_model(self, model: Any) -> None:
+        """Predict with ``model`` (the runner's ``ModelDevice``: the run's rates and SASS
+        refiner) instead of the present GPU's stored rates."""
+        self._model = model
+
+    def select(self, csr: sp.csr_matrix, value_dtype: str, sms: int) -> tuple[Selection, list]:
+        """(the selection, the candidates' predictions) for ``csr`` on a device of ``sms``
+        SMs: by prediction (rates of :meth:`use_model`'s device, else the present GPU's),
+        or by the rules."""
+        if self.by == "rules":
+            return select_for(csr, sms), []
+        from sparsescope.backends.select_predicted import select_by_prediction
+
+        gpu, refine = _prediction_device(self._model)
+        if gpu is None:
+            selection = select_for(csr, sms)
+            return Selection(selection.backend, selection.params, selection.rule,
+                             f"no device rates to predict with; by the rules: "
+                             f"{selection.reason}", selection.statistics), []
+        return select_by_prediction(csr, gpu, value_dtype=value_dtype, refine=refine)
+
     def prepare(self, matrix_csr: sp.csr_matrix, value_dtype: str,
                 index_bytes: int) -> PreparedAuto:
-        from sparsescope.backends.spmv_device import sm_count
+        from sparsescope.backends._gpu import device_sm_count
 
-        selection = select_for(matrix_csr, sm_count())
+        selection, table = self.select(matrix_csr, value_dtype, device_sm_count())
+        if self.trial and table:
+            return self._timed_choice(matrix_csr, value_dtype, index_bytes, selection, table)
         backend = CHOICES[selection.backend](breakdown=self.breakdown, **selection.params)
         return PreparedAuto(selection, backend,
-                            backend.prepare(matrix_csr, value_dtype, index_bytes))
+                            backend.prepare(matrix_csr, value_dtype, index_bytes), table)
+
+    def _timed_choice(self, csr: sp.csr_matrix, value_dtype: str, index_bytes: int,
+                      selection: Selection, table: list) -> PreparedAuto:
+        """Each candidate of the shortlist prepared and timed (:data:`TRIAL_TIMING`) on a
+        random x; the fastest measured is kept, the others' device memory is freed."""
+        from sparsescope.backends.select_predicted import shortlist
+        from sparsescope.ops.spmv import make_x
+
+        short = shortlist(table)
+        if len(short) < 2:
+            pick = short[0].candidate if short else None
+            backend = CHOICES[selection.backend](breakdown=self.breakdown, **selection.params)
+            if pick is not None:
+                backend = CHOICES[pick.backend](breakdown=self.breakdown, **pick.params)
+            return PreparedAuto(selection, backend,
+                                backend.prepare(csr, value_dtype, index_bytes), table)
+        x = make_x(csr.shape[1], seed=1, dtype=value_dtype)
+        best, timed = None, []
+        for entry in short:
+            cand = entry.candidate
+            backend = CHOICES[cand.backend](breakdown=False, **cand.params)
+            prepared = backend.prepare(csr, value_dtype, index_bytes)
+            ms = backend.time(prepared, x, TRIAL_TIMING).time_ms
+            timed.append((cand, ms))
+            if best is None or ms < best[2]:
+                best = (cand, backend, ms, prepared)
+            else:
+                del prepared
+        cand, backend, _, prepared = best
+        backend.breakdown = self.breakdown
+        trial = ", ".join(f"{c.label} {1e3 * ms:,.1f} us" for c, ms in timed)
+        chosen = Selection(cand.backend, dict(cand.params), "predicted-then-timed",
+                           f"{selection.reason}. The {len(short)} within "
+                           f"{100 * TRIAL_MARGIN:.0f} % of the fastest prediction, timed here "
+                           f"(median of {TRIAL_TIMING.repeats} calls): {trial}",
+                           selection.statistics)
+        return PreparedAuto(chosen, backend, prepared, table)
 
     def poison_output(self, prepared: PreparedAuto) -> bool:
         return prepared.backend.poison_output(prepared.prepared)
@@ -80,12 +162,53 @@ class CudaSpmvAuto(SpmvBackend):
         return prepared.backend.shape(prepared.prepared)
 
     def host_plan(self, csr, value_dtype, index_bytes, sms):
-        """The plan of the kernel the selection picks for ``sms`` SMs."""
-        selection = select_for(csr, sms)
+        """The plan of the kernel the selection picks for ``sms`` SMs (by prediction on the
+        device of :meth:`use_model`, which the what-if sets)."""
+        selection, _ = self.select(csr, value_dtype, sms)
         chosen = CHOICES[selection.backend](breakdown=self.breakdown, **selection.params)
         return chosen.host_plan(csr, value_dtype, index_bytes, sms)
 
     def notes(self, prepared: PreparedAuto) -> dict[str, str]:
         s = prepared.selection
-        return {**prepared.backend.notes(prepared.prepared), "selected": s.backend,
-                "selection_rule": s.rule, "selection_reason": s.reason}
+        notes = {**prepared.backend.notes(prepared.prepared), "selected": s.backend,
+                 "selected_params": json.dumps(s.params, sort_keys=True),
+                 "selection_rule": s.rule, "selection_reason": s.reason}
+        if prepared.table:
+            notes["selection_table"] = json.dumps([p.as_dict() for p in prepared.table])
+        return notes
+
+
+class CudaSpmvAutoRules(CudaSpmvAuto):
+    name = "cuda-spmv-auto-rules"
+    capability = Capability(**CAPABILITY, description=(
+        "own kernel chosen by the rules of matrix statistics (thresholds from H200 sweeps), "
+        "reason kept"))
+    by = "rules"
+
+
+def _prediction_device(model: Any) -> tuple[Any, Any]:
+    """(``whatif.GpuRates``, SASS refiner) to predict with: ``model``'s (a ``ModelDevice``
+    with rates), else the present GPU's latest stored ceilings over its datasheet; (None,
+    None) without a GPU."""
+    from sparsescope.whatif import GpuRates
+
+    if model is not None and getattr(model, "rates", None) is not None:
+        return (GpuRates(spec=None, rates=model.rates, origin="rates: the run's measured "
+                         "ceilings over the datasheet"), model.refine)
+    from sparsescope.api import sass_refiner
+    from sparsescope.hardware.detect import detect_gpu, spec_for_detected
+    from sparsescope.model.predict import device_rates
+    from sparsescope.whatif import stored_gpu_ceilings
+
+    found = detect_gpu()
+    if found is None:
+        return None, None
+    spec = spec_for_detected(found)
+    stored = stored_gpu_ceilings(spec)
+    if stored is not None:
+        ceilings, device, utc = stored
+        origin = f"rates: measured on {device} at {utc} (datasheet where not measured)"
+    else:
+        ceilings, origin = None, f"rates: datasheet of {spec.name} (no measured ceilings stored)"
+    return GpuRates(spec=spec, rates=device_rates(spec, ceilings), origin=origin), \
+        sass_refiner(spec)

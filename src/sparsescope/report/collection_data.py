@@ -4,8 +4,9 @@ A *group* is one (matrix, op, op parameters) triple: one row of the main table p
 one row per matrix for SpMV, which takes no parameter. In a group:
 
 * best library: the fastest timed backend that is not ours (``registry.is_own``);
-* best own: the fastest timed own kernel other than ``cuda-spmv-auto`` (the kernels auto picks
-  among); auto itself only when it is the one own kernel timed;
+* best own: the fastest timed own kernel other than the choosers ``cuda-spmv-auto`` and
+  ``cuda-spmv-auto-rules`` (the kernels they pick among); auto itself only when it is the one
+  own kernel timed;
 * speedup = best library time / best own time (x); a backend's speedup = best library time /
   its time;
 * auto's regret = (auto time - best own time) / best own time (%), negative when auto's run of
@@ -27,6 +28,8 @@ from sparsescope.results.case_models import bandwidths, model_of
 from sparsescope.results.records import CaseResult, MatrixRecord, RunSet
 
 AUTO = "cuda-spmv-auto"
+#: Own backends that choose among the others: never the "best own" kernel they are scored by.
+CHOOSERS = (AUTO, "cuda-spmv-auto-rules")
 WORST_N = 20
 _NUMBER = re.compile(r"[-+]?\d[\d.,]*(?:[eE][-+]?\d+)?")
 
@@ -174,7 +177,7 @@ def _group_row(key: tuple, cases: list[CaseResult], matrix: MatrixRecord | None,
     for c in timed:  # one time per backend label: the fastest when a label repeats
         times[c.backend] = min(times.get(c.backend, math.inf), c.time_ms)
     library = [c for c in timed if not is_own(c.backend)]
-    own = [c for c in timed if is_own(c.backend) and c.backend != AUTO]
+    own = [c for c in timed if is_own(c.backend) and c.backend not in CHOOSERS]
     auto = min((c for c in timed if c.backend == AUTO), key=lambda c: c.time_ms, default=None)
     best_lib = min(library, key=lambda c: c.time_ms, default=None)
     best_own = min(own, key=lambda c: c.time_ms, default=None) or auto

@@ -1,0 +1,190 @@
+"""Choose an own SpMV kernel by the time model's prediction on the present device.
+
+Every candidate of :func:`candidates` (each own kernel family, with the launch parameters worth
+trying) is planned on the host (its format built, its kernel shape read from its SASS where a
+compiler is at hand) and predicted by :func:`~sparsescope.model.predict.predict_spmv` from
+the device's rates (its measured ceilings over its datasheet). The smallest predicted time wins::
+
+    chosen = argmin over candidates c of predicted_ms(c, matrix, device)
+
+Candidates predicted within :data:`TRIAL_MARGIN` of the fastest (at most :data:`TRIAL_MAX`,
+:func:`shortlist`) are closer than the model can rank: ``cuda-spmv-auto`` times them on the
+device (a few calls each) and keeps the fastest measured. No threshold tuned on one GPU
+decides. The matrix statistics of :mod:`select` only name the 1 x B blocking width worth
+planning (the one whose estimated bytes are fewest); the model tells whether those bytes win
+on this device. The reason kept with the case is the
+prediction table, fastest first (:func:`prediction_table`).
+
+A candidate the model cannot take (no shape, a failed plan) is listed with its reason and never
+chosen. When no candidate can be predicted, the rules of :mod:`select` decide, and the reason
+says so.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import scipy.sparse as sp
+
+from sparsescope.backends.select import (
+    BLOCKED_PARAMS,
+    MatrixStatistics,
+    Selection,
+    matrix_statistics,
+    select_kernel,
+)
+
+#: Register-pipelined launches of the SELL kernels: (unroll, minimum blocks per SM).
+SELL_LAUNCHES = ((4, 6), (2, 8))
+#: Threads per row of the SELL kernels (2 and 4: more warps and shorter slices for few rows).
+SELL_TPRS = (1, 2)
+#: Register-pipelined launch of the blocked kernel besides the staged one (BLOCKED_PARAMS).
+BLOCKED_PIPELINED = {"unroll": 2, "minb": 8}
+#: Candidates predicted within this share of the fastest are timed before the choice: the
+#: model's median |error| on the seed6 analogs was 10.9 % on the H200 and 9.0 % on the H100
+#: (results/*/model), so closer predictions do not rank two kernels.
+TRIAL_MARGIN = 0.10
+#: At most this many candidates are timed (each is uploaded and run a few times).
+TRIAL_MAX = 4
+#: Rows of the table the reason quotes (the rest are in the case's ``selection_table``).
+REASON_ROWS = 5
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One own kernel with its launch parameters."""
+
+    backend: str
+    params: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        inner = ",".join(f"{k}={v}" for k, v in sorted(self.params.items()))
+        return f"{self.backend}[{inner}]" if inner else self.backend
+
+
+@dataclass(frozen=True)
+class CandidatePrediction:
+    """A candidate's predicted time (ms) and limiter, or why it has none."""
+
+    candidate: Candidate
+    predicted_ms: float | None
+    limiter: str = ""
+    not_modelled: str = ""
+    plan_s: float = 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"backend": self.candidate.backend, "params": dict(self.candidate.params),
+                "label": self.candidate.label, "predicted_ms": self.predicted_ms,
+                "limiter": self.limiter, "not_modelled": self.not_modelled,
+                "plan_s": self.plan_s}
+
+
+def candidates(stats: MatrixStatistics) -> list[Candidate]:
+    """The kernels the prediction chooses among, for a matrix with ``stats``:
+
+    - whole-row tiles (``cuda-spmv-adaptive``) of 1,024 and 2,048 nonzeros, and merge-path
+      tiles (``cuda-spmv-merge``);
+    - SELL-32-256 slices with INT32 columns (``cuda-spmv-sell``) and with 16-bit offsets
+      (``cuda-spmv-delta16``), each at :data:`SELL_TPRS` threads per row and
+      :data:`SELL_LAUNCHES`;
+    - 1 x B blocks (``cuda-spmv-blocked16``, staged by cp.async) when the statistics find a
+      width B > 1 that moves fewer bytes than 16-bit offsets, at 1 and 2 threads per row, and
+      register-pipelined (:data:`BLOCKED_PIPELINED`) at 1.
+
+    An empty matrix has one candidate (whole-row tiles)."""
+    out = [Candidate("cuda-spmv-adaptive", {"iters": 1})]
+    if stats.nnz == 0:
+        return out
+    out += [Candidate("cuda-spmv-adaptive", {"iters": 2}), Candidate("cuda-spmv-merge")]
+    for backend in ("cuda-spmv-sell", "cuda-spmv-delta16"):
+        out += [Candidate(backend, {"tpr": tpr, "unroll": unroll, "minb": minb})
+                for tpr in SELL_TPRS for unroll, minb in SELL_LAUNCHES]
+    if stats.block_width > 1:
+        out += [Candidate("cuda-spmv-blocked16",
+                          {**BLOCKED_PARAMS, "tpr": tpr, "block": stats.block_width})
+                for tpr in SELL_TPRS]
+        out.append(Candidate("cuda-spmv-blocked16",
+                             {**BLOCKED_PIPELINED, "block": stats.block_width}))
+    return out
+
+
+def predict_candidates(csr: sp.csr_matrix, gpu: Any, found: list[Candidate], *,
+                       value_dtype: str = "float32", refine=None,
+                       matrix_name: str = "matrix") -> list[CandidatePrediction]:
+    """Each candidate planned and predicted on ``gpu`` (a :class:`~sparsescope.whatif.GpuRates`),
+    in the order given."""
+    from sparsescope.backends.spmv_auto import CHOICES
+    from sparsescope.whatif import predict_case
+
+    out = []
+    for cand in found:
+        backend = CHOICES[cand.backend](breakdown=False, **cand.params)
+        start = time.perf_counter()
+        case = predict_case(matrix_name, csr, backend, gpu, value_dtype=value_dtype,
+                            refine=refine, label=cand.label)
+        p = case.prediction
+        out.append(CandidatePrediction(cand, p.predicted_ms if p is not None else None,
+                                       p.limiter if p is not None else "",
+                                       case.not_modelled, time.perf_counter() - start))
+    return out
+
+
+def ranked(predictions: list[CandidatePrediction]) -> list[CandidatePrediction]:
+    """Predicted candidates fastest first (ties keep the candidates' order), then the ones
+    the model could not take."""
+    done = [p for p in predictions if p.predicted_ms is not None]
+    return (sorted(done, key=lambda p: p.predicted_ms)
+            + [p for p in predictions if p.predicted_ms is None])
+
+
+def shortlist(predictions: list[CandidatePrediction], margin: float = TRIAL_MARGIN,
+              most: int = TRIAL_MAX) -> list[CandidatePrediction]:
+    """The predicted candidates within ``margin`` of the fastest prediction (``predicted <=
+    fastest x (1 + margin)``), fastest first, at most ``most``: those the model cannot rank
+    apart."""
+    done = [p for p in ranked(predictions) if p.predicted_ms is not None]
+    if not done:
+        return []
+    limit = done[0].predicted_ms * (1 + margin)
+    return [p for p in done if p.predicted_ms <= limit][:most]
+
+
+def prediction_table(predictions: list[CandidatePrediction], rows: int = REASON_ROWS) -> str:
+    """The first ``rows`` of the ranking in words: ``label predicted us (limiter, +x % over the
+    fastest)``; ``; ...`` and the count when more were predicted."""
+    order = ranked(predictions)
+    done = [p for p in order if p.predicted_ms is not None]
+    if not done:
+        return "no candidate could be predicted"
+    best = done[0].predicted_ms
+    parts = []
+    for p in done[:rows]:
+        over = f", +{100 * (p.predicted_ms / best - 1):.1f} %" if p is not done[0] else ""
+        parts.append(f"{p.candidate.label} {1e3 * p.predicted_ms:,.1f} us ({p.limiter}{over})")
+    more = len(order) - min(rows, len(done))
+    return "; ".join(parts) + (f"; {more} more in selection_table" if more > 0 else "")
+
+
+def select_by_prediction(csr: sp.csr_matrix, gpu: Any, *, value_dtype: str = "float32",
+                         refine=None, stats: MatrixStatistics | None = None
+                         ) -> tuple[Selection, list[CandidatePrediction]]:
+    """(the selection, every candidate's prediction): the fastest predicted candidate on
+    ``gpu``, the prediction table as its reason; the rules of :mod:`select` when none could be
+    predicted."""
+    stats = stats or matrix_statistics(csr)
+    table = predict_candidates(csr, gpu, candidates(stats), value_dtype=value_dtype,
+                               refine=refine)
+    order = ranked(table)
+    if not order or order[0].predicted_ms is None:
+        fallback = select_kernel(stats, gpu.rates.sm_count)
+        why = "; ".join(sorted({p.not_modelled for p in table})) or "no candidates"
+        return Selection(fallback.backend, fallback.params, fallback.rule,
+                         f"no candidate could be predicted ({why}); by the rules: "
+                         f"{fallback.reason}", stats), table
+    best = order[0]
+    return Selection(best.candidate.backend, dict(best.candidate.params), "predicted-fastest",
+                     f"fastest predicted of {len(table)} candidates on {gpu.rates.name} "
+                     f"({gpu.origin}): {prediction_table(table)}", stats), table

@@ -1,0 +1,182 @@
+"""Selection by prediction (``select_predicted``) and ``cuda-spmv-auto``'s CPU-side path: the
+candidates, the ranking and shortlist arithmetic, the prediction on datasheet rates, the
+timed choice among near-ties (fake kernels), the what-if through ``use_model``."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from sparsescope.backends import spmv_auto
+from sparsescope.backends.select import MatrixStatistics, matrix_statistics
+from sparsescope.backends.select_predicted import (
+    TRIAL_MARGIN,
+    Candidate,
+    CandidatePrediction,
+    candidates,
+    prediction_table,
+    ranked,
+    select_by_prediction,
+    shortlist,
+)
+from sparsescope.backends.spmv_auto import CudaSpmvAuto, CudaSpmvAutoRules
+from sparsescope.matrices import generate
+from sparsescope.timing.types import Measurement, TimingConfig
+from sparsescope.whatif import gpu_rates, predict_case
+
+
+def stats(**over) -> MatrixStatistics:
+    base = dict(rows=1000, cols=1000, nnz=10_000, mean_nnz_per_row=10.0, max_nnz_per_row=12,
+                cv_nnz_per_row=0.1, empty_row_fraction=0.0, escape_fraction=0.5,
+                delta16_byte_ratio=0.95, sell_padding_ratio=1.02)
+    return MatrixStatistics(**{**base, **over})
+
+
+def pred(label: str, ms: float | None, limiter: str = "dram") -> CandidatePrediction:
+    return CandidatePrediction(Candidate(label), ms, limiter if ms else "",
+                               "" if ms else "no shape")
+
+
+def test_candidates_cover_every_family_and_blocks_only_when_they_save():
+    plain = candidates(stats())
+    assert [c.label for c in plain[:3]] == ["cuda-spmv-adaptive[iters=1]",
+                                           "cuda-spmv-adaptive[iters=2]", "cuda-spmv-merge"]
+    assert sum(c.backend == "cuda-spmv-sell" for c in plain) == 4
+    assert sum(c.backend == "cuda-spmv-delta16" for c in plain) == 4
+    assert not any(c.backend == "cuda-spmv-blocked16" for c in plain)
+    blocked = [c for c in candidates(stats(block_width=3)) if c.backend == "cuda-spmv-blocked16"]
+    assert [c.params["block"] for c in blocked] == [3, 3, 3]
+    assert {(c.params.get("tpr", 1), c.params.get("stage", 0)) for c in blocked} == {
+        (1, 4), (2, 4), (1, 0)}
+    assert [c.label for c in candidates(stats(nnz=0))] == ["cuda-spmv-adaptive[iters=1]"]
+    # every candidate builds: its parameters are the backend's own
+    for cand in candidates(stats(block_width=4)):
+        spmv_auto.CHOICES[cand.backend](**cand.params)
+
+
+def test_ranking_shortlist_and_table():
+    table = [pred("a", 0.050), pred("b", 0.040), pred("c", None), pred("d", 0.0439),
+             pred("e", 0.0441), pred("f", 0.0404), pred("g", 0.0402)]
+    assert [p.candidate.backend for p in ranked(table)] == ["b", "g", "f", "d", "e", "a", "c"]
+    # within 10 %: <= 0.044 -> b g f d (e is 10.25 % over); at most 4
+    assert [p.candidate.backend for p in shortlist(table)] == ["b", "g", "f", "d"]
+    assert [p.candidate.backend for p in shortlist(table, most=2)] == ["b", "g"]
+    assert [p.candidate.backend for p in shortlist(table, margin=0.0)] == ["b"]
+    assert shortlist([pred("c", None)]) == []
+    text = prediction_table(table, rows=2)
+    assert text == "b 40.0 us (dram); g 40.2 us (dram, +0.5 %); 5 more in selection_table"
+    assert prediction_table([pred("c", None)]) == "no candidate could be predicted"
+    assert TRIAL_MARGIN == pytest.approx(0.10)
+
+
+def test_select_by_prediction_picks_the_fastest_prediction():
+    csr = generate("banded", 3000, 60_000, seed=1)
+    gpu = gpu_rates("H200", use_store=False)
+    selection, table = select_by_prediction(csr, gpu)
+    done = [p for p in table if p.predicted_ms is not None]
+    assert len(done) == len(table) == len(candidates(matrix_statistics(csr)))
+    fastest = min(done, key=lambda p: p.predicted_ms)
+    assert (selection.backend, selection.params) == (fastest.candidate.backend,
+                                                     fastest.candidate.params)
+    assert selection.rule == "predicted-fastest"
+    assert selection.reason.startswith(f"fastest predicted of {len(table)} candidates on H200")
+    assert f"{fastest.candidate.label} {1e3 * fastest.predicted_ms:,.1f} us" in selection.reason
+    # the chosen prediction is the one the what-if makes of that kernel alone
+    alone = predict_case("m", csr, spmv_auto.CHOICES[fastest.candidate.backend](
+        **fastest.candidate.params), gpu)
+    assert alone.prediction.predicted_ms == pytest.approx(fastest.predicted_ms)
+
+
+def test_no_prediction_falls_back_to_the_rules(monkeypatch):
+    csr = generate("banded", 500, 5_000, seed=2)
+    from sparsescope.backends import select_predicted
+
+    monkeypatch.setattr(select_predicted, "predict_candidates",
+                        lambda csr, gpu, found, **kw: [pred(c.label, None) for c in found])
+    selection, _ = select_by_prediction(csr, gpu_rates("H100", use_store=False))
+    assert selection.rule in ("tiles", "regular-rows", "regular-rows-delta16",
+                              "regular-rows-blocked16")
+    assert selection.reason.startswith("no candidate could be predicted (no shape); by the "
+                                       "rules: ")
+
+
+def test_what_if_of_auto_is_its_predicted_choice():
+    """``sparsescope model --backend cuda-spmv-auto --gpu G`` predicts the kernel that the
+    prediction on G chooses (``use_model`` hands G's rates over)."""
+    csr = generate("powerlaw", 4000, 40_000, seed=3)
+    for name in ("H100", "H200"):
+        gpu = gpu_rates(name, use_store=False)
+        selection, table = select_by_prediction(csr, gpu)
+        auto = predict_case("m", csr, "cuda-spmv-auto", gpu)
+        best = min(p.predicted_ms for p in table if p.predicted_ms is not None)
+        assert auto.prediction.predicted_ms == pytest.approx(best)
+        assert selection.backend in auto.kernel or selection.backend.endswith("adaptive")
+
+
+class _Fake:
+    """A kernel that runs on the CPU and times as given (by backend name)."""
+
+    times = {"fast": 0.5, "slow": 0.9, "middle": 0.7}
+    prepared: list = []
+
+    def __init__(self, breakdown=True, **params):
+        self.params, self.breakdown = params, breakdown
+
+    def prepare(self, csr, value_dtype, index_bytes):
+        _Fake.prepared.append(self.name)
+        return csr
+
+    def time(self, prepared, x, config):
+        return Measurement(samples_ms=[self.times[self.name]] * config.repeats,
+                           config=config, flushed=True, clock="cuda-events")
+
+    def run(self, prepared, x):
+        return prepared @ x
+
+    def notes(self, prepared):
+        return {}
+
+
+def _fake(name):
+    return type(name, (_Fake,), {"name": name})
+
+
+def test_timed_choice_keeps_the_fastest_measured(monkeypatch):
+    """Predictions within 10 % are timed: the second-fastest prediction ran fastest, so it is
+    kept; a candidate 20 % over the fastest prediction is not even prepared."""
+    monkeypatch.setattr(spmv_auto, "CHOICES", {n: _fake(n) for n in ("fast", "slow", "middle",
+                                                                       "far")})
+    monkeypatch.setattr(spmv_auto, "TRIAL_TIMING", TimingConfig(warmups=0, repeats=3))
+    table = [pred("slow", 0.100), pred("fast", 0.105), pred("middle", 0.108),
+             pred("far", 0.120)]
+    monkeypatch.setattr(CudaSpmvAuto, "select", lambda self, csr, vd, sms: (
+        spmv_auto.Selection("slow", {}, "predicted-fastest", "table"), table))
+    monkeypatch.setattr("sparsescope.backends._gpu.device_sm_count", lambda: 132)
+    _Fake.prepared = []
+    csr = sp.random(50, 40, density=0.2, format="csr", random_state=4)
+    auto = CudaSpmvAuto()
+    prepared = auto.prepare(csr, "float32", 4)
+    assert _Fake.prepared == ["slow", "fast", "middle"]
+    assert prepared.selection.backend == "fast"
+    notes = auto.notes(prepared)
+    assert notes["selected"] == "fast" and notes["selection_rule"] == "predicted-then-timed"
+    assert notes["selection_reason"].endswith("timed here (median of 3 calls): slow 900.0 us, "
+                                              "fast 500.0 us, middle 700.0 us")
+    assert [r["label"] for r in json.loads(notes["selection_table"])] == [
+        "slow", "fast", "middle", "far"]
+    x = np.arange(40, dtype=np.float32)
+    np.testing.assert_allclose(auto.run(prepared, x), csr @ x)
+    # without the trial, the fastest prediction alone
+    _Fake.prepared = []
+    alone = CudaSpmvAuto(trial=False).prepare(csr, "float32", 4)
+    assert _Fake.prepared == ["slow"] and alone.selection.backend == "slow"
+
+
+def test_rules_variant_needs_no_device_rates():
+    csr = generate("banded", 2000, 20_000, seed=5)
+    selection, table = CudaSpmvAutoRules().select(csr, "float32", 132)
+    assert table == [] and selection.rule != "predicted-fastest"
+    assert CudaSpmvAutoRules.name == "cuda-spmv-auto-rules"
