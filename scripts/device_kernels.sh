@@ -3,6 +3,7 @@
 # (`sparsescope run --variants`), on the lent GPU, in one call:
 #
 #   bash scripts/device_kernels.sh [--tests] [--set seed6-sweep] [--repeats 30] [--scale 1]
+#        [--suite seed6]   (seed6#cant,pwtk: those entries only, to split a run over calls)
 #
 # --tests first runs every GPU-marked test. Wheels the image lacks travel in .device-wheels/
 # (run with carry=[".device-wheels"]; scripts/fetch_device_wheels.sh fills it). Everything
@@ -14,13 +15,14 @@ cd "$(dirname "$0")/.."
 export OUT="${OUT:-/tmp/ss-kernels}"
 mkdir -p "$OUT"
 export PYTHONPATH=src PYTHONUNBUFFERED=1
-TESTS=0; SET=seed6-sweep; REPEATS=30; SCALE=1
+TESTS=0; SET=seed6-sweep; REPEATS=30; SCALE=1; SUITE=seed6
 while [ $# -gt 0 ]; do
     case "$1" in
         --tests) TESTS=1 ;;
         --set) SET="$2"; shift ;;
         --repeats) REPEATS="$2"; shift ;;
         --scale) SCALE="$2"; shift ;;
+        --suite) SUITE="$2"; shift ;;
         *) echo "unknown option $1"; exit 2 ;;
     esac
     shift
@@ -47,9 +49,9 @@ if [ "$TESTS" = 1 ]; then
     echo "tests done at $(elapsed) s"
 fi
 
-python3 -m sparsescope run --suite seed6 --scale "$SCALE" --backend torch-cusparse-i64 \
+python3 -m sparsescope run --suite "$SUITE" --scale "$SCALE" --backend torch-cusparse-i64 \
     --backend torch-cusparse-i32 --backend cupy-cusparse-i32 --backend cuda-spmv-auto \
-    --variants "$SET" --repeats "$REPEATS" --out /tmp/ss-kernels-run --no-store \
+    --backend cuda-spmv-auto-rules --variants "$SET" --repeats "$REPEATS" --out /tmp/ss-kernels-run --no-store \
     > "$OUT/run.log" 2>&1
 rc=$?
 echo "run rc=$rc at $(elapsed) s"

@@ -52,6 +52,15 @@ def test_suite_registry():
         suite_entries("seed6", scale=2)
 
 
+def test_suite_name_with_entries_names_only_those_in_order():
+    picked = suite_entries("seed6#pwtk, cant", scale=0.5)
+    assert [e.name for e in picked] == ["pwtk", "cant"]
+    assert picked[1] == [e for e in suite_entries("seed6", scale=0.5) if e.name == "cant"][0]
+    assert [m.name for m in load_suite("seed6#cant", scale=0.01)] == ["cant"]
+    with pytest.raises(UnknownNameError, match="entry of suite 'seed6'.*'nope'"):
+        suite_entries("seed6#cant,nope")
+
+
 def test_seed6_at_scale_one_lists_the_exact_sizes():
     entries = suite_entries("seed6")
     assert [e.name for e in entries] == list(SEED6)

@@ -72,9 +72,15 @@ SEED6_SWEEP = (
     "delta16-t2-u4-m6-h1", "delta16-t2-u2-m8-h1", "blocked3-u2-m8-h1", "blocked3-t2-u2-m8-h1",
     "blocked3-dae4-m6-h1", "delta16-t2-dae4-m6-h1", "sell-t2-dae4-m6-h1")
 
+#: The seed6 sweep plus every candidate of ``cuda-spmv-auto`` it lacks (1 x 3 blocks: the
+#: block width the seed6 FEM analogs take), so that auto's regret is scored against every
+#: kernel it could have chosen (``select_predicted.candidates``).
+SELECTION_SWEEP = (*SEED6_SWEEP, "blocked3-t2-dae4-m6-h1")
+
 #: Set name -> variants.
 VARIANT_SETS = {"spmv-own": SPMV_OWN,
-                "seed6-sweep": {label: SPMV_OWN[label] for label in SEED6_SWEEP}}
+                "seed6-sweep": {label: SPMV_OWN[label] for label in SEED6_SWEEP},
+                "selection": {label: SPMV_OWN[label] for label in SELECTION_SWEEP}}
 
 _SPEC = re.compile(r"^(?P<name>[a-z0-9-]+)\[(?P<opts>[^\]]*)\]$")
 

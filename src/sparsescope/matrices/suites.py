@@ -123,14 +123,30 @@ def scale_entry(entry: SuiteEntry, scale: float) -> SuiteEntry:
     return replace(entry, rows=rows, cols=cols, nnz=nnz)
 
 
+def split_suite_name(text: str) -> tuple[str, tuple[str, ...]]:
+    """``"seed6#cant,pwtk"`` -> ``("seed6", ("cant", "pwtk"))``; ``"seed6"`` -> ``("seed6",
+    ())`` (every entry)."""
+    name, _, only = text.partition("#")
+    return name, tuple(e.strip() for e in only.split(",") if e.strip())
+
+
 def suite_entries(name: str, scale: float = 1.0) -> list[SuiteEntry]:
-    """The entries of suite ``name`` at ``scale`` (ignored by suites that are not scalable)."""
+    """The entries of suite ``name`` at ``scale`` (ignored by suites that are not scalable).
+    ``NAME#A,B`` names only entries A and B of suite NAME, in that order (a run split over
+    several calls); an entry the suite lacks raises :class:`UnknownNameError`."""
+    name, only = split_suite_name(name)
     suite = get_suite(name)
     if not 0 < scale <= 1:
         raise UsageError(f"scale must be in (0, 1] (a fraction of the suite), got {scale}")
-    if not suite.scalable:
-        return list(suite.entries)
-    return [scale_entry(entry, scale) for entry in suite.entries]
+    entries = (list(suite.entries) if not suite.scalable
+               else [scale_entry(entry, scale) for entry in suite.entries])
+    if not only:
+        return entries
+    by_name = {e.name: e for e in entries}
+    for entry in only:
+        if entry not in by_name:
+            raise UnknownNameError(f"entry of suite {name!r}", entry, list(by_name))
+    return [by_name[e] for e in only]
 
 
 def find_entry(name: str, entry_name: str, scale: float = 1.0) -> SuiteEntry:

@@ -60,7 +60,7 @@ def params_for(op: str, choices: Mapping[str, Sequence[Any]] | None = None, *,
     combos = expand_params(op_obj, choices)
     if suite is None or matrix is None:
         return combos
-    workloads = op_obj.workload_params(suite, matrix, set(choices))
+    workloads = op_obj.workload_params(suite.partition("#")[0], matrix, set(choices))
     if not workloads:
         return combos
     return [op_obj.resolve_params({**combo.as_dict(), **workload})
