@@ -10,9 +10,9 @@ the device's rates (its measured ceilings over its datasheet). The smallest pred
 Candidates predicted within :data:`TRIAL_MARGIN` of the fastest (at most :data:`TRIAL_MAX`,
 each kernel family's fastest first: :func:`shortlist`) are closer than the model can rank:
 ``cuda-spmv-auto`` times them on the device (a few calls each) and keeps the fastest
-measured. No threshold tuned on one GPU decides. The matrix statistics of :mod:`select` only name the 1 x B blocking width worth
-planning (the one whose estimated bytes are fewest); the model tells whether those bytes win
-on this device. The reason kept with the case is the
+measured. No threshold tuned on one GPU decides. The matrix statistics of :mod:`select`
+only name the 1 x B blocking width worth planning (the one whose estimated bytes are
+fewest); the model tells whether those bytes win on this device. The reason kept with the case is the
 prediction table, fastest first (:func:`prediction_table`).
 
 A candidate the model cannot take (no shape, a failed plan) is listed with its reason and never
