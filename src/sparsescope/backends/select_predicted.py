@@ -12,8 +12,8 @@ each kernel family's fastest first: :func:`shortlist`) are closer than the model
 ``cuda-spmv-auto`` times them on the device (a few calls each) and keeps the fastest
 measured. No threshold tuned on one GPU decides. The matrix statistics of :mod:`select`
 only name the 1 x B blocking width worth planning (the one whose estimated bytes are
-fewest); the model tells whether those bytes win on this device. The reason kept with the case is the
-prediction table, fastest first (:func:`prediction_table`).
+fewest); the model tells whether those bytes win on this device. The reason kept with the
+case is the prediction table, fastest first (:func:`prediction_table`).
 
 A candidate the model cannot take (no shape, a failed plan) is listed with its reason and never
 chosen. When no candidate can be predicted, the rules of :mod:`select` decide, and the reason
