@@ -251,7 +251,10 @@ def predict_case(matrix_name: str, csr, backend_name: str | Any, gpu: GpuRates, 
                                        f"({csr.shape[0]:,} x {csr.shape[1]:,}, "
                                        f"{csr.nnz:,} nonzeros)")
     shape, extra = _refined(shape, refine, no_refine_reason)
-    if shape.resident_blocks_per_sm <= 0:
+    if shape.resident_blocks_per_sm <= 0 and shape.registers > 0:
+        extra.append(f"resident blocks per SM: from the SASS's {shape.registers} registers a "
+                     f"thread and {shape.shared_bytes:,} B of shared memory a block")
+    elif shape.resident_blocks_per_sm <= 0:
         extra.append("resident blocks per SM: the thread and block limits of the SM (the "
                      "compiled kernel's registers and shared memory are not known on the host)")
     working_set = int(traffic.total_bytes)

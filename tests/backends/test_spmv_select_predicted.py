@@ -180,6 +180,7 @@ def test_timed_choice_keeps_the_fastest_measured(monkeypatch):
     assert prepared.selection.backend == "fast"
     notes = auto.notes(prepared)
     assert notes["selected"] == "fast" and notes["selection_rule"] == "predicted-then-timed"
+    assert 0.0 <= float(notes["selection_s"]) < 5.0
     assert notes["selection_reason"].endswith("timed here (median of 3 calls): slow 900.0 us, "
                                               "fast 500.0 us, middle 700.0 us")
     assert [r["label"] for r in json.loads(notes["selection_table"])] == [

@@ -202,3 +202,26 @@ def test_auto_by_prediction_times_its_shortlist(banded_4m):
     y = backend.run(prepared, x)
     ref = reference_spmv(banded_4m.csr, x)
     assert np.abs(y - ref).max() / np.abs(ref).max() < 1e-5
+
+
+def test_host_plan_occupancy_matches_the_device(banded_4m):
+    """The occupancy a plan made without the device reads from the SASS (registers, shared
+    memory) is the one the device reports for the compiled kernel, for every candidate of
+    cuda-spmv-auto."""
+    from sparsescope.api import sass_refiner
+    from sparsescope.backends.select import matrix_statistics
+    from sparsescope.backends.select_predicted import candidates
+    from sparsescope.backends.spmv_auto import CHOICES
+    from sparsescope.backends.spmv_device import resident_blocks as device_blocks
+    from sparsescope.hardware.specs import get_spec
+    from sparsescope.model.kernel_shape import resident_blocks
+
+    refine = sass_refiner(get_spec("H100"))  # sm_90, as the H200
+    for cand in candidates(matrix_statistics(banded_4m.csr)):
+        backend = CHOICES[cand.backend](**cand.params)
+        _, shape = backend.host_plan(banded_4m.csr, "float32", 4, 132)
+        shape = refine(shape)
+        assert shape.registers > 0, cand.label
+        assert resident_blocks(shape, 2048, 32) == min(
+            2048 // shape.block_threads, device_blocks(shape.kernel, shape.block_threads)), \
+            cand.label

@@ -61,3 +61,24 @@ def test_resident_blocks_hand_checks():
     assert resident_blocks(shape(block_threads=256, resident_blocks_per_sm=12), 2048, 32) == 8
     # a block larger than the SM's thread limit still counts one block
     assert resident_blocks(shape(block_threads=1024), 512, 32) == 1
+
+
+def test_resident_blocks_from_the_sass_registers():
+    from sparsescope.model.kernel_shape import blocks_per_sm
+
+    # 40 registers a thread, 256 threads: 65536 / (40 x 256) = 6.4 -> 6 (minb 6's budget)
+    assert resident_blocks(shape(block_threads=256, registers=40), 2048, 32) == 6
+    # 37 registers are allocated as 40: still 6; 32: 65536 / 8192 = 8, the thread limit too
+    assert resident_blocks(shape(block_threads=256, registers=37), 2048, 32) == 6
+    assert resident_blocks(shape(block_threads=256, registers=32), 2048, 32) == 8
+    # static shared memory: (228 KB) / (40 KB + 1 KB) = 5
+    assert resident_blocks(shape(block_threads=256, registers=32, shared_bytes=40 * 1024),
+                           2048, 32) == 5
+    # an SM of 100 KB of shared memory (A100-class spec): 102400 / 41984 = 2
+    assert resident_blocks(shape(block_threads=256, registers=32, shared_bytes=40 * 1024),
+                           2048, 32, smem_per_sm=100 * 1024) == 2
+    # the device's own answer wins over the registers
+    assert resident_blocks(shape(block_threads=256, registers=40, resident_blocks_per_sm=7),
+                           2048, 32) == 7
+    # the formula's hand check: 47 registers, 512 threads -> 65536 / (48 x 512) = 2
+    assert blocks_per_sm(47, 512) == 2

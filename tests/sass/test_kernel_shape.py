@@ -255,6 +255,21 @@ def test_sell_sass(own):
 
 
 @compiles
+def test_sass_registers_set_the_occupancy_of_a_host_plan(own):
+    """minb bounds the registers (__launch_bounds__(256, MINB)): 65536 / (256 x 6) -> at most
+    42, i.e. 40 allocated, 6 blocks; MINB 8 -> at most 32, 8 blocks. The SASS's registers
+    reach the shape, so a plan made without the device knows the occupancy."""
+    from sparsescope.model.kernel_shape import resident_blocks
+
+    u4 = shape_from_sass(_declared(SELL_U4), own[SELL_U4])
+    u2 = shape_from_sass(_declared(SELL_U2_T2, threads_per_row=2), own[SELL_U2_T2])
+    assert 32 < own[SELL_U4].registers <= 40 and 0 < own[SELL_U2_T2].registers <= 32
+    assert (u4.registers, u2.registers) == (own[SELL_U4].registers, own[SELL_U2_T2].registers)
+    assert resident_blocks(replace(u4, block_threads=256), 2048, 32) == 6
+    assert resident_blocks(replace(u2, block_threads=256), 2048, 32) == 8
+
+
+@compiles
 def test_delta16_and_blocked_sass(own):
     # delta16 UNROLL 4: not unrolled further; 4 x (u16 offset, value, escape, gather)
     assert _figures(own[DELTA16_U4]) == (4, 2, 0, 0, 16)

@@ -16,6 +16,7 @@ from sparsescope.hardware._gpu_runtime import cupy_cuda_status as cupy_cuda_stat
 from sparsescope.hardware._gpu_runtime import kernel_source as kernel_source
 from sparsescope.hardware._gpu_runtime import raw_module as raw_module
 from sparsescope.hardware._gpu_runtime import torch_cuda_status as torch_cuda_status
+from sparsescope.model.kernel_shape import blocks_per_sm as blocks_per_sm
 
 #: CUDA C++ spelling of the value and index types a kernel is instantiated for.
 CUDA_VALUE_TYPES = {"float32": "float", "float64": "double"}
@@ -121,30 +122,13 @@ def cupy_kernel_versions() -> dict[str, str]:
             "nvrtc": ".".join(str(v) for v in cupy.cuda.nvrtc.getVersion())}
 
 
-#: Hopper: shared memory per SM usable by blocks, and the 1 KB the driver reserves per block.
-SMEM_PER_SM = 228 * 1024
-SMEM_RESERVED_PER_BLOCK = 1024
-
-
 def resident_blocks(kernel, block: int) -> int:
     """Blocks of ``block`` threads of a compiled ``cupy.RawKernel`` one SM holds at once, from
-    its registers and static shared memory (threads: 2048 per SM; registers: 64 K, allocated
-    in units of 8 per thread)::
-
-        min(2048 / block, 65536 / (ceil8(regs) x block), smem per SM / (smem + 1 KB))
-    """
+    its registers and static shared memory
+    (:func:`sparsescope.model.kernel_shape.blocks_per_sm`)."""
     attrs = kernel.attributes
     return blocks_per_sm(max(1, int(attrs.get("num_regs", 32))), block,
                          int(attrs.get("shared_size_bytes", 0)))
-
-
-def blocks_per_sm(registers: int, block: int, shared_bytes: int = 0) -> int:
-    """Blocks of ``block`` threads an SM holds with ``registers`` per thread and
-    ``shared_bytes`` of static shared memory (Hopper limits; formula in
-    :func:`resident_blocks`). Hand check: 47 registers, 512 threads -> 65536 / (48 x 512) = 2."""
-    by_regs = 65536 // (-(-registers // 8) * 8 * block)
-    by_smem = SMEM_PER_SM // (shared_bytes + SMEM_RESERVED_PER_BLOCK)
-    return max(1, min(2048 // block, by_regs, by_smem))
 
 
 #: cuSPARSE's CSR SpMV (CUDA 13, ``csrmv_v3_kernel`` after ``csr_partition_kernel``) as the H200

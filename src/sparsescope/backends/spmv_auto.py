@@ -15,6 +15,7 @@ report says why.
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,6 +53,9 @@ class PreparedAuto:
     table: list = field(default_factory=list)
     """Every candidate's prediction (``select_predicted.CandidatePrediction``); empty when the
     rules chose."""
+    selection_s: float = 0.0
+    """Seconds the choice took: statistics, every candidate's plan and prediction, the trial,
+    and the chosen kernel's upload."""
 
 
 class CudaSpmvAuto(SpmvBackend):
@@ -97,12 +101,16 @@ class CudaSpmvAuto(SpmvBackend):
                 index_bytes: int) -> PreparedAuto:
         from sparsescope.backends._gpu import device_sm_count
 
+        start = time.perf_counter()
         selection, table = self.select(matrix_csr, value_dtype, device_sm_count())
         if self.trial and table:
-            return self._timed_choice(matrix_csr, value_dtype, index_bytes, selection, table)
-        backend = CHOICES[selection.backend](breakdown=self.breakdown, **selection.params)
-        return PreparedAuto(selection, backend,
-                            backend.prepare(matrix_csr, value_dtype, index_bytes), table)
+            chosen = self._timed_choice(matrix_csr, value_dtype, index_bytes, selection, table)
+        else:
+            backend = CHOICES[selection.backend](breakdown=self.breakdown, **selection.params)
+            chosen = PreparedAuto(selection, backend,
+                                  backend.prepare(matrix_csr, value_dtype, index_bytes), table)
+        chosen.selection_s = time.perf_counter() - start
+        return chosen
 
     def _timed_choice(self, csr: sp.csr_matrix, value_dtype: str, index_bytes: int,
                       selection: Selection, table: list) -> PreparedAuto:
@@ -172,7 +180,8 @@ class CudaSpmvAuto(SpmvBackend):
         s = prepared.selection
         notes = {**prepared.backend.notes(prepared.prepared), "selected": s.backend,
                  "selected_params": json.dumps(s.params, sort_keys=True),
-                 "selection_rule": s.rule, "selection_reason": s.reason}
+                 "selection_rule": s.rule, "selection_reason": s.reason,
+                 "selection_s": f"{prepared.selection_s:.2f}"}
         if prepared.table:
             notes["selection_table"] = json.dumps([p.as_dict() for p in prepared.table])
         return notes

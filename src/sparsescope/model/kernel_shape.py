@@ -53,7 +53,13 @@ class KernelShape:
     sigma); 0: the matrix's own row order."""
     resident_blocks_per_sm: int = 0
     """Blocks an SM holds at once, from the kernel's registers and shared memory (occupancy);
-    0 when unknown (then the device's thread limit decides)."""
+    0 when unknown (then :attr:`registers` decide, or else the device's thread limit)."""
+    registers: int = 0
+    """Registers per thread of the compiled kernel (its SASS resources), for the occupancy
+    when :attr:`resident_blocks_per_sm` is not known (a plan made without the device); 0
+    when unknown."""
+    shared_bytes: int = 0
+    """Static shared memory per block of the compiled kernel (its SASS resources)."""
     launches: int = 1
     """Kernel launches per call (a partition or fix-up kernel, a memset of the output)."""
     staged: bool = False
@@ -118,16 +124,49 @@ class KernelShape:
         return f"{self.threads_per_row} thread{'s' if self.threads_per_row > 1 else ''} per row"
 
 
-def resident_blocks(shape: KernelShape, max_threads_per_sm: int, max_blocks_per_sm: int) -> int:
+#: Registers of one SM (every NVIDIA GPU since Volta: 64 K 32-bit registers).
+REGISTERS_PER_SM = 65536
+#: Shared memory one SM can give its blocks (Hopper: 228 KB) and what each block costs beyond
+#: its own (1 KB reserved by the system).
+SMEM_PER_SM = 228 * 1024
+SMEM_RESERVED_PER_BLOCK = 1024
+
+
+def blocks_per_sm(registers: int, block: int, shared_bytes: int = 0, *,
+                  max_threads_per_sm: int = 2048, registers_per_sm: int = REGISTERS_PER_SM,
+                  smem_per_sm: int = SMEM_PER_SM) -> int:
+    """Blocks of ``block`` threads an SM holds with ``registers`` per thread and
+    ``shared_bytes`` of static shared memory (registers allocated in units of 8 a thread)::
+
+        min(max_threads / block, registers_per_sm / (ceil8(regs) x block),
+            smem_per_sm / (smem + 1 KB))
+
+    Hand check: 47 registers, 512 threads -> 65536 / (48 x 512) = 2."""
+    by_regs = registers_per_sm // (-(-max(1, registers) // 8) * 8 * block)
+    by_smem = smem_per_sm // (shared_bytes + SMEM_RESERVED_PER_BLOCK)
+    return max(1, min(max_threads_per_sm // block, by_regs, by_smem))
+
+
+def resident_blocks(shape: KernelShape, max_threads_per_sm: int, max_blocks_per_sm: int, *,
+                    registers_per_sm: int = REGISTERS_PER_SM,
+                    smem_per_sm: int = SMEM_PER_SM) -> int:
     """Blocks an SM holds at once::
 
-        min(shape.resident_blocks_per_sm (occupancy; the thread limit when 0),
-            floor(max_threads_per_sm / block_threads), max_blocks_per_sm)
+        min(occupancy, floor(max_threads_per_sm / block_threads), max_blocks_per_sm)
 
-    Hand check: 256-thread blocks, 2,048 threads per SM, 32 blocks max, occupancy unknown -> 8.
+    occupancy: ``shape.resident_blocks_per_sm`` (the device's answer for the compiled kernel),
+    else :func:`blocks_per_sm` of the SASS's ``registers`` and ``shared_bytes``, else no limit
+    of its own. Hand checks: 256-thread blocks, 2,048 threads per SM, 32 blocks max, occupancy
+    unknown -> 8; the same with 40 registers a thread -> 65536 / (40 x 256) = 6.
     """
     by_threads = max(1, max_threads_per_sm // shape.block_threads)
     limit = min(by_threads, max_blocks_per_sm)
     if shape.resident_blocks_per_sm > 0:
         limit = min(limit, shape.resident_blocks_per_sm)
+    elif shape.registers > 0:
+        limit = min(limit, blocks_per_sm(shape.registers, shape.block_threads,
+                                         shape.shared_bytes,
+                                         max_threads_per_sm=max_threads_per_sm,
+                                         registers_per_sm=registers_per_sm,
+                                         smem_per_sm=smem_per_sm))
     return limit

@@ -51,7 +51,12 @@ from sparsescope.model.iterations import (  # noqa: F401  (re-exported: the loop
     kernel_row_lengths,
     row_iterations,
 )
-from sparsescope.model.kernel_shape import KernelShape, resident_blocks
+from sparsescope.model.kernel_shape import (
+    REGISTERS_PER_SM,
+    SMEM_PER_SM,
+    KernelShape,
+    resident_blocks,
+)
 from sparsescope.model.littles_law import warps_per_sm_required
 from sparsescope.model.onchip import sm_work
 from sparsescope.model.prediction import ModelPrediction, PredictionTerm
@@ -94,6 +99,10 @@ class DeviceRates:
     issue term."""
     l2_write_bw_gb_s: float | None = None
     """L2 write bandwidth (measured), for spill stores; None: the L2 (read) bandwidth."""
+    registers_per_sm: int = REGISTERS_PER_SM
+    """Registers of one SM (spec): with a kernel's registers from its SASS, its occupancy."""
+    shared_mem_per_sm_bytes: int = SMEM_PER_SM
+    """Shared memory one SM gives its blocks (spec)."""
 
 
 def device_rates(spec, ceilings=None) -> DeviceRates:
@@ -133,6 +142,8 @@ def device_rates(spec, ceilings=None) -> DeviceRates:
         l2_gather_gsectors_s=lgather, launch_us=launch,
         schedulers_per_sm=int(getattr(spec, "warp_schedulers_per_sm", 4) or 4),
         sm_clock_mhz=clock, l2_write_bw_gb_s=l2w,
+        registers_per_sm=int(getattr(spec, "registers_per_sm", 0) or REGISTERS_PER_SM),
+        shared_mem_per_sm_bytes=int(getattr(spec, "shared_mem_per_sm_bytes", 0) or SMEM_PER_SM),
         sources={"dram_bw": dram_src, "l2_bw": l2bw_src, "dram_latency": lat_src,
                  "l2_latency": l2lat_src, "fp32": fp32_src, "launch": launch_src,
                  "dram_gathers": dgather_src, "l2_gathers": lgather_src,
@@ -167,7 +178,9 @@ def predict_spmv(indptr: np.ndarray, indices: np.ndarray, cols: int, traffic: Tr
     streams = traffic.total_bytes - traffic.x_bytes
     xg = xg or _x_gathers(indptr, indices, cols, shape, rates, value_bytes)
     writeback = min(rates.l2_bytes, streams + xg.dram_bytes) if flushed else 0.0
-    per_sm = resident_blocks(shape, rates.max_threads_per_sm, rates.max_blocks_per_sm)
+    per_sm = resident_blocks(shape, rates.max_threads_per_sm, rates.max_blocks_per_sm,
+                             registers_per_sm=rates.registers_per_sm,
+                             smem_per_sm=rates.shared_mem_per_sm_bytes)
     sm = sm_work(indptr, shape, rates)
     refetch, refetch_dram = _refetches(indptr, traffic, shape, rates,
                                        streams + xg.dram_bytes)

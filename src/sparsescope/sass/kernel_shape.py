@@ -207,6 +207,8 @@ def shape_from_sass(shape: KernelShape, mlp: KernelMLP,
                    local_bytes_per_iteration=mlp.local_bytes_per_iteration,
                    local_store_bytes_per_iteration=mlp.local_store_bytes_per_iteration,
                    local_frame_bytes=mlp.local_frame_bytes,
+                   registers=mlp.registers or shape.registers,
+                   shared_bytes=mlp.shared_bytes or shape.shared_bytes,
                    source=f"SASS of {mlp.kernel}" + (f" ({where})" if where else ""))
 
 

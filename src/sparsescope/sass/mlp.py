@@ -123,6 +123,10 @@ class KernelMLP:
     local_frame_bytes: int = 0
     """A thread's local-memory frame: the highest ``[R1 + offset] + width`` any ``LDL``/``STL``
     reaches (0 without local memory)."""
+    registers: int = 0
+    """Registers per thread (the listing's resources; 0 when not given)."""
+    shared_bytes: int = 0
+    """Static shared memory per block (the listing's resources)."""
 
     @property
     def bytes_in_flight_per_thread(self) -> float:
@@ -342,7 +346,14 @@ def kernel_mlp(kernel, *, gather_param: str | None = None, loop: int | None = No
         gather_rounds=_gather_rounds(edges, in_body, gathers),
         remainder_span=span, remainder_loads_per_iteration=rem_loads,
         remainder_gathers_per_iteration=rem_gathers, peeled_gathers=_peeled(cfg, gathers),
-        arch=arch, **instruction_counts(cfg, ins, lp, span))
+        arch=arch, **_resources(kernel), **instruction_counts(cfg, ins, lp, span))
+
+
+def _resources(kernel) -> dict[str, int]:
+    """Registers and static shared memory of an analysed kernel (0 where not given)."""
+    res = getattr(kernel, "resources", None)
+    return {"registers": int(getattr(res, "registers", 0) or 0),
+            "shared_bytes": int(getattr(res, "shared_bytes", 0) or 0)}
 
 
 def instruction_counts(cfg: ControlFlow, ins: tuple[Instruction, ...], loop: Loop | None,
