@@ -198,3 +198,53 @@ def test_rules_variant_needs_no_device_rates():
     selection, table = CudaSpmvAutoRules().select(csr, "float32", 132)
     assert table == [] and selection.rule != "predicted-fastest"
     assert CudaSpmvAutoRules.name == "cuda-spmv-auto-rules"
+
+
+def test_planning_on_threads_gives_the_one_thread_answer(monkeypatch):
+    from sparsescope.backends import select_predicted
+    from sparsescope.backends.spmv_device import FORMATS
+
+    csr = generate("banded", 3000, 45_000, seed=6)
+    gpu = gpu_rates("H200", use_store=False)
+    found = candidates(matrix_statistics(csr))
+    monkeypatch.setattr(select_predicted, "plan_workers", lambda groups: 1)
+    FORMATS.clear()
+    alone = select_predicted.predict_candidates(csr, gpu, found)
+    monkeypatch.setattr(select_predicted, "plan_workers", lambda groups: 4)
+    FORMATS.clear()
+    threaded = select_predicted.predict_candidates(csr, gpu, found)
+    assert [(p.candidate, p.predicted_ms, p.limiter) for p in threaded] == [
+        (p.candidate, p.predicted_ms, p.limiter) for p in alone]
+    assert [p.candidate for p in threaded] == found
+    # one worker per format, at most the cores and 8
+    monkeypatch.undo()
+    assert select_predicted.plan_workers(1) == 1
+    assert 1 <= select_predicted.plan_workers(100) <= 8
+
+
+def test_format_cache_builds_each_format_once_across_threads():
+    import threading
+    import time as clock
+
+    from sparsescope.backends.spmv_device import FormatCache
+
+    cache, csr, built = FormatCache(), sp.random(20, 20, density=0.2, format="csr"), []
+
+    def build(key):
+        def make(matrix):
+            built.append(key)
+            clock.sleep(0.01)
+            return (key, matrix.nnz)
+        return make
+
+    got = {}
+    threads = [threading.Thread(target=lambda k=k: got.__setitem__(k, cache.get(
+        csr, (k,), build(k)))) for k in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(built) == list(range(6))
+    assert all(got[k] == (k, csr.nnz) and cache.get(csr, (k,), build(-1)) is got[k]
+               for k in range(6))
+    assert sorted(built) == list(range(6))  # served from the cache

@@ -120,21 +120,46 @@ def predict_candidates(csr: sp.csr_matrix, gpu: Any, found: list[Candidate], *,
                        value_dtype: str = "float32", refine=None,
                        matrix_name: str = "matrix") -> list[CandidatePrediction]:
     """Each candidate planned and predicted on ``gpu`` (a :class:`~sparsescope.whatif.GpuRates`),
-    in the order given."""
+    in the order given. Candidates that share a host format (``format_key``) are planned one
+    after the other, so the format is built once; different formats are planned on
+    :func:`plan_workers` threads (the packers and the model spend their time in NumPy, which
+    releases the GIL)."""
+    from concurrent.futures import ThreadPoolExecutor
+
     from sparsescope.backends.spmv_auto import CHOICES
     from sparsescope.whatif import predict_case
 
-    out = []
-    for cand in found:
+    def one(cand: Candidate) -> CandidatePrediction:
         backend = CHOICES[cand.backend](breakdown=False, **cand.params)
         start = time.perf_counter()
         case = predict_case(matrix_name, csr, backend, gpu, value_dtype=value_dtype,
                             refine=refine, label=cand.label)
         p = case.prediction
-        out.append(CandidatePrediction(cand, p.predicted_ms if p is not None else None,
-                                       p.limiter if p is not None else "",
-                                       case.not_modelled, time.perf_counter() - start))
-    return out
+        return CandidatePrediction(cand, p.predicted_ms if p is not None else None,
+                                   p.limiter if p is not None else "", case.not_modelled,
+                                   time.perf_counter() - start)
+
+    groups: dict[tuple, list[int]] = {}
+    for i, cand in enumerate(found):
+        key = CHOICES[cand.backend](**cand.params).format_key()
+        groups.setdefault(key, []).append(i)
+    out: list[CandidatePrediction | None] = [None] * len(found)
+
+    def group(indices: list[int]) -> None:
+        for i in indices:
+            out[i] = one(found[i])
+
+    with ThreadPoolExecutor(max_workers=plan_workers(len(groups))) as pool:
+        list(pool.map(group, groups.values()))
+    return [p for p in out if p is not None]
+
+
+def plan_workers(groups: int) -> int:
+    """Threads that plan candidates: one per format, at most the CPU's cores and 8 (each
+    format of a 100 M-nonzero matrix holds about a gigabyte while it is built)."""
+    from sparsescope.hardware.cpuinfo import logical_cores
+
+    return max(1, min(groups, logical_cores() or 1, 8))
 
 
 def ranked(predictions: list[CandidatePrediction]) -> list[CandidatePrediction]:

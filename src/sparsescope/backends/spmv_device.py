@@ -11,6 +11,7 @@ builders check the sizes); float32 or float64 values.
 from __future__ import annotations
 
 import functools
+import threading
 from abc import abstractmethod
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -139,18 +140,26 @@ class FormatCache:
     def __init__(self) -> None:
         self._matrix: tuple = ()
         self._formats: dict[tuple, Any] = {}
+        # planners on several threads (select_predicted) share the cache; builds run unlocked
+        self._lock = threading.Lock()
 
     def get(self, csr: sp.csr_matrix, key: tuple, build) -> Any:
         # the same object with the same arrays: a matrix changed in place gets new formats
         identity = (id(csr), csr.data.ctypes.data, csr.indices.ctypes.data, csr.nnz, csr.shape)
-        if identity != self._matrix:
-            self._matrix, self._formats = identity, {}
-        if key not in self._formats:
-            self._formats[key] = build(csr)
-        return self._formats[key]
+        with self._lock:
+            if identity != self._matrix:
+                self._matrix, self._formats = identity, {}
+            found = self._formats.get(key)
+        if found is None:
+            found = build(csr)
+            with self._lock:
+                if identity == self._matrix:
+                    found = self._formats.setdefault(key, found)
+        return found
 
     def clear(self) -> None:
-        self._matrix, self._formats = (), {}
+        with self._lock:
+            self._matrix, self._formats = (), {}
 
 
 FORMATS = FormatCache()
