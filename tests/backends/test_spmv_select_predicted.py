@@ -183,8 +183,9 @@ def test_timed_choice_keeps_the_fastest_measured(monkeypatch):
     assert 0.0 <= float(notes["selection_s"]) < 5.0
     assert notes["selection_reason"].endswith("timed here (median of 3 calls): slow 900.0 us, "
                                               "fast 500.0 us, middle 700.0 us")
-    assert [r["label"] for r in json.loads(notes["selection_table"])] == [
-        "slow", "fast", "middle", "far"]
+    rows = json.loads(notes["selection_table"])
+    assert [r["label"] for r in rows] == ["slow", "fast", "middle", "far"]
+    assert [r["trial_ms"] for r in rows] == [0.9, 0.5, 0.7, None]
     x = np.arange(40, dtype=np.float32)
     np.testing.assert_allclose(auto.run(prepared, x), csr @ x)
     # without the trial, the fastest prediction alone

@@ -79,12 +79,14 @@ class CandidatePrediction:
     limiter: str = ""
     not_modelled: str = ""
     plan_s: float = 0.0
+    trial_ms: float | None = None
+    """Its median time in the trial on the device (``cuda-spmv-auto``), or None: not timed."""
 
     def as_dict(self) -> dict[str, Any]:
         return {"backend": self.candidate.backend, "params": dict(self.candidate.params),
                 "label": self.candidate.label, "predicted_ms": self.predicted_ms,
                 "limiter": self.limiter, "not_modelled": self.not_modelled,
-                "plan_s": self.plan_s}
+                "plan_s": self.plan_s, "trial_ms": self.trial_ms}
 
 
 def candidates(stats: MatrixStatistics) -> list[Candidate]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -141,6 +141,8 @@ class CudaSpmvAuto(SpmvBackend):
                 del prepared
         cand, backend, _, prepared = best
         backend.breakdown = self.breakdown
+        trial_ms = {c.label: ms for c, ms in timed}
+        table = [replace(p, trial_ms=trial_ms.get(p.candidate.label)) for p in table]
         trial = ", ".join(f"{c.label} {1e3 * ms:,.1f} us" for c, ms in timed)
         chosen = Selection(cand.backend, dict(cand.params), "predicted-then-timed",
                            f"{selection.reason}. The {len(short)} within "

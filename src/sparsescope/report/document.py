@@ -218,6 +218,7 @@ def op_summary_item(run: RunSet, title: str) -> str:
 TIMING_SUBSECTIONS = (
     ("Timing and throughput", "timing"),
     ("Our kernels against the best other backend", "own_vs_peers"),
+    ("How cuda-spmv-auto chose", "auto_choice"),
     ("Kernel breakdown", "kernel_breakdown"),
     ("Timing stability", "timing_stability"),
     ("Effective bandwidth under two byte models", "bandwidth_models"),

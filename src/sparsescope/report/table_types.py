@@ -58,6 +58,7 @@ _SUFFIX_UNITS = (
     ("_mb", "MB"),
     ("_ms", "ms"),
     ("_ns", "ns"),
+    ("_us", "us"),
     ("_pct", "%"),
     ("_x", "x"),
     ("_bytes", "B"),

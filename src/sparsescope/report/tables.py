@@ -34,7 +34,7 @@ from sparsescope.results.records import RunSet
 RUN_TABLES = ("device", "matrices", "provenance")
 #: Every other table :func:`build_tables` can make (some only for some runs): SpMV cases
 #: measured and modelled with SpMV's byte model, and the SpMV warp model of the GPU.
-SPMV_TABLES = ("predicted_vs_measured", "seed_claims", "timing", "own_vs_peers",
+SPMV_TABLES = ("predicted_vs_measured", "seed_claims", "timing", "own_vs_peers", "auto_choice",
                "kernel_breakdown", "kernel_breakdown_all", "timing_stability",
                "bandwidth_models", "seed_comparison", "floor", "roofline", "littles_law",
                "latency_sensitivity", "gap", "dae_validated", "dae", "dae_sram", "dae_fifo",
@@ -54,6 +54,7 @@ def build_tables(runset: RunSet, *, specs: Sequence[DeviceSpec] | None = None,
     from sparsescope.report.prediction_tables import prediction_table
     from sparsescope.report.seed_claims import seed_claims_table
     from sparsescope.report.seed_comparison import seed_comparison_table
+    from sparsescope.report.selection_tables import auto_choice_table
 
     ctx = ctx or build_context(runset, specs=specs)
     if not spmv:
@@ -62,9 +63,11 @@ def build_tables(runset: RunSet, *, specs: Sequence[DeviceSpec] | None = None,
     kernels = gt.kernel_breakdown_tables(ctx) or ()
     seed = seed_comparison_table(ctx)
     peers = own_vs_peer_table(ctx)
+    choice = auto_choice_table(ctx)
     return [
         device_table(ctx), matrices_table(ctx), prediction_table(ctx.runset),
         seed_claims_table(ctx.runset), timing_table(ctx), *([peers] if peers else []),
+        *([choice] if choice else []),
         *kernels,
         gt.stability_table(ctx), gt.bandwidth_models_table(ctx), *([seed] if seed else []),
         floor_table(ctx), roofline_table(ctx), wt.littles_law_table(ctx),

@@ -1,0 +1,80 @@
+"""How ``cuda-spmv-auto`` chose its kernel, per matrix: the prediction table it kept in its
+case's notes (``selection_table``: every candidate's predicted time and limiter, and the
+trial time of those it timed on the device), the choice marked, and the rule that decided.
+
+A run whose auto cases chose by the rules (``cuda-spmv-auto-rules``, or no device rates) keeps
+no prediction table; the table is then left out."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from sparsescope.report.context import ReportContext
+from sparsescope.report.table_types import Column, Table
+
+AUTO = "cuda-spmv-auto"
+
+
+@dataclass(frozen=True)
+class ChoiceRow:
+    matrix: str
+    candidate: str
+    predicted_us: float | None
+    over_fastest_pct: float | None
+    """(predicted - fastest prediction) / fastest prediction, %."""
+    limiter: str
+    trial_us: float | None
+    """Median time in the trial on the device; None: not timed (outside the shortlist)."""
+    chosen: str
+    """``chosen`` for the kernel auto ran, else empty."""
+
+
+
+
+def _rows(ctx: ReportContext) -> list[ChoiceRow]:
+    rows = []
+    for v in ctx.cases:
+        if v.case.backend != AUTO or "selection_table" not in v.case.notes:
+            continue
+        table = json.loads(v.case.notes["selection_table"])
+        chosen = (v.case.notes.get("selected", ""),
+                  json.loads(v.case.notes.get("selected_params", "{}")))
+        done = [r for r in table if r.get("predicted_ms") is not None]
+        fastest = min((r["predicted_ms"] for r in done), default=None)
+        for r in sorted(table, key=lambda r: (r.get("predicted_ms") is None,
+                                              r.get("predicted_ms") or 0.0)):
+            p = r.get("predicted_ms")
+            trial = r.get("trial_ms")
+            rows.append(ChoiceRow(
+                v.case.matrix, r["label"], p * 1e3 if p is not None else None,
+                100 * (p / fastest - 1) if p is not None and fastest else None,
+                r.get("limiter") or r.get("not_modelled", ""),
+                trial * 1e3 if trial is not None else None,
+                "chosen" if (r["backend"], r["params"]) == chosen else ""))
+    return rows
+
+
+def auto_choice_table(ctx: ReportContext) -> Table | None:
+    """Every candidate ``cuda-spmv-auto`` predicted, per matrix, fastest prediction first;
+    None when no auto case kept a prediction table."""
+    rows = _rows(ctx)
+    if not rows:
+        return None
+    matrices = list(dict.fromkeys(r.matrix for r in rows))
+    overruled = [m for m in matrices
+                 if next((r for r in rows if r.matrix == m and r.chosen), None) is not
+                 next((r for r in rows if r.matrix == m), None)]
+    timed = sum(1 for r in rows if r.trial_us is not None)
+    reading = (f"cuda-spmv-auto predicted {len(rows)} candidates on {len(matrices)} matrices "
+               f"and timed {timed} of them on the device (those the model cannot rank apart); "
+               f"the trial overruled the fastest prediction on {len(overruled)} "
+               f"({', '.join(overruled) or 'none'}).")
+    return Table("auto_choice", "How cuda-spmv-auto chose", (
+        Column("matrix", "Matrix"), Column("candidate", "Candidate"),
+        Column("predicted_us", "Predicted", ",.1f"),
+        Column("over_fastest_pct", "Over the fastest prediction", "+.1f"),
+        Column("limiter", "Limiter"), Column("trial_us", "Timed here", ",.1f"),
+        Column("chosen", "")), tuple(rows), reading,
+        basis="The case's own selection_table: the time model on this run's device rates; "
+              "trial = median of a few calls on the device, before the case was timed.")
