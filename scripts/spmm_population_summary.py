@@ -2,9 +2,13 @@
 layout, our ``spmm-cuda-auto`` against the best cuSPARSE configuration (the fastest of the
 ``spmm-torch-*`` and ``spmm-cupy-*`` cases of the same matrix, k and layout), as a geometric
 mean of ``best library time / auto time``, the smallest ratio and the cases below 0.95x; and
-which kernel auto chose, against the fastest of the own fixed kernels.
+which kernel auto chose, against the fastest of the own fixed kernels; and, for every case,
+the share of the better of the DRAM and L2 bounds for the traffic model's bytes that auto and
+the best library reach (``model.spmm.memory_bound`` at the run's measured bandwidths), with
+issue 18's group: graphs (power-law and R-MAT kinds) of more than 100 k rows at k >= 64,
+target >= 70 %.
 
-    python scripts/spmm_population_summary.py RESULTS [--json FILE]
+    python scripts/spmm_population_summary.py RESULTS [--json FILE] [--bounds FILE.md]
 """
 
 from __future__ import annotations
@@ -19,10 +23,17 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
+from sparsescope.model.predict import device_rates  # noqa: E402
+from sparsescope.model.spmm import memory_bound, spmm_traffic  # noqa: E402
 from sparsescope.results.io import read_runset  # noqa: E402
 
 LIBRARY = ("spmm-torch-", "spmm-cupy-")
 AUTO = "spmm-cuda-auto"
+#: Issue 18's memory-bound group: graphs of more than this many rows, at k >= GROUP_MIN_K.
+GRAPH_KINDS = ("powerlaw", "rmat")
+GROUP_MIN_ROWS = 100_000
+GROUP_MIN_K = 64
+TARGET_PCT = 70.0
 
 
 def _median_ms(case) -> float | None:
@@ -33,6 +44,9 @@ def _median_ms(case) -> float | None:
 
 def summarise(path: Path) -> dict:
     rs = read_runset(path)
+    rates = device_rates(rs.device, rs.ceilings)
+    stats = {m.name: m for m in rs.matrices}
+    value_bytes = {c.matrix: c.value_bytes for c in rs.cases}
     times: dict[tuple, dict[str, float]] = defaultdict(dict)
     chosen: dict[tuple, str] = {}
     for c in rs.cases:
@@ -50,10 +64,25 @@ def summarise(path: Path) -> dict:
         lib = min(libs, key=libs.get)
         own = {b: t for b, t in by.items() if b.startswith("spmm-cuda-") and b != AUTO}
         fastest_own = min(own, key=own.get) if own else ""
-        rows.append(dict(matrix=key[0], k=key[1], layout=key[2], auto_ms=by[AUTO],
+        m = stats[key[0]]
+        traffic = spmm_traffic(m.stats.rows, m.stats.cols, m.stats.nnz, key[1], layout=key[2],
+                               value_bytes=value_bytes.get(key[0], 4))
+        bound = memory_bound(traffic, rates.dram_bw_gb_s, rates.l2_bw_gb_s)
+        # the gathers of the bound's strategy (row-major ones when X is best transposed)
+        gathered = (spmm_traffic(m.stats.rows, m.stats.cols, m.stats.nnz, key[1],
+                                 value_bytes=value_bytes.get(key[0], 4))
+                    if bound.strategy == "transposed" else traffic).gather_bytes
+        rows.append(dict(matrix=key[0], kind=m.kind, rows=m.stats.rows, k=key[1],
+                         layout=key[2], auto_ms=by[AUTO],
                          library=lib, library_ms=libs[lib], speedup=libs[lib] / by[AUTO],
                          auto_chose=chosen.get(key, "?"), fastest_own=fastest_own,
-                         fastest_own_ms=own.get(fastest_own)))
+                         fastest_own_ms=own.get(fastest_own),
+                         memory_bound_ms=bound.bound_ms,
+                         memory_bound_by=f"{bound.binding}, {bound.strategy}",
+                         auto_pct_of_memory_bound=bound.pct_of(by[AUTO]),
+                         # the L2 sectors the model's gathers ask for, per second of auto's time
+                         auto_l2_gsectors_s=gathered / 32 / (by[AUTO] * 1e-3) / 1e9,
+                         library_pct_of_memory_bound=bound.pct_of(libs[lib])))
     groups = defaultdict(list)
     for r in rows:
         groups[(r["k"], r["layout"])].append(r["speedup"])
@@ -64,18 +93,72 @@ def summarise(path: Path) -> dict:
                   below_0_95=sum(s < 0.95 for s in v))
              for (k, layout), v in sorted(groups.items(), key=lambda g: (str(g[0][0]).zfill(4),
                                                                           g[0][1]))]
+    group = [r for r in rows if r["kind"] in GRAPH_KINDS and r["rows"] > GROUP_MIN_ROWS
+             and r["k"] >= GROUP_MIN_K]
     return dict(source=str(path), device=rs.device.name, cases=len(rs.cases), rows=rows,
-                table=table)
+                table=table, rates={"dram_bw_gb_s": rates.dram_bw_gb_s,
+                                    "dram_source": rates.sources.get("dram_bw", ""),
+                                    "l2_bw_gb_s": rates.l2_bw_gb_s,
+                                    "l2_gather_gsectors_s": rates.l2_gather_gsectors_s},
+                memory_group=dict(cases=len(group),
+                                  auto_at_target=sum(r["auto_pct_of_memory_bound"] >= TARGET_PCT
+                                                     for r in group),
+                                  library_at_target=sum(
+                                      r["library_pct_of_memory_bound"] >= TARGET_PCT
+                                      for r in group),
+                                  rows=group))
+
+
+def bounds_markdown(s: dict) -> str:
+    """The memory-bound page: issue 18's group first, then every (matrix, k, layout)."""
+    g, rates = s["memory_group"], s["rates"]
+    lines = [
+        f"# {s['device']}: share of the memory bound reached (issue 18)", "",
+        f"Written by `scripts/spmm_population_summary.py` from `{Path(s['source']).name}`. "
+        "Memory bound = max(compulsory bytes (A, X and Y once) / DRAM bandwidth, gather bytes "
+        "(A, X's 32-byte sectors per nonzero, Y) / L2 bandwidth), `model.spmm.memory_bound`, "
+        f"at {rates['dram_bw_gb_s']:,.0f} GB/s DRAM ({rates['dram_source']}) and "
+        f"{rates['l2_bw_gb_s'] or 0:,.0f} GB/s L2 (measured by the run). % = bound / time.",
+        "",
+        f"## Graphs of more than {GROUP_MIN_ROWS:,} rows at k >= {GROUP_MIN_K} "
+        f"(target >= {TARGET_PCT:.0f} %)", "",
+        f"- {g['cases']} (matrix, k, layout) cases; spmm-cuda-auto reaches the target in "
+        f"{g['auto_at_target']}, the best cuSPARSE configuration in {g['library_at_target']}.",
+        "- L2 sectors/s: the sectors the model's gathers request (gather bytes / 32) over "
+        "auto's time, against the run's measured rate of random 32-byte sector gathers from "
+        f"L2, {rates['l2_gather_gsectors_s'] or float('nan'):,.1f} G/s, and its streaming "
+        f"bandwidth, {(rates['l2_bw_gb_s'] or float('nan')) / 32:,.1f} G sectors/s.",
+        "",
+        "| matrix | rows | k | layout | bound by | bound us | auto us | auto % | auto L2 "
+        "G sectors/s | best library | library % |",
+        "|---|---:|---:|---|---|---:|---:|---:|---:|---|---:|"]
+    for r in g["rows"]:
+        lines.append(f"| {r['matrix']} | {r['rows']:,} | {r['k']} | {r['layout']} | "
+                     f"{r['memory_bound_by']} | {1e3 * r['memory_bound_ms']:,.1f} | "
+                     f"{1e3 * r['auto_ms']:,.1f} | {r['auto_pct_of_memory_bound']:.0f} | "
+                     f"{r['auto_l2_gsectors_s']:,.1f} | "
+                     f"{r['library']} | {r['library_pct_of_memory_bound']:.0f} |")
+    lines += ["", "## Every case", "",
+              "| matrix | kind | k | layout | bound by | auto % | library % |",
+              "|---|---|---:|---|---|---:|---:|"]
+    for r in s["rows"]:
+        lines.append(f"| {r['matrix']} | {r['kind']} | {r['k']} | {r['layout']} | "
+                     f"{r['memory_bound_by']} | {r['auto_pct_of_memory_bound']:.0f} | "
+                     f"{r['library_pct_of_memory_bound']:.0f} |")
+    return "\n".join(lines) + "\n"
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("results", type=Path)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--bounds", type=Path, help="write the memory-bound page (Markdown)")
     args = parser.parse_args()
     s = summarise(args.results)
     if args.json:
         args.json.write_text(json.dumps(s, indent=1) + "\n")
+    if args.bounds:
+        args.bounds.write_text(bounds_markdown(s))
     print(f"{s['device']}: {s['cases']} cases, {len(s['rows'])} (matrix, k, layout) compared")
     print(f"{'k':>4} {'layout':6} {'cases':>5} {'geomean':>8} {'min':>6} {'<0.95':>5}")
     for t in s["table"]:

@@ -102,3 +102,43 @@ def test_bad_arguments():
         spmm_traffic(1, 1, 1, 1, index_bytes=2)
     with pytest.raises(ValueError, match="> 0"):
         spmm_bound_ms(spmm_traffic(1, 1, 1, 1), 0.0, 1.0)
+
+
+def test_memory_bound_hand_check():
+    from sparsescope.model.spmm import memory_bound
+
+    t = spmm_traffic(512, 1024, 157_286, 64)
+    b = memory_bound(t, 4000.0, 8000.0)
+    # compulsory 1,653,556 B / 4,000 GB/s = 0.41339 us; gather 41,656,628 B / 8,000 GB/s
+    # = 5.20708 us: L2-bound
+    assert b.dram_ms == pytest.approx(1_653_556 / 4e12 * 1e3)
+    assert b.l2_ms == pytest.approx(41_656_628 / 8e12 * 1e3)
+    assert b.binding == "l2" and b.bound_ms == b.l2_ms
+    assert b.pct_of(2 * b.bound_ms) == pytest.approx(50.0)
+    # k = 1: one sector per nonzero against 8 B of A each: the gather bytes 1,260,340 +
+    # 5,033,152 + 2,048 = 6,295,540 B at 8,000 GB/s = 0.78694 us; DRAM 1,266,484 B at 1,000
+    # GB/s = 1.26648 us: DRAM-bound
+    k1 = memory_bound(spmm_traffic(512, 1024, 157_286, 1), 1000.0, 8000.0)
+    assert k1.binding == "dram" and k1.bound_ms == pytest.approx(1_266_484 / 1e12 * 1e3)
+    # without an L2 bandwidth only DRAM bounds
+    assert memory_bound(t, 4000.0, None).binding == "dram"
+    with pytest.raises(ValueError):
+        memory_bound(t, 0.0, 8000.0)
+
+
+def test_memory_bound_of_column_major_x_takes_the_cheaper_strategy():
+    from sparsescope.model.spmm import memory_bound
+
+    # k = 64, column-major: direct gathers 64 sectors a nonzero (322 MB at 8,000 GB/s =
+    # 40.26 us); transposed: row-major gathers (41,656,628 B) + 2 (X + Y) = 2 x 393,216 B
+    # -> 42,443,060 B / 8,000 GB/s = 5.3054 us; DRAM 1,653,556 + 786,432 B / 4,000 GB/s
+    # = 0.6100 us: the transposes win, L2-bound
+    b = memory_bound(spmm_traffic(512, 1024, 157_286, 64, layout="col"), 4000.0, 8000.0)
+    assert b.strategy == "transposed" and b.binding == "l2"
+    assert b.l2_ms == pytest.approx(42_443_060 / 8e12 * 1e3)
+    assert b.dram_ms == pytest.approx(2_439_988 / 4e12 * 1e3)
+    # k = 1: one sector either way; the direct gathers skip the transposes' bytes
+    one = memory_bound(spmm_traffic(512, 1024, 157_286, 1, layout="col"), 4000.0, 8000.0)
+    assert one.strategy == "direct"
+    row = memory_bound(spmm_traffic(512, 1024, 157_286, 64), 4000.0, 8000.0)
+    assert row.strategy == "direct"

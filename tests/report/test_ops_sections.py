@@ -216,6 +216,12 @@ def test_spmm_rows_hand_numbers(spmm_run):
     assert first["eff_bw_gb_s"] == pytest.approx(compulsory / 1e-5 / 1e9)
     assert first["bound_ms"] == pytest.approx(compulsory / 4.8e12 * 1e3)
     assert first["pct_of_bound"] == pytest.approx(100 * compulsory / 4.8e12 * 1e3 / 0.010)
+    # memory bound at the run's rates (no DRAM bandwidth measured: the datasheet's 4,800 GB/s;
+    # L2 10,000 GB/s measured): gather bytes = A + 157,286 nonzeros x 1 sector x 32 B + Y
+    # = 1,260,340 + 5,033,152 + 16,384 = 6,309,876 B -> 0.63099 us against DRAM's 0.27281 us
+    assert first["memory_bound_by"] == "l2, direct"
+    assert first["memory_bound_ms"] == pytest.approx(6_309_876 / 1e13 * 1e3)
+    assert first["pct_of_memory_bound"] == pytest.approx(6.309876)
 
 
 def test_spmm_sections_say_where_our_kernel_is_slower(spmm_run, tmp_path):
@@ -224,6 +230,8 @@ def test_spmm_sections_say_where_our_kernel_is_slower(spmm_run, tmp_path):
     text = texts(section)
     main = text["SpMM: time, bandwidth and % of bound"]
     assert "dlmc-512x1024 k=8 row | spmm-cuda-rowwarp | 0.01 | spmm-torch-i64" in main
+    assert ("memory bound = max(compulsory bytes / 4,800 GB/s, gather bytes / 10,000 GB/s)"
+            in main)
     assert "slower than the best peer on 1 of 2 cases (dlmc-512x1024 k=64 row)" in main
     ai = text["SpMM: arithmetic intensity against k"]
     assert "| 64 | 1.654 | 20.13 | 12.18 | 8 | 0.4833 |" in ai  # the model test's numbers

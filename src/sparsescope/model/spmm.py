@@ -170,6 +170,77 @@ def l2_gather_bound_ms(traffic: SpmmTraffic, l2_bw_gb_s: float) -> float:
 
 
 @dataclass(frozen=True)
+class MemoryBound:
+    """The better (tighter) of the DRAM and L2 bounds of one SpMM for the traffic model's
+    bytes (issue 18's yardstick): a kernel reaching ``bound_ms / time`` of it is that close to
+    what the memory system allows for those bytes."""
+
+    dram_ms: float
+    """compulsory bytes (A once, X once, Y once) / DRAM bandwidth."""
+    l2_ms: float | None
+    """gather bytes (A once, X's sectors per nonzero, Y once) / L2 bandwidth; None without an
+    L2 bandwidth."""
+    strategy: str = "direct"
+    """``direct``: X gathered in its own layout; ``transposed``: column-major X and Y
+    re-laid row-major around a row-major SpMM (cheaper for column-major X but at small k)."""
+
+    @property
+    def bound_ms(self) -> float:
+        """max(dram_ms, l2_ms): no kernel moving the model's bytes beats either."""
+        return max(self.dram_ms, self.l2_ms or 0.0)
+
+    @property
+    def binding(self) -> str:
+        """``dram`` or ``l2``: the bound that is larger."""
+        return "l2" if self.l2_ms is not None and self.l2_ms > self.dram_ms else "dram"
+
+    def pct_of(self, time_ms: float) -> float:
+        """100 x bound_ms / time_ms: the share of the bound a measured time reaches."""
+        return 100.0 * self.bound_ms / time_ms
+
+
+def memory_bound(traffic: SpmmTraffic, dram_bw_gb_s: float,
+                 l2_bw_gb_s: float | None) -> MemoryBound:
+    """The DRAM and L2 bounds of :class:`MemoryBound`::
+
+        dram = (A + X once + Y) / DRAM bandwidth
+        l2   = (A + nnz x sectors_per_nnz x 32 + Y) / L2 bandwidth
+
+    X gathered from L2 without reuse in L1 is the traffic a kernel that stages no X on chip
+    asks of the L2 (a kernel reusing X rows in shared memory can go below it: then its
+    ``pct_of`` exceeds 100 and says so). Column-major X can also be transposed: X and Y each
+    read and written once more, and X gathered row-major::
+
+        transposed: dram = (A + 3 X + 3 Y) / DRAM,  l2 = (A + nnz x sectors_row x 32 + 2 X
+                    + 3 Y) / L2
+
+    and the bound is the smaller of the two strategies' (either is open to a kernel). Hand
+    check (the :func:`spmm_traffic` example, k = 64: compulsory 1,653,556 B, gather
+    41,656,628 B) at 4,000 GB/s and 8,000 GB/s: dram 0.4134 us, l2 5.207 us, bound 5.207 us
+    (L2-bound); a 10.414 us kernel reaches 50 % of it.
+    """
+    if dram_bw_gb_s <= 0 or (l2_bw_gb_s is not None and l2_bw_gb_s <= 0):
+        raise ValueError("bandwidths must be > 0")
+    direct = _memory_bound(traffic, dram_bw_gb_s, l2_bw_gb_s)
+    if traffic.layout != "col":
+        return direct
+    row = spmm_traffic(traffic.rows, traffic.cols, traffic.nnz, traffic.k, layout="row",
+                       value_bytes=traffic.value_bytes, index_bytes=traffic.index_bytes)
+    around = 2 * (traffic.x_bytes + traffic.y_bytes)
+    transposed = _memory_bound(row, dram_bw_gb_s, l2_bw_gb_s, extra_bytes=around,
+                               strategy="transposed")
+    return min(direct, transposed, key=lambda b: b.bound_ms)
+
+
+def _memory_bound(traffic: SpmmTraffic, dram_bw_gb_s: float, l2_bw_gb_s: float | None, *,
+                  extra_bytes: float = 0.0, strategy: str = "direct") -> MemoryBound:
+    dram = (traffic.compulsory_bytes + extra_bytes) / (dram_bw_gb_s * GB) * 1e3
+    l2 = ((traffic.gather_bytes + extra_bytes) / (l2_bw_gb_s * GB) * 1e3 if l2_bw_gb_s
+          else None)
+    return MemoryBound(dram, l2, strategy)
+
+
+@dataclass(frozen=True)
 class IntensityRow:
     """One k of the "arithmetic intensity against k" table of a matrix."""
 

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from sparsescope.model.spmm import intensity_table, spmm_bound_ms
+from sparsescope.model.spmm import intensity_table, memory_bound, spmm_bound_ms
 from sparsescope.model.spmv import GB
 from sparsescope.report.ops_common import (
     OpsReport,
@@ -30,18 +30,35 @@ from sparsescope.results.records import RunSet
 KS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 
 
+def memory_rates(runset: RunSet) -> tuple[float, float | None]:
+    """(DRAM, L2) bandwidth in GB/s for the memory bound: the run's measured read (else copy)
+    bandwidth and L2 bandwidth, the datasheet peak where none was measured (L2: None)."""
+    from sparsescope.model.predict import device_rates
+
+    rates = device_rates(runset.device, runset.ceilings)
+    return rates.dram_bw_gb_s, rates.l2_bw_gb_s
+
+
 def spmm_rows(runset: RunSet, views: Sequence[OpView]) -> list[dict]:
+    """One row per timed case: time, GFLOP/s, bandwidth, AI, the roofline bound (datasheet
+    peak) and its %, and the better of the DRAM and L2 bounds at the run's measured rates
+    (``model.spmm.memory_bound``) and its %."""
     dev = runset.device
+    dram_bw, l2_bw = memory_rates(runset)
     rows = []
     for v in views:
         t = v.traffic
         bound = spmm_bound_ms(t, dev.peak_bw_gb_s, dev.fp32_peak_gflops)
+        memory = memory_bound(t, dram_bw, l2_bw)
         rows.append({"matrix": v.case.matrix, "k": t.k, "layout": t.layout,
                      "backend": v.case.backend, "time_ms": v.time_ms,
                      "gflops": v.model.peak.gflops,
                      "eff_bw_gb_s": v.model.peak.eff_bw_gb_s,
                      "ai_flop_per_byte": t.arithmetic_intensity, "bound_ms": bound,
                      "pct_of_bound": 100.0 * bound / v.time_ms,
+                     "memory_bound_ms": memory.bound_ms,
+                     "memory_bound_by": f"{memory.binding}, {memory.strategy}",
+                     "pct_of_memory_bound": memory.pct_of(v.time_ms),
                      "rel_err": v.case.correctness.rel_err if v.case.correctness else None})
     return rows
 
@@ -171,8 +188,16 @@ def spmm_sections(runset: RunSet, views: Sequence[OpView], profiles: Sequence[An
     intensity, ai_rows = intensity_markdown(runset, views)
     kernels = profiled_cases(views, profiles, labels, spmm_key)
     text = timed_markdown(["matrix", "k", "layout", "backend", "ms", "GFLOP/s", "GB/s", "AI",
-                           "bound ms", "% of bound", "rel err"], rows, "SpMM", peers, kernels,
+                           "bound ms", "% of bound", "memory bound ms", "by",
+                           "% of memory bound", "rel err"], rows, "SpMM", peers, kernels,
                           bool(profiles))
+    dram_bw, l2_bw = memory_rates(runset)
+    peak = runset.device.peak_bw_gb_s
+    text = (f"bound = max(compulsory bytes / {peak:g} GB/s, flops / FP32 peak) "
+            f"(datasheet); memory bound = max(compulsory bytes / {dram_bw:,.0f} GB/s, gather "
+            f"bytes / {f'{l2_bw:,.0f} GB/s' if l2_bw else 'L2 unknown'}) at the run's measured "
+            "DRAM and L2 bandwidth (`model.spmm.memory_bound`: the better of the DRAM and L2 "
+            "bounds for the traffic model's bytes).\n\n" + text)
     explained = unprofiled_losses(peers, views, kernels)
     if explained:
         text += "\n\n" + explained
