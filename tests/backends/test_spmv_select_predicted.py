@@ -9,9 +9,10 @@ import json
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from test_spmv_select import stats  # hand-made statistics, shared with the rules' tests
 
 from sparsescope.backends import spmv_auto
-from sparsescope.backends.select import MatrixStatistics, matrix_statistics
+from sparsescope.backends.select import matrix_statistics
 from sparsescope.backends.select_predicted import (
     TRIAL_MARGIN,
     Candidate,
@@ -26,13 +27,6 @@ from sparsescope.backends.spmv_auto import CudaSpmvAuto, CudaSpmvAutoRules
 from sparsescope.matrices import generate
 from sparsescope.timing.types import Measurement, TimingConfig
 from sparsescope.whatif import gpu_rates, predict_case
-
-
-def stats(**over) -> MatrixStatistics:
-    base = dict(rows=1000, cols=1000, nnz=10_000, mean_nnz_per_row=10.0, max_nnz_per_row=12,
-                cv_nnz_per_row=0.1, empty_row_fraction=0.0, escape_fraction=0.5,
-                delta16_byte_ratio=0.95, sell_padding_ratio=1.02)
-    return MatrixStatistics(**{**base, **over})
 
 
 def pred(label: str, ms: float | None, limiter: str = "dram") -> CandidatePrediction:
