@@ -1,0 +1,115 @@
+"""Score the time model offline against a committed run: every own SpMV kernel variant the run
+timed is planned on this machine (its format built, its shape refined from its SASS where a CUDA
+compiler is at hand) and predicted with the rates the run measured on its device, then compared
+with the run's measured median. No GPU is needed, so a model change can be judged on many
+(matrix, kernel) pairs of two GPUs before device time is spent:
+
+    python scripts/model_offline_score.py RESULTS [RESULTS ...] [--json FILE] [--matrix NAME]
+
+RESULTS: ``results.json`` or ``.json.gz`` of ``sparsescope run --suite SUITE --variants ...``
+(e.g. ``results/h200/kernels/2026-11-25-selection/part1/results.json.gz``); the matrices are
+generated again from the run's suite entries (seed 0, the run's scale). Printed: per GPU the
+median and 90th percentile of |error| (error = (measured - predicted) / measured), each
+variant's median signed error, and per matrix the measured cost of choosing by prediction alone
+(the variant predicted fastest against the fastest measured). The SASS comes from this machine's
+compiler, which may differ from the device's (NVRTC versions): say so when quoting numbers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+from sparsescope.api import sass_refiner  # noqa: E402
+from sparsescope.backends.runner import BackendChoice  # noqa: E402
+from sparsescope.backends.variants import SPMV_OWN  # noqa: E402
+from sparsescope.matrices.suites import build_entry, find_entry, split_suite_name  # noqa: E402
+from sparsescope.model.predict import device_rates  # noqa: E402
+from sparsescope.ops.base import canonical_csr  # noqa: E402
+from sparsescope.results.io import read_runset  # noqa: E402
+from sparsescope.whatif import GpuRates, predict_case  # noqa: E402
+
+
+def timed_variants(rs) -> dict[str, list[tuple[str, float]]]:
+    """matrix -> [(variant label, measured median ms)] of the run's own kernel variants."""
+    out: dict[str, list[tuple[str, float]]] = defaultdict(list)
+    for c in rs.cases:
+        name, _, variant = c.backend.partition("[")
+        if (c.outcome == "ok" and c.op == "spmv" and variant.rstrip("]") in SPMV_OWN
+                and c.measurement is not None):
+            out[c.matrix].append((c.backend, statistics.median(c.measurement.samples_ms)))
+    return out
+
+
+def score_run(path: Path, only: set[str]) -> list[dict]:
+    rs = read_runset(path)
+    gpu = GpuRates(spec=rs.device, rates=device_rates(rs.device, rs.ceilings),
+                   origin=f"measured by run {rs.run_id}")
+    refine = sass_refiner(rs.device)
+    suite, _ = split_suite_name(rs.suite)
+    rows = []
+    for matrix, variants in timed_variants(rs).items():
+        if only and matrix not in only:
+            continue
+        csr = canonical_csr(build_entry(find_entry(suite, matrix, rs.scale), 0).csr)
+        for label, measured in variants:
+            name, _, variant = label.partition("[")
+            options = SPMV_OWN[variant.rstrip("]")][1]
+            backend = BackendChoice(name, tuple(options.items()), label).create()
+            p = predict_case(matrix, csr, backend, gpu, refine=refine, label=label).prediction
+            rows.append({"gpu": rs.device.name, "matrix": matrix, "backend": label,
+                         "measured_ms": measured,
+                         "predicted_ms": p.predicted_ms if p is not None else None,
+                         "limiter": p.limiter if p is not None else ""})
+        print(f"{rs.device.name} {matrix}: {len(variants)} variants predicted", flush=True)
+    return rows
+
+
+def summary(rows: list[dict]) -> str:
+    lines = []
+    for gpu in dict.fromkeys(r["gpu"] for r in rows):
+        mine = [r for r in rows if r["gpu"] == gpu and r["predicted_ms"]]
+        errors = sorted(abs(r["measured_ms"] - r["predicted_ms"]) / r["measured_ms"]
+                        for r in mine)
+        lines.append(f"{gpu}: {len(mine)} cases, median |error| "
+                     f"{100 * statistics.median(errors):.1f} %, 90th percentile "
+                     f"{100 * errors[math.ceil(0.9 * len(errors)) - 1]:.1f} % (nearest rank)")
+        by_variant: dict[str, list[float]] = defaultdict(list)
+        for r in mine:
+            signed = (r["measured_ms"] - r["predicted_ms"]) / r["measured_ms"]
+            by_variant[r["backend"].partition("[")[2].rstrip("]")].append(signed)
+        for variant, values in sorted(by_variant.items(),
+                                      key=lambda kv: statistics.median(kv[1])):
+            lines.append(f"  {variant:26s} median signed error "
+                         f"{100 * statistics.median(values):+6.1f} %")
+        for matrix in dict.fromkeys(r["matrix"] for r in mine):
+            cases = [r for r in mine if r["matrix"] == matrix]
+            best = min(r["measured_ms"] for r in cases)
+            pick = min(cases, key=lambda r: r["predicted_ms"])
+            lines.append(f"  {matrix}: the fastest prediction ({pick['backend']}) measured "
+                         f"{100 * (pick['measured_ms'] / best - 1):+.1f} % over the fastest")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("results", type=Path, nargs="+")
+    parser.add_argument("--json", type=Path)
+    parser.add_argument("--matrix", action="append", default=[])
+    args = parser.parse_args()
+    rows = [r for path in args.results for r in score_run(path, set(args.matrix))]
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1) + "\n")
+    print(summary(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

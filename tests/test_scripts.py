@@ -1,0 +1,86 @@
+"""The results scripts' own arithmetic (they write the numbers committed READMEs quote), on
+hand-made records: the offline model score, the kernel-selection README's regret, and the SpMM
+population summary's memory bound, against the committed H200 run."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def load(name: str):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_offline_score_summary():
+    score = load("model_offline_score")
+    rows = [{"gpu": "H200", "matrix": "m", "backend": "cuda-spmv-sell[sell-u4-m6-h1]",
+             "measured_ms": 0.010, "predicted_ms": 0.008, "limiter": "dram"},
+            {"gpu": "H200", "matrix": "m", "backend": "cuda-spmv-sell[sell-u2-m8-h1]",
+             "measured_ms": 0.012, "predicted_ms": 0.006, "limiter": "latency"}]
+    text = score.summary(rows)
+    # |errors| 20 % and 50 %: median 35 %; the 90th percentile (nearest rank: the
+    # ceil(0.9 x 2) = 2nd) 50 %
+    assert ("H200: 2 cases, median |error| 35.0 %, 90th percentile 50.0 % (nearest rank)"
+            in text)
+    assert "sell-u2-m8-h1              median signed error  +50.0 %" in text
+    # u2-m8 is predicted fastest but measured 20 % slower than u4-m6
+    assert ("m: the fastest prediction (cuda-spmv-sell[sell-u2-m8-h1]) measured +20.0 % over "
+            "the fastest") in text
+
+
+def test_kernels_readme_regret_and_variant_names():
+    readme = load("kernels_readme")
+    assert readme.variant_of("cuda-spmv-delta16", {"tpr": 1, "unroll": 4, "minb": 6}) == \
+        "cuda-spmv-delta16[delta16-u4-m6-h1]"
+    assert readme.variant_of("cuda-spmv-blocked16", {"block": 3, "minb": 6, "stage": 4,
+                                                     "tpr": 2}) == \
+        "cuda-spmv-blocked16[blocked3-t2-dae4-m6-h1]"
+    assert readme.variant_of("cuda-spmv-merge", {"iters": 7}) is None
+
+    def case(backend, ms, notes=None):
+        return {"matrix": "m", "backend": backend, "outcome": "ok", "notes": notes or {},
+                "measurement": {"samples_ms": [ms, ms, ms]}}
+
+    table = [{"backend": "cuda-spmv-delta16", "params": {"tpr": 1, "unroll": 4, "minb": 6},
+              "label": "d", "predicted_ms": 0.01}]
+    rows = readme.score([
+        case("cuda-spmv-delta16[delta16-u4-m6-h1]", 0.020),
+        case("cuda-spmv-sell[sell-u4-m6-h1]", 0.016),
+        case("torch-cusparse-i32", 0.040),
+        case("cuda-spmv-auto", 0.0168, {"selected": "cuda-spmv-sell", "selected_params": "{}",
+                                        "selection_rule": "predicted-then-timed",
+                                        "selection_reason": "r",
+                                        "selection_table": json.dumps(table)}),
+        case("cuda-spmv-auto-rules", 0.020, {"selected": "cuda-spmv-delta16"})])
+    (r,) = rows
+    assert (r["best_own"], r["best_own_us"]) == ("cuda-spmv-sell[sell-u4-m6-h1]", 16.0)
+    assert r["auto_us"] / r["best_own_us"] - 1 == pytest.approx(0.05)
+    assert r["predicted_first_us"] == 20.0  # the delta16 variant, predicted fastest
+    assert r["best_lib_us"] / r["auto_us"] == pytest.approx(40 / 16.8)
+    assert readme.pct(r["rules_us"], r["best_own_us"]) == "+25.0 %"
+
+
+def test_population_memory_bound_on_the_committed_h200_run():
+    summary = load("spmm_population_summary")
+    s = summary.summarise(ROOT / "results/h200/spmm-population/results.json.gz")
+    g = s["memory_group"]
+    assert g["cases"] == 17 and all(r["kind"] in ("powerlaw", "rmat") and r["rows"] > 100_000
+                                    and r["k"] >= 64 for r in g["rows"])
+    row = next(r for r in g["rows"] if (r["matrix"], r["k"], r["layout"]) == (
+        "graph-11", 64, "row"))
+    # 300,000 rows: bound = gather bytes / the run's L2 bandwidth (8,239 GB/s); auto's share
+    assert row["memory_bound_by"] == "l2, direct"
+    assert row["auto_pct_of_memory_bound"] == pytest.approx(
+        100 * row["memory_bound_ms"] / row["auto_ms"])
+    assert "| graph-11 | 300,000 | 64 | row | l2, direct |" in summary.bounds_markdown(s)
