@@ -243,3 +243,19 @@ def test_format_cache_builds_each_format_once_across_threads():
     assert all(got[k] == (k, csr.nnz) and cache.get(csr, (k,), build(-1)) is got[k]
                for k in range(6))
     assert sorted(built) == list(range(6))  # served from the cache
+
+
+def test_variant_sets_hold_every_candidate():
+    """``auto-candidates`` is exactly what auto predicts for 1 x 3 blocks, and the
+    ``selection`` sweep holds all of them, so regret is scored against every possible choice."""
+    from sparsescope.backends.variants import VARIANT_SETS
+
+    def key(backend, options):
+        cls = spmv_auto.CHOICES[backend]
+        return backend, tuple(sorted({**cls.defaults, **options}.items()))
+
+    wanted = {key(c.backend, c.params) for c in candidates(stats(block_width=3))}
+    for name in ("auto-candidates", "selection"):
+        have = {key(b, o) for b, o in VARIANT_SETS[name].values() if b in spmv_auto.CHOICES}
+        assert wanted <= have, name
+    assert len(VARIANT_SETS["auto-candidates"]) == len(wanted)

@@ -77,10 +77,20 @@ SEED6_SWEEP = (
 #: kernel it could have chosen (``select_predicted.candidates``).
 SELECTION_SWEEP = (*SEED6_SWEEP, "blocked3-t2-dae4-m6-h1")
 
+#: Exactly the candidates ``cuda-spmv-auto`` predicts for a matrix whose blocks are 1 x 3
+#: (``select_predicted.candidates``): the smallest set auto's regret can be scored against on a
+#: population too large for the whole sweep.
+AUTO_CANDIDATES = (
+    "adaptive-i1-h1", "adaptive-i2-h1", "merge-i1-h1", "sell-u4-m6-h1", "sell-u2-m8-h1",
+    "sell-t2-u4-m6-h1", "sell-t2-u2-m8-h1", "delta16-u4-m6-h1", "delta16-u2-m8-h1",
+    "delta16-t2-u4-m6-h1", "delta16-t2-u2-m8-h1", "blocked3-dae4-m6-h1",
+    "blocked3-t2-dae4-m6-h1", "blocked3-u2-m8-h1")
+
 #: Set name -> variants.
 VARIANT_SETS = {"spmv-own": SPMV_OWN,
                 "seed6-sweep": {label: SPMV_OWN[label] for label in SEED6_SWEEP},
-                "selection": {label: SPMV_OWN[label] for label in SELECTION_SWEEP}}
+                "selection": {label: SPMV_OWN[label] for label in SELECTION_SWEEP},
+                "auto-candidates": {label: SPMV_OWN[label] for label in AUTO_CANDIDATES}}
 
 _SPEC = re.compile(r"^(?P<name>[a-z0-9-]+)\[(?P<opts>[^\]]*)\]$")
 
