@@ -22,10 +22,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from sparsescope.backends.spmv_auto import AUTO_TRIAL_ENV
 from sparsescope.errors import SparsescopeError, UsageError
 
 PROGRAM = "sparsescope-target"
@@ -67,6 +69,11 @@ def run_one(args: argparse.Namespace) -> int:
     from sparsescope.timing.types import TimingConfig
 
     matrix = build_named_entry(args.suite, args.matrix, scale=args.scale)
+    if args.check_only:
+        # ncu profiles every launch of this process: cuda-spmv-auto's trial would add a few
+        # hundred launches of other kernels; it chooses by prediction alone here (its notes
+        # say so), the chosen kernel being the one launch profiled
+        os.environ.setdefault(AUTO_TRIAL_ENV, "0")
     case = run_case(matrix, args.backend, args.op, parse_params(args.param),
                     config=TimingConfig(warmups=args.warmups, repeats=args.repeats),
                     seed=args.seed, timed=not args.check_only)

@@ -259,3 +259,27 @@ def test_variant_sets_hold_every_candidate():
         have = {key(b, o) for b, o in VARIANT_SETS[name].values() if b in spmv_auto.CHOICES}
         assert wanted <= have, name
     assert len(VARIANT_SETS["auto-candidates"]) == len(wanted)
+
+
+def test_the_trial_can_be_turned_off_for_a_process(monkeypatch):
+    """The ncu target sets SPARSESCOPE_AUTO_TRIAL=0: ncu profiles every launch of the process,
+    so auto chooses by prediction alone there."""
+    import argparse
+
+    from sparsescope import target
+    from sparsescope.backends.spmv_auto import AUTO_TRIAL_ENV
+
+    monkeypatch.delenv(AUTO_TRIAL_ENV, raising=False)
+    assert CudaSpmvAuto().trial and not CudaSpmvAuto(trial=False).trial
+    monkeypatch.setenv(AUTO_TRIAL_ENV, "0")
+    assert not CudaSpmvAuto().trial and CudaSpmvAuto(trial=True).trial
+    monkeypatch.delenv(AUTO_TRIAL_ENV)
+    seen = {}
+    monkeypatch.setattr("sparsescope.matrices.suite_dlmc.build_named_entry",
+                        lambda *a, **k: None)
+    monkeypatch.setattr("sparsescope.backends.runner.run_case",
+                        lambda *a, **k: seen.setdefault("trial", CudaSpmvAuto().trial))
+    monkeypatch.setattr("sparsescope.backends.runner.report_case_exit", lambda case, label: 0)
+    args = argparse.Namespace(suite="seed6", matrix="cant", scale=0.01, backend="b", op="spmv",
+                              param=[], warmups=1, repeats=1, seed=0, check_only=True)
+    assert target.run_one(args) == 0 and seen["trial"] is False

@@ -15,6 +15,7 @@ report says why.
 from __future__ import annotations
 
 import json
+import os
 import time
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -31,6 +32,9 @@ from sparsescope.backends.spmv_merge import CudaSpmvMerge
 from sparsescope.backends.spmv_sell import CudaSpmvBlocked16, CudaSpmvDelta16, CudaSpmvSell
 from sparsescope.timing.types import Measurement, TimingConfig
 
+#: Environment variable that turns the trial off ("0") for a process: the ncu target sets it,
+#: so that a profile holds the chosen kernel's launch, not the trial's.
+AUTO_TRIAL_ENV = "SPARSESCOPE_AUTO_TRIAL"
 #: How the shortlisted candidates are timed before the choice (the L2 flushed as the timing
 #: protocol decides by the working set, as in the measurement that follows).
 TRIAL_TIMING = TimingConfig(warmups=3, repeats=10)
@@ -66,11 +70,12 @@ class CudaSpmvAuto(SpmvBackend):
     #: "prediction" (the time model on the present device) or "rules" (matrix statistics).
     by = "prediction"
 
-    def __init__(self, *, breakdown: bool = True, trial: bool = True) -> None:
+    def __init__(self, *, breakdown: bool = True, trial: bool | None = None) -> None:
         self.breakdown = breakdown
-        self.trial = trial
+        self.trial = trial if trial is not None else os.environ.get(AUTO_TRIAL_ENV, "1") != "0"
         """Time the candidates the model cannot rank apart (``select_predicted.shortlist``)
-        before choosing; False: the fastest prediction alone."""
+        before choosing; False: the fastest prediction alone (default: on, unless the
+        environment sets :data:`AUTO_TRIAL_ENV` to 0, as the ncu target does)."""
         self._model = None
 
     def availability(self) -> tuple[bool, str]:
