@@ -69,14 +69,19 @@ def run_one(args: argparse.Namespace) -> int:
     from sparsescope.timing.types import TimingConfig
 
     matrix = build_named_entry(args.suite, args.matrix, scale=args.scale)
-    if args.check_only:
-        # ncu profiles every launch of this process: cuda-spmv-auto's trial would add a few
-        # hundred launches of other kernels; it chooses by prediction alone here (its notes
-        # say so), the chosen kernel being the one launch profiled
-        os.environ.setdefault(AUTO_TRIAL_ENV, "0")
-    case = run_case(matrix, args.backend, args.op, parse_params(args.param),
-                    config=TimingConfig(warmups=args.warmups, repeats=args.repeats),
-                    seed=args.seed, timed=not args.check_only)
+    # ncu profiles every launch of this process: cuda-spmv-auto's trial would add a few
+    # hundred launches of other kernels; it chooses by prediction alone here (its notes say
+    # so), the chosen kernel being the one launch profiled
+    before = os.environ.get(AUTO_TRIAL_ENV)
+    if args.check_only and before is None:
+        os.environ[AUTO_TRIAL_ENV] = "0"
+    try:
+        case = run_case(matrix, args.backend, args.op, parse_params(args.param),
+                        config=TimingConfig(warmups=args.warmups, repeats=args.repeats),
+                        seed=args.seed, timed=not args.check_only)
+    finally:
+        if before is None:
+            os.environ.pop(AUTO_TRIAL_ENV, None)
     return report_case_exit(case, f"{PROGRAM}: {args.matrix} {args.backend} {args.op}")
 
 

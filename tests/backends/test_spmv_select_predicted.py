@@ -168,7 +168,7 @@ def test_timed_choice_keeps_the_fastest_measured(monkeypatch):
     monkeypatch.setattr("sparsescope.backends._gpu.device_sm_count", lambda: 132)
     _Fake.prepared = []
     csr = sp.random(50, 40, density=0.2, format="csr", random_state=4)
-    auto = CudaSpmvAuto()
+    auto = CudaSpmvAuto(trial=True)
     prepared = auto.prepare(csr, "float32", 4)
     assert _Fake.prepared == ["slow", "fast", "middle"]
     assert prepared.selection.backend == "fast"
@@ -283,3 +283,4 @@ def test_the_trial_can_be_turned_off_for_a_process(monkeypatch):
     args = argparse.Namespace(suite="seed6", matrix="cant", scale=0.01, backend="b", op="spmv",
                               param=[], warmups=1, repeats=1, seed=0, check_only=True)
     assert target.run_one(args) == 0 and seen["trial"] is False
+    assert AUTO_TRIAL_ENV not in __import__("os").environ  # nothing left for later cases
