@@ -131,8 +131,10 @@ def predict_candidates(csr: sp.csr_matrix, gpu: Any, found: list[Candidate], *,
     from sparsescope.backends.spmv_auto import CHOICES
     from sparsescope.whatif import predict_case
 
-    def one(cand: Candidate) -> CandidatePrediction:
-        backend = CHOICES[cand.backend](breakdown=False, **cand.params)
+    backends = [CHOICES[c.backend](breakdown=False, **c.params) for c in found]
+
+    def one(i: int) -> CandidatePrediction:
+        cand, backend = found[i], backends[i]
         start = time.perf_counter()
         case = predict_case(matrix_name, csr, backend, gpu, value_dtype=value_dtype,
                             refine=refine, label=cand.label)
@@ -142,14 +144,13 @@ def predict_candidates(csr: sp.csr_matrix, gpu: Any, found: list[Candidate], *,
                                    time.perf_counter() - start)
 
     groups: dict[tuple, list[int]] = {}
-    for i, cand in enumerate(found):
-        key = CHOICES[cand.backend](**cand.params).format_key()
-        groups.setdefault(key, []).append(i)
+    for i, backend in enumerate(backends):
+        groups.setdefault(backend.format_key(), []).append(i)
     out: list[CandidatePrediction | None] = [None] * len(found)
 
     def group(indices: list[int]) -> None:
         for i in indices:
-            out[i] = one(found[i])
+            out[i] = one(i)
 
     with ThreadPoolExecutor(max_workers=plan_workers(len(groups))) as pool:
         list(pool.map(group, groups.values()))

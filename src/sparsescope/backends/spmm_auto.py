@@ -56,7 +56,6 @@ from sparsescope.backends.spmm_cuda import (
 from sparsescope.backends.spmm_rowgroup import (
     SpmmCudaRowGroup,
     choose_slab_cols,
-    device_sm_count,
     rowgroup_shape,
     vector_width,
 )
@@ -157,7 +156,7 @@ class SpmmCudaAuto(OpBackend):
     def prepare(self, case: OpCase, value_dtype: str, index_bytes: int) -> PreparedSpmmAuto:
         from dataclasses import replace
 
-        sm_count = device_sm_count()
+        sm_count = _gpu.device_sm_count()
         chosen, reason = self.choose(case, value_dtype, sm_count)
         if chosen == TRANSPOSED:   # the transposes around the row-major rules' own pick
             row_case = replace(case, params=replace(case.params, layout="row"))

@@ -30,11 +30,11 @@ from sparsescope.backends.spmm_cuda import (
     OwnSpmmKernel,
     SlicePlan,
     slice_plan,
+    upload_csr,
     upload_slices,
     warps_per_block,
     zero_fill_async,
 )
-from sparsescope.backends.spmm_rowgroup import device_sm_count
 from sparsescope.ops.base import OpCase
 
 SOURCE = "spmm_colmajor.cu"
@@ -178,14 +178,13 @@ class SpmmCudaColMajor(OwnSpmmKernel):
 
         csr, k = case.matrix, case.params.k
         dtype = _gpu.VALUE_DTYPES[value_dtype]
-        index_dtype = _gpu.INDEX_DTYPES[index_bytes]
-        host = self.plan(case, value_dtype, index_bytes, device_sm_count())
-        slice_ptr, slice_row = upload_slices(host.plan, index_dtype)
+        host = self.plan(case, value_dtype, index_bytes, _gpu.device_sm_count())
+        slice_ptr, slice_row = upload_slices(host.plan, _gpu.INDEX_DTYPES[index_bytes])
+        indices, data = upload_csr(csr, value_dtype, index_bytes)
         x_t = np.ascontiguousarray(np.asarray(case.inputs).T, dtype=dtype)  # k x cols
         return PreparedColMajor(
             rows=csr.shape[0], cols=csr.shape[1], k=k, host=host, slice_ptr=slice_ptr,
-            slice_row=slice_row, indices=cupy.asarray(csr.indices.astype(index_dtype)),
-            data=cupy.asarray(csr.data.astype(dtype)), x=cupy.asarray(x_t),
+            slice_row=slice_row, indices=indices, data=data, x=cupy.asarray(x_t),
             y=cupy.zeros((k, csr.shape[0]), dtype=dtype),
             working_set_bytes=case.traffic.compulsory_bytes)
 

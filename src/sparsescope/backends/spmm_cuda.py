@@ -238,6 +238,14 @@ def upload_slices(plan: SlicePlan, index_dtype: Any) -> tuple[Any, Any]:
     return slice_ptr, slice_row
 
 
+def upload_csr(csr: Any, value_dtype: str, index_bytes: int) -> tuple[Any, Any]:
+    """(column indices, values) of ``csr`` on the device at the case's index and value types."""
+    import cupy
+
+    return (cupy.asarray(csr.indices.astype(_gpu.INDEX_DTYPES[index_bytes])),
+            cupy.asarray(csr.data.astype(_gpu.VALUE_DTYPES[value_dtype])))
+
+
 def zero_fill_async(y: Any) -> None:
     """Zero Y on the current stream (rows cut into slices are summed into it atomically)."""
     import cupy
@@ -327,12 +335,11 @@ class SpmmCudaRowWarp(OwnSpmmKernel):
                  "value_dtype": value_dtype,
                  "slice_rule": f"S = max({floor}, round_up(nnz / ({sm_count} SMs x "
                                f"{TARGET_WARPS_PER_SM} warps), 32))"}
+        indices, data = upload_csr(csr, value_dtype, index_bytes)
         return PreparedSpmmCuda(
             rows=csr.shape[0], k=k, kernel=name, plan=plan, grid=grid, block=32 * warps,
-            slab=slab,
-            slice_ptr=slice_ptr,
-            slice_row=slice_row, indices=cupy.asarray(csr.indices.astype(index_dtype)),
-            data=cupy.asarray(csr.data.astype(dtype)), x=x,
+            slab=slab, slice_ptr=slice_ptr, slice_row=slice_row, indices=indices, data=data,
+            x=x,
             y=cupy.zeros((csr.shape[0], k), dtype=dtype),
             working_set_bytes=case.traffic.compulsory_bytes, notes=notes)
 

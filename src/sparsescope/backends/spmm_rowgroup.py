@@ -45,6 +45,7 @@ from sparsescope.backends.spmm_cuda import (
     SlicePlan,
     choose_slice_nnz,
     slice_plan,
+    upload_csr,
     upload_slices,
     warps_per_block,
     zero_fill_async,
@@ -242,9 +243,6 @@ class PreparedRowGroup:
     working_set_bytes: int
 
 
-device_sm_count = _gpu.device_sm_count
-
-
 class SpmmCudaRowGroup(OwnSpmmKernel):
     name = "spmm-cuda-rowgroup"
     capability = Capability(
@@ -290,13 +288,12 @@ class SpmmCudaRowGroup(OwnSpmmKernel):
 
         csr, k = case.matrix, case.params.k
         dtype = _gpu.VALUE_DTYPES[value_dtype]
-        index_dtype = _gpu.INDEX_DTYPES[index_bytes]
-        host = self.plan(case, value_dtype, index_bytes, device_sm_count())
-        slice_ptr, slice_row = upload_slices(host.plan, index_dtype)
+        host = self.plan(case, value_dtype, index_bytes, _gpu.device_sm_count())
+        slice_ptr, slice_row = upload_slices(host.plan, _gpu.INDEX_DTYPES[index_bytes])
+        indices, data = upload_csr(csr, value_dtype, index_bytes)
         return PreparedRowGroup(
             rows=csr.shape[0], k=k, host=host, slice_ptr=slice_ptr, slice_row=slice_row,
-            indices=cupy.asarray(csr.indices.astype(index_dtype)),
-            data=cupy.asarray(csr.data.astype(dtype)),
+            indices=indices, data=data,
             x=cupy.asarray(np.ascontiguousarray(case.inputs, dtype=dtype)),
             y=cupy.zeros((csr.shape[0], k), dtype=dtype),
             working_set_bytes=case.traffic.compulsory_bytes)

@@ -25,7 +25,7 @@ import scipy.sparse as sp
 
 from sparsescope.backends.base import Capability, SpmvBackend
 from sparsescope.backends.select import Selection, select_for
-from sparsescope.backends.select_predicted import TRIAL_MARGIN
+from sparsescope.backends.select_predicted import TRIAL_MARGIN, shortlist
 from sparsescope.backends.spmv_adaptive import CudaSpmvAdaptive
 from sparsescope.backends.spmv_device import CAPABILITY, OwnSpmvBackend
 from sparsescope.backends.spmv_merge import CudaSpmvMerge
@@ -108,8 +108,10 @@ class CudaSpmvAuto(SpmvBackend):
 
         start = time.perf_counter()
         selection, table = self.select(matrix_csr, value_dtype, device_sm_count())
-        if self.trial and table:
-            chosen = self._timed_choice(matrix_csr, value_dtype, index_bytes, selection, table)
+        short = shortlist(table) if self.trial else []
+        if len(short) > 1:  # one candidate or none within the margin: it is the selection
+            chosen = self._timed_choice(matrix_csr, value_dtype, index_bytes, selection, table,
+                                        short)
         else:
             backend = CHOICES[selection.backend](breakdown=self.breakdown, **selection.params)
             chosen = PreparedAuto(selection, backend,
@@ -118,20 +120,11 @@ class CudaSpmvAuto(SpmvBackend):
         return chosen
 
     def _timed_choice(self, csr: sp.csr_matrix, value_dtype: str, index_bytes: int,
-                      selection: Selection, table: list) -> PreparedAuto:
-        """Each candidate of the shortlist prepared and timed (:data:`TRIAL_TIMING`) on a
-        random x; the fastest measured is kept, the others' device memory is freed."""
-        from sparsescope.backends.select_predicted import shortlist
+                      selection: Selection, table: list, short: list) -> PreparedAuto:
+        """Each candidate of the shortlist ``short`` prepared and timed (:data:`TRIAL_TIMING`)
+        on a random x; the fastest measured is kept, the others' device memory is freed."""
         from sparsescope.ops.spmv import make_x
 
-        short = shortlist(table)
-        if len(short) < 2:
-            pick = short[0].candidate if short else None
-            backend = CHOICES[selection.backend](breakdown=self.breakdown, **selection.params)
-            if pick is not None:
-                backend = CHOICES[pick.backend](breakdown=self.breakdown, **pick.params)
-            return PreparedAuto(selection, backend,
-                                backend.prepare(csr, value_dtype, index_bytes), table)
         x = make_x(csr.shape[1], seed=1, dtype=value_dtype)
         best, timed = None, []
         for entry in short:

@@ -10,10 +10,9 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from sparsescope.report.collection_data import AUTO
 from sparsescope.report.context import ReportContext
 from sparsescope.report.table_types import Column, Table
-
-AUTO = "cuda-spmv-auto"
 
 
 @dataclass(frozen=True)
