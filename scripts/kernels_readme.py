@@ -89,20 +89,24 @@ def pct(a: float | None, b: float) -> str:
     return f"{100 * (a / b - 1):+.1f} %" if a else "n/a"
 
 
-def readme(title: str, note: str, parts: list[Path], rows: list[dict], commands: list[str]
-           ) -> str:
+def readme(title: str, note: str, parts: list[Path], rows: list[dict], commands: list[str],
+           matrices: str = "the seed6 analogs") -> str:
     env = (parts[0] / "env.txt").read_text().strip()
     auto_x = [r["best_lib_us"] / r["auto_us"] for r in rows]
+    regret = {name: [r[key] / r["best_own_us"] for r in rows if r[key]]
+              for name, key in (("auto", "auto_us"), ("auto-rules", "rules_us"),
+                                ("the fastest prediction alone", "predicted_first_us"))}
     lines = [
-        f"# {title}: kernel selection on the seed6 analogs",
+        f"# {title}: kernel selection on {matrices}",
         "",
         "`cuda-spmv-auto` chooses by predicted time on the present device "
         "(`backends/select_predicted.py`): every candidate planned and predicted with the "
         "run's measured ceilings and the kernels' SASS, the candidates the model cannot rank "
         "apart (within its error) timed on the device. `cuda-spmv-auto-rules` applies the "
         "statistics rules fitted to H200 sweeps. Both are scored against the fastest own "
-        "kernel variant of the same run (variant set `selection`: every candidate auto can "
-        "choose and the rest of the seed6 sweep) and against the best cuSPARSE configuration "
+        "kernel variant of the same run (the variant set named in the command: `selection` is "
+        "every candidate auto can choose and the rest of the seed6 sweep, `auto-candidates` "
+        "exactly auto's candidates) and against the best cuSPARSE configuration "
         "(torch INT64 / INT32, CuPy INT32).",
         "",
         "## How it was made",
@@ -150,6 +154,14 @@ def readme(title: str, note: str, parts: list[Path], rows: list[dict], commands:
         f"({worst['matrix']}); auto-rules': "
         f"{pct(rules_worst['rules_us'], rules_worst['best_own_us'])} "
         f"({rules_worst['matrix']}).",
+        "- Geomean regret over the " + f"{len(rows)} matrices: " + "; ".join(
+            f"{name} {pct(geomean(v), 1.0)} ({len(v)} matrices)" for name, v in regret.items()
+            if v) + ".",
+        f"- Matrices where auto is slower than the best cuSPARSE configuration: "
+        f"{sum(x < 1 for x in auto_x)} of {len(rows)}"
+        + (" (" + ", ".join(f"{r['matrix']} {r['best_lib_us'] / r['auto_us']:.2f}x"
+                            for r in rows if r["best_lib_us"] < r["auto_us"]) + ")"
+           if any(x < 1 for x in auto_x) else "") + ".",
         f"- auto over the best cuSPARSE configuration: {geomean(auto_x):.2f}x geomean, "
         f"lowest {min(auto_x):.2f}x ({lowest['matrix']}).",
         "- Regret is (auto - fastest own variant) / fastest own variant, both medians of the "
@@ -178,6 +190,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="a fetched device folder (results.json, env.txt, show.txt, run.log)")
     ap.add_argument("--title", required=True)
     ap.add_argument("--note", default="")
+    ap.add_argument("--matrices", default="the seed6 analogs",
+                    help="what the run's matrices are, for the README's title")
     args = ap.parse_args(argv)
     cases, commands, stored = [], [], []
     for i, part in enumerate(args.part, 1):
@@ -196,7 +210,8 @@ def main(argv: list[str] | None = None) -> int:
                 shutil.copy(part / name, out / name)
         stored.append(out)
     rows = score(cases)
-    (args.dest / "README.md").write_text(readme(args.title, args.note, stored, rows, commands))
+    (args.dest / "README.md").write_text(readme(args.title, args.note, stored, rows, commands,
+                                                   args.matrices))
     (args.dest / "selection.json").write_text(json.dumps(rows, indent=1))
     print((args.dest / "README.md").read_text())
     return 0

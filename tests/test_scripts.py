@@ -71,6 +71,25 @@ def test_kernels_readme_regret_and_variant_names():
     assert readme.pct(r["rules_us"], r["best_own_us"]) == "+25.0 %"
 
 
+def test_kernels_readme_summary_lines(tmp_path):
+    readme = load("kernels_readme")
+    (tmp_path / "env.txt").write_text("NVIDIA H200")
+    row = {"best_own": "o", "best_own_us": 10.0, "auto_choice": "a", "auto_params": "",
+           "auto_rule": "r", "predicted_first": "p", "candidates": 2, "best_lib": "lib",
+           "reason": "why", "rules_choice": "q"}
+    rows = [{**row, "matrix": "m1", "auto_us": 11.0, "rules_us": 10.0,
+             "predicted_first_us": 20.0, "best_lib_us": 22.0},
+            {**row, "matrix": "m2", "auto_us": 10.0, "rules_us": 12.1,
+             "predicted_first_us": None, "best_lib_us": 9.0}]
+    text = readme.readme("T", "", [tmp_path], rows, ["cmd"], "the held-out population")
+    assert text.startswith("# T: kernel selection on the held-out population")
+    # auto's regrets 1.1 and 1.0: geomean sqrt(1.1) = 1.0488; rules sqrt(1.21) = 1.1
+    assert ("- Geomean regret over the 2 matrices: auto +4.9 % (2 matrices); auto-rules "
+            "+10.0 % (2 matrices); the fastest prediction alone +100.0 % (1 matrices).") in text
+    assert ("- Matrices where auto is slower than the best cuSPARSE configuration: 1 of 2 "
+            "(m2 0.90x).") in text
+
+
 def test_population_memory_bound_on_the_committed_h200_run():
     summary = load("spmm_population_summary")
     s = summary.summarise(ROOT / "results/h200/spmm-population/results.json.gz")
