@@ -47,7 +47,7 @@ def _fake_cupy():
     cupy.asarray = lambda a, dtype=None: np.array(a, dtype=dtype).view(_DevArray)
     cupy.zeros = lambda shape, dtype=float: np.zeros(shape, dtype).view(_DevArray)
     runtime = types.SimpleNamespace(
-        deviceGetAttribute=lambda attr, device: 132,
+        deviceGetAttribute=lambda attr, device: {39: 2048, 106: 32}.get(attr, 132),
         memsetAsync=lambda ptr, value, n, stream: ctypes.memset(ptr, value, n) if n else None)
     cupy.cuda = types.SimpleNamespace(runtime=runtime,
                                       Device=lambda: types.SimpleNamespace(id=0),

@@ -80,14 +80,16 @@ def test_rowgroup_shape_rejects_a_slab_that_vec_does_not_divide():
 
 @pytest.mark.parametrize(("shape", "depth", "stages"), [
     ((1, 1, 1), None, (4, 4)), ((4, 2, 1), None, (4, 8)), ((4, 16, 1), None, (2, 8)),
-    ((4, 32, 2), None, (1, 4)), ((4, 32, 3), None, (1, 2)), ((2, 32, 8), None, (1, 1)),
-    ((1, 32, 16), None, (1, 1)), ((2, 4, 1), None, (4, 8)), ((4, 2, 1), 1, (1, 2)),
-    ((4, 8, 1), 2, (2, 8)),
+    ((4, 32, 1), None, (2, 8)), ((4, 32, 2), None, (2, 4)), ((4, 32, 3), None, (2, 2)),
+    ((2, 32, 8), None, (2, 1)), ((1, 32, 16), None, (2, 1)), ((2, 4, 1), None, (4, 8)),
+    ((4, 2, 1), 1, (1, 2)), ((4, 8, 1), 2, (2, 8)), ((4, 32, 1), 1, (1, 8)),
 ])
 def test_rowgroup_pipeline(shape, depth, stages):
     assert rowgroup_pipeline(shape, depth) == stages
     d, batch = stages
-    assert (d * shape[1]) % batch == 0 and d * shape[1] <= 32
+    # a stage: 4 pairs a lane at G <= 8, 2 at G >= 16 (64 pairs at G = 32, so that its
+    # batches unroll: MIN_DEPTH)
+    assert (d * shape[1]) % batch == 0 and d * shape[1] <= 64
 
 
 def test_rowgroup_pipeline_rejects_a_depth_that_is_not_a_power_of_two():
@@ -102,17 +104,37 @@ def test_rowgroup_grid():
     assert rowgroup_grid(0, 4, 132) == (1, 1)
     assert rowgroup_grid(33, 1, 132) == (2, 1)       # a lane per slice: 2 warps
     assert rowgroup_grid(100_000, 2, 132, warps=2) == (3125, 2)
+    # blocks no larger than the fewest warps that fill an SM (2 on Hopper: 64 warps, 32 blocks)
+    assert rowgroup_grid(100_000, 2, 132, full_warps=2) == (3125, 2)
+    assert rowgroup_grid(100_000, 32, 132, full_warps=2) == (50_000, 2)
+    assert rowgroup_grid(512, 32, 132, full_warps=2) == (256, 2)
+    assert rowgroup_grid(512, 2, 132, full_warps=2) == (32, 1)   # 1 already: kept
+    assert rowgroup_grid(100_000, 2, 132, warps=8, full_warps=2) == (782, 8)  # override wins
+
+
+def test_full_block_warps():
+    from sparsescope.backends._gpu import full_block_warps
+
+    assert full_block_warps(2048, 32) == 2   # Hopper, A100: 64 warps, 32 blocks
+    assert full_block_warps(1536, 24) == 2   # Ada: 48 warps, 24 blocks
+    assert full_block_warps(1536, 16) == 4   # sm_86: 48 warps, 16 blocks -> 3 -> 4
+    assert full_block_warps(2048, 16) == 4   # Volta-style limits: 64 / 16
+    assert full_block_warps(0, 32) == 8      # unknown: the largest block the kernels use
 
 
 def test_kernel_name_and_plan_notes():
+    # MINB by value type: 4 for float32 (64 registers), 2 for float64
     assert (rowgroup_kernel_name("float32", 4, (4, 2, 1), (4, 8))
+            == "spmm_rowgroup<float, int, 4, 2, 1, 4, 8, 4>")
+    assert (rowgroup_kernel_name("float32", 4, (4, 2, 1), (4, 8), minb=2)
             == "spmm_rowgroup<float, int, 4, 2, 1, 4, 8, 2>")
-    assert (rowgroup_kernel_name("float64", 8, (2, 32, 8), (1, 1))
-            == "spmm_rowgroup<double, long long, 2, 32, 8, 1, 1, 2>")
+    assert (rowgroup_kernel_name("float64", 8, (2, 32, 8), (2, 1))
+            == "spmm_rowgroup<double, long long, 2, 32, 8, 2, 1, 2>")
     indptr = np.array([0, 3, 3, 2000, 2010])
     plan = plan_rowgroup(indptr, 2010, 600, "float32", 4, 132)
-    # 5 slabs of 120: 30 float4 lanes -> G 32, one load a lane, 8 X rows in flight
-    assert plan.kernel == "spmm_rowgroup<float, int, 4, 32, 1, 1, 8, 2>"
+    # 5 slabs of 120: 30 float4 lanes -> G 32, one load a lane, 2 pairs a lane a stage, 8 X
+    # rows in flight, MINB 4
+    assert plan.kernel == "spmm_rowgroup<float, int, 4, 32, 1, 2, 8, 4>"
     assert (plan.slab, plan.slabs) == (120, 5)
     assert plan.plan.slice_nnz == 1024 and plan.plan.split_rows == 1  # the 1,997-entry row
     assert plan.notes["zero_fill"] == "yes" and plan.notes["slices"] == "5"

@@ -168,3 +168,29 @@ def device_sm_count() -> int:
 
 
 _CUDA_ATTR_SM_COUNT = 16  # cudaDevAttrMultiProcessorCount
+_CUDA_ATTR_THREADS_PER_SM = 39  # cudaDevAttrMaxThreadsPerMultiProcessor
+_CUDA_ATTR_BLOCKS_PER_SM = 106  # cudaDevAttrMaxBlocksPerMultiprocessor
+
+
+def full_block_warps(max_threads_per_sm: int, max_blocks_per_sm: int) -> int:
+    """The fewest warps a block can have and still fill an SM at its block limit, rounded up
+    to a power of two: ceil((threads / 32) / blocks). Hopper and A100: 64 warps / 32 blocks ->
+    2; Ada: 48 / 24 -> 2; Turing: 32 / 16 -> 2; a limit unknown (0) -> 8 (the largest block
+    the kernels use)."""
+    if max_threads_per_sm <= 0 or max_blocks_per_sm <= 0:
+        return 8
+    need = -(-(max_threads_per_sm // 32) // max_blocks_per_sm)
+    warps = 1
+    while warps < need:
+        warps *= 2
+    return warps
+
+
+def device_full_block_warps() -> int:
+    """:func:`full_block_warps` of the current CUDA device (its attributes, through CuPy)."""
+    import cupy
+
+    device = cupy.cuda.Device().id
+    return full_block_warps(
+        int(cupy.cuda.runtime.deviceGetAttribute(_CUDA_ATTR_THREADS_PER_SM, device)),
+        int(cupy.cuda.runtime.deviceGetAttribute(_CUDA_ATTR_BLOCKS_PER_SM, device)))

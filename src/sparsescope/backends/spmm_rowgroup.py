@@ -60,11 +60,23 @@ WARP_LOAD_BYTES = 32 * 16
 """One 16-byte load by each of a warp's 32 lanes: the default slab's width in bytes."""
 SLICES_PER_SM = 32
 """Row slices aimed at per SM (module docstring)."""
-DEFAULT_MINB = 2
-"""Blocks per SM the kernel's registers must allow (``__launch_bounds__(256, MINB)``): 2, up
-to 128 registers a thread; the ``minb`` option tries 4 (64 registers, twice the warps)."""
+DEFAULT_MINB = {"float32": 4, "float64": 2}
+"""Blocks of 256 threads per SM the kernel's registers must allow (``__launch_bounds__(256,
+MINB)``), by value type. float32: 4, at most 64 registers a thread, so 32 warps an SM, where
+MINB 2 let the compiler take 71-79 registers (24 warps). The batch of X loads still fits
+without spilling (nvrtc 13.5 SASS of every float32 shape the rules pick), and the H200 sweep of
+2026-11-25 (results/h200/spmm-tuning/2026-11-25-rowgroup-blocks) measured it at k >= 64 on
+power-law graphs as faster than MINB 2 (graph-08 k = 256: 1.08x of cuSPARSE against 0.99x, both
+with 2-warp blocks). float64: 2: the compiler wants 90-95 registers there, and a cap of 64 was
+not measured."""
+MIN_DEPTH = 2
+"""Fewest (col, val) pairs a lane loads per stage. With DEPTH 1 the kernel keeps a stage's
+batches a loop; from 2 they are unrolled, so the next batch's X loads can issue before the
+current batch's FMAs. At G = 32 (float32 k >= 128) DEPTH went 1 -> 2 on the H200 sweep above:
+graph-08 k = 128 from 0.90x to 1.06x of cuSPARSE (2-warp blocks, MINB 2)."""
 MAX_DEPTH = 4
-"""Most (col, val) pairs a lane loads per stage (the stage is DEPTH x G pairs, at most 32)."""
+"""Most (col, val) pairs a lane loads per stage (the stage is DEPTH x G pairs, at most 32
+with G <= 8, 64 with G = 32)."""
 X_LOADS_IN_FLIGHT = 8
 """BATCH x CHUNKS vector loads of X in flight per lane (as rowwarp's)."""
 
@@ -135,17 +147,18 @@ def rowgroup_shape(kslab: int, vec: int) -> tuple[int, int, int]:
 def rowgroup_pipeline(shape: tuple[int, int, int], depth: int | None = None) -> tuple[int, int]:
     """(DEPTH, BATCH) for a shape (VEC, G, CHUNKS)::
 
-        DEPTH = min(MAX_DEPTH, 32 / G)                        (``depth`` overrides)
+        DEPTH = min(MAX_DEPTH, max(MIN_DEPTH, 32 / G))        (``depth`` overrides)
         BATCH = largest power of two <= min(DEPTH x G, X_LOADS_IN_FLIGHT / CHUNKS), >= 1
 
-    So a stage is DEPTH x G pairs (4 for G = 1, 32 for G >= 8), and BATCH x CHUNKS <= 8 vector
-    loads of X are in flight a lane. G 1 -> (4, 4); G 2 -> (4, 8); G 16, CHUNKS 1 -> (2, 8);
-    G 32, CHUNKS 2 -> (1, 4); CHUNKS 3 -> (1, 2); CHUNKS 8 -> (1, 1); CHUNKS 16 -> (1, 1).
+    So a stage is DEPTH x G pairs (4 for G = 1, 32 for G = 8 or 16, 64 for G = 32), and
+    BATCH x CHUNKS <= 8 vector loads of X are in flight a lane. G 1 -> (4, 4); G 2 -> (4, 8);
+    G 16, CHUNKS 1 -> (2, 8); G 32, CHUNKS 1 -> (2, 8); CHUNKS 2 -> (2, 4); CHUNKS 3 -> (2, 2);
+    CHUNKS 8 -> (2, 1); CHUNKS 16 -> (2, 1).
     BATCH divides DEPTH x G (both powers of two), as the kernel asserts.
     """
     _, group, chunks = shape
     if depth is None:
-        depth = min(MAX_DEPTH, 32 // group)
+        depth = min(MAX_DEPTH, max(MIN_DEPTH, 32 // group))
     if depth < 1 or depth & (depth - 1):
         raise ValueError(f"depth must be a power of two >= 1, got {depth}")
     cap = min(depth * group, max(1, X_LOADS_IN_FLIGHT // chunks))
@@ -156,27 +169,40 @@ def rowgroup_pipeline(shape: tuple[int, int, int], depth: int | None = None) -> 
 
 
 def rowgroup_grid(n_slices: int, group: int, sm_count: int,
-                  warps: int | None = None) -> tuple[int, int]:
+                  warps: int | None = None, full_warps: int = 8) -> tuple[int, int]:
     """(blocks, warps per block) over the slices, 32 / G slices a warp::
 
         warps  = ceil(n_slices / (32 / G))
-        block  = spmm_cuda.warps_per_block(warps, sm_count)    (1-8 warps, ``warps`` overrides)
+        block  = min(spmm_cuda.warps_per_block(warps, sm_count), full_warps)
+                                                               (``warps`` overrides)
         blocks = max(1, ceil(warps / block))
 
-    100,000 slices, G 2 (16 a warp), 132 SMs -> 6,250 warps -> (782, 8); 512 slices, G 32 ->
-    (128, 4); 512 slices, G 2 -> 32 warps -> (32, 1); 0 slices -> (1, 1).
+    ``full_warps``: the fewest warps a block needs to fill an SM at the device's block limit
+    (:func:`_gpu.full_block_warps`, 2 on Hopper). A block keeps its SM slot until its last warp
+    ends, and the slices of one block differ in length (power-law rows), so a smaller block
+    frees its warps' slots sooner; this kernel shares nothing between a block's warps, and a
+    block of ``full_warps`` still lets an SM hold its 64 warps. Measured on the H200
+    (results/h200/spmm-tuning/2026-11-25-rowgroup-blocks): 2-warp blocks against 8 on graph-08
+    (100,000 rows), k = 128, 0.90x against 0.79x of cuSPARSE.
+
+    100,000 slices, G 2 (16 a warp), 132 SMs -> 6,250 warps -> (782, 8), (3125, 2) with
+    full_warps 2; 512 slices, G 32 -> (128, 4); 512 slices, G 2 -> 32 warps -> (32, 1); 0
+    slices -> (1, 1).
     """
     per_warp = 32 // group
     need = -(-max(0, n_slices) // per_warp)
     block = warps_per_block(need, sm_count, warps)
+    if warps is None:
+        block = min(block, full_warps)
     return max(1, -(-need // block)), block
 
 
 def rowgroup_kernel_name(value_dtype: str, index_bytes: int, shape: tuple[int, int, int],
-                         stages: tuple[int, int], minb: int = DEFAULT_MINB) -> str:
+                         stages: tuple[int, int], minb: int | None = None) -> str:
     """The template instance, e.g. ``spmm_rowgroup<float, int, 4, 2, 1, 4, 8, 2>``."""
     vec, group, chunks = shape
     depth, batch = stages
+    minb = DEFAULT_MINB[value_dtype] if minb is None else minb
     return (f"spmm_rowgroup<{_gpu.CUDA_VALUE_TYPES[value_dtype]}, "
             f"{_gpu.CUDA_INDEX_TYPES[index_bytes]}, {vec}, {group}, {chunks}, {depth}, {batch}, "
             f"{minb}>")
@@ -200,18 +226,17 @@ class RowGroupPlan:
 def plan_rowgroup(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, index_bytes: int,
                   sm_count: int, *, depth: int | None = None, warps: int | None = None,
                   min_slice: int | None = None, slab: int | None = None,
-                  minb: int | None = None) -> RowGroupPlan:
+                  minb: int | None = None, full_warps: int = 8) -> RowGroupPlan:
     """The whole host plan of one call (pure: row pointers in, launch and notes out)."""
     kslab = choose_slab_cols(k, value_dtype, slab)
     shape = rowgroup_shape(kslab, vector_width(k, value_dtype))
     stages = rowgroup_pipeline(shape, depth)
     floor = MIN_SLICE_NNZ if min_slice is None else min_slice
     plan = slice_plan(indptr, choose_slice_nnz(nnz, sm_count, floor, SLICES_PER_SM))
-    blocks, block_warps = rowgroup_grid(plan.n_slices, shape[1], sm_count, warps)
+    blocks, block_warps = rowgroup_grid(plan.n_slices, shape[1], sm_count, warps, full_warps)
     if minb is not None and minb not in (1, 2, 3, 4, 6, 8):
         raise ValueError(f"minb must be one of 1, 2, 3, 4, 6, 8 blocks of 256, got {minb}")
-    name = rowgroup_kernel_name(value_dtype, index_bytes, shape, stages,
-                                DEFAULT_MINB if minb is None else minb)
+    name = rowgroup_kernel_name(value_dtype, index_bytes, shape, stages, minb)
     slabs = -(-k // kslab)
     notes = {"kernel": name, "vec": str(shape[0]), "lanes_per_slice": str(shape[1]),
              "slices_per_warp": str(32 // shape[1]), "loads_per_lane": str(shape[2]),
@@ -276,19 +301,21 @@ class SpmmCudaRowGroup(OwnSpmmKernel):
                 return str(exc)
         return ""
 
-    def plan(self, case: OpCase, value_dtype: str, index_bytes: int,
-             sm_count: int) -> RowGroupPlan:
+    def plan(self, case: OpCase, value_dtype: str, index_bytes: int, sm_count: int,
+             full_warps: int = 8) -> RowGroupPlan:
         csr = case.matrix
         return plan_rowgroup(csr.indptr, csr.nnz, case.params.k, value_dtype, index_bytes,
                              sm_count, depth=self.depth, warps=self.warps,
-                             min_slice=self.min_slice, slab=self.slab, minb=self.minb)
+                             min_slice=self.min_slice, slab=self.slab, minb=self.minb,
+                             full_warps=full_warps)
 
     def prepare(self, case: OpCase, value_dtype: str, index_bytes: int) -> PreparedRowGroup:
         import cupy
 
         csr, k = case.matrix, case.params.k
         dtype = _gpu.VALUE_DTYPES[value_dtype]
-        host = self.plan(case, value_dtype, index_bytes, _gpu.device_sm_count())
+        host = self.plan(case, value_dtype, index_bytes, _gpu.device_sm_count(),
+                         _gpu.device_full_block_warps())
         slice_ptr, slice_row = upload_slices(host.plan, _gpu.INDEX_DTYPES[index_bytes])
         indices, data = upload_csr(csr, value_dtype, index_bytes)
         return PreparedRowGroup(
