@@ -103,3 +103,20 @@ def test_population_memory_bound_on_the_committed_h200_run():
     assert row["auto_pct_of_memory_bound"] == pytest.approx(
         100 * row["memory_bound_ms"] / row["auto_ms"])
     assert "| graph-11 | 300,000 | 64 | row | l2, direct |" in summary.bounds_markdown(s)
+
+
+def test_variants_readme_ratios_stay_within_a_run():
+    table = load("variants_readme")
+
+    def case(backend, ms, k=128):
+        return {"matrix": "g", "backend": backend, "outcome": "ok",
+                "params": {"k": k, "layout": "row"}, "measurement": {"samples_ms": [ms]}}
+
+    order, rows = table.speedups([case("lib", 0.4), case("own", 0.5), case("own[w=2]", 0.32),
+                                  case("own", 0.1, k=8)], "lib", "run1")
+    assert order == ["lib", "own", "own[w=2]"]
+    # k = 8 has no baseline in this run: no row (never a ratio across runs)
+    assert rows == {("run1", "g", 128, "row"): {"lib": 1.0, "own": 0.8, "own[w=2]": 1.25}}
+    text = table.markdown(order, rows, "lib")
+    assert "| run1 | g | 128 | row | 0.80 | 1.25 |" in text
+    assert "| geomean (of the rows that have it) | | | | 0.80 | 1.25 |" in text
