@@ -39,25 +39,4 @@ for run in A1 B1 A2 B2; do
     echo "$run rc=$?"
     cp "/tmp/ss-ab-$run/results.json" "$OUT/$run.json" 2>/dev/null
 done
-PYTHONPATH=src python3 - "$OUT" <<'PY' | tee "$OUT/ab.txt"
-import json, statistics, sys
-from pathlib import Path
-out = Path(sys.argv[1])
-runs = {}
-for run in ("A1", "B1", "A2", "B2"):
-    path = out / f"{run}.json"
-    if path.exists():
-        for c in json.loads(path.read_text())["cases"]:
-            if c["outcome"] == "ok":
-                key = (c["matrix"], c["backend"], json.dumps(c.get("params", {}), sort_keys=True))
-                runs.setdefault(key, {})[run] = statistics.median(c["measurement"]["samples_ms"])
-print(f"{'matrix':16} {'backend':44} {'A1 us':>9} {'A2 us':>9} {'B1 us':>9} {'B2 us':>9} "
-      f"{'B/A':>6}")
-for (matrix, backend, _), t in sorted(runs.items()):
-    a = [t[r] for r in ("A1", "A2") if r in t]
-    b = [t[r] for r in ("B1", "B2") if r in t]
-    ratio = statistics.median(b) / statistics.median(a) if a and b else float("nan")
-    cells = " ".join(f"{1e3 * t[r]:9.2f}" if r in t else f"{'-':>9}"
-                     for r in ("A1", "A2", "B1", "B2"))
-    print(f"{matrix:16} {backend:44} {cells} {ratio:6.3f}")
-PY
+python3 scripts/ab_table.py "$OUT" | tee "$OUT/ab.txt"

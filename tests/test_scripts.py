@@ -125,3 +125,27 @@ def test_variants_readme_ratios_stay_within_a_run():
     text = table.markdown(order, rows, "lib")
     assert "| run1 | g | 128 | row | 0.80 | 1.25 |" in text
     assert "| geomean (of the rows that have it) | | | | 0.80 | 1.25 |" in text
+
+
+def test_ab_table_on_the_committed_tile_ab():
+    ab = load("ab_table")
+    runs = ab.medians(ROOT / "results/h200/kernels/followups/2026-11-25-tile-phase2-ab")
+    key = next(k for k in runs if k[:2] == ("rmat-29", "cuda-spmv-merge"))
+    assert set(runs[key]) == {"A1", "A2", "B1", "B2"}
+    line = next(ln for ln in ab.table(runs).splitlines()
+                if ln.startswith("rmat-29") and "cuda-spmv-merge" in ln)
+    a = sorted([runs[key]["A1"], runs[key]["A2"]])
+    b = sorted([runs[key]["B1"], runs[key]["B2"]])
+    assert line.endswith(f"{(b[0] + b[1]) / (a[0] + a[1]):6.3f}")  # medians of two: means
+
+
+def test_profile_cases_main_kernel_from_a_committed_raw_export():
+    import gzip
+
+    prof = load("profile_cases_readme")
+    folder = ROOT / "results/h200/profile/2026-11-25-cases"
+    with gzip.open(folder / "rmat-29.spmv0.cupy-cusparse-i32_raw.csv.gz", "rt") as f:
+        row = prof.main_kernel(f.read(), "csrmv_v3")
+    assert row["Kernel Name"].startswith("void cusparse::csrmv_v3_kernel")
+    assert prof.number(row["dram__bytes_read.sum"]) == pytest.approx(64_522_240)
+    assert prof.number("1,234.5") == 1234.5
