@@ -149,3 +149,19 @@ def test_profile_cases_main_kernel_from_a_committed_raw_export():
     assert row["Kernel Name"].startswith("void cusparse::csrmv_v3_kernel")
     assert prof.number(row["dram__bytes_read.sum"]) == pytest.approx(64_522_240)
     assert prof.number("1,234.5") == 1234.5
+
+
+def test_spmm_x_rows_dram_floor_by_hand():
+    floor = load("spmm_x_rows_dram")
+    import numpy as np
+
+    # rows [0: cols 0, 1], [1: col 0]; k = 8 in one slab of 8 floats (32 B a row slice), an
+    # L2 that holds everything: A 3 x 8 + 3 x 4 = 36 B, X 2 distinct slices x 32 = 64 B,
+    # Y 2 x 8 x 4 = 64 B: 164 B at 1 GB/s = 164 ns
+    ms, misses = floor.slab_floor_ms(np.array([0, 2, 3]), np.array([0, 1, 0]), 2, 8, 8,
+                                     l2_bytes=1 << 20, dram_gb_s=1.0)
+    assert ms == pytest.approx(164e-6) and misses == pytest.approx(1.0)
+    # two slabs of 4 floats: A twice (72 B), X 2 x 2 slices of 16 B (64 B), Y 64 B: 200 ns
+    ms, _ = floor.slab_floor_ms(np.array([0, 2, 3]), np.array([0, 1, 0]), 2, 8, 4,
+                                l2_bytes=1 << 20, dram_gb_s=1.0)
+    assert ms == pytest.approx(200e-6)
