@@ -224,6 +224,22 @@ def test_spmm_rows_hand_numbers(spmm_run):
     assert first["pct_of_memory_bound"] == pytest.approx(6.309876)
 
 
+def test_spmm_report_names_cases_faster_than_their_memory_bound(spmm_run):
+    from sparsescope.report.ops_spmm import faster_than_bound
+
+    rows = spmm_rows(spmm_run, op_views(spmm_run, "spmm"))
+    assert faster_than_bound(rows) == ""  # 6.3 % of the bound at most: nothing to say
+    # the k=8 case at 0.5 ns would reach 0.63099 us / 0.5 us = 126 % of its bound
+    fast = [{**rows[0], "time_ms": 0.0005,
+             "pct_of_memory_bound": 100 * rows[0]["memory_bound_ms"] / 0.0005}, *rows[1:]]
+    text = faster_than_bound(fast)
+    assert text.startswith("**Faster than the memory bound** in 1 of 4 cases: "
+                           "dlmc-512x1024 k=8 row spmm-cuda-rowwarp (126 %).")
+    assert "no L1 term" in text
+    many = [{**fast[0], "matrix": f"m{i}"} for i in range(10)]
+    assert "; and 2 more." in faster_than_bound(many)
+
+
 def test_spmm_sections_say_where_our_kernel_is_slower(spmm_run, tmp_path):
     section = only_section(spmm_run, figures_dir=tmp_path)
     assert section.title == "SpMM"
