@@ -5,15 +5,10 @@ unit), against a committed run's measured times:
     python scripts/spmm_x_rows_dram.py RESULTS.json.gz MATRIX [--suite S] [--l2-bytes B]
         [--dram-gb-s G] [--k K ...]
 
-For each k and slab width s (floats, powers of two up to k), a kernel that walks the rows in
-order once per slab moves, through DRAM::
-
-    A:  (k / s) x (nnz x (4 + 4) + (rows + 1) x 4)       (INT32 columns, float32 values)
-    X:  (k / s) x misses(s) x 4 s                        (misses: LRU row-slice misses)
-    Y:  rows x k x 4
-
-over the DRAM bandwidth. Printed per (k, s): X misses per X row, the floor in us; per k the
-smallest floor and the share of it the run's spmm-cuda-auto and best cuSPARSE reach.
+For each k, the floors of ``model.spmm.x_reuse_dram_floors`` (a kernel that walks the rows in
+order once per column slab of s values, s = 8, 16, ... <= k, A read once a slab, X's row slices
+re-read from DRAM as an LRU L2 misses them, Y written once) are printed with X's misses per row;
+then the smallest floor and the share of it the run's spmm-cuda-auto and best cuSPARSE reach.
 """
 
 from __future__ import annotations
@@ -28,20 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from sparsescope.matrices.suites import build_entry, find_entry  # noqa: E402
-from sparsescope.model.xgather import x_gather  # noqa: E402
-
-
-def slab_floor_ms(indptr, indices, cols: int, k: int, slab: int, l2_bytes: int,
-                  dram_gb_s: float) -> tuple[float, float]:
-    """(floor ms, X misses per distinct X row slice) for slab width ``slab`` floats."""
-    rows, nnz = len(indptr) - 1, int(indptr[-1])
-    unit = 4 * slab
-    g = x_gather(indptr, indices, cols=cols, l2_bytes=l2_bytes, stream_bytes_per_nnz=0.0,
-                 value_bytes=unit, sector_bytes=unit)
-    slabs = k // slab
-    total = (slabs * (nnz * 8 + (rows + 1) * 4) + slabs * g.dram_sectors * unit
-             + rows * k * 4)
-    return total / (dram_gb_s * 1e9) * 1e3, g.dram_sectors / max(1, g.distinct_sectors)
+from sparsescope.model.spmm import x_reuse_dram_floors  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -66,15 +48,13 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{args.matrix}: {csr.shape[0]:,} rows, {csr.nnz:,} nonzeros; L2 {args.l2_bytes:,} B, "
           f"DRAM {args.dram_gb_s:,.0f} GB/s")
     for k in args.k or sorted(measured):
-        floors = []
-        slab = 8
-        while slab <= k:
-            ms, misses = slab_floor_ms(csr.indptr, csr.indices, csr.shape[1], k, slab,
-                                       args.l2_bytes, args.dram_gb_s)
-            floors.append((ms, slab))
-            print(f"  k={k} slab={slab}: X misses per X row {misses:.2f}, floor {1e3 * ms:,.0f} us")
-            slab *= 2
-        best_ms, best_slab = min(floors)
+        floors = x_reuse_dram_floors(csr.indptr, csr.indices, csr.shape[1], k,
+                                     l2_bytes=args.l2_bytes, dram_bw_gb_s=args.dram_gb_s)
+        for f in floors:
+            print(f"  k={k} slab={f.slab}: X misses per X row {f.x_misses_per_row:.2f}, "
+                  f"floor {1e3 * f.floor_ms:,.0f} us")
+        best = min(floors, key=lambda f: f.floor_ms)
+        best_ms, best_slab = best.floor_ms, best.slab
         t = measured.get(k, {})
         libs = [v for b, v in t.items() if not b.startswith("spmm-cuda")]
         line = f"k={k}: smallest floor {1e3 * best_ms:,.0f} us (slab {best_slab})"

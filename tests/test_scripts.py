@@ -151,17 +151,21 @@ def test_profile_cases_main_kernel_from_a_committed_raw_export():
     assert prof.number("1,234.5") == 1234.5
 
 
-def test_spmm_x_rows_dram_floor_by_hand():
-    floor = load("spmm_x_rows_dram")
-    import numpy as np
 
-    # rows [0: cols 0, 1], [1: col 0]; k = 8 in one slab of 8 floats (32 B a row slice), an
-    # L2 that holds everything: A 3 x 8 + 3 x 4 = 36 B, X 2 distinct slices x 32 = 64 B,
-    # Y 2 x 8 x 4 = 64 B: 164 B at 1 GB/s = 164 ns
-    ms, misses = floor.slab_floor_ms(np.array([0, 2, 3]), np.array([0, 1, 0]), 2, 8, 8,
-                                     l2_bytes=1 << 20, dram_gb_s=1.0)
-    assert ms == pytest.approx(164e-6) and misses == pytest.approx(1.0)
-    # two slabs of 4 floats: A twice (72 B), X 2 x 2 slices of 16 B (64 B), Y 64 B: 200 ns
-    ms, _ = floor.slab_floor_ms(np.array([0, 2, 3]), np.array([0, 1, 0]), 2, 8, 4,
-                                l2_bytes=1 << 20, dram_gb_s=1.0)
-    assert ms == pytest.approx(200e-6)
+def test_population_x_reuse_floor_takes_the_larger_bound():
+    import types
+
+    summary = load("spmm_population_summary")
+    rates = types.SimpleNamespace(l2_bytes=1 << 16, dram_bw_gb_s=1000.0)  # a 64 KB L2
+    row = dict(matrix="graph-02", k=64, layout="row", memory_bound_ms=1e-6,
+               memory_bound_by="l2, direct", auto_ms=1.0, library_ms=2.0)
+    col = {**row, "layout": "col"}
+    summary.x_reuse_floor([row, col], rates)
+    # graph-02: 10,000 rows; X at k = 64 is 2.56 MB, far above 64 KB: X re-read
+    assert row["x_reuse_misses_per_row"] > 1.0
+    assert row["x_reuse_bound_ms"] == row["x_reuse_floor_ms"] > 1e-6
+    assert row["x_reuse_bound_by"] == "dram, X re-read"
+    assert row["auto_pct_of_x_reuse_bound"] == pytest.approx(100 * row["x_reuse_floor_ms"])
+    # column-major X: the two transposes, (X + Y) x 2 = 2 x 4 x 64 x 20,000 B at 1,000 GB/s
+    assert col["x_reuse_floor_ms"] - row["x_reuse_floor_ms"] == pytest.approx(
+        2 * 4 * 64 * 20_000 / 1e12 * 1e3)

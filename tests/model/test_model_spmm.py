@@ -142,3 +142,41 @@ def test_memory_bound_of_column_major_x_takes_the_cheaper_strategy():
     assert one.strategy == "direct"
     row = memory_bound(spmm_traffic(512, 1024, 157_286, 64), 4000.0, 8000.0)
     assert row.strategy == "direct"
+
+
+def test_x_reuse_dram_floors_by_hand():
+    import numpy as np
+
+    from sparsescope.model.spmm import x_reuse_dram_floors
+
+    # rows [0: cols 0, 1], [1: col 0], k = 8, an L2 that holds everything.
+    # s = 8 (one slab, 32-byte slices): A 3 x 8 + 3 x 4 = 36 B, X 2 slices x 32 B = 64 B,
+    # Y 2 x 8 x 4 = 64 B: 164 B at 1 GB/s = 164 ns.
+    # s = 4 is below the smallest slab asked for (8): only one floor.
+    (f,) = x_reuse_dram_floors(np.array([0, 2, 3]), np.array([0, 1, 0]), 2, 8,
+                               l2_bytes=1 << 20, dram_bw_gb_s=1.0)
+    assert (f.slab, f.x_misses_per_row) == (8, 1.0)
+    assert f.floor_ms == pytest.approx(164e-6)
+    # smallest slab 4: two slabs of 4 -- A twice (72 B), X 2 x 2 slices of 16 B (64 B), Y 64 B
+    four, eight = x_reuse_dram_floors(np.array([0, 2, 3]), np.array([0, 1, 0]), 2, 8,
+                                      l2_bytes=1 << 20, dram_bw_gb_s=1.0, smallest_slab=4)
+    assert (four.slab, eight.slab) == (4, 8)
+    assert four.floor_ms == pytest.approx(200e-6)
+
+
+def test_x_reuse_dram_floors_count_capacity_misses():
+    import numpy as np
+
+    from sparsescope.model.spmm import x_reuse_dram_floors
+
+    # 64 rows, each gathering all 64 X rows in order (a dense pattern), k = 8 floats: X is
+    # 64 x 32 B = 2 KB. With an L2 of 1 KB (32 slices), LRU over a cyclic sweep of 64 misses
+    # every gather: 64 misses per X row. With 4 KB, X stays: 1 miss per X row.
+    indptr = np.arange(0, 64 * 64 + 1, 64)
+    indices = np.tile(np.arange(64), 64)
+    (small,) = x_reuse_dram_floors(indptr, indices, 64, 8, l2_bytes=1024, dram_bw_gb_s=1.0)
+    (large,) = x_reuse_dram_floors(indptr, indices, 64, 8, l2_bytes=4096, dram_bw_gb_s=1.0)
+    assert large.x_misses_per_row == pytest.approx(1.0)
+    assert small.x_misses_per_row == pytest.approx(64.0, rel=0.05)
+    # the floor grows by the extra X bytes: 63 x 64 slices x 32 B at 1 GB/s
+    assert small.floor_ms - large.floor_ms == pytest.approx(63 * 64 * 32 / 1e9 * 1e3, rel=0.05)

@@ -275,3 +275,48 @@ def intensity_table(rows: int, cols: int, nnz: int, ks: tuple[int, ...], *, layo
             bound_ms=spmm_bound_ms(t, bw_gb_s, fp32_peak_gflops),
             memory_bound=t.arithmetic_intensity < ridge))
     return table
+
+
+@dataclass(frozen=True)
+class SlabFloor:
+    """The DRAM floor of a row-ordered SpMM that cuts X into column slabs of ``slab`` values."""
+
+    slab: int
+    """Values of X a slab holds per row (a power of two, at most k)."""
+    floor_ms: float
+    x_misses_per_row: float
+    """X row slices read from DRAM per distinct X row slice (1.0: X read once a slab)."""
+
+
+def x_reuse_dram_floors(indptr, indices, cols: int, k: int, *, l2_bytes: int,
+                        dram_bw_gb_s: float, value_bytes: int = 4, index_bytes: int = 4,
+                        smallest_slab: int = 8) -> list[SlabFloor]:
+    """DRAM floors of a kernel that walks the rows in order once per column slab, with X's
+    row slices reused only while an LRU L2 of ``l2_bytes`` holds them (the compulsory bound's
+    "X read once" assumes a perfect cache; a graph of 5 M rows at k = 64 has 1.28 GB of X)::
+
+        A: (k / s) x (nnz x (index + value bytes) + (rows + 1) x index bytes)
+        X: (k / s) x misses(s) x s x value bytes
+        Y: rows x k x value bytes
+
+    misses(s): ``model.xgather.x_gather`` with one X row slice of ``s x value_bytes`` bytes as
+    the unit (distinct slices + LRU reuse misses; A and Y pass through without taking L2
+    space, as in the SpMV model). One floor per slab width s = smallest_slab, 2x, ... <= k.
+    Hand check (``tests/model``): rows [0: cols 0, 1], [1: col 0], k = 8, s = 8, all in L2:
+    A 36 B, X 2 x 32 B, Y 64 B = 164 B, 164 ns at 1 GB/s."""
+    from sparsescope.model.xgather import x_gather
+
+    rows, nnz = len(indptr) - 1, int(indptr[-1])
+    floors = []
+    slab = min(smallest_slab, k)
+    while slab <= k:
+        unit = slab * value_bytes
+        g = x_gather(indptr, indices, cols=cols, l2_bytes=l2_bytes, stream_bytes_per_nnz=0.0,
+                     value_bytes=unit, sector_bytes=unit)
+        passes = k / slab
+        total = (passes * (nnz * (index_bytes + value_bytes) + (rows + 1) * index_bytes)
+                 + passes * g.dram_sectors * unit + rows * k * value_bytes)
+        floors.append(SlabFloor(slab, total / (dram_bw_gb_s * GB) * 1e3,
+                                g.dram_sectors / max(1, g.distinct_sectors)))
+        slab *= 2
+    return floors
