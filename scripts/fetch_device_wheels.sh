@@ -25,3 +25,11 @@ for w in "$tmp"/whl/*.whl; do mkdir -p "$tmp/x/$(basename "$w")"; \
 tar cJf .device-wheels/sweep-extra.tar.xz -C "$tmp/x" .
 rm -rf "$tmp"
 ls .device-wheels
+# The wheels the in-process runs need, alone (about 1.2 MB): the tracked tree plus every wheel
+# above passed the device tool's 64 MiB in November 2026. Carry [".device-wheels-min"] and
+# install them there with: python3 -m pip install -q --no-index --no-deps .device-wheels-min/*.whl
+mkdir -p .device-wheels-min
+cp .device-wheels/fast_matrix_market-*.whl .device-wheels/platformdirs-*.whl \
+    .device-wheels/markdown_it_py-*.whl .device-wheels/mdurl-*.whl .device-wheels-min/
+pip download -q --no-deps --only-binary=:all: -d .device-wheels-min pytest-timeout
+ls .device-wheels-min
