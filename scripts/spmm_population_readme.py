@@ -35,13 +35,14 @@ def unpack(fetched: Path, dest: Path) -> None:
         tar.extractall(dest, members=keep, filter="data")
 
 
-def readme(dest: Path, title: str, note: str, targets: bool) -> str:
+def readme(dest: Path, title: str, note: str, targets: bool,
+           wheels: str = ".device-wheels") -> str:
     s = json.loads((dest / "summary.json").read_text())
     env = (dest / "env.txt").read_text().strip()
     command = (dest / "command.txt").read_text().strip()
     lines = [f"# {title}", "", note, "", "## How it was made", "",
              "On the lent GPU (device tool), from the repository root, carry "
-             "`[\".device-wheels\", \"out/spmm-pop\"]` (the sweep's store between parts):", "",
+             f"`[\"{wheels}\", \"out/spmm-pop\"]` (the sweep's store between parts):", "",
              "```", "bash scripts/device_spmm_population.sh ...", command, "```", "",
              "```", env, "```", "",
              f"- {s['cases']} cases in `results.json.gz`; {len(s['rows'])} (matrix, k, layout) "
@@ -94,9 +95,13 @@ def main() -> int:
     parser.add_argument("--title", required=True)
     parser.add_argument("--note", default="")
     parser.add_argument("--targets", action="store_true")
+    parser.add_argument("--wheels", default=".device-wheels",
+                        help="the wheel folder the parts carried (.device-wheels-min: the five "
+                             "wheels an in-process sweep needs)")
     args = parser.parse_args()
     unpack(args.fetched, args.dest)
-    (args.dest / "README.md").write_text(readme(args.dest, args.title, args.note, args.targets))
+    (args.dest / "README.md").write_text(readme(args.dest, args.title, args.note, args.targets,
+                                                    args.wheels))
     return 0
 
 

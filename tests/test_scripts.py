@@ -169,3 +169,14 @@ def test_population_x_reuse_floor_takes_the_larger_bound():
     # column-major X: the two transposes, (X + Y) x 2 = 2 x 4 x 64 x 20,000 B at 1,000 GB/s
     assert col["x_reuse_floor_ms"] - row["x_reuse_floor_ms"] == pytest.approx(
         2 * 4 * 64 * 20_000 / 1e12 * 1e3)
+
+
+def test_spmm_population_readme_from_the_committed_run():
+    pop = load("spmm_population_readme")
+    folder = ROOT / "results/h200/spmm-population/2026-11-25-rowgroup-rules"
+    text = pop.readme(folder, "T", "N", True, wheels=".device-wheels-min")
+    assert text.startswith("# T\n\nN\n")
+    assert 'carry `[".device-wheels-min", "out/spmm-pop"]`' in text
+    # the committed summary: 12 of 12 (k, layout) groups at >= 1.3x, no triple below 0.95x
+    assert ("geomean >= 1.3x in 12 of 12 (k, layout) groups; 0 triples below 0.95x"
+            in text)
