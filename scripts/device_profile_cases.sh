@@ -8,8 +8,9 @@
 #
 # Each case: `sparsescope profile run` (metric groups launch, occupancy, stalls, memory; clocks
 # left as found; every kernel launch of the case after one warm-up), its --json kept. Lands in
-# $OUT (/tmp/ss-profile-cases elsewhere): env.txt, profile.log, one NAME.json per case and
-# profiles.tar.gz (CSV exports and .ncu-rep). Wheels: carry=[".device-wheels"].
+# $OUT (/tmp/ss-profile-cases elsewhere): env.txt, profile.log and profiles.tar.gz (per case
+# NAME.json, the CSV exports and the .ncu-rep): three files, whatever the number of cases (the
+# device tool returns at most 8). Wheels: carry=[".device-wheels"].
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export OUT="${OUT:-/tmp/ss-profile-cases}"
@@ -37,7 +38,7 @@ for spec in "$@"; do
     python3 -m sparsescope profile run --suite "$suite" --matrix "$matrix" --op "$op" \
         --backend "$backend" "${extra[@]}" --groups launch,occupancy,stalls,memory \
         --clock-control none --ncu "$NCU" --timeout 240 --out "$WORK/$name" --json \
-        > "$OUT/$name.json" 2>> "$OUT/profile.log"
+        > "$WORK/$name.json" 2>> "$OUT/profile.log"
     echo "$name rc=$? $(( $(date +%s) - t0 )) s"
 done
 tar -czf "$OUT/profiles.tar.gz" -C "$WORK" .

@@ -5,9 +5,10 @@ instructions, achieved occupancy and its top warp stalls, side by side.
 
     python scripts/profile_cases_readme.py FETCHED DEST --kernel REGEX --title T [--note N]
 
-FETCHED holds the script's env.txt, NAME.json (``sparsescope profile run --json``) per case and
-profiles.tar.gz; DEST gets env.txt, the JSON files, each case's raw CSV export gzipped and the
-README. ``--kernel``: which kernel of a case's launches is its main one (the first match).
+FETCHED holds the script's env.txt and profiles.tar.gz, with NAME.json (``sparsescope profile
+run --json``) per case in the tar or beside it (the script's first version); DEST gets env.txt,
+the JSON files, each case's raw CSV export gzipped and the README. ``--kernel``: which kernel
+of a case's launches is its main one (the first match).
 """
 
 from __future__ import annotations
@@ -77,6 +78,10 @@ def main(argv: list[str] | None = None) -> int:
     cases, stalls = {}, {}
     with tarfile.open(args.fetched / "profiles.tar.gz") as tar:
         for member in tar.getmembers():
+            if member.isfile() and member.name.endswith(".json") and "/" not in \
+                    member.name.removeprefix("./"):
+                (args.dest / Path(member.name).name).write_bytes(
+                    tar.extractfile(member).read())
             if not member.name.endswith("_raw.csv"):
                 continue
             case = Path(member.name).parts[0]  # NAME/profile_..._raw.csv ("./" dropped)
@@ -88,8 +93,9 @@ def main(argv: list[str] | None = None) -> int:
             with gzip.open(args.dest / f"{case}_raw.csv.gz", "wt") as f:
                 f.write(text)
     for case in cases:
-        data = json.loads((args.fetched / f"{case}.json").read_text())
-        shutil.copy(args.fetched / f"{case}.json", args.dest / f"{case}.json")
+        if (args.fetched / f"{case}.json").exists():  # the first version kept it beside
+            shutil.copy(args.fetched / f"{case}.json", args.dest / f"{case}.json")
+        data = json.loads((args.dest / f"{case}.json").read_text())
         kernel = next((k for k in data["kernels"] if re.search(args.kernel, k["name"])), None)
         stalls[case] = {k: v for k, v in (kernel or {}).get("stalls", {}).items()
                         if k != "selected"}

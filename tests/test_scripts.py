@@ -180,3 +180,29 @@ def test_spmm_population_readme_from_the_committed_run():
     # the committed summary: 12 of 12 (k, layout) groups at >= 1.3x, no triple below 0.95x
     assert ("geomean >= 1.3x in 12 of 12 (k, layout) groups; 0 triples below 0.95x"
             in text)
+
+
+def test_profile_cases_readme_reads_the_cases_json_from_the_tar(tmp_path):
+    import gzip
+    import tarfile
+
+    prof = load("profile_cases_readme")
+    committed = ROOT / "results/h200/profile/2026-11-25-cases"
+    name = "rmat-29.spmv0.cupy-cusparse-i32"
+    # the device script's layout: NAME.json at the tar's top, NAME/..._raw.csv below it
+    work = tmp_path / "work"
+    (work / name).mkdir(parents=True)
+    (work / f"{name}.json").write_bytes((committed / f"{name}.json").read_bytes())
+    with gzip.open(committed / f"{name}_raw.csv.gz", "rb") as f:
+        (work / name / f"profile_{name}_raw.csv").write_bytes(f.read())
+    fetched = tmp_path / "fetched"
+    fetched.mkdir()
+    (fetched / "env.txt").write_text("NVIDIA H200")
+    with tarfile.open(fetched / "profiles.tar.gz", "w:gz") as tar:
+        tar.add(work, arcname=".")
+    dest = tmp_path / "dest"
+    assert prof.main([str(fetched), str(dest), "--kernel", "csrmv_v3", "--title", "T"]) == 0
+    text = (dest / "README.md").read_text()
+    assert (dest / f"{name}.json").exists()
+    assert "| time us | 25.9 |" in text and "| DRAM read MB | 64.5 |" in text
+    assert "long_scoreboard 14.7" in text
