@@ -25,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from sparsescope.model.predict import device_rates  # noqa: E402
 from sparsescope.model.spmm import (  # noqa: E402
+    NOT_A_FLOOR,
     memory_bound,
     spmm_traffic,
     x_reuse_dram_floors,
@@ -63,9 +64,9 @@ def x_reuse_floor(group: list[dict], rates, suite: str = "spmm-population") -> N
                                      l2_bytes=rates.l2_bytes, dram_bw_gb_s=rates.dram_bw_gb_s)
         best = min(floors, key=lambda f: f.floor_ms)
         around = 0.0
-        if r["layout"] == "col":  # X and Y each read and written once more, around the kernel
-            around = 2 * 4 * r["k"] * (csr.shape[0] + csr.shape[1]) / (
-                rates.dram_bw_gb_s * 1e9) * 1e3
+        if r["layout"] == "col":  # X and Y each read and written once more (memory_bound's)
+            t = spmm_traffic(csr.shape[0], csr.shape[1], csr.nnz, r["k"])
+            around = 2 * (t.x_bytes + t.y_bytes) / (rates.dram_bw_gb_s * 1e9) * 1e3
         floor = best.floor_ms + around
         bound = max(r["memory_bound_ms"], floor)
         r.update(x_reuse_floor_ms=floor, x_reuse_slab=best.slab,
@@ -204,14 +205,8 @@ def bounds_markdown(s: dict) -> str:
         kinds = sorted({r["kind"] for r in broken})
         lines += ["", "## Cases faster than the bound", "",
                   f"{len(broken)} of {len(s['rows'])} cases ran faster than their memory bound "
-                  f"(kinds: {', '.join(kinds)}), so there the bound is not a floor. Two "
-                  "terms of it can be too high, and no profile here says which: the L2 bound "
-                  "charges every nonzero's X sectors to the L2, where rows gathered again "
-                  "soon (neighbouring rows of banded matrices, hub columns, the few columns "
-                  "of a small layer) are served by L1; and it divides by the run's measured L2 "
-                  "bandwidth, where whole X rows (k x 4 bytes a nonzero) may stream faster "
-                  "than that ceiling's access pattern. Cases at large k dominate. The model "
-                  "has no L1 term for SpMM's X yet.", "",
+                  f"(kinds: {', '.join(kinds)}). {NOT_A_FLOOR} No profile here says which "
+                  "of the two it is; cases at large k dominate.", "",
                   "| matrix | kind | k | layout | bound by | auto % | library % |",
                   "|---|---|---:|---|---|---:|---:|"]
         for r in broken:

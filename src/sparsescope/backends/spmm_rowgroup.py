@@ -40,6 +40,7 @@ import numpy as np
 from sparsescope.backends import _gpu
 from sparsescope.backends.base import Capability
 from sparsescope.backends.spmm_cuda import (
+    MAX_WARPS_PER_BLOCK,
     MIN_SLICE_NNZ,
     OwnSpmmKernel,
     SlicePlan,
@@ -168,8 +169,8 @@ def rowgroup_pipeline(shape: tuple[int, int, int], depth: int | None = None) -> 
     return depth, batch
 
 
-def rowgroup_grid(n_slices: int, group: int, sm_count: int,
-                  warps: int | None = None, full_warps: int = 8) -> tuple[int, int]:
+def rowgroup_grid(n_slices: int, group: int, sm_count: int, warps: int | None = None,
+                  full_warps: int = MAX_WARPS_PER_BLOCK) -> tuple[int, int]:
     """(blocks, warps per block) over the slices, 32 / G slices a warp::
 
         warps  = ceil(n_slices / (32 / G))
@@ -226,7 +227,7 @@ class RowGroupPlan:
 def plan_rowgroup(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, index_bytes: int,
                   sm_count: int, *, depth: int | None = None, warps: int | None = None,
                   min_slice: int | None = None, slab: int | None = None,
-                  minb: int | None = None, full_warps: int = 8) -> RowGroupPlan:
+                  minb: int | None = None, full_warps: int = MAX_WARPS_PER_BLOCK) -> RowGroupPlan:
     """The whole host plan of one call (pure: row pointers in, launch and notes out)."""
     kslab = choose_slab_cols(k, value_dtype, slab)
     shape = rowgroup_shape(kslab, vector_width(k, value_dtype))
@@ -302,7 +303,7 @@ class SpmmCudaRowGroup(OwnSpmmKernel):
         return ""
 
     def plan(self, case: OpCase, value_dtype: str, index_bytes: int, sm_count: int,
-             full_warps: int = 8) -> RowGroupPlan:
+             full_warps: int = MAX_WARPS_PER_BLOCK) -> RowGroupPlan:
         csr = case.matrix
         return plan_rowgroup(csr.indptr, csr.nnz, case.params.k, value_dtype, index_bytes,
                              sm_count, depth=self.depth, warps=self.warps,

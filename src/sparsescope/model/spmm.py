@@ -199,6 +199,15 @@ class MemoryBound:
         return 100.0 * self.bound_ms / time_ms
 
 
+NOT_A_FLOOR = (
+    "There the bound is not a floor. It charges every nonzero's X sectors to the L2 at the "
+    "run's measured L2 bandwidth, while X rows gathered again soon are served by L1, and whole "
+    "X rows may stream faster than that ceiling's access pattern. `model.spmm.memory_bound` has "
+    "no L1 term yet.")
+"""Why a case can run faster than :func:`memory_bound`: what the report and the population
+summary say under such cases."""
+
+
 def memory_bound(traffic: SpmmTraffic, dram_bw_gb_s: float,
                  l2_bw_gb_s: float | None) -> MemoryBound:
     """The DRAM and L2 bounds of :class:`MemoryBound`::

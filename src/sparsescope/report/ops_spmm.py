@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from sparsescope.model.spmm import intensity_table, memory_bound, spmm_bound_ms
+from sparsescope.model.spmm import NOT_A_FLOOR, intensity_table, memory_bound, spmm_bound_ms
 from sparsescope.model.spmv import GB
 from sparsescope.report.ops_common import (
     OpsReport,
@@ -74,10 +74,7 @@ def faster_than_bound(rows: Sequence[dict], shown: int = 8) -> str:
                       f"({r['pct_of_memory_bound']:.0f} %)" for r in broken[:shown])
     more = f"; and {len(broken) - shown} more" if len(broken) > shown else ""
     return (f"**Faster than the memory bound** in {len(broken)} of {len(rows)} cases: "
-            f"{names}{more}. There the bound is not a floor. It charges every nonzero's X "
-            "sectors to the L2 at the run's measured L2 bandwidth, while X rows gathered again "
-            "soon are served by L1, and whole X rows may stream faster than that ceiling's "
-            "access pattern. `model.spmm.memory_bound` has no L1 term yet.")
+            f"{names}{more}. {NOT_A_FLOOR}")
 
 
 def intensity_markdown(runset: RunSet, views: Sequence[OpView]) -> tuple[str, list[dict]]:
