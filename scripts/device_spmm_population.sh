@@ -3,7 +3,8 @@
 #
 #   bash scripts/device_spmm_population.sh [SUITE] [LIMIT] [--gpu-tests]
 #   SOURCES="suite:spmm-population-held-out#weights-02 ..." bash scripts/device_spmm_population.sh
-#   (KS="8 128" and BACKENDS="spmm-torch-i32 ..." override the k values and backends)
+#   (KS="8 128", LAYOUTS="row" and BACKENDS="spmm-torch-i32 ..." override the k values, X
+#   layouts and backends)
 #
 # sweeps suite:SUITE (default spmm-population-held-out; SOURCES, when set, names the sweep's
 # sources instead, e.g. single entries) with --op spmm at k = 8, 32, 64, 128,
@@ -40,10 +41,10 @@ if [ "$TESTS" = "--gpu-tests" ]; then
 fi
 read -r -a SRC <<< "${SOURCES:-suite:$SUITE}"
 KARGS=(); for k in ${KS:-8 32 64 128 256 512}; do KARGS+=(--k "$k"); done
+for layout in ${LAYOUTS:-row col}; do KARGS+=(--layout "$layout"); done
 BARGS=(); for b in ${BACKENDS:-spmm-torch-i32 spmm-cupy-i32 spmm-cuda-auto spmm-cuda-rowgroup \
                                spmm-cuda-rowwarp}; do BARGS+=(--backend "$b"); done
-CMD=(python3 -m sparsescope sweep "${SRC[@]}" --op spmm "${KARGS[@]}" --layout row --layout col
-     "${BARGS[@]}"
+CMD=(python3 -m sparsescope sweep "${SRC[@]}" --op spmm "${KARGS[@]}" "${BARGS[@]}"
      --warmups 3 --repeats 15 --time-limit "$LIMIT" --store "$STATE/store.sqlite"
      --out "$WORK/sweep" --json)
 echo "${CMD[*]}" > "$OUT/command.txt"

@@ -206,3 +206,28 @@ def test_profile_cases_readme_reads_the_cases_json_from_the_tar(tmp_path):
     assert (dest / f"{name}.json").exists()
     assert "| time us | 25.9 |" in text and "| DRAM read MB | 64.5 |" in text
     assert "long_scoreboard 14.7" in text
+
+
+def test_spmm_model_score_errors_and_regret():
+    score = load("spmm_model_score")
+
+    def row(backend, measured, predicted, selected="", table=""):
+        return {"matrix": "m", "k": 8, "layout": "row", "backend": backend,
+                "selected": selected, "table": table, "measured_ms": measured,
+                "predicted_ms": predicted, "limiter": "l2",
+                "error_pct": 100 * (measured - predicted) / measured}
+
+    table = json.dumps([{"backend": "spmm-cuda-rowgroup", "predicted_ms": 0.5},
+                        {"backend": "spmm-cuda-rowwarp", "predicted_ms": 0.6}])
+    rows = [row("spmm-cuda-rowgroup", 1.0, 0.8), row("spmm-cuda-rowwarp", 0.5, 0.6),
+            row("spmm-cuda-auto", 0.55, 0.6, "spmm-cuda-rowwarp", table)]
+    summary = score.error_summary(rows)
+    # errors +20 %, -20 %, -9.09 %: |median| 20 %; nearest-rank p90 of 3 = the 3rd: 20 %
+    assert summary["all"]["cases"] == 3
+    assert summary["all"]["median_abs_pct"] == pytest.approx(20.0)
+    assert summary["all"]["median_signed_pct"] == pytest.approx(-100 * 0.05 / 0.55)
+    (r,) = score.regrets(rows)
+    assert r["faster"] == "spmm-cuda-rowwarp" and r["regret_pct"] == pytest.approx(10.0)
+    assert r["prediction_right"] is False   # rowgroup was predicted faster
+    text = score.report(rows, [r])
+    assert "geomean regret +10.0 %" in text and "named the faster kernel in 0 of 1" in text

@@ -91,6 +91,7 @@ BACKENDS: dict[tuple[str, str], Any] = {
     ("spmm", "spmm-cuda-colmajor"): _B + "spmm_colmajor:SpmmCudaColMajor",
     ("spmm", "spmm-cuda-transposed"): _B + "spmm_transposed:SpmmCudaTransposed",
     ("spmm", "spmm-cuda-auto"): _B + "spmm_auto:SpmmCudaAuto",
+    ("spmm", "spmm-cuda-auto-rules"): _B + "spmm_auto:SpmmCudaAutoRules",
     ("slice", "slice-scipy-cpu"): _B + "slice_scipy:SliceScipyCpu",
     ("slice", "slice-torch"): _B + "slice_torch:SliceTorch",
     ("slice", "slice-cupy-i32"): _B + "slice_cupy:SliceCupyI32",

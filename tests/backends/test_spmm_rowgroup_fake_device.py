@@ -199,3 +199,84 @@ def test_transposed_backend_runs_both_transposes_around_rowgroup(fake_device, k,
             "transpose_tile", "spmm_rowwarp", "transpose_tile"]
     skipped = _run(m, SpmmCudaTransposed(), k, "row", dtype)
     assert skipped.outcome == "skipped" and "column-major" in skipped.reason
+
+
+def _rates():
+    from sparsescope.model.predict import DeviceRates
+
+    return DeviceRates(
+        name="T", sm_count=132, max_threads_per_sm=2048, max_blocks_per_sm=32,
+        l2_bytes=50 << 20, dram_bw_gb_s=4000.0, l2_bw_gb_s=8000.0, dram_latency_ns=340.0,
+        l2_latency_ns=150.0, fp32_gflops=60000.0, dram_gather_gsectors_s=40.0,
+        l2_gather_gsectors_s=150.0, launch_us=2.7, sm_clock_mhz=1980.0)
+
+
+def _auto(trial: bool):
+    from sparsescope.backends.runner import ModelDevice
+    from sparsescope.backends.spmm_auto import SpmmCudaAuto
+
+    auto = SpmmCudaAuto(trial=trial)
+    auto.use_model(ModelDevice(rates=_rates()))
+    return auto
+
+
+@pytest.mark.parametrize("layout", ["row", "col"])
+def test_auto_chooses_by_prediction_and_keeps_the_table(fake_device, layout):
+    import json
+
+    from sparsescope.backends.spmm_auto import predict_candidates
+
+    matrix = _matrix(300, 200, seed=3)
+    case = _run(matrix, _auto(trial=False), 64, layout)
+    assert case.outcome == "ok", case.reason
+    table = json.loads(case.notes["selection_table"])
+    assert [row["backend"] for row in table] == ["spmm-cuda-rowgroup", "spmm-cuda-rowwarp"]
+    fastest = min(table, key=lambda row: row["predicted_ms"])["backend"]
+    assert case.notes["selection_rule"] == "spmm-predicted"
+    assert case.notes["selection_reason"].startswith(
+        "layout col" if layout == "col" else "predicted on T:")
+    want = "spmm-cuda-transposed" if layout == "col" else fastest
+    assert case.notes["selected"] == want
+    if layout == "col":
+        assert case.notes["row_major_kernel"] == fastest
+    # the same predictions as the pure function's, for the same plans
+    direct = predict_candidates(matrix.csr, 64, "float32", 4, _rates(), sm_count=132,
+                                full_warps=2, flushed=False)
+    assert [p.predicted_ms for p in direct] == [row["predicted_ms"] for row in table]
+
+
+def test_auto_times_the_close_candidates_and_keeps_the_fastest(fake_device, monkeypatch):
+    import json
+
+    from sparsescope.backends import spmm_auto
+    from sparsescope.backends.spmm_cuda import SpmmCudaRowWarp
+    from sparsescope.backends.spmm_rowgroup import SpmmCudaRowGroup
+    from sparsescope.timing.types import Measurement
+
+    def timed(ms):
+        return lambda self, prepared, config: Measurement(
+            samples_ms=(ms,), config=config, clock="fake")
+
+    monkeypatch.setattr(SpmmCudaRowGroup, "time", timed(0.5))
+    monkeypatch.setattr(SpmmCudaRowWarp, "time", timed(0.2))
+    monkeypatch.setattr(spmm_auto, "TRIAL_MARGIN", 1e6)   # both within the margin
+    case = _run(_matrix(300, 200, seed=3), _auto(trial=True), 64, "row")
+    assert case.outcome == "ok", case.reason
+    assert case.notes["selected"] == "spmm-cuda-rowwarp"
+    assert case.notes["selection_rule"] == "spmm-predicted-then-timed"
+    assert "timed here" in case.notes["selection_reason"]
+    trial = {row["backend"]: row["trial_ms"] for row in json.loads(case.notes["selection_table"])}
+    assert trial == {"spmm-cuda-rowgroup": 0.5, "spmm-cuda-rowwarp": 0.2}
+    assert fake_device[-1][0] == "spmm_rowwarp"   # the gate ran the chosen kernel
+
+
+def test_auto_rules_backend_and_auto_without_rates_use_the_rules(fake_device):
+    from sparsescope.backends.spmm_auto import SpmmCudaAuto
+
+    matrix = _matrix(37, 50, seed=1)
+    for backend in ("spmm-cuda-auto-rules", SpmmCudaAuto(trial=False)):
+        case = _run(matrix, backend, 8, "row")
+        assert case.outcome == "ok", case.reason
+        assert case.notes["selection_rule"] == "spmm-auto-rules-v3"
+        assert "selection_table" not in case.notes
+    assert case.notes["selection_reason"].startswith("no device rates to predict with")

@@ -138,7 +138,10 @@ def test_poison_catches_a_dropped_slice():
 
 
 def test_auto_choices_on_known_shapes():
-    """The rule's picks land where the docstring says, and each pick passes the gate."""
+    """The rules' picks land where the docstring says (spmm-cuda-auto-rules); spmm-cuda-auto
+    keeps every candidate's prediction, and when it timed candidates it runs the fastest."""
+    import json
+
     from sparsescope.matrices import generate
     from sparsescope.matrices.types import Matrix
 
@@ -147,10 +150,21 @@ def test_auto_choices_on_known_shapes():
     for k, layout, expected in ((8, "row", "spmm-cuda-rowgroup"),
                                 (256, "row", "spmm-cuda-rowgroup"),
                                 (8, "col", "spmm-cuda-transposed")):
-        case = _run(short_rows, "spmm-cuda-auto", k, layout, "float32", 4, timed=True)
+        case = _run(short_rows, "spmm-cuda-auto-rules", k, layout, "float32", 4, timed=True)
         assert case.outcome == "ok", case.reason
         assert case.notes["selected"] == expected, case.notes
         assert case.notes["selection_rule"] and case.notes["selection_reason"]
+        case = _run(short_rows, "spmm-cuda-auto", k, layout, "float32", 4, timed=True)
+        assert case.outcome == "ok", case.reason
+        table = json.loads(case.notes["selection_table"])
+        assert {row["backend"] for row in table} == {"spmm-cuda-rowgroup", "spmm-cuda-rowwarp"}
+        assert all(row["predicted_ms"] > 0 for row in table)
+        row_major = case.notes.get("row_major_kernel", case.notes["selected"])
+        timed = {row["backend"]: row["trial_ms"] for row in table if row["trial_ms"]}
+        if timed:
+            assert row_major == min(timed, key=timed.get)
+        else:
+            assert row_major == min(table, key=lambda row: row["predicted_ms"])["backend"]
 
 
 def test_timing_path_and_kernel_breakdown():

@@ -1,10 +1,20 @@
-"""``spmm-cuda-auto``: pick an own SpMM kernel from (k, layout, dtype, matrix shape, SMs), run it.
+"""``spmm-cuda-auto``: pick an own SpMM kernel by its predicted time on the present device, run
+it; ``spmm-cuda-auto-rules``: pick it by the rules below instead.
 
-The choice is :func:`choose_spmm_kernel`, a pure function of numbers (no GPU); its name and
-one-line reason are kept in the case's notes (``selected``, ``selection_rule``,
-``selection_reason``), as ``cuda-spmv-auto`` does, so every report says why.
+By prediction (:func:`predict_candidates`): each candidate kernel (``spmm-cuda-rowgroup``,
+``spmm-cuda-rowwarp`` where it takes the case) is planned on the host and its launch predicted
+by :func:`~sparsescope.model.spmm_predict.predict_spmm` with the device's rates (the run's,
+handed over by :meth:`SpmmCudaAuto.use_model`, else the present GPU's stored ceilings over its
+datasheet), its registers read from the compiled kernel. Candidates predicted within
+:data:`TRIAL_MARGIN` of the fastest are timed on the device (:data:`TRIAL_TIMING`) and the
+fastest measured is kept, as ``cuda-spmv-auto`` does; the reason kept is the prediction table
+(``selection_table``: every candidate's prediction and trial time, as JSON). Column-major X
+runs the chosen row-major kernel between two device transposes (rule 1 below); the transposes
+cost every candidate the same, so the row-major case decides. Without device rates the rules
+decide, and the reason says so.
 
-The rules, first match wins (``G`` is the rowgroup kernel's lanes per row slice for this k,
+The rules (``spmm-cuda-auto-rules``; :func:`choose_spmm_kernel`, a pure function of numbers),
+first match wins (``G`` is the rowgroup kernel's lanes per row slice for this k,
 :func:`~sparsescope.backends.spmm_rowgroup.rowgroup_shape`; ``mean`` and ``max`` are the row
 lengths; the thresholds are widths of the machine and the kernels, none fitted to a matrix):
 
@@ -32,30 +42,45 @@ These rules were written from the kernels' layouts; measurement has corrected th
 (``v3``): v2's rule "a row of >= 1,024 nonzeros -> rowwarp" ran 2.2-2.3x slower than rowgroup
 on the tuning part's power-law graphs graph-12 and graph-15 (mean degree 4, 1-2 M rows) at
 k = 8 and 32 on an H100 (results/h100/spmm-tuning), and was dropped. They are to be replaced
-by the time model's prediction once SpMM is modelled. Rowwarp is never chosen where it would
-refuse the case (``k`` needing more than its ``MAX_CHUNKS`` loads a lane).
+by the time model's prediction (above). Rowwarp is never chosen where it would refuse the case
+(``k`` needing more than its ``MAX_CHUNKS`` loads a lane).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+import os
+import time
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
-from sparsescope.backends import _gpu
+from sparsescope.backends import _gpu, spmm_cuda, spmm_rowgroup
 from sparsescope.backends.base import Capability, OpBackend
+from sparsescope.backends.select_predicted import (
+    Candidate,
+    CandidatePrediction,
+    prediction_table,
+    ranked,
+    shortlist,
+)
 from sparsescope.backends.spmm_colmajor import SpmmCudaColMajor
 from sparsescope.backends.spmm_cuda import (
     MAX_CHUNKS,
     TARGET_WARPS_PER_SM,
     SpmmCudaRowWarp,
     choose_slab,
+    compiled_registers,
     launch_shape,
+    plan_rowwarp,
+    rowwarp_launch,
 )
 from sparsescope.backends.spmm_rowgroup import (
     SpmmCudaRowGroup,
     choose_slab_cols,
+    plan_rowgroup,
+    rowgroup_launch,
     rowgroup_shape,
     vector_width,
 )
@@ -76,6 +101,19 @@ WARP_SLOTS = 32
 WIDE_GROUP = 16
 """G at or above which a rowgroup group is half a warp or more."""
 RULE = "spmm-auto-rules-v3"
+#: The SpMM model's error taken for ranking. Provisional: the offline score of
+#: ``model.spmm_predict`` on the H200 population run of 2026-11-25 put most own-kernel cases
+#: within 0.3x-2x of their measurement, wider than the SpMV model's 15 %; to be replaced by the
+#: median |error| of a scored tuning-part run.
+MODEL_ERROR = 0.30
+#: Candidates predicted within this share of the fastest are timed before the choice: with
+#: errors of +-e, a candidate predicted r times the fastest may still be faster while
+#: r < (1 + e) / (1 - e) (1.86 for e = 0.30).
+TRIAL_MARGIN = (1 + MODEL_ERROR) / (1 - MODEL_ERROR) - 1
+#: Environment variable that turns the trial off ("0"), as for cuda-spmv-auto (the ncu target).
+AUTO_TRIAL_ENV = "SPARSESCOPE_AUTO_TRIAL"
+TRIAL_TIMING = TimingConfig(warmups=3, repeats=10)
+PREDICTED_RULE = "spmm-predicted"
 
 
 def rowwarp_supports(k: int, value_dtype: str) -> bool:
@@ -128,6 +166,53 @@ def choose_spmm_kernel(k: int, layout: str, value_dtype: str, nnz: int, rows: in
                      f"rowwarp's defaults")
 
 
+def candidate_plans(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, index_bytes: int,
+                    sm_count: int, full_warps: int) -> list[tuple[str, Any]]:
+    """(backend name, host plan) of each row-major candidate: rowgroup always, rowwarp where
+    it takes k (:func:`rowwarp_supports`); both at their default launch rules."""
+    plans: list[tuple[str, Any]] = [(ROWGROUP, plan_rowgroup(
+        indptr, nnz, k, value_dtype, index_bytes, sm_count, full_warps=full_warps))]
+    if rowwarp_supports(k, value_dtype):
+        plans.append((ROWWARP, plan_rowwarp(indptr, nnz, k, value_dtype, index_bytes,
+                                            sm_count)))
+    return plans
+
+
+def candidate_launch(name: str, plan: Any, registers=None):
+    """The time model's launch of one candidate plan; ``registers(source, kernel)`` reads the
+    compiled kernel's registers (None: the launch bound's cap)."""
+    if name == ROWGROUP:
+        regs = registers(spmm_rowgroup.SOURCE, plan.kernel) if registers else None
+        return rowgroup_launch(plan, regs)
+    regs = registers(spmm_cuda.SOURCE, plan.kernel) if registers else None
+    return rowwarp_launch(plan, regs)
+
+
+def predict_candidates(csr: Any, k: int, value_dtype: str, index_bytes: int, rates: Any, *,
+                       sm_count: int, full_warps: int, flushed: bool,
+                       registers=None) -> list[CandidatePrediction]:
+    """Every row-major candidate predicted on the device of ``rates``
+    (``model.predict.DeviceRates``), in :func:`candidate_plans`' order; a candidate the model
+    fails on is listed with the reason."""
+    from sparsescope.model.spmm_predict import predict_spmm
+
+    out = []
+    for name, plan in candidate_plans(csr.indptr, csr.nnz, k, value_dtype, index_bytes,
+                                      sm_count, full_warps):
+        start = time.perf_counter()
+        cand = Candidate(name)
+        try:
+            launch = candidate_launch(name, plan, registers)
+            p = predict_spmm(csr.indptr, csr.indices, int(csr.shape[1]), k, launch, rates,
+                             flushed=flushed, fp64=value_dtype == "float64")
+            out.append(CandidatePrediction(cand, p.predicted_ms, p.limiter,
+                                           plan_s=time.perf_counter() - start))
+        except Exception as exc:  # a candidate the model cannot take is never chosen
+            out.append(CandidatePrediction(cand, None, not_modelled=f"{type(exc).__name__}: "
+                                                                    f"{exc}"))
+    return out
+
+
 @dataclass
 class PreparedSpmmAuto:
     chosen: str
@@ -135,17 +220,34 @@ class PreparedSpmmAuto:
     backend: OpBackend
     prepared: Any
     stats: dict[str, str]
+    rule: str = RULE
+    table: list = field(default_factory=list)
+    """Every candidate's prediction (``CandidatePrediction``); empty when the rules chose."""
+    selection_s: float = 0.0
 
 
 class SpmmCudaAuto(OpBackend):
     name = "spmm-cuda-auto"
     capability = Capability(
         ops=("spmm",), value_dtypes=("float32", "float64"), index_bytes=(4, 8), device="gpu",
-        description="own SpMM kernel chosen by rules (rowwarp / rowgroup / colmajor), "
-                    "reason kept")
+        description="own SpMM kernel chosen by its predicted time on this device (rowgroup / "
+                    "rowwarp; column-major X through device transposes), prediction table kept")
+    #: "prediction" (the SpMM time model on the present device) or "rules" (the module's).
+    by = "prediction"
+
+    def __init__(self, *, trial: bool | None = None) -> None:
+        self.trial = trial if trial is not None else os.environ.get(AUTO_TRIAL_ENV, "1") != "0"
+        """Time the candidates within :data:`TRIAL_MARGIN` before choosing (default: on,
+        unless the environment sets :data:`AUTO_TRIAL_ENV` to 0)."""
+        self._model = None
 
     def availability(self) -> tuple[bool, str]:
         return _gpu.cupy_cuda_status()
+
+    def use_model(self, model: Any) -> None:
+        """Predict with ``model``'s rates (the runner's ``ModelDevice``) instead of the present
+        GPU's stored ones."""
+        self._model = model
 
     def choose(self, case: OpCase, value_dtype: str, sm_count: int) -> tuple[str, str]:
         csr = case.matrix
@@ -153,22 +255,90 @@ class SpmmCudaAuto(OpBackend):
         return choose_spmm_kernel(case.params.k, case.params.layout, value_dtype, csr.nnz,
                                   csr.shape[0], mean, longest, sm_count)
 
-    def prepare(self, case: OpCase, value_dtype: str, index_bytes: int) -> PreparedSpmmAuto:
-        from dataclasses import replace
+    def _rules(self, case: OpCase, value_dtype: str, sm_count: int,
+               why: str = "") -> tuple[str, str]:
+        """(row-major backend, reason) by the rules, for the row-major case; ``why`` says
+        why the rules decide."""
+        row_case = replace(case, params=replace(case.params, layout="row"))
+        chosen, reason = self.choose(row_case, value_dtype, sm_count)
+        return chosen, f"{why}{reason}"
 
+    def prepare(self, case: OpCase, value_dtype: str, index_bytes: int) -> PreparedSpmmAuto:
+        start = time.perf_counter()
         sm_count = _gpu.device_sm_count()
-        chosen, reason = self.choose(case, value_dtype, sm_count)
-        if chosen == TRANSPOSED:   # the transposes around the row-major rules' own pick
-            row_case = replace(case, params=replace(case.params, layout="row"))
-            inner, why = self.choose(row_case, value_dtype, sm_count)
-            backend = SpmmCudaTransposed(inner=CHOICES[inner]())
-            reason = f"{reason}; row-major kernel {inner}: {why}"
+        row_case = replace(case, params=replace(case.params, layout="row"))
+        table: list = []
+        rule = RULE
+        rates = self._rates() if self.by == "prediction" else None
+        if rates is None:
+            why = "" if self.by == "rules" else "no device rates to predict with; by the rules: "
+            inner, reason = self._rules(case, value_dtype, sm_count, why)
+            backend = CHOICES[inner]()
+            prepared = None
         else:
-            backend = CHOICES[chosen]()
+            inner, reason, table, backend, prepared = self._by_prediction(
+                row_case, value_dtype, index_bytes, sm_count, rates)
+            rule = PREDICTED_RULE if not any(p.trial_ms for p in table) else \
+                "spmm-predicted-then-timed"
+        chosen = inner
+        if case.params.layout == "col":   # transposes around the row-major pick
+            layout_reason = ("layout col: X transposed on the device for the row-major kernel, "
+                             "Y transposed back (column-major gathers waste a sector a value)")
+            backend = SpmmCudaTransposed(inner=backend)
+            prepared = None   # the transposed backend prepares its inner kernel itself
+            chosen = TRANSPOSED
+            reason = f"{layout_reason}; row-major kernel {inner}: {reason}"
+        if prepared is None:
+            prepared = backend.prepare(case, value_dtype, index_bytes)
         mean, longest = row_lengths(case.matrix.indptr)
         stats = {"row_mean": f"{mean:.2f}", "row_max": str(longest)}
-        return PreparedSpmmAuto(chosen, reason, backend,
-                                backend.prepare(case, value_dtype, index_bytes), stats)
+        return PreparedSpmmAuto(chosen, reason, backend, prepared, stats, rule, table,
+                                time.perf_counter() - start)
+
+    def _rates(self):
+        from sparsescope.backends.spmv_auto import prediction_device
+
+        gpu, _ = prediction_device(self._model)
+        return getattr(gpu, "rates", None) if gpu is not None else None
+
+    def _by_prediction(self, row_case: OpCase, value_dtype: str, index_bytes: int,
+                       sm_count: int, rates: Any):
+        """(backend name, reason, table, backend, its prepared row case or None): the fastest
+        prediction, or the fastest of the trial when several lie within the margin."""
+        from sparsescope.timing.host import should_flush
+
+        flushed = should_flush(TRIAL_TIMING, int(row_case.traffic.compulsory_bytes),
+                               rates.l2_bytes)
+        table = predict_candidates(row_case.matrix, row_case.params.k, value_dtype, index_bytes,
+                                   rates, sm_count=sm_count,
+                                   full_warps=_gpu.device_full_block_warps(), flushed=flushed,
+                                   registers=compiled_registers)
+        order = [p for p in ranked(table) if p.predicted_ms is not None]
+        if not order:
+            inner, reason = self._rules(row_case, value_dtype, sm_count,
+                                        "no candidate could be predicted; by the rules: ")
+            return inner, reason, table, CHOICES[inner](), None
+        reason = f"predicted on {rates.name}: {prediction_table(table)}"
+        short = shortlist(table, margin=TRIAL_MARGIN) if self.trial else []
+        if len(short) < 2:
+            best = order[0].candidate.backend
+            return best, reason, table, CHOICES[best](), None
+        timed, best = {}, None
+        for entry in short:
+            backend = CHOICES[entry.candidate.backend]()
+            prepared = backend.prepare(row_case, value_dtype, index_bytes)
+            ms = backend.time(prepared, TRIAL_TIMING).time_ms
+            timed[entry.candidate.label] = ms
+            if best is None or ms < best[2]:
+                best = (entry.candidate.backend, backend, ms, prepared)
+            else:
+                del prepared
+        table = [replace(p, trial_ms=timed.get(p.candidate.label)) for p in table]
+        trial = ", ".join(f"{label} {1e3 * ms:,.1f} us" for label, ms in timed.items())
+        reason += (f". The {len(short)} within {100 * TRIAL_MARGIN:.0f} % of the fastest "
+                   f"prediction, timed here (median of {TRIAL_TIMING.repeats} calls): {trial}")
+        name, backend, _, prepared = best
+        return name, reason, table, backend, prepared
 
     def poison_output(self, prepared: PreparedSpmmAuto) -> bool:
         return prepared.backend.poison_output(prepared.prepared)
@@ -188,7 +358,26 @@ class SpmmCudaAuto(OpBackend):
             return super().traffic(case, prepared)
         return prepared.backend.traffic(case, prepared.prepared)
 
+    def kernel_shape(self, case: Any, prepared: Any):
+        """The chosen kernel's launch, for the time model."""
+        if prepared is None:
+            return None
+        return prepared.backend.kernel_shape(case, prepared.prepared)
+
     def notes(self, prepared: PreparedSpmmAuto) -> dict[str, str]:
-        return {**prepared.backend.notes(prepared.prepared), **prepared.stats,
-                "selected": prepared.chosen, "selection_rule": RULE,
-                "selection_reason": prepared.reason}
+        notes = {**prepared.backend.notes(prepared.prepared), **prepared.stats,
+                 "selected": prepared.chosen, "selection_rule": prepared.rule,
+                 "selection_reason": prepared.reason,
+                 "selection_s": f"{prepared.selection_s:.2f}"}
+        if prepared.table:
+            notes["selection_table"] = json.dumps([p.as_dict() for p in prepared.table])
+        return notes
+
+
+class SpmmCudaAutoRules(SpmmCudaAuto):
+    name = "spmm-cuda-auto-rules"
+    capability = Capability(
+        ops=("spmm",), value_dtypes=("float32", "float64"), index_bytes=(4, 8), device="gpu",
+        description="own SpMM kernel chosen by the rules of k, layout and row lengths "
+                    "(rowwarp / rowgroup), reason kept")
+    by = "rules"

@@ -197,6 +197,83 @@ def kernel_name(value_dtype: str, index_bytes: int, shape: tuple[int, int, int],
             f"{_gpu.CUDA_INDEX_TYPES[index_bytes]}, {vec}, {group}, {chunks}, {depth}, {batch}>")
 
 
+LAUNCH_BOUND_MINB = 2
+"""``__launch_bounds__(256, 2)`` of spmm_rowwarp.cu: at most 128 registers a thread."""
+
+
+@dataclass(frozen=True)
+class RowWarpPlan:
+    """Everything a rowwarp launch needs, planned on the host (no device)."""
+
+    kernel: str
+    shape: tuple[int, int, int]
+    stages: tuple[int, int]
+    slab: int
+    plan: SlicePlan
+    grid: int
+    warps: int
+    notes: dict[str, str]
+
+
+def plan_rowwarp(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, index_bytes: int,
+                 sm_count: int, *, depth: int | None = None, warps: int | None = None,
+                 min_slice: int | None = None, slab: int | None = None) -> RowWarpPlan:
+    """The whole host plan of one rowwarp call (pure: row pointers in, launch and notes out)."""
+    slab = choose_slab(k, slab)
+    shape = launch_shape(slab, value_dtype)
+    floor = MIN_SLICE_NNZ if min_slice is None else min_slice
+    plan = slice_plan(indptr, choose_slice_nnz(nnz, sm_count, floor))
+    stages = pipeline(shape, depth)
+    name = kernel_name(value_dtype, index_bytes, shape, stages)
+    block_warps = warps_per_block(plan.n_slices, sm_count, warps)
+    grid = max(1, -(-plan.n_slices // block_warps))
+    notes = {"kernel": name, "vec": str(shape[0]), "lanes_per_nonzero": str(shape[1]),
+             "loads_per_lane": str(shape[2]), "prefetch_chunks": str(stages[0]),
+             "x_rows_per_batch": str(stages[1]), "slice_nnz": str(plan.slice_nnz),
+             "slices": str(plan.n_slices), "split_rows": str(plan.split_rows),
+             "zero_fill": "yes" if plan.split_rows else "no",
+             "block_threads": str(32 * block_warps), "grid_blocks": str(grid),
+             "slab_cols": str(slab), "slabs": str(k // slab),
+             "sm_count": str(sm_count),
+             "index_dtype": np.dtype(_gpu.INDEX_DTYPES[index_bytes]).name,
+             "value_dtype": value_dtype,
+             "slice_rule": f"S = max({floor}, round_up(nnz / ({sm_count} SMs x "
+                           f"{TARGET_WARPS_PER_SM} warps), 32))"}
+    return RowWarpPlan(name, shape, stages, slab, plan, grid, block_warps, notes)
+
+
+def compiled_registers(source: str, kernel: str) -> int | None:
+    """Registers a thread of the compiled ``kernel`` uses (CuPy's function attribute), or
+    None where it cannot be read."""
+    try:
+        return int(_gpu.raw_module(source, (kernel,)).get_function(kernel).num_regs)
+    except Exception:  # no device, or an attribute this CuPy lacks: the launch bound's cap
+        return None
+
+
+def rowwarp_launch(host: RowWarpPlan, registers: int | None = None):
+    """A rowwarp plan as the SpMM time model's launch: one slice a warp, its 32 / GROUP groups
+    splitting the slice, 32 x DEPTH pairs a stage; registers: the compiled kernel's, else
+    the cap of ``__launch_bounds__(256, 2)`` (128)."""
+    from sparsescope.model.spmm_predict import SpmmLaunch
+
+    vec, group, chunks = host.shape
+    depth, batch = host.stages
+    cap = 65536 // (256 * LAUNCH_BOUND_MINB)
+    value_bytes = 4 if host.notes["value_dtype"] == "float32" else 8
+    index_bytes = np.dtype(host.notes["index_dtype"]).itemsize
+    return SpmmLaunch(
+        kernel=host.kernel, slice_ptr=host.plan.slice_ptr, slices_per_warp=1,
+        groups_per_slice=32 // group, slab_cols=host.slab,
+        slabs=int(host.notes["slabs"]), vec=vec, chunks=chunks, stage_pairs=32 * depth,
+        batch=batch, block_warps=host.warps,
+        max_registers=registers if registers else cap,
+        registers_source="the compiled kernel" if registers else
+        f"the launch bound's cap ({cap})", value_bytes=value_bytes, index_bytes=index_bytes,
+        zero_fill=host.plan.split_rows > 0, launches=1 + (host.plan.split_rows > 0),
+        label=f"rowwarp {host.kernel}")
+
+
 class OwnSpmmKernel(OpBackend):
     """What every own SpMM kernel backend shares: CuPy must see a GPU, Y is poisoned with NaN,
     the call is ``_launch`` (the subclass's), timed by CUDA events over the prepared working
@@ -274,6 +351,7 @@ class PreparedSpmmCuda:
     y: Any
     working_set_bytes: int
     notes: dict[str, str]
+    host: RowWarpPlan | None = None
 
 
 class SpmmCudaRowWarp(OwnSpmmKernel):
@@ -307,41 +385,35 @@ class SpmmCudaRowWarp(OwnSpmmKernel):
             return f"k = {case.params.k} needs {chunks} loads per lane (at most {MAX_CHUNKS})"
         return ""
 
+    def plan(self, case: OpCase, value_dtype: str, index_bytes: int,
+             sm_count: int) -> RowWarpPlan:
+        csr = case.matrix
+        return plan_rowwarp(csr.indptr, csr.nnz, case.params.k, value_dtype, index_bytes,
+                            sm_count, depth=self.depth, warps=self.warps,
+                            min_slice=self.min_slice, slab=self.slab)
+
     def prepare(self, case: OpCase, value_dtype: str, index_bytes: int) -> PreparedSpmmCuda:
         import cupy
 
         csr, k = case.matrix, case.params.k
         dtype = _gpu.VALUE_DTYPES[value_dtype]
-        slab = choose_slab(k, self.slab)
-        shape = launch_shape(slab, value_dtype)
-        sm_count = _gpu.device_sm_count()
-        floor = MIN_SLICE_NNZ if self.min_slice is None else self.min_slice
-        plan = slice_plan(csr.indptr, choose_slice_nnz(csr.nnz, sm_count, floor))
-        index_dtype = _gpu.INDEX_DTYPES[index_bytes]
-        stages = pipeline(shape, self.depth)
-        name = kernel_name(value_dtype, index_bytes, shape, stages)
-        warps = warps_per_block(plan.n_slices, sm_count, self.warps)
-        grid = max(1, -(-plan.n_slices // warps))
-        slice_ptr, slice_row = upload_slices(plan, index_dtype)
+        host = self.plan(case, value_dtype, index_bytes, _gpu.device_sm_count())
+        slice_ptr, slice_row = upload_slices(host.plan, _gpu.INDEX_DTYPES[index_bytes])
         x = cupy.asarray(np.ascontiguousarray(case.inputs, dtype=dtype))
-        notes = {"kernel": name, "vec": str(shape[0]), "lanes_per_nonzero": str(shape[1]),
-                 "loads_per_lane": str(shape[2]), "prefetch_chunks": str(stages[0]),
-                 "x_rows_per_batch": str(stages[1]), "slice_nnz": str(plan.slice_nnz),
-                 "slices": str(plan.n_slices), "split_rows": str(plan.split_rows),
-                 "zero_fill": "yes" if plan.split_rows else "no",
-                 "block_threads": str(32 * warps), "grid_blocks": str(grid),
-                 "slab_cols": str(slab), "slabs": str(k // slab),
-                 "sm_count": str(sm_count), "index_dtype": np.dtype(index_dtype).name,
-                 "value_dtype": value_dtype,
-                 "slice_rule": f"S = max({floor}, round_up(nnz / ({sm_count} SMs x "
-                               f"{TARGET_WARPS_PER_SM} warps), 32))"}
         indices, data = upload_csr(csr, value_dtype, index_bytes)
         return PreparedSpmmCuda(
-            rows=csr.shape[0], k=k, kernel=name, plan=plan, grid=grid, block=32 * warps,
-            slab=slab, slice_ptr=slice_ptr, slice_row=slice_row, indices=indices, data=data,
-            x=x,
+            rows=csr.shape[0], k=k, kernel=host.kernel, plan=host.plan, grid=host.grid,
+            block=32 * host.warps, slab=host.slab, slice_ptr=slice_ptr, slice_row=slice_row,
+            indices=indices, data=data, x=x,
             y=cupy.zeros((csr.shape[0], k), dtype=dtype),
-            working_set_bytes=case.traffic.compulsory_bytes, notes=notes)
+            working_set_bytes=case.traffic.compulsory_bytes, notes=host.notes, host=host)
+
+    def kernel_shape(self, case: OpCase, prepared: PreparedSpmmCuda | None):
+        """The launch for the SpMM time model (``model.spmm_predict``), with the compiled
+        kernel's registers."""
+        if prepared is None:
+            return None
+        return rowwarp_launch(prepared.host, compiled_registers(SOURCE, prepared.kernel))
 
     def _launch(self, p: PreparedSpmmCuda) -> None:
         if p.plan.split_rows:

@@ -45,6 +45,7 @@ from sparsescope.backends.spmm_cuda import (
     OwnSpmmKernel,
     SlicePlan,
     choose_slice_nnz,
+    compiled_registers,
     slice_plan,
     upload_csr,
     upload_slices,
@@ -254,6 +255,29 @@ def plan_rowgroup(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, index_
     return RowGroupPlan(name, shape, stages, kslab, slabs, plan, blocks, block_warps, notes)
 
 
+def rowgroup_launch(host: RowGroupPlan, registers: int | None = None):
+    """A rowgroup plan as the SpMM time model's launch: 32 / G slices a warp, one group a
+    slice, DEPTH x G pairs a stage; registers: the compiled kernel's, else the cap of its
+    ``__launch_bounds__(256, MINB)`` (65,536 / (256 MINB))."""
+    from sparsescope.model.spmm_predict import SpmmLaunch
+
+    vec, group, chunks = host.shape
+    depth, batch = host.stages
+    minb = int(host.kernel.rstrip(">").rsplit(",", 1)[1])
+    cap = 65536 // (256 * minb)
+    return SpmmLaunch(
+        kernel=host.kernel, slice_ptr=host.plan.slice_ptr, slices_per_warp=32 // group,
+        groups_per_slice=1, slab_cols=host.slab, slabs=host.slabs, vec=vec, chunks=chunks,
+        stage_pairs=depth * group, batch=batch, block_warps=host.warps,
+        max_registers=registers if registers else cap,
+        registers_source="the compiled kernel" if registers else
+        f"the launch bound's cap ({cap})",
+        value_bytes=4 if host.notes["value_dtype"] == "float32" else 8,
+        index_bytes=np.dtype(host.notes["index_dtype"]).itemsize,
+        zero_fill=host.plan.split_rows > 0, launches=1 + (host.plan.split_rows > 0),
+        label=f"rowgroup {host.kernel}")
+
+
 @dataclass
 class PreparedRowGroup:
     rows: int
@@ -337,6 +361,13 @@ class SpmmCudaRowGroup(OwnSpmmKernel):
                (np.int64(h.plan.n_slices), np.int32(p.k), np.int32(h.slab),
                 np.int32(h.plan.split_rows > 0),
                 p.slice_ptr, p.slice_row, p.indices, p.data, p.x, p.y))
+
+    def kernel_shape(self, case: OpCase, prepared: PreparedRowGroup | None):
+        """The launch for the SpMM time model (``model.spmm_predict``), with the compiled
+        kernel's registers."""
+        if prepared is None:
+            return None
+        return rowgroup_launch(prepared.host, compiled_registers(SOURCE, prepared.host.kernel))
 
     def notes(self, prepared: PreparedRowGroup) -> dict[str, str]:
         return dict(prepared.host.notes)

@@ -132,6 +132,20 @@ class SpmmCudaTransposed(OwnSpmmKernel):
         return transposed_traffic(base, csr.shape[0], csr.shape[1], k,
                                   case.traffic.value_bytes)
 
+    def kernel_shape(self, case: OpCase, prepared: PreparedTransposed | None):
+        """The row-major kernel's launch with the two transposes around it
+        (``model.spmm_predict.with_transposes``); None when the inner kernel declares none."""
+        from sparsescope.model.spmm_predict import with_transposes
+
+        if prepared is None:
+            return None
+        row_case = replace(case, params=replace(case.params, layout="row"))
+        inner = self.rowgroup.kernel_shape(row_case, prepared.inner)
+        if inner is None:
+            return None
+        csr = case.matrix
+        return with_transposes(inner, csr.shape[0], csr.shape[1], case.params.k)
+
     def notes(self, prepared: PreparedTransposed) -> dict[str, str]:
         return {**self.rowgroup.notes(prepared.inner), "transpose_kernel": prepared.kernel,
                 "row_major_kernel": self.rowgroup.name,

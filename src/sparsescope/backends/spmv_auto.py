@@ -94,7 +94,7 @@ class CudaSpmvAuto(SpmvBackend):
             return select_for(csr, sms), []
         from sparsescope.backends.select_predicted import select_by_prediction
 
-        gpu, refine = _prediction_device(self._model)
+        gpu, refine = prediction_device(self._model)
         if gpu is None:
             selection = select_for(csr, sms)
             return Selection(selection.backend, selection.params, selection.rule,
@@ -195,7 +195,7 @@ class CudaSpmvAutoRules(CudaSpmvAuto):
     by = "rules"
 
 
-def _prediction_device(model: Any) -> tuple[Any, Any]:
+def prediction_device(model: Any) -> tuple[Any, Any]:
     """(``whatif.GpuRates``, SASS refiner) to predict with: ``model``'s (a ``ModelDevice``
     with rates), else the present GPU's latest stored ceilings over its datasheet; (None,
     None) without a GPU."""

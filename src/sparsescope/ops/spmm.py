@@ -154,6 +154,17 @@ class SpmmOp(Op):
     def check(self, out, case) -> Correctness:
         return check_output(out, case.reference, case.tolerance)
 
+    def predict(self, case, traffic, shape, rates, *, flushed):
+        """:func:`sparsescope.model.spmm_predict.predict_spmm` for an own kernel's launch
+        (``SpmmLaunch``); "not modelled" for a kernel that declares none."""
+        from sparsescope.model.spmm_predict import SpmmLaunch, predict_spmm
+
+        if not isinstance(shape, SpmmLaunch):
+            return super().predict(case, traffic, shape, rates, flushed=flushed)
+        csr = case.matrix
+        return predict_spmm(csr.indptr, csr.indices, int(csr.shape[1]), case.params.k, shape,
+                            rates, flushed=bool(flushed), fp64=shape.value_bytes == 8)
+
     def model_bytes(self, traffic) -> ModelBytes:
         """Compulsory bytes (A once, X once, Y written) and 2 nnz k flops."""
         return ModelBytes(int(traffic.compulsory_bytes), int(traffic.flops))

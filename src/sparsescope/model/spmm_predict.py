@@ -1,0 +1,329 @@
+"""Predict an own SpMM kernel's time before it runs, from its launch (slices, lanes, slabs, loads
+in flight), the matrix structure and the device's rates -- the SpMM side of
+:mod:`sparsescope.model.predict`.
+
+An own SpMM kernel (``spmm-cuda-rowwarp``, ``spmm-cuda-rowgroup``) walks the rows' slices in
+warps, once per column slab of ``s`` values (grid.y); a lane group gathers each nonzero's
+``s``-value slice of X's row ``j``. :class:`SpmmLaunch` is that launch in numbers; each
+kernel's host plan fills one (no device needed). The kernel needs at least the time of each
+of these terms (a :class:`~sparsescope.model.prediction.PredictionTerm` each)::
+
+    dram    = (A x passes_dram + X from DRAM + Y (+ Y zero fill) + flush write-back) / DRAM bw
+              passes_dram = 1 when A and one X slab fit the L2 together, else slabs
+              X from DRAM = cols x k x value bytes when one X slab fits the L2, else the LRU
+                            reuse model (``model.xgather`` with an X row slice as the unit)
+    l2      = (A x slabs + Y) / L2 bw
+              + g x slabs / L2 random-gather rate           (each gather's first sector)
+              + g x slabs x (sectors per X row slice - 1) x 32 B / L2 bw   (the rest streams)
+              g = sum over blocks of the distinct columns of the block's slices: X row
+                  slices a block gathers again are served by its SM's L1 (the kernels load X
+                  through the non-coherent L1 path, ``__ldg``), the rest by the L2
+    issue   = warp instructions / (SMs x schedulers x SM clock)
+    latency = sum over warps of t_warp / (SMs x resident warps per SM)   (Little's law)
+    memory  = the warp rounds through a closed network of DRAM, L2 and issue per SM
+              (``predict.per_sm_mva``): at least each of dram, l2, issue and latency
+    imbalance = the longest warp's t_warp (its block holds an SM slot until it ends)
+    compute = 2 nnz k / FP32 (FP64) rate
+    predicted = overhead (launches x launch time) + max(memory, imbalance, compute)
+
+A warp's time is its rounds of loads, each a round trip::
+
+    t_warp = pair rounds x DRAM latency + x rounds x x_round
+    x_round = L2 latency + (X's DRAM share of its L2 sectors) x (DRAM latency - L2 latency)
+    pair rounds = ceil(L / stage pairs)            (L: the slice's nonzeros)
+    x rounds    = ceil(ceil(L / groups per slice) / BATCH)
+    warp rounds = the largest of the ``slices per warp`` slices it holds
+
+``groups per slice``: the lane groups that split one slice's nonzeros (rowwarp: 32 / GROUP;
+rowgroup: 1, its 32 / G groups each walking a slice of their own). Resident warps per SM come
+from the kernel's registers (read from the compiled kernel where there is one, else the cap
+of its ``__launch_bounds__``), its block size and the SM's limits. Warp instructions per
+gathered nonzero and slab (one group's)::
+
+    CHUNKS x (1 vector load + VEC FMAs) + 3    (2 shuffles of (col, val), 1 address multiply-add)
+
+plus 4 per stage of pairs loaded (2 loads, 2 address computations). Every rate and latency is
+the device's measured ceiling where one was measured, else its datasheet; no constant is fitted
+to a matrix or a kernel. What the model leaves out, named so its error can be read: L1
+capacity (a block's repeated X rows are taken as hits however many there are), X shared in L1
+between different blocks of one SM, atomics of cut rows, and the end of a row (stores,
+shuffles of rowwarp's partial sums).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from sparsescope.model.kernel_shape import REGISTERS_PER_SM
+from sparsescope.model.prediction import ModelPrediction, PredictionTerm
+from sparsescope.model.spmm import x_sectors_per_nonzero
+
+#: Registers are allocated to a warp in units of this many (Volta to Hopper).
+REGISTER_UNIT = 256
+#: Instructions of one gathered nonzero besides its CHUNKS x (load + VEC FMAs): the shuffles of
+#: its column index and value inside the group and the X row address.
+PER_PAIR_INSTRUCTIONS = 3
+#: Instructions of one stage of (col, val) pairs: a load of each and their addresses.
+PER_STAGE_INSTRUCTIONS = 4
+BINDING = ("memory", "imbalance", "compute")
+
+
+@dataclass(frozen=True)
+class SpmmLaunch:
+    """An own SpMM kernel's launch as the time model reads it (module docstring)."""
+
+    kernel: str
+    """The kernel and its template, e.g. ``spmm_rowgroup<float, int, 4, 32, 1, 2, 8, 4>``."""
+    slice_ptr: np.ndarray
+    """n_slices + 1 offsets into the nonzeros: the slices, in the order warps take them."""
+    slices_per_warp: int
+    """Slices one warp holds side by side (rowgroup: 32 / G; rowwarp: 1)."""
+    groups_per_slice: int
+    """Lane groups splitting one slice's nonzeros (rowwarp: 32 / GROUP; rowgroup: 1)."""
+    slab_cols: int
+    """Values of X's row one group gathers per nonzero (a column slab)."""
+    slabs: int
+    """Column slabs (grid.y): the slices are walked once per slab."""
+    vec: int
+    chunks: int
+    """Vector loads a lane issues per nonzero and slab."""
+    stage_pairs: int
+    """(col, val) pairs loaded per stage for one slice."""
+    batch: int
+    """X rows a group has in flight (gathered before their FMAs)."""
+    block_warps: int
+    max_registers: int
+    """Registers a thread may use: the kernel's own (compiled) or its launch bound's cap."""
+    registers_source: str
+    value_bytes: int = 4
+    index_bytes: int = 4
+    zero_fill: bool = False
+    """Rows cut into several slices: Y zero-filled first (one memset more) and summed."""
+    launches: int = 1
+    """Kernel launches of one call (the zero fill and the transposes each count one)."""
+    around_bytes: int = 0
+    """Bytes moved outside the SpMM kernel in the call (device transposes of X and Y)."""
+    cuda_source: str = ""
+    """Empty: the launch is not refined from SASS by the SpMV refiner."""
+    label: str = ""
+
+    @property
+    def n_slices(self) -> int:
+        return int(self.slice_ptr.size - 1)
+
+    @property
+    def warps(self) -> int:
+        """Warps of one slab: ceil(slices / slices per warp)."""
+        return -(-self.n_slices // self.slices_per_warp)
+
+
+def resident_warps(launch: SpmmLaunch, *, max_threads_per_sm: int, max_blocks_per_sm: int,
+                   registers_per_sm: int = REGISTERS_PER_SM) -> int:
+    """Warps one SM holds: blocks limited by registers, the block limit and the thread limit::
+
+        per warp  = round_up(registers x 32, 256)
+        blocks    = min(max blocks, floor(registers_per_sm / (per warp x block warps)),
+                        floor(max threads / (32 x block warps)))
+
+    Hand check: 64 registers, 2-warp blocks, 65,536 registers, 32 blocks, 2,048 threads ->
+    2,048 a warp, 16 blocks by registers, 32 by threads -> 32 warps; 91 registers, 8-warp
+    blocks -> 2,912 a warp, 2 blocks -> 16 warps.
+    """
+    per_warp = -(-launch.max_registers * 32 // REGISTER_UNIT) * REGISTER_UNIT
+    bw = max(1, launch.block_warps)
+    blocks = min(max_blocks_per_sm, registers_per_sm // (per_warp * bw),
+                 max_threads_per_sm // (32 * bw))
+    return max(1, blocks) * bw
+
+
+def warp_rounds(launch: SpmmLaunch) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(pair rounds, x rounds, gathered nonzeros of the busiest group) per warp of one slab
+    (module docstring); a warp's slices are consecutive.
+
+    Hand check: slices of 10, 3 and 0 nonzeros, 2 slices a warp, 1 group a slice, BATCH 4,
+    8 pairs a stage -> warps (10, 3) and (0): pair rounds (2, 0), x rounds (3, 0), busiest
+    group (10, 0).
+    """
+    lengths = np.diff(np.asarray(launch.slice_ptr, dtype=np.int64))
+    per_group = -(-lengths // max(1, launch.groups_per_slice))
+    pairs = -(-lengths // max(1, launch.stage_pairs))
+    xr = -(-per_group // max(1, launch.batch))
+    return (_per_warp_max(pairs, launch.slices_per_warp), _per_warp_max(xr, launch.slices_per_warp),
+            _per_warp_max(per_group, launch.slices_per_warp))
+
+
+def _per_warp_max(values: np.ndarray, per_warp: int) -> np.ndarray:
+    if values.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    pad = (-values.size) % per_warp
+    return np.pad(values, (0, pad)).reshape(-1, per_warp).max(axis=1)
+
+
+def block_gathers(slice_ptr, indices, slices_per_block: int, *,
+                  max_exact_nnz: int = 4_000_000) -> tuple[float, str]:
+    """(X row slices the blocks request from the L2, how): per block of ``slices_per_block``
+    consecutive slices, its distinct column indices (repeats hit in the SM's L1), summed.
+    Exact up to ``max_exact_nnz`` nonzeros; above, every m-th block is counted and the sum
+    scaled by nnz / counted nonzeros.
+
+    Hand check: slices [cols 0, 1], [col 1], [col 2, 0]; 2 slices a block -> blocks {0, 1} and
+    {2, 0}: 2 + 2 = 4 requests of 5 nonzeros.
+    """
+    ptr = np.asarray(slice_ptr, dtype=np.int64)
+    nnz = int(ptr[-1]) if ptr.size else 0
+    if nnz == 0:
+        return 0.0, "no nonzeros"
+    starts = ptr[:-1:slices_per_block]
+    ends = np.append(starts[1:], nnz)
+    stride = max(1, -(-nnz // max_exact_nnz))
+    pick = np.arange(0, starts.size, stride)
+    lengths = ends[pick] - starts[pick]
+    counted = int(lengths.sum())
+    if counted == 0:
+        return 0.0, "no nonzeros in the counted blocks"
+    block = np.repeat(np.arange(pick.size, dtype=np.int64), lengths)
+    offsets = np.arange(counted, dtype=np.int64) - np.repeat(np.cumsum(lengths) - lengths,
+                                                              lengths)
+    cols = np.asarray(indices, dtype=np.int64)[np.repeat(starts[pick], lengths) + offsets]
+    distinct = np.unique(block * (int(cols.max()) + 1) + cols).size
+    how = "exact" if stride == 1 else f"every {stride}th block, scaled"
+    return distinct * nnz / counted, (f"{slices_per_block} slices a block, repeats in L1 "
+                                      f"({how}): {distinct / counted:.2f} of the nonzeros")
+
+
+def x_dram_bytes(indptr, indices, cols: int, k: int, launch: SpmmLaunch,
+                 l2_bytes: int) -> tuple[float, str]:
+    """(bytes of X read from DRAM, how): X once (cols x k x value bytes) when one slab of X
+    (cols x slab x value bytes) fits the L2, else per slab the LRU model's misses of X row
+    slices (``model.xgather.x_gather`` with a slice as the unit, as
+    ``model.spmm.x_reuse_dram_floors``)."""
+    vb = launch.value_bytes
+    once = float(cols * k * vb)
+    unit = launch.slab_cols * vb
+    if cols * unit <= l2_bytes or len(indices) == 0:
+        return once, "X read once (one slab of X fits the L2)"
+    from sparsescope.model.xgather import x_gather
+
+    g = x_gather(indptr, indices, cols=cols, l2_bytes=l2_bytes, stream_bytes_per_nnz=0.0,
+                 value_bytes=unit, sector_bytes=unit)
+    misses = max(once, launch.slabs * g.dram_sectors * unit)
+    return misses, (f"X slab of {cols * unit / 1e6:,.0f} MB > L2: LRU reuse model, "
+                    f"{g.dram_sectors / max(1, g.distinct_sectors):.2f} reads of each row slice")
+
+
+def predict_spmm(indptr, indices, cols: int, k: int, launch: SpmmLaunch, rates, *,
+                 flushed: bool, fp64: bool = False) -> ModelPrediction:
+    """The predicted time of one own-kernel SpMM call with every term (module docstring).
+    ``rates``: ``model.predict.DeviceRates``."""
+    from sparsescope.model.predict import per_sm_mva
+
+    indptr = np.asarray(indptr, dtype=np.int64)
+    rows, nnz = indptr.size - 1, int(indptr[-1]) if indptr.size else 0
+    vb, ib = launch.value_bytes, launch.index_bytes
+    a_bytes = nnz * (vb + ib) + (launch.n_slices + 1) * ib
+    y_bytes = rows * k * vb * (2 if launch.zero_fill else 1)
+    x_dram, x_how = x_dram_bytes(indptr, indices, cols, k, launch, rates.l2_bytes)
+    x_slab = cols * launch.slab_cols * vb
+    a_dram = a_bytes * (1 if a_bytes + x_slab <= rates.l2_bytes else launch.slabs)
+    fetched = a_dram + x_dram + launch.around_bytes
+    writeback = min(rates.l2_bytes, fetched) if flushed else 0.0
+    dram_bytes = fetched + y_bytes + writeback
+    per_slab, l1_how = block_gathers(launch.slice_ptr, indices,
+                                     launch.slices_per_warp * launch.block_warps)
+    gathers = per_slab * launch.slabs
+    sectors = gathers * x_sectors_per_nonzero(launch.slab_cols, vb)
+    x_l2_bytes = sectors * 32
+    dram = PredictionTerm("dram", dram_bytes / (rates.dram_bw_gb_s * 1e6),
+                          f"(A {a_dram:,.0f} B + X {x_dram:,.0f} B + Y {y_bytes:,.0f} B + "
+                          f"around {launch.around_bytes:,} B + write-back {writeback:,.0f} B) "
+                          f"/ {rates.dram_bw_gb_s:,.0f} GB/s")
+    terms = [dram]
+    hit = 1.0 - min(1.0, x_dram / x_l2_bytes) if x_l2_bytes else 1.0
+    if rates.l2_bw_gb_s:
+        first = (gathers / (rates.l2_gather_gsectors_s * 1e6) if rates.l2_gather_gsectors_s
+                 else gathers * 32 / (rates.l2_bw_gb_s * 1e6))
+        rest = (sectors - gathers) * 32 / (rates.l2_bw_gb_s * 1e6)
+        streams = (a_bytes * launch.slabs + y_bytes + launch.around_bytes) / (
+            rates.l2_bw_gb_s * 1e6)
+        terms.append(PredictionTerm(
+            "l2", streams + first + max(0.0, rest),
+            f"(A x {launch.slabs} slab(s) + Y + around) / {rates.l2_bw_gb_s:,.0f} GB/s + "
+            f"{gathers:,.0f} gathers' first sectors at the random-gather rate + "
+            f"{sectors - gathers:,.0f} further X sectors / L2 bandwidth"))
+    pairs, xr, busiest = warp_rounds(launch)
+    dram_ns = rates.dram_latency_ns
+    l2_ns = min(rates.l2_latency_ns, dram_ns) if rates.l2_latency_ns else dram_ns
+    x_round = l2_ns + (1.0 - hit) * (dram_ns - l2_ns)
+    t_warp = pairs * dram_ns + xr * x_round
+    per_nz = launch.chunks * (1 + launch.vec) + PER_PAIR_INSTRUCTIONS
+    instructions = launch.slabs * float((busiest * per_nz + pairs * PER_STAGE_INSTRUCTIONS).sum())
+    per_sm = resident_warps(launch, max_threads_per_sm=rates.max_threads_per_sm,
+                            max_blocks_per_sm=rates.max_blocks_per_sm,
+                            registers_per_sm=rates.registers_per_sm)
+    n_warps = launch.warps * launch.slabs
+    cycles = max(1.0, float((pairs + xr).sum()) * launch.slabs)
+    if rates.sm_clock_mhz:
+        issue_rate = rates.sm_count * rates.schedulers_per_sm * rates.sm_clock_mhz * 1e6
+        terms.append(PredictionTerm("issue", instructions / issue_rate * 1e3,
+                                    f"{instructions:,.0f} warp instructions / ({rates.sm_count} "
+                                    f"SMs x {rates.schedulers_per_sm} x "
+                                    f"{rates.sm_clock_mhz:,.0f} MHz)"))
+    slots = rates.sm_count * per_sm
+    total_ns = float(t_warp.sum()) * launch.slabs
+    terms.append(PredictionTerm("latency", total_ns / max(1, min(slots, n_warps)) * 1e-6,
+                                f"{n_warps:,} warps' round trips ({total_ns / 1e6:,.3f} ms in "
+                                f"all) / min({rates.sm_count} SMs x {per_sm} warps, warps)"))
+    demands = {t.name: t.time_ms * 1e-3 / cycles for t in terms
+               if t.name in ("dram", "l2", "issue")}
+    delay_s = total_ns * 1e-9 / cycles
+    queue = per_sm_mva(demands, delay_s, rates.sm_count, per_sm, max(1, n_warps))
+    terms.append(PredictionTerm("memory", cycles / queue.throughput_per_s * 1e3,
+                                f"{cycles:,.0f} warp rounds through DRAM, L2 and issue (MVA per "
+                                f"SM, {queue.customers:,} resident warps, {delay_s * 1e9:,.0f} "
+                                f"ns a round)"))
+    longest = float(t_warp.max()) if t_warp.size else 0.0
+    terms.append(PredictionTerm("imbalance", longest * 1e-6,
+                                f"longest warp: {int(pairs.max()) if pairs.size else 0} pair "
+                                f"rounds x {dram_ns:,.0f} ns + {int(xr.max()) if xr.size else 0}"
+                                f" x rounds x {x_round:,.0f} ns"))
+    flops = 2.0 * nnz * k
+    rate = rates.fp32_gflops / (2 if fp64 else 1)  # FP64 at half rate (Hopper, A100)
+    terms.append(PredictionTerm("compute", flops / (rate * 1e6),
+                                f"{flops:,.0f} flops / {rate:,.0f} GFLOP/s"))
+    launch_us = rates.launch_us
+    overhead = (launch_us or 0.0) * launch.launches * 1e-3
+    terms.append(PredictionTerm("overhead", overhead,
+                                f"{launch.launches} launch(es) x {launch_us:.1f} us (measured "
+                                "empty kernel)" if launch_us else
+                                "no measured launch time on this device: 0"))
+    bound = max((t for t in terms if t.name in BINDING), key=lambda t: t.time_ms)
+    limiter = queue.dominant if bound.name == "memory" else bound.name
+    inputs = {"dram_bytes": float(dram_bytes), "x_l2_gathers": float(gathers),
+              "x_dram_bytes": float(x_dram),
+              "x_l2_bytes": float(x_l2_bytes), "x_l2_hit_rate": hit,
+              "resident_warps_per_sm": float(per_sm), "warps": float(n_warps),
+              "warp_instructions": instructions, "x_round_ns": x_round,
+              "flush_writeback_bytes": float(writeback)}
+    return ModelPrediction(
+        predicted_ms=overhead + bound.time_ms, limiter=limiter, terms=tuple(terms),
+        inputs=inputs, kernel=launch.label or launch.kernel,
+        assumptions=(f"registers: {launch.registers_source}", f"X from DRAM: {x_how}",
+                     f"X from L2: {l1_how}",
+                     f"DRAM bandwidth: {rates.sources.get('dram_bw')}; latency: "
+                     f"{rates.sources.get('dram_latency')}"))
+
+
+def with_transposes(launch: SpmmLaunch, rows: int, cols: int, k: int) -> SpmmLaunch:
+    """``launch`` between two device transposes (``spmm-cuda-transposed``): X read and
+    written once more, Y written and read once more, two launches more::
+
+        around = 2 (cols + rows) k x value bytes
+
+    Hand check: rows 10, cols 20, k 8, 4 B -> 1,920 B."""
+    around = 2 * (cols + rows) * k * launch.value_bytes
+    return replace(launch, around_bytes=launch.around_bytes + around,
+                   launches=launch.launches + 2,
+                   label=f"{launch.label or launch.kernel} + device transposes")
+
