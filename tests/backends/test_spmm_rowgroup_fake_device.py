@@ -241,7 +241,7 @@ def test_auto_chooses_by_prediction_and_keeps_the_table(fake_device, layout):
         assert case.notes["row_major_kernel"] == fastest
     # the same predictions as the pure function's, for the same plans
     direct = predict_candidates(matrix.csr, 64, "float32", 4, _rates(), sm_count=132,
-                                full_warps=2, flushed=False)
+                                full_warps=2, flushed=True)
     assert [p.predicted_ms for p in direct] == [row["predicted_ms"] for row in table]
 
 
@@ -280,3 +280,28 @@ def test_auto_rules_backend_and_auto_without_rates_use_the_rules(fake_device):
         assert case.notes["selection_rule"] == "spmm-auto-rules-v3"
         assert "selection_table" not in case.notes
     assert case.notes["selection_reason"].startswith("no device rates to predict with")
+
+
+def test_auto_times_rowgroup_with_balanced_slices_on_a_long_row(fake_device, monkeypatch):
+    import json
+
+    from sparsescope.backends.spmm_cuda import SpmmCudaRowWarp
+    from sparsescope.backends.spmm_rowgroup import SpmmCudaRowGroup
+    from sparsescope.timing.types import Measurement
+
+    def timed(self, prepared, config):
+        ms = 0.1 if getattr(self, "min_slice", None) == 32 else 0.5
+        return Measurement(samples_ms=(ms,), config=config, clock="fake")
+
+    monkeypatch.setattr(SpmmCudaRowGroup, "time", timed)
+    monkeypatch.setattr(SpmmCudaRowWarp, "time", timed)
+    # one row of 1,500 nonzeros: the default cuts it in 2 slices (1,024), balanced in 47 (32)
+    matrix = _matrix(40, 1600, seed=5, long_row=1500)
+    case = _run(matrix, _auto(trial=True), 8, "row")
+    assert case.outcome == "ok", case.reason
+    labels = [row["label"] for row in json.loads(case.notes["selection_table"])]
+    assert labels == ["spmm-cuda-rowgroup", "spmm-cuda-rowgroup[min_slice=32]",
+                      "spmm-cuda-rowwarp"]
+    assert case.notes["selected"] == "spmm-cuda-rowgroup"
+    assert json.loads(case.notes["selected_params"]) == {"min_slice": 32}
+    assert case.notes["slice_nnz"] == "32" and int(case.notes["split_rows"]) == 1

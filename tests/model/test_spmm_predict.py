@@ -80,7 +80,9 @@ def test_predict_spmm_hand_check():
 
     A = 6 x 8 + 5 x 4 = 68 B, X = 4 x 8 x 4 = 128 B, Y = 128 B: dram 324 B / 1,000 GB/s.
     One block holds every row: 4 distinct columns -> 4 gathers of 1 sector. X hit rate in L2
-    0 (X's 128 B all from DRAM) -> x round 400 ns; 1 pair round + 1 x round -> 800 ns.
+    0 (X's 128 B all from DRAM) -> x round 400 ns; the slice pointers' round, 1 pair round and
+    1 x round -> 1,200 ns, slowed by the queues by the MVA's loaded / unloaded round (one warp
+    alone: barely above 1).
     Instructions: busiest group 3 x (1 x (1 + 4) + 3) + 1 stage x 4 = 28.
     """
     plan = plan_rowgroup(INDPTR, 6, 8, "float32", 4, 2, full_warps=2)
@@ -89,12 +91,14 @@ def test_predict_spmm_hand_check():
     p = predict_spmm(INDPTR, INDICES, 4, 8, launch, RATES, flushed=False)
     assert p.term("dram").time_ms == pytest.approx(324 / 1e9)
     assert p.inputs["x_l2_gathers"] == 4 and p.inputs["x_round_ns"] == pytest.approx(400)
-    assert p.term("imbalance").time_ms == pytest.approx(800e-6)
+    loaded = p.inputs["loaded_round_factor"]
+    assert 1.0 <= loaded < 1.01
+    assert p.term("imbalance").time_ms == pytest.approx(1200e-6 * loaded)
     assert p.inputs["warp_instructions"] == 28
     assert p.term("overhead").time_ms == pytest.approx(0.002)
     binding = max(p.term(n).time_ms for n in ("memory", "imbalance", "compute"))
     assert p.predicted_ms == pytest.approx(0.002 + binding)
-    assert p.predicted_ms == pytest.approx(0.0028, rel=0.01)
+    assert p.predicted_ms == pytest.approx(0.0032, rel=0.01)
     # l2: streams (68 + 128) B / 2,000 GB/s + 4 first sectors at 10 G sectors/s
     assert p.term("l2").time_ms == pytest.approx(196 / 2e9 + 4 / 1e10 * 1e3)
     # the L2 flushed before the call: its write-back of what was fetched (68 + 128 B) too

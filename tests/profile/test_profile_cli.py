@@ -141,8 +141,8 @@ def test_run_other_ops_with_fake_ncu(fake_ncu, tmp_path, capsys, options, stem, 
      "slice-cuda-scatter, slice-cupy-i32, slice-scipy-cpu, slice-torch\n"),
     (["--op", "spmm", "--backend", "cuda-csr-vector"],
      "sparsescope: error: backend 'cuda-csr-vector' does not support op 'spmm' "
-     "(it implements spmv); backends for spmm: spmm-cuda-auto, spmm-cuda-colmajor, "
-     "spmm-cuda-rowgroup, "
+     "(it implements spmv); backends for spmm: spmm-cuda-auto, spmm-cuda-auto-rules, "
+     "spmm-cuda-colmajor, spmm-cuda-rowgroup, "
      "spmm-cuda-rowwarp, spmm-cuda-transposed, spmm-cupy-i32, spmm-ginkgo, "
      "spmm-scipy-cpu, spmm-torch-i32, spmm-torch-i64\n"),
     (["--op", "spmm", "--backend", "spmm-cuda"],

@@ -240,6 +240,31 @@ def test_spmm_report_names_cases_faster_than_their_memory_bound(spmm_run):
     assert "; and 2 more." in faster_than_bound(many)
 
 
+def test_spmm_sections_show_how_auto_chose(spmm_run, tmp_path):
+    import dataclasses
+    import json
+
+    table = [{"backend": "spmm-cuda-rowgroup", "params": {}, "label": "spmm-cuda-rowgroup",
+              "predicted_ms": 0.020, "limiter": "l2", "trial_ms": 0.031},
+             {"backend": "spmm-cuda-rowwarp", "params": {}, "label": "spmm-cuda-rowwarp",
+              "predicted_ms": 0.025, "limiter": "latency", "trial_ms": 0.028}]
+    auto = case("dlmc-512x1024", "spmm-cuda-auto", "spmm", 0.028, SpmmParams(k=64,
+                layout="col"), notes={"selected": "spmm-cuda-transposed",
+                                      "row_major_kernel": "spmm-cuda-rowwarp",
+                                      "selection_table": json.dumps(table)})
+    run = dataclasses.replace(spmm_run, cases=(*spmm_run.cases, auto))
+    section = only_section(run, figures_dir=tmp_path)
+    text = texts(section)["SpMM: how spmm-cuda-auto chose"]
+    # the trial overruled rowgroup's faster prediction (+25 % for rowwarp): rowwarp ran
+    assert text.startswith("spmm-cuda-auto predicted 2 candidates on 1 cases and timed 2 of "
+                           "them on the device")
+    assert "on 1 (dlmc-512x1024 k=64 col)" in text
+    assert ("| dlmc-512x1024 k=64 col | spmm-cuda-rowwarp | 25.0 | +25.0 | latency | 28.0 | "
+            "chosen |") in text
+    rows = section.tables["ops_spmm_auto_choice"]["rows"]
+    assert [r["chosen"] for r in rows] == ["", "chosen"]
+
+
 def test_spmm_sections_say_where_our_kernel_is_slower(spmm_run, tmp_path):
     section = only_section(spmm_run, figures_dir=tmp_path)
     assert section.title == "SpMM"

@@ -22,13 +22,16 @@ of these terms (a :class:`~sparsescope.model.prediction.PredictionTerm` each)::
     latency = sum over warps of t_warp / (SMs x resident warps per SM)   (Little's law)
     memory  = the warp rounds through a closed network of DRAM, L2 and issue per SM
               (``predict.per_sm_mva``): at least each of dram, l2, issue and latency
-    imbalance = the longest warp's t_warp (its block holds an SM slot until it ends)
+    imbalance = the longest warp's t_warp x max(1, loaded round / unloaded round): its rounds
+              queue behind the other warps' requests as theirs do (the MVA's cycle time per
+              round against its delay); its block holds an SM slot until it ends
     compute = 2 nnz k / FP32 (FP64) rate
     predicted = overhead (launches x launch time) + max(memory, imbalance, compute)
 
 A warp's time is its rounds of loads, each a round trip::
 
-    t_warp = pair rounds x DRAM latency + x rounds x x_round
+    t_warp = (1 + pair rounds) x DRAM latency + x rounds x x_round
+             (1: the slice pointers, read before the pairs they locate)
     x_round = L2 latency + (X's DRAM share of its L2 sectors) x (DRAM latency - L2 latency)
     pair rounds = ceil(L / stage pairs)            (L: the slice's nonzeros)
     x rounds    = ceil(ceil(L / groups per slice) / BATCH)
@@ -256,7 +259,7 @@ def predict_spmm(indptr, indices, cols: int, k: int, launch: SpmmLaunch, rates, 
     dram_ns = rates.dram_latency_ns
     l2_ns = min(rates.l2_latency_ns, dram_ns) if rates.l2_latency_ns else dram_ns
     x_round = l2_ns + (1.0 - hit) * (dram_ns - l2_ns)
-    t_warp = pairs * dram_ns + xr * x_round
+    t_warp = (1 + pairs) * dram_ns + xr * x_round
     per_nz = launch.chunks * (1 + launch.vec) + PER_PAIR_INSTRUCTIONS
     instructions = launch.slabs * float((busiest * per_nz + pairs * PER_STAGE_INSTRUCTIONS).sum())
     per_sm = resident_warps(launch, max_threads_per_sm=rates.max_threads_per_sm,
@@ -284,10 +287,12 @@ def predict_spmm(indptr, indices, cols: int, k: int, launch: SpmmLaunch, rates, 
                                 f"SM, {queue.customers:,} resident warps, {delay_s * 1e9:,.0f} "
                                 f"ns a round)"))
     longest = float(t_warp.max()) if t_warp.size else 0.0
-    terms.append(PredictionTerm("imbalance", longest * 1e-6,
-                                f"longest warp: {int(pairs.max()) if pairs.size else 0} pair "
-                                f"rounds x {dram_ns:,.0f} ns + {int(xr.max()) if xr.size else 0}"
-                                f" x rounds x {x_round:,.0f} ns"))
+    loaded = max(1.0, queue.cycle_s / delay_s) if delay_s > 0 else 1.0
+    terms.append(PredictionTerm("imbalance", longest * loaded * 1e-6,
+                                f"longest warp: (1 + {int(pairs.max()) if pairs.size else 0} "
+                                f"pair rounds) x {dram_ns:,.0f} ns + "
+                                f"{int(xr.max()) if xr.size else 0} x rounds x {x_round:,.0f} "
+                                f"ns, x {loaded:.2f} for the queues under load"))
     flops = 2.0 * nnz * k
     rate = rates.fp32_gflops / (2 if fp64 else 1)  # FP64 at half rate (Hopper, A100)
     terms.append(PredictionTerm("compute", flops / (rate * 1e6),
@@ -305,6 +310,7 @@ def predict_spmm(indptr, indices, cols: int, k: int, launch: SpmmLaunch, rates, 
               "x_l2_bytes": float(x_l2_bytes), "x_l2_hit_rate": hit,
               "resident_warps_per_sm": float(per_sm), "warps": float(n_warps),
               "warp_instructions": instructions, "x_round_ns": x_round,
+              "registers": float(launch.max_registers), "loaded_round_factor": loaded,
               "flush_writeback_bytes": float(writeback)}
     return ModelPrediction(
         predicted_ms=overhead + bound.time_ms, limiter=limiter, terms=tuple(terms),

@@ -218,12 +218,33 @@ def spmm_sections(runset: RunSet, views: Sequence[OpView], profiles: Sequence[An
     link, figures = figure_markdown(fig_dir, views, "ops_spmm_roofline.png",
                                     "SpMM: AI against k, and the timed cases on the roofline",
                                     lambda path: spmm_figure(runset, views, path))
-    sections = with_profiled("SpMM", [("SpMM: time, bandwidth and % of bound", text + link),
-                                      ("SpMM: arithmetic intensity against k", intensity)],
-                             kernels)
+    parts = [("SpMM: time, bandwidth and % of bound", text + link),
+             ("SpMM: arithmetic intensity against k", intensity)]
+    choice, choice_rows = auto_choice_markdown(views)
+    if choice:
+        parts.append(("SpMM: how spmm-cuda-auto chose", choice))
+    sections = with_profiled("SpMM", parts, kernels)
     return OpsReport(sections, figures,
                      {"ops_spmm": rows, "ops_spmm_peers": peers,
-                      "ops_spmm_intensity": ai_rows, "ops_spmm_profiled": kernels})
+                      "ops_spmm_intensity": ai_rows, "ops_spmm_profiled": kernels,
+                      **({"ops_spmm_auto_choice": choice_rows} if choice else {})})
+
+
+def auto_choice_markdown(views: Sequence[OpView]) -> tuple[str, list[dict]]:
+    """``spmm-cuda-auto``'s prediction tables (``report.selection_tables``), one block of rows
+    per (matrix, k, layout), as Markdown and JSON rows; ("", []) when no auto case kept one."""
+    import dataclasses
+
+    from sparsescope.report.markdown import table_markdown
+    from sparsescope.report.selection_tables import choice_rows, choice_table
+
+    rows = choice_rows((v.case for v in views), "spmm-cuda-auto",
+                       lambda c: f"{c.matrix} k={c.params.k} {c.params.layout}")
+    table = choice_table(rows, "spmm-cuda-auto", "ops_spmm_auto_choice", "cases")
+    if table is None:
+        return "", []
+    return (f"{table.reading}\n\n*{table.basis}*\n\n{table_markdown(table)}",
+            [dataclasses.asdict(r) for r in rows])
 
 
 def spmm_section(runset: RunSet, inputs):
