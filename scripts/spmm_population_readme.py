@@ -5,7 +5,8 @@ from those files alone (no number typed by hand).
 
 FETCHED holds env.txt, command.txt, summary.json / summary.txt (spmm_population_summary.py),
 results.json.gz, bundle.tgz (sweep.json, sweep.log, the sweep's report) and optionally
-pytest_gpu.log. ``--targets``: report issue 18's targets (geomean >= 1.3x a k, no case below
+pytest_gpu.log and model_score.txt / .json (spmm_model_score.py: the SpMM model's error and
+auto's regret, quoted as written). ``--targets``: report issue 18's targets (geomean >= 1.3x a k, no case below
 0.95x) as met or missed.
 """
 
@@ -18,20 +19,23 @@ import tarfile
 from pathlib import Path
 
 COPIED = ("env.txt", "command.txt", "summary.json", "summary.txt", "results.json.gz",
-          "pytest_gpu.log")
+          "pytest_gpu.log", "model_score.txt", "model_score.json")
 
 
-def unpack(fetched: Path, dest: Path) -> None:
+def unpack(fetched: Path, dest: Path, lean: bool = False) -> None:
+    """Copy FETCHED's files into DEST and extract the sweep's log, report, figures and tables
+    (``lean``: the log and report only -- the device tool carries at most 64 MiB of tree)."""
     if dest.exists():
         shutil.rmtree(dest)
     dest.mkdir(parents=True)
     for name in COPIED:
         if (fetched / name).exists():
             shutil.copy(fetched / name, dest / name)
+    extra = () if lean else ("sweep/figures/", "sweep/tables/")
     with tarfile.open(fetched / "bundle.tgz") as tar:
         keep = [m for m in tar.getmembers()
-                if m.name in ("sweep.log", "sweep/report.md") or m.name.startswith(
-                    ("sweep/figures/", "sweep/tables/"))]
+                if m.name in ("sweep.log", "sweep/report.md") or (
+                    extra and m.name.startswith(extra))]
         tar.extractall(dest, members=keep, filter="data")
 
 
@@ -78,12 +82,18 @@ def readme(dest: Path, title: str, note: str, targets: bool,
                      f"{r['auto_chose']} | {r['auto_ms']:.4f} | {r['library']} | "
                      f"{r['library_ms']:.4f} | {r['fastest_own'] or '-'} | "
                      f"{'-' if own is None else f'{own:.4f}'} |")
+    if (dest / "model_score.txt").exists():
+        lines += ["", "## The SpMM time model and auto's choice", "",
+                  "`scripts/spmm_model_score.py results.json.gz` (each own case's prediction, "
+                  "stored before it was timed):", "", "```",
+                  (dest / "model_score.txt").read_text().strip(), "```"]
     if (dest / "pytest_gpu.log").exists():
         last = (dest / "pytest_gpu.log").read_text().strip().splitlines()[-1]
         lines += ["", f"GPU tests of the SpMM kernels on this machine before the sweep: `{last}`."]
+    tables = " and `sweep/tables/`" if (dest / "sweep" / "tables").exists() else ""
     lines += ["", "## Files", "", "`results.json.gz` (every case), `summary.json` / "
-              "`summary.txt` (`scripts/spmm_population_summary.py`), `sweep/report.md` and "
-              "`sweep/tables/` (the sweep's collection report), `sweep.log`, `env.txt`, "
+              "`summary.txt` (`scripts/spmm_population_summary.py`), `sweep/report.md`"
+              f"{tables} (the sweep's collection report), `sweep.log`, `env.txt`, "
               "`command.txt`.", ""]
     return "\n".join(lines)
 
@@ -95,11 +105,13 @@ def main() -> int:
     parser.add_argument("--title", required=True)
     parser.add_argument("--note", default="")
     parser.add_argument("--targets", action="store_true")
+    parser.add_argument("--lean", action="store_true",
+                        help="keep the sweep's log and report, not its figures and tables")
     parser.add_argument("--wheels", default=".device-wheels",
                         help="the wheel folder the parts carried (.device-wheels-min: the five "
                              "wheels an in-process sweep needs)")
     args = parser.parse_args()
-    unpack(args.fetched, args.dest)
+    unpack(args.fetched, args.dest, args.lean)
     (args.dest / "README.md").write_text(readme(args.dest, args.title, args.note, args.targets,
                                                     args.wheels))
     return 0
