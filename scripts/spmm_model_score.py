@@ -8,7 +8,9 @@ For every own-kernel case (``spmm-cuda-rowgroup``, ``spmm-cuda-rowwarp``, ``spmm
 a prediction: its signed error ``(measured - predicted) / measured``; per backend and in all, the
 median |error| and the 90th percentile (nearest rank). For every (matrix, k, layout) where auto,
 rowgroup and rowwarp all ran: auto's regret over the faster fixed kernel (auto / min - 1), and
-whether the fastest prediction of auto's table was the faster kernel.
+whether the fastest prediction of auto's table was the faster kernel. For every auto case whose
+trial timed several candidates: whether the fastest prediction was the fastest timed, which
+candidate auto kept, and its speedup over the default rowgroup.
 """
 
 from __future__ import annotations
@@ -91,6 +93,27 @@ def regrets(rows: list[dict]) -> list[dict]:
     return out
 
 
+def trials(rows: list[dict]) -> list[dict]:
+    """Per auto case whose trial timed two or more candidates: the candidate the fastest
+    prediction named, the fastest timed (the one auto ran), and that one's speedup over the
+    default rowgroup when both were timed."""
+    out = []
+    for r in rows:
+        if r["backend"] != "spmm-cuda-auto" or not r["table"]:
+            continue
+        table = json.loads(r["table"])
+        timed = {t["label"]: t["trial_ms"] for t in table if t.get("trial_ms")}
+        if len(timed) < 2:
+            continue
+        predicted = {t["label"]: t["predicted_ms"] for t in table if t["label"] in timed}
+        kept = min(timed, key=timed.get)
+        out.append({"matrix": r["matrix"], "k": r["k"], "layout": r["layout"],
+                    "predicted_first": min(predicted, key=predicted.get), "kept": kept,
+                    "over_default": (timed["spmm-cuda-rowgroup"] / timed[kept]
+                                     if "spmm-cuda-rowgroup" in timed else None)})
+    return out
+
+
 def report(rows: list[dict], regret_rows: list[dict]) -> str:
     lines = ["SpMM model error, (measured - predicted) / measured:",
              f"{'backend':22s} {'cases':>5s} {'median |err|':>12s} {'p90 |err|':>9s} "
@@ -110,6 +133,20 @@ def report(rows: list[dict], regret_rows: list[dict]) -> str:
             lines.append(f"  {r['matrix']:11s} k={r['k']:<4d} {r['layout']} regret "
                          f"{r['regret_pct']:+6.1f} % (auto ran {r['auto_selected']}; faster "
                          f"{r['faster']})")
+    trial_rows = trials(rows)
+    if trial_rows:
+        right = sum(t["predicted_first"] == t["kept"] for t in trial_rows)
+        kept: dict[str, int] = defaultdict(int)
+        for t in trial_rows:
+            kept[t["kept"]] += 1
+        gains = [t["over_default"] for t in trial_rows if t["over_default"]]
+        lines += ["", f"auto's trials ({len(trial_rows)} cases timing 2 or more candidates): "
+                      f"the fastest prediction was the fastest timed in {right}; kept "
+                      + ", ".join(f"{k} {v}" for k, v in sorted(kept.items()))]
+        if gains:
+            geo = math.exp(statistics.fmean(math.log(g) for g in gains))
+            lines.append(f"  the kept candidate over the default rowgroup where both were "
+                         f"timed ({len(gains)}): geomean {geo:.3f}x, largest {max(gains):.2f}x")
     return "\n".join(lines)
 
 
@@ -123,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     print(report(rows, regret_rows))
     if args.json:
         args.json.write_text(json.dumps({"errors": error_summary(rows), "regrets": regret_rows,
-                                         "cases": rows}, indent=1))
+                                         "trials": trials(rows), "cases": rows}, indent=1))
     return 0
 
 

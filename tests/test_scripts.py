@@ -231,3 +231,23 @@ def test_spmm_model_score_errors_and_regret():
     assert r["prediction_right"] is False   # rowgroup was predicted faster
     text = score.report(rows, [r])
     assert "geomean regret +10.0 %" in text and "named the faster kernel in 0 of 1" in text
+
+
+def test_spmm_model_score_trials():
+    score = load("spmm_model_score")
+    table = json.dumps([
+        {"label": "spmm-cuda-rowgroup", "predicted_ms": 0.4, "trial_ms": 0.30},
+        {"label": "spmm-cuda-rowgroup[min_slice=32]", "predicted_ms": 0.3, "trial_ms": 0.15},
+        {"label": "spmm-cuda-rowwarp", "predicted_ms": 0.2, "trial_ms": 0.20}])
+    rows = [{"matrix": "g", "k": 32, "layout": "row", "backend": "spmm-cuda-auto",
+             "table": table, "measured_ms": 0.15, "predicted_ms": 0.3, "error_pct": 50.0},
+            {"matrix": "h", "k": 8, "layout": "row", "backend": "spmm-cuda-auto",
+             "table": json.dumps([{"label": "spmm-cuda-rowgroup", "predicted_ms": 0.1,
+                                   "trial_ms": None}]),
+             "measured_ms": 0.1, "predicted_ms": 0.1, "error_pct": 0.0}]
+    (t,) = score.trials(rows)   # h timed nothing: left out
+    assert t["predicted_first"] == "spmm-cuda-rowwarp"
+    assert t["kept"] == "spmm-cuda-rowgroup[min_slice=32]" and t["over_default"] == 2.0
+    text = score.report(rows, [])
+    assert "the fastest prediction was the fastest timed in 0" in text
+    assert "geomean 2.000x, largest 2.00x" in text
