@@ -6,8 +6,8 @@ from those files alone (no number typed by hand).
 FETCHED holds env.txt, command.txt, summary.json / summary.txt (spmm_population_summary.py),
 results.json.gz, bundle.tgz (sweep.json, sweep.log, the sweep's report) and optionally
 pytest_gpu.log and model_score.txt / .json (spmm_model_score.py: the SpMM model's error and
-auto's regret, quoted as written). ``--targets``: report issue 18's targets (geomean >= 1.3x a k, no case below
-0.95x) as met or missed.
+auto's regret, quoted as written). ``--targets``: report issue 18's targets (geomean >= 1.3x
+a k, no case below 0.95x) as met or missed.
 """
 
 from __future__ import annotations

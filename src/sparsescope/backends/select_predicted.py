@@ -194,6 +194,22 @@ def shortlist(predictions: list[CandidatePrediction], margin: float = TRIAL_MARG
     return sorted(picked, key=near.index)
 
 
+def selection_notes(kernel_notes: dict[str, str], selected: str, params: dict, rule: str,
+                    reason: str, selection_s: float,
+                    table: list[CandidatePrediction]) -> dict[str, str]:
+    """What an auto backend writes into its case's notes: the chosen kernel's own notes, the
+    choice (``selected``, ``selected_params``), how (``selection_rule``, ``selection_reason``,
+    ``selection_s``) and, when it predicted, every candidate's row (``selection_table``)."""
+    import json
+
+    notes = {**kernel_notes, "selected": selected,
+             "selected_params": json.dumps(params, sort_keys=True), "selection_rule": rule,
+             "selection_reason": reason, "selection_s": f"{selection_s:.2f}"}
+    if table:
+        notes["selection_table"] = json.dumps([p.as_dict() for p in table])
+    return notes
+
+
 def prediction_table(predictions: list[CandidatePrediction], rows: int = REASON_ROWS) -> str:
     """The first ``rows`` of the ranking in words: ``label predicted us (limiter, +x % over the
     fastest)``; ``; ...`` and the count when more were predicted."""

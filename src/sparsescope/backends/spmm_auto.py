@@ -48,7 +48,6 @@ by the time model's prediction (above). Rowwarp is never chosen where it would r
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from dataclasses import dataclass, field, replace
@@ -63,6 +62,7 @@ from sparsescope.backends.select_predicted import (
     CandidatePrediction,
     prediction_table,
     ranked,
+    selection_notes,
     shortlist,
 )
 from sparsescope.backends.spmm_colmajor import SpmmCudaColMajor
@@ -379,14 +379,9 @@ class SpmmCudaAuto(OpBackend):
         return prepared.backend.kernel_shape(case, prepared.prepared)
 
     def notes(self, prepared: PreparedSpmmAuto) -> dict[str, str]:
-        notes = {**prepared.backend.notes(prepared.prepared), **prepared.stats,
-                 "selected": prepared.chosen, "selection_rule": prepared.rule,
-                 "selection_reason": prepared.reason,
-                 "selected_params": json.dumps(prepared.params, sort_keys=True),
-                 "selection_s": f"{prepared.selection_s:.2f}"}
-        if prepared.table:
-            notes["selection_table"] = json.dumps([p.as_dict() for p in prepared.table])
-        return notes
+        own = {**prepared.backend.notes(prepared.prepared), **prepared.stats}
+        return selection_notes(own, prepared.chosen, prepared.params, prepared.rule,
+                               prepared.reason, prepared.selection_s, prepared.table)
 
 
 class SpmmCudaAutoRules(SpmmCudaAuto):

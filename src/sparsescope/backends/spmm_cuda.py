@@ -255,23 +255,16 @@ def rowwarp_launch(host: RowWarpPlan, registers: int | None = None):
     """A rowwarp plan as the SpMM time model's launch: one slice a warp, its 32 / GROUP groups
     splitting the slice, 32 x DEPTH pairs a stage; registers: the compiled kernel's, else
     the cap of ``__launch_bounds__(256, 2)`` (128)."""
-    from sparsescope.model.spmm_predict import SpmmLaunch
+    from sparsescope.model.spmm_predict import SpmmLaunch, plan_fields
 
     vec, group, chunks = host.shape
     depth, batch = host.stages
-    cap = 65536 // (256 * LAUNCH_BOUND_MINB)
-    value_bytes = 4 if host.notes["value_dtype"] == "float32" else 8
-    index_bytes = np.dtype(host.notes["index_dtype"]).itemsize
     return SpmmLaunch(
-        kernel=host.kernel, slice_ptr=host.plan.slice_ptr, slices_per_warp=1,
-        groups_per_slice=32 // group, slab_cols=host.slab,
-        slabs=int(host.notes["slabs"]), vec=vec, chunks=chunks, stage_pairs=32 * depth,
-        batch=batch, block_warps=host.warps,
-        max_registers=registers if registers else cap,
-        registers_source="the compiled kernel" if registers else
-        f"the launch bound's cap ({cap})", value_bytes=value_bytes, index_bytes=index_bytes,
-        zero_fill=host.plan.split_rows > 0, launches=1 + (host.plan.split_rows > 0),
-        label=f"rowwarp {host.kernel}")
+        kernel=host.kernel, slices_per_warp=1, groups_per_slice=32 // group,
+        slab_cols=host.slab, slabs=int(host.notes["slabs"]), vec=vec, chunks=chunks,
+        stage_pairs=32 * depth, batch=batch, block_warps=host.warps,
+        label=f"rowwarp {host.kernel}",
+        **plan_fields(host.plan, host.notes, registers, LAUNCH_BOUND_MINB))
 
 
 class OwnSpmmKernel(OpBackend):

@@ -259,23 +259,16 @@ def rowgroup_launch(host: RowGroupPlan, registers: int | None = None):
     """A rowgroup plan as the SpMM time model's launch: 32 / G slices a warp, one group a
     slice, DEPTH x G pairs a stage; registers: the compiled kernel's, else the cap of its
     ``__launch_bounds__(256, MINB)`` (65,536 / (256 MINB))."""
-    from sparsescope.model.spmm_predict import SpmmLaunch
+    from sparsescope.model.spmm_predict import SpmmLaunch, plan_fields
 
     vec, group, chunks = host.shape
     depth, batch = host.stages
     minb = int(host.kernel.rstrip(">").rsplit(",", 1)[1])
-    cap = 65536 // (256 * minb)
     return SpmmLaunch(
-        kernel=host.kernel, slice_ptr=host.plan.slice_ptr, slices_per_warp=32 // group,
-        groups_per_slice=1, slab_cols=host.slab, slabs=host.slabs, vec=vec, chunks=chunks,
+        kernel=host.kernel, slices_per_warp=32 // group, groups_per_slice=1,
+        slab_cols=host.slab, slabs=host.slabs, vec=vec, chunks=chunks,
         stage_pairs=depth * group, batch=batch, block_warps=host.warps,
-        max_registers=registers if registers else cap,
-        registers_source="the compiled kernel" if registers else
-        f"the launch bound's cap ({cap})",
-        value_bytes=4 if host.notes["value_dtype"] == "float32" else 8,
-        index_bytes=np.dtype(host.notes["index_dtype"]).itemsize,
-        zero_fill=host.plan.split_rows > 0, launches=1 + (host.plan.split_rows > 0),
-        label=f"rowgroup {host.kernel}")
+        label=f"rowgroup {host.kernel}", **plan_fields(host.plan, host.notes, registers, minb))
 
 
 @dataclass

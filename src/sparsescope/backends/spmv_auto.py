@@ -14,7 +14,6 @@ report says why.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from dataclasses import dataclass, field, replace
@@ -25,7 +24,7 @@ import scipy.sparse as sp
 
 from sparsescope.backends.base import Capability, SpmvBackend
 from sparsescope.backends.select import Selection, select_for
-from sparsescope.backends.select_predicted import TRIAL_MARGIN, shortlist
+from sparsescope.backends.select_predicted import TRIAL_MARGIN, selection_notes, shortlist
 from sparsescope.backends.spmv_adaptive import CudaSpmvAdaptive
 from sparsescope.backends.spmv_device import CAPABILITY, OwnSpmvBackend
 from sparsescope.backends.spmv_merge import CudaSpmvMerge
@@ -178,13 +177,8 @@ class CudaSpmvAuto(SpmvBackend):
 
     def notes(self, prepared: PreparedAuto) -> dict[str, str]:
         s = prepared.selection
-        notes = {**prepared.backend.notes(prepared.prepared), "selected": s.backend,
-                 "selected_params": json.dumps(s.params, sort_keys=True),
-                 "selection_rule": s.rule, "selection_reason": s.reason,
-                 "selection_s": f"{prepared.selection_s:.2f}"}
-        if prepared.table:
-            notes["selection_table"] = json.dumps([p.as_dict() for p in prepared.table])
-        return notes
+        return selection_notes(prepared.backend.notes(prepared.prepared), s.backend, s.params,
+                               s.rule, s.reason, prepared.selection_s, prepared.table)
 
 
 class CudaSpmvAutoRules(CudaSpmvAuto):

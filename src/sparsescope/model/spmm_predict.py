@@ -122,6 +122,23 @@ class SpmmLaunch:
         return -(-self.n_slices // self.slices_per_warp)
 
 
+def plan_fields(slice_plan, notes: dict[str, str], registers: int | None,
+                min_blocks: int) -> dict:
+    """The :class:`SpmmLaunch` fields every own kernel's plan gives alike: its slices, value
+    and index widths (from the plan's notes), the zero fill and its launch, and the registers
+    -- the compiled kernel's, else the cap of ``__launch_bounds__(256, min_blocks)``
+    (65,536 / (256 x min_blocks): 128 for 2, 64 for 4)."""
+    cap = REGISTERS_PER_SM // (256 * min_blocks)
+    cut = slice_plan.split_rows > 0
+    return dict(slice_ptr=slice_plan.slice_ptr,
+                value_bytes=4 if notes["value_dtype"] == "float32" else 8,
+                index_bytes=np.dtype(notes["index_dtype"]).itemsize,
+                max_registers=registers if registers else cap,
+                registers_source=("the compiled kernel" if registers
+                                  else f"the launch bound's cap ({cap})"),
+                zero_fill=cut, launches=1 + cut)
+
+
 def resident_warps(launch: SpmmLaunch, *, max_threads_per_sm: int, max_blocks_per_sm: int,
                    registers_per_sm: int = REGISTERS_PER_SM) -> int:
     """Warps one SM holds: blocks limited by registers, the block limit and the thread limit::
