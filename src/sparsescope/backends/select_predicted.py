@@ -23,7 +23,7 @@ says so.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import scipy.sparse as sp
@@ -192,6 +192,41 @@ def shortlist(predictions: list[CandidatePrediction], margin: float = TRIAL_MARG
     rest = [p for p in near if all(p is not h for h in heads)]
     picked = heads + rest[:most - len(heads)]
     return sorted(picked, key=near.index)
+
+
+@dataclass
+class TrialResult:
+    """The trial of a shortlist: the fastest candidate measured, with its backend and prepared
+    call, the table with every trial time, and the trial in words."""
+
+    candidate: Candidate
+    backend: Any
+    prepared: Any
+    table: list[CandidatePrediction]
+    words: str
+    """``The n within m % of the fastest prediction, timed here (median of r calls): ...``"""
+
+
+def time_shortlist(short: list[CandidatePrediction], table: list[CandidatePrediction],
+                   margin: float, repeats: int, prepare_and_time) -> TrialResult:
+    """Each candidate of ``short`` prepared and timed by ``prepare_and_time(candidate) ->
+    (backend, prepared, ms)``; the fastest measured is kept, the others' prepared calls are
+    dropped as the loop goes (their device memory with them)."""
+    best, timed = None, []
+    for entry in short:
+        backend, prepared, ms = prepare_and_time(entry.candidate)
+        timed.append((entry.candidate, ms))
+        if best is None or ms < best[2]:
+            best = (entry.candidate, backend, ms, prepared)
+        else:
+            del prepared
+    cand, backend, _, prepared = best
+    trial_ms = {c.label: ms for c, ms in timed}
+    trial = ", ".join(f"{c.label} {1e3 * ms:,.1f} us" for c, ms in timed)
+    return TrialResult(cand, backend, prepared,
+                       [replace(p, trial_ms=trial_ms.get(p.candidate.label)) for p in table],
+                       f"The {len(short)} within {100 * margin:.0f} % of the fastest "
+                       f"prediction, timed here (median of {repeats} calls): {trial}")
 
 
 def selection_notes(kernel_notes: dict[str, str], selected: str, params: dict, rule: str,

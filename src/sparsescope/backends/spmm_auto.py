@@ -64,6 +64,7 @@ from sparsescope.backends.select_predicted import (
     ranked,
     selection_notes,
     shortlist,
+    time_shortlist,
 )
 from sparsescope.backends.spmm_colmajor import SpmmCudaColMajor
 from sparsescope.backends.spmm_cuda import (
@@ -337,22 +338,15 @@ class SpmmCudaAuto(OpBackend):
         if len(short) < 2:
             best = order[0].candidate
             return best, reason, table, CHOICES[best.backend](**best.params), None
-        timed, best = {}, None
-        for entry in short:
-            backend = CHOICES[entry.candidate.backend](**entry.candidate.params)
+        def prepare_and_time(cand):
+            backend = CHOICES[cand.backend](**cand.params)
             prepared = backend.prepare(row_case, value_dtype, index_bytes)
-            ms = backend.time(prepared, TRIAL_TIMING).time_ms
-            timed[entry.candidate.label] = ms
-            if best is None or ms < best[2]:
-                best = (entry.candidate, backend, ms, prepared)
-            else:
-                del prepared
-        table = [replace(p, trial_ms=timed.get(p.candidate.label)) for p in table]
-        trial = ", ".join(f"{label} {1e3 * ms:,.1f} us" for label, ms in timed.items())
-        reason += (f". The {len(short)} within {100 * TRIAL_MARGIN:.0f} % of the fastest "
-                   f"prediction, timed here (median of {TRIAL_TIMING.repeats} calls): {trial}")
-        name, backend, _, prepared = best
-        return name, reason, table, backend, prepared
+            return backend, prepared, backend.time(prepared, TRIAL_TIMING).time_ms
+
+        trial = time_shortlist(short, table, TRIAL_MARGIN, TRIAL_TIMING.repeats,
+                               prepare_and_time)
+        return (trial.candidate, f"{reason}. {trial.words}", trial.table, trial.backend,
+                trial.prepared)
 
     def poison_output(self, prepared: PreparedSpmmAuto) -> bool:
         return prepared.backend.poison_output(prepared.prepared)

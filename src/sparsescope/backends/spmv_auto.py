@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -24,7 +24,12 @@ import scipy.sparse as sp
 
 from sparsescope.backends.base import Capability, SpmvBackend
 from sparsescope.backends.select import Selection, select_for
-from sparsescope.backends.select_predicted import TRIAL_MARGIN, selection_notes, shortlist
+from sparsescope.backends.select_predicted import (
+    TRIAL_MARGIN,
+    selection_notes,
+    shortlist,
+    time_shortlist,
+)
 from sparsescope.backends.spmv_adaptive import CudaSpmvAdaptive
 from sparsescope.backends.spmv_device import CAPABILITY, OwnSpmvBackend
 from sparsescope.backends.spmv_merge import CudaSpmvMerge
@@ -125,27 +130,19 @@ class CudaSpmvAuto(SpmvBackend):
         from sparsescope.ops.spmv import make_x
 
         x = make_x(csr.shape[1], seed=1, dtype=value_dtype)
-        best, timed = None, []
-        for entry in short:
-            cand = entry.candidate
+
+        def prepare_and_time(cand):
             backend = CHOICES[cand.backend](breakdown=False, **cand.params)
             prepared = backend.prepare(csr, value_dtype, index_bytes)
-            ms = backend.time(prepared, x, TRIAL_TIMING).time_ms
-            timed.append((cand, ms))
-            if best is None or ms < best[2]:
-                best = (cand, backend, ms, prepared)
-            else:
-                del prepared
-        cand, backend, _, prepared = best
+            return backend, prepared, backend.time(prepared, x, TRIAL_TIMING).time_ms
+
+        trial = time_shortlist(short, table, TRIAL_MARGIN, TRIAL_TIMING.repeats,
+                               prepare_and_time)
+        cand, backend, prepared, table = (trial.candidate, trial.backend, trial.prepared,
+                                          trial.table)
         backend.breakdown = self.breakdown
-        trial_ms = {c.label: ms for c, ms in timed}
-        table = [replace(p, trial_ms=trial_ms.get(p.candidate.label)) for p in table]
-        trial = ", ".join(f"{c.label} {1e3 * ms:,.1f} us" for c, ms in timed)
         chosen = Selection(cand.backend, dict(cand.params), "predicted-then-timed",
-                           f"{selection.reason}. The {len(short)} within "
-                           f"{100 * TRIAL_MARGIN:.0f} % of the fastest prediction, timed here "
-                           f"(median of {TRIAL_TIMING.repeats} calls): {trial}",
-                           selection.statistics)
+                           f"{selection.reason}. {trial.words}", selection.statistics)
         return PreparedAuto(chosen, backend, prepared, table)
 
     def poison_output(self, prepared: PreparedAuto) -> bool:

@@ -297,6 +297,16 @@ class SlabFloor:
     """X row slices read from DRAM per distinct X row slice (1.0: X read once a slab)."""
 
 
+def x_slice_reads(indptr, indices, cols: int, l2_bytes: int, slice_bytes: int):
+    """``model.xgather.x_gather`` with one X row slice of ``slice_bytes`` as the unit: the
+    distinct slices a row-ordered pass gathers and the LRU L2's misses of them (A and Y pass
+    through without taking L2 space, as in the SpMV model)."""
+    from sparsescope.model.xgather import x_gather
+
+    return x_gather(indptr, indices, cols=cols, l2_bytes=l2_bytes, stream_bytes_per_nnz=0.0,
+                    value_bytes=slice_bytes, sector_bytes=slice_bytes)
+
+
 def x_reuse_dram_floors(indptr, indices, cols: int, k: int, *, l2_bytes: int,
                         dram_bw_gb_s: float, value_bytes: int = 4, index_bytes: int = 4,
                         smallest_slab: int = 8) -> list[SlabFloor]:
@@ -313,15 +323,12 @@ def x_reuse_dram_floors(indptr, indices, cols: int, k: int, *, l2_bytes: int,
     space, as in the SpMV model). One floor per slab width s = smallest_slab, 2x, ... <= k.
     Hand check (``tests/model``): rows [0: cols 0, 1], [1: col 0], k = 8, s = 8, all in L2:
     A 36 B, X 2 x 32 B, Y 64 B = 164 B, 164 ns at 1 GB/s."""
-    from sparsescope.model.xgather import x_gather
-
     rows, nnz = len(indptr) - 1, int(indptr[-1])
     floors = []
     slab = min(smallest_slab, k)
     while slab <= k:
         unit = slab * value_bytes
-        g = x_gather(indptr, indices, cols=cols, l2_bytes=l2_bytes, stream_bytes_per_nnz=0.0,
-                     value_bytes=unit, sector_bytes=unit)
+        g = x_slice_reads(indptr, indices, cols, l2_bytes, unit)
         passes = k / slab
         total = (passes * (nnz * (index_bytes + value_bytes) + (rows + 1) * index_bytes)
                  + passes * g.dram_sectors * unit + rows * k * value_bytes)

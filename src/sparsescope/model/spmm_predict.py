@@ -61,7 +61,7 @@ import numpy as np
 
 from sparsescope.model.kernel_shape import REGISTERS_PER_SM
 from sparsescope.model.prediction import ModelPrediction, PredictionTerm
-from sparsescope.model.spmm import x_sectors_per_nonzero
+from sparsescope.model.spmm import x_sectors_per_nonzero, x_slice_reads
 
 #: Registers are allocated to a warp in units of this many (Volta to Hopper).
 REGISTER_UNIT = 256
@@ -217,17 +217,13 @@ def x_dram_bytes(indptr, indices, cols: int, k: int, launch: SpmmLaunch,
                  l2_bytes: int) -> tuple[float, str]:
     """(bytes of X read from DRAM, how): X once (cols x k x value bytes) when one slab of X
     (cols x slab x value bytes) fits the L2, else per slab the LRU model's misses of X row
-    slices (``model.xgather.x_gather`` with a slice as the unit, as
-    ``model.spmm.x_reuse_dram_floors``)."""
+    slices (``model.spmm.x_slice_reads``, as ``model.spmm.x_reuse_dram_floors``)."""
     vb = launch.value_bytes
     once = float(cols * k * vb)
     unit = launch.slab_cols * vb
     if cols * unit <= l2_bytes or len(indices) == 0:
         return once, "X read once (one slab of X fits the L2)"
-    from sparsescope.model.xgather import x_gather
-
-    g = x_gather(indptr, indices, cols=cols, l2_bytes=l2_bytes, stream_bytes_per_nnz=0.0,
-                 value_bytes=unit, sector_bytes=unit)
+    g = x_slice_reads(indptr, indices, cols, l2_bytes, unit)
     misses = max(once, launch.slabs * g.dram_sectors * unit)
     return misses, (f"X slab of {cols * unit / 1e6:,.0f} MB > L2: LRU reuse model, "
                     f"{g.dram_sectors / max(1, g.distinct_sectors):.2f} reads of each row slice")
