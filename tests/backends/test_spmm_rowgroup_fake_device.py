@@ -22,6 +22,7 @@ from sparsescope.matrices.types import Matrix
 from sparsescope.timing.types import TimingConfig
 
 sys.path.insert(0, str(Path(__file__).parent))
+from test_spmm_blocktc_host import launch_blocktc  # noqa: E402
 from test_spmm_rowgroup_host import (  # noqa: E402
     launch_colmajor,
     launch_rowgroup,
@@ -61,6 +62,10 @@ class _Kernel:
 
     def __call__(self, grid, block, args):
         kernel, params = re.fullmatch(r"(\w+)<(.*)>", self.name).groups()
+        if kernel == "spmm_blocktc":
+            passes, groups, vec4 = (p.strip() for p in params.split(","))
+            self.launches.append((kernel, grid, block))
+            return launch_blocktc((int(passes), int(groups), vec4 == "true"), grid, block, args)
         ints = tuple(int(p) for p in params.split(",")[2:])
         self.launches.append((kernel, grid, block))
         if kernel == "transpose_tile":
@@ -230,8 +235,10 @@ def test_auto_chooses_by_prediction_and_keeps_the_table(fake_device, layout):
     case = _run(matrix, _auto(trial=False), 64, layout)
     assert case.outcome == "ok", case.reason
     table = json.loads(case.notes["selection_table"])
-    assert [row["backend"] for row in table] == ["spmm-cuda-rowgroup", "spmm-cuda-rowwarp"]
-    fastest = min(table, key=lambda row: row["predicted_ms"])["backend"]
+    assert [row["backend"] for row in table] == ["spmm-cuda-rowgroup", "spmm-cuda-rowwarp",
+                                                 "spmm-cuda-blocktc"]
+    assert table[2]["predicted_ms"] is None and "fill" in table[2]["not_modelled"]
+    fastest = min(table[:2], key=lambda row: row["predicted_ms"])["backend"]
     assert case.notes["selection_rule"] == "spmm-predicted"
     assert case.notes["selection_reason"].startswith(
         "layout col" if layout == "col" else "predicted on T:")
@@ -266,7 +273,8 @@ def test_auto_times_the_close_candidates_and_keeps_the_fastest(fake_device, monk
     assert case.notes["selection_rule"] == "spmm-predicted-then-timed"
     assert "timed here" in case.notes["selection_reason"]
     trial = {row["backend"]: row["trial_ms"] for row in json.loads(case.notes["selection_table"])}
-    assert trial == {"spmm-cuda-rowgroup": 0.5, "spmm-cuda-rowwarp": 0.2}
+    assert trial == {"spmm-cuda-rowgroup": 0.5, "spmm-cuda-rowwarp": 0.2,
+                     "spmm-cuda-blocktc": None}   # declined: fill above the limit
     assert fake_device[-1][0] == "spmm_rowwarp"   # the gate ran the chosen kernel
 
 
@@ -301,7 +309,71 @@ def test_auto_times_rowgroup_with_balanced_slices_on_a_long_row(fake_device, mon
     assert case.outcome == "ok", case.reason
     labels = [row["label"] for row in json.loads(case.notes["selection_table"])]
     assert labels == ["spmm-cuda-rowgroup", "spmm-cuda-rowgroup[min_slice=32]",
-                      "spmm-cuda-rowwarp"]
+                      "spmm-cuda-rowwarp", "spmm-cuda-blocktc"]
     assert case.notes["selected"] == "spmm-cuda-rowgroup"
     assert json.loads(case.notes["selected_params"]) == {"min_slice": 32}
     assert case.notes["slice_nnz"] == "32" and int(case.notes["split_rows"]) == 1
+
+
+@pytest.mark.parametrize(("rows", "cols", "k"), [(1, 1, 1), (37, 50, 8), (70, 45, 33),
+                                                 (16, 8, 64), (130, 9, 300)])
+def test_blocktc_passes_the_gate_and_tf32_does_not(fake_device, rows, cols, k):
+    """3xTF32 through the runner's float64 gate on partial block rows and columns, empty rows
+    and k not a multiple of 4; plain TF32 (passes=1) fails the default tolerance wherever
+    rounding is visible."""
+    from sparsescope.backends.spmm_blocktc import SpmmCudaBlockTc
+
+    matrix = _matrix(rows, cols, seed=k, long_row=cols if rows > 1 else 0)
+    case = _run(matrix, SpmmCudaBlockTc(max_fill=1e9), k, "row")
+    assert case.outcome == "ok", case.reason
+    assert case.notes["precision"].startswith("3xTF32") and fake_device[-1][0] == "spmm_blocktc"
+    assert case.notes["kernel"].endswith("true>" if k % 4 == 0 else "false>")
+    if matrix.csr.nnz >= 50:
+        tf32 = _run(matrix, SpmmCudaBlockTc(passes=1, max_fill=1e9), k, "row")
+        assert tf32.outcome == "failed" and tf32.correctness.rel_err > 1e-5
+
+
+def test_blocktc_skips_a_scattered_matrix_and_column_major_x(fake_device):
+    from sparsescope.backends.spmm_blocktc import SpmmCudaBlockTc
+
+    scattered = _matrix(64, 400, seed=1)   # <= 9 entries a row over 50 blocks: fill ~ 14
+    case = _run(scattered, SpmmCudaBlockTc(), 32, "row")
+    assert case.outcome == "skipped" and "fill" in case.reason
+    rng = np.random.default_rng(5)
+    dense = sp.random(64, 64, density=0.6, format="csr", random_state=rng)
+    ok = _run(Matrix(name="dense", csr=dense, source="t"), "spmm-cuda-blocktc", 32, "row")
+    assert ok.outcome == "ok", ok.reason
+    assert float(ok.notes["fill"]) < 2
+    col = _run(Matrix(name="dense", csr=dense, source="t"), "spmm-cuda-blocktc", 32, "col")
+    assert col.outcome == "skipped" and "row-major" in col.reason
+
+
+def test_auto_predicts_and_times_the_tensor_core_kernel_on_a_dense_weight(fake_device,
+                                                                          monkeypatch):
+    import json
+
+    from sparsescope.backends import spmm_auto
+    from sparsescope.backends.spmm_blocktc import SpmmCudaBlockTc
+    from sparsescope.backends.spmm_cuda import SpmmCudaRowWarp
+    from sparsescope.backends.spmm_rowgroup import SpmmCudaRowGroup
+    from sparsescope.timing.types import Measurement
+
+    def timed(ms):
+        return lambda self, prepared, config: Measurement(
+            samples_ms=(ms,), config=config, clock="fake")
+
+    monkeypatch.setattr(SpmmCudaRowGroup, "time", timed(0.5))
+    monkeypatch.setattr(SpmmCudaRowWarp, "time", timed(0.4))
+    monkeypatch.setattr(SpmmCudaBlockTc, "time", timed(0.1))
+    monkeypatch.setattr(spmm_auto, "TRIAL_MARGIN", 1e6)
+    rng = np.random.default_rng(8)
+    weight = sp.random(200, 96, density=0.6, format="csr", random_state=rng)
+    for layout, selected in (("row", "spmm-cuda-blocktc"), ("col", "spmm-cuda-transposed")):
+        case = _run(Matrix(name="w", csr=weight, source="t"), _auto(trial=True), 128, layout)
+        assert case.outcome == "ok", case.reason
+        table = {row["backend"]: row for row in json.loads(case.notes["selection_table"])}
+        assert table["spmm-cuda-blocktc"]["predicted_ms"] > 0
+        assert table["spmm-cuda-blocktc"]["trial_ms"] == 0.1
+        assert case.notes["selected"] == selected
+        assert case.notes["precision"].startswith("3xTF32")
+        assert "spmm_blocktc" in [launch[0] for launch in fake_device]

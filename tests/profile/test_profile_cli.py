@@ -142,7 +142,7 @@ def test_run_other_ops_with_fake_ncu(fake_ncu, tmp_path, capsys, options, stem, 
     (["--op", "spmm", "--backend", "cuda-csr-vector"],
      "sparsescope: error: backend 'cuda-csr-vector' does not support op 'spmm' "
      "(it implements spmv); backends for spmm: spmm-cuda-auto, spmm-cuda-auto-rules, "
-     "spmm-cuda-colmajor, spmm-cuda-rowgroup, "
+     "spmm-cuda-blocktc, spmm-cuda-colmajor, spmm-cuda-rowgroup, "
      "spmm-cuda-rowwarp, spmm-cuda-transposed, spmm-cupy-i32, spmm-ginkgo, "
      "spmm-scipy-cpu, spmm-torch-i32, spmm-torch-i64\n"),
     (["--op", "spmm", "--backend", "spmm-cuda"],

@@ -74,8 +74,8 @@ def test_target_command_slice_runs_the_target_with_every_parameter():
      "slice-cupy-i32, slice-scipy-cpu, slice-torch"),
     ("torch-cusparse-i64", "spmm", UsageError,
      "backend 'torch-cusparse-i64' does not support op 'spmm' (it implements spmv); "
-     "backends for spmm: spmm-cuda-auto, spmm-cuda-auto-rules, spmm-cuda-colmajor, "
-     "spmm-cuda-rowgroup, "
+     "backends for spmm: spmm-cuda-auto, spmm-cuda-auto-rules, spmm-cuda-blocktc, "
+     "spmm-cuda-colmajor, spmm-cuda-rowgroup, "
      "spmm-cuda-rowwarp, spmm-cuda-transposed, spmm-cupy-i32, spmm-ginkgo, "
      "spmm-scipy-cpu, spmm-torch-i32, spmm-torch-i64"),
     ("slice-torch", "spmv", UsageError,

@@ -55,7 +55,7 @@ from typing import Any
 
 import numpy as np
 
-from sparsescope.backends import _gpu, spmm_cuda, spmm_rowgroup
+from sparsescope.backends import _gpu, spmm_blocktc, spmm_cuda, spmm_rowgroup
 from sparsescope.backends.base import Capability, OpBackend
 from sparsescope.backends.select_predicted import (
     Candidate,
@@ -65,6 +65,14 @@ from sparsescope.backends.select_predicted import (
     selection_notes,
     shortlist,
     time_shortlist,
+)
+from sparsescope.backends.spmm_blocktc import (
+    SpmmCudaBlockTc,
+    block_fill,
+    block_format,
+    blocktc_launch,
+    plan_blocktc,
+    sampled_fill,
 )
 from sparsescope.backends.spmm_colmajor import SpmmCudaColMajor
 from sparsescope.backends.spmm_cuda import (
@@ -94,10 +102,11 @@ ROWWARP = "spmm-cuda-rowwarp"
 ROWGROUP = "spmm-cuda-rowgroup"
 COLMAJOR = "spmm-cuda-colmajor"
 TRANSPOSED = "spmm-cuda-transposed"
-#: Backend name -> class, for the names the rule may return.
+BLOCKTC = "spmm-cuda-blocktc"
+#: Backend name -> class, for the names the rule or the prediction may return.
 CHOICES: dict[str, type[OpBackend]] = {
     ROWWARP: SpmmCudaRowWarp, ROWGROUP: SpmmCudaRowGroup, COLMAJOR: SpmmCudaColMajor,
-    TRANSPOSED: SpmmCudaTransposed}
+    TRANSPOSED: SpmmCudaTransposed, BLOCKTC: SpmmCudaBlockTc}
 WARP_SLOTS = 32
 """A warp's lanes: the row length below which rowwarp leaves nonzero slots idle."""
 WIDE_GROUP = 16
@@ -177,7 +186,7 @@ def choose_spmm_kernel(k: int, layout: str, value_dtype: str, nnz: int, rows: in
 
 def candidate_plans(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, index_bytes: int,
                     sm_count: int, full_warps: int) -> list[tuple[Candidate, Any]]:
-    """(candidate, host plan) of each row-major candidate: rowgroup at its default launch;
+    """(candidate, host plan) of each CSR candidate: rowgroup at its default launch;
     rowgroup with balanced slices (``min_slice`` = :data:`BALANCED_MIN_SLICE`) when that cuts
     more than the default does; rowwarp where it takes k (:func:`rowwarp_supports`)."""
     plans: list[tuple[Candidate, Any]] = [(Candidate(ROWGROUP), plan_rowgroup(
@@ -192,9 +201,36 @@ def candidate_plans(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, inde
     return plans
 
 
-def candidate_launch(name: str, plan: Any, registers=None):
+def blocktc_candidate(csr: Any, k: int, value_dtype: str, sm_count: int):
+    """``(launch, "")`` of the block tensor-core kernel for the time model, or ``(None,
+    reason)`` where it is not a candidate: float64, or a 16 x 8 block fill above
+    ``spmm_blocktc.MAX_FILL`` -- screened on sampled block rows first
+    (:func:`~sparsescope.backends.spmm_blocktc.sampled_fill`, above twice the limit: out),
+    then counted exactly while the blocks are built."""
+    limit = spmm_blocktc.MAX_FILL
+    if value_dtype != "float32":
+        return None, "tensor-core path: float32 only"
+    if csr.nnz == 0:
+        return None, "no nonzeros"
+    screen = sampled_fill(csr.indptr, csr.indices, int(csr.shape[1]))
+    if screen > 2 * limit:
+        return None, f"16x8 block fill ~{screen:.1f} on sampled block rows > 2 x {limit:g}"
+    fmt = block_format(csr.indptr, csr.indices, csr.data, csr.shape)
+    fill = block_fill(fmt.blocks, csr.nnz)
+    if fill > limit:
+        return None, f"16x8 block fill {fill:.1f} > {limit:g}"
+    plan = plan_blocktc(fmt.block_rows, fmt.blocks, csr.nnz, k, sm_count)
+    return (fmt, plan), ""
+
+
+def candidate_launch(name: str, plan: Any, registers=None, shape: tuple[int, int, int] = (0, 0, 0)):
     """The time model's launch of one candidate plan; ``registers(source, kernel)`` reads the
-    compiled kernel's registers (None: the launch bound's cap)."""
+    compiled kernel's registers (None: the launch bound's cap); ``shape`` (rows, cols, k) for
+    the block kernel."""
+    if name == BLOCKTC:
+        fmt, host = plan
+        regs = registers(spmm_blocktc.SOURCE, host.kernel) if registers else None
+        return blocktc_launch(host, fmt.block_ptr, *shape, passes=3, registers=regs)
     if name == ROWGROUP:
         regs = registers(spmm_rowgroup.SOURCE, plan.kernel) if registers else None
         return rowgroup_launch(plan, regs)
@@ -206,23 +242,34 @@ def predict_candidates(csr: Any, k: int, value_dtype: str, index_bytes: int, rat
                        sm_count: int, full_warps: int, flushed: bool,
                        registers=None) -> list[CandidatePrediction]:
     """Every row-major candidate predicted on the device of ``rates``
-    (``model.predict.DeviceRates``), in :func:`candidate_plans`' order; a candidate the model
-    fails on is listed with the reason."""
-    from sparsescope.model.spmm_predict import predict_spmm
+    (``model.predict.DeviceRates``), in :func:`candidate_plans`' order, then the block
+    tensor-core kernel (:func:`blocktc_candidate`); a candidate the model fails on, or that
+    declines the case, is listed with the reason."""
+    from sparsescope.model.own_spmm import predict_own_spmm
 
+    shape = (int(csr.shape[0]), int(csr.shape[1]), k)
     out = []
-    for cand, plan in candidate_plans(csr.indptr, csr.nnz, k, value_dtype, index_bytes,
-                                      sm_count, full_warps):
-        start = time.perf_counter()
+
+    def predict(cand, plan, start):
         try:
-            launch = candidate_launch(cand.backend, plan, registers)
-            p = predict_spmm(csr.indptr, csr.indices, int(csr.shape[1]), k, launch, rates,
-                             flushed=flushed, fp64=value_dtype == "float64")
+            launch = candidate_launch(cand.backend, plan, registers, shape)
+            p = predict_own_spmm(csr.indptr, csr.indices, shape[1], k, launch, rates,
+                                 flushed=flushed, fp64=value_dtype == "float64")
             out.append(CandidatePrediction(cand, p.predicted_ms, p.limiter,
                                            plan_s=time.perf_counter() - start))
         except Exception as exc:  # a candidate the model cannot take is never chosen
             out.append(CandidatePrediction(cand, None, not_modelled=f"{type(exc).__name__}: "
                                                                     f"{exc}"))
+
+    for cand, plan in candidate_plans(csr.indptr, csr.nnz, k, value_dtype, index_bytes,
+                                      sm_count, full_warps):
+        predict(cand, plan, time.perf_counter())
+    start = time.perf_counter()
+    plan, declined = blocktc_candidate(csr, k, value_dtype, sm_count)
+    if plan is None:
+        out.append(CandidatePrediction(Candidate(BLOCKTC), None, not_modelled=declined))
+    else:
+        predict(Candidate(BLOCKTC), plan, start)
     return out
 
 

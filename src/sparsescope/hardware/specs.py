@@ -48,6 +48,21 @@ def fp32_peak_gflops(sm_count: int, compute_capability: str, clock_mhz: float) -
     return sm_count * FP32_LANES_PER_SM.get(compute_capability, 128) * 2 * clock_mhz / 1000.0
 
 
+#: Dense TF32 tensor-core FMAs per SM per clock (datasheet peak / (SMs x boost clock x 2)):
+#: A100 156 TFLOPS = 108 x 1.41 GHz x 512 x 2; H100 SXM 495 TFLOPS = 132 x 1.83 GHz x 1,024 x 2
+#: (the sparsity figures, 312 and 989, are twice these); GA10x and AD10x 128 (RTX 3090 35.6
+#: TFLOPS = 82 x 1.695 GHz x 128 x 2; RTX 4090 82.6 = 128 x 2.52 GHz x 128 x 2). Others: not
+#: known here (no tensor term in a prediction).
+TF32_TENSOR_FMA_PER_SM_CLOCK = {"8.0": 512, "8.6": 128, "8.9": 128, "9.0": 1024}
+
+
+def tf32_tensor_gflops(sm_count: int, compute_capability: str, clock_mhz: float) -> float | None:
+    """Dense TF32 tensor peak, ``SMs x FMAs/SM/clock x 2 x clock`` in GFLOP/s; None when the
+    architecture's figure is not known. H200 at 1,980 MHz: 132 x 1,024 x 2 x 1.98 = 535,265."""
+    per = TF32_TENSOR_FMA_PER_SM_CLOCK.get(compute_capability)
+    return sm_count * per * 2 * clock_mhz / 1000.0 if per else None
+
+
 def _sm_sources(cc: str, **extra: str) -> dict[str, str]:
     guide = _GUIDE.format(cc=cc)
     base = {f: guide for f in SM_LIMITS[cc]}

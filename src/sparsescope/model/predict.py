@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from sparsescope.hardware.specs import tf32_tensor_gflops
 from sparsescope.model.gathers import SECTOR_BYTES
 from sparsescope.model.iterations import (  # noqa: F401  (re-exported: the loop counts)
     _cut,
@@ -103,6 +104,8 @@ class DeviceRates:
     """Registers of one SM (spec): with a kernel's registers from its SASS, its occupancy."""
     shared_mem_per_sm_bytes: int = SMEM_PER_SM
     """Shared memory one SM gives its blocks (spec)."""
+    tf32_tensor_gflops: float | None = None
+    """Dense TF32 tensor-core peak (spec: ``hardware.specs.tf32_tensor_gflops``), or None."""
 
 
 def device_rates(spec, ceilings=None) -> DeviceRates:
@@ -134,6 +137,8 @@ def device_rates(spec, ceilings=None) -> DeviceRates:
                                  "measured random gathers"))
     l2w, l2w_src = pick((getattr(c, "l2_write_bw_gb_s", None), "measured L2 write bandwidth"))
     clock, clock_src = pick((getattr(spec, "sm_clock_mhz", None), "spec (boost clock)"))
+    tensor = (tf32_tensor_gflops(spec.sm_count, spec.compute_capability, clock)
+              if clock and getattr(spec, "compute_capability", None) else None)
     return DeviceRates(
         name=spec.name, sm_count=spec.sm_count, max_threads_per_sm=spec.max_threads_per_sm,
         max_blocks_per_sm=spec.max_blocks_per_sm, l2_bytes=int(spec.l2_bytes),
@@ -144,10 +149,13 @@ def device_rates(spec, ceilings=None) -> DeviceRates:
         sm_clock_mhz=clock, l2_write_bw_gb_s=l2w,
         registers_per_sm=int(getattr(spec, "registers_per_sm", 0) or REGISTERS_PER_SM),
         shared_mem_per_sm_bytes=int(getattr(spec, "shared_mem_per_sm_bytes", 0) or SMEM_PER_SM),
+        tf32_tensor_gflops=tensor,
         sources={"dram_bw": dram_src, "l2_bw": l2bw_src, "dram_latency": lat_src,
                  "l2_latency": l2lat_src, "fp32": fp32_src, "launch": launch_src,
                  "dram_gathers": dgather_src, "l2_gathers": lgather_src,
-                 "l2_write_bw": l2w_src, "sm_clock": clock_src})
+                 "l2_write_bw": l2w_src, "sm_clock": clock_src,
+                 "tf32_tensor": ("datasheet dense TF32 per SM and clock x spec clock" if tensor
+                                 else "unknown")})
 
 
 def iteration_ns(shape: KernelShape, rates: DeviceRates, xg: XGather) -> tuple[float, float]:

@@ -346,3 +346,4 @@ def with_transposes(launch: SpmmLaunch, rows: int, cols: int, k: int) -> SpmmLau
                    launches=launch.launches + 2,
                    label=f"{launch.label or launch.kernel} + device transposes")
 
+

@@ -155,15 +155,17 @@ class SpmmOp(Op):
         return check_output(out, case.reference, case.tolerance)
 
     def predict(self, case, traffic, shape, rates, *, flushed):
-        """:func:`sparsescope.model.spmm_predict.predict_spmm` for an own kernel's launch
-        (``SpmmLaunch``); "not modelled" for a kernel that declares none."""
-        from sparsescope.model.spmm_predict import SpmmLaunch, predict_spmm
+        """:func:`sparsescope.model.own_spmm.predict_own_spmm` for an own kernel's launch
+        (``SpmmLaunch``, or ``BlockTcLaunch`` for the tensor-core kernel); "not modelled" for a
+        kernel that declares none."""
+        from sparsescope.model.own_spmm import OWN_SPMM_LAUNCHES, predict_own_spmm
 
-        if not isinstance(shape, SpmmLaunch):
+        if not isinstance(shape, OWN_SPMM_LAUNCHES):
             return super().predict(case, traffic, shape, rates, flushed=flushed)
         csr = case.matrix
-        return predict_spmm(csr.indptr, csr.indices, int(csr.shape[1]), case.params.k, shape,
-                            rates, flushed=bool(flushed), fp64=shape.value_bytes == 8)
+        return predict_own_spmm(csr.indptr, csr.indices, int(csr.shape[1]), case.params.k,
+                                shape, rates, flushed=bool(flushed),
+                                fp64=shape.value_bytes == 8)
 
     def model_bytes(self, traffic) -> ModelBytes:
         """Compulsory bytes (A once, X once, Y written) and 2 nnz k flops."""

@@ -1,0 +1,178 @@
+// Block-sparse SpMM Y = A X on tensor cores, sparsescope's own backend spmm-cuda-blocktc
+// (X and Y row-major float32), compiled at run time by NVRTC, instantiated by name expression,
+// e.g. "spmm_blocktc<3, 1, true>" (PASSES, NG, VEC4). Needs sm_80 or newer (mma.sync TF32).
+//
+// A is stored as 16 x 8 blocks (backends/spmm_blocktc.py, block_format): block_ptr over block
+// rows (16 rows of A each), block_col (the block's 8-column index), block_val (128 values a
+// block, zeros where A has none) in the order of the m16n8k8 A fragment, so that lane l reads
+// its four values with one 16-byte load. With g = l / 4 and t = l % 4 (PTX ISA, "Matrix
+// fragments for mma.m16n8k8", .tf32):
+//   A (16 x 8, row): a0 = A[g][t], a1 = A[g+8][t], a2 = A[g][t+4], a3 = A[g+8][t+4]
+//   B (8 x 8, col):  b0 = B[t][g], b1 = B[t+4][g]
+//   C (16 x 8):      c0 = C[g][2t], c1 = C[g][2t+1], c2 = C[g+8][2t], c3 = C[g+8][2t+1]
+//
+// A warp owns one block row and NG groups of 32 columns of Y (grid.y slabs of 32 NG columns).
+// A group is four n8 fragments whose columns interleave: column n of fragment f is the group's
+// column 4n + f. Lane (g, t) then needs X[r][4g .. 4g+3] for r = t and t + 4 of the block's 8
+// X rows: one 16-byte load gives its B values of all four fragments; and its accumulators of
+// the four fragments are Y[g][8t .. 8t+7] (c0, c1) and Y[g+8][8t .. 8t+7] (c2, c3): two
+// 16-byte stores a row. Every X sector a warp loads is used whole (8 lanes on 32 bytes a row).
+//
+// PASSES: 1 multiplies TF32-rounded A and X (10-bit mantissas: about 1e-4 relative error, the
+// report labels it); 3 splits each float into hi = tf32(v) and lo = tf32(v - hi) and sums
+// lo*hi + hi*lo + hi*hi (the small terms first), which keeps float32-level error ("3xTF32").
+// Accumulation is float32 either way.
+//
+// The next block's A fragment and X values are loaded before the current block's products
+// (one block ahead in registers): a warp walks its block row alone, so without it each block
+// would wait a full L2 round trip.
+//
+// Edges: X rows past `cols` and Y columns past k read as zero / are not stored (the block's
+// padding values are zero, but X past its end is not ours to read); Y rows past `rows` are not
+// stored. VEC4 (k % 4 == 0) moves X and Y in 16-byte vectors, else one value at a time.
+
+template <bool VEC4>
+__device__ __forceinline__ void blocktc_load_x(const float* __restrict__ x, int row, int cols,
+                                               int k, int col, float (&out)[4]) {
+    if (row >= cols) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) out[i] = 0.f;
+        return;
+    }
+    const float* p = x + (size_t)row * k + col;
+    if (VEC4) {
+        if (col < k) {
+            const float4 v = __ldg(reinterpret_cast<const float4*>(p));
+            out[0] = v.x; out[1] = v.y; out[2] = v.z; out[3] = v.w;
+        } else {
+#pragma unroll
+            for (int i = 0; i < 4; ++i) out[i] = 0.f;
+        }
+    } else {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) out[i] = (col + i < k) ? __ldg(p + i) : 0.f;
+    }
+}
+
+template <bool VEC4>
+__device__ __forceinline__ void blocktc_store_y(float* __restrict__ y, int row, int rows,
+                                                int k, int col, const float (&in)[4]) {
+    if (row >= rows) return;
+    float* p = y + (size_t)row * k + col;
+    if (VEC4) {
+        if (col < k) *reinterpret_cast<float4*>(p) = make_float4(in[0], in[1], in[2], in[3]);
+    } else {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) if (col + i < k) p[i] = in[i];
+    }
+}
+
+__device__ __forceinline__ unsigned blocktc_tf32(float v) {
+    unsigned r;
+    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(v));
+    return r;
+}
+
+// hi = tf32(v); lo = tf32(v - hi) (lo unused with one pass).
+template <int PASSES>
+__device__ __forceinline__ void blocktc_split(float v, unsigned& hi, unsigned& lo) {
+    hi = blocktc_tf32(v);
+    lo = PASSES == 3 ? blocktc_tf32(v - __uint_as_float(hi)) : 0u;
+}
+
+__device__ __forceinline__ void blocktc_mma(float (&c)[4], const unsigned (&a)[4],
+                                            unsigned b0, unsigned b1) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
+        "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+template <int NG, bool VEC4>
+__device__ __forceinline__ void blocktc_fetch(const int* __restrict__ block_col,
+                                              const float* __restrict__ block_val,
+                                              const float* __restrict__ x, int b, int lane,
+                                              int t, int cols, int k, int xcol,
+                                              float4& a, float (&xv)[NG][2][4]) {
+    a = __ldg(reinterpret_cast<const float4*>(block_val) + (size_t)b * 32 + lane);
+    const int row = __ldg(block_col + b) * 8 + t;
+#pragma unroll
+    for (int q = 0; q < NG; ++q) {
+        blocktc_load_x<VEC4>(x, row, cols, k, xcol + 32 * q, xv[q][0]);
+        blocktc_load_x<VEC4>(x, row + 4, cols, k, xcol + 32 * q, xv[q][1]);
+    }
+}
+
+template <int PASSES, int NG, bool VEC4>
+__global__ void __launch_bounds__(128) spmm_blocktc(
+    int block_rows, int rows, int cols, int k,
+    const int* __restrict__ block_ptr, const int* __restrict__ block_col,
+    const float* __restrict__ block_val, const float* __restrict__ x, float* __restrict__ y) {
+    static_assert(PASSES == 1 || PASSES == 3, "PASSES is 1 (TF32) or 3 (3xTF32)");
+    const int warp = (int)((blockIdx.x * (size_t)blockDim.x + threadIdx.x) >> 5);
+    if (warp >= block_rows) return;  // whole warps only: blockDim.x is a multiple of 32
+    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    const int col0 = blockIdx.y * 32 * NG;   // the warp's first Y column
+    const int xcol = col0 + 4 * g;           // its lane's first X column in group 0
+
+    float acc[NG][4][4];
+#pragma unroll
+    for (int q = 0; q < NG; ++q)
+#pragma unroll
+        for (int f = 0; f < 4; ++f)
+#pragma unroll
+            for (int i = 0; i < 4; ++i) acc[q][f][i] = 0.f;
+
+    const int begin = __ldg(block_ptr + warp), end = __ldg(block_ptr + warp + 1);
+    float4 a_next;
+    float x_next[NG][2][4];
+    if (begin < end)
+        blocktc_fetch<NG, VEC4>(block_col, block_val, x, begin, lane, t, cols, k, xcol,
+                                a_next, x_next);
+    for (int b = begin; b < end; ++b) {
+        const float4 a_now = a_next;
+        float x_now[NG][2][4];
+#pragma unroll
+        for (int q = 0; q < NG; ++q)
+#pragma unroll
+            for (int h = 0; h < 2; ++h)
+#pragma unroll
+                for (int i = 0; i < 4; ++i) x_now[q][h][i] = x_next[q][h][i];
+        if (b + 1 < end)
+            blocktc_fetch<NG, VEC4>(block_col, block_val, x, b + 1, lane, t, cols, k, xcol,
+                                    a_next, x_next);
+        unsigned a_hi[4], a_lo[4];
+        blocktc_split<PASSES>(a_now.x, a_hi[0], a_lo[0]);
+        blocktc_split<PASSES>(a_now.y, a_hi[1], a_lo[1]);
+        blocktc_split<PASSES>(a_now.z, a_hi[2], a_lo[2]);
+        blocktc_split<PASSES>(a_now.w, a_hi[3], a_lo[3]);
+#pragma unroll
+        for (int q = 0; q < NG; ++q)
+#pragma unroll
+            for (int f = 0; f < 4; ++f) {
+                unsigned b0_hi, b0_lo, b1_hi, b1_lo;
+                blocktc_split<PASSES>(x_now[q][0][f], b0_hi, b0_lo);
+                blocktc_split<PASSES>(x_now[q][1][f], b1_hi, b1_lo);
+                if (PASSES == 3) {
+                    blocktc_mma(acc[q][f], a_lo, b0_hi, b1_hi);
+                    blocktc_mma(acc[q][f], a_hi, b0_lo, b1_lo);
+                }
+                blocktc_mma(acc[q][f], a_hi, b0_hi, b1_hi);
+            }
+    }
+
+    const int row = warp * 16 + g;
+#pragma unroll
+    for (int q = 0; q < NG; ++q) {
+        const int col = col0 + 32 * q + 8 * t;
+        const float top_lo[4] = {acc[q][0][0], acc[q][1][0], acc[q][2][0], acc[q][3][0]};
+        const float top_hi[4] = {acc[q][0][1], acc[q][1][1], acc[q][2][1], acc[q][3][1]};
+        const float bot_lo[4] = {acc[q][0][2], acc[q][1][2], acc[q][2][2], acc[q][3][2]};
+        const float bot_hi[4] = {acc[q][0][3], acc[q][1][3], acc[q][2][3], acc[q][3][3]};
+        blocktc_store_y<VEC4>(y, row, rows, k, col, top_lo);
+        blocktc_store_y<VEC4>(y, row, rows, k, col + 4, top_hi);
+        blocktc_store_y<VEC4>(y, row + 8, rows, k, col, bot_lo);
+        blocktc_store_y<VEC4>(y, row + 8, rows, k, col + 4, bot_hi);
+    }
+}

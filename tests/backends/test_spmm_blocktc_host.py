@@ -1,0 +1,154 @@
+"""spmm-cuda-blocktc without a GPU: the 16 x 8 block format, its fill, the fragment order, the
+launch plan, and a NumPy emulator of the kernel's arithmetic (TF32 rounding as ``cvt.rna``,
+one or three products) used by the fake-device tests."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from sparsescope.backends.spmm_blocktc import (
+    MAX_FILL,
+    block_fill,
+    block_format,
+    choose_groups,
+    count_blocks,
+    fragment_order,
+    plan_blocktc,
+)
+
+
+def tf32(v: np.ndarray) -> np.ndarray:
+    """float32 -> TF32 as ``cvt.rna.tf32.f32``: 10 mantissa bits, nearest, ties away from 0."""
+    bits = np.asarray(v, np.float32).view(np.uint32)
+    return ((bits + np.uint32(0x1000)) & np.uint32(0xFFFFE000)).view(np.float32)
+
+
+def launch_blocktc(params: tuple[int, int, bool], grid, block, args) -> None:
+    """What ``spmm_blocktc<PASSES, NG, VEC4>`` computes, block by block, float32 sums; it
+    checks that the grid covers every block row and every column of Y."""
+    passes, groups, _ = params
+    block_rows, rows, cols, k, ptr, bcol, bval, x, y = (np.asarray(a) if hasattr(a, "shape")
+                                                        else int(a) for a in args)
+    assert grid[0] * block[0] // 32 >= block_rows and grid[1] * 32 * groups >= k
+    dense = np.zeros((len(bcol), 128), np.float32)
+    dense[:, fragment_order()] = bval.reshape(len(bcol), 128)
+    dense = dense.reshape(-1, 16, 8)
+    xpad = np.zeros((-(-cols // 8) * 8, k), np.float32)
+    xpad[:cols] = x
+    out = np.zeros((block_rows * 16, k), np.float32)
+    for br in range(block_rows):
+        for b in range(ptr[br], ptr[br + 1]):
+            a, t = dense[b], xpad[bcol[b] * 8: bcol[b] * 8 + 8]
+            a_hi, t_hi = tf32(a), tf32(t)
+            acc = a_hi @ t_hi
+            if passes == 3:
+                acc = tf32(a - a_hi) @ t_hi + a_hi @ tf32(t - t_hi) + acc
+            out[br * 16: br * 16 + 16] += acc
+    y[...] = out[:rows]
+
+
+def _csr(rows, cols, entries):
+    r, c = zip(*entries, strict=True) if entries else ((), ())
+    return sp.csr_matrix((np.ones(len(r)), (r, c)), shape=(rows, cols))
+
+
+def test_tf32_rounds_to_ten_mantissa_bits_away_from_zero():
+    assert tf32(np.float32(1 + 2**-11)) == np.float32(1 + 2**-10)    # tie: away from zero
+    assert tf32(np.float32(-(1 + 2**-11))) == np.float32(-(1 + 2**-10))
+    assert tf32(np.float32(1 + 2**-12)) == np.float32(1.0)
+    assert tf32(np.float32(3.0)) == np.float32(3.0)
+
+
+def test_count_blocks_and_fill_by_hand():
+    eye = _csr(3, 3, [(0, 0), (1, 1), (2, 2)])
+    assert count_blocks(eye.indptr, eye.indices, 3) == 1
+    two = _csr(17, 9, [(0, 0), (16, 8)])
+    assert count_blocks(two.indptr, two.indices, 9) == 2
+    same = _csr(16, 8, [(0, 0), (15, 7), (3, 4)])       # one block, three entries
+    assert count_blocks(same.indptr, same.indices, 8) == 1
+    assert block_fill(1, 3) == pytest.approx(128 / 3)
+    assert block_fill(2, 256) == 1.0 and block_fill(0, 0) == 1.0
+    empty = _csr(5, 5, [])
+    assert count_blocks(empty.indptr, empty.indices, 5) == 0
+
+
+def test_fragment_order_is_the_m16n8k8_a_fragment():
+    order = fragment_order()
+    assert sorted(order) == list(range(128))      # a permutation of the block
+    assert list(order[:4]) == [0, 64, 4, 68]      # lane 0: A[0][0], A[8][0], A[0][4], A[8][4]
+    assert list(order[20:24]) == [9, 73, 13, 77]  # lane 5 (g 1, t 1)
+
+
+def test_block_format_round_trips_an_awkward_matrix():
+    rng = np.random.default_rng(3)
+    a = sp.random(37, 21, density=0.2, format="csr", random_state=rng)
+    a.data[a.indptr[5]:a.indptr[6]] = 0   # an empty row
+    a.eliminate_zeros()
+    fmt = block_format(a.indptr, a.indices, a.data, a.shape)
+    assert fmt.block_rows == 3 and fmt.blocks == count_blocks(a.indptr, a.indices, 21)
+    assert fmt.block_val.dtype == np.float32 and fmt.block_val.shape == (fmt.blocks, 128)
+    back = np.zeros((48, 24))
+    for br in range(fmt.block_rows):
+        for b in range(fmt.block_ptr[br], fmt.block_ptr[br + 1]):
+            c = fmt.block_col[b] * 8
+            back[br * 16: br * 16 + 16, c: c + 8] = fmt.dense_blocks()[b]
+    np.testing.assert_allclose(back[:37, :21], a.toarray(), rtol=1e-7)
+    assert not back[37:].any() and not back[:, 21:].any()
+    assert list(np.diff(fmt.block_col[fmt.block_ptr[0]:fmt.block_ptr[1]]) > 0) == \
+        [True] * (fmt.block_ptr[1] - fmt.block_ptr[0] - 1)   # columns ascending in a row
+
+
+def test_block_format_sums_duplicates():
+    a = sp.csr_matrix((np.array([1.0, 2.0]), np.array([3, 3]), np.array([0, 2])),
+                      shape=(1, 5))
+    fmt = block_format(a.indptr, a.indices, a.data, a.shape)
+    assert fmt.blocks == 1 and fmt.dense_blocks()[0, 0, 3] == 3.0
+
+
+def test_choose_groups_follows_its_docstring():
+    assert choose_groups(256, 512, 132) == 1        # 4,096 rows: too few warps to widen
+    assert choose_groups(4096, 512, 132) == 4       # 65,536 rows
+    assert choose_groups(4096, 40, 132) == 2        # 64 columns cover 40: not 4
+    assert choose_groups(4096, 8, 132) == 1
+    assert choose_groups(1, 4096, 1) == 4           # one SM: wide warps
+
+
+def test_plan_names_the_instance_and_labels_the_precision():
+    plan = plan_blocktc(block_rows=5, blocks=9, nnz=300, k=70, sm_count=132)
+    assert plan.kernel == "spmm_blocktc<3, 1, false>" and plan.slabs == 3
+    assert plan.grid_blocks == 2 and plan.notes["fill"] == "3.84"
+    assert plan.notes["precision"].startswith("3xTF32")
+    one = plan_blocktc(5, 9, 300, 64, 132, passes=1)
+    assert one.kernel == "spmm_blocktc<1, 1, true>" and one.notes["precision"].startswith("TF32")
+    with pytest.raises(ValueError, match="passes"):
+        plan_blocktc(5, 9, 300, 64, 132, passes=2)
+
+
+def test_emulator_is_float32_exact_with_three_passes_and_not_with_one():
+    rng = np.random.default_rng(0)
+    a = sp.random(40, 30, density=0.5, format="csr", random_state=rng, dtype=np.float64)
+    x = rng.uniform(-1, 1, (30, 24)).astype(np.float32)
+    ref = a.toarray() @ x.astype(np.float64)
+    fmt = block_format(a.indptr, a.indices, a.data, a.shape)
+    errors = {}
+    for passes in (1, 3):
+        y = np.empty((40, 24), np.float32)
+        launch_blocktc((passes, 1, True), (1, 1), (128,),
+                       (3, 40, 30, 24, fmt.block_ptr, fmt.block_col, fmt.block_val, x, y))
+        errors[passes] = np.linalg.norm(y - ref) / np.linalg.norm(ref)
+    assert errors[3] < 1e-6 < 1e-5 < errors[1] < 2e-3
+    assert MAX_FILL == 8.0
+
+
+def test_sampled_fill_is_exact_when_every_block_row_is_sampled():
+    from sparsescope.backends.spmm_blocktc import sampled_fill
+
+    rng = np.random.default_rng(4)
+    a = sp.random(100, 70, density=0.1, format="csr", random_state=rng)
+    exact = block_fill(count_blocks(a.indptr, a.indices, 70), a.nnz)
+    assert sampled_fill(a.indptr, a.indices, 70) == pytest.approx(exact)
+    assert sampled_fill(a.indptr, a.indices, 70, sample_rows=3) > 1.0
+    empty = _csr(20, 20, [])
+    assert sampled_fill(empty.indptr, empty.indices, 20) == 1.0

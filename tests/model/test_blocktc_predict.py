@@ -1,0 +1,74 @@
+"""The block tensor-core SpMM model (model.blocktc_predict) against hand-computed terms."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sparsescope.model.blocktc_predict import (
+    BlockTcLaunch,
+    per_group_instructions,
+    predict_blocktc,
+)
+from sparsescope.model.predict import DeviceRates
+from sparsescope.model.spmm_predict import with_transposes
+
+
+def _rates(**over):
+    base = dict(name="T", sm_count=2, max_threads_per_sm=2048, max_blocks_per_sm=32,
+                l2_bytes=1 << 20, dram_bw_gb_s=1000.0, l2_bw_gb_s=2000.0,
+                dram_latency_ns=500.0, l2_latency_ns=200.0, fp32_gflops=1000.0,
+                dram_gather_gsectors_s=None, l2_gather_gsectors_s=10.0, launch_us=2.0,
+                sm_clock_mhz=1000.0, tf32_tensor_gflops=100_000.0)
+    base.update(over)
+    return DeviceRates(**base)
+
+
+def _launch(**over):
+    # two block rows of 3 and 2 blocks; 32 x 24 A, k = 64 in two slabs of 32 columns
+    base = dict(kernel="spmm_blocktc<3, 1, true>", rows=32, cols=24, k=64,
+                block_ptr=np.array([0, 3, 5]), groups=1, slabs=2, passes=3, max_registers=64,
+                registers_source="test")
+    base.update(over)
+    return BlockTcLaunch(**base)
+
+
+def test_instructions_per_group():
+    assert per_group_instructions(3) == 38 and per_group_instructions(1) == 14
+
+
+def test_terms_by_hand():
+    p = predict_blocktc(_launch(), _rates(), flushed=False)
+    t = {term.name: term.time_ms for term in p.terms}
+    # A = 5 x 516 + 3 x 4 = 2,592; X = 24 x 64 x 4 = 6,144; Y = 32 x 64 x 4 = 8,192 bytes
+    assert t["dram"] == pytest.approx((2592 + 6144 + 8192) / 1e9)
+    # 5 blocks x 2 slabs x 1 group x 8 segments = 80: 80 / 10 G/s + 80 x 96 B / 2,000 GB/s
+    assert t["l2"] == pytest.approx((2592 * 2 + 8192) / 2e9 + 80 / 1e7 + 80 * 96 / 2e9)
+    # 5 x 2 x 4 fragments x 3 passes = 120 mma of 2,048 flops at 100 TFLOP/s
+    assert t["tensor"] == pytest.approx(120 * 2048 / 1e11)
+    # 5 x 2 x (6 + 12 + 38) = 560 warp instructions / (2 SMs x 4 x 1 GHz)
+    assert t["issue"] == pytest.approx(560 / 8e9 * 1e3)
+    # (4 + 3) blocks-plus-one x 2 slabs x 200 ns over 4 warps
+    assert t["latency"] == pytest.approx(7 * 2 * 200 / 4 * 1e-6)
+    assert t["imbalance"] == pytest.approx(4 * 200 * 1e-6)
+    assert p.limiter == "imbalance"
+    assert p.predicted_ms == pytest.approx(0.002 + 4 * 200 * 1e-6)
+    assert p.inputs["mma"] == 120 and p.inputs["blocks"] == 5
+
+
+def test_one_pass_and_no_tensor_peak():
+    one = predict_blocktc(_launch(passes=1), _rates(tf32_tensor_gflops=None), flushed=False)
+    names = {term.name for term in one.terms}
+    assert "tensor" not in names
+    assert one.inputs["mma"] == 40 and one.inputs["warp_instructions"] == 5 * 2 * (6 + 4 + 14)
+
+
+def test_transposes_add_their_bytes_and_launches():
+    base = predict_blocktc(_launch(), _rates(), flushed=False)
+    wrapped = with_transposes(_launch(), 32, 24, 64)
+    assert wrapped.around_bytes == 2 * (24 + 32) * 64 * 4 and wrapped.launches == 3
+    p = predict_blocktc(wrapped, _rates(), flushed=False)
+    dram = {t.name: t.time_ms for t in p.terms}["dram"]
+    assert dram == pytest.approx({t.name: t.time_ms for t in base.terms}["dram"]
+                                 + wrapped.around_bytes / 1e9)
+    assert p.predicted_ms == pytest.approx(base.predicted_ms + 2 * 0.002)
