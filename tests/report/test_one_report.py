@@ -244,9 +244,11 @@ def test_rerendering_a_committed_schema_1_run_gives_its_tables(results, tmp_path
 
     def gained_memory_bound(old_row: str, new_row: str) -> bool:
         # SpMM's timed table gained three columns before "rel err" (memory bound ms, by, %)
+        # and "precision" after it (float32 for every kernel of that run)
         old_cells, new_cells = cells(old_row), cells(new_row)
-        return (len(new_cells) == len(old_cells) + 3 and new_cells[:len(old_cells) - 1]
-                == old_cells[:-1] and new_cells[-1] == old_cells[-1])
+        return (len(new_cells) == len(old_cells) + 4 and new_cells[:len(old_cells) - 1]
+                == old_cells[:-1] and new_cells[-2] == old_cells[-1]
+                and new_cells[-1] in ("precision", "float32"))
 
     for row in changed[:-1]:
         assert any(renders(row, line) or gained_memory_bound(row, line)

@@ -498,3 +498,11 @@ def test_the_device_script_imports_what_exists():
     from sparsescope.report.ops_common import md_table
 
     assert md_table(["a", "b"], [[1.23456, None]]) == "| a | b |\n|---|---|\n| 1.235 | – |"
+
+
+def test_precision_label_names_the_tensor_core_precision_else_the_value_type():
+    from sparsescope.report.ops_spmm import precision_label
+
+    assert precision_label({"precision": "3xTF32 (float32 split ...)"}, 4) == "3xTF32"
+    assert precision_label({"precision": "TF32 (10-bit mantissa inputs)"}, 4) == "TF32"
+    assert precision_label({}, 4) == "float32" and precision_label({}, 8) == "float64"

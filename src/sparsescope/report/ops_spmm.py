@@ -59,8 +59,16 @@ def spmm_rows(runset: RunSet, views: Sequence[OpView]) -> list[dict]:
                      "memory_bound_ms": memory.bound_ms,
                      "memory_bound_by": f"{memory.binding}, {memory.strategy}",
                      "pct_of_memory_bound": memory.pct_of(v.time_ms),
-                     "rel_err": v.case.correctness.rel_err if v.case.correctness else None})
+                     "rel_err": v.case.correctness.rel_err if v.case.correctness else None,
+                     "precision": precision_label(v.case.notes, t.value_bytes)})
     return rows
+
+
+def precision_label(notes: dict, value_bytes: int) -> str:
+    """What the products ran in: a kernel's ``precision`` note's first word (the tensor-core
+    kernel's ``3xTF32`` or ``TF32``), else the value type (``float32``, ``float64``)."""
+    note = notes.get("precision", "")
+    return note.split(" ")[0] if note else ("float64" if value_bytes == 8 else "float32")
 
 
 def faster_than_bound(rows: Sequence[dict], shown: int = 8) -> str:
@@ -203,7 +211,7 @@ def spmm_sections(runset: RunSet, views: Sequence[OpView], profiles: Sequence[An
     kernels = profiled_cases(views, profiles, labels, spmm_key)
     text = timed_markdown(["matrix", "k", "layout", "backend", "ms", "GFLOP/s", "GB/s", "AI",
                            "bound ms", "% of bound", "memory bound ms", "by",
-                           "% of memory bound", "rel err"], rows, "SpMM", peers, kernels,
+                           "% of memory bound", "rel err", "precision"], rows, "SpMM", peers, kernels,
                           bool(profiles))
     dram_bw, l2_bw = memory_rates(runset)
     peak = runset.device.peak_bw_gb_s
