@@ -24,8 +24,11 @@ def fake_specs():
 
         raise UnknownNameError("GPU", name, [s.name for s in FAKE_SPECS])
 
+    from sparsescope.hardware.specs import tf32_tensor_gflops
+
     module.get_spec = get_spec
     module.list_specs = lambda: list(FAKE_SPECS)
+    module.tf32_tensor_gflops = tf32_tensor_gflops   # a formula of the spec, not a table row
     with pytest.MonkeyPatch.context() as mp:
         mp.setitem(sys.modules, "sparsescope.hardware.specs", module)
         yield FAKE_SPECS
