@@ -88,6 +88,9 @@ def fake_device(monkeypatch):
     launches: list = []
     monkeypatch.setitem(sys.modules, "cupy", _fake_cupy())
     monkeypatch.setattr(_gpu, "cupy_cuda_status", lambda: (True, ""))
+    # no real GPU behind the fake: auto must not predict with a present GPU's stored ceilings
+    # (on a machine with one, it did, and the rules tests below saw predictions)
+    monkeypatch.setattr("sparsescope.hardware.detect.detect_gpu", lambda: None)
     monkeypatch.setattr(_gpu, "raw_module", lambda source, names: types.SimpleNamespace(
         get_function=lambda name: _Kernel(name, launches)))
     return launches
