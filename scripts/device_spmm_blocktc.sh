@@ -11,7 +11,9 @@
 #    $OUT/pytest_blocktc.log;
 # 3. a sweep of the ENTRIES of suite PART (default: the tuning part's pruned weights at 50, 70
 #    and 90 % sparsity) at k = KS, row-major X, over cuSPARSE (torch, CuPy at INT32),
-#    spmm-cuda-auto and spmm-cuda-blocktc (BACKENDS overrides), stopped at LIMIT seconds;
+#    spmm-cuda-auto and spmm-cuda-blocktc (BACKENDS overrides), and the variants VARIANTS
+#    (default: blocktc with its fill limit lifted to 64, to measure past the limit), stopped
+#    at LIMIT seconds;
 #    results.json.gz, sweep.log and table.md (scripts/spmm_backend_table.py: every backend
 #    side by side, the block fill and auto's pick) into $OUT.
 # Carry [".device-wheels-min"]; the wheels are copied into .device-wheels/ first.
@@ -48,6 +50,7 @@ SRC=(); for e in ${ENTRIES:-weights-00 weights-01 weights-03 weights-06 weights-
 KARGS=(); for k in ${KS:-32 128 512}; do KARGS+=(--k "$k"); done
 BARGS=(); for b in ${BACKENDS:-spmm-torch-i32 spmm-cupy-i32 spmm-cuda-auto spmm-cuda-blocktc}; do
     BARGS+=(--backend "$b"); done
+for v in ${VARIANTS-spmm-cuda-blocktc[max_fill=64]}; do BARGS+=(--variant "$v"); done
 WORK=/tmp/ss-blocktc-work
 rm -rf "$WORK"; mkdir -p "$WORK"
 CMD=(python3 -m sparsescope sweep "${SRC[@]}" --op spmm "${KARGS[@]}" --layout row "${BARGS[@]}"
