@@ -32,11 +32,11 @@ export PYTHONPATH=src PYTHONUNBUFFERED=1
 } > "$OUT/env.txt" 2>&1
 python3 - <<'PY' > "$OUT/regs.txt" 2>&1
 from sparsescope.backends import _gpu
-from sparsescope.backends.spmm_blocktc import SOURCE, kernel_name
+from sparsescope.backends.spmm_blocktc import SOURCE, choose_batch, kernel_name
 for passes in (3, 1):
     for groups in (1, 2, 4):
-        for vec4 in (True, False):
-            name = kernel_name(passes, groups, vec4)
+        for vec4, split in ((True, 1), (False, 1), (True, 2), (True, 4)):
+            name = kernel_name(passes, groups, vec4, split, choose_batch(groups))
             f = _gpu.raw_module(SOURCE, (name,)).get_function(name)
             print(f"{name}: {f.num_regs} registers, {f.local_size_bytes} B local")
 PY

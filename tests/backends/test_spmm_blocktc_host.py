@@ -25,13 +25,15 @@ def tf32(v: np.ndarray) -> np.ndarray:
     return ((bits + np.uint32(0x1000)) & np.uint32(0xFFFFE000)).view(np.float32)
 
 
-def launch_blocktc(params: tuple[int, int, bool], grid, block, args) -> None:
-    """What ``spmm_blocktc<PASSES, NG, VEC4>`` computes, block by block, float32 sums; it
-    checks that the grid covers every block row and every column of Y."""
-    passes, groups, _ = params
+def launch_blocktc(params: tuple, grid, block, args) -> None:
+    """What ``spmm_blocktc<PASSES, NG, VEC4, SPLIT, BATCH>`` computes, block by block, float32
+    sums; it checks that the grid covers every block row (4 / SPLIT a CUDA block of 128
+    threads) and every column of Y."""
+    passes, groups, _, split, _ = params
     block_rows, rows, cols, k, ptr, bcol, bval, x, y = (np.asarray(a) if hasattr(a, "shape")
                                                         else int(a) for a in args)
-    assert grid[0] * block[0] // 32 >= block_rows and grid[1] * 32 * groups >= k
+    assert block == (128,) and grid[0] * (4 // split) >= block_rows
+    assert grid[1] * 32 * groups >= k
     dense = np.zeros((len(bcol), 128), np.float32)
     dense[:, fragment_order()] = bval.reshape(len(bcol), 128)
     dense = dense.reshape(-1, 16, 8)
@@ -107,6 +109,17 @@ def test_block_format_sums_duplicates():
     assert fmt.blocks == 1 and fmt.dense_blocks()[0, 0, 3] == 3.0
 
 
+def test_choose_split_and_batch_follow_their_docstrings():
+    from sparsescope.backends.spmm_blocktc import choose_batch, choose_split
+
+    assert [choose_batch(g) for g in (1, 2, 4)] == [4, 2, 1]
+    assert choose_split(32, 1, 32 * 64, 4, 132) == 4
+    assert choose_split(256, 16, 256 * 128, 4, 132) == 1
+    assert choose_split(100, 1, 300, 4, 132) == 1        # rows of 3 blocks
+    assert choose_split(100, 1, 100 * 9, 4, 132) == 2    # 9 / 4 -> at most 2
+    assert choose_split(0, 1, 0, 4, 132) == 1
+
+
 def test_choose_groups_follows_its_docstring():
     assert choose_groups(256, 512, 132) == 1        # 4,096 rows: too few warps to widen
     assert choose_groups(4096, 512, 132) == 4       # 65,536 rows
@@ -117,11 +130,15 @@ def test_choose_groups_follows_its_docstring():
 
 def test_plan_names_the_instance_and_labels_the_precision():
     plan = plan_blocktc(block_rows=5, blocks=9, nnz=300, k=70, sm_count=132)
-    assert plan.kernel == "spmm_blocktc<3, 1, false>" and plan.slabs == 3
+    # 9 blocks over 5 rows: under a batch of 4 a row, so one warp a row
+    assert plan.kernel == "spmm_blocktc<3, 1, false, 1, 4>" and plan.slabs == 3
     assert plan.grid_blocks == 2 and plan.notes["fill"] == "3.84"
     assert plan.notes["precision"].startswith("3xTF32")
     one = plan_blocktc(5, 9, 300, 64, 132, passes=1)
-    assert one.kernel == "spmm_blocktc<1, 1, true>" and one.notes["precision"].startswith("TF32")
+    assert one.kernel == "spmm_blocktc<1, 1, true, 1, 4>"
+    assert one.notes["precision"].startswith("TF32")
+    long_rows = plan_blocktc(block_rows=32, blocks=2048, nnz=131072, k=32, sm_count=132)
+    assert long_rows.kernel == "spmm_blocktc<3, 1, true, 4, 4>" and long_rows.grid_blocks == 32
     with pytest.raises(ValueError, match="passes"):
         plan_blocktc(5, 9, 300, 64, 132, passes=2)
 
@@ -135,7 +152,7 @@ def test_emulator_is_float32_exact_with_three_passes_and_not_with_one():
     errors = {}
     for passes in (1, 3):
         y = np.empty((40, 24), np.float32)
-        launch_blocktc((passes, 1, True), (1, 1), (128,),
+        launch_blocktc((passes, 1, True, 1, 4), (1, 1), (128,),
                        (3, 40, 30, 24, fmt.block_ptr, fmt.block_col, fmt.block_val, x, y))
         errors[passes] = np.linalg.norm(y - ref) / np.linalg.norm(ref)
     assert errors[3] < 1e-6 < 1e-5 < errors[1] < 2e-3

@@ -63,9 +63,10 @@ class _Kernel:
     def __call__(self, grid, block, args):
         kernel, params = re.fullmatch(r"(\w+)<(.*)>", self.name).groups()
         if kernel == "spmm_blocktc":
-            passes, groups, vec4 = (p.strip() for p in params.split(","))
+            passes, groups, vec4, split, batch = (p.strip() for p in params.split(","))
             self.launches.append((kernel, grid, block))
-            return launch_blocktc((int(passes), int(groups), vec4 == "true"), grid, block, args)
+            return launch_blocktc((int(passes), int(groups), vec4 == "true", int(split),
+                                   int(batch)), grid, block, args)
         ints = tuple(int(p) for p in params.split(",")[2:])
         self.launches.append((kernel, grid, block))
         if kernel == "transpose_tile":
@@ -330,7 +331,7 @@ def test_blocktc_passes_the_gate_and_tf32_does_not(fake_device, rows, cols, k):
     case = _run(matrix, SpmmCudaBlockTc(max_fill=1e9), k, "row")
     assert case.outcome == "ok", case.reason
     assert case.notes["precision"].startswith("3xTF32") and fake_device[-1][0] == "spmm_blocktc"
-    assert case.notes["kernel"].endswith("true>" if k % 4 == 0 else "false>")
+    assert case.notes["kernel"].split(", ")[2] == ("true" if k % 4 == 0 else "false")
     if matrix.csr.nnz >= 50:
         tf32 = _run(matrix, SpmmCudaBlockTc(passes=1, max_fill=1e9), k, "row")
         assert tf32.outcome == "failed" and tf32.correctness.rel_err > 1e-5

@@ -26,7 +26,7 @@ def _rates(**over):
 
 def _launch(**over):
     # two block rows of 3 and 2 blocks; 32 x 24 A, k = 64 in two slabs of 32 columns
-    base = dict(kernel="spmm_blocktc<3, 1, true>", rows=32, cols=24, k=64,
+    base = dict(kernel="spmm_blocktc<3, 1, true, 1, 1>", rows=32, cols=24, k=64,
                 block_ptr=np.array([0, 3, 5]), groups=1, slabs=2, passes=3, max_registers=64,
                 registers_source="test")
     base.update(over)
@@ -72,3 +72,13 @@ def test_transposes_add_their_bytes_and_launches():
     assert dram == pytest.approx({t.name: t.time_ms for t in base.terms}["dram"]
                                  + wrapped.around_bytes / 1e9)
     assert p.predicted_ms == pytest.approx(base.predicted_ms + 2 * 0.002)
+
+
+def test_split_and_batch_shorten_the_rounds():
+    # rows of 3 and 2 blocks: BATCH 2 -> 2 and 1 rounds; SPLIT 2 doubles the warps
+    p = predict_blocktc(_launch(split=2, batch=2), _rates(), flushed=False)
+    t = {term.name: term.time_ms for term in p.terms}
+    assert p.inputs["warps"] == 2 * 2 * 2
+    # rounds ceil(3 / 4) = 1 and ceil(2 / 4) = 1: (2 + 2) x 2 warps x 2 slabs x 200 ns / 8
+    assert t["latency"] == pytest.approx(4 * 2 * 2 * 200 / 8 * 1e-6)
+    assert t["imbalance"] == pytest.approx(2 * 200 * 1e-6)

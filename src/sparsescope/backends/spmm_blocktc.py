@@ -161,9 +161,35 @@ def choose_groups(block_rows: int, k: int, sm_count: int) -> int:
     return 1
 
 
-def kernel_name(passes: int, groups: int, vec4: bool) -> str:
-    """The template instance, e.g. ``spmm_blocktc<3, 1, true>``."""
-    return f"spmm_blocktc<{passes}, {groups}, {'true' if vec4 else 'false'}>"
+def choose_batch(groups: int) -> int:
+    """BATCH, blocks a warp loads before it multiplies them: ``max(1, 4 / NG)``, so that the
+    blocks in flight hold about 4 x (4 + 8) values a lane whatever NG (the kernel's registers:
+    NG 1 -> 4, 2 -> 2, 4 -> 1)."""
+    return max(1, 4 // groups)
+
+
+def choose_split(block_rows: int, slabs: int, blocks: int, batch: int, sm_count: int) -> int:
+    """SPLIT, warps sharing one block row (summed through shared memory)::
+
+        SPLIT = the smallest of 1, 2, 4 with block_rows x slabs x SPLIT >= sm_count x
+                WARPS_PER_SM_AIM, else 4; at most the largest power of two <= the mean
+                blocks a row / BATCH (a warp gets at least a batch), at least 1
+
+    A 512 x 512 weight at density 0.5 (32 block rows of 64 blocks), k = 32, 132 SMs:
+    32 x 1 x 4 = 128 < 2,112 -> 4 (64 / 4 = 16 >= 4). 4,096 x 1,024 (256 rows of 128), k =
+    512, 16 slabs: 4,096 x 1 >= 2,112 -> 1. Rows of 3 blocks (BATCH 4): 1."""
+    need = sm_count * WARPS_PER_SM_AIM
+    split = next((s for s in (1, 2, 4) if block_rows * slabs * s >= need), 4)
+    per_row = blocks / block_rows if block_rows else 0.0
+    cap = 1
+    while cap * 2 <= min(4, per_row / batch):
+        cap *= 2
+    return min(split, cap)
+
+
+def kernel_name(passes: int, groups: int, vec4: bool, split: int = 1, batch: int = 4) -> str:
+    """The template instance, e.g. ``spmm_blocktc<3, 1, true, 2, 4>``."""
+    return f"spmm_blocktc<{passes}, {groups}, {'true' if vec4 else 'false'}, {split}, {batch}>"
 
 
 @dataclass(frozen=True)
@@ -171,6 +197,8 @@ class BlockTcPlan:
     kernel: str
     groups: int
     slabs: int
+    split: int
+    batch: int
     grid_blocks: int
     notes: dict[str, str]
 
@@ -182,17 +210,20 @@ def plan_blocktc(block_rows: int, blocks: int, nnz: int, k: int, sm_count: int,
         raise ValueError(f"passes must be 3 (3xTF32) or 1 (TF32), got {passes}")
     groups = choose_groups(block_rows, k, sm_count)
     slabs = -(-k // (GROUP_COLS * groups))
-    warps_per_block = BLOCK_THREADS // 32
-    grid_blocks = max(1, -(-block_rows // warps_per_block))
-    name = kernel_name(passes, groups, k % 4 == 0)
+    batch = choose_batch(groups)
+    split = choose_split(block_rows, slabs, blocks, batch, sm_count)
+    rows_per_block = BLOCK_THREADS // 32 // split
+    grid_blocks = max(1, -(-block_rows // rows_per_block))
+    name = kernel_name(passes, groups, k % 4 == 0, split, batch)
     notes = {"kernel": name, "precision": PRECISION[passes], "block_shape": "16x8",
              "blocks": str(blocks), "block_rows": str(block_rows),
              "fill": f"{block_fill(blocks, nnz):.2f}",
              "groups_per_warp": str(groups), "slab_cols": str(GROUP_COLS * groups),
+             "warps_per_block_row": str(split), "blocks_per_batch": str(batch),
              "slabs": str(slabs), "block_threads": str(BLOCK_THREADS),
              "grid_blocks": str(grid_blocks), "sm_count": str(sm_count),
              "value_dtype": "float32", "index_dtype": "int32 (block indices)"}
-    return BlockTcPlan(name, groups, slabs, grid_blocks, notes)
+    return BlockTcPlan(name, groups, slabs, split, batch, grid_blocks, notes)
 
 
 def sampled_fill(indptr: np.ndarray, indices: np.ndarray, cols: int,
@@ -222,7 +253,8 @@ def blocktc_launch(host: BlockTcPlan, block_ptr: np.ndarray, rows: int, cols: in
 
     return BlockTcLaunch(
         kernel=host.kernel, rows=rows, cols=cols, k=k, block_ptr=np.asarray(block_ptr),
-        groups=host.groups, slabs=host.slabs, passes=passes,
+        groups=host.groups, slabs=host.slabs, passes=passes, split=host.split,
+        batch=host.batch,
         max_registers=registers or 128,
         registers_source="the compiled kernel" if registers else "assumed 128",
         block_warps=BLOCK_THREADS // 32, label=f"blocktc {host.kernel}")

@@ -18,9 +18,10 @@ TF32 parts and runs ``4 x passes`` mma. Terms (each a lower bound on the time)::
               / (SMs x schedulers x SM clock)
               per group = 2 loads + 8 values x (3 with passes 3: two cvt, one subtraction;
               1 with one pass) + 4 x passes mma
-    latency = sum over warps of (1 + blocks of its row) x L2 latency
-              / min(warps, SMs x resident warps)       (one block in flight ahead a warp)
-    imbalance = the longest block row's (1 + blocks) x L2 latency
+    latency = sum over warps of (1 + rounds) x L2 latency / min(warps, SMs x resident warps)
+              rounds = ceil(blocks of its row / (SPLIT x BATCH)): a warp takes every SPLIT-th
+              block of its row, BATCH at a time; warps = block rows x slabs x SPLIT
+    imbalance = the longest block row's (1 + rounds) x L2 latency
     predicted = overhead (launch) + max(dram, l2, tensor, issue, latency, imbalance)
 
 What it leaves out, named so its error can be read: L1 hits on X tiles that the warps of one
@@ -65,6 +66,10 @@ class BlockTcLaunch:
     max_registers: int
     registers_source: str
     block_warps: int = 4
+    split: int = 1
+    """Warps sharing one block row (SPLIT)."""
+    batch: int = 1
+    """Blocks a warp loads before multiplying them (BATCH)."""
     launches: int = 1
     around_bytes: int = 0
     """Bytes moved outside the kernel in the call (device transposes of X and Y)."""
@@ -132,15 +137,17 @@ def predict_blocktc(launch: BlockTcLaunch, rates, *, flushed: bool) -> ModelPred
     per_sm = resident_warps(launch, max_threads_per_sm=rates.max_threads_per_sm,
                             max_blocks_per_sm=rates.max_blocks_per_sm,
                             registers_per_sm=rates.registers_per_sm or REGISTERS_PER_SM)
-    n_warps = launch.block_rows * slabs
-    total_ns = float((1 + per_row).sum()) * slabs * l2_ns
+    n_warps = launch.block_rows * slabs * launch.split
+    per_round = launch.split * launch.batch
+    rounds = -(-per_row // per_round)
+    total_ns = float((1 + rounds).sum()) * launch.split * slabs * l2_ns
     terms.append(PredictionTerm(
         "latency", total_ns / max(1, min(n_warps, rates.sm_count * per_sm)) * 1e-6,
-        f"{n_warps:,} warps x (1 + blocks of their row) x {l2_ns:,.0f} ns / min(warps, "
-        f"{rates.sm_count} SMs x {per_sm} resident)"))
-    longest = int(per_row.max()) if per_row.size else 0
+        f"{n_warps:,} warps x (1 + rounds of {per_round} blocks) x {l2_ns:,.0f} ns / min("
+        f"warps, {rates.sm_count} SMs x {per_sm} resident)"))
+    longest = int(rounds.max()) if rounds.size else 0
     terms.append(PredictionTerm("imbalance", (1 + longest) * l2_ns * 1e-6,
-                                f"longest block row: (1 + {longest}) x {l2_ns:,.0f} ns"))
+                                f"longest block row: (1 + {longest} rounds) x {l2_ns:,.0f} ns"))
     overhead = (rates.launch_us or 0.0) * launch.launches * 1e-3
     terms.append(PredictionTerm("overhead", overhead,
                                 f"{launch.launches} launch(es) x {rates.launch_us:.1f} us"

@@ -1,6 +1,7 @@
 // Block-sparse SpMM Y = A X on tensor cores, sparsescope's own backend spmm-cuda-blocktc
 // (X and Y row-major float32), compiled at run time by NVRTC, instantiated by name expression,
-// e.g. "spmm_blocktc<3, 1, true>" (PASSES, NG, VEC4). Needs sm_80 or newer (mma.sync TF32).
+// e.g. "spmm_blocktc<3, 1, true, 2, 4>" (PASSES, NG, VEC4, SPLIT, BATCH). Needs sm_80 or newer
+// (mma.sync TF32).
 //
 // A is stored as 16 x 8 blocks (backends/spmm_blocktc.py, block_format): block_ptr over block
 // rows (16 rows of A each), block_col (the block's 8-column index), block_val (128 values a
@@ -11,7 +12,9 @@
 //   B (8 x 8, col):  b0 = B[t][g], b1 = B[t+4][g]
 //   C (16 x 8):      c0 = C[g][2t], c1 = C[g][2t+1], c2 = C[g+8][2t], c3 = C[g+8][2t+1]
 //
-// A warp owns one block row and NG groups of 32 columns of Y (grid.y slabs of 32 NG columns).
+// SPLIT warps own one block row and NG groups of 32 columns of Y (grid.y slabs of 32 NG
+// columns); a CUDA block holds 4 / SPLIT block rows. The row's warps take every SPLIT-th block
+// and sum their accumulators through shared memory at the end; the first stores Y.
 // A group is four n8 fragments whose columns interleave: column n of fragment f is the group's
 // column 4n + f. Lane (g, t) then needs X[r][4g .. 4g+3] for r = t and t + 4 of the block's 8
 // X rows: one 16-byte load gives its B values of all four fragments; and its accumulators of
@@ -23,9 +26,10 @@
 // lo*hi + hi*lo + hi*hi (the small terms first), which keeps float32-level error ("3xTF32").
 // Accumulation is float32 either way.
 //
-// The next block's A fragment and X values are loaded before the current block's products
-// (one block ahead in registers): a warp walks its block row alone, so without it each block
-// would wait a full L2 round trip.
+// A warp loads BATCH blocks' A fragments and X values before it multiplies any of them, so
+// BATCH round trips to the L2 overlap; measured on the H200 with one block ahead and one warp a
+// row (results/h200/spmm-tuning/2026-11-25-blocktc-first), a 512 x 512 weight took 42 us at
+// k = 32 for 2,048 blocks: each warp waited out 64 round trips in turn.
 //
 // Edges: X rows past `cols` and Y columns past k read as zero / are not stored (the block's
 // padding values are zero, but X past its end is not ours to read); Y rows past `rows` are not
@@ -104,15 +108,44 @@ __device__ __forceinline__ void blocktc_fetch(const int* __restrict__ block_col,
     }
 }
 
-template <int PASSES, int NG, bool VEC4>
+// acc += the block (its A fragment a, its X values xv) for every group and fragment.
+template <int PASSES, int NG>
+__device__ __forceinline__ void blocktc_multiply(float (&acc)[NG][4][4], const float4& a,
+                                                 const float (&xv)[NG][2][4]) {
+    unsigned a_hi[4], a_lo[4];
+    blocktc_split<PASSES>(a.x, a_hi[0], a_lo[0]);
+    blocktc_split<PASSES>(a.y, a_hi[1], a_lo[1]);
+    blocktc_split<PASSES>(a.z, a_hi[2], a_lo[2]);
+    blocktc_split<PASSES>(a.w, a_hi[3], a_lo[3]);
+#pragma unroll
+    for (int q = 0; q < NG; ++q)
+#pragma unroll
+        for (int f = 0; f < 4; ++f) {
+            unsigned b0_hi, b0_lo, b1_hi, b1_lo;
+            blocktc_split<PASSES>(xv[q][0][f], b0_hi, b0_lo);
+            blocktc_split<PASSES>(xv[q][1][f], b1_hi, b1_lo);
+            if (PASSES == 3) {
+                blocktc_mma(acc[q][f], a_lo, b0_hi, b1_hi);
+                blocktc_mma(acc[q][f], a_hi, b0_lo, b1_lo);
+            }
+            blocktc_mma(acc[q][f], a_hi, b0_hi, b1_hi);
+        }
+}
+
+constexpr int BLOCKTC_WARPS = 4;  // warps a CUDA block (128 threads)
+
+template <int PASSES, int NG, bool VEC4, int SPLIT, int BATCH>
 __global__ void __launch_bounds__(128) spmm_blocktc(
     int block_rows, int rows, int cols, int k,
     const int* __restrict__ block_ptr, const int* __restrict__ block_col,
     const float* __restrict__ block_val, const float* __restrict__ x, float* __restrict__ y) {
     static_assert(PASSES == 1 || PASSES == 3, "PASSES is 1 (TF32) or 3 (3xTF32)");
-    const int warp = (int)((blockIdx.x * (size_t)blockDim.x + threadIdx.x) >> 5);
-    if (warp >= block_rows) return;  // whole warps only: blockDim.x is a multiple of 32
+    static_assert(SPLIT == 1 || SPLIT == 2 || SPLIT == 4, "SPLIT divides the block's 4 warps");
+    const int wib = threadIdx.x >> 5;  // warp in the CUDA block
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    const int brow = blockIdx.x * (BLOCKTC_WARPS / SPLIT) + wib / SPLIT;
+    const int part = wib % SPLIT;      // which of the block row's SPLIT warps
+    const bool active = brow < block_rows;
     const int col0 = blockIdx.y * 32 * NG;   // the warp's first Y column
     const int xcol = col0 + 4 * g;           // its lane's first X column in group 0
 
@@ -124,45 +157,51 @@ __global__ void __launch_bounds__(128) spmm_blocktc(
 #pragma unroll
             for (int i = 0; i < 4; ++i) acc[q][f][i] = 0.f;
 
-    const int begin = __ldg(block_ptr + warp), end = __ldg(block_ptr + warp + 1);
-    float4 a_next;
-    float x_next[NG][2][4];
-    if (begin < end)
-        blocktc_fetch<NG, VEC4>(block_col, block_val, x, begin, lane, t, cols, k, xcol,
-                                a_next, x_next);
-    for (int b = begin; b < end; ++b) {
-        const float4 a_now = a_next;
-        float x_now[NG][2][4];
+    if (active) {
+        const int begin = __ldg(block_ptr + brow), end = __ldg(block_ptr + brow + 1);
+        // BATCH blocks (every SPLIT-th of the row, from this warp's part) loaded together,
+        // then multiplied: BATCH x (1 + 2 NG) loads in flight a lane.
+        for (int b0 = begin + part; b0 < end; b0 += SPLIT * BATCH) {
+            float4 a[BATCH];
+            float xv[BATCH][NG][2][4];
 #pragma unroll
-        for (int q = 0; q < NG; ++q)
+            for (int s = 0; s < BATCH; ++s)
+                if (b0 + s * SPLIT < end)
+                    blocktc_fetch<NG, VEC4>(block_col, block_val, x, b0 + s * SPLIT, lane, t,
+                                            cols, k, xcol, a[s], xv[s]);
 #pragma unroll
-            for (int h = 0; h < 2; ++h)
-#pragma unroll
-                for (int i = 0; i < 4; ++i) x_now[q][h][i] = x_next[q][h][i];
-        if (b + 1 < end)
-            blocktc_fetch<NG, VEC4>(block_col, block_val, x, b + 1, lane, t, cols, k, xcol,
-                                    a_next, x_next);
-        unsigned a_hi[4], a_lo[4];
-        blocktc_split<PASSES>(a_now.x, a_hi[0], a_lo[0]);
-        blocktc_split<PASSES>(a_now.y, a_hi[1], a_lo[1]);
-        blocktc_split<PASSES>(a_now.z, a_hi[2], a_lo[2]);
-        blocktc_split<PASSES>(a_now.w, a_hi[3], a_lo[3]);
-#pragma unroll
-        for (int q = 0; q < NG; ++q)
-#pragma unroll
-            for (int f = 0; f < 4; ++f) {
-                unsigned b0_hi, b0_lo, b1_hi, b1_lo;
-                blocktc_split<PASSES>(x_now[q][0][f], b0_hi, b0_lo);
-                blocktc_split<PASSES>(x_now[q][1][f], b1_hi, b1_lo);
-                if (PASSES == 3) {
-                    blocktc_mma(acc[q][f], a_lo, b0_hi, b1_hi);
-                    blocktc_mma(acc[q][f], a_hi, b0_lo, b1_lo);
-                }
-                blocktc_mma(acc[q][f], a_hi, b0_hi, b1_hi);
-            }
+            for (int s = 0; s < BATCH; ++s)
+                if (b0 + s * SPLIT < end) blocktc_multiply<PASSES, NG>(acc, a[s], xv[s]);
+        }
     }
+    if (SPLIT > 1) {
+        // the row's parts summed through shared memory (lane-minor: no bank conflicts);
+        // every warp reaches the barrier, active or not
+        __shared__ float red[BLOCKTC_WARPS][NG * 16][32];
+        if (part != 0) {
+#pragma unroll
+            for (int q = 0; q < NG; ++q)
+#pragma unroll
+                for (int f = 0; f < 4; ++f)
+#pragma unroll
+                    for (int i = 0; i < 4; ++i) red[wib][q * 16 + f * 4 + i][lane] = acc[q][f][i];
+        }
+        __syncthreads();
+        if (part == 0) {
+#pragma unroll
+            for (int p = 1; p < SPLIT; ++p)
+#pragma unroll
+                for (int q = 0; q < NG; ++q)
+#pragma unroll
+                    for (int f = 0; f < 4; ++f)
+#pragma unroll
+                        for (int i = 0; i < 4; ++i)
+                            acc[q][f][i] += red[wib + p][q * 16 + f * 4 + i][lane];
+        }
+    }
+    if (!active || part != 0) return;
 
-    const int row = warp * 16 + g;
+    const int row = brow * 16 + g;
 #pragma unroll
     for (int q = 0; q < NG; ++q) {
         const int col = col0 + 32 * q + 8 * t;
