@@ -32,7 +32,8 @@ def launch_blocktc(params: tuple, grid, block, args) -> None:
     passes, groups, _, split, _ = params
     block_rows, rows, cols, k, ptr, bcol, bval, x, y = (np.asarray(a) if hasattr(a, "shape")
                                                         else int(a) for a in args)
-    assert block == (128,) and grid[0] * (4 // split) >= block_rows
+    warps = max(4, split)
+    assert block == (32 * warps,) and grid[0] * (warps // split) >= block_rows
     assert grid[1] * 32 * groups >= k
     dense = np.zeros((len(bcol), 128), np.float32)
     dense[:, fragment_order()] = bval.reshape(len(bcol), 128)
@@ -113,7 +114,9 @@ def test_choose_split_and_batch_follow_their_docstrings():
     from sparsescope.backends.spmm_blocktc import choose_batch, choose_split
 
     assert [choose_batch(g) for g in (1, 2, 4)] == [4, 2, 1]
-    assert choose_split(32, 1, 32 * 64, 4, 132) == 4
+    assert choose_split(32, 1, 32 * 64, 4, 132) == 16
+    assert choose_split(64, 1, 64 * 512, 4, 132) == 16
+    assert choose_split(32, 1, 32 * 64, 4, 132, groups=2) == 4   # 4 at most with NG > 1
     assert choose_split(256, 16, 256 * 128, 4, 132) == 1
     assert choose_split(100, 1, 300, 4, 132) == 1        # rows of 3 blocks
     assert choose_split(100, 1, 100 * 9, 4, 132) == 2    # 9 / 4 -> at most 2
@@ -138,7 +141,8 @@ def test_plan_names_the_instance_and_labels_the_precision():
     assert one.kernel == "spmm_blocktc<1, 1, true, 1, 4>"
     assert one.notes["precision"].startswith("TF32")
     long_rows = plan_blocktc(block_rows=32, blocks=2048, nnz=131072, k=32, sm_count=132)
-    assert long_rows.kernel == "spmm_blocktc<3, 1, true, 4, 4>" and long_rows.grid_blocks == 32
+    assert long_rows.kernel == "spmm_blocktc<3, 1, true, 16, 4>" and long_rows.grid_blocks == 32
+    assert long_rows.notes["block_threads"] == "512"
     with pytest.raises(ValueError, match="passes"):
         plan_blocktc(5, 9, 300, 64, 132, passes=2)
 

@@ -48,11 +48,11 @@ def test_terms_by_hand():
     assert t["tensor"] == pytest.approx(120 * 2048 / 1e11)
     # 5 x 2 x (6 + 12 + 38) = 560 warp instructions / (2 SMs x 4 x 1 GHz)
     assert t["issue"] == pytest.approx(560 / 8e9 * 1e3)
-    # (4 + 3) blocks-plus-one x 2 slabs x 200 ns over 4 warps
-    assert t["latency"] == pytest.approx(7 * 2 * 200 / 4 * 1e-6)
-    assert t["imbalance"] == pytest.approx(4 * 200 * 1e-6)
+    # rows of 3 and 2 blocks, one a round, one window each: (4 + 3) x 2 slabs x 500 ns / 4
+    assert t["latency"] == pytest.approx(7 * 2 * 500 / 4 * 1e-6)
+    assert t["imbalance"] == pytest.approx(4 * 500 * 1e-6)
     assert p.limiter == "imbalance"
-    assert p.predicted_ms == pytest.approx(0.002 + 4 * 200 * 1e-6)
+    assert p.predicted_ms == pytest.approx(0.002 + 4 * 500 * 1e-6)
     assert p.inputs["mma"] == 120 and p.inputs["blocks"] == 5
 
 
@@ -79,6 +79,7 @@ def test_split_and_batch_shorten_the_rounds():
     p = predict_blocktc(_launch(split=2, batch=2), _rates(), flushed=False)
     t = {term.name: term.time_ms for term in p.terms}
     assert p.inputs["warps"] == 2 * 2 * 2
-    # rounds ceil(3 / 4) = 1 and ceil(2 / 4) = 1: (2 + 2) x 2 warps x 2 slabs x 200 ns / 8
-    assert t["latency"] == pytest.approx(4 * 2 * 2 * 200 / 8 * 1e-6)
-    assert t["imbalance"] == pytest.approx(2 * 200 * 1e-6)
+    # rounds ceil(3 / 4) = 1 and ceil(2 / 4) = 1, a window each: (2 + 2) x 2 warps x 2 slabs
+    # x 500 ns / 8 warps
+    assert t["latency"] == pytest.approx(4 * 2 * 2 * 500 / 8 * 1e-6)
+    assert t["imbalance"] == pytest.approx(2 * 500 * 1e-6)

@@ -46,8 +46,6 @@ GROUP_COLS = 32
 MAX_GROUPS = 4
 """Most 32-column groups a warp: 16 float accumulators a group, plus the block of X held one
 block ahead (8 values a group) and the one being multiplied: 128 registers of data at 4."""
-BLOCK_THREADS = 128
-"""Threads a CUDA block (4 warps, one block row each)."""
 WARPS_PER_SM_AIM = 16
 """Warps per SM the grid aims at before it widens a warp's columns (:func:`choose_groups`):
 a warp walks its block row alone, one block ahead, so it covers one L2 round trip per block
@@ -168,23 +166,37 @@ def choose_batch(groups: int) -> int:
     return max(1, 4 // groups)
 
 
-def choose_split(block_rows: int, slabs: int, blocks: int, batch: int, sm_count: int) -> int:
+MAX_SPLIT = 16
+"""Most warps on one block row (a CUDA block of 16 warps; one 32-column group a warp)."""
+
+
+def choose_split(block_rows: int, slabs: int, blocks: int, batch: int, sm_count: int,
+                 groups: int = 1) -> int:
     """SPLIT, warps sharing one block row (summed through shared memory)::
 
-        SPLIT = the smallest of 1, 2, 4 with block_rows x slabs x SPLIT >= sm_count x
-                WARPS_PER_SM_AIM, else 4; at most the largest power of two <= the mean
-                blocks a row / BATCH (a warp gets at least a batch), at least 1
+        SPLIT = the smallest power of two <= MAX_SPLIT (4 when NG > 1) with
+                block_rows x slabs x SPLIT >= sm_count x WARPS_PER_SM_AIM, else that most;
+                at most the largest power of two <= the mean blocks a row / BATCH (a warp
+                gets at least a batch), at least 1
 
     A 512 x 512 weight at density 0.5 (32 block rows of 64 blocks), k = 32, 132 SMs:
-    32 x 1 x 4 = 128 < 2,112 -> 4 (64 / 4 = 16 >= 4). 4,096 x 1,024 (256 rows of 128), k =
-    512, 16 slabs: 4,096 x 1 >= 2,112 -> 1. Rows of 3 blocks (BATCH 4): 1."""
+    32 x 1 x 16 = 512 < 2,112 -> 16, capped at 64 / 4 = 16 -> 16. 1,024 x 4,096 (64 rows of
+    512), k = 32: 64 x 32 >= 2,112 fails, 16 -> 16. 4,096 x 1,024 (256 rows of 128), k = 512,
+    16 slabs: 4,096 >= 2,112 -> 1. Rows of 3 blocks (BATCH 4): 1."""
     need = sm_count * WARPS_PER_SM_AIM
-    split = next((s for s in (1, 2, 4) if block_rows * slabs * s >= need), 4)
+    most = MAX_SPLIT if groups == 1 else 4
+    options = [s for s in (1, 2, 4, 8, 16) if s <= most]
+    split = next((s for s in options if block_rows * slabs * s >= need), most)
     per_row = blocks / block_rows if block_rows else 0.0
     cap = 1
-    while cap * 2 <= min(4, per_row / batch):
+    while cap * 2 <= min(most, per_row / batch):
         cap *= 2
     return min(split, cap)
+
+
+def block_threads(split: int) -> int:
+    """Threads a CUDA block: 4 warps, or SPLIT warps when a row takes more than 4."""
+    return 32 * max(4, split)
 
 
 def kernel_name(passes: int, groups: int, vec4: bool, split: int = 1, batch: int = 4) -> str:
@@ -211,8 +223,9 @@ def plan_blocktc(block_rows: int, blocks: int, nnz: int, k: int, sm_count: int,
     groups = choose_groups(block_rows, k, sm_count)
     slabs = -(-k // (GROUP_COLS * groups))
     batch = choose_batch(groups)
-    split = choose_split(block_rows, slabs, blocks, batch, sm_count)
-    rows_per_block = BLOCK_THREADS // 32 // split
+    split = choose_split(block_rows, slabs, blocks, batch, sm_count, groups)
+    threads = block_threads(split)
+    rows_per_block = threads // 32 // split
     grid_blocks = max(1, -(-block_rows // rows_per_block))
     name = kernel_name(passes, groups, k % 4 == 0, split, batch)
     notes = {"kernel": name, "precision": PRECISION[passes], "block_shape": "16x8",
@@ -220,7 +233,7 @@ def plan_blocktc(block_rows: int, blocks: int, nnz: int, k: int, sm_count: int,
              "fill": f"{block_fill(blocks, nnz):.2f}",
              "groups_per_warp": str(groups), "slab_cols": str(GROUP_COLS * groups),
              "warps_per_block_row": str(split), "blocks_per_batch": str(batch),
-             "slabs": str(slabs), "block_threads": str(BLOCK_THREADS),
+             "slabs": str(slabs), "block_threads": str(threads),
              "grid_blocks": str(grid_blocks), "sm_count": str(sm_count),
              "value_dtype": "float32", "index_dtype": "int32 (block indices)"}
     return BlockTcPlan(name, groups, slabs, split, batch, grid_blocks, notes)
@@ -257,7 +270,7 @@ def blocktc_launch(host: BlockTcPlan, block_ptr: np.ndarray, rows: int, cols: in
         batch=host.batch,
         max_registers=registers or 128,
         registers_source="the compiled kernel" if registers else "assumed 128",
-        block_warps=BLOCK_THREADS // 32, label=f"blocktc {host.kernel}")
+        block_warps=block_threads(host.split) // 32, label=f"blocktc {host.kernel}")
 
 
 @dataclass
@@ -325,7 +338,7 @@ class SpmmCudaBlockTc(OwnSpmmKernel):
             return
         h = p.host
         kernel = _gpu.raw_module(SOURCE, (h.kernel,)).get_function(h.kernel)
-        kernel((h.grid_blocks, h.slabs), (BLOCK_THREADS,),
+        kernel((h.grid_blocks, h.slabs), (block_threads(h.split),),
                (np.int32(p.block_rows), np.int32(p.rows), np.int32(p.cols), np.int32(p.k),
                 p.block_ptr, p.block_col, p.block_val, p.x, p.y))
 

@@ -18,10 +18,14 @@ TF32 parts and runs ``4 x passes`` mma. Terms (each a lower bound on the time)::
               / (SMs x schedulers x SM clock)
               per group = 2 loads + 8 values x (3 with passes 3: two cvt, one subtraction;
               1 with one pass) + 4 x passes mma
-    latency = sum over warps of (1 + rounds) x L2 latency / min(warps, SMs x resident warps)
+    latency = sum over warps of t_warp / min(warps, SMs x resident warps)
+              t_warp = (windows + rounds) x DRAM latency
               rounds = ceil(blocks of its row / (SPLIT x BATCH)): a warp takes every SPLIT-th
-              block of its row, BATCH at a time; warps = block rows x slabs x SPLIT
-    imbalance = the longest block row's (1 + rounds) x L2 latency
+              block of its row, BATCH at a time, each batch's A fragments streamed from DRAM
+              with its X tiles (from the L2) beside them; windows = ceil(blocks of its row /
+              (32 SPLIT)): the block columns, read 32 at a time before the batches they
+              address; warps = block rows x slabs x SPLIT
+    imbalance = the longest block row's t_warp
     predicted = overhead (launch) + max(dram, l2, tensor, issue, latency, imbalance)
 
 What it leaves out, named so its error can be read: L1 hits on X tiles that the warps of one
@@ -133,21 +137,21 @@ def predict_blocktc(launch: BlockTcLaunch, rates, *, flushed: bool) -> ModelPred
                                     f"SMs x {rates.schedulers_per_sm} x "
                                     f"{rates.sm_clock_mhz:,.0f} MHz)"))
     per_row = np.diff(np.asarray(launch.block_ptr, dtype=np.int64))
-    l2_ns = rates.l2_latency_ns or rates.dram_latency_ns
+    dram_ns = rates.dram_latency_ns
     per_sm = resident_warps(launch, max_threads_per_sm=rates.max_threads_per_sm,
                             max_blocks_per_sm=rates.max_blocks_per_sm,
                             registers_per_sm=rates.registers_per_sm or REGISTERS_PER_SM)
     n_warps = launch.block_rows * slabs * launch.split
     per_round = launch.split * launch.batch
-    rounds = -(-per_row // per_round)
-    total_ns = float((1 + rounds).sum()) * launch.split * slabs * l2_ns
+    rounds = -(-per_row // per_round) + -(-per_row // (32 * launch.split))
+    total_ns = float(rounds.sum()) * launch.split * slabs * dram_ns
     terms.append(PredictionTerm(
         "latency", total_ns / max(1, min(n_warps, rates.sm_count * per_sm)) * 1e-6,
-        f"{n_warps:,} warps x (1 + rounds of {per_round} blocks) x {l2_ns:,.0f} ns / min("
-        f"warps, {rates.sm_count} SMs x {per_sm} resident)"))
+        f"{n_warps:,} warps x (windows of 32 + rounds of {per_round} blocks) x {dram_ns:,.0f} "
+        f"ns / min(warps, {rates.sm_count} SMs x {per_sm} resident)"))
     longest = int(rounds.max()) if rounds.size else 0
-    terms.append(PredictionTerm("imbalance", (1 + longest) * l2_ns * 1e-6,
-                                f"longest block row: (1 + {longest} rounds) x {l2_ns:,.0f} ns"))
+    terms.append(PredictionTerm("imbalance", longest * dram_ns * 1e-6,
+                                f"longest block row: {longest} rounds x {dram_ns:,.0f} ns"))
     overhead = (rates.launch_us or 0.0) * launch.launches * 1e-3
     terms.append(PredictionTerm("overhead", overhead,
                                 f"{launch.launches} launch(es) x {rates.launch_us:.1f} us"

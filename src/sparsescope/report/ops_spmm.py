@@ -211,8 +211,8 @@ def spmm_sections(runset: RunSet, views: Sequence[OpView], profiles: Sequence[An
     kernels = profiled_cases(views, profiles, labels, spmm_key)
     text = timed_markdown(["matrix", "k", "layout", "backend", "ms", "GFLOP/s", "GB/s", "AI",
                            "bound ms", "% of bound", "memory bound ms", "by",
-                           "% of memory bound", "rel err", "precision"], rows, "SpMM", peers, kernels,
-                          bool(profiles))
+                           "% of memory bound", "rel err", "precision"], rows, "SpMM", peers,
+                          kernels, bool(profiles))
     dram_bw, l2_bw = memory_rates(runset)
     peak = runset.device.peak_bw_gb_s
     text = (f"bound = max(compulsory bytes / {peak:g} GB/s, flops / FP32 peak) "

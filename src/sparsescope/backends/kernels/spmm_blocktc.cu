@@ -94,13 +94,12 @@ __device__ __forceinline__ void blocktc_mma(float (&c)[4], const unsigned (&a)[4
 }
 
 template <int NG, bool VEC4>
-__device__ __forceinline__ void blocktc_fetch(const int* __restrict__ block_col,
-                                              const float* __restrict__ block_val,
-                                              const float* __restrict__ x, int b, int lane,
-                                              int t, int cols, int k, int xcol,
+__device__ __forceinline__ void blocktc_fetch(const float* __restrict__ block_val,
+                                              const float* __restrict__ x, int b, int bcol,
+                                              int lane, int t, int cols, int k, int xcol,
                                               float4& a, float (&xv)[NG][2][4]) {
     a = __ldg(reinterpret_cast<const float4*>(block_val) + (size_t)b * 32 + lane);
-    const int row = __ldg(block_col + b) * 8 + t;
+    const int row = bcol * 8 + t;
 #pragma unroll
     for (int q = 0; q < NG; ++q) {
         blocktc_load_x<VEC4>(x, row, cols, k, xcol + 32 * q, xv[q][0]);
@@ -132,18 +131,22 @@ __device__ __forceinline__ void blocktc_multiply(float (&acc)[NG][4][4], const f
         }
 }
 
-constexpr int BLOCKTC_WARPS = 4;  // warps a CUDA block (128 threads)
+// Warps a CUDA block: 4, or SPLIT when a block row takes more (8 or 16).
+template <int SPLIT> struct BlocktcWarps { static constexpr int value = SPLIT > 4 ? SPLIT : 4; };
 
 template <int PASSES, int NG, bool VEC4, int SPLIT, int BATCH>
-__global__ void __launch_bounds__(128) spmm_blocktc(
+__global__ void __launch_bounds__(32 * BlocktcWarps<SPLIT>::value) spmm_blocktc(
     int block_rows, int rows, int cols, int k,
     const int* __restrict__ block_ptr, const int* __restrict__ block_col,
     const float* __restrict__ block_val, const float* __restrict__ x, float* __restrict__ y) {
+    constexpr int WARPS = BlocktcWarps<SPLIT>::value;
     static_assert(PASSES == 1 || PASSES == 3, "PASSES is 1 (TF32) or 3 (3xTF32)");
-    static_assert(SPLIT == 1 || SPLIT == 2 || SPLIT == 4, "SPLIT divides the block's 4 warps");
+    static_assert(SPLIT == 1 || SPLIT == 2 || SPLIT == 4 || SPLIT == 8 || SPLIT == 16,
+                  "SPLIT is a power of two up to 16");
+    static_assert(SPLIT <= 4 || NG == 1, "more than 4 warps a row only with one group");
     const int wib = threadIdx.x >> 5;  // warp in the CUDA block
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-    const int brow = blockIdx.x * (BLOCKTC_WARPS / SPLIT) + wib / SPLIT;
+    const int brow = blockIdx.x * (WARPS / SPLIT) + wib / SPLIT;
     const int part = wib % SPLIT;      // which of the block row's SPLIT warps
     const bool active = brow < block_rows;
     const int col0 = blockIdx.y * 32 * NG;   // the warp's first Y column
@@ -159,25 +162,34 @@ __global__ void __launch_bounds__(128) spmm_blocktc(
 
     if (active) {
         const int begin = __ldg(block_ptr + brow), end = __ldg(block_ptr + brow + 1);
-        // BATCH blocks (every SPLIT-th of the row, from this warp's part) loaded together,
+        // The warp's blocks are every SPLIT-th of the row from its part. Their block columns
+        // are read 32 at a time, one a lane, and passed round by shuffles, so the X loads of
+        // a batch wait for no load of their own row index. BATCH blocks are loaded together,
         // then multiplied: BATCH x (1 + 2 NG) loads in flight a lane.
-        for (int b0 = begin + part; b0 < end; b0 += SPLIT * BATCH) {
-            float4 a[BATCH];
-            float xv[BATCH][NG][2][4];
+        for (int w0 = begin + part; w0 < end; w0 += 32 * SPLIT) {
+            const int mine = w0 + lane * SPLIT;
+            const int my_col = mine < end ? __ldg(block_col + mine) : 0;
+            const int n = min(32, (end - w0 + SPLIT - 1) / SPLIT);   // warp-uniform
+            for (int j = 0; j < n; j += BATCH) {
+                float4 a[BATCH];
+                float xv[BATCH][NG][2][4];
 #pragma unroll
-            for (int s = 0; s < BATCH; ++s)
-                if (b0 + s * SPLIT < end)
-                    blocktc_fetch<NG, VEC4>(block_col, block_val, x, b0 + s * SPLIT, lane, t,
-                                            cols, k, xcol, a[s], xv[s]);
+                for (int s = 0; s < BATCH; ++s) {
+                    const int bcol = __shfl_sync(0xffffffffu, my_col, (j + s) & 31);
+                    if (j + s < n)
+                        blocktc_fetch<NG, VEC4>(block_val, x, w0 + (j + s) * SPLIT, bcol,
+                                                lane, t, cols, k, xcol, a[s], xv[s]);
+                }
 #pragma unroll
-            for (int s = 0; s < BATCH; ++s)
-                if (b0 + s * SPLIT < end) blocktc_multiply<PASSES, NG>(acc, a[s], xv[s]);
+                for (int s = 0; s < BATCH; ++s)
+                    if (j + s < n) blocktc_multiply<PASSES, NG>(acc, a[s], xv[s]);
+            }
         }
     }
     if (SPLIT > 1) {
         // the row's parts summed through shared memory (lane-minor: no bank conflicts);
         // every warp reaches the barrier, active or not
-        __shared__ float red[BLOCKTC_WARPS][NG * 16][32];
+        __shared__ float red[WARPS][NG * 16][32];
         if (part != 0) {
 #pragma unroll
             for (int q = 0; q < NG; ++q)
