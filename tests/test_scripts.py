@@ -251,3 +251,30 @@ def test_spmm_model_score_trials():
     text = score.report(rows, [])
     assert "the fastest prediction was the fastest timed in 0" in text
     assert "geomean 2.000x, largest 2.00x" in text
+
+
+def test_spmm_backend_table_on_the_committed_blocktc_run(tmp_path):
+    import json
+
+    folder = ROOT / "results/h200/spmm-tuning/2026-11-25-blocktc-batched"
+    out = tmp_path / "t.json"
+    assert load("spmm_backend_table").main([str(folder / "results.json.gz"), "--note",
+                                               "fill", "--json", str(out)]) == 0
+    t = json.loads(out.read_text())
+    assert t["backends"][:4] == ["spmm-torch-i32", "spmm-cupy-i32", "spmm-cuda-auto",
+                                 "spmm-cuda-blocktc"]
+    row = next(r for r in t["rows"] if r["matrix"] == "weights-03" and r["k"] == 32)
+    assert row["ms"]["spmm-cuda-blocktc"] == "skipped"          # fill 10 > 8
+    assert row["notes"]["spmm-cuda-blocktc[max_fill=64]"]["fill"] == "10.00"
+    best = min(row["ms"]["spmm-torch-i32"], row["ms"]["spmm-cupy-i32"])
+    assert row["speedup"]["spmm-cuda-auto"] == best / row["ms"]["spmm-cuda-auto"]
+    assert len(t["rows"]) == 36 and 0 < t["geomean"]["spmm-cuda-auto"]
+
+
+def test_spmm_blocktc_readme_quotes_the_returned_files(tmp_path):
+    folder = ROOT / "results/h200/spmm-tuning/2026-11-25-blocktc-batched"
+    dest = tmp_path / "r"
+    assert load("spmm_blocktc_readme").main([str(folder), str(dest), "--title", "T"]) == 0
+    text = (dest / "README.md").read_text()
+    assert text.startswith("# T") and (folder / "table.md").read_text().strip() in text
+    assert "NVIDIA H200" in text and (dest / "results.json.gz").exists()
