@@ -381,3 +381,65 @@ def test_auto_predicts_and_times_the_tensor_core_kernel_on_a_dense_weight(fake_d
         assert case.notes["selected"] == selected
         assert case.notes["precision"].startswith("3xTF32")
         assert "spmm_blocktc" in [launch[0] for launch in fake_device]
+
+
+@pytest.mark.parametrize("layout", ["row", "col"])
+def test_blocktc_cases_carry_the_block_model_prediction(fake_device, layout):
+    """The runner predicts a blocktc case (alone, or between auto's transposes) with
+    ``model.blocktc_predict``: its terms, not "not modelled"."""
+    from sparsescope.backends.runner import ModelDevice, run_case
+    from sparsescope.backends.spmm_blocktc import SpmmCudaBlockTc
+    from sparsescope.backends.spmm_transposed import SpmmCudaTransposed
+
+    rng = np.random.default_rng(3)
+    weight = Matrix(name="w", csr=sp.random(96, 64, density=0.5, format="csr",
+                                            random_state=rng), source="t")
+    backend = SpmmCudaBlockTc() if layout == "row" else SpmmCudaTransposed(
+        inner=SpmmCudaBlockTc())
+    case = run_case(weight, backend, "spmm", {"k": 64, "layout": layout}, config=QUICK,
+                    seed=1, timed=False, model=ModelDevice(rates=_rates()))
+    assert case.outcome == "ok", case.reason
+    p = case.prediction
+    assert p is not None and not p.not_modelled and p.predicted_ms > 0
+    assert {t.name for t in p.terms} >= {"dram", "l2", "issue", "latency", "imbalance"}
+    assert p.kernel.startswith("blocktc spmm_blocktc<3, 1, true")
+    assert p.kernel.endswith("device transposes") == (layout == "col")
+
+
+def test_an_unscored_model_predicted_fastest_is_timed_against_the_best_scored(fake_device,
+                                                                            monkeypatch):
+    """blocktc predicted far ahead (outside the margin) is still timed beside the best CSR
+    candidate, and loses to it here."""
+    import json
+
+    from sparsescope.backends import spmm_auto
+    from sparsescope.backends.spmm_blocktc import SpmmCudaBlockTc
+    from sparsescope.backends.spmm_cuda import SpmmCudaRowWarp
+    from sparsescope.backends.spmm_rowgroup import SpmmCudaRowGroup
+    from sparsescope.timing.types import Measurement
+
+    def timed(ms):
+        return lambda self, prepared, config: Measurement(
+            samples_ms=(ms,), config=config, clock="fake")
+
+    monkeypatch.setattr(SpmmCudaRowGroup, "time", timed(0.05))
+    monkeypatch.setattr(SpmmCudaRowWarp, "time", timed(0.05))
+    monkeypatch.setattr(SpmmCudaBlockTc, "time", timed(0.08))
+    monkeypatch.setattr(spmm_auto, "TRIAL_MARGIN", 0.0)   # nothing else within the margin
+    real = spmm_auto.predict_candidates
+
+    def blocktc_far_ahead(*args, **kwargs):
+        table = real(*args, **kwargs)
+        return [replace(p, predicted_ms=p.predicted_ms / 100)
+                if p.candidate.backend == "spmm-cuda-blocktc" else p for p in table]
+
+    from dataclasses import replace
+    monkeypatch.setattr(spmm_auto, "predict_candidates", blocktc_far_ahead)
+    rng = np.random.default_rng(8)
+    weight = sp.random(200, 96, density=0.6, format="csr", random_state=rng)
+    case = _run(Matrix(name="w", csr=weight, source="t"), _auto(trial=True), 32, "row")
+    assert case.outcome == "ok", case.reason
+    timed_rows = [r for r in json.loads(case.notes["selection_table"]) if r["trial_ms"]]
+    assert {r["backend"] for r in timed_rows} >= {"spmm-cuda-blocktc"} and len(timed_rows) == 2
+    assert case.notes["selected"] != "spmm-cuda-blocktc"
+    assert "model is not scored yet" in case.notes["selection_reason"]

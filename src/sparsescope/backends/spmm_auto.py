@@ -128,6 +128,28 @@ rows (graph-04 of the tuning part) the default floor leaves slices of 1,024 nonz
 group walks 8 at a time while the other warps are done: the model's imbalance term (and the
 H200: rowgroup 140 us against cuSPARSE's 57 us at k = 32). Cutting costs a zero fill of Y and
 atomics for the cut rows, which the model leaves out, so the trial decides."""
+UNSCORED = (BLOCKTC,)
+"""Candidate families whose model has not been scored over a population yet: when one of them
+is the fastest prediction, the best-predicted other candidate is timed beside it whatever the
+margin. The block tensor-core model's first run put it 4x ahead of rowgroup on a 1,024 x 4,096
+weight at k = 32 where it ran 1.4x slower (results/h200/spmm-tuning/2026-11-25-blocktc-batched,
+weights-06): MODEL_ERROR was measured on the CSR kernels only."""
+
+
+def with_challenger(short: list, table: list) -> tuple[list, str]:
+    """``short`` with the best-predicted candidate of a scored family added when the fastest
+    prediction is of an :data:`UNSCORED` family and no scored one is in it; and the words."""
+    if not short or short[0].candidate.backend not in UNSCORED or any(
+            p.candidate.backend not in UNSCORED for p in short):
+        return short, ""
+    scored = [p for p in ranked(table)
+              if p.predicted_ms is not None and p.candidate.backend not in UNSCORED]
+    if not scored:
+        return short, ""
+    return short + scored[:1], (f"; {scored[0].candidate.label} timed beside it: the "
+                                f"{short[0].candidate.backend} model is not scored yet")
+
+
 #: Environment variable that turns the trial off ("0"), as for cuda-spmv-auto (the ncu target).
 AUTO_TRIAL_ENV = "SPARSESCOPE_AUTO_TRIAL"
 TRIAL_TIMING = TimingConfig(warmups=3, repeats=10)
@@ -382,6 +404,7 @@ class SpmmCudaAuto(OpBackend):
             return Candidate(inner), reason, table, CHOICES[inner](), None
         reason = f"predicted on {rates.name}: {prediction_table(table)}"
         short = shortlist(table, margin=TRIAL_MARGIN) if self.trial else []
+        short, challenger = with_challenger(short, table) if self.trial else (short, "")
         if len(short) < 2:
             best = order[0].candidate
             return best, reason, table, CHOICES[best.backend](**best.params), None
@@ -392,8 +415,8 @@ class SpmmCudaAuto(OpBackend):
 
         trial = time_shortlist(short, table, TRIAL_MARGIN, TRIAL_TIMING.repeats,
                                prepare_and_time)
-        return (trial.candidate, f"{reason}. {trial.words}", trial.table, trial.backend,
-                trial.prepared)
+        return (trial.candidate, f"{reason}. {trial.words}{challenger}", trial.table,
+                trial.backend, trial.prepared)
 
     def poison_output(self, prepared: PreparedSpmmAuto) -> bool:
         return prepared.backend.poison_output(prepared.prepared)

@@ -78,6 +78,8 @@ class BlockTcLaunch:
     around_bytes: int = 0
     """Bytes moved outside the kernel in the call (device transposes of X and Y)."""
     value_bytes: int = 4
+    cuda_source: str = ""
+    """Empty: the launch is not refined from SASS by the SpMV refiner (as ``SpmmLaunch``)."""
     label: str = ""
 
     @property
