@@ -2,12 +2,16 @@
 it; ``spmm-cuda-auto-rules``: pick it by the rules below instead.
 
 By prediction (:func:`predict_candidates`): each candidate kernel (``spmm-cuda-rowgroup``,
-``spmm-cuda-rowwarp`` where it takes the case) is planned on the host and its launch predicted
-by :func:`~sparsescope.model.spmm_predict.predict_spmm` with the device's rates (the run's,
+``spmm-cuda-rowwarp`` where it takes the case, ``spmm-cuda-blocktc`` -- 16 x 8 blocks on tensor
+cores, 3xTF32 -- where the block fill is at most its limit, float32) is planned on the host and
+its launch predicted by :func:`~sparsescope.model.own_spmm.predict_own_spmm` (the CSR kernels'
+model, or the block kernel's) with the device's rates (the run's,
 handed over by :meth:`SpmmCudaAuto.use_model`, else the present GPU's stored ceilings over its
 datasheet), its registers read from the compiled kernel. Candidates predicted within
 :data:`TRIAL_MARGIN` of the fastest are timed on the device (:data:`TRIAL_TIMING`) and the
-fastest measured is kept, as ``cuda-spmv-auto`` does; the reason kept is the prediction table
+fastest measured is kept, as ``cuda-spmv-auto`` does (and a family whose model is not
+scored yet, :data:`UNSCORED`, is timed against the best scored one); the reason kept is the
+prediction table
 (``selection_table``: every candidate's prediction and trial time, as JSON). Column-major X
 runs the chosen row-major kernel between two device transposes (rule 1 below); the transposes
 cost every candidate the same, so the row-major case decides. Without device rates the rules
@@ -315,7 +319,8 @@ class SpmmCudaAuto(OpBackend):
     capability = Capability(
         ops=("spmm",), value_dtypes=("float32", "float64"), index_bytes=(4, 8), device="gpu",
         description="own SpMM kernel chosen by its predicted time on this device (rowgroup / "
-                    "rowwarp; column-major X through device transposes), prediction table kept")
+                    "rowwarp / blocktc tensor cores; column-major X through device transposes), "
+                    "prediction table kept")
     #: "prediction" (the SpMM time model on the present device) or "rules" (the module's).
     by = "prediction"
 
