@@ -11,8 +11,8 @@ datasheet), its registers read from the compiled kernel. Candidates predicted wi
 :data:`TRIAL_MARGIN` of the fastest are timed on the device (:data:`TRIAL_TIMING`) and the
 fastest measured is kept, as ``cuda-spmv-auto`` does (and a family whose model is not
 scored yet, :data:`UNSCORED`, is timed against the best scored one); the reason kept is the
-prediction table
-(``selection_table``: every candidate's prediction and trial time, as JSON). Column-major X
+prediction table (``selection_table``: every candidate's prediction and trial time, as JSON).
+Column-major X
 runs the chosen row-major kernel between two device transposes (rule 1 below); the transposes
 cost every candidate the same, so the row-major case decides. Without device rates the rules
 decide, and the reason says so.
