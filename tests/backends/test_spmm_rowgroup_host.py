@@ -148,19 +148,19 @@ def test_kernel_name_and_plan_notes():
 # -- lane-exact emulation ----------------------------------------------------------------------
 
 def launch_transpose(grid, block, args) -> None:
-    """One launch of ``transpose_tile<T>`` in NumPy, tile for tile as the kernel indexes:
-    block (bx, by) reads rows [32 by, +32) x columns [32 bx, +32) of the R x C input (bounds
-    checked) and writes them transposed at columns [32 by, +32) of rows [32 bx, +32)."""
+    """One launch of ``transpose_tile<T>`` in NumPy, tile for tile as the kernel indexes: block
+    b of the flat grid reads rows [32 (b / ct), +32) x columns [32 (b % ct), +32) of the R x C
+    input (ct = ceil(C / 32); bounds checked) and writes them transposed."""
     src, dst, rows, cols = args
     rows, cols = int(rows), int(cols)
-    assert tuple(block) == (32, 8)
+    assert tuple(block) == (32, 8) and grid[1] == 1 and grid[0] < 2**31
     a = np.asarray(src).reshape(rows, cols)
     out = np.asarray(dst).reshape(cols, rows)
-    for by in range(grid[1]):
-        for bx in range(grid[0]):
-            r0, c0 = 32 * by, 32 * bx
-            tile = a[r0:r0 + 32, c0:c0 + 32]
-            out[c0:c0 + tile.shape[1], r0:r0 + tile.shape[0]] = tile.T
+    col_tiles = -(-cols // 32)
+    for b in range(grid[0]):
+        r0, c0 = 32 * (b // col_tiles), 32 * (b % col_tiles)
+        tile = a[r0:r0 + 32, c0:c0 + 32]
+        out[c0:c0 + tile.shape[1], r0:r0 + tile.shape[0]] = tile.T
 
 
 @pytest.mark.parametrize(("rows", "cols"), [(1, 1), (33, 95), (64, 32), (5, 200)])
@@ -181,7 +181,9 @@ def test_transposed_traffic_hand_check():
     t = transposed_traffic(base, 10, 20, 8, 4)
     assert t.x_bytes - base.x_bytes == 1280 and t.y_written_bytes - base.y_written_bytes == 640
     assert t.format.endswith("+ device transposes")
-    assert transpose_grid(1000, 33) == (2, 32) and transpose_grid(1, 1) == (1, 1)
+    assert transpose_grid(1000, 33) == (64, 1) and transpose_grid(1, 1) == (1, 1)
+    # a Y of 5 M rows: 156,250 row bands, more than grid.y's 65,535, all in grid.x
+    assert transpose_grid(5_000_000, 8) == (156_250, 1)
 
 def launch_rowgroup(template, grid, block, args) -> None:
     """One launch of ``spmm_rowgroup<T, I, VEC, G, CHUNKS, DEPTH, BATCH, MINB>`` in NumPy, thread

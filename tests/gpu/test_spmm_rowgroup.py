@@ -179,3 +179,20 @@ def test_timing_path_and_kernel_breakdown():
         assert case.outcome == "ok" and case.measurement.clock == "cuda-events"
         names = [k["name"] for k in case.measurement.kernel_breakdown]
         assert any(kernel in n for n in names), names
+
+
+def test_transposes_of_more_than_two_million_rows():
+    """Y of 2,200,000 rows transposed back: more row tiles (68,750) than grid.y allows (65,535);
+    the flat grid takes them (it failed with CUDA_ERROR_INVALID_VALUE on a 5 M-row graph)."""
+    import numpy as np
+    import scipy.sparse as sp
+
+    from sparsescope.matrices.types import Matrix
+
+    rows = 2_200_000
+    rng = np.random.default_rng(1)
+    csr = sp.csr_matrix((rng.random(rows) + 0.5, (np.arange(rows), rng.integers(0, 1000, rows))),
+                        shape=(rows, 1000))
+    case = _run(Matrix(name="tall", csr=csr, source="test"), "spmm-cuda-transposed", 2, "col",
+                "float32", 4)
+    assert case.outcome == "ok", case.reason

@@ -40,9 +40,10 @@ TILE = 32
 
 
 def transpose_grid(rows: int, cols: int) -> tuple[int, int]:
-    """Blocks (x over the columns, y over the rows) of a ``rows x cols`` input: 1000 x 33 ->
-    (2, 32); 1 x 1 -> (1, 1)."""
-    return max(1, -(-cols // TILE)), max(1, -(-rows // TILE))
+    """Blocks of a ``rows x cols`` input, one a 32 x 32 tile, all in grid.x (grid.y stops at
+    65,535 row bands, 2,097,120 rows): 1000 x 33 -> (64, 1); 1 x 1 -> (1, 1); 5,000,000 x 8 ->
+    (156,250, 1)."""
+    return max(1, -(-cols // TILE) * -(-rows // TILE)), 1
 
 
 def transposed_traffic(base: Traffic, rows: int, cols: int, k: int, value_bytes: int) -> Traffic:
