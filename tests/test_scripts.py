@@ -278,3 +278,11 @@ def test_spmm_blocktc_readme_quotes_the_returned_files(tmp_path):
     text = (dest / "README.md").read_text()
     assert text.startswith("# T") and (folder / "table.md").read_text().strip() in text
     assert "NVIDIA H200" in text and (dest / "results.json.gz").exists()
+
+
+def test_gather_rate_lines_read_the_group_against_the_random_sector_rate():
+    summary = load("spmm_population_summary")
+    rows = [{"auto_l2_gsectors_s": 100.0}, {"auto_l2_gsectors_s": 160.0}]
+    (line,) = summary.gather_rate_lines(rows, 200.0)
+    assert "50-80 % (1 of 2 at >= 70 %)" in line
+    assert summary.gather_rate_lines(rows, None) == [] and summary.gather_rate_lines([], 1.0) == []

@@ -49,3 +49,22 @@ def test_tf32_is_labelled_and_judged_by_the_gate(awkward_matrices):
     assert three.measurement is not None and three.measurement.median_ms > 0
     assert one.correctness is not None
     assert one.correctness.rel_err > 5 * three.correctness.rel_err
+
+
+def test_column_major_x_and_y_through_the_transposes(awkward_matrices):
+    """X and Y column-major: the block kernel between spmm-cuda-transposed's device transposes
+    (as spmm-cuda-auto runs it when it picks the block kernel for layout col)."""
+    from sparsescope.backends.spmm_blocktc import SpmmCudaBlockTc
+    from sparsescope.backends.spmm_transposed import SpmmCudaTransposed
+
+    failures = []
+    for matrix in awkward_matrices:
+        for k in (1, 33, 64):
+            backend = SpmmCudaTransposed(inner=SpmmCudaBlockTc(max_fill=float("inf")))
+            case = run_case(matrix, backend, "spmm", {"k": k, "layout": "col"}, config=QUICK,
+                            value_dtype="float32", index_bytes=4, seed=k, timed=False)
+            if case.outcome != "ok":
+                failures.append((matrix.name, k, case.outcome, case.reason))
+            else:
+                assert case.notes["row_major_kernel"] == "spmm-cuda-blocktc"
+    assert not failures, failures
