@@ -32,6 +32,14 @@ from test_spmm_rowgroup_host import (  # noqa: E402
 QUICK = TimingConfig(warmups=1, repeats=1)
 
 
+def _timed(ms: float):
+    """A backend ``time`` method that reports ``ms`` (the trial's times, set by the test)."""
+    from sparsescope.timing.types import Measurement
+
+    return lambda self, prepared, config: Measurement(samples_ms=(ms,), config=config,
+                                                      clock="fake")
+
+
 class _DevArray(np.ndarray):
     """A NumPy array posing as a cupy.ndarray: ``.get()`` and ``.data.ptr``."""
 
@@ -262,14 +270,9 @@ def test_auto_times_the_close_candidates_and_keeps_the_fastest(fake_device, monk
     from sparsescope.backends import spmm_auto
     from sparsescope.backends.spmm_cuda import SpmmCudaRowWarp
     from sparsescope.backends.spmm_rowgroup import SpmmCudaRowGroup
-    from sparsescope.timing.types import Measurement
 
-    def timed(ms):
-        return lambda self, prepared, config: Measurement(
-            samples_ms=(ms,), config=config, clock="fake")
-
-    monkeypatch.setattr(SpmmCudaRowGroup, "time", timed(0.5))
-    monkeypatch.setattr(SpmmCudaRowWarp, "time", timed(0.2))
+    monkeypatch.setattr(SpmmCudaRowGroup, "time", _timed(0.5))
+    monkeypatch.setattr(SpmmCudaRowWarp, "time", _timed(0.2))
     monkeypatch.setattr(spmm_auto, "TRIAL_MARGIN", 1e6)   # both within the margin
     case = _run(_matrix(300, 200, seed=3), _auto(trial=True), 64, "row")
     assert case.outcome == "ok", case.reason
@@ -360,15 +363,10 @@ def test_auto_predicts_and_times_the_tensor_core_kernel_on_a_dense_weight(fake_d
     from sparsescope.backends.spmm_blocktc import SpmmCudaBlockTc
     from sparsescope.backends.spmm_cuda import SpmmCudaRowWarp
     from sparsescope.backends.spmm_rowgroup import SpmmCudaRowGroup
-    from sparsescope.timing.types import Measurement
 
-    def timed(ms):
-        return lambda self, prepared, config: Measurement(
-            samples_ms=(ms,), config=config, clock="fake")
-
-    monkeypatch.setattr(SpmmCudaRowGroup, "time", timed(0.5))
-    monkeypatch.setattr(SpmmCudaRowWarp, "time", timed(0.4))
-    monkeypatch.setattr(SpmmCudaBlockTc, "time", timed(0.1))
+    monkeypatch.setattr(SpmmCudaRowGroup, "time", _timed(0.5))
+    monkeypatch.setattr(SpmmCudaRowWarp, "time", _timed(0.4))
+    monkeypatch.setattr(SpmmCudaBlockTc, "time", _timed(0.1))
     monkeypatch.setattr(spmm_auto, "TRIAL_MARGIN", 1e6)
     rng = np.random.default_rng(8)
     weight = sp.random(200, 96, density=0.6, format="csr", random_state=rng)
@@ -416,15 +414,10 @@ def test_an_unscored_model_predicted_fastest_is_timed_against_the_best_scored(fa
     from sparsescope.backends.spmm_blocktc import SpmmCudaBlockTc
     from sparsescope.backends.spmm_cuda import SpmmCudaRowWarp
     from sparsescope.backends.spmm_rowgroup import SpmmCudaRowGroup
-    from sparsescope.timing.types import Measurement
 
-    def timed(ms):
-        return lambda self, prepared, config: Measurement(
-            samples_ms=(ms,), config=config, clock="fake")
-
-    monkeypatch.setattr(SpmmCudaRowGroup, "time", timed(0.05))
-    monkeypatch.setattr(SpmmCudaRowWarp, "time", timed(0.05))
-    monkeypatch.setattr(SpmmCudaBlockTc, "time", timed(0.08))
+    monkeypatch.setattr(SpmmCudaRowGroup, "time", _timed(0.05))
+    monkeypatch.setattr(SpmmCudaRowWarp, "time", _timed(0.05))
+    monkeypatch.setattr(SpmmCudaBlockTc, "time", _timed(0.08))
     monkeypatch.setattr(spmm_auto, "TRIAL_MARGIN", 0.0)   # nothing else within the margin
     real = spmm_auto.predict_candidates
 
