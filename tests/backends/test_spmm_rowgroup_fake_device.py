@@ -402,6 +402,9 @@ def test_blocktc_cases_carry_the_block_model_prediction(fake_device, layout):
     assert {t.name for t in p.terms} >= {"dram", "l2", "issue", "latency", "imbalance"}
     assert p.kernel.startswith("blocktc spmm_blocktc<3, 1, true")
     assert p.kernel.endswith("device transposes") == (layout == "col")
+    if layout == "row":   # the block format's own bytes, its stored zeros as padding
+        assert case.traffic.format.startswith("16x8 blocks (fill ")
+        assert case.traffic.padding_bytes == case.traffic.values_bytes - 4 * weight.csr.nnz
 
 
 def test_an_unscored_model_predicted_fastest_is_timed_against_the_best_scored(fake_device,

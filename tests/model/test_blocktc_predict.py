@@ -83,3 +83,13 @@ def test_split_and_batch_shorten_the_rounds():
     # x 500 ns / 8 warps
     assert t["latency"] == pytest.approx(4 * 2 * 2 * 500 / 8 * 1e-6)
     assert t["imbalance"] == pytest.approx(2 * 500 * 1e-6)
+
+
+def test_block_spmm_traffic_by_hand():
+    from sparsescope.model.traffic import block_spmm_traffic
+
+    t = block_spmm_traffic(32, 16, 300, 8, blocks=4, block_rows=2)
+    assert (t.values_bytes, t.padding_bytes, t.indices_bytes, t.row_meta_bytes) == (
+        2048, 848, 16, 12)
+    assert (t.x_bytes, t.y_written_bytes, t.flops) == (512, 1024, 4800)
+    assert t.format == "16x8 blocks (fill 1.71)"

@@ -342,6 +342,18 @@ class SpmmCudaBlockTc(OwnSpmmKernel):
                (np.int32(p.block_rows), np.int32(p.rows), np.int32(p.cols), np.int32(p.k),
                 p.block_ptr, p.block_col, p.block_val, p.x, p.y))
 
+    def traffic(self, case: OpCase, prepared: PreparedBlockTc | None):
+        """The block format's bytes (``model.traffic.block_spmm_traffic``: the stored zeros
+        counted as padding); plain CSR's before the case is prepared."""
+        from sparsescope.model.traffic import block_spmm_traffic
+
+        if prepared is None:
+            return super().traffic(case, prepared)
+        csr = case.matrix
+        return block_spmm_traffic(prepared.rows, prepared.cols, csr.nnz, prepared.k,
+                                  blocks=int(prepared.host_block_ptr[-1]),
+                                  block_rows=prepared.block_rows)
+
     def kernel_shape(self, case: OpCase, prepared: PreparedBlockTc | None):
         """The launch for the time model (``model.blocktc_predict``), with the compiled
         kernel's registers."""

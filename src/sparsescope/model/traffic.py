@@ -77,6 +77,25 @@ def csr_spmm_traffic(rows: int, cols: int, nnz: int, k: int, *, value_bytes: int
                    y_written_bytes=rows * k * value_bytes, flops=2 * nnz * k)
 
 
+def block_spmm_traffic(rows: int, cols: int, nnz: int, k: int, *, blocks: int,
+                       block_rows: int, block_values: int = 128) -> Traffic:
+    """SpMM from dense blocks of ``block_values`` float32 values (16 x 8 for the tensor-core
+    kernel), one int32 block column each and int32 block-row pointers::
+
+        values   = blocks x block_values x 4      (padding: the stored zeros,
+                                                   (blocks x block_values - nnz) x 4)
+        indices  = blocks x 4;  row meta = (block_rows + 1) x 4
+        x = cols k 4;  y = rows k 4;  flops = 2 nnz k (the nonzeros' work, not the zeros')
+
+    Hand check: 32 x 16, 300 nonzeros in 4 blocks of 2 block rows, k 8: values 2,048 B
+    (padding 848), indices 16, row meta 12, x 512, y 1,024; flops 4,800."""
+    return Traffic(format=f"16x8 blocks (fill {block_values * blocks / nnz:.2f})" if nnz
+                   else "16x8 blocks", values_bytes=blocks * block_values * 4,
+                   indices_bytes=blocks * 4, row_meta_bytes=(block_rows + 1) * 4,
+                   x_bytes=cols * k * 4, y_read_bytes=0, y_written_bytes=rows * k * 4,
+                   padding_bytes=(blocks * block_values - nnz) * 4, flops=2 * nnz * k)
+
+
 def csr_slice_traffic(selected_rows: int, cols: int, nnz_selected: int, *, value_bytes: int = 4,
                       index_bytes: int = 4, weights: str = "per-nnz") -> Traffic:
     """A row slice into a dense output (``model.slice_rows.slice_traffic``'s dense bytes)::
