@@ -4,9 +4,10 @@ own SpMM cases, from the predictions the run stored with each case.
 
     python scripts/spmm_model_score.py RESULTS [--json OUT.json]
 
-For every own-kernel case (``spmm-cuda-rowgroup``, ``spmm-cuda-rowwarp``, ``spmm-cuda-auto``) with
-a prediction: its signed error ``(measured - predicted) / measured``; per backend and in all, the
-median |error| and the 90th percentile (nearest rank). For every (matrix, k, layout) where auto,
+For every own-kernel case (``spmm-cuda-rowgroup``, ``spmm-cuda-rowwarp``, ``spmm-cuda-blocktc``,
+``spmm-cuda-auto``) with a prediction: its signed error ``(measured - predicted) / measured``;
+per backend, per kernel auto ran (``auto: blocktc``) and in all, the median |error| and the
+90th percentile (nearest rank). For every (matrix, k, layout) where auto,
 rowgroup and rowwarp all ran: auto's regret over the faster fixed kernel (auto / min - 1), and
 whether the fastest prediction of auto's table was the faster kernel. For every auto case whose
 trial timed several candidates: whether the fastest prediction was the fastest timed, which
@@ -28,6 +29,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 from sparsescope.results.io import read_runset  # noqa: E402
 
 OWN = ("spmm-cuda-rowgroup", "spmm-cuda-rowwarp", "spmm-cuda-auto")
+#: Every own kernel whose predictions are scored (OWN, and the block tensor-core kernel, whose
+#: model is ``model.blocktc_predict``); auto's regret is over OWN's two fixed kernels.
+SCORED = (*OWN, "spmm-cuda-blocktc")
 
 
 def nearest_rank(values: list[float], q: float) -> float:
@@ -40,7 +44,8 @@ def case_rows(cases) -> list[dict]:
     """One row per own-kernel case that ran: measured median, predicted, signed error %."""
     rows = []
     for c in cases:
-        if c.op != "spmm" or c.backend not in OWN or c.outcome != "ok" or c.measurement is None:
+        if (c.op != "spmm" or c.backend not in SCORED or c.outcome != "ok"
+                or c.measurement is None):
             continue
         p = c.prediction
         measured = statistics.median(c.measurement.samples_ms)
@@ -63,6 +68,10 @@ def error_summary(rows: list[dict]) -> dict[str, dict]:
         if r["error_pct"] is not None:
             groups[r["backend"]].append(r["error_pct"])
             groups["all"].append(r["error_pct"])
+            if r["backend"] == "spmm-cuda-auto" and r.get("selected"):
+                # auto's cases by the kernel it ran: each model's error where it was chosen
+                groups[f"auto: {r['selected'].removeprefix('spmm-cuda-')}"].append(
+                    r["error_pct"])
     return {name: {"cases": len(errs),
                    "median_abs_pct": statistics.median(abs(e) for e in errs),
                    "p90_abs_pct": nearest_rank([abs(e) for e in errs], 0.9),

@@ -231,6 +231,9 @@ def test_spmm_model_score_errors_and_regret():
     assert r["prediction_right"] is False   # rowgroup was predicted faster
     text = score.report(rows, [r])
     assert "geomean regret +10.0 %" in text and "named the faster kernel in 0 of 1" in text
+    # auto's case also counted under the kernel it ran
+    assert summary["auto: rowwarp"]["cases"] == 1
+    assert summary["auto: rowwarp"]["median_signed_pct"] == pytest.approx(-100 * 0.05 / 0.55)
 
 
 def test_spmm_model_score_trials():
