@@ -21,7 +21,9 @@ mantissas, ~1e-4 relative error), which the float64 gate rejects at the default 
 an option for a sweep, labelled ``precision`` in the case's notes.
 
 Host choices, pure functions tested without a GPU: :func:`block_format`, :func:`count_blocks`,
-:func:`choose_groups` (column groups a warp) and :func:`plan_blocktc` (the launch).
+:func:`sampled_fill` (a cheap screen), :func:`choose_groups` (column groups a warp),
+:func:`choose_batch` (blocks in flight), :func:`choose_split` (warps a block row) and
+:func:`plan_blocktc` (the launch).
 """
 
 from __future__ import annotations
@@ -44,12 +46,14 @@ BLOCK_COLS = 8
 GROUP_COLS = 32
 """Columns of Y one group of four n8 fragments covers (the kernel's header)."""
 MAX_GROUPS = 4
-"""Most 32-column groups a warp: 16 float accumulators a group, plus the block of X held one
-block ahead (8 values a group) and the one being multiplied: 128 registers of data at 4."""
+"""Most 32-column groups a warp: 16 float accumulators a group plus 8 X values a group for
+each block in flight; at 4 groups (one block a batch) the compiled kernel takes 168
+registers (results/h200/spmm-tuning/2026-11-25-blocktc-final/regs.txt)."""
 WARPS_PER_SM_AIM = 16
-"""Warps per SM the grid aims at before it widens a warp's columns (:func:`choose_groups`):
-a warp walks its block row alone, one block ahead, so it covers one L2 round trip per block
-with its own prefetch; 16 warps give the SM's four schedulers four warps each."""
+"""Warps per SM the grid aims at before it widens a warp's columns (:func:`choose_groups`) and
+after which it stops splitting block rows (:func:`choose_split`): each warp keeps a batch of
+blocks in flight, so 16 warps -- four for each of the SM's schedulers -- cover a DRAM round
+trip with several batches."""
 MAX_FILL = 8.0
 """Stored values per nonzero above which the backend declines. Per block and 8 columns of X
 the tensor cores run 3 mma of 16 x 8 x 8 (3xTF32), about 3 SM clocks on Hopper (one mma
@@ -57,7 +61,10 @@ m16n8k8 a clock an SM is its dense TF32 peak); the block's nonzeros need 128 / f
 8 / fill clocks of an SM's 128 FP32 lanes at their peak. So the tensor path breaks even at
 fill 8 / 3 against a CUDA-core kernel at FMA peak, and at fill 8 against one at a third of it;
 the CUDA-core SpMM kernels gather X and run below that, so fill 8 is the bound past which the
-tensor path cannot win. Below it, the choice is the time model's (``spmm-cuda-auto``)."""
+tensor path cannot win. Measured on the H200 with the limit lifted (the variant
+``spmm-cuda-blocktc[max_fill=64]`` in results/h200/spmm-tuning/2026-11-25-blocktc-final): at
+fill 10 (unstructured weights 90 % sparse) the CSR kernels auto picked were faster in every
+case measured. Below the limit, the choice is the time model's (``spmm-cuda-auto``)."""
 PRECISION = {3: "3xTF32 (float32 split into two TF32 parts, three tensor-core products)",
              1: "TF32 (10-bit mantissa inputs, float32 accumulation)"}
 
