@@ -35,7 +35,8 @@ from sparsescope.backends import _gpu
 from sparsescope.backends.spmm_blocktc import SOURCE, choose_batch, kernel_name
 for passes in (3, 1):
     for groups in (1, 2, 4):
-        for vec4, split in ((True, 1), (False, 1), (True, 2), (True, 4)):
+        splits = (2, 4, 8, 16) if groups == 1 else (2, 4)   # SPLIT > 4 only with one group
+        for vec4, split in ((True, 1), (False, 1), *((True, s) for s in splits)):
             name = kernel_name(passes, groups, vec4, split, choose_batch(groups))
             f = _gpu.raw_module(SOURCE, (name,)).get_function(name)
             print(f"{name}: {f.num_regs} registers, {f.local_size_bytes} B local")

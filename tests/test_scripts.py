@@ -289,3 +289,18 @@ def test_gather_rate_lines_read_the_group_against_the_random_sector_rate():
     (line,) = summary.gather_rate_lines(rows, 200.0)
     assert "50-80 % (1 of 2 at >= 70 %)" in line
     assert summary.gather_rate_lines(rows, None) == [] and summary.gather_rate_lines([], 1.0) == []
+
+
+def test_blocktc_model_offline_score_on_the_committed_final_run():
+    offline = load("blocktc_model_offline_score")
+    folder = ROOT / "results/h200/spmm-tuning/2026-11-25-blocktc-final"
+    regs = offline.read_regs(folder / "regs.txt")
+    assert regs["spmm_blocktc<3, 1, true, 1, 4>"] > 0
+    rows = offline.score(folder / "results.json.gz", regs, only="weights-00")
+    # weights-00 at k = 32, 128, 512: the block kernel's own cases and auto's picks of it
+    assert {r["k"] for r in rows} == {32, 128, 512}
+    assert {r["backend"] for r in rows} == {"spmm-cuda-blocktc", "spmm-cuda-auto"}
+    for r in rows:
+        assert r["predicted_ms"] > 0
+        assert r["error_pct"] == pytest.approx(
+            100 * (r["measured_ms"] - r["predicted_ms"]) / r["measured_ms"])

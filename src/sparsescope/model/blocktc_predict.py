@@ -18,15 +18,17 @@ TF32 parts and runs ``4 x passes`` mma. Terms (each a lower bound on the time)::
               / (SMs x schedulers x SM clock)
               per group = 2 loads + 8 values x (3 with passes 3: two cvt, one subtraction;
               1 with one pass) + 4 x passes mma
-    latency = sum over warps of t_warp / min(warps, SMs x resident warps)
-              t_warp = (windows + rounds) x DRAM latency
-              rounds = ceil(blocks of its row / (SPLIT x BATCH)): a warp takes every SPLIT-th
-              block of its row, BATCH at a time, each batch's A fragments streamed from DRAM
-              with its X tiles (from the L2) beside them; windows = ceil(blocks of its row /
-              (32 SPLIT)): the block columns, read 32 at a time before the batches they
-              address; warps = block rows x slabs x SPLIT
-    imbalance = the longest block row's t_warp
-    predicted = overhead (launch) + max(dram, l2, tensor, issue, latency, imbalance)
+    latency = CTA rounds x DRAM latency / min(CTAs, SMs x resident CTAs)
+              rounds(row) = ceil(blocks / (SPLIT x BATCH)) + ceil(blocks / (32 SPLIT)):
+              a warp takes every SPLIT-th block of its row, BATCH at a time, each batch's A
+              fragments streamed from DRAM with its X tiles (from the L2) beside them, and
+              the block columns 32 at a time before the batches they address; a CTA's
+              rounds are its slowest row's (it keeps its SM slot until that row ends)
+    memory  = the CTA rounds through a closed network of DRAM, L2, issue and the tensor
+              cores per SM (``predict.per_sm_mva``, each a demand a round, the round trip
+              its delay): at least each of dram, l2, issue, tensor and latency
+    imbalance = the slowest CTA's rounds x DRAM latency x max(1, loaded round / bare round)
+    predicted = overhead (launch) + max(memory, imbalance)
 
 What it leaves out, named so its error can be read: L1 hits on X tiles that the warps of one
 SM share (a dense weight's block rows walk the same block columns), and ``mma.sync`` below the
@@ -40,6 +42,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sparsescope.model.kernel_shape import REGISTERS_PER_SM
+from sparsescope.model.predict import per_sm_mva
 from sparsescope.model.prediction import ModelPrediction, PredictionTerm
 from sparsescope.model.spmm_predict import resident_warps
 
@@ -50,7 +53,9 @@ MMA_FLOPS = 2 * 16 * 8 * 8
 #: Warp instructions of one block besides its groups: the A fragment load, the block column
 #: load, the X row address, the loop, and the split of the four A values.
 PER_BLOCK_BASE = 6
-BINDING = ("dram", "l2", "tensor", "issue", "latency", "imbalance")
+BINDING = ("memory", "imbalance")
+"""The terms the prediction takes the largest of: the MVA of the CTAs' rounds through every
+station (at least each of dram, l2, issue, tensor and latency) and the slowest CTA."""
 
 
 @dataclass(frozen=True)
@@ -97,6 +102,24 @@ def per_group_instructions(passes: int) -> int:
     return 2 + 8 * (3 if passes == 3 else 1) + 4 * passes
 
 
+def launch_rounds(launch: BlockTcLaunch) -> tuple[np.ndarray, np.ndarray]:
+    """(rounds of each block row's warps, rounds of each CTA of one slab)::
+
+        rounds(row) = ceil(blocks / (SPLIT x BATCH)) + ceil(blocks / (32 SPLIT))
+        CTA rounds  = the largest of its block_warps / SPLIT rows' rounds
+
+    A CTA keeps its SM slot until its slowest row ends. Hand check: rows of 3 and 2 blocks,
+    SPLIT 1, BATCH 1, 4 warps a CTA -> rows (4, 3), one CTA of 4 rounds."""
+    per_row = np.diff(np.asarray(launch.block_ptr, dtype=np.int64))
+    rounds = (-(-per_row // (launch.split * launch.batch))
+              + -(-per_row // (32 * launch.split)))
+    rows_per_cta = max(1, launch.block_warps // launch.split)
+    pad = (-rounds.size) % rows_per_cta
+    padded = np.concatenate([rounds, np.zeros(pad, dtype=rounds.dtype)])
+    return rounds, (padded.reshape(-1, rows_per_cta).max(axis=1) if padded.size
+                    else np.zeros(0, dtype=np.int64))
+
+
 def predict_blocktc(launch: BlockTcLaunch, rates, *, flushed: bool) -> ModelPrediction:
     """The predicted time of one ``spmm_blocktc`` call with every term (module docstring).
     ``rates``: ``model.predict.DeviceRates``."""
@@ -138,33 +161,47 @@ def predict_blocktc(launch: BlockTcLaunch, rates, *, flushed: bool) -> ModelPred
                                     f"{instructions:,.0f} warp instructions / ({rates.sm_count} "
                                     f"SMs x {rates.schedulers_per_sm} x "
                                     f"{rates.sm_clock_mhz:,.0f} MHz)"))
-    per_row = np.diff(np.asarray(launch.block_ptr, dtype=np.int64))
     dram_ns = rates.dram_latency_ns
+    rounds, cta_rounds = launch_rounds(launch)
     per_sm = resident_warps(launch, max_threads_per_sm=rates.max_threads_per_sm,
                             max_blocks_per_sm=rates.max_blocks_per_sm,
                             registers_per_sm=rates.registers_per_sm or REGISTERS_PER_SM)
+    ctas_per_sm = max(1, per_sm // max(1, launch.block_warps))
+    ctas = int(cta_rounds.size) * slabs
     n_warps = launch.block_rows * slabs * launch.split
-    per_round = launch.split * launch.batch
-    rounds = -(-per_row // per_round) + -(-per_row // (32 * launch.split))
-    total_ns = float(rounds.sum()) * launch.split * slabs * dram_ns
+    cycles = max(1.0, float(cta_rounds.sum()) * slabs)
+    slots = min(ctas, rates.sm_count * ctas_per_sm)
     terms.append(PredictionTerm(
-        "latency", total_ns / max(1, min(n_warps, rates.sm_count * per_sm)) * 1e-6,
-        f"{n_warps:,} warps x (windows of 32 + rounds of {per_round} blocks) x {dram_ns:,.0f} "
-        f"ns / min(warps, {rates.sm_count} SMs x {per_sm} resident)"))
-    longest = int(rounds.max()) if rounds.size else 0
-    terms.append(PredictionTerm("imbalance", longest * dram_ns * 1e-6,
-                                f"longest block row: {longest} rounds x {dram_ns:,.0f} ns"))
+        "latency", cycles * dram_ns / max(1, slots) * 1e-6,
+        f"{ctas:,} CTAs' rounds ({cycles:,.0f}: windows of 32 + batches of "
+        f"{launch.split * launch.batch} blocks, the slowest row of each CTA) x {dram_ns:,.0f} "
+        f"ns / min(CTAs, {rates.sm_count} SMs x {ctas_per_sm} resident)"))
+    local = ("issue", "tensor")
+    demands = {t.name: t.time_ms * 1e-3 / cycles for t in terms
+               if t.name in ("dram", "l2", *local)}
+    queue = per_sm_mva(demands, dram_ns * 1e-9, rates.sm_count, ctas_per_sm, max(1, ctas),
+                       local=local)
+    terms.append(PredictionTerm("memory", cycles / queue.throughput_per_s * 1e3,
+                                f"{cycles:,.0f} CTA rounds through DRAM, L2, issue and tensor "
+                                f"cores (MVA per SM, {queue.customers:,} resident CTAs, "
+                                f"{dram_ns:,.0f} ns a round)"))
+    longest = int(cta_rounds.max()) if cta_rounds.size else 0
+    loaded = max(1.0, queue.cycle_s / (dram_ns * 1e-9)) if dram_ns > 0 else 1.0
+    terms.append(PredictionTerm("imbalance", longest * dram_ns * loaded * 1e-6,
+                                f"slowest CTA: {longest} rounds x {dram_ns:,.0f} ns, x "
+                                f"{loaded:.2f} for the queues under load"))
     overhead = (rates.launch_us or 0.0) * launch.launches * 1e-3
     terms.append(PredictionTerm("overhead", overhead,
                                 f"{launch.launches} launch(es) x {rates.launch_us:.1f} us"
                                 if rates.launch_us else "no measured launch time: 0"))
     bound = max((t for t in terms if t.name in BINDING), key=lambda t: t.time_ms)
+    limiter = queue.dominant if bound.name == "memory" else bound.name
     inputs = {"dram_bytes": float(dram_bytes), "blocks": float(blocks), "mma": mma,
               "x_row_segments": segments, "warp_instructions": instructions,
               "warps": float(n_warps), "resident_warps_per_sm": float(per_sm),
               "registers": float(launch.max_registers), "flush_writeback_bytes": writeback}
     return ModelPrediction(
-        predicted_ms=overhead + bound.time_ms, limiter=bound.name, terms=tuple(terms),
+        predicted_ms=overhead + bound.time_ms, limiter=limiter, terms=tuple(terms),
         inputs=inputs, kernel=launch.label or launch.kernel,
         assumptions=(f"registers: {launch.registers_source}",
                      "X tiles: every block's 8 X row segments from the L2 (no L1 hits)",

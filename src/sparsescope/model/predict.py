@@ -288,7 +288,7 @@ def _loop_terms(iters: np.ndarray, t_iter: float, shape: KernelShape, rates: Dev
 
 
 def per_sm_mva(demands_s: dict[str, float], delay_s: float, sms: int, per_sm: int,
-               blocks: int) -> MvaResult:
+               blocks: int, local: tuple[str, ...] = ("issue",)) -> MvaResult:
     """The kernel's closed network as ``active`` identical SMs (symmetric decomposition): each
     SM loops its own ``n`` resident blocks through its own instruction issue (``issue``) and
     its ``1 / active`` share of every shared station (DRAM, L2), solved exactly by
@@ -305,10 +305,12 @@ def per_sm_mva(demands_s: dict[str, float], delay_s: float, sms: int, per_sm: in
     (statistical multiplexing), and each is modelled with its own share. Hand check: 2 SMs,
     4 blocks of one iteration each, 2 resident per SM, D_dram = 0.5, Z = 1, no issue: each SM
     sees D' = 1, n = 2: X_SM(2) = 0.8 (the :func:`mva` hand check), X = 1.6.
+    ``local``: the stations each SM has its own of, scaled like ``issue`` (the tensor cores
+    too, for a tensor-core kernel).
     """
     active = max(1, min(sms, blocks))
     n = max(1, min(per_sm, math.ceil(blocks / active)))
-    scaled = {k: d * (sms if k == "issue" else active) for k, d in demands_s.items()}
+    scaled = {k: d * (sms if k in local else active) for k, d in demands_s.items()}
     one = mva(scaled, delay_s, n)
     return MvaResult(customers=n * active, throughput_per_s=one.throughput_per_s * active,
                      residence_s=one.residence_s, delay_s=delay_s)
