@@ -28,7 +28,7 @@ def _launch(**over):
     # two block rows of 3 and 2 blocks; 32 x 24 A, k = 64 in two slabs of 32 columns
     base = dict(kernel="spmm_blocktc<3, 1, true, 1, 1>", rows=32, cols=24, k=64,
                 block_ptr=np.array([0, 3, 5]), groups=1, slabs=2, passes=3, max_registers=64,
-                registers_source="test")
+                registers_source="test", block_warps=4)
     base.update(over)
     return BlockTcLaunch(**base)
 
@@ -92,3 +92,10 @@ def test_split_and_batch_shorten_the_rounds():
     t = {term.name: term.time_ms for term in p.terms}
     assert p.inputs["warps"] == 2 * 2 * 2
     assert t["latency"] == pytest.approx(4 * 500 / 2 * 1e-6)
+
+
+def test_issue_term_by_hand():
+    from sparsescope.model.spmm_predict import issue_term
+
+    # 8,000 warp instructions on 2 SMs x 4 schedulers at 1,000 MHz
+    assert issue_term(8000, _rates()).time_ms == pytest.approx(0.001)

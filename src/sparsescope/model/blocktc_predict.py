@@ -44,7 +44,7 @@ import numpy as np
 from sparsescope.model.kernel_shape import REGISTERS_PER_SM
 from sparsescope.model.predict import per_sm_mva
 from sparsescope.model.prediction import ModelPrediction, PredictionTerm
-from sparsescope.model.spmm_predict import resident_warps
+from sparsescope.model.spmm_predict import OwnLaunch, issue_term, resident_warps
 
 #: Bytes a stored block takes: 128 float32 values and its int32 block column.
 BLOCK_BYTES = 16 * 8 * 4 + 4
@@ -59,8 +59,9 @@ station (at least each of dram, l2, issue, tensor and latency) and the slowest C
 
 
 @dataclass(frozen=True)
-class BlockTcLaunch:
-    """The block tensor-core kernel's launch as the model reads it."""
+class BlockTcLaunch(OwnLaunch):
+    """The block tensor-core kernel's launch as the model reads it (its registers, block
+    size, launches and bytes around the kernel: :class:`~.spmm_predict.OwnLaunch`)."""
 
     kernel: str
     rows: int
@@ -72,20 +73,10 @@ class BlockTcLaunch:
     """32-column groups a warp (NG)."""
     slabs: int
     passes: int
-    max_registers: int
-    registers_source: str
-    block_warps: int = 4
     split: int = 1
     """Warps sharing one block row (SPLIT)."""
     batch: int = 1
     """Blocks a warp loads before multiplying them (BATCH)."""
-    launches: int = 1
-    around_bytes: int = 0
-    """Bytes moved outside the kernel in the call (device transposes of X and Y)."""
-    value_bytes: int = 4
-    cuda_source: str = ""
-    """Empty: the launch is not refined from SASS by the SpMV refiner (as ``SpmmLaunch``)."""
-    label: str = ""
 
     @property
     def blocks(self) -> int:
@@ -156,11 +147,7 @@ def predict_blocktc(launch: BlockTcLaunch, rates, *, flushed: bool) -> ModelPred
     instructions = float(blocks) * slabs * (per_block + groups *
                                             per_group_instructions(launch.passes))
     if rates.sm_clock_mhz:
-        issue_rate = rates.sm_count * rates.schedulers_per_sm * rates.sm_clock_mhz * 1e6
-        terms.append(PredictionTerm("issue", instructions / issue_rate * 1e3,
-                                    f"{instructions:,.0f} warp instructions / ({rates.sm_count} "
-                                    f"SMs x {rates.schedulers_per_sm} x "
-                                    f"{rates.sm_clock_mhz:,.0f} MHz)"))
+        terms.append(issue_term(instructions, rates))
     dram_ns = rates.dram_latency_ns
     rounds, cta_rounds = launch_rounds(launch)
     per_sm = resident_warps(launch, max_threads_per_sm=rates.max_threads_per_sm,

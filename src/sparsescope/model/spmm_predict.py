@@ -73,9 +73,30 @@ PER_STAGE_INSTRUCTIONS = 4
 BINDING = ("memory", "imbalance", "compute")
 
 
+@dataclass(frozen=True, kw_only=True)
+class OwnLaunch:
+    """What every own SpMM kernel's launch gives the time models beside its own shape (the CSR
+    kernels' :class:`SpmmLaunch`, the block kernel's ``model.blocktc_predict.BlockTcLaunch``);
+    keyword-only, so each launch lists its own fields first."""
+
+    block_warps: int
+    """Warps a CUDA block."""
+    max_registers: int
+    """Registers a thread may use: the kernel's own (compiled) or its launch bound's cap."""
+    registers_source: str
+    value_bytes: int = 4
+    launches: int = 1
+    """Kernel launches of one call (a zero fill and the transposes each count one)."""
+    around_bytes: int = 0
+    """Bytes moved outside the SpMM kernel in the call (device transposes of X and Y)."""
+    cuda_source: str = ""
+    """Empty: the launch is not refined from SASS by the SpMV refiner."""
+    label: str = ""
+
+
 @dataclass(frozen=True)
-class SpmmLaunch:
-    """An own SpMM kernel's launch as the time model reads it (module docstring)."""
+class SpmmLaunch(OwnLaunch):
+    """An own CSR SpMM kernel's launch as the time model reads it (module docstring)."""
 
     kernel: str
     """The kernel and its template, e.g. ``spmm_rowgroup<float, int, 4, 32, 1, 2, 8, 4>``."""
@@ -96,21 +117,9 @@ class SpmmLaunch:
     """(col, val) pairs loaded per stage for one slice."""
     batch: int
     """X rows a group has in flight (gathered before their FMAs)."""
-    block_warps: int
-    max_registers: int
-    """Registers a thread may use: the kernel's own (compiled) or its launch bound's cap."""
-    registers_source: str
-    value_bytes: int = 4
     index_bytes: int = 4
     zero_fill: bool = False
     """Rows cut into several slices: Y zero-filled first (one memset more) and summed."""
-    launches: int = 1
-    """Kernel launches of one call (the zero fill and the transposes each count one)."""
-    around_bytes: int = 0
-    """Bytes moved outside the SpMM kernel in the call (device transposes of X and Y)."""
-    cuda_source: str = ""
-    """Empty: the launch is not refined from SASS by the SpMV refiner."""
-    label: str = ""
 
     @property
     def n_slices(self) -> int:
@@ -229,6 +238,15 @@ def x_dram_bytes(indptr, indices, cols: int, k: int, launch: SpmmLaunch,
                     f"{g.dram_sectors / max(1, g.distinct_sectors):.2f} reads of each row slice")
 
 
+def issue_term(instructions: float, rates) -> PredictionTerm:
+    """``issue = warp instructions / (SMs x schedulers x SM clock)`` (the device must have a
+    clock). 8,000 instructions on 2 SMs x 4 schedulers at 1,000 MHz -> 0.001 ms."""
+    rate = rates.sm_count * rates.schedulers_per_sm * rates.sm_clock_mhz * 1e6
+    return PredictionTerm("issue", instructions / rate * 1e3,
+                          f"{instructions:,.0f} warp instructions / ({rates.sm_count} SMs x "
+                          f"{rates.schedulers_per_sm} x {rates.sm_clock_mhz:,.0f} MHz)")
+
+
 def predict_spmm(indptr, indices, cols: int, k: int, launch: SpmmLaunch, rates, *,
                  flushed: bool, fp64: bool = False) -> ModelPrediction:
     """The predicted time of one own-kernel SpMM call with every term (module docstring).
@@ -281,11 +299,7 @@ def predict_spmm(indptr, indices, cols: int, k: int, launch: SpmmLaunch, rates, 
     n_warps = launch.warps * launch.slabs
     cycles = max(1.0, float((pairs + xr).sum()) * launch.slabs)
     if rates.sm_clock_mhz:
-        issue_rate = rates.sm_count * rates.schedulers_per_sm * rates.sm_clock_mhz * 1e6
-        terms.append(PredictionTerm("issue", instructions / issue_rate * 1e3,
-                                    f"{instructions:,.0f} warp instructions / ({rates.sm_count} "
-                                    f"SMs x {rates.schedulers_per_sm} x "
-                                    f"{rates.sm_clock_mhz:,.0f} MHz)"))
+        terms.append(issue_term(instructions, rates))
     slots = rates.sm_count * per_sm
     total_ns = float(t_warp.sum()) * launch.slabs
     terms.append(PredictionTerm("latency", total_ns / max(1, min(slots, n_warps)) * 1e-6,
