@@ -72,9 +72,9 @@ from sparsescope.backends.select_predicted import (
 )
 from sparsescope.backends.spmm_blocktc import (
     SpmmCudaBlockTc,
-    block_fill,
-    block_format,
+    block_format_of,
     blocktc_launch,
+    fill_declined,
     plan_blocktc,
     sampled_fill,
 )
@@ -241,10 +241,10 @@ def blocktc_candidate(csr: Any, k: int, value_dtype: str, sm_count: int):
     screen = sampled_fill(csr.indptr, csr.indices, int(csr.shape[1]))
     if screen > 2 * limit:
         return None, f"16x8 block fill ~{screen:.1f} on sampled block rows > 2 x {limit:g}"
-    fmt = block_format(csr.indptr, csr.indices, csr.data, csr.shape)
-    fill = block_fill(fmt.blocks, csr.nnz)
-    if fill > limit:
-        return None, f"16x8 block fill {fill:.1f} > {limit:g}"
+    fmt = block_format_of(csr)   # the blocks prepare builds too: built once
+    declined = fill_declined(fmt.blocks, csr.nnz, limit)
+    if declined:
+        return None, declined
     plan = plan_blocktc(fmt.block_rows, fmt.blocks, csr.nnz, k, sm_count)
     return (fmt, plan), ""
 

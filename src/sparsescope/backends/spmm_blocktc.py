@@ -28,6 +28,7 @@ Host choices, pure functions tested without a GPU: :func:`block_format`, :func:`
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,7 +48,7 @@ GROUP_COLS = 32
 """Columns of Y one group of four n8 fragments covers (the kernel's header)."""
 MAX_GROUPS = 4
 """Most 32-column groups a warp: 16 float accumulators a group plus 8 X values a group for
-each block in flight; at 4 groups (one block a batch) the compiled kernel takes 168
+each block in flight; at 4 groups (one block a batch) the compiled kernel takes 122 to 128
 registers (results/h200/spmm-tuning/2026-11-25-blocktc-final/regs.txt)."""
 WARPS_PER_SM_AIM = 16
 """Warps per SM the grid aims at before it widens a warp's columns (:func:`choose_groups`) and
@@ -69,10 +70,13 @@ PRECISION = {3: "3xTF32 (float32 split into two TF32 parts, three tensor-core pr
              1: "TF32 (10-bit mantissa inputs, float32 accumulation)"}
 
 
-def _block_keys(indptr: np.ndarray, indices: np.ndarray, cols: int) -> np.ndarray:
+def _row_of(indptr: np.ndarray) -> np.ndarray:
+    """The row of each nonzero (int64)."""
+    return np.repeat(np.arange(len(indptr) - 1, dtype=np.int64), np.diff(indptr))
+
+
+def _block_keys(row_of: np.ndarray, indices: np.ndarray, cols: int) -> np.ndarray:
     """One int64 key per nonzero: block row x block columns + block column."""
-    rows = len(indptr) - 1
-    row_of = np.repeat(np.arange(rows, dtype=np.int64), np.diff(indptr))
     block_cols = -(-cols // BLOCK_COLS)
     return (row_of // BLOCK_ROWS) * block_cols + indices.astype(np.int64) // BLOCK_COLS
 
@@ -83,7 +87,7 @@ def count_blocks(indptr: np.ndarray, indices: np.ndarray, cols: int) -> int:
     The 3 x 3 identity -> 1; one nonzero at (0, 0) and one at (16, 8) -> 2."""
     if len(indices) == 0:
         return 0
-    keys = np.sort(_block_keys(indptr, indices, cols))
+    keys = np.sort(_block_keys(_row_of(indptr), indices, cols))
     return int(1 + np.count_nonzero(keys[1:] != keys[:-1]))
 
 
@@ -134,9 +138,8 @@ def block_format(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray,
     rows, cols = shape
     block_rows = -(-rows // BLOCK_ROWS)
     block_cols = -(-cols // BLOCK_COLS)
-    keys = _block_keys(indptr, indices, cols)
-    uniq, which = np.unique(keys, return_inverse=True)
-    row_of = np.repeat(np.arange(rows, dtype=np.int64), np.diff(indptr))
+    row_of = _row_of(indptr)
+    uniq, which = np.unique(_block_keys(row_of, indices, cols), return_inverse=True)
     slot = (row_of % BLOCK_ROWS) * BLOCK_COLS + indices.astype(np.int64) % BLOCK_COLS
     dense = np.zeros(len(uniq) * BLOCK_ROWS * BLOCK_COLS, np.float64)
     np.add.at(dense, which.reshape(-1) * (BLOCK_ROWS * BLOCK_COLS) + slot, data)
@@ -147,6 +150,31 @@ def block_format(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray,
                        block_col=(uniq % block_cols).astype(np.int32),
                        block_val=np.ascontiguousarray(dense[:, fragment_order()],
                                                       dtype=np.float32))
+
+
+_LAST_FORMAT: tuple[weakref.ref, BlockFormat] | None = None
+
+
+def block_format_of(csr: Any) -> BlockFormat:
+    """:func:`block_format` of a CSR matrix, kept for the last matrix asked (by identity, held
+    weakly): the fill check, ``spmm-cuda-auto``'s prediction and ``prepare`` of one case ask
+    for the same blocks, and building them sorts every nonzero."""
+    global _LAST_FORMAT
+    if _LAST_FORMAT is not None and _LAST_FORMAT[0]() is csr:
+        return _LAST_FORMAT[1]
+    fmt = block_format(csr.indptr, csr.indices, csr.data, csr.shape)
+    _LAST_FORMAT = (weakref.ref(csr), fmt)
+    return fmt
+
+
+def fill_declined(blocks: int, nnz: int, limit: float = MAX_FILL) -> str:
+    """Why the block kernel declines a matrix of ``blocks`` 16 x 8 blocks and ``nnz`` nonzeros
+    (its fill above ``limit``), or "" when it takes it."""
+    fill = block_fill(blocks, nnz)
+    if fill <= limit:
+        return ""
+    return (f"16x8 block fill {fill:.1f} stored values per nonzero > {limit:g}: the tensor "
+            f"cores would multiply mostly zeros")
 
 
 def choose_groups(block_rows: int, k: int, sm_count: int) -> int:
@@ -160,9 +188,11 @@ def choose_groups(block_rows: int, k: int, sm_count: int) -> int:
     2,112, 1 -> 1. 65,536 rows, k = 512 -> 4. k = 40 -> at most 2 (64 columns cover 40)."""
     need = sm_count * WARPS_PER_SM_AIM
     span = -(-k // GROUP_COLS)
-    for groups in (4, 2):
+    groups = MAX_GROUPS
+    while groups > 1:
         if groups <= span and block_rows * -(-k // (GROUP_COLS * groups)) >= need:
             return groups
+        groups //= 2
     return 1
 
 
@@ -267,8 +297,9 @@ def sampled_fill(indptr: np.ndarray, indices: np.ndarray, cols: int,
 def blocktc_launch(host: BlockTcPlan, block_ptr: np.ndarray, rows: int, cols: int, k: int,
                    passes: int, registers: int | None = None):
     """A plan as the time model's launch (``model.blocktc_predict``); registers: the compiled
-    kernel's, else 128 (``__launch_bounds__(128)`` lets a thread take up to 255, but the
-    kernel's accumulators and one block ahead need about this many)."""
+    kernel's, else 128, about what the accumulators and a batch of blocks in flight take
+    (the compiled instances of 1 to 4 SPLIT: 87 to 128 registers,
+    results/h200/spmm-tuning/2026-11-25-blocktc-final/regs.txt)."""
     from sparsescope.model.blocktc_predict import BlockTcLaunch
 
     return BlockTcLaunch(
@@ -316,17 +347,13 @@ class SpmmCudaBlockTc(OwnSpmmKernel):
         if case.params.layout != "row":
             return "the block tensor-core SpMM kernel reads row-major X only"
         csr = case.matrix
-        fill = block_fill(count_blocks(csr.indptr, csr.indices, csr.shape[1]), csr.nnz)
-        if fill > self.max_fill:
-            return (f"16x8 block fill {fill:.1f} stored values per nonzero > {self.max_fill:g}: "
-                    f"the tensor cores would multiply mostly zeros")
-        return ""
+        return fill_declined(block_format_of(csr).blocks, csr.nnz, self.max_fill)
 
     def prepare(self, case: OpCase, value_dtype: str, index_bytes: int) -> PreparedBlockTc:
         import cupy
 
         csr, k = case.matrix, case.params.k
-        fmt = block_format(csr.indptr, csr.indices, csr.data, csr.shape)
+        fmt = block_format_of(csr)
         host = plan_blocktc(fmt.block_rows, fmt.blocks, csr.nnz, k, _gpu.device_sm_count(),
                             self.passes)
         return PreparedBlockTc(

@@ -149,7 +149,7 @@ def predict_blocktc(launch: BlockTcLaunch, rates, *, flushed: bool) -> ModelPred
     if rates.sm_clock_mhz:
         terms.append(issue_term(instructions, rates))
     dram_ns = rates.dram_latency_ns
-    rounds, cta_rounds = launch_rounds(launch)
+    _, cta_rounds = launch_rounds(launch)
     per_sm = resident_warps(launch, max_threads_per_sm=rates.max_threads_per_sm,
                             max_blocks_per_sm=rates.max_blocks_per_sm,
                             registers_per_sm=rates.registers_per_sm or REGISTERS_PER_SM)
