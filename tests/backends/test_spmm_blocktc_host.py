@@ -173,3 +173,15 @@ def test_sampled_fill_is_exact_when_every_block_row_is_sampled():
     assert sampled_fill(a.indptr, a.indices, 70, sample_rows=3) > 1.0
     empty = _csr(20, 20, [])
     assert sampled_fill(empty.indptr, empty.indices, 20) == 1.0
+
+
+def test_block_format_of_builds_once_for_the_same_matrix():
+    from sparsescope.backends.spmm_blocktc import block_format_of, fill_declined
+
+    a = sp.random(40, 30, density=0.3, format="csr", random_state=1)
+    first = block_format_of(a)
+    assert block_format_of(a) is first                  # the fill check, auto, prepare
+    b = a.copy()
+    assert block_format_of(b) is not first and block_format_of(b).blocks == first.blocks
+    assert fill_declined(first.blocks, a.nnz, limit=1e9) == ""
+    assert "fill" in fill_declined(10, 10, limit=8.0)   # 128 stored per nonzero
