@@ -1,11 +1,14 @@
-"""The L2-sector lower bound of SpMV gathers, on hand-computed numbers."""
+"""The memory floor of an SpMV format (model.gathers, xgather.floor_requests), on
+hand-computed numbers."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
-from sparsescope.model.gathers import gather_bound, hot_share, l2_sector_rate
+from sparsescope.model.gathers import gather_floor, hot_share, l2_sector_rate
+from sparsescope.model.xgather import FLOOR_STRATEGIES, floor_requests
 
 
 def test_hot_share_takes_the_most_gathered_columns():
@@ -16,20 +19,66 @@ def test_hot_share_takes_the_most_gathered_columns():
     assert hot_share(np.zeros(3, int), 2) == 0.0
 
 
-def test_gather_bound_by_hand():
-    b = gather_bound(rows=2, nnz=10, hot=0.8, capacity_entries=2, sector_rate_per_s=1e9)
-    # x: 0.2 x 10 = 2 sectors; streams (10 x 8 + 4 x 3 + 4 x 2) / 32 = 3.125 sectors
-    assert b.x_sectors == pytest.approx(2.0) and b.stream_sectors == pytest.approx(3.125)
-    assert b.time_floor_us == pytest.approx(5.125e-3)
-    # the H200's measured L2 bandwidth, 8,248 GB/s = 257.75 G sectors/s
+def test_gather_floor_by_hand():
+    f = gather_floor(1e6, 5e5, 1e6, hot=0.25, capacity_entries=4, strategy="s",
+                     dram_bw_gb_s=3000.0, l2_bw_gb_s=5000.0, gather_gsectors_s=100.0)
+    # L2: 1e6 B / 5,000 GB/s = 0.2 us + 1e6 / 100 G/s = 10 us; DRAM 1.5e6 B / 3,000 GB/s
+    assert f.l2_ms == pytest.approx(0.0102) and f.dram_ms == pytest.approx(0.0005)
+    assert f.floor_ms == pytest.approx(0.0102) and f.binding == "l2"
+    assert "pinned columns serving 25.0 %" in f.formula
+    # with the flush write-back and a launch: DRAM (1.5e6 + 4.5e7) B / 3,000 GB/s = 15.5 us
+    g = gather_floor(1e6, 5e5, 1e6, hot=0.0, capacity_entries=4, strategy="s",
+                     dram_bw_gb_s=3000.0, l2_bw_gb_s=5000.0, gather_gsectors_s=100.0,
+                     writeback_bytes=4.5e7, launch_ms=0.003)
+    assert g.binding == "dram" and g.floor_ms == pytest.approx(0.003 + 0.0155)
+    assert "pinned" not in g.formula
+
+
+def test_gather_floor_without_a_gather_rate_charges_32_bytes_at_l2_bandwidth():
+    f = gather_floor(0.0, 0.0, 1e6, hot=0.0, capacity_entries=1, strategy="s",
+                     dram_bw_gb_s=1000.0, l2_bw_gb_s=8000.0, gather_gsectors_s=None)
+    assert f.l2_ms == pytest.approx(32e6 / 8e12 * 1e3)     # 4 us
+    assert "no measured gather rate" in f.formula
     assert l2_sector_rate(8248.0) == pytest.approx(257.75e9)
     with pytest.raises(ValueError):
-        gather_bound(1, 1, 0.0, 1, 0.0)
+        gather_floor(0, 0, 0, hot=0, capacity_entries=1, strategy="s", dram_bw_gb_s=0,
+                     l2_bw_gb_s=1, gather_gsectors_s=None)
 
 
-def test_circuit5m_sized_bound():
-    # circuit5M's sizes, a fifth of the gathers served on chip, at 257.75 G sectors/s:
-    # x 0.8 x 59,524,291 = 47,619,432.8; streams (476,194,328 + 22,233,308 + 22,233,304) / 32
-    # = 16,270,642.5 sectors; (63,890,075.3) / 257.75e9 s = 247.9 us
-    b = gather_bound(5_558_326, 59_524_291, 0.2, 65_536, 257.75e9)
-    assert b.time_floor_us == pytest.approx(247.876, abs=0.001)
+def _three_rows():
+    # row 0: cols 0..7 (sector 0), row 1: cols 8..15 (sector 1), row 2: cols 0..3
+    rows = [list(range(8)), list(range(8, 16)), list(range(4))]
+    indptr = np.cumsum([0] + [len(r) for r in rows])
+    indices = np.concatenate(rows).astype(np.int32)
+    return sp.csr_matrix((np.ones(indices.size), indices, indptr), shape=(3, 16))
+
+
+def test_floor_requests_by_hand():
+    a = _three_rows()
+    # capacity 4 pins cols 0..3 (gathered twice each): 8 of 20 gathers on chip. 32 consecutive
+    # nonzeros (one instruction of 20): the other gathers touch sectors 0 and 1 -> 2 requests.
+    # A thread per row: steps 0-3 only row 1 (sector 1) reaches L2, steps 4-7 rows 0 and 1
+    # -> 4 + 8 = 12. Runs of 4 x 4 / 32 = 0 -> 1 nonzero: one request per gather, 20.
+    r = floor_requests(a.indptr, a.indices, cols=16, capacity_entries=4)
+    assert r.requests == 2.0 and r.hot_share == pytest.approx(0.4)
+    assert r.strategy == FLOOR_STRATEGIES[0][0] and not r.sampled
+    # the same arrays again: the kept answer
+    assert floor_requests(a.indptr, a.indices, cols=16, capacity_entries=4) is r
+
+
+def test_floor_requests_runs_win_on_a_band():
+    # 64 rows of the same 8 columns (one sector): capacity 64 entries -> runs of 8 nonzeros
+    # (one request each: 512 / 8 = 64); hot columns: all 8 fit on chip -> 0 requests.
+    indptr = np.arange(0, 65 * 8, 8)
+    indices = np.tile(np.arange(8, dtype=np.int32), 64)
+    r = floor_requests(indptr, indices, cols=8, capacity_entries=64)
+    assert r.requests == 0.0 and r.hot_share == 1.0
+    # a band: row r holds cols r..r+7 (4,096 rows, 4,103 cols). Capacity 512 entries -> runs
+    # of 512 x 4 / 32 = 64 nonzeros = 8 rows, cols 8k..8k+14: sectors k, k+1 -> 2 x 512 runs
+    # = 1,024. An instruction of 32 nonzeros (4 rows, 11 cols) touches 2 sectors: 2,048, and
+    # pinning 512 of 4,103 columns (64 sectors, each in at most 4 instructions) saves <= 256.
+    n = 4096
+    indptr = np.arange(0, 8 * n + 1, 8)
+    indices = (np.arange(n)[:, None] + np.arange(8)).ravel().astype(np.int32)
+    r = floor_requests(indptr, indices, cols=n + 7, capacity_entries=512)
+    assert r.requests == 1024.0 and r.strategy == FLOOR_STRATEGIES[2][0] and r.hot_share == 0.0

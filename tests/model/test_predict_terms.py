@@ -110,6 +110,30 @@ def test_a_shape_with_instructions_gets_an_issue_term_that_can_bind():
     assert p.predicted_ms > plain.predicted_ms
 
 
+def test_the_prediction_carries_its_formats_memory_floor():
+    from sparsescope.model.predict import format_floor
+
+    n = 2000
+    a = sp.random(n, n, density=0.005, format="csr", random_state=1)
+    traffic = csr_spmv_traffic(n, n, a.nnz)
+    shape = KernelShape(kernel="csr_scalar<float, int>", decomposition="rows",
+                        block_threads=128, grid_blocks=-(-n // 128))
+    p = predict_spmv(a.indptr, a.indices, n, traffic, shape, RATES, flushed=True)
+    writeback = p.inputs["flush_writeback_bytes"]
+    floor = format_floor(a.indptr, a.indices, n, traffic, RATES, 4, writeback)
+    assert p.inputs["gather_floor_ms"] == pytest.approx(floor.floor_ms)
+    # 228 KiB of shared memory a SM (the default) hold 58,368 > 2,000 columns: every gather
+    # on chip, 0 requests; DRAM: streams + x + write-back at 100 GB/s, plus a 3 us launch
+    assert p.inputs["gather_floor_x_requests"] == 0.0
+    assert p.inputs["gather_floor_hot_share"] == 1.0
+    assert floor.binding == "dram"
+    assert floor.floor_ms == pytest.approx(0.003 + (traffic.total_bytes + writeback) / 1e8)
+    assert any(a.startswith("memory floor of this format") for a in p.assumptions)
+    # without an L2 bandwidth there is no floor
+    assert format_floor(a.indptr, a.indices, n, traffic,
+                        dataclasses.replace(RATES, l2_bw_gb_s=None)) is None
+
+
 @pytest.mark.slow
 def test_a_100m_nonzero_prediction_takes_under_5_s():
     """The issue's speed bound for the whole prediction (x gathers sampled, row windows counted
@@ -131,3 +155,4 @@ def test_a_100m_nonzero_prediction_takes_under_5_s():
     p = predict_spmv(a.indptr, a.indices, a.shape[1], traffic, shape, RATES, flushed=True)
     assert time.perf_counter() - start < 5.0
     assert p.term("issue") is not None and p.inputs["refetched_sectors"] > 0
+    assert p.inputs["gather_floor_ms"] > 0

@@ -1,19 +1,34 @@
-"""How fast can x be gathered? A lower bound on SpMV time from L2 sector requests.
+"""How fast can x be gathered? A memory floor of one SpMV format from its L2 sector requests.
 
-A CSR SpMV gathers ``x[col]`` once per nonzero. A gather served on chip (L1 or shared memory)
-costs no L2 request; any other gather costs one 32-byte L2 sector for 4 useful bytes. Whatever
-the kernel, an SM can keep at most its on-chip capacity of x entries, and the best it can do is
-keep the most-gathered columns (all SMs the same ones). So with ``hot`` = the share of
-nonzeros whose column is among the ``capacity`` most-gathered columns::
+A CSR SpMV gathers ``x[col]`` once per nonzero. A gather served on chip (shared memory) costs no
+L2 request; the others cost one 32-byte L2 sector request per distinct sector of a warp
+instruction. Whatever the kernel, an SM can pin at most its shared memory's worth of x
+(``capacity`` entries), and the best it can do is pin the most-gathered columns (all SMs the same
+ones: :func:`hot_share`), or hold every x sector of a run of consecutive nonzeros and fetch
+each once. ``x_requests`` is the fewest requests of three such strategies, counted by the x-gather
+model (``xgather.floor_requests``): the hot columns on chip with a warp instruction of 32
+consecutive nonzeros or of 32 rows (a thread each), or runs of capacity / 32 B nonzeros
+(at most that many distinct sectors, so they fit) each fetching its sectors once. Then::
 
-    x sectors        >= (1 - hot) * nnz
-    stream sectors    = (nnz (value_bytes + index_bytes) + index_bytes (rows + 1)
-                         + value_bytes rows) / 32
-    time             >= (x sectors + stream sectors) / L2 sector rate
+    l2 floor    = stream bytes / L2 bandwidth + x_requests / L2 random-gather sector rate
+    dram floor  = (stream bytes + x bytes once + flush write-back) / DRAM bandwidth
+    floor       = one launch + max(l2 floor, dram floor)
 
-(the streams pass through L2 too). The bound holds for every ordering of the nonzeros within
-the given matrix; a row/column permutation changes ``hot`` only through which columns share a
-sector, which the bound does not credit (each gather counts a whole sector).
+(the flush write-back: the dirty lines the timing protocol's L2 flush leaves, written back while
+the kernel runs, as the prediction's dram term counts them; one launch: the measured empty
+kernel, which every timed call pays at least once).
+
+Why the random-gather rate and not the L2 bandwidth / 32 B: scattered 32-byte requests are
+served at the rate the device's own ``random_gather`` ceiling measures (every load its own
+sector), which on an H200 is 152 G sectors/s against the 249 G sectors/s that the streaming L2
+bandwidth would give; a floor at the streaming rate is one no gather kernel can reach (ncu put
+our circuit5M kernel at 1.34 L2 sectors per nonzero with the L2 at 88 % of its peak,
+results/h200/kernels/2026-11-22-benchmark). Without a measured gather rate the x requests are
+charged 32 B at the L2 bandwidth (the older, lower floor), and the floor says so.
+
+The floor is the format's, not the kernel's: it holds for any kernel that reads this format's
+streams and uses its on-chip memory as one of the three strategies; a kernel that beats it has
+found reuse the floor does not credit (a model defect worth reading), never a gap.
 """
 
 from __future__ import annotations
@@ -41,35 +56,67 @@ def hot_share(column_counts: np.ndarray, capacity: int) -> float:
 
 
 @dataclass(frozen=True)
-class GatherBound:
-    """The L2-sector lower bound of one SpMV (module docstring)."""
+class GatherFloor:
+    """The memory floor of one SpMV format on one device (module docstring)."""
 
     capacity_entries: int
-    """x entries kept on chip per SM."""
+    """x entries one SM can pin on chip (its shared memory / value bytes)."""
     hot_share: float
-    """Share of gathers the on-chip x serves at best."""
-    x_sectors: float
-    """(1 - hot_share) * nnz."""
-    stream_sectors: float
-    """Values, column indices, row pointers and y, in 32-byte sectors."""
-    sector_rate_per_s: float
-    time_floor_us: float
-    """(x_sectors + stream_sectors) / sector_rate_per_s, in microseconds."""
+    """Share of the gathers that the pinned columns serve."""
+    x_requests: float
+    """Fewest L2 sector requests of x over the floor's strategies."""
+    strategy: str
+    """The strategy that gave ``x_requests``."""
+    l2_ms: float
+    """stream bytes / L2 bandwidth + x_requests / gather rate."""
+    dram_ms: float
+    """(stream bytes + x bytes + flush write-back) / DRAM bandwidth."""
+    launch_ms: float
+    """One kernel launch (measured), or 0 when not known."""
+    formula: str
+    """Both floors with this case's numbers, for the report."""
+
+    @property
+    def floor_ms(self) -> float:
+        """launch_ms + max(l2_ms, dram_ms)."""
+        return self.launch_ms + max(self.l2_ms, self.dram_ms)
+
+    @property
+    def binding(self) -> str:
+        """``l2`` or ``dram``: the floor that binds."""
+        return "l2" if self.l2_ms >= self.dram_ms else "dram"
 
 
-def gather_bound(rows: int, nnz: int, hot: float, capacity_entries: int,
-                 sector_rate_per_s: float, value_bytes: int = 4,
-                 index_bytes: int = 4) -> GatherBound:
-    """Lower bound on the time of one SpMV from its L2 sector requests (module docstring)."""
-    if sector_rate_per_s <= 0:
-        raise ValueError("sector rate must be positive")
-    x_sectors = (1.0 - hot) * nnz
-    stream = (nnz * (value_bytes + index_bytes) + index_bytes * (rows + 1)
-              + value_bytes * rows) / SECTOR_BYTES
-    return GatherBound(capacity_entries=int(capacity_entries), hot_share=float(hot),
-                       x_sectors=x_sectors, stream_sectors=stream,
-                       sector_rate_per_s=float(sector_rate_per_s),
-                       time_floor_us=(x_sectors + stream) / sector_rate_per_s * 1e6)
+def gather_floor(stream_bytes: float, x_bytes: float, x_requests: float, *, hot: float,
+                 capacity_entries: int, strategy: str, dram_bw_gb_s: float,
+                 l2_bw_gb_s: float, gather_gsectors_s: float | None,
+                 writeback_bytes: float = 0.0, launch_ms: float = 0.0) -> GatherFloor:
+    """The floor of a format that streams ``stream_bytes`` (values, indices, row metadata, y)
+    and gathers x with ``x_requests`` L2 sector requests (module docstring). Hand check:
+    1 MB of streams at 5,000 GB/s L2 = 0.2 us, 1 M requests at 100 G sectors/s = 10 us:
+    l2 floor 10.2 us; DRAM (1 MB + 0.5 MB) at 3,000 GB/s = 0.5 us; floor 10.2 us (l2), plus
+    a launch when one is given."""
+    if dram_bw_gb_s <= 0 or l2_bw_gb_s <= 0:
+        raise ValueError("bandwidths must be positive")
+    stream_ms = stream_bytes / (l2_bw_gb_s * 1e6)
+    if gather_gsectors_s:
+        x_ms = x_requests / (gather_gsectors_s * 1e6)
+        rate = f"{gather_gsectors_s:,.1f} G sectors/s (measured random gathers)"
+    else:
+        x_ms = x_requests * SECTOR_BYTES / (l2_bw_gb_s * 1e6)
+        rate = f"32 B at {l2_bw_gb_s:,.0f} GB/s (no measured gather rate)"
+    dram_bytes = stream_bytes + x_bytes + writeback_bytes
+    dram_ms = dram_bytes / (dram_bw_gb_s * 1e6)
+    pinned = f", the pinned columns serving {100 * hot:.1f} % of gathers" if hot else ""
+    formula = (f"L2: {stream_bytes:,.0f} B streams / {l2_bw_gb_s:,.0f} GB/s + "
+               f"{x_requests:,.0f} x sector requests ({strategy}; {capacity_entries:,} x "
+               f"entries on chip per SM{pinned}) / {rate}; "
+               f"DRAM: {dram_bytes:,.0f} B (flush write-back {writeback_bytes:,.0f} B) / "
+               f"{dram_bw_gb_s:,.0f} GB/s; plus one launch, {launch_ms * 1e3:.1f} us")
+    return GatherFloor(capacity_entries=int(capacity_entries), hot_share=float(hot),
+                       x_requests=float(x_requests), strategy=strategy,
+                       l2_ms=stream_ms + x_ms, dram_ms=dram_ms, launch_ms=float(launch_ms),
+                       formula=formula)
 
 
 def l2_sector_rate(l2_bw_gb_s: float) -> float:

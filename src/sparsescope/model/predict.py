@@ -26,6 +26,10 @@ The kernel needs at least the time of each of these (each a :class:`PredictionTe
                 trips (delay t_iter), solved exactly by MVA (``model.queueing``): at least each
                 of dram, l2 and latency, and above their max where they are close
     predicted = overhead + max(memory, imbalance, compute)
+
+Beside the prediction, ``inputs['gather_floor_ms']`` is the format's memory floor
+(:func:`format_floor`, ``model.gathers``): the time no kernel reading this format's streams can
+beat with the on-chip strategies the floor names, so the report reads each case against it.
     limiter   = the binding term; for memory, the station with the longest residence (dram,
                 l2, or latency when the round trips outweigh both queues)
 
@@ -43,7 +47,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from sparsescope.hardware.specs import tf32_tensor_gflops
-from sparsescope.model.gathers import SECTOR_BYTES
+from sparsescope.model.gathers import SECTOR_BYTES, GatherFloor, gather_floor
 from sparsescope.model.iterations import (  # noqa: F401  (re-exported: the loop counts)
     _cut,
     _group_max,
@@ -64,7 +68,7 @@ from sparsescope.model.prediction import ModelPrediction, PredictionTerm
 from sparsescope.model.queueing import MvaResult, mva
 from sparsescope.model.row_windows import csr_refetches
 from sparsescope.model.traffic import Traffic
-from sparsescope.model.xgather import XGather, x_gather
+from sparsescope.model.xgather import XGather, floor_requests, x_gather
 
 DEVICE_TERMS = ("dram", "l2", "latency", "memory", "imbalance", "compute")
 #: The terms the prediction takes the largest of: ``memory`` already lies above the dram, l2
@@ -231,10 +235,37 @@ def predict_spmv(indptr: np.ndarray, indices: np.ndarray, cols: int, traffic: Tr
             rates.dram_bw_gb_s, t_iter, rates.sm_count,
             line_bytes=per_warp_iter) if per_warp_iter > 0 else 0.0,
     }
+    floor = format_floor(indptr, indices, cols, traffic, rates, value_bytes, writeback)
+    if floor is not None:
+        inputs.update(gather_floor_ms=floor.floor_ms, gather_floor_l2_ms=floor.l2_ms,
+                      gather_floor_dram_ms=floor.dram_ms,
+                      gather_floor_x_requests=floor.x_requests,
+                      gather_floor_hot_share=floor.hot_share)
+    floor_note = ((f"memory floor of this format (model.gathers): {floor.floor_ms * 1e3:,.1f} us"
+                   f" ({floor.binding}); {floor.formula}",) if floor is not None else ())
     return ModelPrediction(
         predicted_ms=overhead + bound.time_ms, limiter=limiter, terms=tuple(terms),
         inputs=inputs, kernel=f"{traffic.format}, {shape.label}", staged=shape.staged,
-        assumptions=_assumptions(shape, rates, xg, flushed))
+        assumptions=_assumptions(shape, rates, xg, flushed) + floor_note)
+
+
+def format_floor(indptr, indices, cols: int, traffic: Traffic, rates: DeviceRates,
+                 value_bytes: int = 4, writeback_bytes: float = 0.0) -> GatherFloor | None:
+    """The memory floor of the format that declared ``traffic`` (``model.gathers``): its
+    streams, x once, the flush write-back, one launch, and the fewest x sector requests with
+    one SM's shared memory on chip; None without a measured or datasheet L2 bandwidth."""
+    if not rates.l2_bw_gb_s:
+        return None
+    capacity = rates.shared_mem_per_sm_bytes // max(1, value_bytes)
+    req = floor_requests(indptr, indices, cols=cols, capacity_entries=capacity,
+                         value_bytes=value_bytes)
+    return gather_floor(traffic.total_bytes - traffic.x_bytes, traffic.x_bytes, req.requests,
+                        hot=req.hot_share, capacity_entries=capacity,
+                        strategy=req.strategy, dram_bw_gb_s=rates.dram_bw_gb_s,
+                        l2_bw_gb_s=rates.l2_bw_gb_s,
+                        gather_gsectors_s=rates.l2_gather_gsectors_s,
+                        writeback_bytes=writeback_bytes,
+                        launch_ms=(rates.launch_us or 0.0) * 1e-3)
 
 
 def _x_gathers(indptr, indices, cols: int, shape: KernelShape,

@@ -323,3 +323,61 @@ def x_gather(indptr, indices, *, cols: int, l2_bytes: int, stream_bytes_per_nnz:
                    dram_sectors=dram, l2_hit_rate=float(hit), onchip_share=float(share),
                    sampled=sampled, sample_fraction=min(req.sample_fraction, rate, 1 / stride),
                    method=method)
+
+
+#: The strategies the floor takes the fewest requests of: (name, threads per row, on-chip use).
+#: ``hot``: the capacity pins the most-gathered columns; ``block``: it holds every x sector of
+#: a run of capacity / 32 B consecutive nonzeros (at most that many distinct sectors, so they
+#: fit), each fetched once per run.
+FLOOR_STRATEGIES = (
+    ("32 consecutive nonzeros per warp instruction, hot columns on chip", 0, "hot"),
+    ("a thread per row, hot columns on chip", 1, "hot"),
+    ("runs of consecutive nonzeros whose x sectors stay on chip", 0, "block"),
+)
+
+
+@dataclass(frozen=True)
+class FloorRequests:
+    """The fewest x sector requests of the floor's strategies, and which one."""
+
+    requests: float
+    hot_share: float
+    """Share of gathers the pinned columns serve (0 for the run strategy)."""
+    strategy: str
+    """The strategy's name."""
+    sampled: bool
+
+
+_floor_last: list = []
+"""The last answer of :func:`floor_requests`: (indptr, indices, key, answer)."""
+
+
+def floor_requests(indptr, indices, *, cols: int, capacity_entries: int,
+                   value_bytes: int = 4, max_exact_nnz: int = 4_000_000,
+                   sample_nnz: int = 1_000_000) -> FloorRequests:
+    """min over :data:`FLOOR_STRATEGIES` of (a)'s requests, the ``capacity_entries`` x
+    entries of on-chip memory used as each strategy says (``model.gathers``' floor). Every
+    candidate of one matrix asks the same question, so the last answer is kept, for the same
+    arrays (by identity) and the same capacity and value bytes."""
+    key = (int(cols), int(capacity_entries), int(value_bytes))
+    if _floor_last and _floor_last[0] is indptr and _floor_last[1] is indices \
+            and _floor_last[2] == key:
+        return _floor_last[3]
+    indptr_64 = np.asarray(indptr, dtype=np.int64)
+    nnz = int(indptr_64[-1]) if indptr_64.size else 0
+    idx = np.asarray(indices)[:nnz]
+    share, skip, _ = _onchip(idx, cols, capacity_entries, max_exact_nnz)
+    run = max(1, capacity_entries * value_bytes // SECTOR_BYTES)
+    best = FloorRequests(0.0, share, FLOOR_STRATEGIES[0][0], False)
+    if nnz:
+        options = [(sector_requests(indptr_64, idx, threads_per_row=tpr,
+                                    value_bytes=value_bytes,
+                                    skip_columns=skip if use == "hot" else None,
+                                    max_exact_nnz=max_exact_nnz, sample_nnz=sample_nnz,
+                                    l1_block=run if use == "block" else 0), name, use)
+                   for name, tpr, use in FLOOR_STRATEGIES]
+        req, name, use = min(options, key=lambda o: o[0].requests)
+        best = FloorRequests(req.requests, share if use == "hot" else 0.0, name,
+                             req.sampled)
+    _floor_last[:] = [indptr, indices, key, best]
+    return best

@@ -31,7 +31,7 @@ BODY = (
     ("Predicted against measured", (("", "predicted_vs_measured"),)),
     ("Seed 000's claims against this run", (("", "seed_claims"),)),
     ("Timing and throughput", TIMING_SUBSECTIONS),
-    ("Physical floor and roofline", (("", "floor"), ("", "roofline"))),
+    ("Physical floor and roofline", (("", "floor"), ("", "memory_floor"), ("", "roofline"))),
     ("Little's law and latency sensitivity", (("", "littles_law"),
                                               ("", "latency_sensitivity"))),
     ("Gap decomposition", (("", "gap"),)),

@@ -50,6 +50,7 @@ def build_tables(runset: RunSet, *, specs: Sequence[DeviceSpec] | None = None,
     from sparsescope.report import gpu_tables as gt
     from sparsescope.report import warp_tables as wt
     from sparsescope.report.dae_validated import dae_validated_table
+    from sparsescope.report.memory_floor_table import memory_floor_table
     from sparsescope.report.peer_tables import own_vs_peer_table
     from sparsescope.report.prediction_tables import prediction_table
     from sparsescope.report.seed_claims import seed_claims_table
@@ -64,13 +65,14 @@ def build_tables(runset: RunSet, *, specs: Sequence[DeviceSpec] | None = None,
     seed = seed_comparison_table(ctx)
     peers = own_vs_peer_table(ctx)
     choice = auto_choice_table(ctx)
+    floors = memory_floor_table(ctx)
     return [
         device_table(ctx), matrices_table(ctx), prediction_table(ctx.runset),
         seed_claims_table(ctx.runset), timing_table(ctx), *([peers] if peers else []),
         *([choice] if choice else []),
         *kernels,
         gt.stability_table(ctx), gt.bandwidth_models_table(ctx), *([seed] if seed else []),
-        floor_table(ctx), roofline_table(ctx), wt.littles_law_table(ctx),
+        floor_table(ctx), *([floors] if floors else []), roofline_table(ctx), wt.littles_law_table(ctx),
         wt.sensitivity_table(ctx), gap_table(ctx), dae_validated_table(ctx.runset),
         wt.dae_table(ctx), wt.sram_table(ctx),
         wt.fifo_table(ctx), wt.cross_gpu_table(ctx), index_width_table(ctx),
