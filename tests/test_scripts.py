@@ -304,3 +304,27 @@ def test_blocktc_model_offline_score_on_the_committed_final_run():
         assert r["predicted_ms"] > 0
         assert r["error_pct"] == pytest.approx(
             100 * (r["measured_ms"] - r["predicted_ms"]) / r["measured_ms"])
+
+
+def test_memory_floor_markdown():
+    floors = load("memory_floor_offline")
+
+    def part(backend, ms, floor_ms, requests=None, hot=None):
+        return {"backend": backend, "ms": ms, "floor_ms": floor_ms,
+                "pct": 100 * floor_ms / ms, "binding": "l2", "strategy": "s",
+                "x_requests": requests, "hot_share": hot, "formula": "f"}
+
+    rows = [{"gpu": "H200", "matrix": "a", "nnz": 1000,
+             "own": part("cuda-spmv-sell", 0.010, 0.009, 250.0, 0.2),
+             "auto": part("cuda-spmv-auto", 0.0125, 0.009),
+             "library": part("torch-cusparse-i32", 0.020, 0.010)},
+            {"gpu": "H200", "matrix": "b", "nnz": 10,
+             "own": part("cuda-spmv-merge", 0.010, 0.005), "auto": None, "library": None}]
+    text = floors.markdown(rows)
+    # a: 0.009 / 0.010 = 90 %, 250 / 1000 requests a nonzero, auto 72 %, library 50 %
+    assert ("| H200 | a | cuda-spmv-sell | 0.0100 | 0.0090 | 90.0 | l2 | 0.250 | 20.0 | 0.0125 "
+            "| 72.0 | torch-cusparse-i32 | 0.0200 | 50.0 |") in text
+    assert ("| H200 | b | cuda-spmv-merge | 0.0100 | 0.0050 | 50.0 | l2 | - | - | - | - | - |"
+            in text)
+    # median of 90 and 50; b below 80 %
+    assert "median 70.0 % of its format's floor over 2 matrices; below 80 %: b (50 %)." in text

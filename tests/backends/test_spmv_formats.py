@@ -3,6 +3,8 @@ what the kernels compute (tiles + fixup, delta16 decoding, SELL slices)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -290,3 +292,28 @@ def test_sell16_hand_example(monkeypatch):
     # 96 entries x 6 + 4 x 32 escape slots + slice_ptr 4 x 2 + base 4 + esc_ptr 4 x 2
     # + destinations 4 x 32 + x and y 4 x (2 + 200,000) + the empty split list's pointer 4
     assert s16.bytes_moved(2, 200_000) == 576 + 128 + 8 + 4 + 8 + 128 + 800_008 + 4
+
+
+def test_finishing_tiles_plan_one_launch_and_map_each_slot_to_its_split_row():
+    from sparsescope.backends.spmv_adaptive import CudaSpmvAdaptive
+
+    # rows of 3, 9, 0, 2 nonzeros in tiles of 2 chunks: row 1 is split over slots 0 and 1
+    indptr = np.array([0, 3, 12, 12, 14])
+    tiles = row_tiles(indptr, 2)
+    assert tiles.slot_split.tolist() == [0, 0]
+    # one split row of 3 slots, one of 2: slots 0-2 -> 0, 3-4 -> 1
+    three = replace(tiles, split_rows=np.array([5, 9], np.int32),
+                    split_ptr=np.array([0, 3, 5], np.int32))
+    assert three.slot_split.tolist() == [0, 0, 0, 1, 1]
+    a = sp.csr_matrix((np.ones(14), np.arange(14) % 12, indptr), shape=(4, 12))
+    with pytest.raises(ValueError, match="finish must be one of"):
+        CudaSpmvAdaptive(finish=2)
+    # a tile of 256 x 1 chunks cannot hold a row of 5,000: split, so the plain plan launches
+    # spmv_fixup too and the finishing plan does not
+    long_row = sp.csr_matrix((np.ones(5000), np.arange(5000), [0, 5000]), shape=(1, 5000))
+    for matrix in (a, long_row):
+        _, plain = CudaSpmvAdaptive().host_plan(matrix, "float32", 4, 132)
+        _, finished = CudaSpmvAdaptive(finish=1).host_plan(matrix, "float32", 4, 132)
+        assert finished.launches == 1 and finished.kernel.endswith(", 0, 1>")
+        assert plain.kernel.endswith(", 1, 0>")
+    assert plain.launches == 2

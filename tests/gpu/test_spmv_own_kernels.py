@@ -31,6 +31,11 @@ VARIANTS = [
     ("merge-i2-h0", lambda: CudaSpmvMerge(iters=2, hint=0)),
     ("adaptive-i1-hub8k", lambda: CudaSpmvAdaptive(iters=1, hub=8192)),
     ("merge-i2-hub4k", lambda: CudaSpmvMerge(iters=2, hub=4096)),
+    ("adaptive-i1-fin", lambda: CudaSpmvAdaptive(iters=1, finish=1)),
+    ("adaptive-i1-rows3-fin", lambda: CudaSpmvAdaptive(iters=1, rows_max=3, finish=1)),
+    ("merge-i1-fin", lambda: CudaSpmvMerge(iters=1, finish=1)),
+    ("merge-i2-hub4k-fin", lambda: CudaSpmvMerge(iters=2, hub=4096, finish=1)),
+    ("tiles16-merge-fin", lambda: CudaSpmvTileDelta16(tiling="merge", finish=1)),
     ("tiles16-i1-h1", lambda: CudaSpmvTileDelta16(iters=1, hint=1)),
     ("tiles16-i2-h0", lambda: CudaSpmvTileDelta16(iters=2, hint=0)),
     ("tiles16-merge", lambda: CudaSpmvTileDelta16(tiling="merge")),
@@ -110,6 +115,23 @@ def test_split_rows_go_through_the_fixup(awkward_matrices):
     assert int(sell.notes["split_rows"]) == 1 and len(sell.launches) == 2
 
 
+def test_finished_split_rows_need_no_fixup_and_stay_right_call_after_call(awkward_matrices):
+    heavy = next(m for m in awkward_matrices if m.name.startswith("heavy-row-3001"))
+    for backend in (CudaSpmvAdaptive(iters=1, finish=1), CudaSpmvMerge(finish=1)):
+        prepared = backend.prepare(heavy.csr, "float32", 4)
+        assert int(prepared.notes["split_rows"]) >= 1
+        assert [step.kernel for step in prepared.launches] == [
+            "spmv_tile<float, 0, 1, 256, 1, 0, 1>"]
+        # the split rows' counters are reset by the finishing tile: every call is right
+        for seed in range(3):
+            x = make_x(heavy.csr.shape[1], seed=seed, dtype="float32")
+            assert backend.poison_output(prepared)
+            y = backend.run(prepared, x)
+            tolerance = 1e-5 * condition(heavy.csr, x)
+            assert check_output(y, reference_spmv(heavy.csr, x), tolerance).rel_err <= tolerance
+        assert not prepared.buffers["split_count"].any()
+
+
 def test_more_than_2_pow_24_nonzeros():
     from sparsescope.matrices import generate
 
@@ -121,7 +143,8 @@ def test_more_than_2_pow_24_nonzeros():
                      "delta16-u2-m8-h0-s1", "adaptive-i1-hub8k", "merge-i2-hub4k",
                      "delta16-t8-u4-m6-h1-s1", "adaptive-i2-l1h16k",
                      "blocked2-t4-u2-m8-h0-s1", "blocked4-t8-u4-m6-h1-s1",
-                     "blocked2-t4-dae2-m6-h0-s1", "delta16-t2-dae4-m6-h1-s1"):
+                     "blocked2-t4-dae2-m6-h0-s1", "delta16-t2-dae4-m6-h1-s1",
+                     "adaptive-i1-rows3-fin", "merge-i2-hub4k-fin", "tiles16-merge-fin"):
             continue  # same code paths as their siblings; keep the test short
         err, _ = check(factory(), csr, "float32", seed=3)
         assert err < 1e-5, (label, err)

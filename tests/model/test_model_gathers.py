@@ -26,12 +26,14 @@ def test_gather_floor_by_hand():
     assert f.l2_ms == pytest.approx(0.0102) and f.dram_ms == pytest.approx(0.0005)
     assert f.floor_ms == pytest.approx(0.0102) and f.binding == "l2"
     assert "pinned columns serving 25.0 %" in f.formula
-    # with the flush write-back and a launch: DRAM (1.5e6 + 4.5e7) B / 3,000 GB/s = 15.5 us
-    g = gather_floor(1e6, 5e5, 1e6, hot=0.0, capacity_entries=4, strategy="s",
+    # 4.65e7 B of streams and 1e5 requests make DRAM bind: (4.65e7 + 5e5) B / 3,000 GB/s =
+    # 15.67 us against L2's 9.3 + 1 us; plus a 3 us launch and a 0.8 us latency chain
+    g = gather_floor(4.65e7, 5e5, 1e5, hot=0.0, capacity_entries=4, strategy="s",
                      dram_bw_gb_s=3000.0, l2_bw_gb_s=5000.0, gather_gsectors_s=100.0,
-                     writeback_bytes=4.5e7, launch_ms=0.003)
-    assert g.binding == "dram" and g.floor_ms == pytest.approx(0.003 + 0.0155)
-    assert "pinned" not in g.formula
+                     launch_ms=0.003, chain_ms=0.0008)
+    assert g.binding == "dram" and g.dram_ms == pytest.approx(4.7e7 / 3e12 * 1e3)
+    assert g.floor_ms == pytest.approx(0.003 + 0.0008 + 4.7e7 / 3e12 * 1e3)
+    assert "pinned" not in g.formula and "latency chain (0.80 us)" in g.formula
 
 
 def test_gather_floor_without_a_gather_rate_charges_32_bytes_at_l2_bandwidth():

@@ -40,8 +40,11 @@ def cuda_type(value_dtype: str) -> str:
 
 
 def tile_kernel(value_dtype: str, idx: int, hint: int, iters: int, hub: int = 0,
-                block: int = BLOCK) -> str:
-    return f"spmv_tile<{cuda_type(value_dtype)}, {idx}, {hint}, {block}, {iters}, {hub}>"
+                block: int = BLOCK, finish: int = 0) -> str:
+    """``spmv_tile``'s name expression; FINISH (split rows finished in the kernel) is named
+    only when set, so the names of the fixup-launch kernels stay as they were."""
+    last = ", 1" if finish else ""
+    return f"spmv_tile<{cuda_type(value_dtype)}, {idx}, {hint}, {block}, {iters}, {hub}{last}>"
 
 
 def sell_kernel(value_dtype: str, idx: int, hint: int, unroll: int, minb: int,

@@ -7,7 +7,9 @@ Subclasses pick the tiling (:mod:`sparsescope.backends.spmv_tiling`) and the col
 ``L1::no_allocate`` and an L2 ``evict_first`` policy, leaving L1 and L2 to x) and ``hub``
 (0, 4096 or 8192: persistent blocks keep x[0, hub) in shared memory, float32 only; with
 iters=2 at most 4096; -16384 or -32768: gathers of columns >= -hub read with L1::no_allocate,
-so L1 keeps the hot columns x[0, -hub) of a matrix whose popular columns come first).
+so L1 keeps the hot columns x[0, -hub) of a matrix whose popular columns come first) and
+``finish`` (0: rows cut by a tile boundary are summed by a second launch, ``spmv_fixup``; 1: the
+tile that stores a split row's last partial sums it, in the same launch).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from sparsescope.model.traffic import Traffic, csr_spmv_traffic
 
 ITERS = (1, 2)
 HINTS = (0, 1)
+FINISHES = (0, 1)
 #: Hub sizes (x entries in shared memory) by iters: static shared memory stays under 48 KB.
 HUBS = {1: (0, 4096, 8192, -16384, -32768), 2: (0, 4096, -16384, -32768)}
 
@@ -45,7 +48,7 @@ class TiledBackend(OwnSpmvBackend):
     """``spmv_tile`` over a :class:`TileSet`; ``idx`` 0 (INT32 columns) or 1 (delta16)."""
 
     idx = 0
-    defaults: dict[str, Any] = {"iters": 1, "hint": 1, "hub": 0}
+    defaults: dict[str, Any] = {"iters": 1, "hint": 1, "hub": 0, "finish": 0}
 
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
@@ -53,6 +56,8 @@ class TiledBackend(OwnSpmvBackend):
         if p["iters"] not in ITERS or p["hint"] not in HINTS or p["hub"] not in HUBS[p["iters"]]:
             raise ValueError(f"iters must be one of {ITERS}, hint one of {HINTS}, hub one of "
                              f"{HUBS} by iters; got {p['iters']}, {p['hint']}, {p['hub']}")
+        if p["finish"] not in FINISHES:
+            raise ValueError(f"finish must be one of {FINISHES}; got {p['finish']}")
 
     @property
     def chunks(self) -> int:
@@ -64,7 +69,8 @@ class TiledBackend(OwnSpmvBackend):
 
     def format_key(self) -> tuple:
         return (type(self).__name__, self.chunks,
-                *(v for k, v in sorted(self.params.items()) if k not in ("iters", "hint", "hub")))
+                *(v for k, v in sorted(self.params.items())
+                  if k not in ("iters", "hint", "hub", "finish")))
 
     def build_format(self, csr: sp.csr_matrix) -> TileSet:
         return self.tiling(csr)
@@ -97,13 +103,17 @@ class TiledBackend(OwnSpmvBackend):
             "val": cupy.asarray(padded(csr.data, dtype)),
             "split_rows": cupy.asarray(tiles.split_rows),
             "split_ptr": cupy.asarray(tiles.split_ptr),
+            "slot_split": cupy.asarray(tiles.slot_split),
+            # the split rows' partial counts: zero between calls (the finishing tile resets)
+            "split_count": cupy.zeros(max(1, tiles.split_rows.size), dtype=np.int32),
         }
+        finish = int(self.params["finish"])
         # shared memory holds 8-byte values only half as many: no hub for float64
         hub = int(self.params["hub"])
         if value_dtype != "float32" and hub > 0:
             hub = 0
         name = tile_kernel(value_dtype, self.idx, int(self.params["hint"]),
-                           int(self.params["iters"]), hub)
+                           int(self.params["iters"]), hub, finish=finish)
         notes = {"tiling": tiles.kind, "tiles": str(tiles.ntiles),
                  "chunks_per_tile": str(tiles.chunks),
                  "max_rows_per_tile": str(tiles.max_rows_per_tile),
@@ -121,8 +131,9 @@ class TiledBackend(OwnSpmvBackend):
                 notes.update(hub=str(hub), persistent_blocks=str(grid))
             p.launches.append(Launch(name, grid, BLOCK, (
                 np.int32(tiles.ntiles), b["tiles"], b["row_ptr"], b["cols"], b["escapes"],
-                b["val"], p.x, p.y, p.partials, np.int32(p.cols))))
-            if tiles.split_rows.size:
+                b["val"], p.x, p.y, p.partials, np.int32(p.cols), b["slot_split"],
+                b["split_ptr"], b["split_rows"], b["split_count"])))
+            if tiles.split_rows.size and not finish:
                 p.launches.append(self.fixup_launch(value_dtype, b["split_rows"],
                                                     b["split_ptr"], (p.partials, p.y)))
         p.traffic = self.format_traffic(fmt, csr, np.dtype(dtype).itemsize)
@@ -143,13 +154,15 @@ class TiledBackend(OwnSpmvBackend):
         if not csr.shape[0] or not tiles.ntiles:
             return None
         hub = int(self.params["hub"]) if value_dtype == "float32" else min(0, self.params["hub"])
+        finish = int(self.params["finish"])
         name = tile_kernel(value_dtype, self.idx, int(self.params["hint"]),
-                           int(self.params["iters"]), hub)
+                           int(self.params["iters"]), hub, finish=finish)
         grid = min(tiles.ntiles, sms * 8) if hub > 0 else tiles.ntiles
         return KernelShape(kernel=name, decomposition="nnz", block_threads=BLOCK,
                            grid_blocks=grid, nnz_per_iteration=4 * int(self.params["iters"]),
                            rounds_per_iteration=2, setup_rounds=1,
-                           launches=1 + (tiles.split_rows.size > 0), onchip_x_entries=abs(hub),
+                           launches=1 + (tiles.split_rows.size > 0 and not finish),
+                           onchip_x_entries=abs(hub),
                            cuda_source=SOURCE,
                            source="declared by the backend (template parameters)")
 

@@ -56,6 +56,12 @@ class TileSet:
         return int(self.split_ptr[-1]) if self.split_ptr.size else 0
 
     @property
+    def slot_split(self) -> np.ndarray:
+        """int32 (nslots,): the split row (index into ``split_rows``) each slot belongs to."""
+        return np.repeat(np.arange(self.split_rows.size, dtype=np.int32),
+                         np.diff(self.split_ptr)).astype(np.int32)
+
+    @property
     def max_rows_per_tile(self) -> int:
         return int((self.tiles[:, 1] - self.tiles[:, 0]).max()) if self.ntiles else 0
 

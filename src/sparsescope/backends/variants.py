@@ -19,6 +19,10 @@ SPMV_OWN: dict[str, tuple[str, dict[str, int]]] = {
     "adaptive-i1-h0": ("cuda-spmv-adaptive", {"iters": 1, "hint": 0}),
     "adaptive-i2-h1": ("cuda-spmv-adaptive", {"iters": 2, "hint": 1}),
     "adaptive-i1-hub8k": ("cuda-spmv-adaptive", {"iters": 1, "hint": 1, "hub": 8192}),
+    # split rows finished by their last tile: one launch, no spmv_fixup
+    "adaptive-i1-fin": ("cuda-spmv-adaptive", {"iters": 1, "hint": 1, "finish": 1}),
+    "adaptive-i2-fin": ("cuda-spmv-adaptive", {"iters": 2, "hint": 1, "finish": 1}),
+    "merge-i1-fin": ("cuda-spmv-merge", {"iters": 1, "hint": 1, "finish": 1}),
     "merge-i1-h1": ("cuda-spmv-merge", {"iters": 1, "hint": 1}),
     "merge-i2-h1": ("cuda-spmv-merge", {"iters": 2, "hint": 1}),
     "tiles16-i2-h1": ("cuda-spmv-delta16-tiles", {"iters": 2, "hint": 1}),

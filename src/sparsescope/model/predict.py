@@ -235,7 +235,7 @@ def predict_spmv(indptr: np.ndarray, indices: np.ndarray, cols: int, traffic: Tr
             rates.dram_bw_gb_s, t_iter, rates.sm_count,
             line_bytes=per_warp_iter) if per_warp_iter > 0 else 0.0,
     }
-    floor = format_floor(indptr, indices, cols, traffic, rates, value_bytes, writeback)
+    floor = format_floor(indptr, indices, cols, traffic, rates, value_bytes)
     if floor is not None:
         inputs.update(gather_floor_ms=floor.floor_ms, gather_floor_l2_ms=floor.l2_ms,
                       gather_floor_dram_ms=floor.dram_ms,
@@ -250,10 +250,10 @@ def predict_spmv(indptr: np.ndarray, indices: np.ndarray, cols: int, traffic: Tr
 
 
 def format_floor(indptr, indices, cols: int, traffic: Traffic, rates: DeviceRates,
-                 value_bytes: int = 4, writeback_bytes: float = 0.0) -> GatherFloor | None:
+                 value_bytes: int = 4) -> GatherFloor | None:
     """The memory floor of the format that declared ``traffic`` (``model.gathers``): its
-    streams, x once, the flush write-back, one launch, and the fewest x sector requests with
-    one SM's shared memory on chip; None without a measured or datasheet L2 bandwidth."""
+    streams, x once, one launch, the DRAM + L2 latency chain, and the fewest x sector requests
+    with one SM's shared memory on chip; None without a measured or datasheet L2 bandwidth."""
     if not rates.l2_bw_gb_s:
         return None
     capacity = rates.shared_mem_per_sm_bytes // max(1, value_bytes)
@@ -264,8 +264,8 @@ def format_floor(indptr, indices, cols: int, traffic: Traffic, rates: DeviceRate
                         strategy=req.strategy, dram_bw_gb_s=rates.dram_bw_gb_s,
                         l2_bw_gb_s=rates.l2_bw_gb_s,
                         gather_gsectors_s=rates.l2_gather_gsectors_s,
-                        writeback_bytes=writeback_bytes,
-                        launch_ms=(rates.launch_us or 0.0) * 1e-3)
+                        launch_ms=(rates.launch_us or 0.0) * 1e-3,
+                        chain_ms=(rates.dram_latency_ns + (rates.l2_latency_ns or 0.0)) * 1e-6)
 
 
 def _x_gathers(indptr, indices, cols: int, shape: KernelShape,

@@ -182,17 +182,47 @@ __device__ __forceinline__ int block_exclusive_scan(int v, int* warp_sums, int* 
     return before + inc - v;
 }
 
+// A split row's last partial finishes it (FINISH = 1), so no spmv_fixup launch is needed: the
+// thread that stores a partial makes it visible (__threadfence); after the tile's barrier, its
+// thread 0 counts the tile's (at most two) partials on their split rows' counters; the count
+// that completes a row reads every partial of the row (L2, in slot order: the sum does not
+// depend on which tile came last), stores y and zeroes the counter for the next call (the
+// threadFenceReduction pattern of the CUDA samples). Not inlined, and called once a tile after
+// the reduction: the tile loop keeps its registers and its SASS loop its loads.
+template <typename T>
+__device__ __noinline__ void finish_split(const int slot, const int* __restrict__ slot_split,
+                                          const int* __restrict__ split_ptr,
+                                          const int* __restrict__ split_row,
+                                          int* __restrict__ split_count,
+                                          const T* partials, T* __restrict__ y) {
+    const int s = __ldg(slot_split + slot);
+    const int begin = __ldg(split_ptr + s), end = __ldg(split_ptr + s + 1);
+    if (atomicAdd(split_count + s, 1) == end - begin - 1) {
+        __threadfence();
+        T sum = T(0);
+        for (int k = begin; k < end; ++k) sum += __ldcg(partials + k);
+        y[__ldg(split_row + s)] = sum;
+        split_count[s] = 0;
+    }
+}
+
 // HUB < 0: not persistent; gathers of columns >= -HUB are read with L1::no_allocate, so L1
 // keeps the hot columns x[0, -HUB) of a matrix whose popular columns come first.
 // HUB > 0: the block is persistent (a grid-stride loop over the tiles) and keeps x[0, HUB) in
 // shared memory, loaded once: gathers of those columns (the hub columns of a matrix whose
 // popular columns come first, as in degree-ordered graphs) read shared memory, not L2.
-template <typename T, int IDX, int HINT, int BLOCK, int ITERS, int HUB>
-__global__ void __launch_bounds__(BLOCK)
+// FINISH = 1: split rows are finished here (finish_split); FINISH = 0: by spmv_fixup, and the
+// four split-row arguments are not read. With FINISH the kernel asks for a full SM of blocks
+// (launch bounds): the call of finish_split would otherwise raise its registers from 29-32 to
+// 39-48 and leave room for 6 blocks of 256 threads, not 8.
+template <typename T, int IDX, int HINT, int BLOCK, int ITERS, int HUB, int FINISH = 0>
+__global__ void __launch_bounds__(BLOCK, FINISH ? (ITERS == 1 ? 2048 : 1536) / BLOCK : 1)
 spmv_tile(const int ntiles, const int4* __restrict__ tiles, const int* __restrict__ row_ptr,
           const void* __restrict__ cols, const int* __restrict__ esc,
           const T* __restrict__ val, const T* __restrict__ x, T* __restrict__ y,
-          T* __restrict__ partials, const int ncols) {
+          T* partials, const int ncols, const int* __restrict__ slot_split,
+          const int* __restrict__ split_ptr, const int* __restrict__ split_row,
+          int* __restrict__ split_count) {
     constexpr int CHUNKS = BLOCK * ITERS;
     static_assert(IDX == 0 || (ITERS <= 2 && 4 * BLOCK < 0x8000), "escape counts need 16 bits");
     __shared__ __align__(16) T prod[CHUNKS * 4];
@@ -326,13 +356,22 @@ spmv_tile(const int ntiles, const int4* __restrict__ tiles, const int* __restric
         }
         for (int off = lanes >> 1; off > 0; off >>= 1) sum += __shfl_xor_sync(FULL_MASK, sum, off);
         if (lane == 0 && r < nrows) {
-            if (r == 0 && head >= 0) {
-                partials[head] = sum;
-            } else if (r == nrows - 1 && tail >= 0) {
-                partials[tail] = sum;
-            } else {
+            const int slot = (r == 0 && head >= 0) ? head : (r == nrows - 1 ? tail : -1);
+            if (slot < 0) {
                 y[r0 + r] = sum;
+            } else {
+                partials[slot] = sum;
+                if (FINISH) __threadfence();
             }
+        }
+    }
+    if (FINISH && (head >= 0 || tail >= 0)) {
+        __syncthreads();  // both partials stored and fenced
+        if (tid == 0) {
+            if (head >= 0)
+                finish_split<T>(head, slot_split, split_ptr, split_row, split_count, partials, y);
+            if (tail >= 0 && tail != head)
+                finish_split<T>(tail, slot_split, split_ptr, split_row, split_count, partials, y);
         }
     }
     if (HUB > 0) __syncthreads();  // the next tile overwrites prod and rp
