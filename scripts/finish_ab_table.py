@@ -21,11 +21,12 @@ _FINISH = re.compile(r"finish=(\d)")
 
 
 def pairs(paths: list[Path]) -> list[dict]:
-    """One row per (matrix, kernel without finish): the two medians (ms) and the library's."""
+    """One row per (matrix, kernel without finish): the two medians (ms) and the fastest
+    cuSPARSE case's of the same matrix."""
     rows: dict[tuple[str, str], dict] = {}
+    library: dict[str, float] = {}
     for path in paths:
-        rs = read_runset(path)
-        for c in rs.cases:
+        for c in read_runset(path).cases:
             if c.outcome != "ok" or c.measurement is None:
                 continue
             ms = statistics.median(c.measurement.samples_ms)
@@ -36,16 +37,10 @@ def pairs(paths: list[Path]) -> list[dict]:
                                                            "kernel": kernel})
                 row[f"finish{match.group(1)}_ms"] = ms
             elif "cusparse" in c.backend:
-                for (matrix, _), row in rows.items():
-                    if matrix == c.matrix:
-                        row["library_ms"] = min(row.get("library_ms", math.inf), ms)
-                rows.setdefault((c.matrix, ""), {"matrix": c.matrix, "kernel": ""})
-                lib = rows[(c.matrix, "")]
-                lib["library_ms"] = min(lib.get("library_ms", math.inf), ms)
-    library = {m: r["library_ms"] for (m, k), r in rows.items() if not k}
+                library[c.matrix] = min(library.get(c.matrix, math.inf), ms)
     out = []
-    for (matrix, kernel), row in rows.items():
-        if kernel and "finish0_ms" in row and "finish1_ms" in row:
+    for (matrix, _), row in rows.items():
+        if "finish0_ms" in row and "finish1_ms" in row:
             row["library_ms"] = library.get(matrix)
             row["ratio"] = row["finish1_ms"] / row["finish0_ms"]
             out.append(row)
