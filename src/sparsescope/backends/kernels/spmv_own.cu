@@ -212,15 +212,11 @@ __device__ __noinline__ void finish_split(const int slot, const int* __restrict_
 // shared memory, loaded once: gathers of those columns (the hub columns of a matrix whose
 // popular columns come first, as in degree-ordered graphs) read shared memory, not L2.
 // FINISH = 1: split rows are finished here (finish_split); FINISH = 0: by spmv_fixup, and the
-// four split-row arguments are not read.
-// Launch bounds: a full SM of blocks (2048 threads, so <= 32 registers) wherever nvrtc 13 fits
-// the kernel in 32 registers without spilling (sm_90: every ITERS = 1 instance, and ITERS = 2
-// with float INT32 columns and no FINISH); elsewhere none. Unbounded, the row pointers' cp.async
-// and the call of finish_split let it take 40-55 and leave room for 4-6 blocks of 256 threads.
-#define TILE_MIN_BLOCKS \
-    ((ITERS == 1 || (IDX == 0 && !FINISH && sizeof(T) == 4)) ? 2048 / BLOCK : 1)
+// four split-row arguments are not read. With FINISH the kernel asks for a full SM of blocks
+// (launch bounds): the call of finish_split would otherwise raise its registers from 29-32 to
+// 39-48 and leave room for 6 blocks of 256 threads, not 8.
 template <typename T, int IDX, int HINT, int BLOCK, int ITERS, int HUB, int FINISH = 0>
-__global__ void __launch_bounds__(BLOCK, TILE_MIN_BLOCKS)
+__global__ void __launch_bounds__(BLOCK, FINISH ? (ITERS == 1 ? 2048 : 1536) / BLOCK : 1)
 spmv_tile(const int ntiles, const int4* __restrict__ tiles, const int* __restrict__ row_ptr,
           const void* __restrict__ cols, const int* __restrict__ esc,
           const T* __restrict__ val, const T* __restrict__ x, T* __restrict__ y,
@@ -260,16 +256,9 @@ spmv_tile(const int ntiles, const int4* __restrict__ tiles, const int* __restric
         v[it].load(s, val + 4 * q);
         c[it].load(s, cols, q);
     }
-    // Row pointer slice rp[k] = row_ptr[r0 + k], k = 0..nrows, copied straight into shared
-    // memory by cp.async now, with the streams: no registers are held while it is in flight,
-    // and a tile of more than BLOCK short rows waits for no further round trip after its
-    // gathers. Phase 2 clamps each entry to the tile's [j0, j1] where it reads it.
-    for (int k = tid; k <= nrows; k += BLOCK) {
-        const unsigned dst = (unsigned)__cvta_generic_to_shared(rp + k);
-        asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(dst),
-                     "l"(row_ptr + r0 + k) : "memory");
-    }
-    asm volatile("cp.async.commit_group;" ::: "memory");
+    // Row pointer slice, clamped to the tile: rp[k] = clamp(row_ptr[r0 + k], j0, j1); the
+    // first BLOCK entries are loaded now and stored after the gathers.
+    const int rp_first = s.i1(row_ptr + r0 + min(tid, nrows));
     if (IDX == 1) {
         // Escapes: rank them in chunk order (iteration-major, thread-minor); the counts of the
         // (at most two) iterations are packed 16 bits each into one scan.
@@ -337,7 +326,8 @@ spmv_tile(const int ntiles, const int4* __restrict__ tiles, const int* __restric
             for (int e = 0; e < 4; ++e) dst[e] = p[e];
         }
     }
-    asm volatile("cp.async.wait_all;" ::: "memory");  // this thread's row pointers landed
+    if (tid <= nrows) rp[tid] = min(max(rp_first, j0), j1);
+    for (int k = tid + BLOCK; k <= nrows; k += BLOCK) rp[k] = min(max(s.i1(row_ptr + r0 + k), j0), j1);
     __syncthreads();
 
     // Phase 2: LANES threads per row, LANES = largest power of two <= BLOCK / rows, <= 32.
@@ -352,8 +342,8 @@ spmv_tile(const int ntiles, const int4* __restrict__ tiles, const int* __restric
         T sum = T(0);
         if (r < nrows) {
             // Four independent partial sums, so four shared-memory loads are in flight.
-            const int e = min(max(rp[r + 1], j0), j1) - shift;
-            int k = min(max(rp[r], j0), j1) - shift + lane;
+            const int e = rp[r + 1] - shift;
+            int k = rp[r] - shift + lane;
             T s1 = T(0), s2 = T(0), s3 = T(0);
             for (; k + 3 * lanes < e; k += 4 * lanes) {
                 sum += prod[k];
