@@ -90,12 +90,17 @@ def test_refetches_reach_dram_only_for_one_thread_a_row_beyond_the_l2():
                       1e9) == (0.0, 0.0)
 
 
+def _random_case(n: int = 2000):
+    """(matrix, INT32 CSR traffic, a thread-per-row shape) of a random n x n, 0.5 % dense."""
+    a = sp.random(n, n, density=0.005, format="csr", random_state=1)
+    shape = KernelShape(kernel="csr_scalar<float, int>", decomposition="rows",
+                        block_threads=128, grid_blocks=-(-n // 128))
+    return a, csr_spmv_traffic(n, n, a.nnz), shape
+
+
 def test_a_shape_with_instructions_gets_an_issue_term_that_can_bind():
     n = 2000
-    a = sp.random(n, n, density=0.005, format="csr", random_state=1)
-    traffic = csr_spmv_traffic(n, n, a.nnz)
-    base = KernelShape(kernel="csr_scalar<float, int>", decomposition="rows",
-                       block_threads=128, grid_blocks=-(-n // 128))
+    a, traffic, base = _random_case(n)
     plain = predict_spmv(a.indptr, a.indices, n, traffic, base, RATES, flushed=False)
     assert plain.term("issue") is None
     heavy = dataclasses.replace(base, loop_instructions=10_000, other_instructions=100)
@@ -114,10 +119,7 @@ def test_the_prediction_carries_its_formats_memory_floor():
     from sparsescope.model.predict import format_floor
 
     n = 2000
-    a = sp.random(n, n, density=0.005, format="csr", random_state=1)
-    traffic = csr_spmv_traffic(n, n, a.nnz)
-    shape = KernelShape(kernel="csr_scalar<float, int>", decomposition="rows",
-                        block_threads=128, grid_blocks=-(-n // 128))
+    a, traffic, shape = _random_case(n)
     p = predict_spmv(a.indptr, a.indices, n, traffic, shape, RATES, flushed=True)
     floor = format_floor(a.indptr, a.indices, n, traffic, RATES, 4)
     assert p.inputs["gather_floor_ms"] == pytest.approx(floor.floor_ms)
