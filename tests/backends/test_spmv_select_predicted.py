@@ -4,6 +4,7 @@ timed choice among near-ties (fake kernels), the what-if through ``use_model``."
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -62,6 +63,11 @@ def test_ranking_shortlist_and_table():
     text = prediction_table(table, rows=2)
     assert text == "b 40.0 us (dram); g 40.2 us (dram, +0.5 %); 5 more in selection_table"
     assert prediction_table([pred("c", None)]) == "no candidate could be predicted"
+    # the fastest names its format's memory floor when the prediction has one
+    floored = [dataclasses.replace(table[1], floor_ms=0.0312), table[0]]
+    assert prediction_table(floored) == ("b 40.0 us (dram; its format's memory floor 31.2 us); "
+                                         "a 50.0 us (dram, +25.0 %)")
+    assert floored[0].as_dict()["floor_ms"] == 0.0312
     # errors of +-15 %: a candidate up to 1.15 / 0.85 = 1.353 x the fastest may be faster
     assert TRIAL_MARGIN == pytest.approx(0.35294, abs=1e-5)
 

@@ -81,12 +81,14 @@ class CandidatePrediction:
     plan_s: float = 0.0
     trial_ms: float | None = None
     """Its median time in the trial on the device (``cuda-spmv-auto``), or None: not timed."""
+    floor_ms: float | None = None
+    """Its format's memory floor (``model.predict.format_floor``), or None."""
 
     def as_dict(self) -> dict[str, Any]:
         return {"backend": self.candidate.backend, "params": dict(self.candidate.params),
                 "label": self.candidate.label, "predicted_ms": self.predicted_ms,
                 "limiter": self.limiter, "not_modelled": self.not_modelled,
-                "plan_s": self.plan_s, "trial_ms": self.trial_ms}
+                "plan_s": self.plan_s, "trial_ms": self.trial_ms, "floor_ms": self.floor_ms}
 
 
 def candidates(stats: MatrixStatistics) -> list[Candidate]:
@@ -139,9 +141,10 @@ def predict_candidates(csr: sp.csr_matrix, gpu: Any, found: list[Candidate], *,
         case = predict_case(matrix_name, csr, backend, gpu, value_dtype=value_dtype,
                             refine=refine, label=cand.label)
         p = case.prediction
+        floor = p.inputs.get("gather_floor_ms") if p is not None else None
         return CandidatePrediction(cand, p.predicted_ms if p is not None else None,
                                    p.limiter if p is not None else "", case.not_modelled,
-                                   time.perf_counter() - start)
+                                   time.perf_counter() - start, floor_ms=floor)
 
     groups: dict[tuple, list[int]] = {}
     for i, backend in enumerate(backends):
@@ -247,7 +250,8 @@ def selection_notes(kernel_notes: dict[str, str], selected: str, params: dict, r
 
 def prediction_table(predictions: list[CandidatePrediction], rows: int = REASON_ROWS) -> str:
     """The first ``rows`` of the ranking in words: ``label predicted us (limiter, +x % over the
-    fastest)``; ``; ...`` and the count when more were predicted."""
+    fastest)``, the fastest with its format's memory floor; ``; ...`` and the count when more
+    were predicted."""
     order = ranked(predictions)
     done = [p for p in order if p.predicted_ms is not None]
     if not done:
@@ -256,6 +260,8 @@ def prediction_table(predictions: list[CandidatePrediction], rows: int = REASON_
     parts = []
     for p in done[:rows]:
         over = f", +{100 * (p.predicted_ms / best - 1):.1f} %" if p is not done[0] else ""
+        if p is done[0] and p.floor_ms:
+            over = f"; its format's memory floor {1e3 * p.floor_ms:,.1f} us"
         parts.append(f"{p.candidate.label} {1e3 * p.predicted_ms:,.1f} us ({p.limiter}{over})")
     more = len(order) - min(rows, len(done))
     return "; ".join(parts) + (f"; {more} more in selection_table" if more > 0 else "")
