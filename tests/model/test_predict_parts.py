@@ -159,8 +159,9 @@ def test_device_rates_take_measured_ceilings_over_the_datasheet():
                                 l2_bw_gb_s=10_000.0, dram_latency_ns=550.0, l2_latency_ns=250.0,
                                 fp32_gflops=60_000.0, dram_gather_gsectors_s=20.0,
                                 l2_gather_gsectors_s=80.0, launch_us=2.5,
-                                l2_write_bw_gb_s=7_000.0)
+                                l2_write_bw_gb_s=7_000.0, flush_writeback_share=0.0)
     r = device_rates(spec, ceilings)
+    assert r.flush_writeback_share == 0.0  # a measured 0 (the write-back is free) stays 0
     assert (r.name, r.sm_count, r.max_threads_per_sm, r.max_blocks_per_sm, r.l2_bytes) == (
         "H200", spec.sm_count, spec.max_threads_per_sm, spec.max_blocks_per_sm, spec.l2_bytes)
     assert (r.dram_bw_gb_s, r.l2_bw_gb_s, r.dram_latency_ns, r.l2_latency_ns) == (
@@ -198,6 +199,18 @@ def test_device_rates_without_ceilings_use_the_spec(ceilings):
     assert r.dram_gather_gsectors_s is None and r.l2_gather_gsectors_s is None
     assert r.sources["l2_bw"] == r.sources["launch"] == r.sources["l2_write_bw"] == "unknown"
     assert r.l2_write_bw_gb_s is None and r.sm_clock_mhz == spec.sm_clock_mhz
+    assert r.flush_writeback_share is None
+
+
+def test_flush_writeback_by_hand():
+    from sparsescope.model.predict import flush_writeback
+
+    rates = dataclasses.replace(device_rates(get_spec("H200")), l2_bytes=50_000_000)
+    # not measured: every evicted dirty byte, min(L2, fetched)
+    assert flush_writeback(rates, 80e6) == 50e6 and flush_writeback(rates, 20e6) == 20e6
+    # measured share 0.4: 50 MB x 0.4 = 20 MB
+    measured = dataclasses.replace(rates, flush_writeback_share=0.4)
+    assert flush_writeback(measured, 80e6) == pytest.approx(20e6)
 
 
 # ----------------------------------------------------------------------------- predict_spmv

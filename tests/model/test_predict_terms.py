@@ -131,6 +131,13 @@ def test_the_prediction_carries_its_formats_memory_floor():
     assert p.inputs["flush_writeback_bytes"] > 0 and floor.binding == "dram"
     assert floor.floor_ms == pytest.approx(0.003 + 0.0006 + traffic.total_bytes / 1e8)
     assert any(a.startswith("memory floor of this format") for a in p.assumptions)
+    # with a measured share of 0.5 the prediction's write-back halves and the floor counts it
+    half = dataclasses.replace(RATES, flush_writeback_share=0.5)
+    q = predict_spmv(a.indptr, a.indices, n, traffic, shape, half, flushed=True)
+    assert q.inputs["flush_writeback_bytes"] == pytest.approx(
+        0.5 * p.inputs["flush_writeback_bytes"])
+    assert q.inputs["gather_floor_dram_ms"] == pytest.approx(
+        (traffic.total_bytes + q.inputs["flush_writeback_bytes"]) / 1e8)
     # without an L2 bandwidth there is no floor
     assert format_floor(a.indptr, a.indices, n, traffic,
                         dataclasses.replace(RATES, l2_bw_gb_s=None)) is None

@@ -32,6 +32,7 @@ FIGURES = (
     ("dram_gather_gsectors_s", "DRAM random gathers", "G sectors/s"),
     ("l2_gather_gsectors_s", "L2 random gathers", "G sectors/s"),
     ("launch_us", "empty launch", "us"),
+    ("flush_writeback_share", "flush write-back", "share"),
 )
 
 

@@ -27,6 +27,10 @@ Protocol (each figure's ``method`` string repeats it):
 * launch: one ``empty_kernel`` between two events, queued behind an FMA launch that keeps the
   device busy while the host queues it (as the timing protocol's hold does), so the figure is
   the device-side cost of a launch, not the host's.
+* flush write-back: ``read_stream`` over a buffer of L2/2 bytes, timed right after the timing
+  protocol's flush (``+= 1`` over 2 x L2 int32s, which leaves the L2 full of dirty lines) and
+  right after a clean eviction (a read of the 2 x L2 buffer); ``share = (t_dirty - t_clean) /
+  (L2/2 / read_bw)``, at least 0 (best of ``repeats`` of each).
 
 Takes about 1-3 s on an H200 (NVRTC compilation included).
 """
@@ -155,6 +159,37 @@ def _launch_us(cupy, empty, fma, launch: tuple, repeats: int) -> float:
     return best * 1e3
 
 
+def _flush_writeback_share(cupy, read, launch: tuple, l2: int, read_bw_gb_s: float,
+                           repeats: int) -> float:
+    """The flush's write-back cost to the next kernel (module docstring), >= 0."""
+    blocks, threads, sink = launch
+    flush = cupy.zeros(2 * l2 // 4, dtype=cupy.int32)
+    target = cupy.ones((l2 // 2) // 16 * 4, dtype=cupy.float32)
+    n4 = np.uint64(target.size // 4)
+
+    def after(prepare) -> float:
+        best = float("inf")
+        for _ in range(repeats + 1):
+            prepare()
+            start, end = cupy.cuda.Event(), cupy.cuda.Event()
+            start.record()
+            read((blocks,), (threads,), (target, n4, np.int32(1), sink))
+            end.record()
+            end.synchronize()
+            best = min(best, cupy.cuda.get_elapsed_time(start, end))
+        return best
+
+    def dirty() -> None:
+        flush.__iadd__(1)
+
+    def clean() -> None:
+        read((blocks,), (threads,), (flush.view(cupy.float32), np.uint64(flush.size // 4),
+                                     np.int32(1), sink))
+
+    extra_ms = after(dirty) - after(clean)
+    return max(0.0, extra_ms / (target.nbytes / (read_bw_gb_s * 1e6)))
+
+
 def _device_properties(cupy) -> tuple[str, int, int]:
     """Name, L2 size (bytes) and SM count of device 0."""
     runtime = cupy.cuda.runtime
@@ -215,6 +250,8 @@ def measure_gpu_ceilings(*, size_mb: float = 1024, repeats: int = 5, l2_passes: 
                               big[: l2_bytes // 4], gather_loads)
     del big
     launch_us = _launch_us(cupy, empty, fma, (blocks, threads, sink), repeats)
+    read_bw = nbytes / (read_ms * 1e-3) / 1e9
+    writeback = _flush_writeback_share(cupy, read, (blocks, threads, sink), l2, read_bw, repeats)
     dram_nodes = 4 * MiB
     dram_ms = _dram_chase_ms(cupy, chase, dram_nodes, chase_steps, repeats)
     l2_nodes = max(1024, l2_bytes // STRIDE_BYTES)
@@ -224,7 +261,7 @@ def measure_gpu_ceilings(*, size_mb: float = 1024, repeats: int = 5, l2_passes: 
     return MeasuredCeilings(
         device=name,
         copy_bw_gb_s=2 * nbytes / (copy_ms * 1e-3) / 1e9,
-        read_bw_gb_s=nbytes / (read_ms * 1e-3) / 1e9,
+        read_bw_gb_s=read_bw,
         l2_bw_gb_s=l2_passes * l2_bytes / (l2_ms * 1e-3) / 1e9,
         l2_write_bw_gb_s=l2_passes * l2_bytes / (l2_write_ms * 1e-3) / 1e9,
         dram_latency_ns=dram_ms * 1e6 / chase_steps,
@@ -233,6 +270,7 @@ def measure_gpu_ceilings(*, size_mb: float = 1024, repeats: int = 5, l2_passes: 
         dram_gather_gsectors_s=loads / (dram_gather_ms * 1e-3) / 1e9,
         l2_gather_gsectors_s=loads / (l2_gather_ms * 1e-3) / 1e9,
         launch_us=launch_us,
+        flush_writeback_share=writeback,
         method=_methods(nbytes=nbytes, l2=l2, l2_bytes=l2_bytes, l2_passes=l2_passes,
                         launch=(blocks, threads), repeats=repeats, chase_steps=chase_steps,
                         dram_nodes=dram_nodes, l2_nodes=l2_nodes, fma_iters=fma_iters,
@@ -272,6 +310,10 @@ def _methods(*, nbytes: int, l2: int, l2_bytes: int, l2_passes: int, launch: tup
                                   f"per thread (8 in flight), {blocks} x {threads} threads, "
                                   f"over {nbytes / MiB:.0f} MiB; sectors = loads; {best}",
         "l2_gather_gsectors_s": f"the same over {l2_bytes / MiB:.1f} MiB (L2/4); {best}",
+        "flush_writeback_share": f"read_stream over {l2 / 2 / MiB:.1f} MiB (L2/2) right after "
+                                 f"the timing protocol's flush of 2 x {l2 / MiB:.0f} MiB, less "
+                                 f"the same after a clean 2 x L2 read, over L2/2 at the read "
+                                 f"bandwidth; best of {repeats} each",
         "launch_us": f"one empty kernel between two events, queued behind a busy FMA launch; "
                      f"best of {repeats} after 1 untimed",
     }

@@ -71,6 +71,11 @@ class MeasuredCeilings:
     launch_us: float | None = None
     """Device time of one empty kernel between two CUDA events, queued behind busy work as
     the timing protocol queues its calls, microseconds."""
+    flush_writeback_share: float | None = None
+    """What the timing protocol's L2 flush costs the next kernel: the extra time of a streaming
+    read of L2/2 bytes right after the flush (whose dirty lines it evicts) over the same read
+    after a clean eviction, as a share of those L2/2 bytes' time at the read bandwidth (0: the
+    write-back is free, 1: every evicted dirty byte costs a DRAM byte's time)."""
     method: dict[str, str] = field(default_factory=dict, compare=False)
     """Ceiling name -> how it was measured (buffer size, repeats, statistic)."""
     copy_bw_spread_pct: float | None = None

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sparsescope.model.kernel_shape import REGISTERS_PER_SM
-from sparsescope.model.predict import per_sm_mva
+from sparsescope.model.predict import flush_writeback, per_sm_mva
 from sparsescope.model.prediction import ModelPrediction, PredictionTerm
 from sparsescope.model.spmm_predict import OwnLaunch, issue_term, resident_warps
 
@@ -122,7 +122,7 @@ def predict_blocktc(launch: BlockTcLaunch, rates, *, flushed: bool) -> ModelPred
     x_slab = launch.cols * min(slab_cols, launch.k) * 4
     a_dram = a_bytes * (1 if a_bytes + x_slab <= rates.l2_bytes else slabs)
     fetched = a_dram + x_bytes + launch.around_bytes
-    writeback = min(rates.l2_bytes, fetched) if flushed else 0.0
+    writeback = flush_writeback(rates, fetched) if flushed else 0.0
     dram_bytes = fetched + y_bytes + writeback
     terms = [PredictionTerm("dram", dram_bytes / (rates.dram_bw_gb_s * 1e6),
                             f"(A {a_dram:,.0f} B + X {x_bytes:,} B + Y {y_bytes:,} B + "

@@ -11,18 +11,19 @@ consecutive nonzeros or of 32 rows (a thread each), or runs of capacity / 32 B n
 (at most that many distinct sectors, so they fit) each fetching its sectors once. Then::
 
     l2 floor    = stream bytes / L2 bandwidth + x_requests / L2 random-gather sector rate
-    dram floor  = (stream bytes + x bytes once) / DRAM bandwidth
+    dram floor  = (stream bytes + x bytes once + measured flush write-back) / DRAM bandwidth
     chain       = DRAM latency + L2 latency
     floor       = one launch + chain + max(l2 floor, dram floor)
 
 One launch: the measured empty kernel, which every timed call pays at least once. The chain: the
 bytes arrive through a pipe of the DRAM's latency, so the last stream byte comes no earlier than
 one latency after the bandwidth time, and the x entry it names is gathered after it (at least
-an L2 round trip); both latencies are the measured pointer chases. Left out: the write-back of
-the dirty lines the timing protocol's L2 flush leaves. The prediction's dram term counts a whole
-L2 of it, yet pwtk's blocked kernel on the H200 ran 23 % under a floor that counted it
-(results/h200/kernels/2026-11-25-selection/memory_floor.md at 7e3e7ad), so part of it is paid
-outside the kernel's time and the floor, which must hold, charges none.
+an L2 round trip); both latencies are the measured pointer chases. The flush write-back: the
+dirty lines the timing protocol's L2 flush leaves, which the kernel evicts, counted only at the
+share the device's own ``flush_writeback_share`` ceiling measured (``predict.flush_writeback``)
+and not at all without it: a whole L2 of it is too much (pwtk's blocked kernel on the H200 ran
+23 % under a floor that counted it all, results/h200/kernels/2026-11-25-selection at 7e3e7ad),
+and a floor must hold.
 
 Why the random-gather rate and not the L2 bandwidth / 32 B: scattered 32-byte requests are
 served at the rate the device's own ``random_gather`` ceiling measures (every load its own
@@ -98,7 +99,8 @@ class GatherFloor:
 def gather_floor(stream_bytes: float, x_bytes: float, x_requests: float, *, hot: float,
                  capacity_entries: int, strategy: str, dram_bw_gb_s: float,
                  l2_bw_gb_s: float, gather_gsectors_s: float | None,
-                 launch_ms: float = 0.0, chain_ms: float = 0.0) -> GatherFloor:
+                 writeback_bytes: float = 0.0, launch_ms: float = 0.0,
+                 chain_ms: float = 0.0) -> GatherFloor:
     """The floor of a format that streams ``stream_bytes`` (values, indices, row metadata, y)
     and gathers x with ``x_requests`` L2 sector requests (module docstring). Hand check:
     1 MB of streams at 5,000 GB/s L2 = 0.2 us, 1 M requests at 100 G sectors/s = 10 us:
@@ -113,13 +115,14 @@ def gather_floor(stream_bytes: float, x_bytes: float, x_requests: float, *, hot:
     else:
         x_ms = x_requests * SECTOR_BYTES / (l2_bw_gb_s * 1e6)
         rate = f"32 B at {l2_bw_gb_s:,.0f} GB/s (no measured gather rate)"
-    dram_bytes = stream_bytes + x_bytes
+    dram_bytes = stream_bytes + x_bytes + writeback_bytes
     dram_ms = dram_bytes / (dram_bw_gb_s * 1e6)
     pinned = f", the pinned columns serving {100 * hot:.1f} % of gathers" if hot else ""
     formula = (f"L2: {stream_bytes:,.0f} B streams / {l2_bw_gb_s:,.0f} GB/s + "
                f"{x_requests:,.0f} x sector requests ({strategy}; {capacity_entries:,} x "
                f"entries on chip per SM{pinned}) / {rate}; "
-               f"DRAM: {dram_bytes:,.0f} B / {dram_bw_gb_s:,.0f} GB/s; plus one launch "
+               f"DRAM: {dram_bytes:,.0f} B (flush write-back {writeback_bytes:,.0f} B) / "
+               f"{dram_bw_gb_s:,.0f} GB/s; plus one launch "
                f"({launch_ms * 1e3:.1f} us) and the DRAM + L2 latency chain "
                f"({chain_ms * 1e3:.2f} us)")
     return GatherFloor(capacity_entries=int(capacity_entries), hot_share=float(hot),

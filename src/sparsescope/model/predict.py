@@ -5,8 +5,9 @@ The kernel needs at least the time of each of these (each a :class:`PredictionTe
 
     dram      = (declared streams (Traffic less x) + flush write-back) / DRAM bandwidth
                 + x sectors missing in L2 / DRAM random-gather sector rate
-                (write-back: the L2 flush's dirty lines, min(L2, bytes fetched), when the
-                protocol flushed the L2 before the call)
+                (write-back: the L2 flush's dirty lines, min(L2, bytes fetched) x the
+                measured flush_writeback_share (1 without it), when the protocol flushed the
+                L2 before the call: :func:`flush_writeback`)
     l2        = declared streams / L2 bandwidth + x sector requests / L2 random-gather rate
     latency   = sum over blocks of block time / (SMs x resident blocks per SM)
                 (Little's law with the kernel's own memory-level parallelism: each warp keeps
@@ -110,6 +111,9 @@ class DeviceRates:
     """Shared memory one SM gives its blocks (spec)."""
     tf32_tensor_gflops: float | None = None
     """Dense TF32 tensor-core peak (spec: ``hardware.specs.tf32_tensor_gflops``), or None."""
+    flush_writeback_share: float | None = None
+    """Share of the L2 flush's evicted dirty bytes the next kernel pays at the DRAM bandwidth
+    (measured: ``MeasuredCeilings.flush_writeback_share``), or None: not measured."""
 
 
 def device_rates(spec, ceilings=None) -> DeviceRates:
@@ -140,6 +144,7 @@ def device_rates(spec, ceilings=None) -> DeviceRates:
     lgather, lgather_src = pick((getattr(c, "l2_gather_gsectors_s", None),
                                  "measured random gathers"))
     l2w, l2w_src = pick((getattr(c, "l2_write_bw_gb_s", None), "measured L2 write bandwidth"))
+    share = getattr(c, "flush_writeback_share", None)  # 0.0 is a measurement, not a gap
     clock, clock_src = pick((getattr(spec, "sm_clock_mhz", None), "spec (boost clock)"))
     tensor = (tf32_tensor_gflops(spec.sm_count, spec.compute_capability, clock)
               if clock and getattr(spec, "compute_capability", None) else None)
@@ -154,6 +159,7 @@ def device_rates(spec, ceilings=None) -> DeviceRates:
         registers_per_sm=int(getattr(spec, "registers_per_sm", 0) or REGISTERS_PER_SM),
         shared_mem_per_sm_bytes=int(getattr(spec, "shared_mem_per_sm_bytes", 0) or SMEM_PER_SM),
         tf32_tensor_gflops=tensor,
+        flush_writeback_share=None if share is None else float(share),
         sources={"dram_bw": dram_src, "l2_bw": l2bw_src, "dram_latency": lat_src,
                  "l2_latency": l2lat_src, "fp32": fp32_src, "launch": launch_src,
                  "dram_gathers": dgather_src, "l2_gathers": lgather_src,
@@ -189,7 +195,7 @@ def predict_spmv(indptr: np.ndarray, indices: np.ndarray, cols: int, traffic: Tr
     nnz = int(indptr[-1]) if len(indptr) else 0
     streams = traffic.total_bytes - traffic.x_bytes
     xg = xg or _x_gathers(indptr, indices, cols, shape, rates, value_bytes)
-    writeback = min(rates.l2_bytes, streams + xg.dram_bytes) if flushed else 0.0
+    writeback = flush_writeback(rates, streams + xg.dram_bytes) if flushed else 0.0
     per_sm = resident_blocks(shape, rates.max_threads_per_sm, rates.max_blocks_per_sm,
                              registers_per_sm=rates.registers_per_sm,
                              smem_per_sm=rates.shared_mem_per_sm_bytes)
@@ -235,7 +241,9 @@ def predict_spmv(indptr: np.ndarray, indices: np.ndarray, cols: int, traffic: Tr
             rates.dram_bw_gb_s, t_iter, rates.sm_count,
             line_bytes=per_warp_iter) if per_warp_iter > 0 else 0.0,
     }
-    floor = format_floor(indptr, indices, cols, traffic, rates, value_bytes)
+    # the floor counts the write-back only as measured (a floor must hold: unmeasured, none)
+    floor = format_floor(indptr, indices, cols, traffic, rates, value_bytes,
+                         writeback if rates.flush_writeback_share is not None else 0.0)
     if floor is not None:
         inputs.update(gather_floor_ms=floor.floor_ms, gather_floor_l2_ms=floor.l2_ms,
                       gather_floor_dram_ms=floor.dram_ms,
@@ -249,11 +257,25 @@ def predict_spmv(indptr: np.ndarray, indices: np.ndarray, cols: int, traffic: Tr
         assumptions=_assumptions(shape, rates, xg, flushed) + floor_note)
 
 
+def flush_writeback(rates: DeviceRates, fetched_bytes: float) -> float:
+    """Bytes of DRAM time the L2 flush's dirty lines cost a kernel that brings in
+    ``fetched_bytes``::
+
+        write-back = min(L2, fetched) x share
+
+    share: the measured ``flush_writeback_share``, 1 (every evicted dirty byte written back
+    inside the kernel's time) when not measured. Hand check: L2 50 MB, 80 MB fetched, share
+    0.4 -> 20 MB."""
+    share = 1.0 if rates.flush_writeback_share is None else rates.flush_writeback_share
+    return min(rates.l2_bytes, fetched_bytes) * share
+
+
 def format_floor(indptr, indices, cols: int, traffic: Traffic, rates: DeviceRates,
-                 value_bytes: int = 4) -> GatherFloor | None:
+                 value_bytes: int = 4, writeback_bytes: float = 0.0) -> GatherFloor | None:
     """The memory floor of the format that declared ``traffic`` (``model.gathers``): its
-    streams, x once, one launch, the DRAM + L2 latency chain, and the fewest x sector requests
-    with one SM's shared memory on chip; None without a measured or datasheet L2 bandwidth."""
+    streams, x once, the flush write-back given (the measured share only), one launch, the
+    DRAM + L2 latency chain, and the fewest x sector requests with one SM's shared memory on
+    chip; None without a measured or datasheet L2 bandwidth."""
     if not rates.l2_bw_gb_s:
         return None
     capacity = rates.shared_mem_per_sm_bytes // max(1, value_bytes)
@@ -264,6 +286,7 @@ def format_floor(indptr, indices, cols: int, traffic: Traffic, rates: DeviceRate
                         strategy=req.strategy, dram_bw_gb_s=rates.dram_bw_gb_s,
                         l2_bw_gb_s=rates.l2_bw_gb_s,
                         gather_gsectors_s=rates.l2_gather_gsectors_s,
+                        writeback_bytes=writeback_bytes,
                         launch_ms=(rates.launch_us or 0.0) * 1e-3,
                         chain_ms=(rates.dram_latency_ns + (rates.l2_latency_ns or 0.0)) * 1e-6)
 

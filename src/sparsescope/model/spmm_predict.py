@@ -251,7 +251,7 @@ def predict_spmm(indptr, indices, cols: int, k: int, launch: SpmmLaunch, rates, 
                  flushed: bool, fp64: bool = False) -> ModelPrediction:
     """The predicted time of one own-kernel SpMM call with every term (module docstring).
     ``rates``: ``model.predict.DeviceRates``."""
-    from sparsescope.model.predict import per_sm_mva
+    from sparsescope.model.predict import flush_writeback, per_sm_mva
 
     indptr = np.asarray(indptr, dtype=np.int64)
     rows, nnz = indptr.size - 1, int(indptr[-1]) if indptr.size else 0
@@ -262,7 +262,7 @@ def predict_spmm(indptr, indices, cols: int, k: int, launch: SpmmLaunch, rates, 
     x_slab = cols * launch.slab_cols * vb
     a_dram = a_bytes * (1 if a_bytes + x_slab <= rates.l2_bytes else launch.slabs)
     fetched = a_dram + x_dram + launch.around_bytes
-    writeback = min(rates.l2_bytes, fetched) if flushed else 0.0
+    writeback = flush_writeback(rates, fetched) if flushed else 0.0
     dram_bytes = fetched + y_bytes + writeback
     per_slab, l1_how = block_gathers(launch.slice_ptr, indices,
                                      launch.slices_per_warp * launch.block_warps)
