@@ -315,5 +315,5 @@ def test_finishing_tiles_plan_one_launch_and_map_each_slot_to_its_split_row():
         _, plain = CudaSpmvAdaptive().host_plan(matrix, "float32", 4, 132)
         _, finished = CudaSpmvAdaptive(finish=1).host_plan(matrix, "float32", 4, 132)
         assert finished.launches == 1 and finished.kernel.endswith(", 0, 1>")
-        assert plain.kernel.endswith(", 1, 0>")
+        assert plain.kernel.endswith(", 1, 0, 0>")
     assert plain.launches == 2

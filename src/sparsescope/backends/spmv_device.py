@@ -41,10 +41,10 @@ def cuda_type(value_dtype: str) -> str:
 
 def tile_kernel(value_dtype: str, idx: int, hint: int, iters: int, hub: int = 0,
                 block: int = BLOCK, finish: int = 0) -> str:
-    """``spmv_tile``'s name expression; FINISH (split rows finished in the kernel) is named
-    only when set, so the names of the fixup-launch kernels stay as they were."""
-    last = ", 1" if finish else ""
-    return f"spmv_tile<{cuda_type(value_dtype)}, {idx}, {hint}, {block}, {iters}, {hub}{last}>"
+    """``spmv_tile``'s name expression, every template argument named (FINISH too: nvcc's
+    cubin names the instance with all of them, and the SASS reader finds it by that name)."""
+    return (f"spmv_tile<{cuda_type(value_dtype)}, {idx}, {hint}, {block}, {iters}, {hub}, "
+            f"{int(finish)}>")
 
 
 def sell_kernel(value_dtype: str, idx: int, hint: int, unroll: int, minb: int,

@@ -2,7 +2,7 @@
 // cuda-spmv-delta16-tiles: spmv_tile; cuda-spmv-sell, cuda-spmv-delta16, cuda-spmv-blocked16:
 // spmv_sell; split rows: spmv_fixup), compiled at run time by NVRTC through cupy.RawModule and
 // instantiated by
-// name expression, e.g. "spmv_tile<float, 0, 1, 256, 2>".
+// name expression, e.g. "spmv_tile<float, 0, 1, 256, 2, 0, 0>".
 //
 // y = A x. One block per tile; a tile is a contiguous range of nonzeros [j0, j1) and the rows
 // [r0, r1) they belong to, described by two int4 built on the host (spmv_formats.py):
@@ -215,7 +215,7 @@ __device__ __noinline__ void finish_split(const int slot, const int* __restrict_
 // four split-row arguments are not read. With FINISH the kernel asks for a full SM of blocks
 // (launch bounds): the call of finish_split would otherwise raise its registers from 29-32 to
 // 39-48 and leave room for 6 blocks of 256 threads, not 8.
-template <typename T, int IDX, int HINT, int BLOCK, int ITERS, int HUB, int FINISH = 0>
+template <typename T, int IDX, int HINT, int BLOCK, int ITERS, int HUB, int FINISH>
 __global__ void __launch_bounds__(BLOCK, FINISH ? (ITERS == 1 ? 2048 : 1536) / BLOCK : 1)
 spmv_tile(const int ntiles, const int4* __restrict__ tiles, const int* __restrict__ row_ptr,
           const void* __restrict__ cols, const int* __restrict__ esc,
