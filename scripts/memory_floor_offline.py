@@ -14,6 +14,7 @@ kernel, ``cuda-spmv-auto`` and the fastest library case, each against its own fo
 from __future__ import annotations
 
 import argparse
+import math
 import statistics
 import sys
 from pathlib import Path
@@ -100,6 +101,16 @@ def markdown(rows: list[dict]) -> str:
             f"{lib['backend'] if lib else '-'} | {_cell(lib, 'ms', '.4f')} | "
             f"{_cell(lib, 'pct', '.1f')} |")
     pcts = [r["own"]["pct"] for r in rows if r["own"] and r["own"]["pct"] is not None]
+    reach = [(r["matrix"], r["library"]["ms"] / r["own"]["floor_ms"],
+              r["library"]["ms"] / r["own"]["ms"]) for r in rows
+             if r["own"] and r["own"]["floor_ms"] and r["library"]]
+    if reach:
+        geo = math.exp(sum(math.log(x) for _, x, _ in reach) / len(reach))
+        now = math.exp(sum(math.log(x) for _, _, x in reach) / len(reach))
+        lines += ["", f"- Speedup over the best library: {now:.2f}x geomean now (fastest own "
+                      f"kernel); at most {geo:.2f}x for a kernel at its format's floor "
+                      f"(library time / floor, over {len(reach)} matrices): "
+                      + ", ".join(f"{m} {x:.2f}x" for m, x, _ in reach) + "."]
     if pcts:
         below = [f"{r['matrix']} ({r['own']['pct']:.0f} %)" for r in rows
                  if r["own"] and r["own"]["pct"] is not None and r["own"]["pct"] < 80]

@@ -326,5 +326,10 @@ def test_memory_floor_markdown():
             "| 72.0 | torch-cusparse-i32 | 0.0200 | 50.0 |") in text
     assert ("| H200 | b | cuda-spmv-merge | 0.0100 | 0.0050 | 50.0 | l2 | - | - | - | - | - |"
             in text)
+    # a: library 0.020 ms over the own 0.010 (2.00x) and over its floor 0.009 (2.22x); b has no
+    # library case
+    assert ("Speedup over the best library: 2.00x geomean now (fastest own kernel); at most "
+            "2.22x for a kernel at its format's floor (library time / floor, over 1 matrices): "
+            "a 2.22x.") in text
     # median of 90 and 50; b below 80 %
     assert "median 70.0 % of its format's floor over 2 matrices; below 80 %: b (50 %)." in text
