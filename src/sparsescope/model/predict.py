@@ -27,12 +27,12 @@ The kernel needs at least the time of each of these (each a :class:`PredictionTe
                 trips (delay t_iter), solved exactly by MVA (``model.queueing``): at least each
                 of dram, l2 and latency, and above their max where they are close
     predicted = overhead + max(memory, imbalance, compute)
+    limiter   = the binding term; for memory, the station with the longest residence (dram,
+                l2, or latency when the round trips outweigh both queues)
 
 Beside the prediction, ``inputs['gather_floor_ms']`` is the format's memory floor
 (:func:`format_floor`, ``model.gathers``): the time no kernel reading this format's streams can
 beat with the on-chip strategies the floor names, so the report reads each case against it.
-    limiter   = the binding term; for memory, the station with the longest residence (dram,
-                l2, or latency when the round trips outweigh both queues)
 
 ``overhead`` is the backend's fixed cost per call measured on the device (the same call on a
 tiny matrix), or the launch time x launches without one. Every rate and latency is the device's

@@ -348,8 +348,9 @@ class FloorRequests:
     sampled: bool
 
 
-_floor_last: list = []
-"""The last answer of :func:`floor_requests`: (indptr, indices, key, answer)."""
+_floor_last: list = [None]
+"""The last answer of :func:`floor_requests`, one tuple (indptr, indices, key, answer) swapped
+whole, so the candidates' planning threads never read half of two answers."""
 
 
 def floor_requests(indptr, indices, *, cols: int, capacity_entries: int,
@@ -360,9 +361,9 @@ def floor_requests(indptr, indices, *, cols: int, capacity_entries: int,
     candidate of one matrix asks the same question, so the last answer is kept, for the same
     arrays (by identity) and the same capacity and value bytes."""
     key = (int(cols), int(capacity_entries), int(value_bytes))
-    if _floor_last and _floor_last[0] is indptr and _floor_last[1] is indices \
-            and _floor_last[2] == key:
-        return _floor_last[3]
+    last = _floor_last[0]
+    if last is not None and last[0] is indptr and last[1] is indices and last[2] == key:
+        return last[3]
     indptr_64 = np.asarray(indptr, dtype=np.int64)
     nnz = int(indptr_64[-1]) if indptr_64.size else 0
     idx = np.asarray(indices)[:nnz]
@@ -379,5 +380,5 @@ def floor_requests(indptr, indices, *, cols: int, capacity_entries: int,
         req, name, use = min(options, key=lambda o: o[0].requests)
         best = FloorRequests(req.requests, share if use == "hot" else 0.0, name,
                              req.sampled)
-    _floor_last[:] = [indptr, indices, key, best]
+    _floor_last[0] = (indptr, indices, key, best)
     return best
