@@ -13,15 +13,9 @@ cd "$(dirname "$0")/.."
 export OUT="${OUT:-/tmp/ss-finish-ab}"
 mkdir -p "$OUT"
 export PYTHONPATH=src PYTHONUNBUFFERED=1
-if compgen -G ".device-wheels/*.whl" >/dev/null; then
-    python3 -m pip install -q --no-index --no-deps .device-wheels/*.whl 2>&1 | tail -2
-fi
-{
-    date -u +"date_utc %Y-%m-%dT%H:%M:%SZ"
-    echo "commit ${SPARSESCOPE_GIT_COMMIT:-unknown}"
-    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv
-    python3 -c 'import sys, torch, cupy, numpy, scipy; print("python", sys.version.split()[0], "torch", torch.__version__, "cuda", torch.version.cuda, "cupy", cupy.__version__, "numpy", numpy.__version__, "scipy", scipy.__version__)'
-} > "$OUT/env.txt" 2>&1
+source scripts/device_common.sh
+device_wheels
+device_env "$OUT/env.txt"
 python3 -m pytest tests/gpu/test_spmv_own_kernels.py -q -p no:cacheprovider -rs 2>&1 \
     | tee "$OUT/pytest_gpu.log" | tail -n 4
 n=0
