@@ -10,7 +10,7 @@ iters=2 at most 4096; -16384 or -32768: gathers of columns >= -hub read with L1:
 so L1 keeps the hot columns x[0, -hub) of a matrix whose popular columns come first) and
 ``finish`` (0: rows cut by a tile boundary are summed by a second launch, ``spmv_fixup``; 1: the
 tile that stores a split row's last partial sums it, in the same launch). ``finish`` stays 0 by
-default: on the H200 it cost merge tiles, where nearly every tile ends in a split row, 16-49 %
+default: on the H200 it cost merge tiles, where nearly every tile ends in a split row, 2-49 %
 (each such tile waits on a fence, an atomic and the partials' loads), and moved whole-row tiles
 by -18 to +32 % (results/h200/kernels/followups/2026-11-25-finish-ab).
 """
