@@ -44,6 +44,13 @@ def case_floor_ms(view: CaseView) -> float | None:
     return float(value) if value else None
 
 
+def _label(view: CaseView) -> str:
+    """The backend, and for a chooser (``cuda-spmv-auto``) the kernel it ran: the floor is that
+    kernel's format's."""
+    chosen = view.case.notes.get("selected", "")
+    return f"{view.case.backend} ({chosen})" if chosen else view.case.backend
+
+
 def _pct(floor: float | None, time_ms: float | None) -> float | None:
     return 100.0 * floor / time_ms if floor and time_ms else None
 
@@ -62,7 +69,7 @@ def _row(matrix: str, views: list[CaseView]) -> MemoryFloorRow | None:
     requests = inputs.get("gather_floor_x_requests")
     hot = inputs.get("gather_floor_hot_share")
     return MemoryFloorRow(
-        matrix, best.case.backend, best.case.time_ms, floor, _pct(floor, best.case.time_ms),
+        matrix, _label(best), best.case.time_ms, floor, _pct(floor, best.case.time_ms),
         "l2" if l2 >= dram else "dram",
         requests / nnz if requests is not None and nnz else None,
         100.0 * hot if hot is not None else None,
