@@ -157,6 +157,11 @@ def _import(module: str, what: str):
             f"pip install 'sparsescope[sweep]'") from exc
 
 
+#: Imported on each worker of a cluster we start: drops the lost-heartbeat traceback a worker
+#: prints when the cluster closes under it (``sweep.worker_logs``).
+WORKER_PRELOAD = "sparsescope.sweep.worker_logs"
+
+
 @contextmanager
 def dask_client(cluster: str | None, scheduler: str | None, workers: int | None,
                 quiet: bool = False) -> Iterator[Any]:
@@ -167,10 +172,12 @@ def dask_client(cluster: str | None, scheduler: str | None, workers: int | None,
     if scheduler is None:
         if cluster == "cuda":
             dask_cuda = _import("dask_cuda", "--cluster cuda")
-            owned = dask_cuda.LocalCUDACluster(**({"n_workers": workers} if workers else {}))
+            owned = dask_cuda.LocalCUDACluster(preload=[WORKER_PRELOAD],
+                                               **({"n_workers": workers} if workers else {}))
         else:
             owned = distributed.LocalCluster(n_workers=workers or 2, threads_per_worker=1,
-                                             processes=True, dashboard_address=":0")
+                                             processes=True, dashboard_address=":0",
+                                             preload=[WORKER_PRELOAD])
     client = distributed.Client(owned if owned is not None else scheduler)
     try:
         if not quiet:
