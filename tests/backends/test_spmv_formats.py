@@ -292,6 +292,11 @@ def test_sell16_hand_example(monkeypatch):
     # 96 entries x 6 + 4 x 32 escape slots + slice_ptr 4 x 2 + base 4 + esc_ptr 4 x 2
     # + destinations 4 x 32 + x and y 4 x (2 + 200,000) + the empty split list's pointer 4
     assert s16.bytes_moved(2, 200_000) == 576 + 128 + 8 + 4 + 8 + 128 + 800_008 + 4
+    # steps 1 and 2 hold an escape (a lane each), step 0 none: one-step iterations 2 of 3,
+    # two-step iterations {0, 1}, {2}: both; a four-step iteration: the one
+    assert s16.escape_iteration_share(1) == pytest.approx(2 / 3)
+    assert s16.escape_iteration_share(2) == pytest.approx(1.0)
+    assert s16.escape_iteration_share(4) == pytest.approx(1.0)
 
 
 def test_finishing_tiles_plan_one_launch_and_map_each_slot_to_its_split_row():

@@ -21,6 +21,7 @@ from sparsescope.model.predict import (
     block_iterations,
     device_rates,
     iteration_ns,
+    longest_block,
     predict_spmv,
     row_iterations,
 )
@@ -314,3 +315,16 @@ def test_nonzero_split_shape_predicts(banded):
     assert p.inputs["blocks"] == shape.grid_blocks  # ceil(9994 / 4096) = 3
     assert shape.grid_blocks == 3
     assert p.kernel == "CSR INT32, nonzeros split evenly"
+
+
+def test_the_longest_block_is_loaded_while_the_rest_runs():
+    # 100 iterations, setup 300 ns, t_iter 500, loaded 800, the rest busy for 40 us: the first
+    # 40 us / 800 ns = 50 iterations loaded, the other 50 alone
+    term = longest_block(100, 300.0, 500.0, 800.0, 40_000.0)
+    assert term.name == "imbalance"
+    assert term.time_ms == pytest.approx((300 + 50 * 800 + 50 * 500) * 1e-6)
+    # nothing else to run: every iteration alone; a long busy time: every iteration loaded
+    assert longest_block(100, 300.0, 500.0, 800.0, 0.0).time_ms == pytest.approx(50.3e-3)
+    assert longest_block(100, 300.0, 500.0, 800.0, 1e9).time_ms == pytest.approx(80.3e-3)
+    # a queue never makes an iteration faster than unloaded
+    assert longest_block(10, 0.0, 500.0, 100.0, 1e9).time_ms == pytest.approx(5e-3)

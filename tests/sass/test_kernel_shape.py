@@ -298,3 +298,34 @@ def test_tile_sass(own):
     shape = shape_from_sass(_declared(TILE_I2, decomposition="nnz", nnz_per_iteration=8),
                             own[TILE_I2])
     assert (shape.nnz_per_iteration, shape.rounds_per_iteration) == (8, 2)
+
+
+def _stops(m: KernelMLP) -> tuple[float, float]:
+    stops = m.schedule.stops()
+    return stops.stream_stops, stops.gather_stops
+
+
+@compiles
+def test_issue_schedules_of_the_own_kernels(own):
+    """The stops a warp makes per SASS iteration in issue order (``sass.issue_order``), read
+    by hand from the listings: what the chain count (2 rounds for all) does not show."""
+    # UNROLL 4 (40 registers): the 8 steps' columns in one batch, then their gathers: 1 + 1
+    assert _stops(own[SELL_U4]) == (1, 1)
+    # UNROLL 2 (32 registers): four copies of the 2-step body, each copy's gathers waiting for
+    # the columns the copy before it loaded: 3 stream and 3 gather stops per 8 steps
+    assert _stops(own[SELL_U2_T2]) == (3, 3)
+    # delta16: the escape loads sit in blocks the loop goes around (an escape is rare): not
+    # walked, 12 of the loop's 16 loads in the schedule
+    delta = own[DELTA16_U4]
+    assert (delta.loads_per_iteration, len(delta.schedule.kinds)) == (16, 12)
+    assert _stops(delta) == (1, 1)
+    # with an escape in every step the whole body runs: the 4 escape loads, each between its
+    # offset and its gather
+    assert len(delta.schedule_branches.kinds) == 16
+    assert own[SELL_U4].schedule_branches is None  # plain SELL's loop has no branch
+    # the schedule reaches the shape, but not a staged kernel's: its waits go through shared
+    # memory, which the walk cannot follow
+    assert shape_from_sass(_declared(SELL_U4), own[SELL_U4]).issue_schedule is \
+        own[SELL_U4].schedule
+    staged = shape_from_sass(_declared(DAE4, staged=True, nnz_per_iteration=12), own[DAE4])
+    assert staged.issue_schedule is None

@@ -50,6 +50,9 @@ MINBS = (4, 6, 8)
 STAGES = (0, 2, 4)
 HINTS = (0, 1)
 TPRS = (1, 2, 4, 8)
+#: Steps per SASS iteration the escape share is declared for: UNROLL 2, 3, 4, unrolled again
+#: by the compiler up to 8 steps (``sass.kernel_shape``).
+ITERATION_STEPS = (1, 2, 3, 4, 6, 8)
 
 
 class CudaSpmvSell(OwnSpmvBackend):
@@ -159,6 +162,10 @@ class CudaSpmvSell(OwnSpmvBackend):
                            int(self.params["unroll"]), int(self.params["minb"]), sell.tpr,
                            width, stage)
         blocked = isinstance(fmt, SellBlocked)
+        # delta16's escape code runs in the iterations where a lane meets an escape: their
+        # share for the iteration sizes the compiler may make of UNROLL (sass.kernel_shape)
+        branches = tuple((steps * width, packed.escape_iteration_share(steps))
+                         for steps in ITERATION_STEPS) if isinstance(packed, Sell16) else ()
         return KernelShape(kernel=name, decomposition="rows", block_threads=SELL_BLOCK,
                            grid_blocks=-(-sell.slices * C // SELL_BLOCK),
                            threads_per_row=sell.tpr,
@@ -168,7 +175,7 @@ class CudaSpmvSell(OwnSpmvBackend):
                                                 if blocked and fmt.nnz else 1.0),
                            split_long_rows=sell.long_row * width,
                            staged=stage > 0, launches=1 + (sell.split_rows.size > 0),
-                           cuda_source=SOURCE,
+                           branch_share=branches, cuda_source=SOURCE,
                            source="declared by the backend (template parameters)")
 
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from sparsescope.model.issue_schedule import IssueSchedule
+
 DECOMPOSITIONS = ("rows", "nnz")
 
 
@@ -37,6 +39,19 @@ class KernelShape:
     than ``threads_per_row x nnz_per_iteration``); 0: the same step as the main loop."""
     rounds_per_iteration: int = 2
     """Dependent round trips to memory per iteration: 2 for ``col[j] -> x[col[j]]``."""
+    issue_schedule: IssueSchedule | None = None
+    """The loop body's loads and waits in issue order, read from the SASS
+    (``sass.issue_order``); where present the time model walks it for the iteration's time in
+    place of ``rounds_per_iteration`` (a warp stops at every use of a load in flight, which a
+    chain count misses). None: declared, staged, or a loop whose work is conditional."""
+    issue_schedule_branches: IssueSchedule | None = None
+    """The same loop with every conditional block run (an escape column in every step of
+    delta16); None when the loop has none with loads."""
+    branch_share: tuple[tuple[int, float], ...] = ()
+    """(entries per iteration, share of a warp's iterations that run the loop's conditional
+    blocks) for a few iteration sizes, declared by the backend from its format (delta16: the
+    iterations where a lane meets an escape); the model reads the size the SASS iterates by.
+    Empty: the conditional blocks are taken as never run."""
     setup_rounds: int = 1
     """Dependent round trips a block makes before its loop (the row, slice or tile pointers
     its loads start from)."""

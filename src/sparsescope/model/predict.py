@@ -13,7 +13,10 @@ The kernel needs at least the time of each of these (each a :class:`PredictionTe
                 (Little's law with the kernel's own memory-level parallelism: each warp keeps
                 one iteration's loads in flight per round trip)
     imbalance = the longest block's time (the critical path of the kernel's own
-                decomposition of rows or nonzeros)
+                decomposition of rows or nonzeros): its iterations at the loaded
+                t_iter (t_iter + the MVA's queueing per iteration) while the rest of
+                the kernel runs (the memory term's time), at t_iter after that
+                (:func:`longest_block`)
     block time = setup rounds x DRAM latency + iterations x t_iter
     compute   = flops / FP32 rate
 
@@ -174,6 +177,14 @@ def iteration_ns(shape: KernelShape, rates: DeviceRates, xg: XGather) -> tuple[f
         x round = L2 latency + (1 - h^s) (DRAM latency - L2 latency)
         t_iter  = [DRAM latency unless staged] + (rounds - 1) x x round
 
+    or, where the shape carries the loop's issue schedule (read from its SASS), the schedule's
+    steady-state iteration walked with stream loads at the DRAM latency and gathers at the x
+    round (``model.issue_schedule``): the warp stops at each use of a load in flight. A share
+    p of iterations that run the loop's conditional blocks (delta16's escapes, declared from
+    the format) walks the whole body instead::
+
+        t_iter = (1 - p) x walk(every-iteration path) + p x walk(every block)
+
     Hand check: DRAM 350 ns, L2 150 ns, h = 0.5, s = 1, 2 rounds, not staged -> x round 250 ns,
     t_iter 600 ns.
     """
@@ -183,8 +194,36 @@ def iteration_ns(shape: KernelShape, rates: DeviceRates, xg: XGather) -> tuple[f
     sectors = min(32.0, max(1.0, xg.l2_requests / warp_gathers))
     miss = 1.0 - xg.l2_hit_rate ** sectors
     x_round = l2 + miss * (dram - l2)
+    if shape.issue_schedule is not None and not shape.staged:
+        t_iter = shape.issue_schedule.walk(dram, x_round).iteration_ns
+        p = branch_share(shape)
+        if p > 0 and shape.issue_schedule_branches is not None:
+            t_iter += p * (shape.issue_schedule_branches.walk(dram, x_round).iteration_ns
+                           - t_iter)
+        return t_iter, x_round
     stream = 0.0 if shape.staged else dram
     return stream + max(0, shape.rounds_per_iteration - 1) * x_round, x_round
+
+
+def round_trips(shape: KernelShape) -> float:
+    """Round trips a warp waits for per iteration: its issue schedule's stops (one unit of
+    latency for every load, ``sass.issue_order``) where the shape has one, the declared
+    ``rounds_per_iteration`` otherwise."""
+    if shape.issue_schedule is None or shape.staged:
+        return float(shape.rounds_per_iteration)
+    stops = shape.issue_schedule.stops()
+    return stops.stream_stops + stops.gather_stops
+
+
+def branch_share(shape: KernelShape) -> float:
+    """The declared share of iterations that run the loop's conditional blocks, for the
+    largest declared iteration size not above the shape's ``nnz_per_iteration`` (the smallest
+    size when all are above it); 0 when none is declared."""
+    if not shape.branch_share:
+        return 0.0
+    sizes = sorted(shape.branch_share)
+    fitting = [s for s in sizes if s[0] <= shape.nnz_per_iteration]
+    return float((fitting[-1] if fitting else sizes[0])[1])
 
 
 def predict_spmv(indptr: np.ndarray, indices: np.ndarray, cols: int, traffic: Traffic,
@@ -212,9 +251,9 @@ def predict_spmv(indptr: np.ndarray, indices: np.ndarray, cols: int, traffic: Tr
     longest = int(iters.max()) if iters.size else 0
     setup_ns = shape.setup_rounds * rates.dram_latency_ns
     terms = [*stations, latency, memory,
-             PredictionTerm("imbalance", (setup_ns + longest * t_iter) * 1e-6,
-                            f"longest block: {setup_ns:,.0f} ns setup + {longest:,} "
-                            f"iterations x {t_iter:,.0f} ns"),
+             longest_block(longest, setup_ns, t_iter,
+                           t_iter + sum(queue.residence_s.values()) * 1e9,
+                           memory.time_ms * 1e6),
              PredictionTerm("compute", traffic.flops / (rates.fp32_gflops * 1e6),
                             f"{traffic.flops:,} flops / {rates.fp32_gflops:,.0f} GFLOP/s")]
     overhead, overhead_src = _overhead(shape, rates, overhead_ms)
@@ -222,6 +261,7 @@ def predict_spmv(indptr: np.ndarray, indices: np.ndarray, cols: int, traffic: Tr
     bound = max((t for t in terms if t.name in BINDING_TERMS), key=lambda t: t.time_ms)
     limiter = queue.dominant if bound.name == "memory" else bound.name
     per_warp_iter = 32 * shape.nnz_per_iteration * streams / max(1, nnz)
+    rounds = round_trips(shape)
     inputs = {
         "dram_bytes": streams + xg.dram_bytes + writeback + refetch_dram * SECTOR_BYTES,
         "l2_bytes_requested": streams + (xg.l2_requests + refetch) * SECTOR_BYTES,
@@ -232,9 +272,9 @@ def predict_spmv(indptr: np.ndarray, indices: np.ndarray, cols: int, traffic: Tr
         "blocks": float(iters.size), "customers": float(queue.customers),
         "iteration_ns": t_iter, "x_round_ns": x_round, "latency_ns": rates.dram_latency_ns,
         "loaded_iteration_ns": queue.cycle_s * 1e9,
-        "rounds_per_iteration": float(shape.rounds_per_iteration),
+        "rounds_per_iteration": rounds,
         "warp_instructions": sm.instructions, "spill_bytes": sm.spill_bytes,
-        "bytes_in_flight_per_warp": per_warp_iter / max(1, shape.rounds_per_iteration),
+        "bytes_in_flight_per_warp": per_warp_iter / max(1.0, rounds),
         # Little's law with this kernel's bytes per warp per iteration in place of the seed's
         # one 128-byte line (0 when nothing streams)
         "required_warps_per_sm": warps_per_sm_required(
@@ -255,6 +295,27 @@ def predict_spmv(indptr: np.ndarray, indices: np.ndarray, cols: int, traffic: Tr
         predicted_ms=overhead + bound.time_ms, limiter=limiter, terms=tuple(terms),
         inputs=inputs, kernel=f"{traffic.format}, {shape.label}", staged=shape.staged,
         assumptions=_assumptions(shape, rates, xg, flushed) + floor_note)
+
+
+def longest_block(iterations: int, setup_ns: float, t_iter: float, loaded_ns: float,
+                  busy_ns: float) -> PredictionTerm:
+    """The imbalance term: the longest block runs beside the rest of the kernel for the memory
+    term's time ``busy_ns``, its iterations taking the loaded ``loaded_ns`` each, then alone at
+    the unloaded ``t_iter``::
+
+        k    = min(iterations, busy / loaded)       (iterations done while the rest runs)
+        time = setup + k x loaded + (iterations - k) x t_iter
+
+    Hand check: 100 iterations, setup 300 ns, t_iter 500 ns, loaded 800 ns, busy 40 us ->
+    k = 50: 300 + 50 x 800 + 50 x 500 = 65.3 us (65.3 us, not the unloaded 50.3 us)."""
+    loaded_ns = max(loaded_ns, t_iter)
+    shared = min(float(iterations), busy_ns / loaded_ns) if loaded_ns > 0 else 0.0
+    alone = iterations - shared
+    time_ns = setup_ns + shared * loaded_ns + alone * t_iter
+    return PredictionTerm("imbalance", time_ns * 1e-6,
+                          f"longest block: {setup_ns:,.0f} ns setup + {shared:,.0f} iterations "
+                          f"x {loaded_ns:,.0f} ns (loaded, while the rest runs) + "
+                          f"{alone:,.0f} x {t_iter:,.0f} ns (alone)")
 
 
 def flush_writeback(rates: DeviceRates, fetched_bytes: float) -> float:

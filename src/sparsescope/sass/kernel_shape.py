@@ -35,6 +35,10 @@ Rules (see :mod:`sparsescope.sass.mlp` for the batches and chains):
   loops also load descriptors, row pointers or cp.async pieces).
 * **remainder step** = gathers per iteration of the remainder loop (another innermost loop with
   gathers), 0 when there is none or it takes as many as the main loop.
+* **issue schedule** (:mod:`sparsescope.sass.issue_order`): the loop's loads and the
+  instructions waiting for them, in issue order, which the time model walks for the iteration's
+  time; none for a staged kernel (its waits go through shared memory) or a loop whose gathers
+  are conditional (``spmv_tile``).
 * **rounds per iteration** = 1 + the longest same-iteration chain ending at a gather, at most 2:
   a longer chain holds the work unit's own descriptor (``spmv_tile``'s tile bounds, loaded in
   its grid-stride loop), which the shape counts in ``setup_rounds``. A staged kernel keeps its
@@ -199,7 +203,10 @@ def shape_from_sass(shape: KernelShape, mlp: KernelMLP,
     else:
         rounds = min(MAX_ROUNDS, mlp.gather_rounds)
     where = ", ".join(p for p in (mlp.arch, mlp.compiler) if p)
+    staged = shape.staged or mlp.staged
     return replace(shape, nnz_per_iteration=step, remainder_step=rem, rounds_per_iteration=rounds,
+                   issue_schedule=None if staged else mlp.schedule,
+                   issue_schedule_branches=None if staged else mlp.schedule_branches,
                    loop_instructions=mlp.loop_instructions,
                    remainder_instructions=mlp.remainder_instructions if rem else 0,
                    other_instructions=mlp.other_instructions + (

@@ -50,6 +50,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from sparsescope.model.issue_schedule import IssueSchedule
 from sparsescope.sass.cfg import ControlFlow, Loop, build_cfg
 from sparsescope.sass.dataflow import (
     ADDRESS_OPCODES,
@@ -58,6 +59,7 @@ from sparsescope.sass.dataflow import (
     reaching_definitions,
 )
 from sparsescope.sass.instructions import Instruction
+from sparsescope.sass.issue_order import issue_schedule
 from sparsescope.sass.listing import iter_listing_text
 
 
@@ -127,6 +129,12 @@ class KernelMLP:
     """Registers per thread (the listing's resources; 0 when not given)."""
     shared_bytes: int = 0
     """Static shared memory per block (the listing's resources)."""
+    schedule: IssueSchedule | None = None
+    """The measured loop's issue schedule (:mod:`.issue_order`): filled with gathers named,
+    None without them or when the loop's gathers are conditional."""
+    schedule_branches: IssueSchedule | None = None
+    """The same loop with every conditional block run; None when its conditional blocks
+    issue no load (then it is :attr:`schedule`)."""
 
     @property
     def bytes_in_flight_per_thread(self) -> float:
@@ -346,7 +354,19 @@ def kernel_mlp(kernel, *, gather_param: str | None = None, loop: int | None = No
         gather_rounds=_gather_rounds(edges, in_body, gathers),
         remainder_span=span, remainder_loads_per_iteration=rem_loads,
         remainder_gathers_per_iteration=rem_gathers, peeled_gathers=_peeled(cfg, gathers),
+        **_schedules(ins, cfg, du, lp, gathers, name),
         arch=arch, **_resources(kernel), **instruction_counts(cfg, ins, lp, span))
+
+
+def _schedules(ins: tuple[Instruction, ...], cfg: ControlFlow, du: DefUse, lp: Loop | None,
+               gathers: set[int], name: str) -> dict[str, IssueSchedule | None]:
+    """The loop's issue schedules (KernelMLP.schedule, .schedule_branches)."""
+    if not gathers or lp is None:
+        return {"schedule": None, "schedule_branches": None}
+    common = issue_schedule(ins, cfg, du, lp, gathers, source=name)
+    every = issue_schedule(ins, cfg, du, lp, gathers, source=name, branches=True)
+    more = common is not None and every is not None and len(every.kinds) > len(common.kinds)
+    return {"schedule": common, "schedule_branches": every if more else None}
 
 
 def _resources(kernel) -> dict[str, int]:

@@ -1,0 +1,86 @@
+"""A loop's issue schedule read from its SASS (``model.issue_schedule`` times it): the loads
+and the instructions that wait for them, along the path every iteration runs.
+
+:mod:`.mlp` counts the longest chain of dependent loads in a loop body (``col -> x``: 2
+rounds). A warp issues in order, though: it stops at the first instruction whose operand is a
+load still in flight, and nothing behind that instruction issues until the load returns. How
+many such stops an iteration makes depends on where the compiler placed the uses, not only on
+the chains. ``spmv_sell<float, 0, 1, 1, 2, 8, 1>`` (UNROLL 2, 32 registers) is the example:
+its 8-step SASS iteration is four copies of the 2-step body, each copy's gathers waiting for
+columns the copy before loaded, 6 stops where the chain count says 2; UNROLL 4 (40 registers)
+makes 2.
+
+**The steps.** The body's instructions in address order that issue a global load or read one
+(def-use: :mod:`.dataflow`); a load read by an instruction at or before it in the body was
+issued in the previous iteration (software pipelining). A load is a **gather** when it is one of
+``mlp``'s gathers (from ``x``, its address from a loaded value), a **stream** load otherwise.
+With one unit of latency for every load, the walk's stops are ``IssueSchedule.stops``.
+
+**The path.** Only blocks that run on every iteration are walked: a block the loop can go
+around (an escape column read by ``delta16_col``) is taken as not run, its loads as not issued.
+``branches=True`` walks every block of the loop instead (an escape in every step); the model
+mixes the two by the share of iterations the format says take the branch. A guarded load in a
+walked block (``@P0 LDG``) is taken as issued: a warp waits for it whenever a lane runs it.
+No schedule (None) when the walked path misses a gather of the loop: the work itself is then
+conditional, and the path says nothing of it.
+
+What it cannot see: a use that waits on another load's scoreboard than its own (a warp has
+six, so a kernel with more loads in flight may wait earlier than here), issue slots and
+dual-issue, and waits through shared memory (``LDGSTS`` then ``LDS``): a staged kernel keeps
+its declared rounds.
+"""
+
+from __future__ import annotations
+
+from sparsescope.model.issue_schedule import GATHER, STREAM, IssueSchedule, IssueStep
+from sparsescope.sass.cfg import ControlFlow, Loop
+from sparsescope.sass.dataflow import DefUse
+from sparsescope.sass.instructions import Instruction
+
+
+def every_iteration_blocks(cfg: ControlFlow, loop: Loop) -> set[int]:
+    """Blocks of ``loop`` on every path from its header to a back edge: a block ``b`` is one
+    when, with ``b`` removed, no back edge's block can be reached from the header."""
+    inside = set(loop.blocks)
+    header = next(b for b in inside if cfg.blocks[b].start_address == loop.header_address)
+    latches = {b for b in inside if cfg.blocks[b].end_address in loop.back_edge_addresses}
+
+    def reaches_latch(without: int) -> bool:
+        seen, stack = {header}, [header]
+        while stack:
+            b = stack.pop()
+            if b in latches:
+                return True
+            for s in cfg.blocks[b].successors:
+                if s in inside and s != without and s not in seen:
+                    seen.add(s)
+                    stack.append(s)
+        return False
+
+    return {header} | {b for b in inside if b != header and not reaches_latch(b)}
+
+
+def issue_schedule(ins: tuple[Instruction, ...], cfg: ControlFlow, du: DefUse, loop: Loop,
+                   gathers: set[int], source: str = "", branches: bool = False
+                   ) -> IssueSchedule | None:
+    """The :class:`IssueSchedule` of ``loop``'s every-iteration path (module docstring), or
+    with ``branches`` of the whole body in address order (every conditional block run); None
+    when that path misses one of the loop's gathers or holds none."""
+    blocks = set(loop.blocks) if branches else every_iteration_blocks(cfg, loop)
+    body = sorted(i for b in blocks for i in range(cfg.blocks[b].first, cfg.blocks[b].last + 1))
+    in_loop = {i for b in loop.blocks for i in range(cfg.blocks[b].first, cfg.blocks[b].last + 1)}
+    walked = set(body)
+    if not gathers & walked or gathers & in_loop - walked:
+        return None
+    loads = [i for i in body if ins[i].is_global_load]
+    number = {i: k for k, i in enumerate(loads)}
+    steps = []
+    for i in body:
+        needs = sorted({d for defs in du.reaching[i].values() for d in defs if d in number})
+        if i not in number and not needs:
+            continue
+        steps.append(IssueStep(load=number.get(i, -1),
+                               reads=tuple(number[d] for d in needs if d < i),
+                               carried=tuple(number[d] for d in needs if d >= i)))
+    kinds = tuple(GATHER if i in gathers else STREAM for i in loads)
+    return IssueSchedule(steps=tuple(steps), kinds=kinds, source=source)

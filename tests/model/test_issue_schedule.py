@@ -1,0 +1,98 @@
+"""The in-order issue walk of a loop body (``model.issue_schedule``), against hand schedules."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from sparsescope.model.issue_schedule import GATHER, STREAM, IssueSchedule, IssueStep
+from sparsescope.model.kernel_shape import KernelShape
+from sparsescope.model.predict import DeviceRates, branch_share, iteration_ns
+from sparsescope.model.xgather import XGather
+
+#: LDG c; LDG x[c]; FADD s, x -- the seed's col -> x chain, nothing pipelined.
+CHAIN = IssueSchedule(steps=(IssueStep(load=0), IssueStep(load=1, reads=(0,)),
+                             IssueStep(reads=(1,))), kinds=(STREAM, GATHER))
+
+
+def _rates() -> DeviceRates:
+    """DRAM latency 350 ns, L2 latency 150 ns; the rest does not enter an iteration's time."""
+    return DeviceRates(name="t", sm_count=1, max_threads_per_sm=2048, max_blocks_per_sm=32,
+                       l2_bytes=1 << 20, dram_bw_gb_s=1000.0, l2_bw_gb_s=None,
+                       dram_latency_ns=350.0, l2_latency_ns=150.0, fp32_gflops=1000.0,
+                       dram_gather_gsectors_s=None, l2_gather_gsectors_s=None, launch_us=None)
+
+
+def _l2_hits() -> XGather:
+    """Every gather hits L2: the x round is the L2 latency, 150 ns."""
+    return XGather(gathers=32, l2_requests=32.0, distinct_sectors=1, dram_sectors=0.0,
+                   l2_hit_rate=1.0, onchip_share=0.0, sampled=False, sample_fraction=1.0,
+                   method="test")
+
+
+def test_a_chain_waits_for_each_load_in_turn():
+    walk = CHAIN.walk(350.0, 150.0)
+    # the gather waits for c (350), the add for x (150)
+    assert walk.iteration_ns == pytest.approx(500.0)
+    assert (walk.stream_stops, walk.gather_stops) == (1.0, 1.0)
+
+
+def test_a_column_loaded_one_iteration_ahead_hides_the_gather_round():
+    # LDG x[c_prev]; LDG c_next; FADD s, x: the gather waits for last iteration's c (issued
+    # right after the last gather), the add for x 150 ns later; the next gather then waits
+    # for c until 350 ns after it was issued: 350 ns an iteration, the gather's 150 hidden
+    pipelined = IssueSchedule(steps=(IssueStep(load=0, carried=(1,)), IssueStep(load=1),
+                                     IssueStep(reads=(0,))), kinds=(GATHER, STREAM))
+    walk = pipelined.walk(350.0, 150.0)
+    assert walk.iteration_ns == pytest.approx(350.0)
+    assert (walk.stream_stops, walk.gather_stops) == (1.0, 1.0)
+
+
+def test_the_add_between_two_gathers_serialises_them():
+    # LDG c1 c2 (one batch); LDG x[c1]; FADD; LDG x[c2]; FADD: the second gather issues only
+    # after the first add, so an iteration pays the stream round and two gather rounds
+    serial = IssueSchedule(
+        steps=(IssueStep(load=0), IssueStep(load=1), IssueStep(load=2, reads=(0,)),
+               IssueStep(reads=(2,)), IssueStep(load=3, reads=(1,)), IssueStep(reads=(3,))),
+        kinds=(STREAM, STREAM, GATHER, GATHER))
+    walk = serial.walk(350.0, 150.0)
+    assert walk.iteration_ns == pytest.approx(350.0 + 2 * 150.0)
+    assert (walk.stream_stops, walk.gather_stops) == (1.0, 2.0)
+
+
+def test_iteration_ns_walks_the_schedule_where_the_shape_has_one():
+    rates = _rates()
+    xg = _l2_hits()
+    declared = KernelShape(kernel="k", decomposition="rows", block_threads=256, grid_blocks=1,
+                           rounds_per_iteration=2)
+    assert iteration_ns(declared, rates, xg) == (pytest.approx(500.0), pytest.approx(150.0))
+    serial = IssueSchedule(
+        steps=(IssueStep(load=0), IssueStep(load=1), IssueStep(load=2, reads=(0,)),
+               IssueStep(reads=(2,)), IssueStep(load=3, reads=(1,)), IssueStep(reads=(3,))),
+        kinds=(STREAM, STREAM, GATHER, GATHER))
+    walked = replace(declared, issue_schedule=serial)
+    assert iteration_ns(walked, rates, xg)[0] == pytest.approx(650.0)
+    # a staged kernel keeps the declared rounds: its waits go through shared memory
+    staged = replace(walked, staged=True)
+    assert iteration_ns(staged, rates, xg)[0] == pytest.approx(150.0)
+
+
+def test_the_escape_share_mixes_the_two_paths():
+    rates = _rates()
+    xg = _l2_hits()
+    # escape path: LDG off; LDG esc[...] (needs off); LDG x[col] (needs esc); FADD -> 350 x 2
+    # + 150 = 850 ns; the common path is CHAIN's 500 ns
+    escape = IssueSchedule(steps=(IssueStep(load=0), IssueStep(load=1, reads=(0,)),
+                                  IssueStep(load=2, reads=(1,)), IssueStep(reads=(2,))),
+                           kinds=(STREAM, STREAM, GATHER))
+    shape = KernelShape(kernel="k", decomposition="rows", block_threads=256, grid_blocks=1,
+                        nnz_per_iteration=4, issue_schedule=CHAIN,
+                        issue_schedule_branches=escape,
+                        branch_share=((1, 0.1), (2, 0.2), (4, 0.4), (8, 0.8)))
+    # 4 entries an iteration: share 0.4 -> 0.6 x 500 + 0.4 x 850
+    assert branch_share(shape) == pytest.approx(0.4)
+    assert iteration_ns(shape, rates, xg)[0] == pytest.approx(640.0)
+    # 6 entries an iteration: the largest declared size not above it, 4
+    assert branch_share(replace(shape, nnz_per_iteration=6)) == pytest.approx(0.4)
+    assert branch_share(replace(shape, branch_share=())) == 0.0
