@@ -5,6 +5,7 @@ with the run's measured median. No GPU is needed, so a model change can be judge
 (matrix, kernel) pairs of two GPUs before device time is spent:
 
     python scripts/model_offline_score.py RESULTS [RESULTS ...] [--json FILE] [--matrix NAME]
+        [--baseline OLD.json]
 
 RESULTS: ``results.json`` or ``.json.gz`` of ``sparsescope run --suite SUITE --variants ...``
 (e.g. ``results/h200/kernels/2026-11-25-selection/part1/results.json.gz``); the matrices are
@@ -13,6 +14,9 @@ median and 90th percentile of |error| (error = (measured - predicted) / measured
 variant's median signed error, and per matrix the measured cost of choosing by prediction alone
 (the variant predicted fastest against the fastest measured). The SASS comes from this machine's
 compiler, which may differ from the device's (NVRTC versions): say so when quoting numbers.
+``--baseline``: the ``--json`` of an earlier score of the same runs (another commit's model);
+printed after the summary: per GPU and per kernel family (the variant's first word) the median
+|error| and median signed error of both, on the cases both predicted.
 """
 
 from __future__ import annotations
@@ -98,16 +102,59 @@ def summary(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def _read_rows(path: Path) -> list[dict]:
+    """Rows of a ``--json`` file (``.gz`` read as gzip)."""
+    import gzip
+
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt") as fh:
+        return json.load(fh)
+
+
+def _errors(rows: list[dict]) -> dict[tuple, float]:
+    """(gpu, matrix, backend) -> signed error (measured - predicted) / measured."""
+    return {(r["gpu"], r["matrix"], r["backend"]):
+            (r["measured_ms"] - r["predicted_ms"]) / r["measured_ms"]
+            for r in rows if r.get("predicted_ms")}
+
+
+def comparison(rows: list[dict], baseline: list[dict]) -> str:
+    """Markdown table: per GPU and kernel family (``sell`` of ``...[sell-u4-m6-h1]``, ``all``)
+    the cases, and the median |error| and median signed error before and now."""
+    old, new = _errors(baseline), _errors(rows)
+    keys = [k for k in new if k in old]
+    groups: dict[tuple[str, str], list[tuple]] = defaultdict(list)
+    for k in keys:
+        family = k[2].partition("[")[2].split("-")[0] or k[2]
+        groups[(k[0], "all")].append(k)
+        groups[(k[0], family)].append(k)
+    lines = ["| GPU | kernels | cases | median abs error before | now | median signed before "
+             "| now |", "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+    for (gpu, family), ks in sorted(groups.items(), key=lambda kv: (kv[0][0],
+                                                                     kv[0][1] != "all",
+                                                                     kv[0][1])):
+        def med(errors, f):
+            return 100 * statistics.median(f(e) for e in errors)
+        before, now = [old[k] for k in ks], [new[k] for k in ks]
+        lines.append(f"| {gpu} | {family} | {len(ks)} | {med(before, abs):.1f} % | "
+                     f"{med(now, abs):.1f} % | {med(before, float):+.1f} % | "
+                     f"{med(now, float):+.1f} % |")
+    return "\n".join(lines)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("results", type=Path, nargs="+")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--matrix", action="append", default=[])
+    parser.add_argument("--baseline", type=Path)
     args = parser.parse_args()
     rows = [r for path in args.results for r in score_run(path, set(args.matrix))]
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1) + "\n")
     print(summary(rows))
+    if args.baseline:
+        print(comparison(rows, _read_rows(args.baseline)))
     return 0
 
 

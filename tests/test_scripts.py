@@ -39,6 +39,25 @@ def test_offline_score_summary():
             "the fastest") in text
 
 
+def test_offline_score_comparison_with_a_baseline():
+    score = load("model_offline_score")
+
+    def row(backend, predicted):
+        return {"gpu": "H200", "matrix": "m", "backend": backend, "measured_ms": 0.010,
+                "predicted_ms": predicted, "limiter": "latency"}
+
+    before = [row("cuda-spmv-sell[sell-u2-m8-h1]", 0.005),
+              row("cuda-spmv-delta16[delta16-u4-m6-h1]", 0.008),
+              row("cuda-spmv-merge[merge-i1-h1]", 0.009)]   # not scored now: left out
+    now = [row("cuda-spmv-sell[sell-u2-m8-h1]", 0.011),
+           row("cuda-spmv-delta16[delta16-u4-m6-h1]", 0.009)]
+    table = score.comparison(now, before).splitlines()
+    # signed errors before +50 %, +20 % (median +35 %); now -10 %, +10 % (median 0 %)
+    assert table[2] == "| H200 | all | 2 | 35.0 % | 10.0 % | +35.0 % | +0.0 % |"
+    assert table[3] == "| H200 | delta16 | 1 | 20.0 % | 10.0 % | +20.0 % | +10.0 % |"
+    assert table[4] == "| H200 | sell | 1 | 50.0 % | 10.0 % | +50.0 % | -10.0 % |"
+
+
 def test_kernels_readme_regret_and_variant_names():
     readme = load("kernels_readme")
     assert readme.variant_of("cuda-spmv-delta16", {"tpr": 1, "unroll": 4, "minb": 6}) == \

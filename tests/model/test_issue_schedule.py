@@ -73,9 +73,10 @@ def test_iteration_ns_walks_the_schedule_where_the_shape_has_one():
         kinds=(STREAM, STREAM, GATHER, GATHER))
     walked = replace(declared, issue_schedule=serial)
     assert iteration_ns(walked, rates, xg)[0] == pytest.approx(650.0)
-    # a staged kernel keeps the declared rounds: its waits go through shared memory
+    # a staged kernel keeps the declared rounds (its waits go through shared memory): the
+    # longer of its copy's round trip, 350 ns, and one gather round
     staged = replace(walked, staged=True)
-    assert iteration_ns(staged, rates, xg)[0] == pytest.approx(150.0)
+    assert iteration_ns(staged, rates, xg)[0] == pytest.approx(350.0)
 
 
 def test_the_escape_share_mixes_the_two_paths():

@@ -138,9 +138,12 @@ def test_iteration_ns_docstring_hand_check():
     # = 250 ns; t_iter = 350 (streams) + (2 - 1) x 250 = 600 ns
     t_iter, x_round = iteration_ns(rows_shape(), rates, xgather(32, 1, 0.5))
     assert (t_iter, x_round) == pytest.approx((600.0, 250.0))
-    # staged: the streams' round trip overlaps the gathers -> 250 ns
+    # staged: the streams' round trip overlaps the gathers, and a chunk waits for the longer
+    # one: its copy, issued one chunk ahead, 350 ns; with 3 gather rounds (750 ns) those
     assert iteration_ns(rows_shape(staged=True), rates, xgather(32, 1, 0.5))[0] == (
-        pytest.approx(250.0))
+        pytest.approx(350.0))
+    assert iteration_ns(rows_shape(staged=True, rounds_per_iteration=4), rates,
+                        xgather(32, 1, 0.5))[0] == pytest.approx(750.0)
     # s = 2 sectors per warp gather: P(miss) = 1 - 0.5^2 = 0.75 -> x round 150 + 150 = 300
     assert iteration_ns(rows_shape(), rates, xgather(32, 2, 0.5)) == pytest.approx((650.0, 300.0))
     # 3 rounds: 350 + 2 x 250 = 850

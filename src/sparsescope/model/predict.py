@@ -20,8 +20,9 @@ The kernel needs at least the time of each of these (each a :class:`PredictionTe
     block time = setup rounds x DRAM latency + iterations x t_iter
     compute   = flops / FP32 rate
 
-    t_iter    = rounds x round latency: the streams' round at DRAM latency (none when staged
-                by cp.async), each further round (the x gathers) at
+    t_iter    = rounds x round latency: the streams' round at DRAM latency (overlapped with
+                the gathers when staged by cp.async one chunk ahead: the longer of the
+                two), each further round (the x gathers) at
                 L2 latency + P(a warp's gather misses) x (DRAM latency - L2 latency),
                 P = 1 - h^s for an L2 hit rate h and s sectors per gather instruction
 
@@ -175,7 +176,10 @@ def iteration_ns(shape: KernelShape, rates: DeviceRates, xg: XGather) -> tuple[f
     """(t_iter, x round latency) in ns (module docstring)::
 
         x round = L2 latency + (1 - h^s) (DRAM latency - L2 latency)
-        t_iter  = [DRAM latency unless staged] + (rounds - 1) x x round
+        t_iter  = DRAM latency + (rounds - 1) x x round
+        staged  : max(DRAM latency, (rounds - 1) x x round)   (the streams copied by cp.async
+                  one chunk ahead, double-buffered: a chunk waits for its copy, issued one
+                  chunk earlier, or for its own gathers, whichever is longer)
 
     or, where the shape carries the loop's issue schedule (read from its SASS), the schedule's
     steady-state iteration walked with stream loads at the DRAM latency and gathers at the x
@@ -201,8 +205,12 @@ def iteration_ns(shape: KernelShape, rates: DeviceRates, xg: XGather) -> tuple[f
             t_iter += p * (shape.issue_schedule_branches.walk(dram, x_round).iteration_ns
                            - t_iter)
         return t_iter, x_round
-    stream = 0.0 if shape.staged else dram
-    return stream + max(0, shape.rounds_per_iteration - 1) * x_round, x_round
+    gathers = max(0, shape.rounds_per_iteration - 1) * x_round
+    if shape.staged:
+        # double-buffered: the next chunk's copy leaves when this chunk starts, so a chunk
+        # lasts at least the copy's round trip, however fast its gathers
+        return max(dram, gathers), x_round
+    return dram + gathers, x_round
 
 
 def round_trips(shape: KernelShape) -> float:
