@@ -322,3 +322,18 @@ def test_finishing_tiles_plan_one_launch_and_map_each_slot_to_its_split_row():
         assert finished.launches == 1 and finished.kernel.endswith(", 0, 1>")
         assert plain.kernel.endswith(", 1, 0, 0>")
     assert plain.launches == 2
+
+
+def test_delta16_declares_the_share_of_iterations_that_meet_an_escape():
+    from sparsescope.backends.spmv_sell import CudaSpmvDelta16, CudaSpmvSell
+
+    # the hand example's two rows: steps 1 and 2 of the one slice hold an escape
+    a = _csr(2, 200_000, [(0, 10, 1.0), (0, 150_000, 2.0), (1, 11, 3.0), (1, 12, 4.0),
+                          (1, 150_001, 5.0)])
+    _, shape = CudaSpmvDelta16(unroll=4).host_plan(a, "float32", 4, 132)
+    shares = dict(shape.escape_share)
+    assert sorted(shares) == [1, 2, 3, 4, 6, 8]
+    assert shares[1] == pytest.approx(2 / 3) and shares[2] == pytest.approx(1.0)
+    # INT32 columns never escape
+    _, plain = CudaSpmvSell(unroll=4).host_plan(a, "float32", 4, 132)
+    assert plain.escape_share == ()

@@ -8,7 +8,7 @@ import pytest
 
 from sparsescope.model.issue_schedule import GATHER, STREAM, IssueSchedule, IssueStep
 from sparsescope.model.kernel_shape import KernelShape
-from sparsescope.model.predict import DeviceRates, branch_share, iteration_ns
+from sparsescope.model.predict import DeviceRates, escape_share, iteration_ns
 from sparsescope.model.xgather import XGather
 
 #: LDG c; LDG x[c]; FADD s, x -- the seed's col -> x chain, nothing pipelined.
@@ -79,21 +79,15 @@ def test_iteration_ns_walks_the_schedule_where_the_shape_has_one():
     assert iteration_ns(staged, rates, xg)[0] == pytest.approx(350.0)
 
 
-def test_the_escape_share_mixes_the_two_paths():
-    rates = _rates()
-    xg = _l2_hits()
-    # escape path: LDG off; LDG esc[...] (needs off); LDG x[col] (needs esc); FADD -> 350 x 2
-    # + 150 = 850 ns; the common path is CHAIN's 500 ns
-    escape = IssueSchedule(steps=(IssueStep(load=0), IssueStep(load=1, reads=(0,)),
-                                  IssueStep(load=2, reads=(1,)), IssueStep(reads=(2,))),
-                           kinds=(STREAM, STREAM, GATHER))
+def test_an_escape_adds_one_stream_round_to_its_share_of_iterations():
+    rates, xg = _rates(), _l2_hits()
     shape = KernelShape(kernel="k", decomposition="rows", block_threads=256, grid_blocks=1,
                         nnz_per_iteration=4, issue_schedule=CHAIN,
-                        issue_schedule_branches=escape,
-                        branch_share=((1, 0.1), (2, 0.2), (4, 0.4), (8, 0.8)))
-    # 4 entries an iteration: share 0.4 -> 0.6 x 500 + 0.4 x 850
-    assert branch_share(shape) == pytest.approx(0.4)
-    assert iteration_ns(shape, rates, xg)[0] == pytest.approx(640.0)
-    # 6 entries an iteration: the largest declared size not above it, 4
-    assert branch_share(replace(shape, nnz_per_iteration=6)) == pytest.approx(0.4)
-    assert branch_share(replace(shape, branch_share=())) == 0.0
+                        escape_share=((1, 0.1), (2, 0.2), (4, 0.4), (8, 0.8)))
+    # 4 entries an iteration: share 0.4 of CHAIN's 500 ns iterations wait 350 ns more
+    assert escape_share(shape) == pytest.approx(0.4)
+    assert iteration_ns(shape, rates, xg)[0] == pytest.approx(500.0 + 0.4 * 350.0)
+    # 6 entries an iteration: the largest declared size not above it, 4; 2: its own
+    assert escape_share(replace(shape, nnz_per_iteration=6)) == pytest.approx(0.4)
+    assert escape_share(replace(shape, nnz_per_iteration=2)) == pytest.approx(0.2)
+    assert escape_share(replace(shape, escape_share=())) == 0.0

@@ -162,9 +162,9 @@ class CudaSpmvSell(OwnSpmvBackend):
                            int(self.params["unroll"]), int(self.params["minb"]), sell.tpr,
                            width, stage)
         blocked = isinstance(fmt, SellBlocked)
-        # delta16's escape code runs in the iterations where a lane meets an escape: their
-        # share for the iteration sizes the compiler may make of UNROLL (sass.kernel_shape)
-        branches = tuple((steps * width, packed.escape_iteration_share(steps))
+        # delta16's iterations where a lane meets an escape wait for its column (one more
+        # dependent load): their share for the sizes the compiler may make of UNROLL
+        escapes = tuple((steps * width, packed.escape_iteration_share(steps))
                          for steps in ITERATION_STEPS) if isinstance(packed, Sell16) else ()
         return KernelShape(kernel=name, decomposition="rows", block_threads=SELL_BLOCK,
                            grid_blocks=-(-sell.slices * C // SELL_BLOCK),
@@ -175,7 +175,7 @@ class CudaSpmvSell(OwnSpmvBackend):
                                                 if blocked and fmt.nnz else 1.0),
                            split_long_rows=sell.long_row * width,
                            staged=stage > 0, launches=1 + (sell.split_rows.size > 0),
-                           branch_share=branches, cuda_source=SOURCE,
+                           escape_share=escapes, cuda_source=SOURCE,
                            source="declared by the backend (template parameters)")
 
 

@@ -44,14 +44,13 @@ class KernelShape:
     (``sass.issue_order``); where present the time model walks it for the iteration's time in
     place of ``rounds_per_iteration`` (a warp stops at every use of a load in flight, which a
     chain count misses). None: declared, staged, or a loop whose work is conditional."""
-    issue_schedule_branches: IssueSchedule | None = None
-    """The same loop with every conditional block run (an escape column in every step of
-    delta16); None when the loop has none with loads."""
-    branch_share: tuple[tuple[int, float], ...] = ()
-    """(entries per iteration, share of a warp's iterations that run the loop's conditional
-    blocks) for a few iteration sizes, declared by the backend from its format (delta16: the
-    iterations where a lane meets an escape); the model reads the size the SASS iterates by.
-    Empty: the conditional blocks are taken as never run."""
+    escape_share: tuple[tuple[int, float], ...] = ()
+    """(entries per iteration, share of a warp's iterations that wait for one more dependent
+    stream load than the issue schedule shows) for a few iteration sizes, declared by the
+    backend from its format: delta16's iterations where a lane meets an escape, whose column
+    is read from the escape slab between the offset and the gather (a block the schedule's
+    every-iteration path leaves out). The model reads the size the SASS iterates by; empty:
+    none."""
     setup_rounds: int = 1
     """Dependent round trips a block makes before its loop (the row, slice or tile pointers
     its loads start from)."""

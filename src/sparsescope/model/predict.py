@@ -184,10 +184,10 @@ def iteration_ns(shape: KernelShape, rates: DeviceRates, xg: XGather) -> tuple[f
     or, where the shape carries the loop's issue schedule (read from its SASS), the schedule's
     steady-state iteration walked with stream loads at the DRAM latency and gathers at the x
     round (``model.issue_schedule``): the warp stops at each use of a load in flight. A share
-    p of iterations that run the loop's conditional blocks (delta16's escapes, declared from
-    the format) walks the whole body instead::
+    p of iterations that wait for one more dependent stream load (delta16's escape columns,
+    declared from the format) adds that round trip::
 
-        t_iter = (1 - p) x walk(every-iteration path) + p x walk(every block)
+        t_iter = walk(every-iteration path) + p x DRAM latency
 
     Hand check: DRAM 350 ns, L2 150 ns, h = 0.5, s = 1, 2 rounds, not staged -> x round 250 ns,
     t_iter 600 ns.
@@ -200,11 +200,7 @@ def iteration_ns(shape: KernelShape, rates: DeviceRates, xg: XGather) -> tuple[f
     x_round = l2 + miss * (dram - l2)
     if shape.issue_schedule is not None and not shape.staged:
         t_iter = shape.issue_schedule.walk(dram, x_round).iteration_ns
-        p = branch_share(shape)
-        if p > 0 and shape.issue_schedule_branches is not None:
-            t_iter += p * (shape.issue_schedule_branches.walk(dram, x_round).iteration_ns
-                           - t_iter)
-        return t_iter, x_round
+        return t_iter + escape_share(shape) * dram, x_round
     gathers = max(0, shape.rounds_per_iteration - 1) * x_round
     if shape.staged:
         # double-buffered: the next chunk's copy leaves when this chunk starts, so a chunk
@@ -223,13 +219,13 @@ def round_trips(shape: KernelShape) -> float:
     return stops.stream_stops + stops.gather_stops
 
 
-def branch_share(shape: KernelShape) -> float:
-    """The declared share of iterations that run the loop's conditional blocks, for the
-    largest declared iteration size not above the shape's ``nnz_per_iteration`` (the smallest
-    size when all are above it); 0 when none is declared."""
-    if not shape.branch_share:
+def escape_share(shape: KernelShape) -> float:
+    """The declared share of iterations that wait for an escape column, for the largest
+    declared iteration size not above the shape's ``nnz_per_iteration`` (the smallest size
+    when all are above it); 0 when none is declared."""
+    if not shape.escape_share:
         return 0.0
-    sizes = sorted(shape.branch_share)
+    sizes = sorted(shape.escape_share)
     fitting = [s for s in sizes if s[0] <= shape.nnz_per_iteration]
     return float((fitting[-1] if fitting else sizes[0])[1])
 

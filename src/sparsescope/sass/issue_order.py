@@ -17,9 +17,9 @@ issued in the previous iteration (software pipelining). A load is a **gather** w
 With one unit of latency for every load, the walk's stops are ``IssueSchedule.stops``.
 
 **The path.** Only blocks that run on every iteration are walked: a block the loop can go
-around (an escape column read by ``delta16_col``) is taken as not run, its loads as not issued.
-``branches=True`` walks every block of the loop instead (an escape in every step); the model
-mixes the two by the share of iterations the format says take the branch. A guarded load in a
+around (an escape column read by ``delta16_col``) is taken as not run, its loads as not issued
+(the model adds the escape's round trip for the share of iterations the format says meet one:
+``KernelShape.escape_share``). A guarded load in a
 walked block (``@P0 LDG``) is taken as issued: a warp waits for it whenever a lane runs it.
 No schedule (None) when the walked path misses a gather of the loop: the work itself is then
 conditional, and the path says nothing of it.
@@ -61,12 +61,10 @@ def every_iteration_blocks(cfg: ControlFlow, loop: Loop) -> set[int]:
 
 
 def issue_schedule(ins: tuple[Instruction, ...], cfg: ControlFlow, du: DefUse, loop: Loop,
-                   gathers: set[int], source: str = "", branches: bool = False
-                   ) -> IssueSchedule | None:
-    """The :class:`IssueSchedule` of ``loop``'s every-iteration path (module docstring), or
-    with ``branches`` of the whole body in address order (every conditional block run); None
+                   gathers: set[int], source: str = "") -> IssueSchedule | None:
+    """The :class:`IssueSchedule` of ``loop``'s every-iteration path (module docstring); None
     when that path misses one of the loop's gathers or holds none."""
-    blocks = set(loop.blocks) if branches else every_iteration_blocks(cfg, loop)
+    blocks = every_iteration_blocks(cfg, loop)
     body = sorted(i for b in blocks for i in range(cfg.blocks[b].first, cfg.blocks[b].last + 1))
     in_loop = {i for b in loop.blocks for i in range(cfg.blocks[b].first, cfg.blocks[b].last + 1)}
     walked = set(body)

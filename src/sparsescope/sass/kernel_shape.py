@@ -206,7 +206,6 @@ def shape_from_sass(shape: KernelShape, mlp: KernelMLP,
     staged = shape.staged or mlp.staged
     return replace(shape, nnz_per_iteration=step, remainder_step=rem, rounds_per_iteration=rounds,
                    issue_schedule=None if staged else mlp.schedule,
-                   issue_schedule_branches=None if staged else mlp.schedule_branches,
                    loop_instructions=mlp.loop_instructions,
                    remainder_instructions=mlp.remainder_instructions if rem else 0,
                    other_instructions=mlp.other_instructions + (

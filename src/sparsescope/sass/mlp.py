@@ -132,9 +132,6 @@ class KernelMLP:
     schedule: IssueSchedule | None = None
     """The measured loop's issue schedule (:mod:`.issue_order`): filled with gathers named,
     None without them or when the loop's gathers are conditional."""
-    schedule_branches: IssueSchedule | None = None
-    """The same loop with every conditional block run; None when its conditional blocks
-    issue no load (then it is :attr:`schedule`)."""
 
     @property
     def bytes_in_flight_per_thread(self) -> float:
@@ -354,19 +351,9 @@ def kernel_mlp(kernel, *, gather_param: str | None = None, loop: int | None = No
         gather_rounds=_gather_rounds(edges, in_body, gathers),
         remainder_span=span, remainder_loads_per_iteration=rem_loads,
         remainder_gathers_per_iteration=rem_gathers, peeled_gathers=_peeled(cfg, gathers),
-        **_schedules(ins, cfg, du, lp, gathers, name),
+        schedule=(issue_schedule(ins, cfg, du, lp, gathers, source=name)
+                  if gathers and lp is not None else None),
         arch=arch, **_resources(kernel), **instruction_counts(cfg, ins, lp, span))
-
-
-def _schedules(ins: tuple[Instruction, ...], cfg: ControlFlow, du: DefUse, lp: Loop | None,
-               gathers: set[int], name: str) -> dict[str, IssueSchedule | None]:
-    """The loop's issue schedules (KernelMLP.schedule, .schedule_branches)."""
-    if not gathers or lp is None:
-        return {"schedule": None, "schedule_branches": None}
-    common = issue_schedule(ins, cfg, du, lp, gathers, source=name)
-    every = issue_schedule(ins, cfg, du, lp, gathers, source=name, branches=True)
-    more = common is not None and every is not None and len(every.kinds) > len(common.kinds)
-    return {"schedule": common, "schedule_branches": every if more else None}
 
 
 def _resources(kernel) -> dict[str, int]:
