@@ -319,6 +319,9 @@ def test_issue_schedules_of_the_own_kernels(own):
     delta = own[DELTA16_U4]
     assert (delta.loads_per_iteration, len(delta.schedule.kinds)) == (16, 12)
     assert _stops(delta) == (1, 1)
+    # spmv_tile's tile loop holds its row-pointer loop, which runs as often as the matrix says:
+    # no schedule, the declared rounds stand
+    assert own[TILE_I1].schedule is None and own[TILE_I2].schedule is None
     # the schedule reaches the shape, but not a staged kernel's: its waits go through shared
     # memory, which the walk cannot follow
     assert shape_from_sass(_declared(SELL_U4), own[SELL_U4]).issue_schedule is \

@@ -21,8 +21,10 @@ around (an escape column read by ``delta16_col``) is taken as not run, its loads
 (the model adds the escape's round trip for the share of iterations the format says meet one:
 ``KernelShape.escape_share``). A guarded load in a
 walked block (``@P0 LDG``) is taken as issued: a warp waits for it whenever a lane runs it.
-No schedule (None) when the walked path misses a gather of the loop: the work itself is then
-conditional, and the path says nothing of it.
+No schedule (None) when the walked path misses a gather of the loop (the work itself is then
+conditional, and the path says nothing of it) or when the loop holds another loop
+(``spmv_tile``'s tile loop and its row-pointer loop: how many times the inner one runs per
+iteration is the matrix's, not the code's); the declared rounds stand there.
 
 What it cannot see: a use that waits on another load's scoreboard than its own (a warp has
 six, so a kernel with more loads in flight may wait earlier than here), issue slots and
@@ -64,6 +66,9 @@ def issue_schedule(ins: tuple[Instruction, ...], cfg: ControlFlow, du: DefUse, l
                    gathers: set[int], source: str = "") -> IssueSchedule | None:
     """The :class:`IssueSchedule` of ``loop``'s every-iteration path (module docstring); None
     when that path misses one of the loop's gathers or holds none."""
+    inside = set(loop.blocks)
+    if any(other is not loop and set(other.blocks) < inside for other in cfg.loops):
+        return None  # a nested loop runs a number of times the walk cannot know
     blocks = every_iteration_blocks(cfg, loop)
     body = sorted(i for b in blocks for i in range(cfg.blocks[b].first, cfg.blocks[b].last + 1))
     in_loop = {i for b in loop.blocks for i in range(cfg.blocks[b].first, cfg.blocks[b].last + 1)}
