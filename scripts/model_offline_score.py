@@ -16,7 +16,8 @@ variant's median signed error, and per matrix the measured cost of choosing by p
 compiler, which may differ from the device's (NVRTC versions): say so when quoting numbers.
 ``--baseline``: the ``--json`` of an earlier score of the same runs (another commit's model);
 printed after the summary: per GPU and per kernel family (the variant's first word) the median
-|error| and median signed error of both, on the cases both predicted.
+|error| and median signed error of both, on the cases both predicted. ``--from-json``: RESULTS
+are earlier ``--json`` files: their summary (and comparison) printed again, nothing planned.
 """
 
 from __future__ import annotations
@@ -93,13 +94,25 @@ def summary(rows: list[dict]) -> str:
                                       key=lambda kv: statistics.median(kv[1])):
             lines.append(f"  {variant:26s} median signed error "
                          f"{100 * statistics.median(values):+6.1f} %")
+        ratios = []
         for matrix in dict.fromkeys(r["matrix"] for r in mine):
             cases = [r for r in mine if r["matrix"] == matrix]
             best = min(r["measured_ms"] for r in cases)
             pick = min(cases, key=lambda r: r["predicted_ms"])
+            ratios.append(pick["measured_ms"] / best)
             lines.append(f"  {matrix}: the fastest prediction ({pick['backend']}) measured "
-                         f"{100 * (pick['measured_ms'] / best - 1):+.1f} % over the fastest")
+                         f"{100 * (ratios[-1] - 1):+.1f} % over the fastest")
+        lines.append(f"  choosing by prediction alone: {regret_line(ratios)}")
     return "\n".join(lines)
+
+
+def regret_line(ratios: list[float]) -> str:
+    """Geomean and largest of (measured time of the fastest prediction / fastest measured)
+    over matrices, and how many exceed 5 %."""
+    geomean = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
+    return (f"{100 * (geomean - 1):+.1f} % geomean over the fastest, largest "
+            f"{100 * (max(ratios) - 1):+.1f} %, {sum(r > 1.05 for r in ratios)} of "
+            f"{len(ratios)} matrices above 5 %")
 
 
 def _read_rows(path: Path) -> list[dict]:
@@ -148,8 +161,12 @@ def main() -> int:
     parser.add_argument("--json", type=Path)
     parser.add_argument("--matrix", action="append", default=[])
     parser.add_argument("--baseline", type=Path)
+    parser.add_argument("--from-json", action="store_true")
     args = parser.parse_args()
-    rows = [r for path in args.results for r in score_run(path, set(args.matrix))]
+    if args.from_json:
+        rows = [r for path in args.results for r in _read_rows(path)]
+    else:
+        rows = [r for path in args.results for r in score_run(path, set(args.matrix))]
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1) + "\n")
     print(summary(rows))

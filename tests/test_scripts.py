@@ -37,6 +37,11 @@ def test_offline_score_summary():
     # u2-m8 is predicted fastest but measured 20 % slower than u4-m6
     assert ("m: the fastest prediction (cuda-spmv-sell[sell-u2-m8-h1]) measured +20.0 % over "
             "the fastest") in text
+    # one matrix, its pick 1.2x the fastest
+    assert ("choosing by prediction alone: +20.0 % geomean over the fastest, largest +20.0 %, "
+            "1 of 1 matrices above 5 %") in text
+    # geomean of 1.0 and 1.21: 1.1
+    assert score.regret_line([1.0, 1.21]).startswith("+10.0 % geomean")
 
 
 def test_offline_score_comparison_with_a_baseline():
