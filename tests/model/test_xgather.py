@@ -109,6 +109,18 @@ def test_onchip_columns_cost_no_request():
     assert full.dram_sectors == 4
 
 
+def test_onchip_columns_are_the_first_ones_popular_or_not():
+    # every row gathers col 31 (the popular one), row r < 31 also col r. Warp per row, 8
+    # columns a sector: rows 0-23 two requests, rows 24-30 one (r and 31 share sector 3),
+    # row 31 one: 56. Pinning the first column (a hub kernel's x[0, 1)) serves row 0's gather
+    # of col 0 only: 1 of 63 gathers, 55 requests (pinning col 31 would leave 31)
+    a = csr([[0, 31]] + [[r, 31] for r in range(1, 31)] + [[31]], cols=32)
+    kw = dict(cols=32, l2_bytes=1 << 20, stream_bytes_per_nnz=8.0, threads_per_row=32)
+    assert x_gather(a.indptr, a.indices, **kw).l2_requests == 56
+    x = x_gather(a.indptr, a.indices, onchip_entries=1, **kw)
+    assert x.onchip_share == pytest.approx(1 / 63) and x.l2_requests == 55
+
+
 def test_bad_threads_per_row():
     with pytest.raises(ValueError):
         requests(tridiagonal(4), 3)

@@ -84,7 +84,8 @@ class KernelShape:
     sectors while it runs: one L2 request per distinct sector a block touches. False for
     gathers that bypass L1 (``ld.global.cg``): one request per sector per warp instruction."""
     onchip_x_entries: int = 0
-    """x entries an SM serves from L1 / shared memory (hot columns pinned on chip)."""
+    """The first x entries, ``x[0, n)``, that an SM serves from L1 / shared memory (the hub
+    kernels' pinned columns: the hot ones only where the popular columns come first)."""
     row_windows: tuple[int, ...] = ()
     """How the kernel reads a CSR row's values and indices itself, ``threads_per_row`` lanes a
     row (``csr_scalar``, ``csr_vector``): ``(u, w, p1, ...)``, the first ``n mod u`` entries

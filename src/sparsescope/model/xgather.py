@@ -9,9 +9,10 @@ A CSR SpMV gathers ``x[col]`` once per nonzero; ``sector(col) = col * value_byte
 ``threads_per_row`` = tpr in 1..32 (power of two): a warp covers ``32 / tpr`` consecutive rows;
 at step s row r contributes its nonzeros ``s*tpr .. s*tpr + tpr - 1`` (tpr = 1: thread per row /
 SELL, tpr = 32: warp per row). tpr = 0: nonzero split (merge path, tiles), a warp takes 32
-consecutive nonzeros in storage order. Gathers to the ``onchip_entries`` most-gathered columns
-are served from L1 / shared memory (every SM keeps the same ones, :func:`gathers.hot_share`)
-and cost no request. Example, the 64 x 64 tridiagonal, 4-byte x (8 entries a sector), tpr = 1:
+consecutive nonzeros in storage order. Gathers to the first ``onchip_entries`` columns are
+served from L1 / shared memory and cost no request: what the hub kernels pin (``x[0, hub)``,
+every SM the same ones), popular or not; the floor's strategies (:func:`floor_requests`) pin
+the most-gathered columns instead (:func:`gathers.hot_share`). Example, the 64 x 64 tridiagonal, 4-byte x (8 entries a sector), tpr = 1:
 warp 0, step 0 gathers cols {0, 0..30} = sectors 0..3: 4; step 1 cols 1..31: 4; step 2 cols
 2..32: 5; warp 1: cols 31..62 (5), 32..63 (4), 33..63 (4): 26 requests for 190 gathers.
 
@@ -248,14 +249,20 @@ def lru_misses_exact(sector_trace, stream_bytes_per_access: float, capacity_byte
     return misses
 
 
-def _onchip(indices: np.ndarray, cols: int, entries: int, max_exact_nnz: int):
-    """(share, skip mask, counting stride) of the ``entries`` most-gathered columns; the counts
-    are of every stride-th gather (stride 1 up to ``max_exact_nnz``)."""
+def _onchip(indices: np.ndarray, cols: int, entries: int, max_exact_nnz: int,
+            leading: bool = False):
+    """(share, skip mask, counting stride) of the ``entries`` most-gathered columns, or with
+    ``leading`` of the first ``entries``; the counts are of every stride-th gather (stride 1 up
+    to ``max_exact_nnz``)."""
     if entries <= 0:
         return 0.0, None, 1
     stride = max(1, -(-indices.size // max(1, max_exact_nnz)))
     counts = np.bincount(indices[::stride], minlength=cols)
     skip = np.ones(cols, dtype=bool)
+    if leading:
+        skip[entries:] = False
+        total = int(counts.sum())
+        return (float(counts[:entries].sum() / total) if total else 0.0), skip, stride
     if entries < cols:                  # the same top-C sum as hot_share's
         skip[:] = False
         skip[np.argpartition(counts, cols - entries)[cols - entries:]] = True
@@ -295,7 +302,7 @@ def x_gather(indptr, indices, *, cols: int, l2_bytes: int, stream_bytes_per_nnz:
     indices = np.asarray(indices)[:nnz]
     if nnz == 0:
         return XGather(0, 0.0, 0, 0.0, 0.0, 0.0, False, 1.0, "no nonzeros, no x gathers.")
-    share, skip, stride = _onchip(indices, cols, onchip_entries, max_exact_nnz)
+    share, skip, stride = _onchip(indices, cols, onchip_entries, max_exact_nnz, leading=True)
     req = sector_requests(indptr, indices, threads_per_row=threads_per_row,
                           value_bytes=value_bytes, sector_bytes=sector_bytes, skip_columns=skip,
                           max_exact_nnz=max_exact_nnz, sample_nnz=sample_nnz, seed=seed,
