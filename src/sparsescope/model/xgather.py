@@ -12,7 +12,8 @@ SELL, tpr = 32: warp per row). tpr = 0: nonzero split (merge path, tiles), a war
 consecutive nonzeros in storage order. Gathers to the first ``onchip_entries`` columns are
 served from L1 / shared memory and cost no request: what the hub kernels pin (``x[0, hub)``,
 every SM the same ones), popular or not; the floor's strategies (:func:`floor_requests`) pin
-the most-gathered columns instead (:func:`gathers.hot_share`). Example, the 64 x 64 tridiagonal, 4-byte x (8 entries a sector), tpr = 1:
+the most-gathered columns instead (:func:`gathers.hot_share`). Example, the 64 x 64
+tridiagonal, 4-byte x (8 entries a sector), tpr = 1:
 warp 0, step 0 gathers cols {0, 0..30} = sectors 0..3: 4; step 1 cols 1..31: 4; step 2 cols
 2..32: 5; warp 1: cols 31..62 (5), 32..63 (4), 33..63 (4): 26 requests for 190 gathers.
 
