@@ -11,11 +11,11 @@ kernel's SASS)::
         arrival(load issued now) = t + latency(load)           (stream: DRAM, gather: x round)
     T = (t after the last iteration - t after iteration WARM) / SPAN
 
-the steady state of the recurrence: its period is the heaviest cycle of the dependences per
-iteration it spans (a load used one iteration later, 350 ns, then a gather, 150 ns, repeats
-every 2 iterations: 250 ns each), reached once the warm-up transient is over. Each time ``t``
-moves the warp made a *stop*; the load that arrived last names its kind (stops per iteration
-are averaged over the same span).
+the steady state of the recurrence, reached once the warm-up transient is over: a column
+loaded one iteration ahead (``LDG x[c_prev]; LDG c_next; FADD s, x``) makes each iteration wait
+350 ns for its column and hides the gather's 150 ns behind it. Each time ``t`` moves the warp
+made a *stop*; the load that arrived last names its kind (stops per iteration are averaged over
+the same span).
 Hand check (:func:`IssueSchedule.walk`): ``LDG c; LDG x[c]; FADD s, x`` with stream latency
 350 ns and gather latency 150 ns: the gather waits for ``c`` (t = 350), the add for ``x``
 (t = 500): T = 500 ns, one stream and one gather stop.
