@@ -15,6 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
+from sparsescope.report.collection_data import geomean  # noqa: E402
 from sparsescope.results.io import read_runset  # noqa: E402
 
 _FINISH = re.compile(r"finish=(\d)")
@@ -58,7 +59,7 @@ def markdown(rows: list[dict]) -> str:
                      f"{'-' if lib is None else format(1e3 * lib, '.1f')} | "
                      f"{'-' if lib is None else format(lib / r['finish1_ms'], '.2f')} |")
     if rows:
-        geo = math.exp(sum(math.log(r["ratio"]) for r in rows) / len(rows))
+        geo = geomean(r["ratio"] for r in rows)
         lines += ["", f"- finish / fixup: geomean {geo:.3f} over {len(rows)} (matrix, kernel) "
                       f"pairs; range {min(r['ratio'] for r in rows):.3f}-"
                       f"{max(r['ratio'] for r in rows):.3f}."]

@@ -14,7 +14,6 @@ kernel, ``cuda-spmv-auto`` and the fastest library case, each against its own fo
 from __future__ import annotations
 
 import argparse
-import math
 import statistics
 import sys
 from pathlib import Path
@@ -25,6 +24,7 @@ from sparsescope.matrices.suites import build_entry, find_entry, split_suite_nam
 from sparsescope.model.predict import device_rates, format_floor  # noqa: E402
 from sparsescope.ops.base import canonical_csr  # noqa: E402
 from sparsescope.registry import is_own  # noqa: E402
+from sparsescope.report.collection_data import geomean  # noqa: E402
 from sparsescope.results.io import read_runset  # noqa: E402
 
 AUTO = "cuda-spmv-auto"
@@ -105,8 +105,8 @@ def markdown(rows: list[dict]) -> str:
               r["library"]["ms"] / r["own"]["ms"]) for r in rows
              if r["own"] and r["own"]["floor_ms"] and r["library"]]
     if reach:
-        geo = math.exp(sum(math.log(x) for _, x, _ in reach) / len(reach))
-        now = math.exp(sum(math.log(x) for _, _, x in reach) / len(reach))
+        geo = geomean(x for _, x, _ in reach)
+        now = geomean(x for _, _, x in reach)
         lines += ["", f"- Speedup over the best library: {now:.2f}x geomean now (fastest own "
                       f"kernel); at most {geo:.2f}x for a kernel at its format's floor "
                       f"(library time / floor, over {len(reach)} matrices): "

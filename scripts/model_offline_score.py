@@ -38,6 +38,7 @@ from sparsescope.backends.variants import SPMV_OWN  # noqa: E402
 from sparsescope.matrices.suites import build_entry, find_entry, split_suite_name  # noqa: E402
 from sparsescope.model.predict import device_rates  # noqa: E402
 from sparsescope.ops.base import canonical_csr  # noqa: E402
+from sparsescope.report.collection_data import geomean  # noqa: E402
 from sparsescope.results.io import read_runset  # noqa: E402
 from sparsescope.whatif import GpuRates, predict_case  # noqa: E402
 
@@ -109,8 +110,7 @@ def summary(rows: list[dict]) -> str:
 def regret_line(ratios: list[float]) -> str:
     """Geomean and largest of (measured time of the fastest prediction / fastest measured)
     over matrices, and how many exceed 5 %."""
-    geomean = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
-    return (f"{100 * (geomean - 1):+.1f} % geomean over the fastest, largest "
+    return (f"{100 * (geomean(ratios) - 1):+.1f} % geomean over the fastest, largest "
             f"{100 * (max(ratios) - 1):+.1f} %, {sum(r > 1.05 for r in ratios)} of "
             f"{len(ratios)} matrices above 5 %")
 
@@ -131,6 +131,11 @@ def _errors(rows: list[dict]) -> dict[tuple, float]:
             for r in rows if r.get("predicted_ms")}
 
 
+def _pct(errors: list[float], f) -> float:
+    """Median of ``f(error)`` in percent (``abs``: of the sizes, ``float``: signed)."""
+    return 100 * statistics.median(f(e) for e in errors)
+
+
 def comparison(rows: list[dict], baseline: list[dict]) -> str:
     """Markdown table: per GPU and kernel family (``sell`` of ``...[sell-u4-m6-h1]``, ``all``)
     the cases, and the median |error| and median signed error before and now."""
@@ -146,12 +151,10 @@ def comparison(rows: list[dict], baseline: list[dict]) -> str:
     for (gpu, family), ks in sorted(groups.items(), key=lambda kv: (kv[0][0],
                                                                      kv[0][1] != "all",
                                                                      kv[0][1])):
-        def med(errors, f):
-            return 100 * statistics.median(f(e) for e in errors)
         before, now = [old[k] for k in ks], [new[k] for k in ks]
-        lines.append(f"| {gpu} | {family} | {len(ks)} | {med(before, abs):.1f} % | "
-                     f"{med(now, abs):.1f} % | {med(before, float):+.1f} % | "
-                     f"{med(now, float):+.1f} % |")
+        lines.append(f"| {gpu} | {family} | {len(ks)} | {_pct(before, abs):.1f} % | "
+                     f"{_pct(now, abs):.1f} % | {_pct(before, float):+.1f} % | "
+                     f"{_pct(now, float):+.1f} % |")
     return "\n".join(lines)
 
 

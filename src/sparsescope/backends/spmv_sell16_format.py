@@ -62,10 +62,10 @@ class Sell16:
             return 0.0
         escaped = (self.offsets.reshape(-1, C) == ESCAPE).any(axis=1)
         windows = -(-lengths // steps)                  # iterations per slice
-        slice_of = np.repeat(np.arange(lengths.size), lengths)
+        # step k of slice s (global step slice_ptr[s] + k) falls in iteration k // steps
         first = np.repeat(self.sell.slice_ptr[:-1].astype(np.int64), lengths)
         window = np.repeat(np.cumsum(windows) - windows, lengths) + \
-            (np.arange(slice_of.size) - first) // steps
+            (np.arange(first.size) - first) // steps
         hit = np.zeros(int(windows.sum()), dtype=bool)
         np.logical_or.at(hit, window, escaped)
         return float(hit.mean())

@@ -43,7 +43,8 @@ class KernelShape:
     """The loop body's loads and waits in issue order, read from the SASS
     (``sass.issue_order``); where present the time model walks it for the iteration's time in
     place of ``rounds_per_iteration`` (a warp stops at every use of a load in flight, which a
-    chain count misses). None: declared, staged, or a loop whose work is conditional."""
+    chain count misses). None: declared, staged, or a loop whose work is conditional or that
+    holds another loop."""
     escape_share: tuple[tuple[int, float], ...] = ()
     """(entries per iteration, share of a warp's iterations that wait for one more dependent
     stream load than the issue schedule shows) for a few iteration sizes, declared by the

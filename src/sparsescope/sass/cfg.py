@@ -119,6 +119,11 @@ class ControlFlow:
     block_loops: tuple[tuple[int, ...], ...] = ()
     """Block index -> indices of the loops holding it, outermost first."""
 
+    def instructions_of(self, blocks) -> list[int]:
+        """Instruction indices of ``blocks`` (block indices), in address order."""
+        return sorted(i for b in blocks
+                      for i in range(self.blocks[b].first, self.blocks[b].last + 1))
+
     def loops_containing(self, instruction_index: int) -> tuple[int, ...]:
         """Indices of every loop holding the instruction, innermost last."""
         return self.block_loops[self.block_of[instruction_index]] if self.block_loops else ()

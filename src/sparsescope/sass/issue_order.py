@@ -69,11 +69,9 @@ def issue_schedule(ins: tuple[Instruction, ...], cfg: ControlFlow, du: DefUse, l
     inside = set(loop.blocks)
     if any(other is not loop and set(other.blocks) < inside for other in cfg.loops):
         return None  # a nested loop runs a number of times the walk cannot know
-    blocks = every_iteration_blocks(cfg, loop)
-    body = sorted(i for b in blocks for i in range(cfg.blocks[b].first, cfg.blocks[b].last + 1))
-    in_loop = {i for b in loop.blocks for i in range(cfg.blocks[b].first, cfg.blocks[b].last + 1)}
+    body = cfg.instructions_of(every_iteration_blocks(cfg, loop))
     walked = set(body)
-    if not gathers & walked or gathers & in_loop - walked:
+    if not gathers & walked or gathers & (set(cfg.instructions_of(inside)) - walked):
         return None
     loads = [i for i in body if ins[i].is_global_load]
     number = {i: k for k, i in enumerate(loads)}

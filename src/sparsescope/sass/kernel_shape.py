@@ -37,8 +37,8 @@ Rules (see :mod:`sparsescope.sass.mlp` for the batches and chains):
   gathers), 0 when there is none or it takes as many as the main loop.
 * **issue schedule** (:mod:`sparsescope.sass.issue_order`): the loop's loads and the
   instructions waiting for them, in issue order, which the time model walks for the iteration's
-  time; none for a staged kernel (its waits go through shared memory) or a loop whose gathers
-  are conditional (``spmv_tile``).
+  time; none for a staged kernel (its waits go through shared memory), a loop whose gathers
+  are conditional, or one that holds another loop (``spmv_tile``'s row-pointer loop).
 * **rounds per iteration** = 1 + the longest same-iteration chain ending at a gather, at most 2:
   a longer chain holds the work unit's own descriptor (``spmv_tile``'s tile bounds, loaded in
   its grid-stride loop), which the shape counts in ``setup_rounds``. A staged kernel keeps its

@@ -130,8 +130,9 @@ class KernelMLP:
     shared_bytes: int = 0
     """Static shared memory per block (the listing's resources)."""
     schedule: IssueSchedule | None = None
-    """The measured loop's issue schedule (:mod:`.issue_order`): filled with gathers named,
-    None without them or when the loop's gathers are conditional."""
+    """The measured loop's issue schedule (:mod:`.issue_order`): filled with gathers named;
+    None without them, when the loop's gathers are conditional or when it holds another
+    loop."""
 
     @property
     def bytes_in_flight_per_thread(self) -> float:
@@ -276,8 +277,7 @@ def work_loop(cfg: ControlFlow, ins: tuple[Instruction, ...], gathers: set[int])
 
 
 def _loop_indices(cfg: ControlFlow, loop: Loop) -> list[int]:
-    return sorted(i for b in loop.blocks for i in range(cfg.blocks[b].first,
-                                                        cfg.blocks[b].last + 1))
+    return cfg.instructions_of(loop.blocks)
 
 
 def _remainder(cfg: ControlFlow, ins: tuple[Instruction, ...], li: int, gathers: set[int]
@@ -351,8 +351,7 @@ def kernel_mlp(kernel, *, gather_param: str | None = None, loop: int | None = No
         gather_rounds=_gather_rounds(edges, in_body, gathers),
         remainder_span=span, remainder_loads_per_iteration=rem_loads,
         remainder_gathers_per_iteration=rem_gathers, peeled_gathers=_peeled(cfg, gathers),
-        schedule=(issue_schedule(ins, cfg, du, lp, gathers, source=name)
-                  if gathers and lp is not None else None),
+        schedule=issue_schedule(ins, cfg, du, lp, gathers, source=name) if lp else None,
         arch=arch, **_resources(kernel), **instruction_counts(cfg, ins, lp, span))
 
 
