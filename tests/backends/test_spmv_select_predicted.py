@@ -22,6 +22,7 @@ from sparsescope.backends.select_predicted import (
     prediction_table,
     ranked,
     select_by_prediction,
+    short_piece_long_rows,
     shortlist,
 )
 from sparsescope.backends.spmv_auto import CudaSpmvAuto, CudaSpmvAutoRules
@@ -50,6 +51,53 @@ def test_candidates_cover_every_family_and_blocks_only_when_they_save():
     # every candidate builds: its parameters are the backend's own
     for cand in candidates(stats(block_width=4)):
         spmv_auto.CHOICES[cand.backend](**cand.params)
+
+
+def test_short_pieces_only_where_they_cut_a_row_shorter_than_the_default():
+    # rows up to 100 nonzeros, cut by default at 819 (a 99th-percentile row): pieces of
+    # 16 and 32 steps a lane at 2 and 4 threads per row cut at 32, 64, 64, 128; the 128 cut
+    # is no shorter than the longest row, so it is not planned
+    assert short_piece_long_rows(stats(max_nnz_per_row=100, sell_long_row=819)) == [
+        (2, 32), (2, 64), (4, 64)]
+    # the default cut is already 64: only the 32 cut is shorter
+    assert short_piece_long_rows(stats(max_nnz_per_row=4700, sell_long_row=64)) == [(2, 32)]
+    # no row longer than a short piece (the hand-made statistics: 12 at most): none
+    assert short_piece_long_rows(stats()) == []
+    assert short_piece_long_rows(stats(max_nnz_per_row=5000)) == []  # default cut unknown (0)
+    found = [c for c in candidates(stats(max_nnz_per_row=5000, sell_long_row=800))
+             if "long_row" in c.params]
+    assert [(c.backend, c.params) for c in found] == [
+        ("cuda-spmv-sell", {"tpr": tpr, "unroll": 2, "minb": 8, "long_row": cut})
+        for tpr, cut in ((2, 32), (2, 64), (4, 64), (4, 128))]
+
+
+def test_the_model_sees_the_tail_that_short_pieces_remove():
+    """An R-MAT graph (20,000 rows, one row of about 18,000 nonzeros, 99th-percentile rows of
+    hundreds): at the default cut a few warps walk many times their neighbours' steps and the
+    prediction is the imbalance; pieces of 16 steps a lane (2 x 16 = 32 nonzeros) are
+    predicted several times faster at the same launch, and selection plans them."""
+    csr = generate("rmat", 20_000, 1_000_000, seed=3)
+    gpu = gpu_rates("H200", use_store=False)
+    launch = {"tpr": 2, "unroll": 2, "minb": 8}
+    default = predict_case("m", csr, spmv_auto.CHOICES["cuda-spmv-sell"](
+        breakdown=False, **launch), gpu).prediction
+    short = predict_case("m", csr, spmv_auto.CHOICES["cuda-spmv-sell"](
+        breakdown=False, **launch, long_row=32), gpu).prediction
+    assert default.limiter == "imbalance"
+    assert default.predicted_ms > 4 * short.predicted_ms
+    stats_ = matrix_statistics(csr)
+    assert stats_.sell_long_row > 128 and (2, 32) in short_piece_long_rows(stats_)
+
+
+def test_statistics_carry_the_default_sell_cut():
+    # 200 rows of 3 and one of 500: mean 5.47 -> 8 x 6 = 48; 99th percentile 3; at least 64
+    lengths = np.array([3] * 200 + [500])
+    indptr = np.concatenate([[0], np.cumsum(lengths)])
+    indices = np.concatenate([np.arange(n) for n in lengths])
+    csr = sp.csr_matrix((np.ones(indptr[-1]), indices, indptr), shape=(201, 600))
+    got = matrix_statistics(csr)
+    assert (got.sell_long_row, got.max_nnz_per_row) == (64, 500)
+    assert short_piece_long_rows(got) == [(2, 32)]
 
 
 def member(family: str, name: str, ms: float) -> CandidatePrediction:
@@ -252,15 +300,17 @@ def test_format_cache_builds_each_format_once_across_threads():
 
 
 def test_variant_sets_hold_every_candidate():
-    """``auto-candidates`` is exactly what auto predicts for 1 x 3 blocks, and the
-    ``selection`` sweep holds all of them, so regret is scored against every possible choice."""
+    """``auto-candidates`` is exactly what auto predicts for 1 x 3 blocks and rows long enough
+    for every short piece, and the ``selection`` sweep holds all of them, so regret is scored
+    against every possible choice."""
     from sparsescope.backends.variants import VARIANT_SETS
 
     def key(backend, options):
         cls = spmv_auto.CHOICES[backend]
         return backend, tuple(sorted({**cls.defaults, **options}.items()))
 
-    wanted = {key(c.backend, c.params) for c in candidates(stats(block_width=3))}
+    skewed = stats(block_width=3, max_nnz_per_row=5000, sell_long_row=800)
+    wanted = {key(c.backend, c.params) for c in candidates(skewed)}
     for name in ("auto-candidates", "selection"):
         have = {key(b, o) for b, o in VARIANT_SETS[name].values() if b in spmv_auto.CHOICES}
         assert wanted <= have, name

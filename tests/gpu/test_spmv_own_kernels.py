@@ -49,6 +49,8 @@ VARIANTS = [
     ("delta16-t8-u4-m6-h1-s1", lambda: CudaSpmvDelta16(tpr=8, unroll=4, minb=6, sigma=1,
                                                         long_row=9)),
     ("sell-t4-u2-m8-h1", lambda: CudaSpmvSell(tpr=4, unroll=2, minb=8, hint=1)),
+    # short pieces (auto's short-piece candidates): INT32 slices, 4 lanes a row, rows cut at 8
+    ("sell-t4-u2-m8-l8-s1", lambda: CudaSpmvSell(tpr=4, unroll=2, minb=8, sigma=1, long_row=8)),
     ("adaptive-i1-l1h32k", lambda: CudaSpmvAdaptive(iters=1, hub=-32768)),
     ("adaptive-i2-l1h16k", lambda: CudaSpmvAdaptive(iters=2, hub=-16384)),
     ("delta16-u2-m8-h0-s1", lambda: CudaSpmvDelta16(unroll=2, minb=8, hint=0, sigma=1,

@@ -44,7 +44,7 @@ import scipy.sparse as sp
 
 from sparsescope.backends.spmv_blocked_format import BLOCK_WIDTHS, blocks_per_nonzero
 from sparsescope.backends.spmv_delta16_format import encode_delta16
-from sparsescope.backends.spmv_sell_format import sell_padding_ratio
+from sparsescope.backends.spmv_sell_format import default_long_row, sell_padding_ratio
 from sparsescope.backends.spmv_tiling import TileSet, row_tiles
 from sparsescope.model.spmv import spmv_traffic
 
@@ -103,6 +103,9 @@ class MatrixStatistics:
     blocked_byte_ratio: float = 1.0
     """SELL-32-256 blocked16 bytes at ``block_width`` / INT32 CSR bytes (estimated on
     :data:`SAMPLE_ROWS` rows; 1.0 when ``block_width`` is 1)."""
+    sell_long_row: int = 0
+    """Where the SELL kernels cut a row by default (``spmv_sell_format.default_long_row``:
+    ``max(64, 8 x ceil(mean), 99th-percentile row)``); 0 when not measured."""
 
 
 @dataclass(frozen=True)
@@ -216,7 +219,8 @@ def matrix_statistics(csr: sp.csr_matrix) -> MatrixStatistics:
         empty_row_fraction=float((lengths == 0).mean()) if rows else 0.0,
         escape_fraction=float(escape), delta16_byte_ratio=d16 / int32 if int32 else 1.0,
         sell_padding_ratio=padding, block_width=width,
-        blocked_byte_ratio=blocked / int32 if int32 and width > 1 else 1.0)
+        blocked_byte_ratio=blocked / int32 if int32 and width > 1 else 1.0,
+        sell_long_row=default_long_row(lengths))
 
 
 def wave_fill(slices: int, warps_per_sm: int, sm_count: int) -> float:

@@ -40,6 +40,16 @@ from sparsescope.backends.select import (
 SELL_LAUNCHES = ((4, 6), (2, 8))
 #: Threads per row of the SELL kernels (2 and 4: more warps and shorter slices for few rows).
 SELL_TPRS = (1, 2)
+#: Short SELL pieces: rows cut into pieces of at most this many steps of each of their lanes
+#: (``long_row = steps x tpr``), planned at :data:`SHORT_PIECE_TPRS` threads per row with the
+#: (2, 8) launch. A warp walks its slice's widest lane, one dependent step after another; the
+#: default cut (as long as the 99th-percentile row) leaves the warps of a skewed matrix's
+#: long rows walking many times their neighbours' steps, and the kernel waits for them (the
+#: model's imbalance term). A shorter piece costs one partial sum more. The model weighs the
+#: two on the present device; the trial times the close ones.
+SHORT_PIECE_STEPS = (16, 32)
+SHORT_PIECE_TPRS = (2, 4)
+SHORT_PIECE_LAUNCH = {"unroll": 2, "minb": 8}
 #: Register-pipelined launch of the blocked kernel besides the staged one (BLOCKED_PARAMS).
 BLOCKED_PIPELINED = {"unroll": 2, "minb": 8}
 #: The model's error taken for ranking: a case's |error| lies between the median (10.9 % on the
@@ -99,6 +109,8 @@ def candidates(stats: MatrixStatistics) -> list[Candidate]:
     - SELL-32-256 slices with INT32 columns (``cuda-spmv-sell``) and with 16-bit offsets
       (``cuda-spmv-delta16``), each at :data:`SELL_TPRS` threads per row and
       :data:`SELL_LAUNCHES`;
+    - INT32 SELL slices with short pieces (:func:`short_piece_long_rows`) where a row is longer
+      than a short piece and the short piece is shorter than the default cut;
     - 1 x B blocks (``cuda-spmv-blocked16``, staged by cp.async) when the statistics find a
       width B > 1 that moves fewer bytes than 16-bit offsets, at 1 and 2 threads per row, and
       register-pipelined (:data:`BLOCKED_PIPELINED`) at 1.
@@ -111,6 +123,8 @@ def candidates(stats: MatrixStatistics) -> list[Candidate]:
     for backend in ("cuda-spmv-sell", "cuda-spmv-delta16"):
         out += [Candidate(backend, {"tpr": tpr, "unroll": unroll, "minb": minb})
                 for tpr in SELL_TPRS for unroll, minb in SELL_LAUNCHES]
+    out += [Candidate("cuda-spmv-sell", {"tpr": tpr, **SHORT_PIECE_LAUNCH, "long_row": cut})
+            for tpr, cut in short_piece_long_rows(stats)]
     if stats.block_width > 1:
         out += [Candidate("cuda-spmv-blocked16",
                           {**BLOCKED_PARAMS, "tpr": tpr, "block": stats.block_width})
@@ -118,6 +132,20 @@ def candidates(stats: MatrixStatistics) -> list[Candidate]:
         out.append(Candidate("cuda-spmv-blocked16",
                              {**BLOCKED_PIPELINED, "block": stats.block_width}))
     return out
+
+
+def short_piece_long_rows(stats: MatrixStatistics) -> list[tuple[int, int]]:
+    """(threads per row, long_row) of the short-piece SELL candidates: ``long_row = steps x
+    tpr`` for :data:`SHORT_PIECE_TPRS` x :data:`SHORT_PIECE_STEPS`, kept only where it cuts
+    some row (``max_nnz_per_row > long_row``) shorter than the default cut
+    (``long_row < sell_long_row``); one per distinct ``(tpr, long_row)``."""
+    out = []
+    for tpr in SHORT_PIECE_TPRS:
+        for steps in SHORT_PIECE_STEPS:
+            cut = steps * tpr
+            if cut < stats.max_nnz_per_row and cut < stats.sell_long_row:
+                out.append((tpr, cut))
+    return list(dict.fromkeys(out))
 
 
 def predict_candidates(csr: sp.csr_matrix, gpu: Any, found: list[Candidate], *,

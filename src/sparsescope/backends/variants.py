@@ -11,6 +11,11 @@ from __future__ import annotations
 import re
 
 from sparsescope.backends.runner import BackendChoice
+from sparsescope.backends.select_predicted import (
+    SHORT_PIECE_LAUNCH,
+    SHORT_PIECE_STEPS,
+    SHORT_PIECE_TPRS,
+)
 from sparsescope.errors import UsageError
 
 #: label -> (backend, options): every own SpMV kernel variant of the seed6 kernel sweep.
@@ -66,6 +71,15 @@ SPMV_OWN: dict[str, tuple[str, dict[str, int]]] = {
     "delta16-t2-dae4-m6-h1": ("cuda-spmv-delta16", {"tpr": 2, "stage": 4, "minb": 6, "hint": 1}),
     "sell-t2-dae4-m6-h1": ("cuda-spmv-sell", {"tpr": 2, "stage": 4, "minb": 6, "hint": 1}),
 }
+#: Short pieces: SELL with rows cut at l = steps x tpr nonzeros, every (tpr, steps) auto can plan
+#: (``select_predicted.SHORT_PIECE_*``; auto plans those that cut some row shorter than the
+#: default cut).
+_SHORT_CUTS = [(tpr, steps * tpr) for tpr in SHORT_PIECE_TPRS for steps in SHORT_PIECE_STEPS]
+_SHORT_LAUNCH = f"u{SHORT_PIECE_LAUNCH['unroll']}-m{SHORT_PIECE_LAUNCH['minb']}"
+SHORT_PIECES = tuple(f"sell-t{tpr}-{_SHORT_LAUNCH}-l{cut}-h1" for tpr, cut in _SHORT_CUTS)
+SPMV_OWN.update({label: ("cuda-spmv-sell", {"tpr": tpr, **SHORT_PIECE_LAUNCH, "long_row": cut,
+                                            "hint": 1})
+                 for label, (tpr, cut) in zip(SHORT_PIECES, _SHORT_CUTS, strict=True)})
 
 #: The 21 variants of the 2026-11-22 seed6 sweep (results/h200/kernels): the best of each
 #: family on the six analogs, what the product path re-makes that folder with.
@@ -79,7 +93,7 @@ SEED6_SWEEP = (
 #: The seed6 sweep plus every candidate of ``cuda-spmv-auto`` it lacks (1 x 3 blocks: the
 #: block width the seed6 FEM analogs take), so that auto's regret is scored against every
 #: kernel it could have chosen (``select_predicted.candidates``).
-SELECTION_SWEEP = (*SEED6_SWEEP, "blocked3-t2-dae4-m6-h1")
+SELECTION_SWEEP = (*SEED6_SWEEP, "blocked3-t2-dae4-m6-h1", *SHORT_PIECES)
 
 #: Exactly the candidates ``cuda-spmv-auto`` predicts for a matrix whose blocks are 1 x 3
 #: (``select_predicted.candidates``): the smallest set auto's regret can be scored against on a
@@ -88,7 +102,7 @@ AUTO_CANDIDATES = (
     "adaptive-i1-h1", "adaptive-i2-h1", "merge-i1-h1", "sell-u4-m6-h1", "sell-u2-m8-h1",
     "sell-t2-u4-m6-h1", "sell-t2-u2-m8-h1", "delta16-u4-m6-h1", "delta16-u2-m8-h1",
     "delta16-t2-u4-m6-h1", "delta16-t2-u2-m8-h1", "blocked3-dae4-m6-h1",
-    "blocked3-t2-dae4-m6-h1", "blocked3-u2-m8-h1")
+    "blocked3-t2-dae4-m6-h1", "blocked3-u2-m8-h1", *SHORT_PIECES)
 
 #: Set name -> variants.
 VARIANT_SETS = {"spmv-own": SPMV_OWN,
