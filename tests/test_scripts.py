@@ -357,3 +357,22 @@ def test_memory_floor_markdown():
             "a 2.22x.") in text
     # median of 90 and 50; b below 80 %
     assert "median 70.0 % of its format's floor over 2 matrices; below 80 %: b (50 %)." in text
+
+
+def test_selection_compare_on_the_committed_held_out_runs():
+    """The short-piece run against the run before it, on the 66 held-out matrices: rmat-29's
+    speedup is read from each run's own times (best library / auto)."""
+    compare = load("selection_compare")
+    base = ROOT / "results" / "h200" / "kernels"
+    before = compare.load(base / "2026-11-25-population-held-out" / "selection.json")
+    now = compare.load(base / "2026-11-25-short-pieces-held-out" / "selection.json")
+    assert compare.speedup(before["rmat-29"]) == pytest.approx(
+        before["rmat-29"]["best_lib_us"] / before["rmat-29"]["auto_us"])
+    assert compare.speedup(before["rmat-29"]) < 1.0 < compare.speedup(now["rmat-29"])
+    assert compare.choice(now["rmat-29"]) == (
+        "cuda-spmv-sell[long_row=64,minb=8,tpr=4,unroll=2]")
+    text = compare.compare(before, now, changed_only=True)
+    assert "| rmat-29 | cuda-spmv-merge | 0.89x |" in text
+    assert "| cant |" not in text and "| banded-05 |" not in text  # unchanged choices left out
+    assert "slower than cuSPARSE on 2 (powerlaw-29, rmat-29)" in text
+    assert "slower than cuSPARSE on 0;" in text
