@@ -7,8 +7,23 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from sparsescope.model.gathers import gather_floor, hot_share, l2_sector_rate
+from sparsescope.model.gathers import gather_floor, hot_share, l2_sector_rate, top_columns
 from sparsescope.model.xgather import FLOOR_STRATEGIES, floor_requests
+
+
+def test_top_columns_breaks_ties_lowest_index_first():
+    counts = np.array([2, 5, 2, 0, 3, 2])
+    mask, gathers = top_columns(counts, 3)     # 5 and 3, then the first of the three 2s
+    assert mask.tolist() == [True, True, False, False, True, False] and gathers == 10
+    mask, gathers = top_columns(counts, 5)     # every 2: 5 + 3 + 2 + 2 + 2
+    assert mask.tolist() == [True, True, True, False, True, True] and gathers == 14
+    assert top_columns(counts, 0)[1] == 0 and top_columns(counts, 9)[1] == 14
+    # the same sum as sorting, on counts with many ties (a sparse matrix's columns)
+    rng = np.random.default_rng(0)
+    many = rng.poisson(0.7, 10_000)
+    for c in (1, 17, 4_000, 9_999):
+        assert top_columns(many, c)[1] == np.sort(many)[::-1][:c].sum()
+        assert top_columns(many, c)[0].sum() == c
 
 
 def test_hot_share_takes_the_most_gathered_columns():

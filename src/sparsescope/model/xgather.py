@@ -56,7 +56,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sparsescope.model.gathers import SECTOR_BYTES, hot_share
+from sparsescope.model.gathers import SECTOR_BYTES, hot_share, top_columns
 
 _HASH = np.uint32(0x9E3779B1)           # Fibonacci hashing: sector * _HASH mod 2^32
 
@@ -265,8 +265,9 @@ def _onchip(indices: np.ndarray, cols: int, entries: int, max_exact_nnz: int,
         total = int(counts.sum())
         return (float(counts[:entries].sum() / total) if total else 0.0), skip, stride
     if entries < cols:                  # the same top-C sum as hot_share's
-        skip[:] = False
-        skip[np.argpartition(counts, cols - entries)[cols - entries:]] = True
+        skip, top = top_columns(counts, entries)
+        total = int(counts.sum())
+        return (float(top / total) if total else 0.0), skip, stride
     return hot_share(counts, entries), skip, stride
 
 
