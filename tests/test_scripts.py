@@ -9,6 +9,7 @@ import json
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -376,3 +377,14 @@ def test_selection_compare_on_the_committed_held_out_runs():
     assert "| cant |" not in text and "| banded-05 |" not in text  # unchanged choices left out
     assert "slower than cuSPARSE on 2 (powerlaw-29, rmat-29)" in text
     assert "slower than cuSPARSE on 0;" in text
+
+
+def test_hot_set_reach_rows_by_hand():
+    """Column 0 gathered 50 times, column 9 30 times, 30 others once (110 gathers), 4 SMs."""
+    reach = load("hot_set_reach")
+    counts = np.ones(32, dtype=np.int64)
+    counts[[0, 9]] = [50, 30]
+    rows = reach.reach_rows("m", counts, entries_per_sm=1, sms=4, clusters=[1, 2])
+    # one SM each: column 0 (50 of 110), 4 copies of its sector; two SMs a copy: 0 and 9
+    assert rows == ["| m | 1 | 1 | 45.5 % | 0.00 | 4 | 0.00 | 0.00 |",
+                    "| m | 2 | 2 | 72.7 % | 0.00 | 2 | 0.00 | 0.00 |"]
