@@ -38,7 +38,7 @@ from sparsescope.backends.select import (
 
 #: Register-pipelined launches of the SELL kernels: (unroll, minimum blocks per SM).
 SELL_LAUNCHES = ((4, 6), (2, 8))
-#: Threads per row of the SELL kernels (2 and 4: more warps and shorter slices for few rows).
+#: Threads per row of the SELL kernels (2: more warps and shorter slices for few rows).
 SELL_TPRS = (1, 2)
 #: Short SELL pieces: rows cut into pieces of at most this many steps of each of their lanes
 #: (``long_row = steps x tpr``), planned at :data:`SHORT_PIECE_TPRS` threads per row with the

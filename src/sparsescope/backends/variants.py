@@ -95,9 +95,10 @@ SEED6_SWEEP = (
 #: kernel it could have chosen (``select_predicted.candidates``).
 SELECTION_SWEEP = (*SEED6_SWEEP, "blocked3-t2-dae4-m6-h1", *SHORT_PIECES)
 
-#: Exactly the candidates ``cuda-spmv-auto`` predicts for a matrix whose blocks are 1 x 3
-#: (``select_predicted.candidates``): the smallest set auto's regret can be scored against on a
-#: population too large for the whole sweep.
+#: Exactly the candidates ``cuda-spmv-auto`` predicts for a matrix whose blocks are 1 x 3 and
+#: whose longest row is longer than every short piece (``select_predicted.candidates``): the
+#: smallest set auto's regret can be scored against on a population too large for the whole
+#: sweep.
 AUTO_CANDIDATES = (
     "adaptive-i1-h1", "adaptive-i2-h1", "merge-i1-h1", "sell-u4-m6-h1", "sell-u2-m8-h1",
     "sell-t2-u4-m6-h1", "sell-t2-u2-m8-h1", "delta16-u4-m6-h1", "delta16-u2-m8-h1",
