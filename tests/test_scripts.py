@@ -388,3 +388,31 @@ def test_hot_set_reach_rows_by_hand():
     # one SM each: column 0 (50 of 110), 4 copies of its sector; two SMs a copy: 0 and 9
     assert rows == ["| m | 1 | 1 | 45.5 % | 0.00 | 4 | 0.00 | 0.00 |",
                     "| m | 2 | 2 | 72.7 % | 0.00 | 2 | 0.00 | 0.00 |"]
+
+
+def test_dsmem_probe_grid_and_rate_arithmetic():
+    probe = load("dsmem_gather_probe")
+    # 132 SMs x 2 blocks = 264: a whole number of clusters of 1, 2, 4 and 8
+    assert [probe.grid_for(132, c) for c in (1, 2, 4, 8)] == [264, 264, 264, 264]
+    assert probe.grid_for(132, 16) == 256 and probe.grid_for(3, 8) == 8
+    # 264 blocks x 1,024 threads x 256 loads in 1 ms: 69.2 G loads/s
+    assert probe.rate_gloads_s(264, 256, 1.0) == pytest.approx(69.206016)
+
+
+def test_dsmem_probe_source_compiles_for_hopper():
+    """The probe's source builds for sm_90 at every cluster size it launches, eight
+    distributed-shared-memory loads in flight (skipped without a CUDA compiler)."""
+    from sparsescope.sass.extract import compile_cuda, iter_kernels
+    from sparsescope.sass.kernel_shape import sass_tools_available
+
+    if not sass_tools_available():
+        pytest.skip("no CUDA compiler and cuobjdump")
+    probe = load("dsmem_gather_probe")
+    for cluster, owners in probe.CONFIGS:
+        compiled = compile_cuda(probe.SOURCE.read_text(), "sm_90", options=(
+            "-std=c++17", f"-DCLUSTER={cluster}", f"-DRANKS={owners}"))
+        (entry, listing), = list(iter_kernels(compiled.cubin))
+        texts = [i.text for i in listing.instructions]
+        assert entry.name == "dsmem_gather"
+        assert sum(t.startswith("LD.E ") for t in texts) == 8
+        assert sum("UCGABAR_WAIT" in t for t in texts) == 2  # fill, then before exit
