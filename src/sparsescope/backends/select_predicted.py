@@ -50,6 +50,9 @@ SELL_TPRS = (1, 2)
 SHORT_PIECE_STEPS = (16, 32)
 SHORT_PIECE_TPRS = (2, 4)
 SHORT_PIECE_LAUNCH = {"unroll": 2, "minb": 8}
+#: Every (threads per row, long_row = steps x tpr) of the short pieces.
+SHORT_PIECE_CUTS = tuple((tpr, steps * tpr) for tpr in SHORT_PIECE_TPRS
+                         for steps in SHORT_PIECE_STEPS)
 #: Register-pipelined launch of the blocked kernel besides the staged one (BLOCKED_PARAMS).
 BLOCKED_PIPELINED = {"unroll": 2, "minb": 8}
 #: The model's error taken for ranking: a case's |error| lies between the median (10.9 % on the
@@ -135,17 +138,11 @@ def candidates(stats: MatrixStatistics) -> list[Candidate]:
 
 
 def short_piece_long_rows(stats: MatrixStatistics) -> list[tuple[int, int]]:
-    """(threads per row, long_row) of the short-piece SELL candidates: ``long_row = steps x
-    tpr`` for :data:`SHORT_PIECE_TPRS` x :data:`SHORT_PIECE_STEPS`, kept only where it cuts
-    some row (``max_nnz_per_row > long_row``) shorter than the default cut
-    (``long_row < sell_long_row``); one per distinct ``(tpr, long_row)``."""
-    out = []
-    for tpr in SHORT_PIECE_TPRS:
-        for steps in SHORT_PIECE_STEPS:
-            cut = steps * tpr
-            if cut < stats.max_nnz_per_row and cut < stats.sell_long_row:
-                out.append((tpr, cut))
-    return list(dict.fromkeys(out))
+    """The (threads per row, long_row) of :data:`SHORT_PIECE_CUTS` that cut some row
+    (``max_nnz_per_row > long_row``) shorter than the default cut (``long_row <
+    sell_long_row``)."""
+    return [(tpr, cut) for tpr, cut in SHORT_PIECE_CUTS
+            if cut < stats.max_nnz_per_row and cut < stats.sell_long_row]
 
 
 def predict_candidates(csr: sp.csr_matrix, gpu: Any, found: list[Candidate], *,

@@ -11,11 +11,7 @@ from __future__ import annotations
 import re
 
 from sparsescope.backends.runner import BackendChoice
-from sparsescope.backends.select_predicted import (
-    SHORT_PIECE_LAUNCH,
-    SHORT_PIECE_STEPS,
-    SHORT_PIECE_TPRS,
-)
+from sparsescope.backends.select_predicted import SHORT_PIECE_CUTS, SHORT_PIECE_LAUNCH
 from sparsescope.errors import UsageError
 
 #: label -> (backend, options): every own SpMV kernel variant of the seed6 kernel sweep.
@@ -71,15 +67,15 @@ SPMV_OWN: dict[str, tuple[str, dict[str, int]]] = {
     "delta16-t2-dae4-m6-h1": ("cuda-spmv-delta16", {"tpr": 2, "stage": 4, "minb": 6, "hint": 1}),
     "sell-t2-dae4-m6-h1": ("cuda-spmv-sell", {"tpr": 2, "stage": 4, "minb": 6, "hint": 1}),
 }
-#: Short pieces: SELL with rows cut at l = steps x tpr nonzeros, every (tpr, steps) auto can plan
-#: (``select_predicted.SHORT_PIECE_*``; auto plans those that cut some row shorter than the
+#: Short pieces: SELL with rows cut at l = steps x tpr nonzeros, every (tpr, l) auto can plan
+#: (``select_predicted.SHORT_PIECE_CUTS``; auto plans those that cut some row shorter than the
 #: default cut).
-_SHORT_CUTS = [(tpr, steps * tpr) for tpr in SHORT_PIECE_TPRS for steps in SHORT_PIECE_STEPS]
 _SHORT_LAUNCH = f"u{SHORT_PIECE_LAUNCH['unroll']}-m{SHORT_PIECE_LAUNCH['minb']}"
-SHORT_PIECES = tuple(f"sell-t{tpr}-{_SHORT_LAUNCH}-l{cut}-h1" for tpr, cut in _SHORT_CUTS)
-SPMV_OWN.update({label: ("cuda-spmv-sell", {"tpr": tpr, **SHORT_PIECE_LAUNCH, "long_row": cut,
-                                            "hint": 1})
-                 for label, (tpr, cut) in zip(SHORT_PIECES, _SHORT_CUTS, strict=True)})
+_SHORT = {f"sell-t{tpr}-{_SHORT_LAUNCH}-l{cut}-h1": (
+    "cuda-spmv-sell", {"tpr": tpr, **SHORT_PIECE_LAUNCH, "long_row": cut, "hint": 1})
+    for tpr, cut in SHORT_PIECE_CUTS}
+SPMV_OWN.update(_SHORT)
+SHORT_PIECES = tuple(_SHORT)
 
 #: The 21 variants of the 2026-11-22 seed6 sweep (results/h200/kernels): the best of each
 #: family on the six analogs, what the product path re-makes that folder with.

@@ -56,7 +56,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sparsescope.model.gathers import SECTOR_BYTES, hot_share, top_columns
+from sparsescope.model.gathers import SECTOR_BYTES, top_columns
 
 _HASH = np.uint32(0x9E3779B1)           # Fibonacci hashing: sector * _HASH mod 2^32
 
@@ -259,16 +259,14 @@ def _onchip(indices: np.ndarray, cols: int, entries: int, max_exact_nnz: int,
         return 0.0, None, 1
     stride = max(1, -(-indices.size // max(1, max_exact_nnz)))
     counts = np.bincount(indices[::stride], minlength=cols)
-    skip = np.ones(cols, dtype=bool)
+    total = int(counts.sum())
     if leading:
+        skip = np.ones(cols, dtype=bool)
         skip[entries:] = False
-        total = int(counts.sum())
-        return (float(counts[:entries].sum() / total) if total else 0.0), skip, stride
-    if entries < cols:                  # the same top-C sum as hot_share's
+        top = int(counts[:entries].sum())
+    else:                               # the same top-C sum as hot_share's
         skip, top = top_columns(counts, entries)
-        total = int(counts.sum())
-        return (float(top / total) if total else 0.0), skip, stride
-    return hot_share(counts, entries), skip, stride
+    return (float(top / total) if total else 0.0), skip, stride
 
 
 def _l2_trace(indices, skip, value_bytes, sector_bytes, nsec, rate, seed, chunk=1 << 18):
