@@ -16,6 +16,7 @@ from sparsescope.model.predict import (
     _dram_term,
     _l2_term,
     _refetches,
+    onchip_fill_bytes,
     per_sm_mva,
     predict_spmv,
 )
@@ -123,11 +124,15 @@ def test_the_prediction_carries_its_formats_memory_floor():
     p = predict_spmv(a.indptr, a.indices, n, traffic, shape, RATES, flushed=True)
     floor = format_floor(a.indptr, a.indices, n, traffic, RATES, 4)
     assert p.inputs["gather_floor_ms"] == pytest.approx(floor.floor_ms)
-    # 228 KiB of shared memory a SM (the default) hold 58,368 > 2,000 columns: every gather
-    # on chip, 0 requests; DRAM: streams + x at 100 GB/s, plus a 3 us launch and the 400 +
-    # 200 ns latency chain (the flush write-back the prediction counts is left out)
-    assert p.inputs["gather_floor_x_requests"] == 0.0
-    assert p.inputs["gather_floor_hot_share"] == 1.0
+    # 228 KiB of shared memory a SM (the default) hold 58,368 > 2,000 columns, but pinning all
+    # of them costs 4 SMs x 250 sectors = 1,000 fill sectors (a request's time each, no
+    # measured gather rate); runs of 58,368 x 4 / 32 = 7,296 nonzeros fetch each of the 250
+    # sectors once: 3 runs (20,000 nonzeros, every run touching every sector), 750 requests.
+    # DRAM binds: streams + x at 100 GB/s, plus a 3 us launch and the 400 + 200 ns latency
+    # chain (the flush write-back the prediction counts is left out)
+    assert p.inputs["gather_floor_x_requests"] == 750.0
+    assert p.inputs["gather_floor_hot_share"] == 0.0
+    assert p.inputs["gather_floor_fill_sectors"] == 0.0
     assert p.inputs["flush_writeback_bytes"] > 0 and floor.binding == "dram"
     assert floor.floor_ms == pytest.approx(0.003 + 0.0006 + traffic.total_bytes / 1e8)
     assert any(a.startswith("memory floor of this format") for a in p.assumptions)
@@ -165,3 +170,31 @@ def test_a_100m_nonzero_prediction_takes_under_5_s():
     assert time.perf_counter() - start < 5.0
     assert p.term("issue") is not None and p.inputs["refetched_sectors"] > 0
     assert p.inputs["gather_floor_ms"] > 0
+
+
+def test_onchip_x_fill_is_charged_to_the_l2_term():
+    # x[0, 8,192) of 4 bytes = 1,024 sectors in each of 1,056 persistent blocks: 34.6 MB
+    shape = KernelShape(kernel="spmv_tile", decomposition="nnz", block_threads=256,
+                        grid_blocks=1056, onchip_x_entries=8192, onchip_x_copies=1056)
+    assert onchip_fill_bytes(shape, 1_000_000, 4) == 1056 * 1024 * 32
+    # capped by the columns: 100 columns of 4 bytes = 13 sectors (12.5 rounded up)
+    assert onchip_fill_bytes(shape, 100, 4) == 1056 * 13 * 32
+    assert onchip_fill_bytes(dataclasses.replace(shape, onchip_x_copies=0), 10**6, 4) == 0.0
+    # the fill passes through the L2 at its bandwidth: 400 GB/s -> 1e6 B = 2.5 us more
+    plain, filled = _l2_term(0.0, XG, RATES), _l2_term(0.0, XG, RATES, fill=1e6)
+    assert filled.time_ms - plain.time_ms == pytest.approx(1e6 / 4e11 * 1e3)
+    assert "+ 1,000,000 B on-chip x fill" in filled.formula
+
+
+def test_the_hub_kernels_declare_their_on_chip_copies():
+    from sparsescope.backends.spmv_adaptive import CudaSpmvAdaptive
+
+    # 90,000 nonzeros in tiles of about 1,024: 90 tiles, fewer than 8 blocks on each of 132
+    # SMs, so the persistent grid (and its shared-memory copies) is the 90 tiles
+    a = sp.random(3000, 3000, density=0.01, format="csr", random_state=2)
+    for hub, copies in ((8192, 90), (-16384, 132), (0, 0)):
+        backend = CudaSpmvAdaptive(hub=hub)
+        fmt = backend.build_format(a)
+        assert fmt.ntiles == 90
+        shape = backend.host_shape(fmt, a, "float32", 132)
+        assert (shape.onchip_x_entries, shape.onchip_x_copies) == (abs(hub), copies)

@@ -143,7 +143,7 @@ class TiledBackend(OwnSpmvBackend):
         p.bytes_moved = p.traffic.total_bytes
         shape = self.host_shape(fmt, csr, value_dtype, sm_count())
         if shape is not None and hub > 0:
-            shape = replace(shape, grid_blocks=grid)
+            shape = replace(shape, grid_blocks=grid, onchip_x_copies=grid)
         p.kernel_shape = self.device_shape(shape)
         return p
 
@@ -166,6 +166,8 @@ class TiledBackend(OwnSpmvBackend):
                            rounds_per_iteration=2, setup_rounds=1,
                            launches=1 + (tiles.split_rows.size > 0 and not finish),
                            onchip_x_entries=abs(hub),
+                           # shared memory: each persistent block fills its own copy; L1: each SM
+                           onchip_x_copies=grid if hub > 0 else (sms if hub < 0 else 0),
                            cuda_source=SOURCE,
                            source="declared by the backend (template parameters)")
 

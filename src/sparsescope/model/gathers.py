@@ -4,16 +4,27 @@ A CSR SpMV gathers ``x[col]`` once per nonzero. A gather served on chip (shared 
 L2 request; the others cost one 32-byte L2 sector request per distinct sector of a warp
 instruction. Whatever the kernel, an SM can pin at most its shared memory's worth of x
 (``capacity`` entries), and the best it can do is pin the most-gathered columns (all SMs the same
-ones: :func:`hot_share`), or hold every x sector of a run of consecutive nonzeros and fetch
-each once. ``x_requests`` is the fewest requests of three such strategies, counted by the x-gather
-model (``xgather.floor_requests``): the hot columns on chip with a warp instruction of 32
-consecutive nonzeros or of 32 rows (a thread each), or runs of capacity / 32 B nonzeros
-(at most that many distinct sectors, so they fit) each fetching its sectors once. Then::
+ones), or hold every x sector of a run of consecutive nonzeros and fetch each once. Pinned
+columns are not free: every SM fills its copy from L2 once a call, a 32-byte sector at a time
+(``fill sectors`` = SMs x distinct sectors of the pinned columns), so an SM pins only the
+most-gathered columns whose gathers outweigh their fill (``hot_set.pinned_columns``; on a
+matrix with no hot columns, none). ``x_requests`` is the fewest requests, fill included, of
+three such strategies, counted by the x-gather model (``xgather.floor_requests``): the pinned
+columns on chip with a warp instruction of 32 consecutive nonzeros or of 32 rows (a thread
+each), or runs of capacity / 32 B nonzeros (at most that many distinct sectors, so they fit)
+each fetching its sectors once. Then::
 
-    l2 floor    = stream bytes / L2 bandwidth + x_requests / L2 random-gather sector rate
+    l2 floor    = (stream bytes + 32 x fill sectors) / L2 bandwidth
+                  + x_requests / L2 random-gather sector rate
     dram floor  = (stream bytes + x bytes once + measured flush write-back) / DRAM bandwidth
     chain       = DRAM latency + L2 latency
     floor       = one launch + chain + max(l2 floor, dram floor)
+
+The fill is charged at the L2's streaming bandwidth, the cheapest way its sectors could come (a
+floor must hold). Only one SM's own shared memory is credited: loads spread over a thread-block
+cluster's shared memory ran at 0.4-1.05x the L2 random-gather rate on the H200, against 7.4x
+for a block's own (results/h200/kernels/followups/2026-11-25-dsmem-gather-probe), so pinning a
+larger hot set across a cluster would not gather faster than the L2 does.
 
 One launch: the measured empty kernel, which every timed call pays at least once. The chain: the
 bytes arrive through a pipe of the DRAM's latency, so the last stream byte comes no earlier than
@@ -69,20 +80,6 @@ def top_columns(column_counts: np.ndarray, capacity: int) -> tuple[np.ndarray, i
     return mask, int(counts[mask].sum())
 
 
-def hot_share(column_counts: np.ndarray, capacity: int) -> float:
-    """Share of all gathers that go to the ``capacity`` most-gathered columns::
-
-        sum of the capacity largest counts / sum of all counts
-    """
-    counts = np.asarray(column_counts, dtype=np.int64)
-    total = int(counts.sum())
-    if total == 0 or capacity <= 0:
-        return 0.0
-    if capacity >= counts.size:
-        return 1.0
-    return float(top_columns(counts, capacity)[1] / total)
-
-
 @dataclass(frozen=True)
 class GatherFloor:
     """The memory floor of one SpMV format on one device (module docstring)."""
@@ -93,10 +90,12 @@ class GatherFloor:
     """Share of the gathers that the pinned columns serve."""
     x_requests: float
     """Fewest L2 sector requests of x over the floor's strategies."""
+    fill_sectors: float
+    """SMs x distinct sectors of the pinned columns, filled from L2 once a call."""
     strategy: str
     """The strategy that gave ``x_requests``."""
     l2_ms: float
-    """stream bytes / L2 bandwidth + x_requests / gather rate."""
+    """(stream bytes + 32 x fill sectors) / L2 bandwidth + x_requests / gather rate."""
     dram_ms: float
     """(stream bytes + x bytes + flush write-back) / DRAM bandwidth."""
     launch_ms: float
@@ -121,15 +120,17 @@ def gather_floor(stream_bytes: float, x_bytes: float, x_requests: float, *, hot:
                  capacity_entries: int, strategy: str, dram_bw_gb_s: float,
                  l2_bw_gb_s: float, gather_gsectors_s: float | None,
                  writeback_bytes: float = 0.0, launch_ms: float = 0.0,
-                 chain_ms: float = 0.0) -> GatherFloor:
+                 chain_ms: float = 0.0, fill_sectors: float = 0.0) -> GatherFloor:
     """The floor of a format that streams ``stream_bytes`` (values, indices, row metadata, y)
     and gathers x with ``x_requests`` L2 sector requests (module docstring). Hand check:
     1 MB of streams at 5,000 GB/s L2 = 0.2 us, 1 M requests at 100 G sectors/s = 10 us:
     l2 floor 10.2 us; DRAM (1 MB + 0.5 MB) at 3,000 GB/s = 0.5 us; floor 10.2 us (l2), plus
-    the launch and the latency chain when given."""
+    the launch and the latency chain when given. 62,500 fill sectors add 2 MB at 5,000 GB/s:
+    0.4 us more."""
     if dram_bw_gb_s <= 0 or l2_bw_gb_s <= 0:
         raise ValueError("bandwidths must be positive")
-    stream_ms = stream_bytes / (l2_bw_gb_s * 1e6)
+    fill_bytes = fill_sectors * SECTOR_BYTES
+    stream_ms = (stream_bytes + fill_bytes) / (l2_bw_gb_s * 1e6)
     if gather_gsectors_s:
         x_ms = x_requests / (gather_gsectors_s * 1e6)
         rate = f"{gather_gsectors_s:,.1f} G sectors/s (measured random gathers)"
@@ -138,8 +139,10 @@ def gather_floor(stream_bytes: float, x_bytes: float, x_requests: float, *, hot:
         rate = f"32 B at {l2_bw_gb_s:,.0f} GB/s (no measured gather rate)"
     dram_bytes = stream_bytes + x_bytes + writeback_bytes
     dram_ms = dram_bytes / (dram_bw_gb_s * 1e6)
-    pinned = f", the pinned columns serving {100 * hot:.1f} % of gathers" if hot else ""
-    formula = (f"L2: {stream_bytes:,.0f} B streams / {l2_bw_gb_s:,.0f} GB/s + "
+    pinned = (f", the pinned columns serving {100 * hot:.1f} % of gathers and filled with "
+              f"{fill_sectors:,.0f} sectors" if hot else "")
+    fill = f" + {fill_bytes:,.0f} B fill" if fill_bytes else ""
+    formula = (f"L2: ({stream_bytes:,.0f} B streams{fill}) / {l2_bw_gb_s:,.0f} GB/s + "
                f"{x_requests:,.0f} x sector requests ({strategy}; {capacity_entries:,} x "
                f"entries on chip per SM{pinned}) / {rate}; "
                f"DRAM: {dram_bytes:,.0f} B (flush write-back {writeback_bytes:,.0f} B) / "
@@ -147,7 +150,8 @@ def gather_floor(stream_bytes: float, x_bytes: float, x_requests: float, *, hot:
                f"({launch_ms * 1e3:.1f} us) and the DRAM + L2 latency chain "
                f"({chain_ms * 1e3:.2f} us)")
     return GatherFloor(capacity_entries=int(capacity_entries), hot_share=float(hot),
-                       x_requests=float(x_requests), strategy=strategy,
+                       x_requests=float(x_requests), fill_sectors=float(fill_sectors),
+                       strategy=strategy,
                        l2_ms=stream_ms + x_ms, dram_ms=dram_ms, launch_ms=float(launch_ms),
                        chain_ms=float(chain_ms),
                        formula=formula)

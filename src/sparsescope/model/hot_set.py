@@ -14,8 +14,19 @@ fall in::
 ``served - fill sectors`` is an upper bound on the L2 requests saved: without the hot set, a
 warp instruction's gathers that fall in one sector share one request, so the requests the hot
 columns would have cost are at most their gathers. It tells which matrices a cluster-shared hot
-set could help before such a kernel is built (``scripts/hot_set_reach.py``); the memory floor
-(:mod:`model.gathers`) credits only one SM's shared memory, what our kernels can use today.
+set could help before such a kernel is built (``scripts/hot_set_reach.py``). Measured on the
+H200 (results/h200/kernels/followups/2026-11-25-dsmem-gather-probe): random loads spread over a
+cluster's blocks run at 0.4x (8 blocks) to 1.05x (2 blocks) the L2 random-gather rate, against
+7.4x for a block's own shared memory, so a cluster-shared hot set would gather slower than the L2
+it replaces; the memory floor (:mod:`model.gathers`) credits one SM's own shared memory only.
+
+How many of the most-gathered columns one SM should pin (:func:`pinned_columns`): every SM
+fills its own copy, so a column is worth its place only while the gathers it serves outweigh
+its share of the fill. With the columns ranked most-gathered first (ties lowest index) and
+``fill_cost`` the time of one fill sector in units of one gather request::
+
+    gain(k) = served(first k) - fill_cost x SMs x (distinct sectors of the first k)
+    pinned  = the first k* columns, k* = argmax gain (0 when no gain is positive), k* <= capacity
 """
 
 from __future__ import annotations
@@ -67,3 +78,44 @@ def hot_set_reach(column_counts: np.ndarray, *, entries_per_sm: int, cluster: in
     return HotSetReach(cluster=cluster, entries=entries, served=served,
                        share=served / total if total else 0.0, copies=copies,
                        fill_sectors=copies * sectors)
+
+
+@dataclass(frozen=True)
+class PinnedColumns:
+    """The columns one SM pins (every SM the same ones) and what they serve and cost."""
+
+    mask: np.ndarray
+    """Boolean over the columns: pinned."""
+    entries: int
+    """Columns pinned (k*)."""
+    served: int
+    """Gathers of the pinned columns (in the units of the counts given)."""
+    fill_sectors: int
+    """SMs x distinct 32-byte sectors of the pinned columns: filled once a call."""
+
+
+def pinned_columns(column_counts: np.ndarray, capacity: int, *, sms: int, fill_cost: float,
+                   value_bytes: int = 4) -> PinnedColumns:
+    """The :class:`PinnedColumns` of one SM's ``capacity`` entries (module docstring). Hand
+    check: counts [9, 0, 1, 0, 0, 0, 0, 0, 5], 8 entries a sector, 2 SMs, fill cost 1: the
+    ranking is columns 0 (9), 8 (5), 2 (1); gains 9 - 2 = 7, 14 - 4 = 10, 15 - 4 = 11: all three
+    pinned, 4 fill sectors. With fill cost 3: 3, 2, 3: column 0 alone (the first maximum)."""
+    if sms < 1 or fill_cost < 0:
+        raise ValueError(f"need sms >= 1 and fill_cost >= 0, got {sms}, {fill_cost}")
+    counts = np.asarray(column_counts, dtype=np.int64)
+    cols = np.flatnonzero(top_columns(counts, capacity)[0])
+    order = cols[np.lexsort((cols, -counts[cols]))]
+    keep = np.zeros(counts.size, dtype=bool)
+    if order.size == 0:
+        return PinnedColumns(keep, 0, 0, 0)
+    served = np.cumsum(counts[order])
+    per_sector = max(1, SECTOR_BYTES // int(value_bytes))
+    first = np.zeros(order.size, dtype=np.int64)
+    first[np.unique(order // per_sector, return_index=True)[1]] = 1
+    fill = int(sms) * np.cumsum(first)
+    gain = served - fill_cost * fill
+    best = int(np.argmax(gain))
+    if gain[best] <= 0:
+        return PinnedColumns(keep, 0, 0, 0)
+    keep[order[:best + 1]] = True
+    return PinnedColumns(keep, best + 1, int(served[best]), int(fill[best]))

@@ -87,6 +87,9 @@ class KernelShape:
     onchip_x_entries: int = 0
     """The first x entries, ``x[0, n)``, that an SM serves from L1 / shared memory (the hub
     kernels' pinned columns: the hot ones only where the popular columns come first)."""
+    onchip_x_copies: int = 0
+    """Copies of those entries filled from L2 once a call: one per block that holds them in
+    shared memory, one per SM that keeps them in L1 (0: no on-chip entries)."""
     row_windows: tuple[int, ...] = ()
     """How the kernel reads a CSR row's values and indices itself, ``threads_per_row`` lanes a
     row (``csr_scalar``, ``csr_vector``): ``(u, w, p1, ...)``, the first ``n mod u`` entries

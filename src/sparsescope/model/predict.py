@@ -52,7 +52,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from sparsescope.hardware.specs import tf32_tensor_gflops
-from sparsescope.model.gathers import SECTOR_BYTES, GatherFloor, gather_floor
+from sparsescope.model.gathers import SECTOR_BYTES, GatherFloor, gather_floor, l2_sector_rate
 from sparsescope.model.iterations import (  # noqa: F401  (re-exported: the loop counts)
     _cut,
     _group_max,
@@ -247,7 +247,8 @@ def predict_spmv(indptr: np.ndarray, indices: np.ndarray, cols: int, traffic: Tr
                                        streams + xg.dram_bytes)
     bandwidth = [_dram_term(streams + writeback, xg, rates, writeback, refetch_dram)]
     if rates.l2_bw_gb_s:
-        bandwidth.append(_l2_term(streams, xg, rates, sm.spill_bytes, refetch))
+        bandwidth.append(_l2_term(streams, xg, rates, sm.spill_bytes, refetch,
+                                  onchip_fill_bytes(shape, cols, value_bytes)))
     stations = bandwidth + ([sm.term] if sm.term is not None else [])
     iters = block_iterations(indptr, shape)
     t_iter, x_round = iteration_ns(shape, rates, xg)
@@ -292,7 +293,8 @@ def predict_spmv(indptr: np.ndarray, indices: np.ndarray, cols: int, traffic: Tr
         inputs.update(gather_floor_ms=floor.floor_ms, gather_floor_l2_ms=floor.l2_ms,
                       gather_floor_dram_ms=floor.dram_ms,
                       gather_floor_x_requests=floor.x_requests,
-                      gather_floor_hot_share=floor.hot_share)
+                      gather_floor_hot_share=floor.hot_share,
+                      gather_floor_fill_sectors=floor.fill_sectors)
     floor_note = ((f"memory floor of this format (model.gathers): {floor.floor_ms * 1e3:,.1f} us"
                    f" ({floor.binding}); {floor.formula}",) if floor is not None else ())
     return ModelPrediction(
@@ -340,12 +342,17 @@ def format_floor(indptr, indices, cols: int, traffic: Traffic, rates: DeviceRate
     """The memory floor of the format that declared ``traffic`` (``model.gathers``): its
     streams, x once, the flush write-back given (the measured share only), one launch, the
     DRAM + L2 latency chain, and the fewest x sector requests with one SM's shared memory on
-    chip; None without a measured or datasheet L2 bandwidth."""
+    chip, its fill charged at the L2 bandwidth; None without a measured or datasheet L2
+    bandwidth. A fill sector costs ``fill_cost`` gather requests' time::
+
+        fill_cost = gather rate / (L2 bandwidth / 32 B)   (1 without a measured gather rate)"""
     if not rates.l2_bw_gb_s:
         return None
     capacity = rates.shared_mem_per_sm_bytes // max(1, value_bytes)
+    fill_cost = (rates.l2_gather_gsectors_s * 1e9 / l2_sector_rate(rates.l2_bw_gb_s)
+                 if rates.l2_gather_gsectors_s else 1.0)
     req = floor_requests(indptr, indices, cols=cols, capacity_entries=capacity,
-                         value_bytes=value_bytes)
+                         sms=rates.sm_count, fill_cost=fill_cost, value_bytes=value_bytes)
     return gather_floor(traffic.total_bytes - traffic.x_bytes, traffic.x_bytes, req.requests,
                         hot=req.hot_share, capacity_entries=capacity,
                         strategy=req.strategy, dram_bw_gb_s=rates.dram_bw_gb_s,
@@ -353,7 +360,8 @@ def format_floor(indptr, indices, cols: int, traffic: Traffic, rates: DeviceRate
                         gather_gsectors_s=rates.l2_gather_gsectors_s,
                         writeback_bytes=writeback_bytes,
                         launch_ms=(rates.launch_us or 0.0) * 1e-3,
-                        chain_ms=(rates.dram_latency_ns + (rates.l2_latency_ns or 0.0)) * 1e-6)
+                        chain_ms=(rates.dram_latency_ns + (rates.l2_latency_ns or 0.0)) * 1e-6,
+                        fill_sectors=req.fill_sectors)
 
 
 def _x_gathers(indptr, indices, cols: int, shape: KernelShape,
@@ -477,12 +485,24 @@ def _dram_term(stream_bytes: float, xg: XGather, rates: DeviceRates,
                           f"sectors missing L2{again}) / {rate}")
 
 
+def onchip_fill_bytes(shape: KernelShape, cols: int, value_bytes: int) -> float:
+    """L2 bytes that fill the kernel's on-chip copies of ``x[0, entries)`` once a call::
+
+        copies x ceil(min(entries, cols) x value bytes / 32) x 32
+
+    Hand check: 8,192 entries of 4 bytes in 1,056 persistent blocks: 1,056 x 1,024 sectors =
+    34.6 MB, 4.1 us at 8,469 GB/s."""
+    entries = min(int(shape.onchip_x_entries), int(cols))
+    sectors = -(-entries * int(value_bytes) // SECTOR_BYTES)
+    return float(shape.onchip_x_copies * sectors * SECTOR_BYTES)
+
+
 def _l2_term(stream_bytes: float, xg: XGather, rates: DeviceRates,
-             spills: float = 0.0, refetch: float = 0.0) -> PredictionTerm:
-    """streams / L2 bandwidth + spill stores / L2 write bandwidth + sector requests (x,
-    window refetches) / L2 gather rate."""
+             spills: float = 0.0, refetch: float = 0.0, fill: float = 0.0) -> PredictionTerm:
+    """(streams + on-chip x fill) / L2 bandwidth + spill stores / L2 write bandwidth + sector
+    requests (x, window refetches) / L2 gather rate."""
     assert rates.l2_bw_gb_s
-    stream_ms = stream_bytes / (rates.l2_bw_gb_s * 1e6)
+    stream_ms = (stream_bytes + fill) / (rates.l2_bw_gb_s * 1e6)
     write_bw = rates.l2_write_bw_gb_s or rates.l2_bw_gb_s
     stream_ms += spills / (write_bw * 1e6)
     lone = xg.l2_requests + refetch
@@ -491,8 +511,9 @@ def _l2_term(stream_bytes: float, xg: XGather, rates: DeviceRates,
             else f"32 B at {rates.l2_bw_gb_s:,.0f} GB/s")
     stored = f" + {spills:,.0f} B spill stores / {write_bw:,.0f} GB/s" if spills else ""
     again = f" + {refetch:,.0f} refetched stream sectors" if refetch else ""
+    filled = f" + {fill:,.0f} B on-chip x fill" if fill else ""
     return PredictionTerm("l2", stream_ms + gathers_ms,
-                          f"{stream_bytes:,.0f} B streams / {rates.l2_bw_gb_s:,.0f} GB/s"
+                          f"{stream_bytes:,.0f} B streams{filled} / {rates.l2_bw_gb_s:,.0f} GB/s"
                           f"{stored} + ({xg.l2_requests:,.0f} x sector requests{again}) / "
                           f"{rate}")
 

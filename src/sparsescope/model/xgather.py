@@ -12,8 +12,8 @@ SELL, tpr = 32: warp per row). tpr = 0: nonzero split (merge path, tiles), a war
 consecutive nonzeros in storage order. Gathers to the first ``onchip_entries`` columns are
 served from L1 / shared memory and cost no request: what the hub kernels pin (``x[0, hub)``,
 every SM the same ones), popular or not; the floor's strategies (:func:`floor_requests`) pin
-the most-gathered columns instead (:func:`gathers.hot_share`). Example, the 64 x 64
-tridiagonal, 4-byte x (8 entries a sector), tpr = 1:
+the most-gathered columns worth their fill instead (:func:`hot_set.pinned_columns`).
+Example, the 64 x 64 tridiagonal, 4-byte x (8 entries a sector), tpr = 1:
 warp 0, step 0 gathers cols {0, 0..30} = sectors 0..3: 4; step 1 cols 1..31: 4; step 2 cols
 2..32: 5; warp 1: cols 31..62 (5), 32..63 (4), 33..63 (4): 26 requests for 190 gathers.
 
@@ -56,7 +56,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sparsescope.model.gathers import SECTOR_BYTES, top_columns
+from sparsescope.model.gathers import SECTOR_BYTES
+from sparsescope.model.hot_set import pinned_columns
 
 _HASH = np.uint32(0x9E3779B1)           # Fibonacci hashing: sector * _HASH mod 2^32
 
@@ -250,23 +251,27 @@ def lru_misses_exact(sector_trace, stream_bytes_per_access: float, capacity_byte
     return misses
 
 
-def _onchip(indices: np.ndarray, cols: int, entries: int, max_exact_nnz: int,
-            leading: bool = False):
-    """(share, skip mask, counting stride) of the ``entries`` most-gathered columns, or with
-    ``leading`` of the first ``entries``; the counts are of every stride-th gather (stride 1 up
-    to ``max_exact_nnz``)."""
+def _onchip(indices: np.ndarray, cols: int, entries: int, max_exact_nnz: int, pin=None):
+    """(share, skip mask, counting stride, fill sectors) of the first ``entries`` columns (what
+    the hub kernels pin), or with ``pin`` = (SMs, fill cost, value bytes) of the most-gathered
+    columns worth their fill among ``entries`` (``hot_set.pinned_columns``). The counts are of
+    every stride-th gather (stride 1 up to ``max_exact_nnz``), scaled back by the stride before
+    they are weighed against the fill."""
     if entries <= 0:
-        return 0.0, None, 1
+        return 0.0, None, 1, 0
     stride = max(1, -(-indices.size // max(1, max_exact_nnz)))
     counts = np.bincount(indices[::stride], minlength=cols)
     total = int(counts.sum())
-    if leading:
-        skip = np.ones(cols, dtype=bool)
-        skip[entries:] = False
-        top = int(counts[:entries].sum())
-    else:                               # the same top-C sum as hot_share's
-        skip, top = top_columns(counts, entries)
-    return (float(top / total) if total else 0.0), skip, stride
+    if pin is None:
+        skip = np.zeros(cols, dtype=bool)
+        skip[:entries] = True
+        top, fill = int(counts[:entries].sum()), 0
+    else:
+        sms, cost, value_bytes = pin
+        chosen = pinned_columns(counts * stride, entries, sms=sms, fill_cost=cost,
+                                value_bytes=value_bytes)
+        skip, top, fill = chosen.mask, chosen.served // stride, chosen.fill_sectors
+    return (float(top / total) if total else 0.0), skip, stride, fill
 
 
 def _l2_trace(indices, skip, value_bytes, sector_bytes, nsec, rate, seed, chunk=1 << 18):
@@ -302,7 +307,7 @@ def x_gather(indptr, indices, *, cols: int, l2_bytes: int, stream_bytes_per_nnz:
     indices = np.asarray(indices)[:nnz]
     if nnz == 0:
         return XGather(0, 0.0, 0, 0.0, 0.0, 0.0, False, 1.0, "no nonzeros, no x gathers.")
-    share, skip, stride = _onchip(indices, cols, onchip_entries, max_exact_nnz, leading=True)
+    share, skip, stride, _ = _onchip(indices, cols, onchip_entries, max_exact_nnz)
     req = sector_requests(indptr, indices, threads_per_row=threads_per_row,
                           value_bytes=value_bytes, sector_bytes=sector_bytes, skip_columns=skip,
                           max_exact_nnz=max_exact_nnz, sample_nnz=sample_nnz, seed=seed,
@@ -333,9 +338,10 @@ def x_gather(indptr, indices, *, cols: int, l2_bytes: int, stream_bytes_per_nnz:
 
 
 #: The strategies the floor takes the fewest requests of: (name, threads per row, on-chip use).
-#: ``hot``: the capacity pins the most-gathered columns; ``block``: it holds every x sector of
-#: a run of capacity / 32 B consecutive nonzeros (at most that many distinct sectors, so they
-#: fit), each fetched once per run.
+#: ``hot``: the capacity pins the most-gathered columns worth their fill
+#: (``hot_set.pinned_columns``); ``block``: it holds every x sector of a run of capacity / 32 B
+#: consecutive nonzeros (at most that many distinct sectors, so they fit), each fetched once per
+#: run.
 FLOOR_STRATEGIES = (
     ("32 consecutive nonzeros per warp instruction, hot columns on chip", 0, "hot"),
     ("a thread per row, hot columns on chip", 1, "hot"),
@@ -353,6 +359,9 @@ class FloorRequests:
     strategy: str
     """The strategy's name."""
     sampled: bool
+    fill_sectors: float = 0.0
+    """SMs x distinct sectors of the pinned columns, filled once a call (0 for the runs, whose
+    requests already fetch each sector once)."""
 
 
 _floor_last: list = [None]
@@ -360,32 +369,36 @@ _floor_last: list = [None]
 whole, so the candidates' planning threads never read half of two answers."""
 
 
-def floor_requests(indptr, indices, *, cols: int, capacity_entries: int,
-                   value_bytes: int = 4, max_exact_nnz: int = 4_000_000,
+def floor_requests(indptr, indices, *, cols: int, capacity_entries: int, sms: int,
+                   fill_cost: float, value_bytes: int = 4, max_exact_nnz: int = 4_000_000,
                    sample_nnz: int = 1_000_000) -> FloorRequests:
-    """min over :data:`FLOOR_STRATEGIES` of (a)'s requests, the ``capacity_entries`` x
-    entries of on-chip memory used as each strategy says (``model.gathers``' floor). Every
-    candidate of one matrix asks the same question, so the last answer is kept, for the same
-    arrays (by identity) and the same capacity and value bytes."""
-    key = (int(cols), int(capacity_entries), int(value_bytes))
+    """min over :data:`FLOOR_STRATEGIES` of (a)'s requests plus ``fill_cost`` x fill sectors,
+    the ``capacity_entries`` x entries of one SM's on-chip memory used as each strategy says
+    (``model.gathers``' floor): the hot strategies pin the columns worth their fill in each of
+    ``sms`` SMs, a fill sector costing ``fill_cost`` requests' time. Every candidate of one
+    matrix asks the same question, so the last answer is kept, for the same arrays (by
+    identity) and the same capacity, SMs, fill cost and value bytes."""
+    key = (int(cols), int(capacity_entries), int(sms), float(fill_cost), int(value_bytes))
     last = _floor_last[0]
     if last is not None and last[0] is indptr and last[1] is indices and last[2] == key:
         return last[3]
     indptr_64 = np.asarray(indptr, dtype=np.int64)
     nnz = int(indptr_64[-1]) if indptr_64.size else 0
     idx = np.asarray(indices)[:nnz]
-    share, skip, _ = _onchip(idx, cols, capacity_entries, max_exact_nnz)
+    share, skip, _, fill = _onchip(idx, cols, capacity_entries, max_exact_nnz,
+                                   pin=(sms, fill_cost, value_bytes))
     run = max(1, capacity_entries * value_bytes // SECTOR_BYTES)
-    best = FloorRequests(0.0, share, FLOOR_STRATEGIES[0][0], False)
+    best = FloorRequests(0.0, share, FLOOR_STRATEGIES[0][0], False, float(fill))
     if nnz:
-        options = [(sector_requests(indptr_64, idx, threads_per_row=tpr,
-                                    value_bytes=value_bytes,
-                                    skip_columns=skip if use == "hot" else None,
-                                    max_exact_nnz=max_exact_nnz, sample_nnz=sample_nnz,
-                                    l1_block=run if use == "block" else 0), name, use)
-                   for name, tpr, use in FLOOR_STRATEGIES]
-        req, name, use = min(options, key=lambda o: o[0].requests)
-        best = FloorRequests(req.requests, share if use == "hot" else 0.0, name,
-                             req.sampled)
+        options = []
+        for name, tpr, use in FLOOR_STRATEGIES:
+            req = sector_requests(indptr_64, idx, threads_per_row=tpr, value_bytes=value_bytes,
+                                  skip_columns=skip if use == "hot" else None,
+                                  max_exact_nnz=max_exact_nnz, sample_nnz=sample_nnz,
+                                  l1_block=run if use == "block" else 0)
+            hot = use == "hot"
+            options.append(FloorRequests(req.requests, share if hot else 0.0, name,
+                                         req.sampled, float(fill) if hot else 0.0))
+        best = min(options, key=lambda o: o.requests + fill_cost * o.fill_sectors)
     _floor_last[0] = (indptr, indices, key, best)
     return best
