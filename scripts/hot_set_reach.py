@@ -6,7 +6,11 @@ SM's shared memory per SM of the named GPU's datasheet:
     python scripts/hot_set_reach.py 'seed6#webbase-1M,circuit5M' [--gpu H200] [--scale 1]
         [--clusters 1 8 16]
 
-The matrices are generated from the suite entries (seed 0). Markdown on stdout.
+The matrices are generated from the suite entries (seed 0). Markdown on stdout. The cluster rows
+assume a load from another SM's shared memory costs nothing; on the H200 such loads ran at
+0.4-1.05x the L2 random-gather rate (``scripts/dsmem_gather_probe.py``,
+results/h200/kernels/followups/2026-11-25-dsmem-gather-probe), so read them as what a cluster
+could serve, not as requests it would save.
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@
 The floor of a case is ``inputs['gather_floor_ms']`` of its prediction
 (:func:`sparsescope.model.predict.format_floor`, formulas in :mod:`sparsescope.model.gathers`):
 one launch, the DRAM and L2 latency chain, and the larger of the DRAM bytes at the DRAM bandwidth
-and the L2 streams plus the fewest x sector requests any of the floor's on-chip strategies needs,
-at the measured random-gather rate. ``% of floor = floor / time x 100``: how close a kernel
+and the L2 streams (with the fill of each SM's pinned columns) plus the fewest x sector requests
+any of the floor's on-chip strategies needs, at the measured random-gather rate. ``% of floor = floor / time x 100``: how close a kernel
 came to what its format allows. A case above 100 % beats its floor: the floor misses a reuse
 the kernel found (a model defect the reading names), never a gap.
 """
@@ -104,6 +104,7 @@ def memory_floor_table(ctx: ReportContext) -> Table | None:
         Column("hot_share_pct", "Gathers on chip %", ".1f"),
         Column("other_backend", "Best other"), Column("other_ms", "Other", ".4f"),
         Column("other_pct_of_floor", "Other % of its floor", ".1f")), rows, reading,
-        basis="floor = one launch + DRAM and L2 latency + max(DRAM bytes / DRAM bandwidth, L2 "
-              "streams / L2 bandwidth + fewest x sector requests / measured random-gather rate) "
-              "(model.gathers); % of floor = floor / time x 100.")
+        basis="floor = one launch + DRAM and L2 latency + max(DRAM bytes / DRAM bandwidth, (L2 "
+              "streams + fill of each SM's pinned columns) / L2 bandwidth + fewest x sector "
+              "requests / measured random-gather rate) (model.gathers; an SM pins only the "
+              "columns whose gathers outweigh their fill); % of floor = floor / time x 100.")
