@@ -5,8 +5,9 @@ The floor of a case is ``inputs['gather_floor_ms']`` of its prediction
 one launch, the DRAM and L2 latency chain, and the larger of the DRAM bytes at the DRAM bandwidth
 and the L2 streams (with the fill of each SM's pinned columns) plus the fewest x sector requests
 any of the floor's on-chip strategies needs, at the measured random-gather rate.
-``% of floor = floor / time x 100``: how close a kernel came to what its format allows. A case above 100 % beats its floor: the floor misses a reuse
-the kernel found (a model defect the reading names), never a gap.
+``% of floor = floor / time x 100``: how close a kernel came to what its format allows. A case
+above 100 % beats its floor: the floor misses a reuse the kernel found (a model defect the
+reading names), never a gap.
 """
 
 from __future__ import annotations
