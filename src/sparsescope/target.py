@@ -65,6 +65,7 @@ def case_label(spec: Mapping[str, Any]) -> str:
 
 def run_one(args: argparse.Namespace) -> int:
     from sparsescope.backends.runner import report_case_exit, run_case
+    from sparsescope.backends.variants import backend_choice
     from sparsescope.matrices.suite_dlmc import build_named_entry
     from sparsescope.timing.types import TimingConfig
 
@@ -76,7 +77,7 @@ def run_one(args: argparse.Namespace) -> int:
     if args.check_only and before is None:
         os.environ[AUTO_TRIAL_ENV] = "0"
     try:
-        case = run_case(matrix, args.backend, args.op, parse_params(args.param),
+        case = run_case(matrix, backend_choice(args.backend), args.op, parse_params(args.param),
                         config=TimingConfig(warmups=args.warmups, repeats=args.repeats),
                         seed=args.seed, timed=not args.check_only)
     finally:

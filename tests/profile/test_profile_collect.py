@@ -274,3 +274,18 @@ def test_interpret_precedence(tmp_path):
     report.write_bytes(b"NVR\x00")
     interpret_ncu_output(NcuResult(("ncu",), 0, "==PROF== Report: r\n", ""), report)
     assert os.path.exists(report)
+
+
+def test_a_kernel_variant_is_profiled_by_its_options_and_checked_before_ncu():
+    # the target runs the variant itself; the base name must implement the op
+    assert target_command("seed6", "circuit5M", "cuda-spmv-adaptive[hub=8192]") == CASE + [
+        "--op", "spmv", "--suite", "seed6", "--matrix", "circuit5M",
+        "--backend", "cuda-spmv-adaptive[hub=8192]", "--scale", "1.0", "--check-only"]
+    assert profile_stem("seed6", "circuit5M", "cuda-spmv-adaptive[hub=8192]") == (
+        "profile_seed6_circuit5M_cuda-spmv-adaptive-hub-8192-")
+    with pytest.raises(UsageError, match=r"backend 'cuda-spmv-adaptive\[hub=7\]': .*hub one of"):
+        target_command("seed6", "m", "cuda-spmv-adaptive[hub=7]")
+    with pytest.raises(UsageError, match="is not opt=integer"):
+        target_command("seed6", "m", "cuda-spmv-adaptive[hub=big]")
+    with pytest.raises(UsageError, match="does not support op 'spmm'"):
+        target_command("seed6", "m", "cuda-spmv-adaptive[hub=8192]", op="spmm")

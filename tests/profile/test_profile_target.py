@@ -12,6 +12,7 @@ import pytest
 
 from sparsescope import target
 from sparsescope.backends import runner as real_runner
+from sparsescope.backends.runner import BackendChoice
 from sparsescope.timing.types import TimingConfig
 
 
@@ -40,8 +41,8 @@ def test_runs_the_case(stages, capsys):
     rc = target.main(["case", "--suite", "seed6", "--matrix", "ldoor", "--backend", "torch",
                       "--scale", "0.001", "--warmups", "2", "--repeats", "4"])
     assert rc == 0
-    assert stages["case"] == ("ldoor", "torch", "spmv", {}, TimingConfig(warmups=2, repeats=4),
-                              0, True)
+    assert stages["case"] == ("ldoor", BackendChoice("torch"), "spmv", {},
+                              TimingConfig(warmups=2, repeats=4), 0, True)
     assert "sparsescope-target: ldoor torch spmv: ok" in capsys.readouterr().out
 
 
@@ -50,10 +51,19 @@ def test_check_only_and_parameters_reach_the_runner(stages, capsys):
                       "--backend", "spmm-torch-i32", "--param", "k=16", "--param",
                       "layout=col", "--seed", "3", "--check-only"])
     assert rc == 0
-    assert stages["case"] == ("dlmc-128x256", "spmm-torch-i32", "spmm",
+    assert stages["case"] == ("dlmc-128x256", BackendChoice("spmm-torch-i32"), "spmm",
                               {"k": "16", "layout": "col"}, TimingConfig(warmups=1, repeats=3),
                               3, False)
     assert "sparsescope-target: dlmc-128x256 spmm-torch-i32 spmm: ok" in capsys.readouterr().out
+
+
+def test_a_kernel_variant_reaches_the_runner_with_its_options(stages, capsys):
+    rc = target.main(["case", "--suite", "seed6", "--matrix", "cant", "--scale", "0.001",
+                      "--backend", "cuda-spmv-adaptive[hub=8192,iters=1]", "--check-only"])
+    assert rc == 0
+    assert stages["case"][1] == BackendChoice("cuda-spmv-adaptive",
+                                              (("hub", 8192), ("iters", 1)),
+                                              "cuda-spmv-adaptive[hub=8192,iters=1]")
 
 
 @pytest.mark.parametrize("outcome, code", [(("failed", "rel_err 1e-2 > 1e-5"), 1),

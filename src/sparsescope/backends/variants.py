@@ -128,6 +128,19 @@ def parse_variant(text: str) -> BackendChoice:
     return BackendChoice(match["name"], tuple(options), text.strip())
 
 
+def backend_choice(text: str) -> BackendChoice:
+    """A registry name, or ``BACKEND[opt=value,...]`` (:func:`parse_variant`), as the backend
+    to run; the options are checked by building the backend, so a bad one is a
+    :class:`UsageError` before anything runs (or is profiled)."""
+    choice = parse_variant(text) if "[" in text else BackendChoice(text.strip())
+    if choice.options:
+        try:
+            choice.create()
+        except (TypeError, ValueError) as exc:
+            raise UsageError(f"backend {text!r}: {exc}") from None
+    return choice
+
+
 def variant_set(name: str) -> list[BackendChoice]:
     """The variants of set ``name``, each labelled ``BACKEND[label]``."""
     if name not in VARIANT_SETS:

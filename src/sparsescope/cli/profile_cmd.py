@@ -31,7 +31,9 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
 
     parser.add_argument("--suite", help="suite holding the matrix")
     parser.add_argument("--matrix", help="matrix name within the suite")
-    parser.add_argument("--backend", help="backend registry name")
+    parser.add_argument("--backend", help="backend registry name, or an own kernel variant "
+                                           "'NAME[opt=value,...]', e.g. "
+                                           "'cuda-spmv-adaptive[hub=8192]'")
     parser.add_argument("--op", choices=tuple(registry.OPS), default="spmv",
                         help="operation (default spmv); every op's case runs once under ncu, "
                         "checked against float64 and untimed, through sparsescope.target")

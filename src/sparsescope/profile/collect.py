@@ -155,9 +155,12 @@ def op_backend_names(op: str) -> list[str]:
 
 
 def check_backend_op(backend: str, op: str) -> None:
-    """Raise :class:`UsageError` (naming both) unless ``backend`` implements ``op``."""
+    """Raise :class:`UsageError` (naming both) unless ``backend`` (a registry name or a variant
+    ``NAME[opt=value,...]``, whose options must build) implements ``op``."""
     from sparsescope import registry
+    from sparsescope.backends.variants import backend_choice
 
+    backend = backend_choice(backend).name
     registry.op_entry(op)
     names = op_backend_names(op)
     if backend in names:
