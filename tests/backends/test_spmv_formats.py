@@ -9,12 +9,15 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from sparsescope.backends.spmv_adaptive import CudaSpmvAdaptive
+from sparsescope.backends.spmv_compressed import CudaSpmvTileDelta16
 from sparsescope.backends.spmv_delta16_format import (
     ESCAPE,
     decode_delta16,
     delta16_bytes,
     encode_delta16,
 )
+from sparsescope.backends.spmv_merge import CudaSpmvMerge
 from sparsescope.backends.spmv_sell16_format import PAD, decode_sell16, encode_sell16
 from sparsescope.backends.spmv_sell_format import (
     default_long_row,
@@ -26,10 +29,12 @@ from sparsescope.backends.spmv_sell_format import (
 from sparsescope.backends.spmv_tiling import (
     chunk_span,
     emulate_tiles,
+    listed_long_rows,
     merge_coordinates,
     merge_items,
     merge_tiles,
     row_tiles,
+    tile_lanes,
 )
 from sparsescope.model.traffic import csr_spmv_traffic
 
@@ -319,8 +324,8 @@ def test_finishing_tiles_plan_one_launch_and_map_each_slot_to_its_split_row():
     for matrix in (a, long_row):
         _, plain = CudaSpmvAdaptive().host_plan(matrix, "float32", 4, 132)
         _, finished = CudaSpmvAdaptive(finish=1).host_plan(matrix, "float32", 4, 132)
-        assert finished.launches == 1 and finished.kernel.endswith(", 0, 1>")
-        assert plain.kernel.endswith(", 1, 0, 0>")
+        assert finished.launches == 1 and finished.kernel.endswith(", 0, 1, 0>")
+        assert plain.kernel.endswith(", 1, 0, 0, 0>")
     assert plain.launches == 2
 
 
@@ -337,3 +342,45 @@ def test_delta16_declares_the_share_of_iterations_that_meet_an_escape():
     # INT32 columns never escape
     _, plain = CudaSpmvSell(unroll=4).host_plan(a, "float32", 4, 132)
     assert plain.escape_share == ()
+
+
+def test_tile_lanes_by_rows():
+    # largest power of two <= 256 / rows, at most 32, at least 1
+    assert tile_lanes(np.array([1, 8, 9, 100, 128, 129, 300, 0]), 256).tolist() == [
+        32, 32, 16, 2, 2, 1, 1, 32]
+
+
+def test_listed_long_rows_by_hand():
+    # 300 rows of 1 nonzero and one of 33 in a 1,024-chunk tile: 301 rows -> 1 lane a row,
+    # the row of 33 is listed; with 32 it is not. A tile of 8 rows gets 32 lanes: none listed.
+    for long, listed in ((33, 1), (32, 0)):
+        lengths = np.r_[np.ones(150, int), long, np.ones(150, int)]
+        indptr = np.r_[0, np.cumsum(lengths)]
+        tiles = row_tiles(indptr, 1024)
+        assert tiles.ntiles == 1 and listed_long_rows(tiles, indptr, 256) == listed
+    indptr = np.r_[0, np.cumsum(np.full(8, 100))]
+    assert listed_long_rows(row_tiles(indptr, 1024), indptr, 256) == 0
+    # whole-row tiles give a row longer than a tile tiles of its own (one row, 32 lanes: not
+    # listed); merge-path tiles cut it anywhere, so the first tile holds the 300 short rows
+    # and the long row's head, a part longer than 32 nonzeros at 1 lane: listed once
+    indptr = np.r_[0, np.cumsum(np.r_[np.ones(300, int), 5000])]
+    assert listed_long_rows(row_tiles(indptr, 1024), indptr, 256) == 0
+    merged = merge_tiles(indptr, 1024)
+    assert merged.tiles[0, 1] - merged.tiles[0, 0] == 301
+    assert listed_long_rows(merged, indptr, 256) == 1
+
+
+def test_only_int32_tiles_with_a_listed_row_ask_for_warp_rows():
+    # 150 short rows, one of 600 (listed at 1 lane a row), 150 short rows; and a band
+    lengths = np.r_[np.ones(150, int), 600, np.ones(150, int)]
+    indptr = np.r_[0, np.cumsum(lengths)]
+    rng = np.random.default_rng(0)
+    mixed = sp.csr_matrix((np.ones(indptr[-1]), rng.integers(0, 301, indptr[-1]), indptr),
+                          shape=(301, 301))
+    band = sp.diags([np.ones(300)] * 3, [-1, 0, 1], shape=(300, 300), format="csr")
+    for backend, matrix, ending in ((CudaSpmvAdaptive(iters=2), mixed, ", 1>"),
+                                    (CudaSpmvMerge(), mixed, ", 1>"),
+                                    (CudaSpmvAdaptive(iters=1), band, ", 0>"),
+                                    (CudaSpmvTileDelta16(iters=2), mixed, ", 0>")):
+        shape = backend.host_shape(backend.build_format(matrix), matrix, "float32", 132)
+        assert shape.kernel.endswith(ending), (type(backend).__name__, shape.kernel)

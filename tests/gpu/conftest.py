@@ -31,6 +31,17 @@ def _heavy_row(rng: np.random.Generator, n: int) -> sp.csr_matrix:
     return _canonical(sp.coo_matrix((data, (rows, cols)), shape=(n, n)).tocsr())
 
 
+def _mixed_rows(rng: np.random.Generator, n: int) -> sp.csr_matrix:
+    """Tiles of many short rows (1-3 nonzeros) and a few long ones (40-900, every 97th row):
+    a tile kernel sums the long ones a warp each (rows longer than 32 x its lanes)."""
+    lengths = rng.integers(1, 4, size=n)
+    lengths[::97] = rng.integers(40, 900, size=lengths[::97].size)
+    rows = np.repeat(np.arange(n), lengths)
+    cols = rng.integers(0, n, size=rows.size)
+    data = rng.random(rows.size) * 2 - 1
+    return _canonical(sp.coo_matrix((data, (rows, cols)), shape=(n, n)).tocsr())
+
+
 @pytest.fixture(scope="session")
 def awkward_matrices() -> list[Matrix]:
     """The ``awkward`` suite and random matrices drawn fresh on every run (seed in the name)."""
@@ -45,6 +56,7 @@ def awkward_matrices() -> list[Matrix]:
         "rand-1000x1000-sparse": _random(rng, 1000, 1000, 0.0005),  # mostly empty rows
         "rand-4099x3001": _random(rng, 4099, 3001, 0.01),
         "heavy-row-3001": _heavy_row(rng, 3001),
+        "mixed-rows-5003": _mixed_rows(rng, 5003),
         "dense-rows-65x2049": _random(rng, 65, 2049, 0.5),  # rows longer than a warp
     }
     matrices = list(load_suite("awkward"))

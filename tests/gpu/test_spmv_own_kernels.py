@@ -117,13 +117,31 @@ def test_split_rows_go_through_the_fixup(awkward_matrices):
     assert int(sell.notes["split_rows"]) == 1 and len(sell.launches) == 2
 
 
+def test_tiles_that_list_long_rows_take_the_warp_rows_instance(awkward_matrices):
+    mixed = next(m for m in awkward_matrices if m.name.startswith("mixed-rows-5003"))
+    for backend in (CudaSpmvAdaptive(iters=1), CudaSpmvAdaptive(iters=2), CudaSpmvMerge(),
+                    CudaSpmvTileDelta16(iters=2)):
+        prepared = backend.prepare(mixed.csr, "float32", 4)
+        # INT32 columns only: the delta16 instance would lose a block an SM to registers
+        listed = backend.idx == 0
+        assert (int(prepared.notes["warp_rows"]) > 0) == listed
+        assert prepared.launches[0].kernel.endswith(", 1>" if listed else ", 0>")
+        x = make_x(mixed.csr.shape[1], seed=1, dtype="float32")
+        assert backend.poison_output(prepared)
+        y = backend.run(prepared, x)
+        tolerance = 1e-5 * condition(mixed.csr, x)
+        assert check_output(y, reference_spmv(mixed.csr, x), tolerance).rel_err <= tolerance
+
+
 def test_finished_split_rows_need_no_fixup_and_stay_right_call_after_call(awkward_matrices):
     heavy = next(m for m in awkward_matrices if m.name.startswith("heavy-row-3001"))
     for backend in (CudaSpmvAdaptive(iters=1, finish=1), CudaSpmvMerge(finish=1)):
         prepared = backend.prepare(heavy.csr, "float32", 4)
         assert int(prepared.notes["split_rows"]) >= 1
+        # one launch, the finishing tile kernel (WARP_ROWS as the tiles ask)
+        warp_rows = int(int(prepared.notes["warp_rows"]) > 0)
         assert [step.kernel for step in prepared.launches] == [
-            "spmv_tile<float, 0, 1, 256, 1, 0, 1>"]
+            f"spmv_tile<float, 0, 1, 256, 1, 0, 1, {warp_rows}>"]
         # the split rows' counters are reset by the finishing tile: every call is right
         for seed in range(3):
             x = make_x(heavy.csr.shape[1], seed=seed, dtype="float32")

@@ -35,8 +35,8 @@ SELL_U2_T2 = "spmv_sell<float, 0, 1, 1, 2, 8, 2>"
 DELTA16_U4 = "spmv_sell<float, 1, 1, 1, 4, 6, 1>"
 BLOCKED3_U2 = "spmv_sell<float, 1, 3, 1, 2, 8, 1>"
 DAE4 = "spmv_sell_dae<float, 1, 3, 1, 4, 6, 1>"  # <T, IDX, B, HINT, STAGE, MINB, TPR>
-TILE_I1 = "spmv_tile<float, 0, 1, 256, 1, 0, 0>"  # <T, IDX, HINT, BLOCK, ITERS, HUB, FINISH>
-TILE_I2 = "spmv_tile<float, 0, 1, 256, 2, 0, 0>"
+TILE_I1 = "spmv_tile<float, 0, 1, 256, 1, 0, 0, 0>"  # <T, IDX, HINT, BLOCK, ITERS, HUB, FINISH,
+TILE_I2 = "spmv_tile<float, 0, 1, 256, 2, 0, 0, 0>"  #  WARP_ROWS>
 OWN = (SELL_U4, SELL_U2_T2, DELTA16_U4, BLOCKED3_U2, DAE4, TILE_I1, TILE_I2)
 
 _tools_missing = pytest.mark.skipif(not ks.sass_tools_available(),

@@ -40,11 +40,12 @@ def cuda_type(value_dtype: str) -> str:
 
 
 def tile_kernel(value_dtype: str, idx: int, hint: int, iters: int, hub: int = 0,
-                block: int = BLOCK, finish: int = 0) -> str:
-    """``spmv_tile``'s name expression, every template argument named (FINISH too: nvcc's
-    cubin names the instance with all of them, and the SASS reader finds it by that name)."""
+                block: int = BLOCK, finish: int = 0, warp_rows: int = 0) -> str:
+    """``spmv_tile``'s name expression, every template argument named (FINISH and WARP_ROWS
+    too: nvcc's cubin names the instance with all of them, and the SASS reader finds it by
+    that name)."""
     return (f"spmv_tile<{cuda_type(value_dtype)}, {idx}, {hint}, {block}, {iters}, {hub}, "
-            f"{int(finish)}>")
+            f"{int(finish)}, {int(warp_rows)}>")
 
 
 def sell_kernel(value_dtype: str, idx: int, hint: int, unroll: int, minb: int,

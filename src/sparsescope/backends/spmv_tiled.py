@@ -36,7 +36,7 @@ from sparsescope.backends.spmv_device import (
     sm_count,
     tile_kernel,
 )
-from sparsescope.backends.spmv_tiling import TileSet
+from sparsescope.backends.spmv_tiling import TileSet, listed_long_rows
 from sparsescope.model.kernel_shape import KernelShape
 from sparsescope.model.traffic import Traffic, csr_spmv_traffic
 
@@ -111,13 +111,8 @@ class TiledBackend(OwnSpmvBackend):
             "split_count": cupy.zeros(max(1, tiles.split_rows.size), dtype=np.int32),
         }
         finish = int(self.params["finish"])
-        # shared memory holds 8-byte values only half as many: no hub for float64
-        hub = int(self.params["hub"])
-        if value_dtype != "float32" and hub > 0:
-            hub = 0
-        name = tile_kernel(value_dtype, self.idx, int(self.params["hint"]),
-                           int(self.params["iters"]), hub, finish=finish)
-        notes = {"tiling": tiles.kind, "tiles": str(tiles.ntiles),
+        name, hub, listed = self.tile_instance(tiles, csr, value_dtype)
+        notes = {"tiling": tiles.kind, "tiles": str(tiles.ntiles), "warp_rows": str(listed),
                  "chunks_per_tile": str(tiles.chunks),
                  "max_rows_per_tile": str(tiles.max_rows_per_tile),
                  "split_rows": str(tiles.split_rows.size), "hint": str(self.params["hint"]),
@@ -147,6 +142,24 @@ class TiledBackend(OwnSpmvBackend):
         p.kernel_shape = self.device_shape(shape)
         return p
 
+    def tile_instance(self, tiles: TileSet, csr: sp.csr_matrix,
+                      value_dtype: str) -> tuple[str, int, int]:
+        """(name expression, hub, listed long rows) of the ``spmv_tile`` instance for these
+        tiles: no hub for float64 (shared memory holds 8-byte values only half as many), and
+        WARP_ROWS only where some tile lists a row for a warp (``listed_long_rows``) and only
+        with INT32 columns: it costs a barrier a tile, which slowed matrices without such rows
+        (cant, uniform-05), and it raises the delta16 instance at iters 2 from 64 to 72
+        registers, one block fewer an SM, which slowed it on the larger power-law matrices
+        (results/h200/kernels/followups/2026-11-25-warp-rows-ab)."""
+        hub = int(self.params["hub"])
+        if value_dtype != "float32" and hub > 0:
+            hub = 0
+        listed = listed_long_rows(tiles, csr.indptr, BLOCK) if self.idx == 0 else 0
+        name = tile_kernel(value_dtype, self.idx, int(self.params["hint"]),
+                           int(self.params["iters"]), hub, finish=int(self.params["finish"]),
+                           warp_rows=int(listed > 0))
+        return name, hub, listed
+
     def host_shape(self, fmt: Any, csr: sp.csr_matrix, value_dtype: str,
                    sms: int) -> KernelShape | None:
         """A thread loads ITERS chunks of 4 nonzeros (vector loads) after the tile's row
@@ -156,10 +169,8 @@ class TiledBackend(OwnSpmvBackend):
         tiles = self.tile_set(fmt)
         if not csr.shape[0] or not tiles.ntiles:
             return None
-        hub = int(self.params["hub"]) if value_dtype == "float32" else min(0, self.params["hub"])
         finish = int(self.params["finish"])
-        name = tile_kernel(value_dtype, self.idx, int(self.params["hint"]),
-                           int(self.params["iters"]), hub, finish=finish)
+        name, hub, _ = self.tile_instance(tiles, csr, value_dtype)
         grid = min(tiles.ntiles, sms * 8) if hub > 0 else tiles.ntiles
         return KernelShape(kernel=name, decomposition="nnz", block_threads=BLOCK,
                            grid_blocks=grid, nnz_per_iteration=4 * int(self.params["iters"]),

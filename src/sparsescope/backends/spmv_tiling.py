@@ -184,6 +184,37 @@ def _with_slots(indptr: np.ndarray, bounds: np.ndarray, tail_open: np.ndarray, c
                    split_ptr=split_ptr.astype(np.int32), chunks=int(chunks), kind=kind)
 
 
+def tile_lanes(nrows: np.ndarray, block: int) -> np.ndarray:
+    """``spmv_tile``'s threads a row in phase 2: the largest power of two ``<= block / rows``,
+    at most 32 (at least 1)."""
+    rows = np.maximum(np.asarray(nrows, dtype=np.int64), 1)
+    lanes = np.ones_like(rows)
+    for _ in range(5):
+        lanes = np.where((lanes < 32) & (lanes * 2 * rows <= block), lanes * 2, lanes)
+    return lanes
+
+
+def listed_long_rows(tiles: TileSet, indptr: np.ndarray, block: int) -> int:
+    """Rows that ``spmv_tile`` with WARP_ROWS would sum a warp each: in a tile whose rows get
+    ``lanes < 32`` threads each (:func:`tile_lanes`), a row holding more than ``32 x lanes`` of
+    the tile's nonzeros. Hand check: a tile of 300 rows gets 1 lane a row (256 / 300 < 2), so
+    a row of 33 of its nonzeros is listed and one of 32 is not."""
+    if not tiles.ntiles:
+        return 0
+    indptr = np.asarray(indptr, dtype=np.int64)
+    r0, r1 = tiles.tiles[:, 0].astype(np.int64), tiles.tiles[:, 1].astype(np.int64)
+    j0, j1 = tiles.tiles[:, 2].astype(np.int64), tiles.tiles[:, 3].astype(np.int64)
+    lanes = tile_lanes(r1 - r0, block)
+    counts = r1 - r0
+    owner = np.repeat(np.arange(tiles.ntiles), counts)            # tile of each (tile, row)
+    if owner.size == 0:
+        return 0
+    first = np.cumsum(counts) - counts                            # its first (tile, row)
+    rows = r0[owner] + np.arange(owner.size) - first[owner]
+    held = (np.minimum(indptr[rows + 1], j1[owner]) - np.maximum(indptr[rows], j0[owner]))
+    return int(np.count_nonzero((lanes[owner] < 32) & (held > 32 * lanes[owner])))
+
+
 def emulate_tiles(tiles: TileSet, indptr: np.ndarray, cols: np.ndarray, vals: np.ndarray,
                   x: np.ndarray) -> np.ndarray:
     """What ``spmv_tile`` + ``spmv_fixup`` compute, in float64, tile by tile (a test oracle

@@ -2,7 +2,7 @@
 // cuda-spmv-delta16-tiles: spmv_tile; cuda-spmv-sell, cuda-spmv-delta16, cuda-spmv-blocked16:
 // spmv_sell; split rows: spmv_fixup), compiled at run time by NVRTC through cupy.RawModule and
 // instantiated by
-// name expression, e.g. "spmv_tile<float, 0, 1, 256, 2, 0, 0>".
+// name expression, e.g. "spmv_tile<float, 0, 1, 256, 2, 0, 0, 0>".
 //
 // y = A x. One block per tile; a tile is a contiguous range of nonzeros [j0, j1) and the rows
 // [r0, r1) they belong to, described by two int4 built on the host (spmv_formats.py):
@@ -206,6 +206,37 @@ __device__ __noinline__ void finish_split(const int slot, const int* __restrict_
     }
 }
 
+// Phase 2 of spmv_tile: one lane's share of a row's products prod[k], prod[k + lanes], ...
+// below e, with four independent partial sums so that four shared-memory loads are in flight.
+template <typename T>
+__device__ __forceinline__ T sum_strided(const T* prod, int k, const int e, const int lanes) {
+    T s0 = T(0), s1 = T(0), s2 = T(0), s3 = T(0);
+    for (; k + 3 * lanes < e; k += 4 * lanes) {
+        s0 += prod[k];
+        s1 += prod[k + lanes];
+        s2 += prod[k + 2 * lanes];
+        s3 += prod[k + 3 * lanes];
+    }
+    for (; k < e; k += lanes) s0 += prod[k];
+    return s0 + (s1 + s2 + s3);
+}
+
+// Phase 2 of spmv_tile: a row's sum to y, or to its partial slot when the tile cuts the row
+// (the tile's first row: head slot; its last: tail slot); with FINISH the partial is fenced
+// for finish_split.
+template <typename T, int FINISH>
+__device__ __forceinline__ void store_row(const int r, const int row, const int nrows,
+                                          const int head, const int tail, const T sum,
+                                          T* __restrict__ y, T* partials) {
+    const int slot = (r == 0 && head >= 0) ? head : (r == nrows - 1 ? tail : -1);
+    if (slot < 0) {
+        y[row] = sum;
+    } else {
+        partials[slot] = sum;
+        if (FINISH) __threadfence();
+    }
+}
+
 // HUB < 0: not persistent; gathers of columns >= -HUB are read with L1::no_allocate, so L1
 // keeps the hot columns x[0, -HUB) of a matrix whose popular columns come first.
 // HUB > 0: the block is persistent (a grid-stride loop over the tiles) and keeps x[0, HUB) in
@@ -215,7 +246,7 @@ __device__ __noinline__ void finish_split(const int slot, const int* __restrict_
 // four split-row arguments are not read. With FINISH the kernel asks for a full SM of blocks
 // (launch bounds): the call of finish_split would otherwise raise its registers from 29-32 to
 // 39-48 and leave room for 6 blocks of 256 threads, not 8.
-template <typename T, int IDX, int HINT, int BLOCK, int ITERS, int HUB, int FINISH>
+template <typename T, int IDX, int HINT, int BLOCK, int ITERS, int HUB, int FINISH, int WARP_ROWS>
 __global__ void __launch_bounds__(BLOCK, FINISH ? (ITERS == 1 ? 2048 : 1536) / BLOCK : 1)
 spmv_tile(const int ntiles, const int4* __restrict__ tiles, const int* __restrict__ row_ptr,
           const void* __restrict__ cols, const int* __restrict__ esc,
@@ -229,6 +260,9 @@ spmv_tile(const int ntiles, const int4* __restrict__ tiles, const int* __restric
     __shared__ int rp[CHUNKS * 4 + 2];
     __shared__ int warp_sums[BLOCK / 32];
     __shared__ T hub[HUB > 0 ? HUB : 1];
+    // Rows of the tile longer than 32 x LANES, each summed by a whole warp (phase 2).
+    __shared__ int long_rows[WARP_ROWS ? CHUNKS / 8 + 1 : 1];
+    __shared__ int n_long;
 
     Stream<HINT> s;
     s.init();
@@ -328,41 +362,49 @@ spmv_tile(const int ntiles, const int4* __restrict__ tiles, const int* __restric
     }
     if (tid <= nrows) rp[tid] = min(max(rp_first, j0), j1);
     for (int k = tid + BLOCK; k <= nrows; k += BLOCK) rp[k] = min(max(s.i1(row_ptr + r0 + k), j0), j1);
+    if (WARP_ROWS && tid == 0) n_long = 0;
     __syncthreads();
 
     // Phase 2: LANES threads per row, LANES = largest power of two <= BLOCK / rows, <= 32.
+    // WARP_ROWS = 1: a row longer than 32 x LANES (more than 8 rounds of four shared-memory
+    // loads for its lanes) is listed instead and summed by a whole warp after the others: on
+    // a power-law matrix a tile of many short rows and one long one would otherwise wait for
+    // LANES threads walking the long row alone (hundreds of rounds on R-MAT graphs). It costs
+    // a barrier a tile, so the host asks for it only where some tile lists a row
+    // (spmv_tiling.listed_long_rows).
     int lanes = 1;
     while (lanes < 32 && lanes * 2 * nrows <= BLOCK) lanes *= 2;
     const int groups = BLOCK / lanes;
     const int g = tid / lanes, lane = tid % lanes;
     const int shift = (int)(4 * q0);
     const int head = b.x, tail = b.y;
+    const int long_len = (WARP_ROWS && lanes < 32) ? 32 * lanes : 0x7fffffff;
     for (int base = 0; base < nrows; base += groups) {
         const int r = base + g;
+        bool listed = false;
         T sum = T(0);
         if (r < nrows) {
-            // Four independent partial sums, so four shared-memory loads are in flight.
             const int e = rp[r + 1] - shift;
-            int k = rp[r] - shift + lane;
-            T s1 = T(0), s2 = T(0), s3 = T(0);
-            for (; k + 3 * lanes < e; k += 4 * lanes) {
-                sum += prod[k];
-                s1 += prod[k + lanes];
-                s2 += prod[k + 2 * lanes];
-                s3 += prod[k + 3 * lanes];
+            const int k = rp[r] - shift + lane;
+            listed = rp[r + 1] - rp[r] > long_len;
+            if (!listed) {
+                sum = sum_strided<T>(prod, k, e, lanes);
+            } else if (lane == 0) {
+                long_rows[atomicAdd(&n_long, 1)] = r;
             }
-            for (; k < e; k += lanes) sum += prod[k];
-            sum += s1 + s2 + s3;
         }
         for (int off = lanes >> 1; off > 0; off >>= 1) sum += __shfl_xor_sync(FULL_MASK, sum, off);
-        if (lane == 0 && r < nrows) {
-            const int slot = (r == 0 && head >= 0) ? head : (r == nrows - 1 ? tail : -1);
-            if (slot < 0) {
-                y[r0 + r] = sum;
-            } else {
-                partials[slot] = sum;
-                if (FINISH) __threadfence();
-            }
+        if (lane == 0 && r < nrows && !listed)
+            store_row<T, FINISH>(r, r0 + r, nrows, head, tail, sum, y, partials);
+    }
+    if (WARP_ROWS && lanes < 32) {  // uniform over the block: the listed rows, a warp each
+        __syncthreads();
+        const int wl = tid & 31;
+        for (int i = tid >> 5; i < n_long; i += BLOCK / 32) {
+            const int r = long_rows[i];
+            T sum = sum_strided<T>(prod, rp[r] - shift + wl, rp[r + 1] - shift, 32);
+            for (int off = 16; off > 0; off >>= 1) sum += __shfl_xor_sync(FULL_MASK, sum, off);
+            if (wl == 0) store_row<T, FINISH>(r, r0 + r, nrows, head, tail, sum, y, partials);
         }
     }
     if (FINISH && (head >= 0 || tail >= 0)) {
