@@ -13,6 +13,7 @@ import scipy.sparse as sp
 
 from sparsescope.hardware.specs import get_spec
 from sparsescope.hardware.types import MeasuredCeilings
+from sparsescope.model.iterations import WAVES_SCHEDULED, wave_makespan
 from sparsescope.model.kernel_shape import KernelShape
 from sparsescope.model.predict import (
     DeviceRates,
@@ -331,3 +332,28 @@ def test_the_longest_block_is_loaded_while_the_rest_runs():
     assert longest_block(100, 300.0, 500.0, 800.0, 1e9).time_ms == pytest.approx(80.3e-3)
     # a queue never makes an iteration faster than unloaded
     assert longest_block(10, 0.0, 500.0, 100.0, 1e9).time_ms == pytest.approx(5e-3)
+
+
+def test_wave_makespan_by_hand():
+    assert wave_makespan(np.ones(3), 2) == 2.0                 # 1.5 waves: two rounds
+    assert wave_makespan(np.array([5.0, 1, 1, 1]), 2) == 5.0   # the short ones beside the long
+    assert wave_makespan(np.array([1.0, 1, 5, 1]), 2) == 6.0   # the long one starts late
+    assert wave_makespan(np.array([2.0, 3.0]), 8) == 3.0       # one round: the longest block
+    assert wave_makespan(np.array([]), 4) == 0.0
+    # many rounds: the average, not the schedule
+    many = np.ones(WAVES_SCHEDULED * 4 + 1)
+    assert wave_makespan(many, 4) == pytest.approx(many.sum() / 4)
+
+
+def test_the_latency_term_counts_whole_rounds_of_blocks():
+    # 4 SMs x 32 resident blocks = 128 slots (RATES, 32 threads a block); 192 blocks of one
+    # iteration each are 1.5 rounds: the latency term is two block times, not 1.5
+    n = 192 * 32
+    a = sp.identity(n, format="csr")
+    shape = KernelShape(kernel="k", decomposition="rows", block_threads=32,
+                        grid_blocks=192, rounds_per_iteration=2, setup_rounds=0)
+    p = predict_spmv(a.indptr, a.indices, n, csr_spmv_traffic(n, n, n), shape, RATES,
+                     flushed=False)
+    block_ms = p.inputs["iteration_ns"] * 1e-6
+    assert p.term("latency").time_ms == pytest.approx(2 * block_ms)
+    assert "(2 round(s))" in p.term("latency").formula

@@ -9,9 +9,10 @@ The kernel needs at least the time of each of these (each a :class:`PredictionTe
                 measured flush_writeback_share (1 without it), when the protocol flushed the
                 L2 before the call: :func:`flush_writeback`)
     l2        = declared streams / L2 bandwidth + x sector requests / L2 random-gather rate
-    latency   = sum over blocks of block time / (SMs x resident blocks per SM)
-                (Little's law with the kernel's own memory-level parallelism: each warp keeps
-                one iteration's loads in flight per round trip)
+    latency   = when the last block finishes, the blocks dispatched in launch order to the
+                SMs x resident blocks per SM slots (``iterations.wave_makespan``: at least
+                sum of block times / slots, Little's law with the kernel's own memory-level
+                parallelism, and whole rounds of blocks where the grid is a few waves)
     imbalance = the longest block's time (the critical path of the kernel's own
                 decomposition of rows or nonzeros): its iterations at the loaded
                 t_iter (t_iter + the MVA's queueing per iteration) while the rest of
@@ -60,6 +61,7 @@ from sparsescope.model.iterations import (  # noqa: F401  (re-exported: the loop
     block_iterations,
     kernel_row_lengths,
     row_iterations,
+    wave_makespan,
 )
 from sparsescope.model.kernel_shape import (
     REGISTERS_PER_SM,
@@ -394,13 +396,13 @@ def _loop_terms(iters: np.ndarray, t_iter: float, shape: KernelShape, rates: Dev
     slots = rates.sm_count * per_sm
     cycles = max(1.0, float(iters.sum()))
     demands = {t.name: t.time_ms * 1e-3 / cycles for t in bandwidth}
-    customers = max(1, min(slots, int(iters.size)))
-    latency = PredictionTerm("latency", cycles * _delay_ns(t_iter, iters, shape,
-                                                           rates.dram_latency_ns)
-                             / customers * 1e-6,
-                             f"({iters.size:,} blocks x {shape.setup_rounds} setup round(s) + "
-                             f"{int(iters.sum()):,} block-iterations x {t_iter:,.0f} ns) / "
-                             f"min({rates.sm_count} SMs x {per_sm} blocks, grid)")
+    block_ns = shape.setup_rounds * rates.dram_latency_ns + iters * t_iter
+    waves = math.ceil(iters.size / max(1, slots))
+    latency = PredictionTerm("latency", wave_makespan(block_ns, slots) * 1e-6,
+                             f"{iters.size:,} blocks ({shape.setup_rounds} setup round(s) + "
+                             f"{int(iters.sum()):,} block-iterations x {t_iter:,.0f} ns in all) "
+                             f"dispatched in launch order to {rates.sm_count} SMs x {per_sm} "
+                             f"slots ({waves:,} round(s)): the last block's finish")
     delay = _delay_ns(t_iter, iters, shape, rates.dram_latency_ns)
     queue = per_sm_mva(demands, delay * 1e-9, rates.sm_count, per_sm, int(iters.size))
     utilization = queue.throughput_per_s * demands.get("dram", 0.0)
