@@ -204,14 +204,14 @@ def listed_long_rows(tiles: TileSet, indptr: np.ndarray, block: int) -> int:
     indptr = np.asarray(indptr, dtype=np.int64)
     r0, r1 = tiles.tiles[:, 0].astype(np.int64), tiles.tiles[:, 1].astype(np.int64)
     j0, j1 = tiles.tiles[:, 2].astype(np.int64), tiles.tiles[:, 3].astype(np.int64)
-    lanes = tile_lanes(r1 - r0, block)
     counts = r1 - r0
+    lanes = tile_lanes(counts, block)
     owner = np.repeat(np.arange(tiles.ntiles), counts)            # tile of each (tile, row)
     if owner.size == 0:
         return 0
     first = np.cumsum(counts) - counts                            # its first (tile, row)
     rows = r0[owner] + np.arange(owner.size) - first[owner]
-    held = (np.minimum(indptr[rows + 1], j1[owner]) - np.maximum(indptr[rows], j0[owner]))
+    held = np.minimum(indptr[rows + 1], j1[owner]) - np.maximum(indptr[rows], j0[owner])
     return int(np.count_nonzero((lanes[owner] < 32) & (held > 32 * lanes[owner])))
 
 
