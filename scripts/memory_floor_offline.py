@@ -35,11 +35,17 @@ def _median_ms(case) -> float:
 
 
 def _floor(case, csr, rates):
-    """The case's memory floor (``GatherFloor``), or None when it declared no traffic."""
+    """The case's memory floor (``GatherFloor``), or None when it declared no traffic. The
+    flush write-back is the case's own prediction's (``inputs['flush_writeback_bytes']``),
+    counted only where the run measured the device's ``flush_writeback_share``, as the
+    prediction's floor counts it; a case without a stored prediction gets none."""
     if case.traffic is None:
         return None
+    inputs = case.prediction.inputs if case.prediction is not None else {}
+    writeback = (float(inputs.get("flush_writeback_bytes", 0.0))
+                 if rates.flush_writeback_share is not None else 0.0)
     return format_floor(csr.indptr, csr.indices, csr.shape[1], case.traffic, rates,
-                        case.value_bytes)
+                        case.value_bytes, writeback)
 
 
 def floor_rows(path: Path) -> list[dict]:

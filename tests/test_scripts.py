@@ -360,6 +360,26 @@ def test_memory_floor_markdown():
     assert "median 70.0 % of its format's floor over 2 matrices; below 80 %: b (50 %)." in text
 
 
+def test_memory_floor_offline_counts_the_flush_write_back_as_the_prediction_did():
+    """cant (flushed, DRAM-bound, nothing pinned) from the committed seed6 run: the offline
+    floor of its blocked kernel equals the floor its prediction carried on the device."""
+    floors = load("memory_floor_offline")
+    from sparsescope.matrices.suites import build_entry, find_entry
+    from sparsescope.model.predict import device_rates
+    from sparsescope.ops.base import canonical_csr
+    from sparsescope.results.io import read_runset
+
+    rs = read_runset(ROOT / "results" / "h200" / "kernels" /
+                     "2026-11-25-short-pieces-seed6-part1" / "part1" / "results.json.gz")
+    case = next(c for c in rs.cases if c.matrix == "cant"
+                and c.backend == "cuda-spmv-blocked16[blocked3-dae4-m6-h1]")
+    assert case.measurement.flushed and case.prediction.inputs["flush_writeback_bytes"] > 0
+    csr = canonical_csr(build_entry(find_entry("seed6", "cant", rs.scale), 0).csr)
+    floor = floors._floor(case, csr, device_rates(rs.device, rs.ceilings))
+    assert floor.binding == "dram"
+    assert floor.floor_ms == pytest.approx(case.prediction.inputs["gather_floor_ms"], rel=1e-9)
+
+
 def test_selection_compare_on_the_committed_held_out_runs():
     """The short-piece run against the run before it, on the 66 held-out matrices: rmat-29's
     speedup is read from each run's own times (best library / auto)."""
