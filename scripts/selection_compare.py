@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
-from sparsescope.report.collection_data import geomean
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+from sparsescope.report.collection_data import geomean  # noqa: E402
 
 
 def load(path: Path) -> dict[str, dict]:

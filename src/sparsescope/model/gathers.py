@@ -58,6 +58,16 @@ import numpy as np
 SECTOR_BYTES = 32
 
 
+def sector_index(cols: np.ndarray, value_bytes: int,
+                 sector_bytes: int = SECTOR_BYTES) -> np.ndarray:
+    """The 32-byte sector of each x entry: ``cols * value_bytes // sector_bytes`` (a shift when
+    that is one)."""
+    per = sector_bytes // value_bytes
+    if per * value_bytes == sector_bytes and per & (per - 1) == 0:
+        return cols >> (per.bit_length() - 1)
+    return cols.astype(np.int64) * value_bytes // sector_bytes
+
+
 def top_columns(column_counts: np.ndarray, capacity: int) -> tuple[np.ndarray, int]:
     """(mask, gathers) of the ``capacity`` most-gathered columns: a boolean mask over the
     columns and the sum of their counts. Columns tied at the smallest count kept are taken

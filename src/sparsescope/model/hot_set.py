@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sparsescope.model.gathers import SECTOR_BYTES, top_columns
+from sparsescope.model.gathers import sector_index, top_columns
 
 
 @dataclass(frozen=True)
@@ -71,8 +71,7 @@ def hot_set_reach(column_counts: np.ndarray, *, entries_per_sm: int, cluster: in
     counts = np.asarray(column_counts, dtype=np.int64)
     entries = min(cluster * int(entries_per_sm), counts.size)
     mask, served = top_columns(counts, entries)
-    per_sector = max(1, SECTOR_BYTES // int(value_bytes))
-    sectors = int(np.unique(np.flatnonzero(mask) // per_sector).size)
+    sectors = int(np.unique(sector_index(np.flatnonzero(mask), int(value_bytes))).size)
     total = int(counts.sum())
     copies = sms // cluster
     return HotSetReach(cluster=cluster, entries=entries, served=served,
@@ -109,9 +108,8 @@ def pinned_columns(column_counts: np.ndarray, capacity: int, *, sms: int, fill_c
     if order.size == 0:
         return PinnedColumns(keep, 0, 0, 0)
     served = np.cumsum(counts[order])
-    per_sector = max(1, SECTOR_BYTES // int(value_bytes))
     first = np.zeros(order.size, dtype=np.int64)
-    first[np.unique(order // per_sector, return_index=True)[1]] = 1
+    first[np.unique(sector_index(order, int(value_bytes)), return_index=True)[1]] = 1
     fill = int(sms) * np.cumsum(first)
     gain = served - fill_cost * fill
     best = int(np.argmax(gain))

@@ -56,7 +56,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sparsescope.model.gathers import SECTOR_BYTES
+from sparsescope.model.gathers import SECTOR_BYTES, sector_index
 from sparsescope.model.hot_set import pinned_columns
 
 _HASH = np.uint32(0x9E3779B1)           # Fibonacci hashing: sector * _HASH mod 2^32
@@ -98,14 +98,6 @@ def _ranges(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     return offs + np.arange(int(lens.sum()), dtype=np.int64)
 
 
-def _sectors(cols: np.ndarray, value_bytes: int, sector_bytes: int) -> np.ndarray:
-    """``cols * value_bytes // sector_bytes`` (a shift when that is one)."""
-    per = sector_bytes // value_bytes
-    if per * value_bytes == sector_bytes and per & (per - 1) == 0:
-        return cols >> (per.bit_length() - 1)
-    return cols.astype(np.int64) * value_bytes // sector_bytes
-
-
 def _count(pos, indptr, indices, tpr, value_bytes, sector_bytes, skip, block=0) -> int:
     """Distinct (warp instruction, sector) pairs among the nonzeros at positions ``pos``.
 
@@ -126,7 +118,7 @@ def _count(pos, indptr, indices, tpr, value_bytes, sector_bytes, skip, block=0) 
         instr, cols = instr[keep], cols[keep]
     if cols.size == 0:
         return 0
-    sec = _sectors(cols, value_bytes, sector_bytes)
+    sec = sector_index(cols, value_bytes, sector_bytes)
     key = np.sort(instr.astype(np.int64) * (int(sec.max()) + 1) + sec)
     return 1 + int(np.count_nonzero(key[1:] != key[:-1]))
 
@@ -283,7 +275,7 @@ def _l2_trace(indices, skip, value_bytes, sector_bytes, nsec, rate, seed, chunk=
     pos, secs = [], []
     for o in range(0, indices.size, chunk):
         c = indices[o:o + chunk]
-        s = _sectors(c, value_bytes, sector_bytes)
+        s = sector_index(c, value_bytes, sector_bytes)
         seen[s] = True
         if rate >= 1.0:
             k = np.arange(s.size)
@@ -313,7 +305,7 @@ def x_gather(indptr, indices, *, cols: int, l2_bytes: int, stream_bytes_per_nnz:
                           max_exact_nnz=max_exact_nnz, sample_nnz=sample_nnz, seed=seed,
                           l1_block=l1_block)
     rate = 1.0 if nnz <= max_exact_nnz else min(1.0, sample_nnz / nnz)
-    nsec = int(_sectors(np.array([cols - 1]), value_bytes, sector_bytes)[0]) + 1
+    nsec = int(sector_index(np.array([cols - 1]), value_bytes, sector_bytes)[0]) + 1
     pos, secs, distinct = _l2_trace(indices, skip, value_bytes, sector_bytes, nsec, rate, seed)
     reuse = 0.0
     if pos.size:
