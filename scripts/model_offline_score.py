@@ -5,7 +5,7 @@ with the run's measured median. No GPU is needed, so a model change can be judge
 (matrix, kernel) pairs of two GPUs before device time is spent:
 
     python scripts/model_offline_score.py RESULTS [RESULTS ...] [--json FILE] [--matrix NAME]
-        [--baseline OLD.json]
+        [--baseline OLD.json] [--call-probe PROBE.json]
 
 RESULTS: ``results.json`` or ``.json.gz`` of ``sparsescope run --suite SUITE --variants ...``
 (e.g. ``results/h200/kernels/2026-11-25-selection/part1/results.json.gz``); the matrices are
@@ -14,6 +14,9 @@ median and 90th percentile of |error| (error = (measured - predicted) / measured
 variant's median signed error, and per matrix the measured cost of choosing by prediction alone
 (the variant predicted fastest against the fastest measured). The SASS comes from this machine's
 compiler, which may differ from the device's (NVRTC versions): say so when quoting numbers.
+``--call-probe``: ``scripts/call_overhead_probe.py --json`` of the same GPU model, whose
+measured call costs (``call_us``, ``next_launch_us``) stand in for a run measured before
+``sparsescope ceilings`` had them (say so when quoting numbers).
 ``--baseline``: the ``--json`` of an earlier score of the same runs (another commit's model);
 printed after the summary: per GPU and per kernel family (the variant's first word) the median
 |error| and median signed error of both, on the cases both predicted. ``--from-json``: RESULTS
@@ -54,9 +57,22 @@ def timed_variants(rs) -> dict[str, list[tuple[str, float]]]:
     return out
 
 
-def score_run(path: Path, only: set[str]) -> list[dict]:
+def probe_call_costs(path: Path) -> dict[str, float]:
+    """``call_us`` and ``next_launch_us`` from ``scripts/call_overhead_probe.py``'s ``--json``:
+    the flushed medians of one empty launch, and of two less one (the quantities
+    ``sparsescope ceilings`` measures the same way)."""
+    rows = {r["probe"]: r["median_us"] for r in json.loads(path.read_text()) if r["flushed"]}
+    return {"call_us": rows["empty"], "next_launch_us": rows["empty x2"] - rows["empty"]}
+
+
+def score_run(path: Path, only: set[str], call_costs: dict | None = None) -> list[dict]:
     rs = read_runset(path)
-    gpu = GpuRates(spec=rs.device, rates=device_rates(rs.device, rs.ceilings),
+    ceilings = rs.ceilings
+    if call_costs and ceilings is not None and getattr(ceilings, "call_us", None) is None:
+        import dataclasses
+
+        ceilings = dataclasses.replace(ceilings, **call_costs)  # a run older than the figure
+    gpu = GpuRates(spec=rs.device, rates=device_rates(rs.device, ceilings),
                    origin=f"measured by run {rs.run_id}")
     refine = sass_refiner(rs.device)
     suite, _ = split_suite_name(rs.suite)
@@ -165,11 +181,19 @@ def main() -> int:
     parser.add_argument("--matrix", action="append", default=[])
     parser.add_argument("--baseline", type=Path)
     parser.add_argument("--from-json", action="store_true")
+    parser.add_argument("--call-probe", type=Path,
+                        help="call_overhead_probe.py --json of the same GPU model: its call "
+                             "costs stand in for runs whose ceilings predate them")
     args = parser.parse_args()
     if args.from_json:
         rows = [r for path in args.results for r in _read_rows(path)]
     else:
-        rows = [r for path in args.results for r in score_run(path, set(args.matrix))]
+        costs = probe_call_costs(args.call_probe) if args.call_probe else None
+        if costs:
+            print(f"call costs from {args.call_probe}: " + ", ".join(
+                f"{k} {v:.2f}" for k, v in costs.items()), flush=True)
+        rows = [r for path in args.results
+                for r in score_run(path, set(args.matrix), costs)]
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1) + "\n")
     print(summary(rows))

@@ -64,6 +64,18 @@ def test_offline_score_comparison_with_a_baseline():
     assert table[4] == "| H200 | sell | 1 | 50.0 % | 10.0 % | +50.0 % | -10.0 % |"
 
 
+def test_offline_score_reads_the_committed_call_probe():
+    score = load("model_offline_score")
+    probe = ROOT / "results/h200/kernels/followups/2026-11-25-call-overhead-probe/probe.json"
+    rows = {r["probe"]: r for r in json.loads(probe.read_text()) if r["flushed"]}
+    costs = score.probe_call_costs(probe)
+    # the flushed medians: one empty launch, and what the second of two adds
+    assert costs["call_us"] == rows["empty"]["median_us"] == pytest.approx(3.68, abs=0.01)
+    assert costs["next_launch_us"] == pytest.approx(
+        rows["empty x2"]["median_us"] - rows["empty"]["median_us"])
+    assert 1.0 < costs["next_launch_us"] < costs["call_us"]
+
+
 def test_kernels_readme_regret_and_variant_names():
     readme = load("kernels_readme")
     assert readme.variant_of("cuda-spmv-delta16", {"tpr": 1, "unroll": 4, "minb": 6}) == \

@@ -326,7 +326,8 @@ def test_finishing_tiles_plan_one_launch_and_map_each_slot_to_its_split_row():
         _, finished = CudaSpmvAdaptive(finish=1).host_plan(matrix, "float32", 4, 132)
         assert finished.launches == 1 and finished.kernel.endswith(", 0, 1, 0>")
         assert plain.kernel.endswith(", 1, 0, 0, 0>")
-    assert plain.launches == 2
+        assert not finished.fixup
+    assert plain.launches == 2 and plain.fixup
 
 
 def test_delta16_declares_the_share_of_iterations_that_meet_an_escape():
@@ -342,6 +343,10 @@ def test_delta16_declares_the_share_of_iterations_that_meet_an_escape():
     # INT32 columns never escape
     _, plain = CudaSpmvSell(unroll=4).host_plan(a, "float32", 4, 132)
     assert plain.escape_share == ()
+    assert plain.launches == 1 and not plain.fixup
+    # rows longer than long_row are cut into pieces that spmv_fixup adds
+    _, cut = CudaSpmvSell(unroll=4, long_row=1).host_plan(a, "float32", 4, 132)
+    assert cut.launches == 2 and cut.fixup
 
 
 def test_tile_lanes_by_rows():

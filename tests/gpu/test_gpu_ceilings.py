@@ -33,13 +33,18 @@ def test_ceilings_are_plausible_for_the_device(measured):
                                     "l2_write_bw_gb_s",
                                     "dram_latency_ns", "l2_latency_ns", "fp32_gflops",
                                     "dram_gather_gsectors_s", "l2_gather_gsectors_s",
-                                    "launch_us", "flush_writeback_share"}
+                                    "launch_us", "call_us", "next_launch_us",
+                                    "flush_writeback_share"}
     assert ceilings.l2_latency_ns < ceilings.dram_latency_ns
     # random sectors: fewer per second from DRAM than from L2, and fewer bytes per second
     # than a stream (32 B each at most the read bandwidth)
     assert ceilings.dram_gather_gsectors_s < ceilings.l2_gather_gsectors_s
     assert ceilings.dram_gather_gsectors_s * 32 < ceilings.read_bw_gb_s
     assert 0.5 < ceilings.launch_us < 20
+    # the protocol's own call of an empty kernel: at least a launch, and a further launch
+    # queued behind the first costs something, at most a whole call more
+    assert ceilings.launch_us * 0.8 < ceilings.call_us < 30
+    assert 0.0 < ceilings.next_launch_us <= ceilings.call_us
     # the flush's dirty lines cost the next read at most about as much as reading them again
     assert 0.0 <= ceilings.flush_writeback_share < 1.5
     assert ceilings.l2_bw_gb_s > ceilings.read_bw_gb_s

@@ -164,8 +164,10 @@ def test_device_rates_take_measured_ceilings_over_the_datasheet():
                                 l2_bw_gb_s=10_000.0, dram_latency_ns=550.0, l2_latency_ns=250.0,
                                 fp32_gflops=60_000.0, dram_gather_gsectors_s=20.0,
                                 l2_gather_gsectors_s=80.0, launch_us=2.5,
-                                l2_write_bw_gb_s=7_000.0, flush_writeback_share=0.0)
+                                l2_write_bw_gb_s=7_000.0, flush_writeback_share=0.0,
+                                call_us=3.7, next_launch_us=1.5)
     r = device_rates(spec, ceilings)
+    assert (r.call_us, r.next_launch_us) == (3.7, 1.5)
     assert r.flush_writeback_share == 0.0  # a measured 0 (the write-back is free) stays 0
     assert (r.name, r.sm_count, r.max_threads_per_sm, r.max_blocks_per_sm, r.l2_bytes) == (
         "H200", spec.sm_count, spec.max_threads_per_sm, spec.max_blocks_per_sm, spec.l2_bytes)
@@ -205,6 +207,7 @@ def test_device_rates_without_ceilings_use_the_spec(ceilings):
     assert r.sources["l2_bw"] == r.sources["launch"] == r.sources["l2_write_bw"] == "unknown"
     assert r.l2_write_bw_gb_s is None and r.sm_clock_mhz == spec.sm_clock_mhz
     assert r.flush_writeback_share is None
+    assert r.call_us is None and r.next_launch_us is None
 
 
 def test_flush_writeback_by_hand():
@@ -273,6 +276,18 @@ def test_overhead_is_measured_or_launches(banded):
     assert two.term("overhead").time_ms == pytest.approx(2 * 3.0e-3)  # 2 x 3 us
     none = predict(banded, rates=dataclasses.replace(RATES, launch_us=None))
     assert none.term("overhead").time_ms == 0.0
+    # measured through the timing protocol: one call, then each further launch
+    protocol = dataclasses.replace(RATES, call_us=3.7, next_launch_us=1.5)
+    assert predict(banded, rates=protocol).term("overhead").time_ms == pytest.approx(3.7e-3)
+    two = predict(banded, rates=protocol, shape=dataclasses.replace(SHAPE, launches=2))
+    assert two.term("overhead").time_ms == pytest.approx(5.2e-3)
+    assert two.term("overhead").formula == ("one call 3.7 us + 1 further launch(es) x 1.5 us "
+                                            "(measured through the timing protocol)")
+    # a fixup launch also waits on its own two dependent loads: DRAM 400 ns + L2 200 ns
+    fixup = predict(banded, rates=protocol,
+                    shape=dataclasses.replace(SHAPE, launches=2, fixup=True))
+    assert fixup.term("overhead").time_ms == pytest.approx(5.8e-3)
+    assert fixup.term("overhead").formula.endswith("then the partial slots from L2 (600 ns)")
 
 
 def test_a_flushed_l2_adds_its_write_back(banded):

@@ -175,6 +175,7 @@ class CudaSpmvSell(OwnSpmvBackend):
                                                 if blocked and fmt.nnz else 1.0),
                            split_long_rows=sell.long_row * width,
                            staged=stage > 0, launches=1 + (sell.split_rows.size > 0),
+                           fixup=bool(sell.split_rows.size > 0),
                            escape_share=escapes, cuda_source=SOURCE,
                            source="declared by the backend (template parameters)")
 

@@ -176,6 +176,7 @@ class TiledBackend(OwnSpmvBackend):
                            grid_blocks=grid, nnz_per_iteration=4 * int(self.params["iters"]),
                            rounds_per_iteration=2, setup_rounds=1,
                            launches=1 + (tiles.split_rows.size > 0 and not finish),
+                           fixup=bool(tiles.split_rows.size > 0 and not finish),
                            onchip_x_entries=abs(hub),
                            # shared memory: each persistent block fills its own copy; L1: each SM
                            onchip_x_copies=grid if hub > 0 else (sms if hub < 0 else 0),

@@ -32,6 +32,8 @@ FIGURES = (
     ("dram_gather_gsectors_s", "DRAM random gathers", "G sectors/s"),
     ("l2_gather_gsectors_s", "L2 random gathers", "G sectors/s"),
     ("launch_us", "empty launch", "us"),
+    ("call_us", "timed call of one empty launch", "us"),
+    ("next_launch_us", "each further launch of a call", "us"),
     ("flush_writeback_share", "flush write-back", "share"),
 )
 

@@ -27,6 +27,13 @@ Protocol (each figure's ``method`` string repeats it):
 * launch: one ``empty_kernel`` between two events, queued behind an FMA launch that keeps the
   device busy while the host queues it (as the timing protocol's hold does), so the figure is
   the device-side cost of a launch, not the host's.
+* call: the timing protocol itself (``timing.cuda.time_cuda``: events queued behind its hold,
+  the L2 flushed before each call) timing a call of one ``empty_kernel`` (``call_us``) and of
+  two back to back (``next_launch_us`` = that less ``call_us``); the median of ``call_samples``
+  each, the statistic every timed case reports, so a prediction of a case carries the same
+  fixed cost as its measurement (on an H200 about 3.7 us a call and 1.5 us a further launch,
+  against 2.7 us for the best empty launch behind an FMA launch:
+  ``results/h200/kernels/followups/2026-11-25-call-overhead-probe``).
 * flush write-back: ``read_stream`` over a buffer of L2/2 bytes, timed right after the timing
   protocol's flush (``+= 1`` over 2 x L2 int32s, which leaves the L2 full of dirty lines) and
   right after a clean eviction (a read of the 2 x L2 buffer); ``share = (t_dirty - t_clean) /
@@ -159,6 +166,23 @@ def _launch_us(cupy, empty, fma, launch: tuple, repeats: int) -> float:
     return best * 1e3
 
 
+def _call_us(empty, samples: int) -> tuple[float, float]:
+    """(call_us, next_launch_us): medians of the timing protocol's own samples of a call of
+    one, then two, empty kernels with the L2 flushed before each call (module docstring)."""
+    from sparsescope.timing.cuda import time_cuda
+    from sparsescope.timing.types import TimingConfig
+
+    config = TimingConfig(warmups=3, repeats=samples, flush_l2=True)
+
+    def median_us(call) -> float:
+        m = time_cuda(call, config, library="cupy", breakdown=False)
+        return 1e3 * float(np.median(m.samples_ms))
+
+    one = median_us(lambda: empty((1,), (32,), ()))
+    two = median_us(lambda: (empty((1,), (32,), ()), empty((1,), (32,), ())))
+    return one, max(0.0, two - one)
+
+
 def _flush_writeback_share(cupy, read, launch: tuple, l2: int, read_bw_gb_s: float,
                            repeats: int) -> float:
     """The flush's write-back cost to the next kernel (module docstring), >= 0."""
@@ -219,7 +243,7 @@ def _fma_ms(cupy, timer: _Timer, fma, launch: tuple, fma_iters: int) -> float:
 
 def measure_gpu_ceilings(*, size_mb: float = 1024, repeats: int = 5, l2_passes: int = 200,
                          chase_steps: int = 20_000, fma_iters: int = 8192,
-                         gather_loads: int = 64) -> MeasuredCeilings:
+                         gather_loads: int = 64, call_samples: int = 50) -> MeasuredCeilings:
     """Measure copy, read and L2 bandwidth (GB/s, 10^9 B/s), DRAM and L2 load latency (ns) and
     FP32 FMA throughput (GFLOP/s) of device 0. See the module docstring for the protocol."""
     ok, why = _gpu_runtime.cupy_cuda_status()
@@ -250,6 +274,7 @@ def measure_gpu_ceilings(*, size_mb: float = 1024, repeats: int = 5, l2_passes: 
                               big[: l2_bytes // 4], gather_loads)
     del big
     launch_us = _launch_us(cupy, empty, fma, (blocks, threads, sink), repeats)
+    call_us, next_launch_us = _call_us(empty, call_samples)
     read_bw = nbytes / (read_ms * 1e-3) / 1e9
     writeback = _flush_writeback_share(cupy, read, (blocks, threads, sink), l2, read_bw, repeats)
     dram_nodes = 4 * MiB
@@ -270,17 +295,19 @@ def measure_gpu_ceilings(*, size_mb: float = 1024, repeats: int = 5, l2_passes: 
         dram_gather_gsectors_s=loads / (dram_gather_ms * 1e-3) / 1e9,
         l2_gather_gsectors_s=loads / (l2_gather_ms * 1e-3) / 1e9,
         launch_us=launch_us,
+        call_us=call_us,
+        next_launch_us=next_launch_us,
         flush_writeback_share=writeback,
         method=_methods(nbytes=nbytes, l2=l2, l2_bytes=l2_bytes, l2_passes=l2_passes,
                         launch=(blocks, threads), repeats=repeats, chase_steps=chase_steps,
                         dram_nodes=dram_nodes, l2_nodes=l2_nodes, fma_iters=fma_iters,
-                        gather_loads=gather_loads),
+                        gather_loads=gather_loads, call_samples=call_samples),
     )
 
 
 def _methods(*, nbytes: int, l2: int, l2_bytes: int, l2_passes: int, launch: tuple[int, int],
              repeats: int, chase_steps: int, dram_nodes: int, l2_nodes: int,
-             fma_iters: int, gather_loads: int) -> dict[str, str]:
+             fma_iters: int, gather_loads: int, call_samples: int) -> dict[str, str]:
     """The ``method`` string of each figure: the protocol with the sizes this run used."""
     blocks, threads = launch
     best = f"best of {repeats} CUDA-event-timed launches after 1 untimed"
@@ -316,4 +343,8 @@ def _methods(*, nbytes: int, l2: int, l2_bytes: int, l2_passes: int, launch: tup
                                  f"bandwidth; best of {repeats} each",
         "launch_us": f"one empty kernel between two events, queued behind a busy FMA launch; "
                      f"best of {repeats} after 1 untimed",
+        "call_us": f"the timing protocol (time_cuda, L2 flushed before each call) timing a "
+                   f"call of one empty kernel; median of {call_samples} after 3 untimed",
+        "next_launch_us": f"the same protocol timing a call of two empty kernels, less "
+                          f"call_us; medians of {call_samples} each",
     }

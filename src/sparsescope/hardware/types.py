@@ -71,6 +71,14 @@ class MeasuredCeilings:
     launch_us: float | None = None
     """Device time of one empty kernel between two CUDA events, queued behind busy work as
     the timing protocol queues its calls, microseconds."""
+    call_us: float | None = None
+    """What the timing protocol itself measures for a call of one empty kernel (events queued
+    behind its hold, the L2 flushed before each call): the fixed cost every timed call of one
+    launch carries, median, microseconds."""
+    next_launch_us: float | None = None
+    """What each further launch of a call adds through the same protocol: the median of a call
+    of two empty kernels less ``call_us``, microseconds (a launch queued behind another
+    overlaps part of its cost)."""
     flush_writeback_share: float | None = None
     """What the timing protocol's L2 flush costs the next kernel: the extra time of a streaming
     read of L2/2 bytes right after the flush (whose dirty lines it evicts) over the same read

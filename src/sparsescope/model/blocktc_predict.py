@@ -28,7 +28,7 @@ TF32 parts and runs ``4 x passes`` mma. Terms (each a lower bound on the time)::
               cores per SM (``predict.per_sm_mva``, each a demand a round, the round trip
               its delay): at least each of dram, l2, issue, tensor and latency
     imbalance = the slowest CTA's rounds x DRAM latency x max(1, loaded round / bare round)
-    predicted = overhead (launch) + max(memory, imbalance)
+    predicted = overhead (model.call_overhead) + max(memory, imbalance)
 
 What it leaves out, named so its error can be read: L1 hits on X tiles that the warps of one
 SM share (a dense weight's block rows walk the same block columns), and ``mma.sync`` below the
@@ -41,6 +41,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sparsescope.model.call_overhead import overhead_term
 from sparsescope.model.kernel_shape import REGISTERS_PER_SM
 from sparsescope.model.predict import flush_writeback, per_sm_mva
 from sparsescope.model.prediction import ModelPrediction, PredictionTerm
@@ -177,10 +178,8 @@ def predict_blocktc(launch: BlockTcLaunch, rates, *, flushed: bool) -> ModelPred
     terms.append(PredictionTerm("imbalance", longest * dram_ns * loaded * 1e-6,
                                 f"slowest CTA: {longest} rounds x {dram_ns:,.0f} ns, x "
                                 f"{loaded:.2f} for the queues under load"))
-    overhead = (rates.launch_us or 0.0) * launch.launches * 1e-3
-    terms.append(PredictionTerm("overhead", overhead,
-                                f"{launch.launches} launch(es) x {rates.launch_us:.1f} us"
-                                if rates.launch_us else "no measured launch time: 0"))
+    terms.append(overhead_term(rates, launch.launches))
+    overhead = terms[-1].time_ms
     bound = max((t for t in terms if t.name in BINDING), key=lambda t: t.time_ms)
     limiter = queue.dominant if bound.name == "memory" else bound.name
     inputs = {"dram_bytes": float(dram_bytes), "blocks": float(blocks), "mma": mma,

@@ -77,6 +77,10 @@ class KernelShape:
     """Static shared memory per block of the compiled kernel (its SASS resources)."""
     launches: int = 1
     """Kernel launches per call (a partition or fix-up kernel, a memset of the output)."""
+    fixup: bool = False
+    """Whether the last launch is ``spmv_fixup``: rows cut by the decomposition summed from the
+    partial slots the first launch wrote. Beyond its launch it waits on its own two dependent
+    loads: the split-row list from DRAM, then the partial slots from the L2."""
     staged: bool = False
     """Streams staged in shared memory by cp.async ahead of use (decoupled access / execute):
     their round trip overlaps the gathers instead of preceding them."""

@@ -40,9 +40,12 @@ Beside the prediction, ``inputs['gather_floor_ms']`` is the format's memory floo
 beat with the on-chip strategies the floor names, so the report reads each case against it.
 
 ``overhead`` is the backend's fixed cost per call measured on the device (the same call on a
-tiny matrix), or the launch time x launches without one. Every rate and latency is the device's
-measured ceiling where one was measured (``sparsescope ceilings``) and the datasheet otherwise;
-no constant is fitted to a matrix or a backend.
+tiny matrix), or the timing protocol's measured cost of a call of that many empty launches
+(``model.call_overhead``), plus, for a call that ends in ``spmv_fixup``, that kernel's two
+dependent loads (DRAM latency + L2 latency): it starts only when the first launch has
+finished. Every rate and latency is the device's measured ceiling where one was measured
+(``sparsescope ceilings``) and the datasheet otherwise; no constant is fitted to a matrix or a
+backend.
 """
 
 from __future__ import annotations
@@ -53,6 +56,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from sparsescope.hardware.specs import tf32_tensor_gflops
+from sparsescope.model.call_overhead import call_overhead_us
 from sparsescope.model.gathers import SECTOR_BYTES, GatherFloor, gather_floor, l2_sector_rate
 from sparsescope.model.iterations import (  # noqa: F401  (re-exported: the loop counts)
     _cut,
@@ -120,6 +124,12 @@ class DeviceRates:
     flush_writeback_share: float | None = None
     """Share of the L2 flush's evicted dirty bytes the next kernel pays at the DRAM bandwidth
     (measured: ``MeasuredCeilings.flush_writeback_share``), or None: not measured."""
+    call_us: float | None = None
+    """A timed call of one empty kernel through the timing protocol, L2 flushed (measured:
+    ``MeasuredCeilings.call_us``), or None: not measured (``model.call_overhead``)."""
+    next_launch_us: float | None = None
+    """What each further launch of a call adds (measured: ``MeasuredCeilings.next_launch_us``),
+    or None."""
 
 
 def device_rates(spec, ceilings=None) -> DeviceRates:
@@ -166,6 +176,7 @@ def device_rates(spec, ceilings=None) -> DeviceRates:
         shared_mem_per_sm_bytes=int(getattr(spec, "shared_mem_per_sm_bytes", 0) or SMEM_PER_SM),
         tf32_tensor_gflops=tensor,
         flush_writeback_share=None if share is None else float(share),
+        call_us=getattr(c, "call_us", None), next_launch_us=getattr(c, "next_launch_us", None),
         sources={"dram_bw": dram_src, "l2_bw": l2bw_src, "dram_latency": lat_src,
                  "l2_latency": l2lat_src, "fp32": fp32_src, "launch": launch_src,
                  "dram_gathers": dgather_src, "l2_gathers": lgather_src,
@@ -361,7 +372,7 @@ def format_floor(indptr, indices, cols: int, traffic: Traffic, rates: DeviceRate
                         l2_bw_gb_s=rates.l2_bw_gb_s,
                         gather_gsectors_s=rates.l2_gather_gsectors_s,
                         writeback_bytes=writeback_bytes,
-                        launch_ms=(rates.launch_us or 0.0) * 1e-3,
+                        launch_ms=call_overhead_us(rates, 1)[0] * 1e-3,
                         chain_ms=(rates.dram_latency_ns + (rates.l2_latency_ns or 0.0)) * 1e-6,
                         fill_sectors=req.fill_sectors)
 
@@ -524,10 +535,13 @@ def _overhead(shape: KernelShape, rates: DeviceRates,
               overhead_ms: float | None) -> tuple[float, str]:
     if overhead_ms is not None:
         return overhead_ms, "measured: this backend's call on a tiny matrix on this device"
-    if rates.launch_us is not None:
-        return (rates.launch_us * shape.launches * 1e-3,
-                f"{shape.launches} launch(es) x {rates.launch_us:.1f} us (measured empty kernel)")
-    return 0.0, "not known on this device (no measured launch time): 0"
+    us, how = call_overhead_us(rates, shape.launches)
+    if shape.fixup:
+        chain_ns = rates.dram_latency_ns + (rates.l2_latency_ns or rates.dram_latency_ns)
+        us += chain_ns * 1e-3
+        how += (f" + spmv_fixup's own dependent loads: split rows from DRAM, then the partial "
+                f"slots from L2 ({chain_ns:,.0f} ns)")
+    return us * 1e-3, how
 
 
 def _assumptions(shape: KernelShape, rates: DeviceRates, xg: XGather,

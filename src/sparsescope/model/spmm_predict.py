@@ -26,7 +26,7 @@ of these terms (a :class:`~sparsescope.model.prediction.PredictionTerm` each)::
               queue behind the other warps' requests as theirs do (the MVA's cycle time per
               round against its delay); its block holds an SM slot until it ends
     compute = 2 nnz k / FP32 (FP64) rate
-    predicted = overhead (launches x launch time) + max(memory, imbalance, compute)
+    predicted = overhead (model.call_overhead) + max(memory, imbalance, compute)
 
 A warp's time is its rounds of loads, each a round trip::
 
@@ -59,6 +59,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from sparsescope.model.call_overhead import overhead_term
 from sparsescope.model.kernel_shape import REGISTERS_PER_SM
 from sparsescope.model.prediction import ModelPrediction, PredictionTerm
 from sparsescope.model.spmm import x_sectors_per_nonzero, x_slice_reads
@@ -324,12 +325,8 @@ def predict_spmm(indptr, indices, cols: int, k: int, launch: SpmmLaunch, rates, 
     rate = rates.fp32_gflops / (2 if fp64 else 1)  # FP64 at half rate (Hopper, A100)
     terms.append(PredictionTerm("compute", flops / (rate * 1e6),
                                 f"{flops:,.0f} flops / {rate:,.0f} GFLOP/s"))
-    launch_us = rates.launch_us
-    overhead = (launch_us or 0.0) * launch.launches * 1e-3
-    terms.append(PredictionTerm("overhead", overhead,
-                                f"{launch.launches} launch(es) x {launch_us:.1f} us (measured "
-                                "empty kernel)" if launch_us else
-                                "no measured launch time on this device: 0"))
+    terms.append(overhead_term(rates, launch.launches))
+    overhead = terms[-1].time_ms
     bound = max((t for t in terms if t.name in BINDING), key=lambda t: t.time_ms)
     limiter = queue.dominant if bound.name == "memory" else bound.name
     inputs = {"dram_bytes": float(dram_bytes), "x_l2_gathers": float(gathers),

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# device: call-overhead probe + every GPU test at HEAD
+set -uo pipefail
+mkdir -p .device-wheels && cp .device-wheels-min/*.whl .device-wheels/
+python3 -m pip install -q --no-index --no-deps .device-wheels/*.whl 2>&1 | tail -1
+export PYTHONPATH=src
+{ date -u +"date_utc %Y-%m-%dT%H:%M:%SZ"; echo "git_commit $SPARSESCOPE_GIT_COMMIT";
+  nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv;
+  python3 -c "import torch, cupy; print('torch', torch.__version__, 'cupy', cupy.__version__)"; } > $OUT/env.txt 2>&1
+python3 scripts/call_overhead_probe.py --repeats 100 --json $OUT/probe.json > $OUT/probe.txt 2>&1
+python3 -m pytest tests -m gpu -q -p no:cacheprovider --timeout 200 -rs > $OUT/pytest_gpu.log 2>&1
+tail -3 $OUT/pytest_gpu.log
+cat $OUT/probe.txt
