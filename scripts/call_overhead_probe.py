@@ -12,7 +12,12 @@ Probes (CuPy raw kernels, each timed with the L2 flushed and without):
   the load before, as a row pointer gives an index gives an x entry), then one store; the
   buffers are 256 MiB apart and untouched since the flush;
 - ``chain3 grid``: the same chain in every thread of 132 x 256 threads, each thread on its own
-  sector (the first round of a real kernel's cold misses, all in flight at once).
+  sector (the first round of a real kernel's cold misses, all in flight at once);
+- ``code 4k``: one warp through 4,096 straight-line FMAs (8 independent chains, about 64 KB of
+  SASS, no memory access): what fetching a large kernel's code costs when the flush has
+  evicted it from the L2 (flushed against not);
+- ``spmv NAME``: the own kernels' calls on a small matrix (``--matrix``, default the
+  held-out population's banded-02, 1,321 rows), through their own ``time`` method.
 
 Printed: each probe's median and 10th percentile (us). The model's fixed cost of a flushed call
 is read against it (``model.predict``: overhead + latency terms); the script needs a GPU and
@@ -42,13 +47,31 @@ extern "C" __global__ void probe_chain(const unsigned* __restrict__ a,
     if (depth > 2) p = __ldcg(c + p);
     out[t] = p;
 }
+
+extern "C" __global__ void probe_code(float seed, float* out) {
+    float a[8];
+#pragma unroll
+    for (int c = 0; c < 8; ++c) a[c] = seed + c;
+#pragma unroll
+    for (int i = 0; i < 512; ++i) {
+#pragma unroll
+        for (int c = 0; c < 8; ++c) a[c] = fmaf(a[c], 1.0001f + i * 1e-7f, 0.5f + c);
+    }
+    float s = 0.f;
+#pragma unroll
+    for (int c = 0; c < 8; ++c) s += a[c];
+    out[threadIdx.x] = s;
+}
 """
+
+SPMV = ("cuda-spmv-adaptive", "cuda-spmv-merge", "cuda-spmv-sell")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=50)
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--matrix", default="population-held-out#banded-02")
     args = parser.parse_args(argv)
 
     import cupy as cp
@@ -59,6 +82,7 @@ def main(argv: list[str] | None = None) -> int:
 
     module = cp.RawModule(code=SOURCE)
     empty, chain = module.get_function("probe_empty"), module.get_function("probe_chain")
+    code = module.get_function("probe_code")
     threads = 132 * 256
     span = 64 << 20                                  # 256 MiB of uint32 per buffer
     a = cp.zeros(span, dtype=cp.uint32)
@@ -81,6 +105,7 @@ def main(argv: list[str] | None = None) -> int:
         "chain1": one(1, 1, 1),
         "chain3": one(3, 1, 1),
         "chain3 grid": one(3, 132, 256),
+        "code 4k": lambda: code((1,), (32,), (np.float32(1.0), out.view(cp.float32))),
     }
     rows = []
     for flush in (True, False):
@@ -91,13 +116,47 @@ def main(argv: list[str] | None = None) -> int:
             rows.append({"probe": name, "flushed": m.flushed,
                          "median_us": statistics.median(us),
                          "p10_us": us[len(us) // 10], "samples_us": us})
-    print(f"{'probe':14s} {'flushed':>8s} {'median us':>10s} {'p10 us':>8s}")
+    rows += spmv_rows(args.matrix, args.repeats)
+    print(f"{'probe':24s} {'flushed':>8s} {'median us':>10s} {'p10 us':>8s}")
     for r in rows:
-        print(f"{r['probe']:14s} {str(r['flushed']):>8s} {r['median_us']:10.2f} "
+        print(f"{r['probe']:24s} {str(r['flushed']):>8s} {r['median_us']:10.2f} "
               f"{r['p10_us']:8.2f}")
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
     return 0
+
+
+def spmv_rows(matrix: str, repeats: int) -> list[dict]:
+    """The own kernels' calls on ``matrix`` (SUITE#NAME) through their ``time`` method, with
+    the L2 flushed and without; each output checked against float64 first."""
+    import numpy as np
+
+    from sparsescope.backends.registry import get_backend
+    from sparsescope.matrices.suites import build_entry, find_entry, split_suite_name
+    from sparsescope.ops.base import canonical_csr
+    from sparsescope.timing.types import TimingConfig
+
+    source, _, name = matrix.partition("#")
+    suite, _ = split_suite_name(source)
+    csr = canonical_csr(build_entry(find_entry(suite, name, 1.0), 0).csr)
+    x = np.random.default_rng(0).standard_normal(csr.shape[1])
+    want = csr.astype(np.float64) @ x
+    rows = []
+    for backend_name in SPMV:
+        backend = get_backend(backend_name)
+        prepared = backend.prepare(csr, "float32", 4)
+        got = backend.run(prepared, x.astype(np.float32))
+        err = float(np.abs(got - want).max() / max(1e-30, np.abs(want).max()))
+        if err > 1e-4:
+            raise SystemExit(f"{backend_name} on {matrix}: relative error {err:.2e}")
+        for flush in (True, False):
+            config = TimingConfig(warmups=3, repeats=repeats, flush_l2=flush)
+            m = backend.time(prepared, x.astype(np.float32), config)
+            us = sorted(1e3 * s for s in m.samples_ms)
+            rows.append({"probe": f"spmv {backend_name[10:]}", "flushed": m.flushed,
+                         "median_us": statistics.median(us), "p10_us": us[len(us) // 10],
+                         "samples_us": us, "rel_err": err})
+    return rows
 
 
 if __name__ == "__main__":
