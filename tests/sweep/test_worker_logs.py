@@ -37,3 +37,29 @@ def test_a_local_clusters_workers_load_the_preload():
     with dask_client("local", None, 1, quiet=True) as client:
         answers = client.run(_WORKER_FILTERS)
     assert list(answers.values()) == [["DropLostHeartbeat"]]
+
+
+def test_the_interrupted_sync_cancel_record_is_dropped_and_others_kept():
+    keep = worker_logs.DropInterruptedSync().filter
+
+    def sync():
+        def cancel():
+            pass
+        return cancel
+
+    import functools
+    # tornado.application's record: "Exception in callback %r" with the callback as argument
+    interrupted = logging.LogRecord("tornado.application", logging.ERROR, __file__, 1,
+                                    "Exception in callback %r",
+                                    (functools.partial(sync()),), None)
+    assert "sync.<locals>.cancel" in interrupted.getMessage()
+    assert keep(interrupted) is False
+    other = logging.LogRecord("tornado.application", logging.ERROR, __file__, 1,
+                              "Exception in callback %r", (functools.partial(print),), None)
+    assert keep(other) is True
+
+
+def test_a_client_installs_the_interrupt_filter_on_its_loop_logger():
+    with dask_client("local", None, 1, quiet=True):
+        filters = logging.getLogger("tornado.application").filters
+    assert sum(isinstance(f, worker_logs.DropInterruptedSync) for f in filters) == 1

@@ -24,7 +24,7 @@ from typing import Any
 
 from sparsescope.errors import MissingDependencyError, UsageError
 from sparsescope.results.records import CaseResult, MatrixRecord
-from sparsescope.sweep import worker
+from sparsescope.sweep import worker, worker_logs
 from sparsescope.sweep.sources import MatrixSource, source_hash
 from sparsescope.sweep.tasks import SweepTask, task_key
 from sparsescope.timing.types import TimingConfig
@@ -178,6 +178,7 @@ def dask_client(cluster: str | None, scheduler: str | None, workers: int | None,
             owned = distributed.LocalCluster(n_workers=workers or 2, threads_per_worker=1,
                                              processes=True, dashboard_address=":0",
                                              preload=[WORKER_PRELOAD])
+    worker_logs.install_client()  # Ctrl-C is reported by the sweep, not as a loop traceback
     client = distributed.Client(owned if owned is not None else scheduler)
     try:
         if not quiet:

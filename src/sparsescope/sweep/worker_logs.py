@@ -1,4 +1,5 @@
-"""Worker preload: keep a sweep's end from printing a Dask worker's heartbeat traceback.
+"""Worker preload: keep a sweep's end from printing a Dask worker's heartbeat traceback (and,
+on the client, the traceback of a ``sync`` call that Ctrl-C interrupted).
 
 When a sweep stops (done, past ``--time-limit``, or Ctrl-C) the client closes its local
 cluster; a worker whose heartbeat was already in flight then logs "Failed to communicate with
@@ -17,6 +18,13 @@ import logging
 HEARTBEAT_LOST = "Failed to communicate with scheduler during heartbeat"
 
 
+#: What the client's event loop logs (logger ``tornado.application``) when Ctrl-C reaches
+#: ``distributed.utils.sync`` while it waits: the cancel callback it schedules fails on the
+#: loop the interrupt is closing ("Exception in callback functools.partial(<function
+#: sync.<locals>.cancel ...>)" with a traceback). The sweep reports the interrupt itself.
+INTERRUPTED_SYNC = "sync.<locals>.cancel"
+
+
 class DropLostHeartbeat(logging.Filter):
     """Drops the worker's lost-heartbeat record, keeps the rest."""
 
@@ -24,11 +32,24 @@ class DropLostHeartbeat(logging.Filter):
         return not str(record.msg).startswith(HEARTBEAT_LOST)
 
 
-def install(logger_name: str = "distributed.worker") -> None:
-    """Add the filter to ``logger_name`` once (a preload may run again on a restarted worker)."""
+class DropInterruptedSync(logging.Filter):
+    """Drops the client loop's record of an interrupted ``sync`` cancel, keeps the rest."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return INTERRUPTED_SYNC not in record.getMessage()
+
+
+def install(logger_name: str = "distributed.worker", kind: type = DropLostHeartbeat) -> None:
+    """Add a ``kind`` filter to ``logger_name`` once (a preload may run again on a restarted
+    worker, a sweep may open several clients)."""
     logger = logging.getLogger(logger_name)
-    if not any(isinstance(f, DropLostHeartbeat) for f in logger.filters):
-        logger.addFilter(DropLostHeartbeat())
+    if not any(isinstance(f, kind) for f in logger.filters):
+        logger.addFilter(kind())
+
+
+def install_client() -> None:
+    """The client side's filter: the interrupted ``sync`` cancel (``sweep.engine.dask_client``)."""
+    install("tornado.application", DropInterruptedSync)
 
 
 install()
