@@ -91,3 +91,21 @@ def test_an_escape_adds_one_stream_round_to_its_share_of_iterations():
     assert escape_share(replace(shape, nnz_per_iteration=6)) == pytest.approx(0.4)
     assert escape_share(replace(shape, nnz_per_iteration=2)) == pytest.approx(0.2)
     assert escape_share(replace(shape, escape_share=())) == 0.0
+
+
+def test_a_shape_without_a_schedule_adds_its_instruction_path():
+    from sparsescope.model.predict import instruction_path_ns
+
+    rates = replace(_rates(), sm_clock_mhz=1980.0)
+    xg = _l2_hits()
+    tile = KernelShape(kernel="k", decomposition="nnz", block_threads=256, grid_blocks=1,
+                       rounds_per_iteration=2, loop_instructions=364)
+    # 364 instructions x 4 cycles at 1,980 MHz: 735.4 ns, on top of 350 + 150 ns of rounds
+    assert instruction_path_ns(tile, rates) == pytest.approx(364 * 4 / 1.98)
+    assert iteration_ns(tile, rates, xg)[0] == pytest.approx(500.0 + 364 * 4 / 1.98)
+    # a walked schedule, no SASS count, or no clock: nothing added
+    assert instruction_path_ns(replace(tile, issue_schedule=CHAIN), rates) == 0.0
+    assert instruction_path_ns(replace(tile, loop_instructions=0), rates) == 0.0
+    assert instruction_path_ns(tile, _rates()) == 0.0
+    # a staged kernel's instructions issue while its next copy is in flight
+    assert instruction_path_ns(replace(tile, staged=True), rates) == 0.0

@@ -25,7 +25,9 @@ The kernel needs at least the time of each of these (each a :class:`PredictionTe
                 the gathers when staged by cp.async one chunk ahead: the longer of the
                 two), each further round (the x gathers) at
                 L2 latency + P(a warp's gather misses) x (DRAM latency - L2 latency),
-                P = 1 - h^s for an L2 hit rate h and s sectors per gather instruction
+                P = 1 - h^s for an L2 hit rate h and s sectors per gather instruction;
+                plus, for a loop that holds another loop (the tile kernels), the warp's own
+                instruction path (:func:`instruction_path_ns`)
 
     memory    = the block-iterations through a closed queueing network of the DRAM and L2
                 (demand per iteration = the dram / l2 term's time / iterations) and the round
@@ -215,11 +217,36 @@ def iteration_ns(shape: KernelShape, rates: DeviceRates, xg: XGather) -> tuple[f
         t_iter = shape.issue_schedule.walk(dram, x_round).iteration_ns
         return t_iter + escape_share(shape) * dram, x_round
     gathers = max(0, shape.rounds_per_iteration - 1) * x_round
+    path = instruction_path_ns(shape, rates)
     if shape.staged:
         # double-buffered: the next chunk's copy leaves when this chunk starts, so a chunk
         # lasts at least the copy's round trip, however fast its gathers
         return max(dram, gathers), x_round
-    return dram + gathers, x_round
+    return dram + gathers + path, x_round
+
+
+#: Cycles between a warp's dependent instructions (FP32 and integer pipelines on Volta to
+#: Hopper): an instruction that reads the one before issues this many cycles after it.
+DEPENDENT_ISSUE_CYCLES = 4
+
+
+def instruction_path_ns(shape: KernelShape, rates: DeviceRates) -> float:
+    """A warp's own instruction path through one iteration, for a shape whose SASS gave no
+    issue schedule because its loop holds another loop (the tile kernels: a tile's rows and
+    its reduction)::
+
+        path = loop instructions x DEPENDENT_ISSUE_CYCLES / SM clock
+
+    Why: ncu on the tile kernel (results/h200/profile/2026-11-25-cases-rmat20-warp-rows and
+    2026-11-25-cases-rmat20) finds about half of a block's time outside its global-load waits:
+    fixed-latency waits, shared memory, barriers, branches, which the memory rounds do not
+    count. A staged kernel (cp.async, no schedule either) is left out: its loop's instructions
+    issue while its next chunk's copy is in flight. 0 without the SASS's count or a clock.
+    Hand check: 364 instructions at 1,980 MHz -> 735 ns."""
+    if (shape.issue_schedule is not None or shape.staged or not shape.loop_instructions
+            or not rates.sm_clock_mhz):
+        return 0.0
+    return shape.loop_instructions * DEPENDENT_ISSUE_CYCLES * 1e3 / rates.sm_clock_mhz
 
 
 def round_trips(shape: KernelShape) -> float:
