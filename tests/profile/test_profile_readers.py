@@ -4,6 +4,7 @@ Expected values are read by hand from the CSV files (row and column given in eac
 
 from __future__ import annotations
 
+import gzip
 import math
 import os
 from collections import Counter
@@ -237,6 +238,22 @@ def test_csv_reader_refuses_wrong_files(shared_fixtures, tmp_path):
     details_as_raw.write_bytes((shared_fixtures / "spmv_full_details.csv").read_bytes())
     with pytest.raises(ProfileError, match="holds its own rule messages"):
         load_profiles_csv(details_as_raw, shared_fixtures / "spmv_full_details.csv")
+
+
+def test_csv_reader_takes_gzipped_exports(shared_fixtures, tmp_path):
+    """The results folders keep raw exports gzipped (``*_raw.csv.gz``)."""
+    packed = tmp_path / "cant_raw.csv.gz"
+    packed.write_bytes(gzip.compress((shared_fixtures / "ncu_metrics_cant_analog.csv")
+                                     .read_bytes()))
+    plain = load_profiles_csv(shared_fixtures / "ncu_metrics_cant_analog.csv")
+    unpacked = load_profiles_csv(packed)
+    assert len(unpacked) == len(plain) == 51
+    assert unpacked[1].grid_size == plain[1].grid_size == 1305
+    broken = tmp_path / "cut_raw.csv.gz"
+    broken.write_bytes(packed.read_bytes()[:200])
+    with pytest.raises(ProfileError, match="broken gzip") as err:
+        load_profiles_csv(broken)
+    assert str(broken) in str(err.value)
 
 
 def test_load_dispatches_on_content(shared_fixtures, tmp_path):

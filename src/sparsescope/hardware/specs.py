@@ -38,6 +38,18 @@ SM_LIMITS: dict[str, dict[str, int]] = {
                  warp_schedulers_per_sm=4),
 }
 
+#: One SM's unified data cache, shared by its L1 and its shared memory, in KiB, and the
+#: shared-memory carveouts the driver can set at a launch (CUDA C++ Programming Guide,
+#: compute capability tables; the Ampere and Hopper tuning guides): the L1 keeps the rest.
+UNIFIED_L1_SHARED_KIB = {"8.0": 192, "8.6": 128, "8.9": 128, "9.0": 256, "10.0": 256}
+SHARED_CARVEOUTS_KIB = {
+    "8.0": (0, 8, 16, 32, 64, 100, 132, 164),
+    "8.6": (0, 8, 16, 32, 64, 100),
+    "8.9": (0, 8, 16, 32, 64, 100),
+    "9.0": (0, 8, 16, 32, 64, 100, 132, 164, 196, 228),
+    "10.0": (0, 8, 16, 32, 64, 100, 132, 164, 196, 228),
+}
+
 #: FP32 lanes per SM (whitepapers: GA100 64; AD10x, GH100 and GB100 128).
 FP32_LANES_PER_SM = {"7.0": 64, "7.5": 64, "8.0": 64, "8.6": 128, "8.7": 128, "8.9": 128,
                      "9.0": 128, "10.0": 128, "10.3": 128, "12.0": 128}

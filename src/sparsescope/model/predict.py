@@ -75,6 +75,7 @@ from sparsescope.model.kernel_shape import (
     KernelShape,
     resident_blocks,
 )
+from sparsescope.model.l1_cache import L1Cache, l1_data_bytes
 from sparsescope.model.littles_law import warps_per_sm_required
 from sparsescope.model.onchip import sm_work
 from sparsescope.model.prediction import ModelPrediction, PredictionTerm
@@ -132,6 +133,9 @@ class DeviceRates:
     next_launch_us: float | None = None
     """What each further launch of a call adds (measured: ``MeasuredCeilings.next_launch_us``),
     or None."""
+    compute_capability: str = ""
+    """The device's compute capability (spec): its unified L1 / shared memory and carveouts
+    (``model.l1_cache``); "" for none known, where a block's x is kept in L1 without limit."""
 
 
 def device_rates(spec, ceilings=None) -> DeviceRates:
@@ -179,6 +183,7 @@ def device_rates(spec, ceilings=None) -> DeviceRates:
         tf32_tensor_gflops=tensor,
         flush_writeback_share=None if share is None else float(share),
         call_us=getattr(c, "call_us", None), next_launch_us=getattr(c, "next_launch_us", None),
+        compute_capability=str(getattr(spec, "compute_capability", "") or ""),
         sources={"dram_bw": dram_src, "l2_bw": l2bw_src, "dram_latency": lat_src,
                  "l2_latency": l2lat_src, "fp32": fp32_src, "launch": launch_src,
                  "dram_gathers": dgather_src, "l2_gathers": lgather_src,
@@ -406,8 +411,10 @@ def format_floor(indptr, indices, cols: int, traffic: Traffic, rates: DeviceRate
 
 def _x_gathers(indptr, indices, cols: int, shape: KernelShape,
                rates: DeviceRates, value_bytes: int) -> XGather:
-    """The x-gather model under the kernel's lane mapping; a block's x stays in L1 while it
-    runs when the kernel's gathers go through L1.
+    """The x-gather model under the kernel's lane mapping. Gathers through L1 cost the L2 the
+    requests each SM's L1 misses across the blocks it runs, at the capacity the launch's
+    shared-memory carveout leaves (``model.l1_cache``); on a device whose unified L1 is not
+    known, a block's x sectors are kept in L1 while it runs, without limit.
 
     The streams take no L2 capacity from x (0 B per nonzero in the reuse model): they are read
     once, and the L2 evicts such lines before lines that were hit again (x). The own kernels
@@ -420,11 +427,20 @@ def _x_gathers(indptr, indices, cols: int, shape: KernelShape,
     rows = shape.decomposition == "rows"
     per_block = (shape.block_threads // shape.threads_per_row if rows
                  else math.ceil(nnz / max(1, shape.grid_blocks)))
+    l1 = None
+    if shape.x_in_l1:
+        resident = resident_blocks(shape, rates.max_threads_per_sm, rates.max_blocks_per_sm,
+                                   registers_per_sm=rates.registers_per_sm,
+                                   smem_per_sm=rates.shared_mem_per_sm_bytes)
+        sizes = l1_data_bytes(rates.compute_capability, shape.shared_bytes, resident)
+        if sizes is not None:
+            l1 = (L1Cache(bytes=sizes[0], sms=rates.sm_count, resident_blocks=resident,
+                          carveout_bytes=sizes[1]), per_block)
     return x_gather(indptr, indices, cols=cols, l2_bytes=rates.l2_bytes,
                     stream_bytes_per_nnz=0.0,
                     threads_per_row=shape.threads_per_row if rows else 0,
                     value_bytes=value_bytes, onchip_entries=shape.onchip_x_entries,
-                    l1_block=per_block if shape.x_in_l1 else 0)
+                    l1_block=per_block if shape.x_in_l1 and l1 is None else 0, l1=l1)
 
 
 def _loop_terms(iters: np.ndarray, t_iter: float, shape: KernelShape, rates: DeviceRates,

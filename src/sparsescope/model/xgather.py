@@ -56,8 +56,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sparsescope.model.footprint import gap_terms, hotl_misses
 from sparsescope.model.gathers import SECTOR_BYTES, sector_index
 from sparsescope.model.hot_set import pinned_columns
+from sparsescope.model.l1_cache import l1_hit_share
 
 _HASH = np.uint32(0x9E3779B1)           # Fibonacci hashing: sector * _HASH mod 2^32
 
@@ -163,42 +165,6 @@ def sector_requests(indptr, indices, *, threads_per_row: int, value_bytes: int =
     return SectorRequests(float(est), True, (big_nnz + taken) / nnz)
 
 
-def _gap_terms(times: np.ndarray, sectors: np.ndarray, steps: int):
-    """Sorted HOTL gaps (reuse times, f_k, l_k), sorted f_k and l_k alone, distinct sectors."""
-    key = np.sort(sectors.astype(np.int64) * steps + times)
-    sec = key // steps
-    t = key - sec * steps
-    new = np.ones(key.size, dtype=bool)
-    new[1:] = sec[1:] != sec[:-1]
-    ends = np.sort(np.concatenate([t[new] + 1, steps - t[np.append(new[1:], True)]]))
-    gaps = np.sort(np.concatenate([np.diff(t)[~new[1:]], ends]))
-    return gaps, ends, int(np.count_nonzero(new))
-
-
-def _hotl(parts, steps: int, capacity_bytes: float, stream: float, sector_bytes: int) -> float:
-    """Reuses that miss, sum of weight * #{rt > w*}; ``parts``: (_gap_terms, weight)."""
-    prepared = [(g, e, np.concatenate([[0], np.cumsum(g, dtype=np.float64)]), m, wt)
-                for (g, e, m), wt in parts]
-
-    def over(w: int) -> bool:           # F(w) > capacity, F(0) = 0
-        fp = 0.0
-        for gaps, _, csum, m, wt in prepared:
-            i = int(np.searchsorted(gaps, w, side="right"))
-            missed = (csum[-1] - csum[i]) - w * (gaps.size - i)
-            fp += wt * (m - missed / (steps - w + 1))
-        return w > 0 and sector_bytes * fp + stream * w > capacity_bytes
-
-    if not over(steps):
-        return 0.0
-    lo, hi = 0, steps                   # F(lo) <= capacity < F(hi)
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        lo, hi = (lo, mid) if over(mid) else (mid, hi)
-    return sum(wt * ((g.size - np.searchsorted(g, lo, side="right"))
-                     - (e.size - np.searchsorted(e, lo, side="right")))
-               for g, e, _, _, wt in prepared)
-
-
 def footprint_miss_ratio(sector_trace, *, capacity_bytes: float, stream_bytes_per_access: float,
                          sector_bytes: int = SECTOR_BYTES) -> float:
     """HOTL LRU misses per step of a trace (one sector per step, negative = no x access).
@@ -210,9 +176,9 @@ def footprint_miss_ratio(sector_trace, *, capacity_bytes: float, stream_bytes_pe
     t = np.flatnonzero(trace >= 0)
     if t.size == 0:
         return 0.0
-    terms = _gap_terms(t, trace[t], trace.size)
-    reuse = _hotl([(terms, 1.0)], trace.size, capacity_bytes, stream_bytes_per_access,
-                  sector_bytes)
+    terms = gap_terms(t, trace[t], trace.size)
+    reuse = hotl_misses([(terms, 1.0)], trace.size, capacity_bytes, stream_bytes_per_access,
+                        sector_bytes)
     return (terms[2] + reuse) / trace.size
 
 
@@ -291,9 +257,12 @@ def _l2_trace(indices, skip, value_bytes, sector_bytes, nsec, rate, seed, chunk=
 def x_gather(indptr, indices, *, cols: int, l2_bytes: int, stream_bytes_per_nnz: float,
              threads_per_row: int = 1, value_bytes: int = 4, onchip_entries: int = 0,
              sector_bytes: int = SECTOR_BYTES, max_exact_nnz: int = 4_000_000,
-             sample_nnz: int = 1_000_000, seed: int = 0, l1_block: int = 0) -> XGather:
+             sample_nnz: int = 1_000_000, seed: int = 0, l1_block: int = 0,
+             l1=None) -> XGather:
     """(a) and (b) for one CSR matrix (module docstring): exact up to ``max_exact_nnz``
-    nonzeros, above that (a) and (b) sample about ``sample_nnz`` each."""
+    nonzeros, above that (a) and (b) sample about ``sample_nnz`` each. ``l1``: (``l1_cache.
+    L1Cache``, rows or nonzeros a block takes): the requests per warp instruction less the
+    share an SM's L1 serves across its blocks (``model.l1_cache``), in place of ``l1_block``."""
     indptr = np.asarray(indptr, dtype=np.int64)
     nnz = int(indptr[-1]) if indptr.size else 0
     indices = np.asarray(indices)[:nnz]
@@ -303,13 +272,22 @@ def x_gather(indptr, indices, *, cols: int, l2_bytes: int, stream_bytes_per_nnz:
     req = sector_requests(indptr, indices, threads_per_row=threads_per_row,
                           value_bytes=value_bytes, sector_bytes=sector_bytes, skip_columns=skip,
                           max_exact_nnz=max_exact_nnz, sample_nnz=sample_nnz, seed=seed,
-                          l1_block=l1_block)
+                          l1_block=0 if l1 is not None else l1_block)
+    l1_share, l1_sampled = 0.0, False
+    if l1 is not None:
+        cache, per_block = l1
+        l1_share, l1_sampled = l1_hit_share(indptr, indices, cache=cache,
+                                            threads_per_row=threads_per_row,
+                                            per_block=per_block, value_bytes=value_bytes,
+                                            skip_columns=skip, sample_nnz=sample_nnz)
+        req = SectorRequests(req.requests * (1.0 - l1_share), req.sampled or l1_sampled,
+                             req.sample_fraction)
     rate = 1.0 if nnz <= max_exact_nnz else min(1.0, sample_nnz / nnz)
     nsec = int(sector_index(np.array([cols - 1]), value_bytes, sector_bytes)[0]) + 1
     pos, secs, distinct = _l2_trace(indices, skip, value_bytes, sector_bytes, nsec, rate, seed)
     reuse = 0.0
     if pos.size:
-        reuse = _hotl([(_gap_terms(pos, secs, nnz), 1.0 / rate)], nnz, l2_bytes,
+        reuse = hotl_misses([(gap_terms(pos, secs, nnz), 1.0 / rate)], nnz, l2_bytes,
                       stream_bytes_per_nnz, sector_bytes)
     dram = float(distinct + reuse)
     sampled = req.sampled or rate < 1.0 or stride > 1
@@ -318,6 +296,10 @@ def x_gather(indptr, indices, *, cols: int, l2_bytes: int, stream_bytes_per_nnz:
            f"rate {rate:.3g}{onchip}" if sampled else "exact")
     unit = (f"per block of {l1_block} {'rows' if threads_per_row else 'nonzeros'} (x kept in "
             f"L1 for a block's life)" if l1_block else "per warp instruction")
+    if l1 is not None:
+        unit = (f"per warp instruction less the {100 * l1_share:.1f} % an SM's L1 of "
+                f"{l1[0].bytes // 1024} KB serves across its blocks ({l1[0].resident_blocks} "
+                f"resident; model.l1_cache)")
     method = (f"x gathers of {nnz} nonzeros: L2 sector requests {unit} at "
               f"{threads_per_row} threads per row; DRAM sectors = distinct + HOTL reuse misses "
               f"of an LRU L2 of {l2_bytes} B shared with {stream_bytes_per_nnz:g} B/nnz of "

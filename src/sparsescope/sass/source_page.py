@@ -32,6 +32,7 @@ stage depends on this one, never the other way round. Bad input raises
 from __future__ import annotations
 
 import csv
+import gzip
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -205,8 +206,8 @@ def _columns(header: list[str], where: str) -> _Columns:
 
 
 def read_export_text(path: str | Path) -> str:
-    """The text of an ncu CSV export; UsageError for a missing, unreadable, empty or binary
-    file (a ``.ncu-rep`` report given where an export was expected)."""
+    """The text of an ncu CSV export, gzipped or not; UsageError for a missing, unreadable,
+    empty or binary file (a ``.ncu-rep`` report given where an export was expected)."""
     path = Path(path)
     if not path.is_file():
         raise UsageError(f"{path}: no such file")
@@ -214,6 +215,11 @@ def read_export_text(path: str | Path) -> str:
         data = path.read_bytes()
     except OSError as exc:
         raise UsageError(f"{path}: cannot read: {exc.strerror}") from exc
+    if data[:2] == b"\x1f\x8b":       # a gzipped export, as the results folders keep them
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError) as exc:
+            raise UsageError(f"{path}: a broken gzip file ({exc})") from exc
     if not data.strip():
         raise UsageError(f"{path}: empty file, not an ncu CSV export")
     if b"\x00" in data[:4096]:
