@@ -448,3 +448,46 @@ def test_dsmem_probe_source_compiles_for_hopper():
         assert entry.name == "dsmem_gather"
         assert sum(t.startswith("LD.E ") for t in texts) == 8
         assert sum("UCGABAR_WAIT" in t for t in texts) == 2  # fill, then before exit
+
+
+def test_shortlist_offline_times_what_auto_would_time(tmp_path):
+    short = load("shortlist_offline")
+
+    def row(matrix, backend, measured, predicted):
+        return {"gpu": "H200", "matrix": matrix, "backend": backend, "measured_ms": measured,
+                "predicted_ms": predicted, "limiter": "l2"}
+
+    rows = [  # m: the fastest (merge) predicted 1.5x the fastest prediction: not shortlisted
+        row("m", "cuda-spmv-sell[a]", 0.012, 0.010), row("m", "cuda-spmv-sell[b]", 0.011, 0.012),
+        row("m", "cuda-spmv-merge", 0.010, 0.015),
+        # n: every variant within 35 %: the fastest measured is kept, regret 0
+        row("n", "cuda-spmv-sell[a]", 0.020, 0.010), row("n", "cuda-spmv-merge", 0.010, 0.013)]
+    res = short.regrets(rows)
+    assert res[("H200", "m")][:2] == (pytest.approx(0.1), "cuda-spmv-sell[b]")
+    assert res[("H200", "n")][:2] == (0.0, "cuda-spmv-merge")
+    # geomean of 1.1 and 1.0: 1.0488
+    assert short.summary("now", res) == (
+        "now H200: shortlist regret +4.9 % geomean, largest +10.0 %, fastest not shortlisted "
+        "on 1 of 2 matrices")
+    path = tmp_path / "score.json"
+    path.write_text(json.dumps(rows))
+    assert short.main([str(path), "--baseline", str(path)]) == 0
+
+
+def test_l1_model_check_on_the_committed_rmat20_profiles(tmp_path):
+    """uniform-05 and rmat-20's tile launches (ncu, H200): the x requests ncu counted and the
+    model's; the L1 model stays within 15 % where the old per-block count was off by 48 %."""
+    check = load("l1_model_check")
+    out = tmp_path / "check.json"
+    assert check.main([str(ROOT / "results/h200/profile/2026-11-25-cases-rmat20"),
+                       "--json", str(out)]) == 0
+    rows = {r["case"]: r for r in json.loads(out.read_text())}
+    r = rows["rmat-20.spmv0.cuda-spmv-adaptive"]
+    # 605,788 L2 read sectors - (8 x 1,001,438 + 4 x 83,455) / 32 of streams
+    assert r["ncu_x_sectors"] == pytest.approx(605_788 - (8 * 1_001_438 + 4 * 83_455) / 32)
+    assert (r["grid"], r["resident"], r["l1_ncu_kb"], r["l1_rule_kb"]) == (1167, 6, 124, 192)
+    assert r["l1_model_at_ncu"] == pytest.approx(r["ncu_x_sectors"], rel=0.15)
+    assert r["block_unlimited"] > 1.4 * r["ncu_x_sectors"]
+    assert "rmat-20.spmv0.cuda-spmv-adaptive[iters=2]" in rows
+    assert "uniform-05.spmv0.cuda-spmv-adaptive" in rows
+    assert "| rmat-20.spmv0.cuda-spmv-adaptive |" in check.table(list(rows.values()))
