@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -32,6 +31,7 @@ from sparsescope.backends.select_predicted import (  # noqa: E402
     CandidatePrediction,
     shortlist,
 )
+from sparsescope.report.collection_data import geomean  # noqa: E402
 
 
 def _rows(paths: list[Path]) -> list[dict]:
@@ -63,7 +63,7 @@ def summary(label: str, res: dict) -> str:
         by_gpu[gpu].append(regret)
     lines = []
     for gpu, values in sorted(by_gpu.items()):
-        geo = math.exp(sum(math.log1p(v) for v in values) / len(values)) - 1
+        geo = geomean(1.0 + v for v in values) - 1.0
         missed = sum(v > 0 for v in values)
         lines.append(f"{label} {gpu}: shortlist regret {100 * geo:+.1f} % geomean, largest "
                      f"{100 * max(values):+.1f} %, fastest not shortlisted on {missed} of "
