@@ -17,6 +17,8 @@ compiler, which may differ from the device's (NVRTC versions): say so when quoti
 ``--call-probe``: ``scripts/call_overhead_probe.py --json`` of the same GPU model, whose
 measured call costs (``call_us``, ``next_launch_us``) stand in for a run measured before
 ``sparsescope ceilings`` had them (say so when quoting numbers).
+``--by-kind``: the median measured / predicted of each variant on each matrix kind (which
+structures a kernel family is mispredicted on).
 ``--baseline``: the ``--json`` of an earlier score of the same runs (another commit's model);
 printed after the summary: per GPU and per kernel family (the variant's first word) the median
 |error| and median signed error of both, on the cases both predicted. ``--from-json``: RESULTS
@@ -174,6 +176,25 @@ def comparison(rows: list[dict], baseline: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def by_kind(rows: list[dict]) -> str:
+    """Markdown table: per GPU and variant, the median of measured / predicted over the cases of
+    each matrix kind (the generator: ``rmat`` of ``rmat-20``); above 1 the model is fast."""
+    ratios: dict[tuple[str, str, str], list[float]] = defaultdict(list)
+    for r in rows:
+        if r["predicted_ms"]:
+            variant = r["backend"].partition("[")[2].rstrip("]") or r["backend"]
+            ratios[(r["gpu"], variant, r["matrix"].split("-")[0])].append(
+                r["measured_ms"] / r["predicted_ms"])
+    kinds = sorted({k[2] for k in ratios})
+    lines = ["| GPU | variant | " + " | ".join(kinds) + " |",
+             "| --- | --- |" + " ---: |" * len(kinds)]
+    for gpu, variant in sorted({k[:2] for k in ratios}):
+        cells = [f"{statistics.median(ratios[(gpu, variant, k)]):.2f}"
+                 if (gpu, variant, k) in ratios else "" for k in kinds]
+        lines.append(f"| {gpu} | {variant} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("results", type=Path, nargs="+")
@@ -181,6 +202,8 @@ def main() -> int:
     parser.add_argument("--matrix", action="append", default=[])
     parser.add_argument("--baseline", type=Path)
     parser.add_argument("--from-json", action="store_true")
+    parser.add_argument("--by-kind", action="store_true",
+                        help="also the median measured / predicted per variant and matrix kind")
     parser.add_argument("--call-probe", type=Path,
                         help="call_overhead_probe.py --json of the same GPU model: its call "
                              "costs stand in for runs whose ceilings predate them")
@@ -199,6 +222,8 @@ def main() -> int:
     print(summary(rows))
     if args.baseline:
         print(comparison(rows, _read_rows(args.baseline)))
+    if args.by_kind:
+        print(by_kind(rows))
     return 0
 
 

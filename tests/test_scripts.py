@@ -491,3 +491,21 @@ def test_l1_model_check_on_the_committed_rmat20_profiles(tmp_path):
     assert "rmat-20.spmv0.cuda-spmv-adaptive[iters=2]" in rows
     assert "uniform-05.spmv0.cuda-spmv-adaptive" in rows
     assert "| rmat-20.spmv0.cuda-spmv-adaptive |" in check.table(list(rows.values()))
+
+
+def test_offline_score_by_matrix_kind():
+    score = load("model_offline_score")
+
+    def row(matrix, backend, measured, predicted):
+        return {"gpu": "H200", "matrix": matrix, "backend": backend, "measured_ms": measured,
+                "predicted_ms": predicted, "limiter": "imbalance"}
+
+    rows = [row("rmat-20", "cuda-spmv-sell[sell-u4-m6-h1]", 0.026, 0.020),
+            row("rmat-26", "cuda-spmv-sell[sell-u4-m6-h1]", 0.030, 0.020),
+            row("banded-05", "cuda-spmv-sell[sell-u4-m6-h1]", 0.010, 0.010),
+            row("rmat-20", "cuda-spmv-merge[merge-i1-h1]", 0.018, 0.012)]
+    lines = score.by_kind(rows).splitlines()
+    assert lines[0] == "| GPU | variant | banded | rmat |"
+    # merge: one rmat case, 1.5; sell: banded 1.0, rmat median of 1.3 and 1.5 = 1.4
+    assert lines[2] == "| H200 | merge-i1-h1 |  | 1.50 |"
+    assert lines[3] == "| H200 | sell-u4-m6-h1 | 1.00 | 1.40 |"
