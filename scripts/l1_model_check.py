@@ -32,14 +32,16 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from sparsescope.errors import UnknownNameError  # noqa: E402
+from sparsescope.hardware.specs import UNIFIED_L1_SHARED_KIB, get_spec  # noqa: E402
 from sparsescope.matrices.suites import build_entry, find_entry  # noqa: E402
 from sparsescope.model.l1_cache import L1Cache, l1_data_bytes  # noqa: E402
 from sparsescope.model.xgather import x_gather  # noqa: E402
 from sparsescope.profile.read_csv import read_raw_rows  # noqa: E402
 
 KB = 1024
-UNIFIED = 256 * KB          # Hopper's unified L1 / shared memory, as the profiles' GPUs (H200)
-SMS = 132                   # the H200's and the H100 SXM's SMs
+PROFILED = get_spec("H200")  # the GPU of the profiles read here
+UNIFIED = UNIFIED_L1_SHARED_KIB[PROFILED.compute_capability] * KB
+SMS = PROFILED.sm_count
 STATIC_SHARED = "launch__shared_mem_per_block_static"
 
 
@@ -69,7 +71,8 @@ def check_case(raw: Path) -> dict | None:
     resident = int(min(_number(row, "launch__occupancy_limit_registers"),
                        _number(row, "launch__occupancy_limit_shared_mem")))
     l1_ncu = UNIFIED - int(_number(row, "launch__shared_mem_config_size"))
-    l1_rule = l1_data_bytes("9.0", int(_number(row, STATIC_SHARED)), resident)[0]
+    l1_rule = l1_data_bytes(PROFILED.compute_capability, int(_number(row, STATIC_SHARED)),
+                             resident)[0]
     per_block = -(-a.nnz // grid)
     streams = (8 * a.nnz + 4 * (a.shape[0] + 1) + min(grid, SMS) * hub * 4) / 32
     measured = _number(row, "lts__t_sectors_srcunit_tex_op_read.sum") - streams

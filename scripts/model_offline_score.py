@@ -96,6 +96,12 @@ def score_run(path: Path, only: set[str], call_costs: dict | None = None) -> lis
     return rows
 
 
+def _variant(backend: str) -> str:
+    """The variant label of ``cuda-spmv-sell[sell-u4-m6-h1]`` (``sell-u4-m6-h1``), or the
+    backend's own name when it has none."""
+    return backend.partition("[")[2].rstrip("]") or backend
+
+
 def summary(rows: list[dict]) -> str:
     lines = []
     for gpu in dict.fromkeys(r["gpu"] for r in rows):
@@ -108,7 +114,7 @@ def summary(rows: list[dict]) -> str:
         by_variant: dict[str, list[float]] = defaultdict(list)
         for r in mine:
             signed = (r["measured_ms"] - r["predicted_ms"]) / r["measured_ms"]
-            by_variant[r["backend"].partition("[")[2].rstrip("]")].append(signed)
+            by_variant[_variant(r["backend"])].append(signed)
         for variant, values in sorted(by_variant.items(),
                                       key=lambda kv: statistics.median(kv[1])):
             lines.append(f"  {variant:26s} median signed error "
@@ -182,8 +188,7 @@ def by_kind(rows: list[dict]) -> str:
     ratios: dict[tuple[str, str, str], list[float]] = defaultdict(list)
     for r in rows:
         if r["predicted_ms"]:
-            variant = r["backend"].partition("[")[2].rstrip("]") or r["backend"]
-            ratios[(r["gpu"], variant, r["matrix"].split("-")[0])].append(
+            ratios[(r["gpu"], _variant(r["backend"]), r["matrix"].split("-")[0])].append(
                 r["measured_ms"] / r["predicted_ms"])
     kinds = sorted({k[2] for k in ratios})
     lines = ["| GPU | variant | " + " | ".join(kinds) + " |",

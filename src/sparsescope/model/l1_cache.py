@@ -51,11 +51,10 @@ import numpy as np
 from sparsescope.hardware.specs import SHARED_CARVEOUTS_KIB, UNIFIED_L1_SHARED_KIB
 from sparsescope.model.footprint import gap_terms, largest_window, prepare_gaps
 from sparsescope.model.gathers import SECTOR_BYTES, sector_index
+from sparsescope.model.kernel_shape import SMEM_RESERVED_PER_BLOCK
 
 LINE_BYTES = 128
 """An L1 line: four 32-byte sectors under one tag."""
-RESERVED_SHARED_PER_BLOCK = 1024
-"""Shared memory the system keeps per resident block (CUDA C++ Programming Guide, 8.0+)."""
 
 
 @dataclass(frozen=True)
@@ -67,8 +66,6 @@ class L1Cache:
     sms: int
     resident_blocks: int
     """Blocks an SM runs at once, whose warp instructions take turns."""
-    carveout_bytes: int = 0
-    """The shared-memory carveout assumed (module docstring)."""
 
 
 def l1_data_bytes(compute_capability: str, shared_bytes_per_block: int,
@@ -82,7 +79,7 @@ def l1_data_bytes(compute_capability: str, shared_bytes_per_block: int,
     sizes = SHARED_CARVEOUTS_KIB.get(compute_capability)
     if unified is None or not sizes:
         return None
-    need = (max(1, resident_blocks) * (shared_bytes_per_block + RESERVED_SHARED_PER_BLOCK)
+    need = (max(1, resident_blocks) * (shared_bytes_per_block + SMEM_RESERVED_PER_BLOCK)
             if shared_bytes_per_block > 0 else 0)
     fitting = [k * 1024 for k in sizes if k * 1024 >= need]
     carveout = fitting[0] if fitting else sizes[-1] * 1024
@@ -110,7 +107,7 @@ def _sm_positions(indptr, sm: int, cache: L1Cache, tpr: int, per_block: int, blo
     total = int(sizes.sum())
     round_sizes = np.add.reduceat(sizes, np.arange(0, ids.size, r)) if ids.size else sizes
     keep_rounds = max(1, int(np.searchsorted(np.cumsum(round_sizes), budget, side="right")))
-    ids, lo, hi, sizes = (a[: keep_rounds * r] for a in (ids, lo, hi, sizes))
+    ids, lo, sizes = (a[: keep_rounds * r] for a in (ids, lo, sizes))
     pos = np.repeat(lo - (np.cumsum(sizes) - sizes), sizes) + np.arange(int(sizes.sum()))
     which = np.repeat(np.arange(ids.size), sizes)
     if tpr:
@@ -162,11 +159,10 @@ def sm_hits(pos, local, which, blocks: int, indices, cache: L1Cache, value_bytes
         cols, local, which = cols[keep], local[keep], which[keep]
     if cols.size == 0:
         return 0, 0
-    times, steps = _trace_times(local, which, blocks, max(1, cache.resident_blocks))
+    times, _ = _trace_times(local, which, blocks, max(1, cache.resident_blocks))
     gathers = times.size * (total / max(1, pos.size) if total else 1.0)   # after the skip
     if budget is not None and times.size > budget:
-        steps = int(np.partition(times, budget)[budget])
-        keep = times < steps
+        keep = times < np.partition(times, budget)[budget]
         times, cols = times[keep], cols[keep]
     t, sec = _distinct_pairs(times, sector_index(cols, value_bytes, SECTOR_BYTES))
     line = sec // (LINE_BYTES // SECTOR_BYTES)

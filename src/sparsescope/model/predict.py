@@ -434,13 +434,13 @@ def _x_gathers(indptr, indices, cols: int, shape: KernelShape,
                                    smem_per_sm=rates.shared_mem_per_sm_bytes)
         sizes = l1_data_bytes(rates.compute_capability, shape.shared_bytes, resident)
         if sizes is not None:
-            l1 = (L1Cache(bytes=sizes[0], sms=rates.sm_count, resident_blocks=resident,
-                          carveout_bytes=sizes[1]), per_block)
+            l1 = (L1Cache(bytes=sizes[0], sms=rates.sm_count, resident_blocks=resident),
+                  per_block)
     return x_gather(indptr, indices, cols=cols, l2_bytes=rates.l2_bytes,
                     stream_bytes_per_nnz=0.0,
                     threads_per_row=shape.threads_per_row if rows else 0,
                     value_bytes=value_bytes, onchip_entries=shape.onchip_x_entries,
-                    l1_block=per_block if shape.x_in_l1 and l1 is None else 0, l1=l1)
+                    l1_block=per_block if shape.x_in_l1 else 0, l1=l1)
 
 
 def _loop_terms(iters: np.ndarray, t_iter: float, shape: KernelShape, rates: DeviceRates,
