@@ -1,25 +1,44 @@
-"""Shared test fixtures: the real H200 recordings in ../shared/fixtures/h200 and a GPU probe."""
+"""Shared test fixtures: the real H200 recordings in ``tests/fixtures/h200`` and a GPU probe.
+
+Everything a test reads lives in this repository. Large recordings are committed gzipped
+(``NAME.gz``); the ``h200_fixtures`` fixture lays them out once per session, decompressed,
+under their recorded names, beside the seed report they are checked against
+(``tests/fixtures/seeds``).
+"""
 
 from __future__ import annotations
 
-import os
+import gzip
+import shutil
 from pathlib import Path
 
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-SHARED_FIXTURES = Path(
-    os.environ.get("SPARSESCOPE_SHARED_FIXTURES", REPO_ROOT.parent / "shared" / "fixtures" / "h200")
-)
+FIXTURES = REPO_ROOT / "tests" / "fixtures"
+H200_FIXTURES = FIXTURES / "h200"
+SEED_TEXTS = FIXTURES / "seeds"
+
+
+def _lay_out(source: Path, target: Path) -> None:
+    """Copy ``source``'s files into ``target``, decompressing ``NAME.gz`` to ``NAME``."""
+    target.mkdir(parents=True)
+    for path in sorted(source.iterdir()):
+        if path.suffix == ".gz":
+            with gzip.open(path, "rb") as packed, open(target / path.stem, "wb") as plain:
+                shutil.copyfileobj(packed, plain)
+        else:
+            shutil.copy2(path, target / path.name)
 
 
 @pytest.fixture(scope="session")
-def shared_fixtures() -> Path:
-    """Folder of real H200 profiler outputs, SASS listings and timings (read-only)."""
-    if not SHARED_FIXTURES.is_dir():
-        pytest.fail(f"shared fixtures not found at {SHARED_FIXTURES}; "
-                    "set SPARSESCOPE_SHARED_FIXTURES")
-    return SHARED_FIXTURES
+def h200_fixtures(tmp_path_factory) -> Path:
+    """Folder of real H200 profiler outputs, SASS listings and timings, decompressed into a
+    session folder (``<session>/fixtures/h200``; its sibling ``seeds`` holds the seed report)."""
+    root = tmp_path_factory.mktemp("recorded") / "fixtures"
+    _lay_out(H200_FIXTURES, root / "h200")
+    _lay_out(SEED_TEXTS, root / "seeds")
+    return root / "h200"
 
 
 @pytest.fixture(autouse=True)

@@ -85,15 +85,15 @@ def planted(planted_dir):
 
 
 @pytest.fixture(scope="session")
-def scalar_evidence(shared_fixtures):
+def scalar_evidence(h200_fixtures):
     """The scalar_device profile: raw page, source page and cuobjdump SASS."""
     from sparsescope.analyze.sources import evidence_from_profile_file
 
     return evidence_from_profile_file(
-        shared_fixtures / "scalar_raw.csv", source_csv=shared_fixtures / "scalar_source_sass.csv",
-        sass=shared_fixtures / "scalar_device_cuobjdump.sass", ideal_bytes=SCALAR_IDEAL_BYTES)
+        h200_fixtures / "scalar_raw.csv", source_csv=h200_fixtures / "scalar_source_sass.csv",
+        sass=h200_fixtures / "scalar_device_cuobjdump.sass", ideal_bytes=SCALAR_IDEAL_BYTES)
 
 
 @pytest.fixture(scope="session")
-def cant_csv(shared_fixtures) -> Path:
-    return shared_fixtures / "ncu_metrics_cant_analog.csv"
+def cant_csv(h200_fixtures) -> Path:
+    return h200_fixtures / "ncu_metrics_cant_analog.csv"

@@ -24,8 +24,8 @@ def run(args, capsys):
     return rc, captured.out, captured.err
 
 
-def test_from_profile_writes_report(shared_fixtures, tmp_path, capsys):
-    F = shared_fixtures
+def test_from_profile_writes_report(h200_fixtures, tmp_path, capsys):
+    F = h200_fixtures
     out = tmp_path / "rep"
     rc, stdout, _ = run(["--from-profile", str(F / "scalar_raw.csv"), "--source-csv",
                          str(F / "scalar_source_sass.csv"), "--sass",

@@ -1,4 +1,4 @@
-"""Diagnosis rules on real H200 profiles (../shared/fixtures/h200), numbers checked against the
+"""Diagnosis rules on real H200 profiles (tests/fixtures/h200), numbers checked against the
 recorded counters."""
 
 from __future__ import annotations
@@ -90,8 +90,8 @@ def test_cant_partition_kernel_too_few_blocks(cant_csv):
     assert item.kernel_speedup == pytest.approx(8.352 / 2.0, rel=1e-6)
 
 
-def test_divergence_from_branch_efficiency(shared_fixtures):
-    ev = evidence_from_profile_file(shared_fixtures / "spmv_full_raw.csv",
+def test_divergence_from_branch_efficiency(h200_fixtures):
+    ev = evidence_from_profile_file(h200_fixtures / "spmv_full_raw.csv",
                                     kernel="spmv_csr_scalar")
     result = analyze_evidence(ev)
     f = rule(result, "warp_divergence")
@@ -106,8 +106,8 @@ def test_uniform_branches_not_divergent(scalar):
     assert "warp_divergence" not in {f.rule for f in scalar.findings}
 
 
-def test_report_without_csv_uses_its_own_sass(shared_fixtures):
-    ev = evidence_from_profile_file(shared_fixtures / "spmv_full.ncu-rep")
+def test_report_without_csv_uses_its_own_sass(h200_fixtures):
+    ev = evidence_from_profile_file(h200_fixtures / "spmv_full.ncu-rep")
     names = [k.name for k in ev.kernels]
     assert names == ["csrmv_v3_kernel", "spmv_csr_scalar"]
     scalar = ev.kernels[1]
@@ -118,23 +118,23 @@ def test_report_without_csv_uses_its_own_sass(shared_fixtures):
         "shared_load_ways"] == pytest.approx(1.97, abs=0.01)
 
 
-def test_listing_from_samples_rebases_branch_targets(shared_fixtures):
+def test_listing_from_samples_rebases_branch_targets(h200_fixtures):
     from sparsescope.profile.read_csv import load_instruction_samples_csv
 
-    rows = load_instruction_samples_csv(shared_fixtures / "scalar_source_sass.csv")[0]
+    rows = load_instruction_samples_csv(h200_fixtures / "scalar_source_sass.csv")[0]
     listing = listing_from_samples(rows, "spmv_csr_scalar")
     assert listing.instructions[0].address == 0
     bra = next(i for i in listing.instructions if i.address == 0x110)
     assert bra.text == "@!P0 BRA 0xf00" and bra.branch_target == 0xF00
 
 
-def test_analysis_json_round_trip(cant_csv, shared_fixtures):
+def test_analysis_json_round_trip(cant_csv, h200_fixtures):
     import json
 
     from sparsescope.analyze.api import analysis_from_dict, analysis_to_dict
 
     for ev in (evidence_from_profile_file(cant_csv, launch=1),
-               evidence_from_profile_file(shared_fixtures / "spmv_full.ncu-rep")):
+               evidence_from_profile_file(h200_fixtures / "spmv_full.ncu-rep")):
         result = analyze_evidence(ev)
         back = analysis_from_dict(json.loads(json.dumps(analysis_to_dict(result))))
         assert back.evidence == result.evidence

@@ -5,7 +5,7 @@ progress bar, and nested records as objects (never a ``repr`` turned into a stri
 The commands run once per module, two or three at a time (they are mostly import time), in a
 fixture; each command is then its own test. Inputs are built with the CLI itself (a generated
 .mtx for ``matrices stats``, the CPU run's results.json for ``results show``) or taken from the
-real H200 fixtures (tests/conftest.py ``shared_fixtures``) and the committed results files
+real H200 fixtures (tests/conftest.py ``h200_fixtures``) and the committed results files
 (results/h200/seed6, kernels, resample).
 
 Commands that cannot succeed on a machine without a GPU or Nsight Compute (``profile run``,
@@ -127,10 +127,10 @@ def work(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def outputs(work, shared_fixtures):
+def outputs(work, h200_fixtures):
     """Every success command run once, up to WORKERS at a time, each after its dependency."""
     tmp, env = work
-    cmds = _cmds(tmp, shared_fixtures)
+    cmds = _cmds(tmp, h200_fixtures)
     pending, running, done = dict(cmds), {}, {}
     with ThreadPoolExecutor(WORKERS) as pool:
         while pending or running:
@@ -286,7 +286,7 @@ def test_analyze_json_shapes(outputs, work):
 
 
 @pytest.mark.parametrize("name", list(ERROR_CMDS))
-def test_json_error_document(name, work, shared_fixtures):
+def test_json_error_document(name, work, h200_fixtures):
     """No GPU / no ncu here: the --json answer is the error document, not a traceback."""
     from sparsescope.hardware.detect import gpu_available
 
@@ -294,7 +294,7 @@ def test_json_error_document(name, work, shared_fixtures):
     if code == 7 and gpu_available():
         pytest.skip("a GPU is present: the live analysis would run")
     tmp, env = work
-    proc = _cli([a.replace("{fx}", str(shared_fixtures)) for a in argv], env, tmp)
+    proc = _cli([a.replace("{fx}", str(h200_fixtures)) for a in argv], env, tmp)
     assert proc.returncode == code, proc.stderr
     doc = strict_single_document(proc.stdout)
     assert isinstance(doc, dict) and set(doc) == {"error", "type", "exit_code"}, doc

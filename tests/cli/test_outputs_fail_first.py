@@ -140,7 +140,7 @@ def test_matrices_generate_suite_out_is_a_file(a_file, capsys, calls, monkeypatc
     assert a_file.read_text() == "keep me\n"
 
 
-def test_profile_report_out_is_a_file(a_file, capsys, calls, monkeypatch, shared_fixtures):
+def test_profile_report_out_is_a_file(a_file, capsys, calls, monkeypatch, h200_fixtures):
     import sparsescope.profile.section
 
     def no_load(*args, **kwargs):
@@ -148,8 +148,8 @@ def test_profile_report_out_is_a_file(a_file, capsys, calls, monkeypatch, shared
         raise AssertionError("profiles read")
 
     monkeypatch.setattr(sparsescope.profile.section, "load_inputs", no_load)
-    rc = main(["profile", "report", str(shared_fixtures / "scalar_raw.csv"),
-               "--details", str(shared_fixtures / "scalar_details.csv"), "--out", str(a_file)])
+    rc = main(["profile", "report", str(h200_fixtures / "scalar_raw.csv"),
+               "--details", str(h200_fixtures / "scalar_details.csv"), "--out", str(a_file)])
     _assert_exit_9(rc, capsys, a_file, calls)
     assert a_file.read_text() == "keep me\n"
 

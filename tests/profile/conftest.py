@@ -14,22 +14,22 @@ from sparsescope.profile.read_report import load_profiles
 
 
 @pytest.fixture(scope="session")
-def full_report(shared_fixtures):
+def full_report(h200_fixtures):
     """spmv_full.ncu-rep (3x csrmv_v3_kernel, 1x spmv_csr_scalar) read through ncu_report."""
-    return load_profiles(shared_fixtures / "spmv_full.ncu-rep")
+    return load_profiles(h200_fixtures / "spmv_full.ncu-rep")
 
 
 @pytest.fixture(scope="session")
-def full_csv(shared_fixtures):
+def full_csv(h200_fixtures):
     """The same report's raw and details CSV exports."""
-    return load_profiles_csv(shared_fixtures / "spmv_full_raw.csv",
-                             shared_fixtures / "spmv_full_details.csv")
+    return load_profiles_csv(h200_fixtures / "spmv_full_raw.csv",
+                             h200_fixtures / "spmv_full_details.csv")
 
 
 @pytest.fixture(scope="session")
-def cant(shared_fixtures):
+def cant(h200_fixtures):
     """Metric-group run (raw page) over the cant analog: 51 launches."""
-    return load_profiles_csv(shared_fixtures / "ncu_metrics_cant_analog.csv")
+    return load_profiles_csv(h200_fixtures / "ncu_metrics_cant_analog.csv")
 
 
 # Messages are ncu's own (ERR_NVGPUCTRPERM text as ncu 2024-2025 prints it; the "No kernels were
@@ -118,7 +118,7 @@ class FakeNcu:
 
 
 @pytest.fixture
-def fake_ncu(tmp_path, monkeypatch, shared_fixtures) -> FakeNcu:
+def fake_ncu(tmp_path, monkeypatch, h200_fixtures) -> FakeNcu:
     """A fake ``ncu`` first on PATH (CUDA_HOME, CUDA_PATH and SPARSESCOPE_NCU cleared so
     nothing else is found)."""
     bin_dir = tmp_path / "fakebin"
@@ -132,6 +132,6 @@ def fake_ncu(tmp_path, monkeypatch, shared_fixtures) -> FakeNcu:
     monkeypatch.delenv("CUDA_PATH", raising=False)
     monkeypatch.delenv("SPARSESCOPE_NCU", raising=False)     # it would win over PATH
     monkeypatch.setenv("FAKE_NCU_ARGS", str(args_file))
-    monkeypatch.setenv("FAKE_NCU_FIXTURES", str(shared_fixtures))
+    monkeypatch.setenv("FAKE_NCU_FIXTURES", str(h200_fixtures))
     monkeypatch.setenv("FAKE_NCU_MODE", "ok")
     return FakeNcu(script, args_file, monkeypatch)

@@ -20,8 +20,8 @@ def _json(capsys):
     return json.loads(capsys.readouterr().out)
 
 
-def test_read_report_json(shared_fixtures, capsys):
-    rc = main(["profile", "read", str(shared_fixtures / "spmv_full.ncu-rep"), "--json"],
+def test_read_report_json(h200_fixtures, capsys):
+    rc = main(["profile", "read", str(h200_fixtures / "spmv_full.ncu-rep"), "--json"],
               modules=MODULES)
     assert rc == 0
     out = _json(capsys)
@@ -38,9 +38,9 @@ def test_read_report_json(shared_fixtures, capsys):
     assert first["duration_ns"] == 27840.0
 
 
-def test_read_csv_with_details(shared_fixtures, capsys):
-    rc = main(["profile", "read", str(shared_fixtures / "spmv_full_raw.csv"), "--details",
-               str(shared_fixtures / "spmv_full_details.csv")], modules=MODULES)
+def test_read_csv_with_details(h200_fixtures, capsys):
+    rc = main(["profile", "read", str(h200_fixtures / "spmv_full_raw.csv"), "--details",
+               str(h200_fixtures / "spmv_full_details.csv")], modules=MODULES)
     assert rc == 0
     text = capsys.readouterr().out
     assert "4 kernel launch(es)" in text
@@ -57,9 +57,9 @@ def test_read_not_a_report(tmp_path, capsys):
     assert f"sparsescope: error: {bad}: not an Nsight Compute report" in captured.err
 
 
-def test_report_writes_markdown_and_figures(shared_fixtures, tmp_path, capsys):
-    rc = main(["profile", "report", str(shared_fixtures / "ncu_metrics_cant_analog.csv"),
-               str(shared_fixtures / "spmv_full.ncu-rep"), "--kernel", "csrmv_v3_kernel",
+def test_report_writes_markdown_and_figures(h200_fixtures, tmp_path, capsys):
+    rc = main(["profile", "report", str(h200_fixtures / "ncu_metrics_cant_analog.csv"),
+               str(h200_fixtures / "spmv_full.ncu-rep"), "--kernel", "csrmv_v3_kernel",
                "--labels", "cant-int64,cant-int32,cant-full", "--out", str(tmp_path), "--json"],
               modules=MODULES)
     assert rc == 0
@@ -77,8 +77,8 @@ def test_report_writes_markdown_and_figures(shared_fixtures, tmp_path, capsys):
         assert (tmp_path / path.split("/")[-1]).read_bytes()[:4] == b"\x89PNG"
 
 
-def test_report_usage_errors(shared_fixtures, capsys):
-    rep = str(shared_fixtures / "spmv_full.ncu-rep")
+def test_report_usage_errors(h200_fixtures, capsys):
+    rep = str(h200_fixtures / "spmv_full.ncu-rep")
     assert main(["profile", "report", rep, "--kernel", "nope"], modules=MODULES) == 2
     assert main(["profile", "report", rep, "--labels", "a,b,c"], modules=MODULES) == 2  # 2 kept
     assert main(["profile", "read", rep, "--details", rep], modules=MODULES) == 2
@@ -203,17 +203,17 @@ def test_cli_module_imports_no_heavy_library():
     assert out.stdout.strip() == "[]"
 
 
-def test_report_takes_measured_ceilings_from_a_results_file(shared_fixtures, tmp_path, capsys):
+def test_report_takes_measured_ceilings_from_a_results_file(h200_fixtures, tmp_path, capsys):
     from pathlib import Path
 
     results = Path(__file__).resolve().parents[2] / "results" / "h200" / "seed6" / "results.json"
-    rc = main(["profile", "report", str(shared_fixtures / "spmv_full.ncu-rep"), "--results",
+    rc = main(["profile", "report", str(h200_fixtures / "spmv_full.ncu-rep"), "--results",
                str(results), "--json"], modules=MODULES)
     assert rc == 0
     out = _json(capsys)
     assert out["ceiling_kinds"] == ["measured", "ncu peak", "spec"]
     assert out["labels"] == ["csrmv_v3_kernel", "spmv_csr_scalar"]
     with pytest.raises(SystemExit) as exit_:                              # one source of ceilings
-        main(["profile", "report", str(shared_fixtures / "spmv_full.ncu-rep"), "--results",
+        main(["profile", "report", str(h200_fixtures / "spmv_full.ncu-rep"), "--results",
               str(results), "--store"], modules=MODULES)
     assert exit_.value.code == 2

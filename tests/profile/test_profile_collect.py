@@ -181,14 +181,14 @@ def test_profile_stem():
         + hashlib.sha1(b"3,1,3").hexdigest()[:12])
 
 
-def test_run_profile_writes_report_and_exports(fake_ncu, tmp_path, shared_fixtures):
+def test_run_profile_writes_report_and_exports(fake_ncu, tmp_path, h200_fixtures):
     options = CollectOptions(section_set="full", kernel_filter="csrmv_v3_kernel", launch_count=3)
     run = run_profile(TARGET, tmp_path / "out", "profile_seed_cant_torch", options)
     assert run.report_path == tmp_path / "out" / "profile_seed_cant_torch.ncu-rep"
-    assert run.report_path.read_bytes() == (shared_fixtures / "spmv_full.ncu-rep").read_bytes()
-    assert run.raw_csv.read_text() == (shared_fixtures / "spmv_full_raw.csv").read_text()
+    assert run.report_path.read_bytes() == (h200_fixtures / "spmv_full.ncu-rep").read_bytes()
+    assert run.raw_csv.read_text() == (h200_fixtures / "spmv_full_raw.csv").read_text()
     assert run.details_csv.name == "profile_seed_cant_torch_details.csv"
-    assert run.source_csv.read_text() == (shared_fixtures / "scalar_source_sass.csv").read_text()
+    assert run.source_csv.read_text() == (h200_fixtures / "scalar_source_sass.csv").read_text()
     assert run.ncu_version.startswith("Version 2025.3.1")
     assert "==PROF== Report:" in run.log_path.read_text()
     assert run.passes == (("csrmv_v3_kernel", 40),)      # the fake's one ==PROF== line

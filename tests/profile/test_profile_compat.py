@@ -39,9 +39,9 @@ DROPPED = (M.CPI, M.REGISTERS_PER_THREAD, "smsp__inst_executed.sum", "dram__sect
 
 
 @pytest.fixture
-def stripped(shared_fixtures, tmp_path):
+def stripped(h200_fixtures, tmp_path):
     """spmv_full_raw.csv without the CPI, every stall reason and a few more metrics."""
-    rows = _rows(shared_fixtures / "spmv_full_raw.csv")
+    rows = _rows(h200_fixtures / "spmv_full_raw.csv")
     keep = [i for i, name in enumerate(rows[0])
             if name not in DROPPED and M.stall_reason(name) is None]
     return _write(tmp_path / "stripped_raw.csv", [[r[i] for i in keep] for r in rows])
@@ -81,10 +81,10 @@ def test_report_command_on_a_stripped_export(stripped, tmp_path, capsys):
     assert "| DRAM latency | 342.7 ns | measured |" in md     # the results file's measurement
 
 
-def test_older_ncu_stall_form_units_and_columns(shared_fixtures, tmp_path):
+def test_older_ncu_stall_form_units_and_columns(h200_fixtures, tmp_path):
     """ncu before the per-issue ratios: % of warp-active cycles; ``usecond`` durations; the
     Process ID / Process Name / Host Name columns of the 2020-2022 raw page."""
-    rows = _rows(shared_fixtures / "ncu_metrics_cant_analog.csv")
+    rows = _rows(h200_fixtures / "ncu_metrics_cant_analog.csv")
     header, units, data = rows[0], rows[1], rows[2:]
     cpi_col = header.index(M.CPI)
     new_header, new_units, new_data = [], [], [[] for _ in data]
@@ -112,7 +112,7 @@ def test_older_ncu_stall_form_units_and_columns(shared_fixtures, tmp_path):
             for out in new_data:
                 out += ["4242", "python3", "127.0.0.1"]
     old = load(_write(tmp_path / "old_raw.csv", [new_header, new_units, *new_data]))
-    now = load(shared_fixtures / "ncu_metrics_cant_analog.csv")
+    now = load(h200_fixtures / "ncu_metrics_cant_analog.csv")
     assert len(old) == len(now) == 51
     for a, b in zip(old, now, strict=True):
         assert list(a.stalls) == list(b.stalls)
@@ -122,10 +122,10 @@ def test_older_ncu_stall_form_units_and_columns(shared_fixtures, tmp_path):
         assert (a.name, a.block_size, a.cpi) == (b.name, b.block_size, b.cpi)
 
 
-def test_long_layout_of_ncu_csv_default_output(shared_fixtures, tmp_path):
+def test_long_layout_of_ncu_csv_default_output(h200_fixtures, tmp_path):
     """``ncu --csv --metrics ...`` without ``--page raw``: one row per metric, display units,
     thousands separators; the same numbers as the raw page."""
-    rows = _rows(shared_fixtures / "spmv_full_raw.csv")
+    rows = _rows(h200_fixtures / "spmv_full_raw.csv")
     header, units, data = rows[0], rows[1], rows[2:]
     col = {n: i for i, n in enumerate(header)}
     wanted = [M.CPI, M.DURATION_NS, M.BLOCK_SIZE, M.ACHIEVED_OCCUPANCY_PCT, "dram__bytes_read.sum",
@@ -146,7 +146,7 @@ def test_long_layout_of_ncu_csv_default_output(shared_fixtures, tmp_path):
                         "7", "(512, 1, 1)", "(1305, 1, 1)", "0", "9.0",
                         "Command line profiler metrics", name, unit, value])
     long = load_profiles_csv(_write(tmp_path / "long.csv", out))
-    raw = load(shared_fixtures / "spmv_full_raw.csv")
+    raw = load(h200_fixtures / "spmv_full_raw.csv")
     assert [p.name for p in long] == [p.name for p in raw]
     for a, b in zip(long, raw, strict=True):
         assert a.stalls == pytest.approx(b.stalls, rel=1e-6)
@@ -155,9 +155,9 @@ def test_long_layout_of_ncu_csv_default_output(shared_fixtures, tmp_path):
         assert a.value("dram__bytes_read.sum") == pytest.approx(b.value("dram__bytes_read.sum"))
 
 
-def test_details_page_alone_is_a_profile(shared_fixtures):
-    details = load_profiles_csv(shared_fixtures / "spmv_full_details.csv")
-    raw = load(shared_fixtures / "spmv_full_raw.csv")
+def test_details_page_alone_is_a_profile(h200_fixtures):
+    details = load_profiles_csv(h200_fixtures / "spmv_full_details.csv")
+    raw = load(h200_fixtures / "spmv_full_raw.csv")
     assert [p.name for p in details] == [p.name for p in raw]
     first = details[0]
     # the section tables print rounded values: CPI 14.54, Duration 27.84 us, Achieved 46.39 %

@@ -17,27 +17,27 @@ def _raw_header(path):
     return next(csv.reader([lines[start]]))
 
 
-def test_every_group_metric_is_a_real_ncu_name(shared_fixtures):
-    known = set(_raw_header(shared_fixtures / "ncu_metrics_cant_analog.csv"))
-    known |= set(_raw_header(shared_fixtures / "spmv_full_raw.csv"))
+def test_every_group_metric_is_a_real_ncu_name(h200_fixtures):
+    known = set(_raw_header(h200_fixtures / "ncu_metrics_cant_analog.csv"))
+    known |= set(_raw_header(h200_fixtures / "spmv_full_raw.csv"))
     for group in M.METRIC_GROUPS.values():
         missing = [m for m in group.metrics if m not in known]
         assert not missing, f"group {group.name}: {missing}"
 
 
-def test_group_sections_are_real_section_identifiers(shared_fixtures):
+def test_group_sections_are_real_section_identifiers(h200_fixtures):
     # the details pages name each rule's section by identifier
     seen = set()
     for name in ("spmv_full_details.csv", "scalar_details.csv"):
-        for row in csv.reader((shared_fixtures / name).open()):
+        for row in csv.reader((h200_fixtures / name).open()):
             if len(row) > 15 and row[15] and row[0] != "ID":
                 seen.add(row[11])
     for group in M.METRIC_GROUPS.values():
         assert set(group.sections) <= seen, group.name
 
 
-def test_stall_reasons_match_the_fixture_and_round_trip(shared_fixtures):
-    header = _raw_header(shared_fixtures / "spmv_full_raw.csv")
+def test_stall_reasons_match_the_fixture_and_round_trip(h200_fixtures):
+    header = _raw_header(h200_fixtures / "spmv_full_raw.csv")
     reasons = [M.stall_reason(h) for h in header if M.stall_reason(h)]
     assert tuple(reasons) == M.STALL_REASONS
     for reason in M.STALL_REASONS:
@@ -46,8 +46,8 @@ def test_stall_reasons_match_the_fixture_and_round_trip(shared_fixtures):
     assert M.stall_reason("smsp__average_warp_latency_per_inst_issued.ratio") is None
 
 
-def test_source_and_pcsamp_names_map_to_known_reasons(shared_fixtures):
-    rows = list(csv.reader((shared_fixtures / "scalar_source_sass.csv").open()))
+def test_source_and_pcsamp_names_map_to_known_reasons(h200_fixtures):
+    rows = list(csv.reader((h200_fixtures / "scalar_source_sass.csv").open()))
     columns = [c for c in rows[1] if c.startswith("stall_")]
     assert len(columns) == 36
     for column in columns:

@@ -140,9 +140,9 @@ def test_dae_estimates_cpi_and_bandwidth(full_report):
     assert est.achieved_pct == pytest.approx(achieved_pct)
 
 
-def test_hotspots_from_report_per_pc_data(full_report, shared_fixtures):
-    data = instruction_data(shared_fixtures / "spmv_full.ncu-rep", full_report)
-    assert set(data) == {(str(shared_fixtures / "spmv_full.ncu-rep"), i) for i in range(4)}
+def test_hotspots_from_report_per_pc_data(full_report, h200_fixtures):
+    data = instruction_data(h200_fixtures / "spmv_full.ncu-rep", full_report)
+    assert set(data) == {(str(h200_fixtures / "spmv_full.ncu-rep"), i) for i in range(4)}
     hot = kernel_hotspots(data[(full_report[3].source, 3)], label="scalar",
                           profile=full_report[3], top=3)
     assert hot.total_samples == 1873 and hot.reason_totals["Long Scoreboard"] == 1444
@@ -153,10 +153,10 @@ def test_hotspots_from_report_per_pc_data(full_report, shared_fixtures):
     assert hot.load_chains > 0 and 0 < hot.chain_samples <= hot.total_samples
 
 
-def test_hotspots_from_source_page_beside_raw_csv(shared_fixtures, tmp_path):
+def test_hotspots_from_source_page_beside_raw_csv(h200_fixtures, tmp_path):
     for page, name in (("raw", "scalar_raw.csv"), ("details", "scalar_details.csv"),
                        ("source", "scalar_source_sass.csv")):
-        shutil.copy(shared_fixtures / name, tmp_path / f"scalar_{page}.csv")
+        shutil.copy(h200_fixtures / name, tmp_path / f"scalar_{page}.csv")
     raw = tmp_path / "scalar_raw.csv"
     assert sibling_exports(raw) == (tmp_path / "scalar_details.csv",
                                     tmp_path / "scalar_source.csv")
@@ -174,12 +174,12 @@ def test_hotspots_from_source_page_beside_raw_csv(shared_fixtures, tmp_path):
         section.markdown)
 
 
-def test_repeated_source_blocks_are_one_launch(shared_fixtures, tmp_path):
+def test_repeated_source_blocks_are_one_launch(h200_fixtures, tmp_path):
     """ncu 2025.3 wrote each cuSPARSE launch's block twice in a row on the H200 run: blocks
     A, A, B, B of two launches must map to A and B, not both to the first block named so."""
     import csv
 
-    text = (shared_fixtures / "scalar_source_sass.csv").read_text().rstrip("\n") + "\n"
+    text = (h200_fixtures / "scalar_source_sass.csv").read_text().rstrip("\n") + "\n"
     rows = list(csv.reader(text.splitlines()))
     first = next(i for i, r in enumerate(rows) if r and r[0].startswith("0x"))
     col = rows[1].index("Warp Stall Sampling (All Samples)")
@@ -189,7 +189,7 @@ def test_repeated_source_blocks_are_one_launch(shared_fixtures, tmp_path):
     second = "".join(lines)
     source = tmp_path / "two_source.csv"
     source.write_text(text + text + second + second)
-    raw_lines = (shared_fixtures / "scalar_raw.csv").read_text().rstrip("\n").splitlines()
+    raw_lines = (h200_fixtures / "scalar_raw.csv").read_text().rstrip("\n").splitlines()
     launch = next(ln for ln in raw_lines if ln.startswith('"0"'))
     raw = tmp_path / "two_raw.csv"
     raw.write_text("\n".join(raw_lines + ['"1"' + launch[3:]]) + "\n")

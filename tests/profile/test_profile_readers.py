@@ -72,8 +72,8 @@ def test_full_raw_csv_scaled_units_become_base_units(full_csv):
     assert k.stalls["long_scoreboard"] == pytest.approx(4.035870)
 
 
-def test_details_rules(shared_fixtures, full_csv):
-    rules = read_details_rules(shared_fixtures / "spmv_full_details.csv")
+def test_details_rules(h200_fixtures, full_csv):
+    rules = read_details_rules(h200_fixtures / "spmv_full_details.csv")
     assert sorted(rules) == [0, 1, 2, 3]
     assert len(rules[0]) == 13
     uncoalesced = next(r for r in rules[0] if r.rule == "UncoalescedGlobalAccess")
@@ -86,8 +86,8 @@ def test_details_rules(shared_fixtures, full_csv):
     assert full_csv[0].rules == rules[0]
 
 
-def test_source_page_csv(shared_fixtures):
-    blocks = load_instruction_samples_csv(shared_fixtures / "scalar_source_sass.csv")
+def test_source_page_csv(h200_fixtures):
+    blocks = load_instruction_samples_csv(h200_fixtures / "scalar_source_sass.csv")
     assert list(blocks) == [0]
     rows = blocks[0]
     assert len(rows) == 256                      # 258 lines: kernel row, header, 256 instructions
@@ -101,7 +101,7 @@ def test_source_page_csv(shared_fixtures):
     for row in rows:
         assert row.warp_stall_samples == sum(row.stall_samples.values())
     # totals agree with the kernel-level counters of the same profile (scalar_raw.csv)
-    raw = load_profiles_csv(shared_fixtures / "scalar_raw.csv")[0]
+    raw = load_profiles_csv(h200_fixtures / "scalar_raw.csv")[0]
     assert sum(r.instructions_executed for r in rows) == raw.value("smsp__inst_executed.sum")
     assert sum(r.warp_stall_samples for r in rows) == raw.value("smsp__pcsamp_sample_count")
     long_sb = sum(r.stall_samples.get("long_scoreboard", 0) for r in rows)
@@ -178,8 +178,8 @@ def test_report_and_csv_readers_agree(full_report, full_csv):
                 assert r.estimated_speedup_pct == pytest.approx(speedups[key(r)], rel=1e-3)
 
 
-def test_report_instruction_samples(shared_fixtures, full_report):
-    samples = load_instruction_samples(shared_fixtures / "spmv_full.ncu-rep")
+def test_report_instruction_samples(h200_fixtures, full_report):
+    samples = load_instruction_samples(h200_fixtures / "spmv_full.ncu-rep")
     assert {k: len(v) for k, v in samples.items()} == {0: 1160, 1: 1160, 2: 1160, 3: 247}
     scalar = samples[3]
     assert scalar[0].sass == "LDC R1, c[0x0][0x28]"
@@ -206,9 +206,9 @@ def test_not_a_report(tmp_path, content):
     assert str(path) in str(err.value)
 
 
-def test_truncated_report(shared_fixtures, tmp_path):
+def test_truncated_report(h200_fixtures, tmp_path):
     path = tmp_path / "cut.ncu-rep"
-    path.write_bytes((shared_fixtures / "spmv_full.ncu-rep").read_bytes()[:100_000])
+    path.write_bytes((h200_fixtures / "spmv_full.ncu-rep").read_bytes()[:100_000])
     with pytest.raises(ProfileError, match="no readable profile"):
         load_profiles(path)
 
@@ -218,7 +218,7 @@ def test_missing_report(tmp_path):
         load_profiles(tmp_path / "absent.ncu-rep")
 
 
-def test_csv_reader_refuses_wrong_files(shared_fixtures, tmp_path):
+def test_csv_reader_refuses_wrong_files(h200_fixtures, tmp_path):
     empty = tmp_path / "empty.csv"
     empty.write_text("")
     binary = tmp_path / "blob.csv"
@@ -226,7 +226,7 @@ def test_csv_reader_refuses_wrong_files(shared_fixtures, tmp_path):
     text = tmp_path / "notes.csv"
     text.write_text("a,b\n1,2\n")
     no_units = tmp_path / "no_units.csv"
-    lines = (shared_fixtures / "spmv_full_raw.csv").read_text().splitlines()
+    lines = (h200_fixtures / "spmv_full_raw.csv").read_text().splitlines()
     no_units.write_text("\n".join([lines[0]] + lines[2:]))
     details_as_raw = tmp_path / "details_given_twice.csv"
     cases = [(empty, "empty file"), (binary, "binary file"), (text, 'no row starting with "ID"'),
@@ -235,17 +235,17 @@ def test_csv_reader_refuses_wrong_files(shared_fixtures, tmp_path):
         with pytest.raises(ProfileError, match=message) as err:
             load_profiles_csv(path)
         assert err.value.reason == "not_a_report" and str(path) in str(err.value)
-    details_as_raw.write_bytes((shared_fixtures / "spmv_full_details.csv").read_bytes())
+    details_as_raw.write_bytes((h200_fixtures / "spmv_full_details.csv").read_bytes())
     with pytest.raises(ProfileError, match="holds its own rule messages"):
-        load_profiles_csv(details_as_raw, shared_fixtures / "spmv_full_details.csv")
+        load_profiles_csv(details_as_raw, h200_fixtures / "spmv_full_details.csv")
 
 
-def test_csv_reader_takes_gzipped_exports(shared_fixtures, tmp_path):
+def test_csv_reader_takes_gzipped_exports(h200_fixtures, tmp_path):
     """The results folders keep raw exports gzipped (``*_raw.csv.gz``)."""
     packed = tmp_path / "cant_raw.csv.gz"
-    packed.write_bytes(gzip.compress((shared_fixtures / "ncu_metrics_cant_analog.csv")
+    packed.write_bytes(gzip.compress((h200_fixtures / "ncu_metrics_cant_analog.csv")
                                      .read_bytes()))
-    plain = load_profiles_csv(shared_fixtures / "ncu_metrics_cant_analog.csv")
+    plain = load_profiles_csv(h200_fixtures / "ncu_metrics_cant_analog.csv")
     unpacked = load_profiles_csv(packed)
     assert len(unpacked) == len(plain) == 51
     assert unpacked[1].grid_size == plain[1].grid_size == 1305
@@ -256,11 +256,11 @@ def test_csv_reader_takes_gzipped_exports(shared_fixtures, tmp_path):
     assert str(broken) in str(err.value)
 
 
-def test_load_dispatches_on_content(shared_fixtures, tmp_path):
-    assert len(load(shared_fixtures / "spmv_full.ncu-rep")) == 4
-    assert len(load(shared_fixtures / "ncu_metrics_cant_analog.csv")) == 51
+def test_load_dispatches_on_content(h200_fixtures, tmp_path):
+    assert len(load(h200_fixtures / "spmv_full.ncu-rep")) == 4
+    assert len(load(h200_fixtures / "ncu_metrics_cant_analog.csv")) == 51
     renamed = tmp_path / "export.txt"  # a CSV export without the .csv suffix
-    renamed.write_bytes((shared_fixtures / "scalar_raw.csv").read_bytes())
+    renamed.write_bytes((h200_fixtures / "scalar_raw.csv").read_bytes())
     assert load(renamed)[0].name == "spmv_csr_scalar"
 
 

@@ -17,15 +17,15 @@ from sparsescope.sass.source_page import stall_column
 FIXTURE = "scalar_source_sass.csv"
 
 
-def test_real_export_in_the_all_cycles_spelling(shared_fixtures, tmp_path):
+def test_real_export_in_the_all_cycles_spelling(h200_fixtures, tmp_path):
     """The 2025.3 export with its header in the spelling of 2021-2022 releases reads the same."""
-    text = (shared_fixtures / FIXTURE).read_text()
+    text = (h200_fixtures / FIXTURE).read_text()
     older = tmp_path / "older_source.csv"
     older.write_text(text.replace("(All Samples)", "(All Cycles)")
                      .replace("(Not-issued Samples)", "(Not-issued Cycles)"))
     assert "Warp Stall Sampling (All Cycles)" in older.read_text()
     rows = load_instruction_samples_csv(older)[0]
-    assert rows == load_instruction_samples_csv(shared_fixtures / FIXTURE)[0]
+    assert rows == load_instruction_samples_csv(h200_fixtures / FIXTURE)[0]
     assert sum(r.warp_stall_samples for r in rows) == 2298
     assert sum(r.warp_stall_samples_not_issued for r in rows) == 2229
 
@@ -74,11 +74,11 @@ def test_unknown_columns_are_a_profile_error(tmp_path):
         load_instruction_samples_csv(tmp_path / "empty.csv")
 
 
-def test_profile_report_with_an_unreadable_source_page(shared_fixtures, tmp_path, capsys):
+def test_profile_report_with_an_unreadable_source_page(h200_fixtures, tmp_path, capsys):
     """`profile report` picks up <stem>_source.csv beside <stem>_raw.csv: a page with none of the
     known columns stops it with the file named, no traceback."""
     raw = tmp_path / "scalar_raw.csv"
-    raw.write_bytes((shared_fixtures / "scalar_raw.csv").read_bytes())
+    raw.write_bytes((h200_fixtures / "scalar_raw.csv").read_bytes())
     source = tmp_path / "scalar_source.csv"
     source.write_text('"Kernel Name","spmv_csr_scalar",\n"Address","Source","Hits"\n')
     rc = main(["profile", "report", str(raw), "--out", str(tmp_path / "out")],
@@ -89,10 +89,10 @@ def test_profile_report_with_an_unreadable_source_page(shared_fixtures, tmp_path
     assert "'Hits'" in err and "Traceback" not in err
 
 
-def test_stall_names_agree_with_profile_metrics(shared_fixtures):
+def test_stall_names_agree_with_profile_metrics(h200_fixtures):
     """The shared reader's names match the profile stage's tables (metrics.source_column_reason,
     metrics.pcsamp_reason) on every column of the real export and every reason's metric."""
-    header = next(row for row in csv.reader((shared_fixtures / FIXTURE).open())
+    header = next(row for row in csv.reader((h200_fixtures / FIXTURE).open())
                   if row[:1] == ["Address"])
     stall_columns = [c for c in header if c.startswith("stall_")]
     assert len(stall_columns) == 36

@@ -1,5 +1,5 @@
 """Profiler readings attached to their cases (report.case_counters), from the real H200 profile
-of the cant analog (shared/fixtures/h200/ncu_metrics_cant_analog.csv)."""
+of the cant analog (tests/fixtures/h200/ncu_metrics_cant_analog.csv)."""
 
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ from sparsescope.results.records import CaseResult
 
 
 @pytest.fixture(scope="module")
-def cant(shared_fixtures):
+def cant(h200_fixtures):
     """Metric-group run (raw page) over the cant analog: 51 launches."""
-    return load_profiles_csv(shared_fixtures / "ncu_metrics_cant_analog.csv")
+    return load_profiles_csv(h200_fixtures / "ncu_metrics_cant_analog.csv")
 
 
 def test_counters_of_the_csrmv_launch(cant):

@@ -280,11 +280,11 @@ def test_spmm_sections_say_where_our_kernel_is_slower(spmm_run, tmp_path):
     assert "SpMM: instruction roofline" not in text  # no profile given
 
 
-def test_instruction_roofline_section_from_a_real_h200_profile(spmm_run, shared_fixtures,
+def test_instruction_roofline_section_from_a_real_h200_profile(spmm_run, h200_fixtures,
                                                                tmp_path):
     from sparsescope.profile import load
 
-    profiles = load(shared_fixtures / "ncu_metrics_cant_analog.csv")[:4]
+    profiles = load(h200_fixtures / "ncu_metrics_cant_analog.csv")[:4]
     labels = ["torch-i64 cant: csr_partition_kernel", "torch-i64 cant: csrmv_v3_kernel",
               "torch-i32 cant: csr_partition_kernel", "torch-i32 cant: csrmv_v3_kernel"]
     section = only_section(spmm_run, profiles=profiles, labels=labels, figures_dir=tmp_path)

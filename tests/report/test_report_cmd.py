@@ -77,11 +77,11 @@ def test_importing_the_report_stage_loads_no_matplotlib():
     assert out.stdout.strip() == "[]"
 
 
-def test_report_with_profile_and_sass_sections(results_file, tmp_path, capsys, shared_fixtures):
+def test_report_with_profile_and_sass_sections(results_file, tmp_path, capsys, h200_fixtures):
     out_dir = tmp_path / "rep"
     argv = ["report", str(results_file), "--out", str(out_dir), "--json",
-            "--profile", str(shared_fixtures / "ncu_metrics_cant_analog.csv"),
-            "--sass", str(shared_fixtures / "spmv_kernels_sm90.cuobjdump.sass"),
+            "--profile", str(h200_fixtures / "ncu_metrics_cant_analog.csv"),
+            "--sass", str(h200_fixtures / "spmv_kernels_sm90.cuobjdump.sass"),
             "--kernel", "spmv_csr_scalar"]
     assert main(argv, modules=MODULES) == 0
     out = json.loads(capsys.readouterr().out)

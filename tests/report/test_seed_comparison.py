@@ -77,12 +77,9 @@ def test_published_figures_follow_the_seed_byte_model():
     assert seed_figure("not-a-seed-matrix") is None
 
 
-def test_constants_match_the_seed_text(shared_fixtures):
-    seeds = shared_fixtures.parents[1] / "seeds"
-    texts = sorted(seeds.glob("000_*.txt"))
-    if not texts:
-        pytest.skip(f"seed 000 not found under {seeds}")
-    text = texts[0].read_text()
+def test_constants_match_the_seed_text(h200_fixtures):
+    (seed_000,) = (h200_fixtures.parent / "seeds").glob("000_*.txt")
+    text = seed_000.read_text()
     section = text[text.index("### 3.1 Timing and Throughput"):text.index("### 3.2")]
     published = {}
     for line in section.splitlines():
@@ -102,14 +99,14 @@ def test_constants_match_the_seed_text(shared_fixtures):
     assert f"| Block Size | ({SEED_CSRMV_BLOCK_THREADS}, 1, 1) |" in text
 
 
-def test_cuda13_block_size_matches_the_profile_fixture(shared_fixtures):
+def test_cuda13_block_size_matches_the_profile_fixture(h200_fixtures):
     sizes = set()
     for name in ("ncu_metrics_cant_analog.csv", "ncu_metrics_cage15_analog.csv"):
-        raw = (shared_fixtures / name).read_text()
+        raw = (h200_fixtures / name).read_text()
         rows = list(csv.DictReader(io.StringIO(raw[raw.index('"ID"'):])))
         sizes |= {r["Block Size"] for r in rows[1:] if "csrmv_v3_kernel" in r["Kernel Name"]}
     assert sizes == {f"({CUDA13_CSRMV_BLOCK_THREADS}, 1, 1)"}
-    assert "512-thread blocks" in (shared_fixtures / "README.md").read_text()
+    assert "512-thread blocks" in (h200_fixtures / "README.md").read_text()
 
 
 def test_seed_times_give_ratio_one_and_the_seed_bandwidth():

@@ -16,12 +16,12 @@ from sparsescope.sass.stall_map import read_source_sass_csv
 
 
 @pytest.fixture(scope="module")
-def fixture_kernels(shared_fixtures):
-    src = (shared_fixtures / "spmv_kernels.cu").read_text()
-    res = resources_from_text((shared_fixtures / "spmv_kernels_resources.txt").read_text())
+def fixture_kernels(h200_fixtures):
+    src = (h200_fixtures / "spmv_kernels.cu").read_text()
+    res = resources_from_text((h200_fixtures / "spmv_kernels_resources.txt").read_text())
     out = {}
     for fmt in ("cuobjdump.sass", "nvdisasm.txt"):
-        for k in read_listing(shared_fixtures / f"spmv_kernels_sm90.{fmt}"):
+        for k in read_listing(h200_fixtures / f"spmv_kernels_sm90.{fmt}"):
             out[(fmt, k.name)] = analyse_listing(k, resources=res[k.name], source=src)
     return out
 
@@ -76,11 +76,11 @@ def test_markdown_section(fixture_kernels):
     assert "`col -> x` x17 (in a loop)" in md
 
 
-def test_stall_mapping_puts_long_scoreboard_on_the_x_consumer(shared_fixtures):
-    (prof,) = read_source_sass_csv(shared_fixtures / "scalar_source_sass.csv")
+def test_stall_mapping_puts_long_scoreboard_on_the_x_consumer(h200_fixtures):
+    (prof,) = read_source_sass_csv(h200_fixtures / "scalar_source_sass.csv")
     assert prof.name == "spmv_csr_scalar" and len(prof.rows) == 256
-    listing = read_listing(shared_fixtures / "scalar_device_cuobjdump.sass")[0]
-    a = analyse_listing(listing, source=(shared_fixtures / "scalar_device.cu").read_text(),
+    listing = read_listing(h200_fixtures / "scalar_device_cuobjdump.sass")[0]
+    a = analyse_listing(listing, source=(h200_fixtures / "scalar_device.cu").read_text(),
                         stalls=prof)
     m = a.stall_map
     assert m.total_samples == sum(r.samples for r in prof.rows)
@@ -96,8 +96,8 @@ def test_stall_mapping_puts_long_scoreboard_on_the_x_consumer(shared_fixtures):
     assert "### Stall mapping" in render_markdown(a)
 
 
-def test_stall_mapping_refuses_another_build(shared_fixtures):
-    (prof,) = read_source_sass_csv(shared_fixtures / "scalar_source_sass.csv")
-    other = read_listing(shared_fixtures / "spmv_kernels_sm90.cuobjdump.sass")[0]
+def test_stall_mapping_refuses_another_build(h200_fixtures):
+    (prof,) = read_source_sass_csv(h200_fixtures / "scalar_source_sass.csv")
+    other = read_listing(h200_fixtures / "spmv_kernels_sm90.cuobjdump.sass")[0]
     with pytest.raises(UsageError, match="do not match"):
         analyse_listing(other, stalls=prof)

@@ -12,8 +12,8 @@ def _listing(lines: list[str]):
     return tuple(parse_instruction(16 * k, t) for k, t in enumerate(lines))
 
 
-def test_fixture_loops(shared_fixtures):
-    vec, sca = read_listing(shared_fixtures / "spmv_kernels_sm90.cuobjdump.sass")
+def test_fixture_loops(h200_fixtures):
+    vec, sca = read_listing(h200_fixtures / "spmv_kernels_sm90.cuobjdump.sass")
     cv = build_cfg(vec.instructions)
     assert [(lp.header_address, lp.end_address, lp.back_edge_addresses) for lp in cv.loops] == \
         [(0x210, 0x3E0, (0x3E0,))]
@@ -82,8 +82,8 @@ def test_chain_through_lea_pair_and_none_without_dependency():
     assert by_load[6].producers == () and by_load[6].const_offsets == ((0x220, True),)
 
 
-def test_fixture_chain_in_unrolled_loop(shared_fixtures):
-    vec = read_listing(shared_fixtures / "spmv_kernels_sm90.cuobjdump.sass")[0]
+def test_fixture_chain_in_unrolled_loop(h200_fixtures):
+    vec = read_listing(h200_fixtures / "spmv_kernels_sm90.cuobjdump.sass")[0]
     ins = vec.instructions
     du = reaching_definitions(ins, build_cfg(ins))
     _, chains = load_slices_and_chains(ins, du)

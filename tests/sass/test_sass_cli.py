@@ -9,9 +9,9 @@ from sparsescope.cli import main
 MODULES = ["sparsescope.cli.sass_cmd"]
 
 
-def test_sass_json_on_fixture_listing(shared_fixtures, capsys):
-    rc = main(["sass", str(shared_fixtures / "spmv_kernels_sm90.nvdisasm.txt"), "--kernel",
-               "scalar", "--source", str(shared_fixtures / "spmv_kernels.cu"), "--json"],
+def test_sass_json_on_fixture_listing(h200_fixtures, capsys):
+    rc = main(["sass", str(h200_fixtures / "spmv_kernels_sm90.nvdisasm.txt"), "--kernel",
+               "scalar", "--source", str(h200_fixtures / "spmv_kernels.cu"), "--json"],
               modules=MODULES)
     assert rc == 0
     out = json.loads(capsys.readouterr().out)
@@ -34,18 +34,18 @@ def test_sass_text_with_param_names_and_occupancy(fatbin_80_90, capsys):
     assert "Theoretical occupancy at 256 threads/block (compute capability 9.0)" in text
 
 
-def test_sass_errors(tmp_path, capsys, shared_fixtures):
+def test_sass_errors(tmp_path, capsys, h200_fixtures):
     rc = main(["sass", str(tmp_path / "missing.cubin")], modules=MODULES)
     assert rc == 2 and "no such file" in capsys.readouterr().err
-    rc = main(["sass", str(shared_fixtures / "spmv_kernels_sm90.cuobjdump.sass"), "--kernel",
+    rc = main(["sass", str(h200_fixtures / "spmv_kernels_sm90.cuobjdump.sass"), "--kernel",
                "nomatch"], modules=MODULES)
     assert rc == 2 and "no kernel matching 'nomatch'" in capsys.readouterr().err
 
 
-def test_sass_stalls_and_list(shared_fixtures, fatbin_80_90, capsys):
-    rc = main(["sass", str(shared_fixtures / "scalar_device_cuobjdump.sass"), "--source",
-               str(shared_fixtures / "scalar_device.cu"), "--stalls",
-               str(shared_fixtures / "scalar_source_sass.csv"), "--json"], modules=MODULES)
+def test_sass_stalls_and_list(h200_fixtures, fatbin_80_90, capsys):
+    rc = main(["sass", str(h200_fixtures / "scalar_device_cuobjdump.sass"), "--source",
+               str(h200_fixtures / "scalar_device.cu"), "--stalls",
+               str(h200_fixtures / "scalar_source_sass.csv"), "--json"], modules=MODULES)
     assert rc == 0
     (k,) = json.loads(capsys.readouterr().out)["kernels"]
     top = k["stalls"]["top"][0]

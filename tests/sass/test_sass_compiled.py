@@ -116,7 +116,7 @@ def test_demangle():
     assert got == {"_Z3fooPKf": "foo(float const*)", "plain_c": "plain_c"}
 
 
-def test_nvrtc_fallback(tmp_path, monkeypatch, shared_fixtures):
+def test_nvrtc_fallback(tmp_path, monkeypatch, h200_fixtures):
     """Compile with NVRTC when nvcc is absent (runs where libnvrtc can be loaded)."""
     from sparsescope.sass import extract
 
@@ -126,7 +126,7 @@ def test_nvrtc_fallback(tmp_path, monkeypatch, shared_fixtures):
         pytest.skip("libnvrtc not found (set SPARSESCOPE_NVRTC to test the NVRTC path)")
     real = extract.find_tool
     monkeypatch.setattr(extract, "find_tool", lambda t: None if t == "nvcc" else real(t))
-    compiled = compile_cuda((shared_fixtures / "spmv_kernels.cu").read_text(), "sm_90",
+    compiled = compile_cuda((h200_fixtures / "spmv_kernels.cu").read_text(), "sm_90",
                             out_dir=tmp_path)
     assert compiled.compiler == "nvrtc" and is_cubin(compiled.cubin)
     assert "Used 32 registers" in compiled.ptxas_log

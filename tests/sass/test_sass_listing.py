@@ -8,9 +8,9 @@ from sparsescope.errors import UsageError
 from sparsescope.sass.listing import detect_format, is_listing_file, iter_listing_text, read_listing
 
 
-def test_cuobjdump_and_nvdisasm_fixtures_agree(shared_fixtures):
-    cuo = read_listing(shared_fixtures / "spmv_kernels_sm90.cuobjdump.sass")
-    nvd = read_listing(shared_fixtures / "spmv_kernels_sm90.nvdisasm.txt")
+def test_cuobjdump_and_nvdisasm_fixtures_agree(h200_fixtures):
+    cuo = read_listing(h200_fixtures / "spmv_kernels_sm90.cuobjdump.sass")
+    nvd = read_listing(h200_fixtures / "spmv_kernels_sm90.nvdisasm.txt")
     assert [(k.name, k.arch, len(k.instructions)) for k in cuo] == \
         [("spmv_csr_vector8", "sm_90", 120), ("spmv_csr_scalar", "sm_90", 256)]
     assert [k.listing_format for k in cuo + nvd] == ["cuobjdump"] * 2 + ["nvdisasm"] * 2
@@ -21,19 +21,19 @@ def test_cuobjdump_and_nvdisasm_fixtures_agree(shared_fixtures):
             [i.branch_target for i in b.instructions]
 
 
-def test_nvdisasm_keeps_source_lines(shared_fixtures):
-    vec = read_listing(shared_fixtures / "spmv_kernels_sm90.nvdisasm.txt")[0]
+def test_nvdisasm_keeps_source_lines(h200_fixtures):
+    vec = read_listing(h200_fixtures / "spmv_kernels_sm90.nvdisasm.txt")[0]
     first = vec.instructions[0]
     assert (first.source_file, first.source_line) == ("/fixture/spmv_kernels.cu", 12)
     lines = {i.source_line for i in vec.instructions if i.source_file.endswith("spmv_kernels.cu")}
     assert {14, 15, 16, 18, 19, 20} <= lines
 
 
-def test_select_skips_unwanted_functions(shared_fixtures):
-    got = read_listing(shared_fixtures / "scalar_device_cuobjdump.sass",
+def test_select_skips_unwanted_functions(h200_fixtures):
+    got = read_listing(h200_fixtures / "scalar_device_cuobjdump.sass",
                        select=lambda n: n == "spmv_csr_scalar")
     assert len(got) == 1 and len(got[0].instructions) == 256
-    assert read_listing(shared_fixtures / "scalar_device_cuobjdump.sass",
+    assert read_listing(h200_fixtures / "scalar_device_cuobjdump.sass",
                         select=lambda n: False) == []
 
 
@@ -49,11 +49,11 @@ def test_nvdisasm_json():
     assert k.instructions[2].branch_target == 0 and k.instructions[2].predicate == "!P0"
 
 
-def test_not_a_listing(tmp_path, shared_fixtures):
+def test_not_a_listing(tmp_path, h200_fixtures):
     bad = tmp_path / "notes.txt"
     bad.write_text("hello\nworld\n")
     with pytest.raises(UsageError, match="not a SASS listing"):
         read_listing(bad)
     assert not is_listing_file(bad)
-    assert is_listing_file(shared_fixtures / "spmv_kernels_sm90.nvdisasm.txt")
+    assert is_listing_file(h200_fixtures / "spmv_kernels_sm90.nvdisasm.txt")
     assert detect_format("[{}]") == "nvdisasm-json"

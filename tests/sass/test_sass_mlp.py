@@ -23,8 +23,8 @@ def _figures(m: KernelMLP) -> tuple:
 
 
 @pytest.fixture(scope="module")
-def spmv(shared_fixtures):
-    return {fmt: listing_mlp((shared_fixtures / f"spmv_kernels_sm90.{fmt}").read_text())
+def spmv(h200_fixtures):
+    return {fmt: listing_mlp((h200_fixtures / f"spmv_kernels_sm90.{fmt}").read_text())
             for fmt in ("cuobjdump.sass", "nvdisasm.txt")}
 
 
@@ -68,15 +68,15 @@ def test_nvdisasm_and_cuobjdump_agree(spmv):
         assert cu[name] == nv[name]
 
 
-def test_standalone_scalar_device_build(shared_fixtures):
-    (m,) = listing_mlp((shared_fixtures / "scalar_device_cuobjdump.sass").read_text()).values()
+def test_standalone_scalar_device_build(h200_fixtures):
+    (m,) = listing_mlp((h200_fixtures / "scalar_device_cuobjdump.sass").read_text()).values()
     # the same loop as spmv_csr_scalar, 0x10 earlier (0x4a0..0xa20): largest batch 0x670-0x7a0
     assert _figures(m) == (True, 48, 13, 52, 2, 192, 96.0, False)
     assert m.evidence[0].startswith("0x0670")
 
 
-def test_analysis_and_listing_give_the_same(shared_fixtures):
-    vec = read_listing(shared_fixtures / "spmv_kernels_sm90.cuobjdump.sass")[0]
+def test_analysis_and_listing_give_the_same(h200_fixtures):
+    vec = read_listing(h200_fixtures / "spmv_kernels_sm90.cuobjdump.sass")[0]
     assert kernel_mlp(analyse_listing(vec)) == kernel_mlp(vec)
 
 
@@ -129,7 +129,7 @@ def test_seed_000_special_case():
     assert seed.bytes_in_flight_per_thread == 2.0  # 128 B line per warp = 4 B/thread, halved
 
 
-def test_instruction_counts_of_the_real_listings(spmv, shared_fixtures):
+def test_instruction_counts_of_the_real_listings(spmv, h200_fixtures):
     scalar = spmv["cuobjdump.sass"]["spmv_csr_scalar"]
     # the hot loop 0x4b0..0xa30 is (0xa30 - 0x4b0) / 16 + 1 = 89 instructions; vector8's
     # 0x210..0x3e0 is 30
@@ -138,7 +138,7 @@ def test_instruction_counts_of_the_real_listings(spmv, shared_fixtures):
     # its remainder loop and the rest: every reachable instruction but the NOP padding counted
     # once, in exactly one of the three
     assert scalar.remainder_instructions == 17
-    (listing,) = [k for k in read_listing(shared_fixtures / "spmv_kernels_sm90.cuobjdump.sass")
+    (listing,) = [k for k in read_listing(h200_fixtures / "spmv_kernels_sm90.cuobjdump.sass")
                   if k.name == "spmv_csr_scalar"]
     real = sum(1 for i in listing.instructions if i.opcode != "NOP")
     counted = (scalar.loop_instructions + scalar.remainder_instructions

@@ -15,8 +15,8 @@ from sparsescope.sass.occupancy import limits_for, occupancy
 from sparsescope.sass.resources import parse_ptxas_verbose, parse_res_usage
 
 
-def test_fixture_resources(shared_fixtures):
-    text = (shared_fixtures / "spmv_kernels_resources.txt").read_text()
+def test_fixture_resources(h200_fixtures):
+    text = (h200_fixtures / "spmv_kernels_resources.txt").read_text()
     res = parse_res_usage(text)
     vec, sca = res[("spmv_csr_vector8", "")], res[("spmv_csr_scalar", "")]
     assert (vec.registers, vec.shared_bytes, vec.local_bytes, vec.stack_bytes, vec.constant_bytes) \
@@ -56,8 +56,8 @@ NCU_FILES = ["spmv_full_raw.csv", "ncu_metrics_cant_analog.csv", "ncu_metrics_ca
 
 
 @pytest.mark.parametrize("name", NCU_FILES)
-def test_occupancy_matches_ncu_launch_limits(shared_fixtures, name):
-    units, rows = _ncu_rows(shared_fixtures / name)
+def test_occupancy_matches_ncu_launch_limits(h200_fixtures, name):
+    units, rows = _ncu_rows(h200_fixtures / name)
     kib = {k: 1024.0 if units[k].startswith("Kbyte") else 1.0 for k in units}
     seen = set()
     for r in rows:

@@ -54,8 +54,8 @@ def _rewrite(source, out, rename=None, drop=(), metric_names=False):
     return out
 
 
-def test_real_export(shared_fixtures):
-    (block,) = read_source_page(shared_fixtures / FIXTURE)
+def test_real_export(h200_fixtures):
+    (block,) = read_source_page(h200_fixtures / FIXTURE)
     assert block.kernel == "spmv_csr_scalar" and len(block.rows) == 256
     assert sum(r.samples for r in block.rows) == 2298
     assert sum(r.samples_not_issued for r in block.rows) == 2229
@@ -71,8 +71,8 @@ def test_real_export(shared_fixtures):
 
 
 @pytest.mark.parametrize("rename", [CYCLES_SPELLING, FIRST_SPELLING], ids=["cycles", "first"])
-def test_real_export_in_older_spellings(shared_fixtures, tmp_path, rename):
-    fixture = shared_fixtures / FIXTURE
+def test_real_export_in_older_spellings(h200_fixtures, tmp_path, rename):
+    fixture = h200_fixtures / FIXTURE
     older = _rewrite(fixture, tmp_path / "older.csv", rename=rename)
     assert read_source_page(older) == read_source_page(fixture)
     assert read_source_sass_csv(older) == read_source_sass_csv(fixture)
@@ -87,10 +87,10 @@ def test_real_export_in_older_spellings(shared_fixtures, tmp_path, rename):
     assert sum(r.samples for r in block.rows) == 2298 and block.rows[0].stalls == {}
 
 
-def test_real_export_with_metric_names_and_no_totals(shared_fixtures, tmp_path):
+def test_real_export_with_metric_names_and_no_totals(h200_fixtures, tmp_path):
     """Per-reason columns named as the report's per-PC metrics, the two total columns gone:
     the totals are the sums of the reasons (all, and not issued), equal to ncu's own."""
-    fixture = shared_fixtures / FIXTURE
+    fixture = h200_fixtures / FIXTURE
     renamed = _rewrite(fixture, tmp_path / "metrics.csv", metric_names=True,
                        drop=("Warp Stall Sampling (All Samples)",
                              "Warp Stall Sampling (Not-issued Samples)"))
@@ -210,10 +210,10 @@ def test_unreadable_pages(tmp_path, content, message):
         read_source_page(tmp_path / "absent.csv")
 
 
-def test_cli_names_the_file_and_columns(shared_fixtures, tmp_path, capsys):
+def test_cli_names_the_file_and_columns(h200_fixtures, tmp_path, capsys):
     path = tmp_path / "renamed.csv"
     path.write_text('"Kernel Name","spmv_csr_scalar",\n"Address","Source","Stall Samples"\n')
-    rc = main(["sass", str(shared_fixtures / "scalar_device_cuobjdump.sass"), "--stalls",
+    rc = main(["sass", str(h200_fixtures / "scalar_device_cuobjdump.sass"), "--stalls",
                str(path)], modules=["sparsescope.cli.sass_cmd"])
     err = capsys.readouterr().err
     assert rc == UsageError.exit_code == 2

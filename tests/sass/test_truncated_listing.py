@@ -26,15 +26,15 @@ def sass(args: list[str], capsys) -> tuple[int, str, str]:
     return rc, out, err
 
 
-def test_complete_fixtures_read_whole(shared_fixtures):
+def test_complete_fixtures_read_whole(h200_fixtures):
     for name in (CUOBJDUMP, NVDISASM):
-        got = read_listing(shared_fixtures / name)
+        got = read_listing(h200_fixtures / name)
         assert [(k.name, len(k.instructions)) for k in got] == \
             [("spmv_csr_vector8", 120), ("spmv_csr_scalar", 256)]
 
 
-def test_cuobjdump_cut_inside_the_first_kernel(shared_fixtures, tmp_path, capsys):
-    text = (shared_fixtures / CUOBJDUMP).read_text()
+def test_cuobjdump_cut_inside_the_first_kernel(h200_fixtures, tmp_path, capsys):
+    text = (h200_fixtures / CUOBJDUMP).read_text()
     cut = cut_after(text, "/*0350*/")  # in spmv_csr_vector8; spmv_csr_scalar is lost
     path = tmp_path / "cut.sass"
     path.write_text(cut)
@@ -55,8 +55,8 @@ def test_cuobjdump_cut_inside_the_first_kernel(shared_fixtures, tmp_path, capsys
                "spmv_csr_vector8" in err
 
 
-def test_cuobjdump_cut_inside_the_second_kernel(shared_fixtures, tmp_path, capsys):
-    text = (shared_fixtures / CUOBJDUMP).read_text()
+def test_cuobjdump_cut_inside_the_second_kernel(h200_fixtures, tmp_path, capsys):
+    text = (h200_fixtures / CUOBJDUMP).read_text()
     start = text.index("Function : spmv_csr_scalar")
     cut = cut_after(text[start:], "/*0a30*/")
     path = tmp_path / "cut2.sass"
@@ -67,9 +67,9 @@ def test_cuobjdump_cut_inside_the_second_kernel(shared_fixtures, tmp_path, capsy
     assert "(complete kernels before it: spmv_csr_vector8)" in err
 
 
-def test_cut_inside_an_instruction_is_truncation_not_a_crash(shared_fixtures, tmp_path):
+def test_cut_inside_an_instruction_is_truncation_not_a_crash(h200_fixtures, tmp_path):
     # "IMAD.WIDE" without operands used to reach the instruction parser (IndexError)
-    text = (shared_fixtures / "scalar_device_cuobjdump.sass").read_text()
+    text = (h200_fixtures / "scalar_device_cuobjdump.sass").read_text()
     end = text.index("IMAD.WIDE", text.index("/*0bc0*/")) + len("IMAD.WIDE")
     path = tmp_path / "mid.sass"
     path.write_text(text[:end])
@@ -78,8 +78,8 @@ def test_cut_inside_an_instruction_is_truncation_not_a_crash(shared_fixtures, tm
         read_listing(path)
 
 
-def test_nvdisasm_cut_before_the_end_label(shared_fixtures, tmp_path, capsys):
-    text = (shared_fixtures / NVDISASM).read_text()
+def test_nvdisasm_cut_before_the_end_label(h200_fixtures, tmp_path, capsys):
+    text = (h200_fixtures / NVDISASM).read_text()
     # every instruction of spmv_csr_vector8 but the padding NOPs and its end label .L_x_17
     cut = cut_after(text, "/*06b0*/")
     path = tmp_path / "cut.nvdisasm.txt"
@@ -93,8 +93,8 @@ def test_nvdisasm_cut_before_the_end_label(shared_fixtures, tmp_path, capsys):
     assert [k.name for k in iter_listing_text(whole_first)] == ["spmv_csr_vector8"]
 
 
-def test_unselected_truncated_kernel_is_still_reported(shared_fixtures):
-    text = (shared_fixtures / CUOBJDUMP).read_text()
+def test_unselected_truncated_kernel_is_still_reported(h200_fixtures):
+    text = (h200_fixtures / CUOBJDUMP).read_text()
     cut = cut_after(text, "/*0100*/")
     with pytest.raises(TruncatedInputError, match="kernel spmv_csr_vector8"):
         list(iter_listing_text(cut, select=lambda name: name == "spmv_csr_scalar",

@@ -132,7 +132,7 @@ def resident_blocks(kernel, block: int) -> int:
 
 
 #: cuSPARSE's CSR SpMV (CUDA 13, ``csrmv_v3_kernel`` after ``csr_partition_kernel``) as the H200
-#: profiles in shared/fixtures/h200 show it, by index width: nonzeros per 512-thread block,
+#: profiles in tests/fixtures/h200 show it, by index width: nonzeros per 512-thread block,
 #: registers per thread and warp instructions per nonzero (ncu: grid 979 for the cant analog's
 #: 4,007,383 nonzeros at INT32, 1,305 at INT64; 24,219 and 32,292 for cage15's 99,199,551;
 #: ``smsp__inst_executed`` 7,271,885 and 180,795,101 at INT32 -- 1.81 and 1.82 a nonzero --,

@@ -20,8 +20,9 @@ __all__ = ["InstructionSample", "KernelProfile", "ProfileError", "RuleMessage", 
 
 
 def load(path, details=None):
-    """Kernel profiles from a ``.ncu-rep`` report or a ``--page raw`` CSV export (with an
-    optional ``--page details`` export for the rule messages), chosen by the file's content."""
+    """Kernel profiles from a ``.ncu-rep`` report or a ``--page raw`` CSV export, gzipped
+    or not (with an optional ``--page details`` export for the rule messages), chosen by the
+    file's content."""
     from pathlib import Path
 
     from sparsescope.profile.read_report import REPORT_MAGIC, load_profiles
@@ -32,14 +33,15 @@ def load(path, details=None):
 
         raise UsageError(f"{path}: a .ncu-rep report holds its rule messages; --details is for "
                          "CSV exports")
-    if path.suffix.lower() == ".csv":
+    if path.suffix.lower() == ".csv" or path.name.lower().endswith(".csv.gz"):
         from sparsescope.profile.read_csv import load_profiles_csv
 
         return load_profiles_csv(path, details)
     if path.is_file() and path.suffix.lower() != ".ncu-rep":
         with path.open("rb") as handle:
             head = handle.read(4096)
-        if head and not head.startswith(REPORT_MAGIC) and b"\x00" not in head:
+        gzipped = head.startswith(b"\x1f\x8b")   # a gzipped export, as results folders keep them
+        if head and not head.startswith(REPORT_MAGIC) and (gzipped or b"\x00" not in head):
             from sparsescope.profile.read_csv import load_profiles_csv
 
             return load_profiles_csv(path, details)

@@ -1,7 +1,7 @@
 """Nsight Compute metric names as data: metric groups, stall reasons, and the names analyses read.
 
 Every name here is a real ncu metric name, taken from the headers of the H200 recordings in
-``shared/fixtures/h200`` (``ncu_metrics_*_analog.csv`` for the metric-group runs,
+``tests/fixtures/h200`` (``ncu_metrics_*_analog.csv`` for the metric-group runs,
 ``spmv_full_raw.csv`` for ``--set full``). Where the full set and a metric-group run name the same
 quantity differently (``smsp__inst_executed_op_global_ld.sum`` vs
 ``smsp__sass_inst_executed_op_global_ld.sum``), analyses take the first of a tuple of candidates

@@ -29,7 +29,7 @@ from sparsescope.report.context import CaseView, ReportContext
 from sparsescope.report.table_types import Column, Table, span
 
 SEED_SOURCE = "seed 000, section 3.1"
-"""Where the published figures come from (the seed report in ../shared/seeds/000_*.txt)."""
+"""Where the published figures come from (seed report 000, copied to tests/fixtures/seeds/000_*.txt)."""
 SEED_BACKEND = "torch-cusparse-i64"
 """Our backend that runs the seed's call: ``torch.sparse.mm`` on INT64 CSR."""
 SEED_PEAK_BW_GB_S = 4800.0
@@ -91,9 +91,9 @@ SEED_CSRMV_BLOCK_THREADS = 32
 """``csrmv_v3_kernel`` block size in the seed's profile (seed 000, section 4.1)."""
 CUDA13_CSRMV_BLOCK_THREADS = 512
 """``csrmv_v3_kernel`` block size with CUDA 13 cuSPARSE, measured with Nsight Compute on an H200
-(../shared/fixtures/h200/README.md; ``Block Size`` of every csrmv_v3_kernel launch in
+(tests/fixtures/h200/README.md; ``Block Size`` of every csrmv_v3_kernel launch in
 ``ncu_metrics_cant_analog.csv`` and ``ncu_metrics_cage15_analog.csv``)."""
-FIXTURE_README = "shared/fixtures/h200/README.md"
+FIXTURE_README = "tests/fixtures/h200/README.md"
 
 
 @dataclass(frozen=True)
