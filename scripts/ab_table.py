@@ -1,4 +1,4 @@
-"""The A/B table of scripts/device_ab_kernel.sh: per case, the medians of runs A1, A2 (the
+"""The A/B table of `scripts/device.sh ab-kernel`: per case, the medians of runs A1, A2 (the
 kernel file as given) and B1, B2 (the working tree), and B/A = median(B) / median(A).
 
     python scripts/ab_table.py FOLDER   (A1.json, B1.json, A2.json, B2.json or .json.gz)

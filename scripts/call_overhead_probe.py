@@ -29,10 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 SOURCE = r"""
 extern "C" __global__ void probe_empty() { }
@@ -77,8 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     import cupy as cp
     import numpy as np
 
-    from sparsescope.timing.cuda import time_cuda
-    from sparsescope.timing.types import TimingConfig
+    from sparsescope.api import TimingConfig, time_cuda
 
     module = cp.RawModule(code=SOURCE)
     empty, chain = module.get_function("probe_empty"), module.get_function("probe_chain")
@@ -131,14 +127,10 @@ def spmv_rows(matrix: str, repeats: int) -> list[dict]:
     the L2 flushed and without; each output checked against float64 first."""
     import numpy as np
 
-    from sparsescope.backends.registry import get_backend
-    from sparsescope.matrices.suites import build_entry, find_entry, split_suite_name
-    from sparsescope.ops.base import canonical_csr
-    from sparsescope.timing.types import TimingConfig
+    from sparsescope.api import TimingConfig, get_backend, suite_csr
 
     source, _, name = matrix.partition("#")
-    suite, _ = split_suite_name(source)
-    csr = canonical_csr(build_entry(find_entry(suite, name, 1.0), 0).csr)
+    csr = suite_csr(source, name, 1.0, 0)
     x = np.random.default_rng(0).standard_normal(csr.shape[1])
     want = csr.astype(np.float64) @ x
     rows = []

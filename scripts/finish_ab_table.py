@@ -1,4 +1,4 @@
-"""The table of scripts/device_finish_ab.sh: per matrix and tile kernel, the median with
+"""The table of `scripts/device.sh finish-ab`: per matrix and tile kernel, the median with
 ``spmv_fixup`` as a second launch (finish=0) and with the last tile finishing each split row
 (finish=1), their ratio, and the best cuSPARSE beside them.
 
@@ -13,10 +13,7 @@ import statistics
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-
-from sparsescope.report.collection_data import geomean  # noqa: E402
-from sparsescope.results.io import read_runset  # noqa: E402
+from sparsescope.api import read_runset
 
 _FINISH = re.compile(r"finish=(\d)")
 
@@ -59,7 +56,7 @@ def markdown(rows: list[dict]) -> str:
                      f"{'-' if lib is None else format(1e3 * lib, '.1f')} | "
                      f"{'-' if lib is None else format(lib / r['finish1_ms'], '.2f')} |")
     if rows:
-        geo = geomean(r["ratio"] for r in rows)
+        geo = statistics.geometric_mean(r["ratio"] for r in rows)
         lines += ["", f"- finish / fixup: geomean {geo:.3f} over {len(rows)} (matrix, kernel) "
                       f"pairs; range {min(r['ratio'] for r in rows):.3f}-"
                       f"{max(r['ratio'] for r in rows):.3f}."]

@@ -16,16 +16,10 @@ could serve, not as requests it would save.
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-
-from sparsescope.hardware.specs import get_spec  # noqa: E402
-from sparsescope.matrices import load_suite  # noqa: E402
-from sparsescope.model.hot_set import HotSetReach, hot_set_reach  # noqa: E402
+from sparsescope.api import get_spec, hot_set_reach, load_suite
 
 
 def reach_rows(name: str, counts: np.ndarray, *, entries_per_sm: int, sms: int,
@@ -33,7 +27,7 @@ def reach_rows(name: str, counts: np.ndarray, *, entries_per_sm: int, sms: int,
     """One Markdown row per cluster size for one matrix's column counts."""
     rows = []
     for c in clusters:
-        r: HotSetReach = hot_set_reach(counts, entries_per_sm=entries_per_sm, cluster=c,
+        r = hot_set_reach(counts, entries_per_sm=entries_per_sm, cluster=c,
                                        sms=sms)
         rows.append(f"| {name} | {c} | {r.entries:,} | {100 * r.share:.1f} % | "
                     f"{r.served / 1e6:.2f} | {r.copies} | {r.fill_sectors / 1e6:.2f} | "

@@ -12,16 +12,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
+import statistics
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-
-from sparsescope.report.collection_data import geomean  # noqa: E402
 
 
 def load(path: Path) -> dict[str, dict]:
-    return {row["matrix"]: row for row in json.loads(path.read_text())}
+    """matrix -> row of a ``selection.json`` (``.gz`` read as gzip)."""
+    import gzip
+
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt") as fh:
+        return {row["matrix"]: row for row in json.load(fh)}
 
 
 def speedup(row: dict) -> float:
@@ -55,8 +56,9 @@ def compare(before: dict[str, dict], now: dict[str, dict], changed_only: bool = 
         speeds = {r["matrix"]: speedup(r) for r in rows}
         low = min(speeds, key=speeds.get)
         slower = sorted(m for m, s in speeds.items() if s < 1.0)
+        geo = statistics.geometric_mean(speeds.values())
         lines.append(f"- {label}: auto over the best cuSPARSE configuration "
-                     f"{geomean(speeds.values()):.2f}x geomean over {len(rows)} matrices, lowest "
+                     f"{geo:.2f}x geomean over {len(rows)} matrices, lowest "
                      f"{speeds[low]:.2f}x ({low}); slower than cuSPARSE on {len(slower)}"
                      + (f" ({', '.join(slower)})" if slower else "") + "; largest regret "
                      f"{max(regret(r) for r in rows):+.1f} %.")

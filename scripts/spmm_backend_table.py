@@ -18,10 +18,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-
-from sparsescope.registry import is_own  # noqa: E402
-from sparsescope.results.io import read_runset  # noqa: E402
+from sparsescope.api import is_own, read_runset
 
 LIBRARY = ("spmm-torch-", "spmm-cupy-")
 

@@ -17,13 +17,9 @@ import argparse
 import gzip
 import json
 import statistics
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-
-from sparsescope.matrices.suites import build_entry, find_entry  # noqa: E402
-from sparsescope.model.spmm import x_reuse_dram_floors  # noqa: E402
+from sparsescope.api import is_own, suite_csr, x_reuse_dram_floors
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -36,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="the run's measured DRAM read bandwidth (H200 run: 4,359)")
     ap.add_argument("--k", type=int, action="append")
     args = ap.parse_args(argv)
-    csr = build_entry(find_entry(args.suite, args.matrix, 1.0), 0).csr
+    csr = suite_csr(args.suite, args.matrix, 1.0, 0)
     with gzip.open(args.results, "rt") as f:
         cases = json.load(f)["cases"]
     measured: dict[int, dict[str, float]] = {}
@@ -56,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
         best = min(floors, key=lambda f: f.floor_ms)
         best_ms, best_slab = best.floor_ms, best.slab
         t = measured.get(k, {})
-        libs = [v for b, v in t.items() if not b.startswith("spmm-cuda")]
+        libs = [v for b, v in t.items() if not is_own(b)]
         line = f"k={k}: smallest floor {1e3 * best_ms:,.0f} us (slab {best_slab})"
         auto = t.get("spmm-cuda-auto")
         if auto:

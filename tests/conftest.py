@@ -41,6 +41,20 @@ def h200_fixtures(tmp_path_factory) -> Path:
     return root / "h200"
 
 
+@pytest.fixture(scope="session")
+def committed():
+    """``committed("results/...")``: a file or folder committed in this repository, compressed
+    or not (``X`` or ``X.gz``); a test that reads one fails, naming it, when it is gone."""
+
+    def find(rel: str) -> Path:
+        for path in (REPO_ROOT / rel, REPO_ROOT / f"{rel}.gz"):
+            if path.exists():
+                return path
+        raise AssertionError(f"{rel}: not committed (a test reads it)")
+
+    return find
+
+
 @pytest.fixture(autouse=True)
 def _isolated_store(tmp_path_factory, monkeypatch):
     """Keep every test's results store and caches out of the user's home."""

@@ -12,9 +12,14 @@ The stages, lowest first (a stage imports only from stages below it, or from its
                  generate matrices, time a call; none imports the model, matrices imports no
                  hardware, timing may use hardware (cache sizes)
     ops, results                                   operations and run records
-    backends                                       implementations of the ops
+    context                                        the device and prediction context
+    backends, sweep                                implementations of the ops, many cases
     sass, profile, analyze                         SASS, profiler and analysis
-    report, api, cli                               what users call
+    report, whatif, api, cli                       what users call
+
+No module of a lower stage (:data:`LOWER_STAGES`) imports one of :data:`TOP_STAGES`, at module
+level or inside a function; and there is no import cycle at all, counting imports inside
+functions (:func:`test_no_import_cycle_counting_imports_in_functions`).
 
 Every module under ``src/sparsescope`` is parsed with :mod:`ast` (nothing is imported), and
 each ``import`` / ``from ... import`` naming ``sparsescope`` becomes an edge to the most
@@ -43,14 +48,22 @@ MODEL_MAY_IMPORT = frozenset({"model", "hardware.types", "hardware.specs", "matr
                               "errors", "_optional", "timing.types"})
 #: Stages above the model: nothing the model imports, even indirectly, may reach one of them.
 ABOVE_MODEL = frozenset({"backends", "ops", "profile", "sass", "analyze", "report", "cli",
-                         "api", "results"})
+                         "api", "results", "context", "sweep", "whatif"})
 #: stage -> stages (or modules) it must not import.
 FORBIDDEN = {
     "hardware": ABOVE_MODEL | {"model"},
     "matrices": ABOVE_MODEL | {"model", "hardware"},
     "timing": frozenset({"backends", "ops", "model", "profile", "sass", "analyze", "report",
-                         "cli", "api"}),
+                         "cli", "api", "context", "sweep", "whatif"}),
+    # the device context sits below backends, sweep, analyze and the what-if
+    "context": frozenset({"backends", "sweep", "analyze", "profile", "target"}),
 }
+
+#: Stages that receive what they need as parameters and never import what users call.
+LOWER_STAGES = frozenset({"matrices", "ops", "backends", "timing", "hardware", "model", "sass",
+                          "results", "profile", "sweep", "context"})
+#: What users call: the API, the what-if, the CLI and the report.
+TOP_STAGES = frozenset({"api", "whatif", "cli", "report"})
 
 #: Module-level import cycles that exist today in files outside the model / hardware stages.
 #: Each is the sorted tuple of the modules of one strongly connected component. The list may
@@ -310,3 +323,34 @@ def test_known_cycles_are_still_there():
     gone = KNOWN_CYCLES - _import_time_cycles().keys()
     assert not gone, ("these cycles no longer exist (or changed members); remove them from "
                       f"KNOWN_CYCLES: {sorted(gone)}")
+
+
+def test_every_module_has_a_known_stage():
+    """Each stage is named in the rules above (a new stage must be placed)."""
+    known = LOWER_STAGES | TOP_STAGES | {
+        "", "analyze", "registry", "errors", "_optional", "_atomic", "_tools", "_outputs",
+        "progress", "target", "__main__"}
+    unknown = sorted({_stage(m) for m in _modules()} - known)
+    assert not unknown, f"place these stages in tests/test_layering.py: {unknown}"
+
+
+@pytest.mark.parametrize("stage", sorted(LOWER_STAGES))
+def test_lower_stages_never_import_what_users_call(stage):
+    """Counting imports inside functions: a lazy import is still a dependency."""
+    bad = [e for e in _edges()
+           if _stage(e.source) == stage and _stage(e.target) in TOP_STAGES]
+    assert not bad, (f"{stage} must not import {sorted(TOP_STAGES)} (pass what it needs as a "
+                     "parameter, e.g. a context.DeviceContext):\n" + _describe(bad))
+
+
+def test_no_import_cycle_counting_imports_in_functions():
+    """Module-level strongly connected components over every import edge, lazy ones
+    included: there is none."""
+    graph: dict[str, set[str]] = {m: set() for m in _modules()}
+    for e in _edges():
+        graph[e.source].add(e.target)
+    cycles = [tuple(c) for c in _strongly_connected(graph)]
+    assert not cycles, "import cycles, counting imports inside functions:\n" + "\n".join(
+        f"{' <-> '.join(c)}:\n" + _describe(e for e in _edges()
+                                            if e.source in c and e.target in c)
+        for c in cycles)

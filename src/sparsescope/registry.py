@@ -2,7 +2,9 @@
 
 Adding an op: write its module (an :class:`~sparsescope.ops.base.Op`, its parameter records),
 its backends and its report section, then add one :class:`OpEntry` to :data:`OPS` and its
-backends to :data:`BACKENDS`. Nothing else branches on an op's or a backend's name.
+backends to :data:`LIBRARY_BACKENDS` or, for kernels of ours, :data:`OWN_KERNELS` (which of
+the two is the one declaration of "ours or a library's": :func:`is_own`). Nothing else
+branches on an op's or a backend's name.
 
 Everything here is a ``"module:Name"`` string (or, for code that registers at run time, such as
 a test, the object itself), resolved on use by :func:`load`: importing this table imports no
@@ -63,12 +65,28 @@ OPS: dict[str, OpEntry] = {e.name: e for e in (
 )}
 
 _B = "sparsescope.backends."
+#: Libraries (and the CPU references): what the report sets our kernels against.
 #: (op, backend name) -> ``"module:Class"``.
-BACKENDS: dict[tuple[str, str], Any] = {
+LIBRARY_BACKENDS: dict[tuple[str, str], Any] = {
     ("spmv", "scipy-cpu"): _B + "scipy_cpu:ScipyCpuBackend",
     ("spmv", "torch-cusparse-i64"): _B + "torch_cusparse:TorchCusparseI64",
     ("spmv", "torch-cusparse-i32"): _B + "torch_cusparse:TorchCusparseI32",
     ("spmv", "cupy-cusparse-i32"): _B + "cupy_cusparse:CupyCusparseI32",
+    ("spmm", "spmm-scipy-cpu"): _B + "spmm_scipy:SpmmScipyCpu",
+    ("spmm", "spmm-torch-i64"): _B + "spmm_torch:SpmmTorchI64",
+    ("spmm", "spmm-torch-i32"): _B + "spmm_torch:SpmmTorchI32",
+    ("spmm", "spmm-cupy-i32"): _B + "spmm_cupy:SpmmCupyI32",
+    ("spmm", "spmm-ginkgo"): _B + "spmm_ginkgo:SpmmGinkgo",
+    ("slice", "slice-scipy-cpu"): _B + "slice_scipy:SliceScipyCpu",
+    ("slice", "slice-torch"): _B + "slice_torch:SliceTorch",
+    ("slice", "slice-cupy-i32"): _B + "slice_cupy:SliceCupyI32",
+    ("slice", "slice-brainevent"): _B + "slice_brainevent:SliceBrainevent",
+}
+
+#: Our own kernels (``backends/kernels/*.cu``, and the selectors that choose among them): the
+#: report sets each against the best library of its op (:func:`is_own`).
+#: (op, backend name) -> ``"module:Class"``.
+OWN_KERNELS: dict[tuple[str, str], Any] = {
     ("spmv", "cuda-csr-scalar"): _B + "cuda_kernels:CudaCsrScalar",
     ("spmv", "cuda-csr-vector"): _B + "cuda_kernels:CudaCsrVector",
     # Our own SpMV kernels, chosen among by predicted time in cuda-spmv-auto (by the rules of
@@ -81,11 +99,6 @@ BACKENDS: dict[tuple[str, str], Any] = {
     ("spmv", "cuda-spmv-delta16-tiles"): _B + "spmv_compressed:CudaSpmvTileDelta16",
     ("spmv", "cuda-spmv-auto"): _B + "spmv_auto:CudaSpmvAuto",
     ("spmv", "cuda-spmv-auto-rules"): _B + "spmv_auto:CudaSpmvAutoRules",
-    ("spmm", "spmm-scipy-cpu"): _B + "spmm_scipy:SpmmScipyCpu",
-    ("spmm", "spmm-torch-i64"): _B + "spmm_torch:SpmmTorchI64",
-    ("spmm", "spmm-torch-i32"): _B + "spmm_torch:SpmmTorchI32",
-    ("spmm", "spmm-cupy-i32"): _B + "spmm_cupy:SpmmCupyI32",
-    ("spmm", "spmm-ginkgo"): _B + "spmm_ginkgo:SpmmGinkgo",
     ("spmm", "spmm-cuda-rowwarp"): _B + "spmm_cuda:SpmmCudaRowWarp",
     ("spmm", "spmm-cuda-rowgroup"): _B + "spmm_rowgroup:SpmmCudaRowGroup",
     ("spmm", "spmm-cuda-blocktc"): _B + "spmm_blocktc:SpmmCudaBlockTc",
@@ -93,18 +106,18 @@ BACKENDS: dict[tuple[str, str], Any] = {
     ("spmm", "spmm-cuda-transposed"): _B + "spmm_transposed:SpmmCudaTransposed",
     ("spmm", "spmm-cuda-auto"): _B + "spmm_auto:SpmmCudaAuto",
     ("spmm", "spmm-cuda-auto-rules"): _B + "spmm_auto:SpmmCudaAutoRules",
-    ("slice", "slice-scipy-cpu"): _B + "slice_scipy:SliceScipyCpu",
-    ("slice", "slice-torch"): _B + "slice_torch:SliceTorch",
-    ("slice", "slice-cupy-i32"): _B + "slice_cupy:SliceCupyI32",
-    ("slice", "slice-brainevent"): _B + "slice_brainevent:SliceBrainevent",
     ("slice", "slice-cuda-scatter"): _B + "slice_cuda:SliceCudaScatter",
     ("slice", "slice-cuda-gather"): _B + "slice_cuda:SliceCudaGather",
 }
 
+#: Every backend, libraries and ours: (op, backend name) -> ``"module:Class"`` (or, for one
+#: registered at run time, the object itself).
+BACKENDS: dict[tuple[str, str], Any] = {**LIBRARY_BACKENDS, **OWN_KERNELS}
 
-#: Our own kernels: the report sets each against the best of the other backends of its op.
-OWN_BACKENDS: frozenset[str] = frozenset(
-    name for (_, name) in BACKENDS if name.startswith(("cuda-", "spmm-cuda-", "slice-cuda-")))
+#: Names of our own kernels: those of :data:`OWN_KERNELS`, and any registered at run time with
+#: ``own=True`` (:func:`register_backend`). Whether a backend is ours is where it is declared,
+#: never a test of its name.
+OWN_BACKENDS: set[str] = {name for (_, name) in OWN_KERNELS}
 
 
 def is_own(backend: str) -> bool:
@@ -174,12 +187,16 @@ def check_backend_factory(name: str, factory: Any) -> None:
             "Traffic")
 
 
-def register_backend(op: str, name: str, factory: Any) -> None:
-    """Add (or replace) backend ``name`` of ``op`` at run time. A class that does not declare
-    its bytes (:func:`check_backend_factory`) is refused here, with a :class:`UsageError`; a
+def register_backend(op: str, name: str, factory: Any, *, own: bool = False) -> None:
+    """Add (or replace) backend ``name`` of ``op`` at run time; ``own``: a kernel of ours
+    (:func:`is_own`), not a library's (replacing a backend keeps what the table declared of
+    it). A class that does not declare its bytes
+    (:func:`check_backend_factory`) is refused here, with a :class:`UsageError`; a
     ``"module:Name"`` string is checked when :func:`load_backend_factory` resolves it."""
     check_backend_factory(name, factory)
     BACKENDS[(op, name)] = factory
+    if own:
+        OWN_BACKENDS.add(name)
 
 
 def load_backend_factory(name: str) -> Any:
@@ -194,3 +211,4 @@ def unregister(op: str) -> None:
     OPS.pop(op, None)
     for key in [k for k in BACKENDS if k[0] == op]:
         del BACKENDS[key]
+        OWN_BACKENDS.discard(key[1])

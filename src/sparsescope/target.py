@@ -29,15 +29,11 @@ from typing import Any
 
 from sparsescope.backends.spmv_auto import AUTO_TRIAL_ENV
 from sparsescope.errors import SparsescopeError, UsageError
+from sparsescope.profile.collect import target_argv as target_argv  # (re-export)
 
 PROGRAM = "sparsescope-target"
 MARKER_KERNEL = "sparsescope_case_marker"
 _MARKER_SOURCE = 'extern "C" __global__ void sparsescope_case_marker() {}'
-
-
-def target_argv(*parts: str) -> list[str]:
-    """The command line that runs this program with ``parts`` (``case ...``)."""
-    return [sys.executable, "-m", "sparsescope.target", *parts]
 
 
 def parse_param(text: str) -> tuple[str, str]:

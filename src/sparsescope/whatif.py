@@ -1,12 +1,14 @@
-"""The cross-GPU what-if: an SpMV kernel's predicted time on a GPU this machine need not have.
+"""The cross-GPU what-if: a kernel's predicted time on a GPU this machine need not have, for
+every op (SpMV, SpMM; an op without a time model answers "not modelled" with the reason).
 
-For each (matrix, backend) the backend plans its call on the host
-(:meth:`~sparsescope.backends.base.SpmvBackend.host_plan`: its format's bytes and its kernel's
-shape for the GPU's SM count, nothing uploaded), the shape is refined from the kernel's own SASS
-where a CUDA compiler and cuobjdump are present (:func:`sparsescope.api.sass_refiner`), and
-:func:`sparsescope.model.predict.predict_spmv` predicts the time with every term from the GPU's
-rates: the latest ceilings measured on that GPU in the results store (``sparsescope ceilings``
-on a machine that has one) over its datasheet (``sparsescope specs``).
+For each (matrix, parameters, backend) the op builds its case, the backend plans its call on
+the host (:meth:`~sparsescope.backends.base.Backend.host_plan_case`: its format's bytes and its
+kernel's shape for the GPU's SM count, nothing uploaded), and the one prediction entry point
+(:func:`sparsescope.context.predict_plan`: the shape refined from the kernel's own SASS where a
+CUDA compiler and cuobjdump are present, then the op's own ``predict``) predicts the time with
+every term from the GPU's rates (:func:`sparsescope.context.named_gpu`: the latest ceilings
+measured on that GPU in the results store, ``sparsescope ceilings`` on a machine that has one,
+over its datasheet, ``sparsescope specs``).
 
 A case is *not modelled*, with the reason, when the backend runs on the CPU (the model is the
 GPU's), cannot plan without its device, declares no kernel shape for the matrix, or refuses the
@@ -16,31 +18,15 @@ layer over :func:`what_if`.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
+from sparsescope.context import DeviceContext, named_gpu, predict_plan, sass_status
 from sparsescope.errors import UsageError
 
 #: Value types the what-if plans for, with their bytes.
 VALUE_DTYPES = {"float32": 4, "float64": 8}
-_INT32_MAX = 2**31 - 1
-
-
-@dataclass(frozen=True)
-class GpuRates:
-    """The GPU a what-if predicts for: its spec, its rates and where they came from."""
-
-    spec: Any
-    """``hardware.types.DeviceSpec``."""
-    rates: Any
-    """``model.predict.DeviceRates``."""
-    origin: str
-    """``rates: measured on <device> at <utc>`` or ``rates: datasheet of <gpu> (...)``."""
-    measured_device: str = ""
-    """The driver name of the device whose stored ceilings were used ("" for the datasheet)."""
-    measured_utc: str = ""
 
 
 @dataclass(frozen=True)
@@ -50,6 +36,9 @@ class WhatIfCase:
     matrix: str
     backend: str
     gpu: str
+    op: str = "spmv"
+    params: dict = field(default_factory=dict)
+    """The op's parameters of the case (e.g. ``{"k": 64, "layout": "row"}``)."""
     prediction: Any = None
     """``model.prediction.ModelPrediction``; None when not modelled."""
     not_modelled: str = ""
@@ -62,7 +51,7 @@ class WhatIfCase:
     plan_s: float = 0.0
     """Seconds the host plan took (format packing included)."""
     predict_s: float = 0.0
-    """Seconds :func:`predict_spmv` took."""
+    """Seconds the op's prediction took."""
     extra_assumptions: tuple[str, ...] = ()
 
     @property
@@ -76,6 +65,7 @@ class WhatIfCase:
         p = self.prediction
         return {
             "matrix": self.matrix, "backend": self.backend, "gpu": self.gpu,
+            "op": self.op, "params": dict(self.params),
             "predicted_ms": p.predicted_ms if p is not None else None,
             "limiter": p.limiter if p is not None else "",
             "terms": [{"name": t.name, "time_ms": t.time_ms, "formula": t.formula}
@@ -93,73 +83,33 @@ class WhatIfCase:
 class WhatIf:
     """Every case of a what-if and the GPU they were predicted for."""
 
-    gpu: GpuRates
+    gpu: DeviceContext
     cases: tuple[WhatIfCase, ...] = field(default_factory=tuple)
 
 
-def stored_gpu_ceilings(spec, store_path=None):
-    """(ceilings, driver name, measured UTC) of the latest ceilings stored for the GPU ``spec``
-    names (any driver name that resolves to it), or None; read only."""
-    from sparsescope.hardware.specs import match_device_name
-    from sparsescope.results.ceilings_history import latest_matching
-    from sparsescope.results.store import default_store_path
-
-    def same_gpu(device: str) -> bool:
-        found = match_device_name(device)
-        return found is not None and found.name == spec.name
-
-    path = store_path if store_path is not None else default_store_path()
-    return latest_matching(path, "gpu", same_gpu)
-
-
 def gpu_rates(gpu: str, *, use_store: bool = True, store_path=None,
-              latency_ns: float | None = None, bw_gb_s: float | None = None) -> GpuRates:
-    """The rates of GPU ``gpu`` (a name ``sparsescope specs`` knows): its latest stored
-    ceilings over the datasheet, or the datasheet alone (``use_store`` False or none stored).
-    ``latency_ns`` / ``bw_gb_s`` replace the DRAM latency / bandwidth (a what-if of its own)."""
-    from sparsescope.hardware.specs import get_spec
-    from sparsescope.model.predict import device_rates
-
-    spec = get_spec(gpu)
-    found = stored_gpu_ceilings(spec, store_path) if use_store else None
-    if found is not None:
-        ceilings, device, utc = found
-        rates = device_rates(spec, ceilings)
-        origin = f"rates: measured on {device} at {utc} (datasheet where not measured)"
-    else:
-        rates = device_rates(spec, None)
-        why = "--no-store" if not use_store else "no measured ceilings"
-        origin = (f"rates: datasheet of {spec.name} ({why}; L2 and gather rates unknown)")
-        device = utc = ""
-    sources = dict(rates.sources)
-    if latency_ns is not None:
-        rates = replace(rates, dram_latency_ns=float(latency_ns))
-        sources["dram_latency"] = f"given (--latency-ns {latency_ns:g})"
-    if bw_gb_s is not None:
-        rates = replace(rates, dram_bw_gb_s=float(bw_gb_s))
-        sources["dram_bw"] = f"given (--bw-gb-s {bw_gb_s:g})"
-    rates = replace(rates, sources=sources)
-    return GpuRates(spec=spec, rates=rates, origin=origin, measured_device=device,
-                    measured_utc=utc)
+              latency_ns: float | None = None, bw_gb_s: float | None = None,
+              sass: bool = True) -> DeviceContext:
+    """The context of GPU ``gpu`` (a name ``sparsescope specs`` knows):
+    :func:`sparsescope.context.named_gpu`."""
+    return named_gpu(gpu, use_store=use_store, store_path=store_path, latency_ns=latency_ns,
+                     bw_gb_s=bw_gb_s, sass=sass)
 
 
-def expand_backends(names: Sequence[str]) -> list[str]:
-    """The backends named, ``all`` standing for every SpMV backend of a GPU; a name of another
+def expand_backends(names: Sequence[str], op: str = "spmv") -> list[str]:
+    """The backends named, ``all`` standing for every GPU backend of ``op``; a name of another
     op's backend is a :class:`UsageError`, an unknown name an ``UnknownNameError``."""
     from sparsescope import registry
-    from sparsescope.backends.base import SpmvBackend
-    from sparsescope.backends.registry import device_backends, get_backend
+    from sparsescope.backends.registry import device_backends
 
     chosen: list[str] = []
     for name in names:
         if name == "all":
-            found = device_backends("gpu", "spmv")
+            found = device_backends("gpu", op)
         else:
-            # the what-if plans a call on the host: an SpMV-contract backend's host_plan
-            if not isinstance(get_backend(name), SpmvBackend):
-                raise UsageError(f"backend {name!r} implements op {registry.backend_op(name)!r};"
-                                 f" the what-if models SpMV: "
-                                 f"{', '.join(registry.backend_names('spmv'))}")
+            if registry.backend_op(name) != op:
+                raise UsageError(f"backend {name!r} implements op {registry.backend_op(name)!r},"
+                                 f" not {op!r}: {', '.join(registry.backend_names(op))}")
             found = [name]
         chosen += [n for n in found if n not in chosen]
     if not chosen:
@@ -167,114 +117,40 @@ def expand_backends(names: Sequence[str]) -> list[str]:
     return chosen
 
 
-def sass_status(spec, sass: bool = True) -> tuple[Callable | None, str]:
-    """(refiner or None, why the declared shapes stand when None)."""
-    if not sass:
-        return None, "kernel shape declared by the backend, not read from its SASS (--no-sass)"
-    try:
-        from sparsescope.sass.kernel_shape import sass_tools_available
-    except ImportError as exc:  # pragma: no cover - the package ships sass
-        return None, f"kernel shape declared by the backend: no SASS reader ({exc})"
-    if not sass_tools_available():
-        return None, ("kernel shape declared by the backend: no CUDA compiler (NVRTC or nvcc) "
-                      "and cuobjdump here to read its SASS")
-    from sparsescope.api import sass_refiner
-
-    return sass_refiner(spec), ""
-
-
-def _refined(shape, refine: Callable | None, no_refine_reason: str):
-    """(the shape with its SASS figures where they can be read, what the assumptions say)."""
-    if not shape.cuda_source:
-        return shape, []
-    if refine is None:
-        return shape, [no_refine_reason] if no_refine_reason else []
-    refined = refine(shape)
-    if refined.source == shape.source:
-        return refined, [f"kernel shape declared by the backend: no SASS of {shape.kernel}"]
-    return refined, []
-
-
-def _refusal(backend, name: str, csr, value_dtype: str, index_bytes: int) -> str:
-    """Why the model cannot take this backend on this matrix, or ""."""
-    cap = backend.capability
-    if cap.device != "gpu":
-        return f"{name} is a CPU backend: the time model is the GPU's"
-    refused = cap.unsupported_reason("spmv", value_dtype, index_bytes)
-    if not refused and index_bytes == 4 and max(csr.nnz, *csr.shape) > _INT32_MAX:
-        refused = "32-bit indices cannot address this matrix"
-    return f"{name}: {refused}" if refused else ""
-
-
-def predict_case(matrix_name: str, csr, backend_name: str | Any, gpu: GpuRates, *,
-                 value_dtype: str = "float32", refine: Callable | None = None,
-                 no_refine_reason: str = "", label: str = "") -> WhatIfCase:
-    """Plan the call of ``backend_name`` (a registered name, or a backend instance with its
-    own parameters, recorded as ``label``) on ``csr`` (canonical float64 CSR) on the host and
-    predict its time on ``gpu``; never raises for a case the model cannot take (its reason
-    instead)."""
-    from sparsescope.backends.registry import get_backend
-    from sparsescope.model.predict import predict_spmv
-    from sparsescope.timing.host import should_flush
-    from sparsescope.timing.types import TimingConfig
-
+def _checked_dtype(value_dtype: str) -> None:
     if value_dtype not in VALUE_DTYPES:
         raise UsageError(f"value dtype must be one of {', '.join(VALUE_DTYPES)}, got "
                          f"{value_dtype!r}")
+
+
+def predict_case(matrix_name: str, csr, backend_name: str | Any, gpu: DeviceContext, *,
+                 value_dtype: str = "float32", label: str = "", op: str = "spmv",
+                 params: Any = None, case: Any = None) -> WhatIfCase:
+    """Plan the call of ``backend_name`` (a registered name, or a backend instance with its
+    own parameters, recorded as ``label``) on ``csr`` (canonical float64 CSR) for ``op`` with
+    ``params`` on the host and predict its time on ``gpu`` (a ``DeviceContext``); never raises
+    for a case the model cannot take (its reason instead). ``case``: the op's case of ``csr``
+    already built at the backend's index width (the what-if builds it once per width)."""
+    from sparsescope.backends.registry import get_backend
+    from sparsescope.ops.registry import get_op
+
+    _checked_dtype(value_dtype)
     if isinstance(backend_name, str):
         backend = get_backend(backend_name)
     else:
         backend, backend_name = backend_name, label or backend_name.name
-    base = {"matrix": matrix_name, "backend": backend_name, "gpu": gpu.rates.name,
-            "value_dtype": value_dtype}
-    base["index_bytes"] = index_bytes = int(backend.capability.index_bytes[0])
-    refused = _refusal(backend, backend_name, csr, value_dtype, index_bytes)
-    if refused:
-        return WhatIfCase(**base, not_modelled=refused)
-    from sparsescope.backends.runner import ModelDevice
-
-    backend.use_model(ModelDevice(rates=gpu.rates, refine=refine))  # a chooser predicts on gpu
-    start = time.perf_counter()
-    try:
-        traffic, shape = backend.host_plan(csr, value_dtype, index_bytes, gpu.rates.sm_count)
-    except Exception as exc:  # a plan that fails is this case's reason, not the run's end
-        return WhatIfCase(**base, not_modelled=f"{backend_name} could not plan the call: "
-                                               f"{type(exc).__name__}: {exc}")
-    plan_s = time.perf_counter() - start
-    if traffic is None and shape is None:
-        return WhatIfCase(**base, plan_s=plan_s,
-                          not_modelled=f"{backend_name} cannot plan without its device")
-    if traffic is None or shape is None:
-        missing = "traffic" if traffic is None else "kernel shape"
-        return WhatIfCase(**base, plan_s=plan_s,
-                          not_modelled=f"{backend_name} declares no {missing} for this matrix "
-                                       f"({csr.shape[0]:,} x {csr.shape[1]:,}, "
-                                       f"{csr.nnz:,} nonzeros)")
-    shape, extra = _refined(shape, refine, no_refine_reason)
-    if shape.resident_blocks_per_sm <= 0 and shape.registers > 0:
-        extra.append(f"resident blocks per SM: from the SASS's {shape.registers} registers a "
-                     f"thread and {shape.shared_bytes:,} B of shared memory a block")
-    elif shape.resident_blocks_per_sm <= 0:
-        extra.append("resident blocks per SM: the thread and block limits of the SM (the "
-                     "compiled kernel's registers and shared memory are not known on the host)")
-    working_set = int(traffic.total_bytes)
-    flushed = should_flush(TimingConfig(), working_set, gpu.rates.l2_bytes)
-    if not flushed:
-        extra.append(f"L2 not flushed: the working set ({working_set:,} B) exceeds the L2 "
-                     f"({gpu.rates.l2_bytes:,} B), as the timing protocol decides")
-    start = time.perf_counter()
-    try:
-        prediction = predict_spmv(csr.indptr, csr.indices, int(csr.shape[1]), traffic, shape,
-                                  gpu.rates, flushed=flushed,
-                                  value_bytes=VALUE_DTYPES[value_dtype])
-    except Exception as exc:  # the model must not end the what-if over one case
-        return WhatIfCase(**base, plan_s=plan_s, kernel=shape.kernel,
-                          kernel_source=shape.source,
-                          not_modelled=f"the model failed: {type(exc).__name__}: {exc}")
-    predict_s = time.perf_counter() - start
-    return WhatIfCase(**base, prediction=prediction, kernel=shape.kernel,
-                      kernel_source=shape.source, plan_s=plan_s, predict_s=predict_s,
-                      extra_assumptions=(gpu.origin, *extra))
+    index_bytes = int(backend.capability.index_bytes[0])
+    if case is None:
+        case = get_op(op).make_case(csr, params, value_dtype=value_dtype,
+                                    index_bytes=index_bytes)
+    plan = predict_plan(case, backend, gpu, name=backend_name, value_dtype=value_dtype,
+                        index_bytes=index_bytes)
+    return WhatIfCase(matrix=matrix_name, backend=backend_name, gpu=gpu.name, op=case.op,
+                      params=case.params.as_dict(), prediction=plan.prediction,
+                      not_modelled=plan.not_modelled, kernel=plan.kernel,
+                      kernel_source=plan.kernel_source, index_bytes=index_bytes,
+                      value_dtype=value_dtype, plan_s=plan.plan_s, predict_s=plan.predict_s,
+                      extra_assumptions=plan.assumptions)
 
 
 def load_matrices(files: Sequence[str] = (), suite: str | None = None, *, scale: float = 1.0,
@@ -300,27 +176,39 @@ def load_matrices(files: Sequence[str] = (), suite: str | None = None, *, scale:
     return len(entries), (build_entry(e, seed) for e in entries)
 
 
-def what_if(matrix_list: Iterable, backends: Sequence[str], gpu: str | GpuRates, *,
+def what_if(matrix_list: Iterable, backends: Sequence[str], gpu: str | DeviceContext, *,
             value_dtype: str = "float32", use_store: bool = True, sass: bool = True,
+            op: str = "spmv", op_params: dict[str, Sequence] | None = None,
             on_case: Callable[[WhatIfCase], None] | None = None) -> WhatIf:
-    """Predict every backend on every matrix (``matrices.Matrix`` records, loaded lazily) on
-    GPU ``gpu`` (a name, or the :class:`GpuRates` of :func:`gpu_rates`). ``backends`` may say
-    ``all``; ``on_case`` is called with each case as it is predicted (progress)."""
-    from sparsescope.ops.base import canonical_csr
+    """Predict every backend of ``op`` on every matrix (``matrices.Matrix`` records, loaded
+    lazily) for every parameter set of ``op_params`` (as ``sparsescope run`` expands them) on
+    GPU ``gpu`` (a name, or the :class:`~sparsescope.context.DeviceContext` of
+    :func:`gpu_rates`). ``backends`` may say ``all``; ``on_case`` is called with each case as
+    it is predicted (progress)."""
+    from sparsescope.backends.registry import get_backend
+    from sparsescope.ops.registry import get_op, params_for
 
-    names = expand_backends(backends)
-    if value_dtype not in VALUE_DTYPES:
-        raise UsageError(f"value dtype must be one of {', '.join(VALUE_DTYPES)}, got "
-                         f"{value_dtype!r}")
-    rates = gpu if isinstance(gpu, GpuRates) else gpu_rates(gpu, use_store=use_store)
-    refine, why = sass_status(rates.spec, sass)
+    names = expand_backends(backends, op)
+    _checked_dtype(value_dtype)
+    params_list = params_for(op, op_params)
+    device = gpu if isinstance(gpu, DeviceContext) else gpu_rates(gpu, use_store=use_store,
+                                                                    sass=sass)
+    if not sass and device.refine is not None:
+        device = device.without_sass(sass_status(device.spec, False)[1])
+    widths = {name: int(get_backend(name).capability.index_bytes[0]) for name in names}
     cases: list[WhatIfCase] = []
     for matrix in matrix_list:
-        csr = canonical_csr(matrix.csr)
-        for name in names:
-            case = predict_case(matrix.name, csr, name, rates, value_dtype=value_dtype,
-                                refine=refine, no_refine_reason=why)
-            cases.append(case)
-            if on_case is not None:
-                on_case(case)
-    return WhatIf(gpu=rates, cases=tuple(cases))
+        csr = matrix.csr  # the op's case holds it canonical
+        for params in params_list:
+            built: dict[int, Any] = {}
+            for name in names:
+                width = widths[name]
+                if width not in built:
+                    built[width] = get_op(op).make_case(csr, params, value_dtype=value_dtype,
+                                                        index_bytes=width)
+                case = predict_case(matrix.name, csr, name, device, value_dtype=value_dtype,
+                                    case=built[width])
+                cases.append(case)
+                if on_case is not None:
+                    on_case(case)
+    return WhatIf(gpu=device, cases=tuple(cases))

@@ -30,7 +30,7 @@ pytestmark = pytest.mark.skipif(not (RUN / "ours2" / "measurement.json").is_file
 def test_reanalysis_reproduces_the_live_analysis(version):
     ev = evidence_from_measurement(RUN / version)
     again = analyze_evidence(ev)
-    live = read_analysis(RUN / version / "analysis.json")
+    live = read_analysis(RUN / version / "analysis.json.gz")
     assert ev.time_ms == live.evidence.time_ms and ev.time_source == "cuda-events"
     assert ev.correctness == live.evidence.correctness
     assert [f.rule for f in again.findings] == [f.rule for f in live.findings]
@@ -80,7 +80,7 @@ def test_assign_samples_merges_repeated_blocks_and_keeps_launch_order():
 
 
 def test_what_moved_between_versions():
-    naive, smem = (read_analysis(RUN / v / "analysis.json") for v in ("naive", "smem"))
+    naive, smem = (read_analysis(RUN / v / "analysis.json.gz") for v in ("naive", "smem"))
     changes = {label: (a, b) for label, a, b in evidence_changes(naive, smem)}
     # the profiles' own counters: DRAM read + write bytes, warp instructions of the source page
     assert changes["DRAM bytes"] == (7_860_992 + 4_352, 7_862_784 + 6_144)
@@ -114,7 +114,7 @@ def test_live_measure_assembles_the_evidence_without_a_gpu(tmp_path, monkeypatch
 
     recorded = json.loads((RUN / "ours2" / "measurement.json").read_text())
     workload = Workload.from_dict({**recorded["workload"], "cuda_source": None})
-    live = read_analysis(RUN / "ours2" / "analysis.json")
+    live = read_analysis(RUN / "ours2" / "analysis.json.gz")
     monkeypatch.setattr(M, "_device", lambda: (live.evidence.device, None))
     monkeypatch.setattr(M, "instantiate", lambda w: M.Instance(
         lambda: np.ones(4), "torch", lambda: np.ones(4), None, ("bfloat16",)))
@@ -123,8 +123,8 @@ def test_live_measure_assembles_the_evidence_without_a_gpu(tmp_path, monkeypatch
         samples, cfg, True, "cuda-events", ()))
     stem = RUN / "ours2" / "profile_resample_ours2"
     monkeypatch.setattr(M, "profile_once", lambda w, out, ncu=None: ProfileRun(
-        Path(f"{stem}.ncu-rep"), Path(f"{stem}_raw.csv"), Path(f"{stem}_details.csv"),
-        Path(f"{stem}_source.csv"), Path(f"{stem}.ncu.log"), (), "ncu 2025.3"))
+        Path(f"{stem}.ncu-rep"), Path(f"{stem}_raw.csv.gz"), Path(f"{stem}_details.csv.gz"),
+        Path(f"{stem}_source.csv.gz"), Path(f"{stem}.ncu.log"), (), "ncu 2025.3"))
     ev = M.measure(workload, timing=TimingConfig(warmups=1, repeats=3), out_dir=tmp_path)
     assert ev.time_ms == 0.0106 and ev.correctness["passed"] and ev.correctness["rel_err"] == 0
     assert ev.floor_ms == pytest.approx(13_893_632 / 4.8e12 * 1e3)

@@ -1,6 +1,7 @@
-"""The runner's prediction step (``backends.runner.predicted``): a GPU backend that declares its
-kernel shape gets a prediction before timing and its signed error after; every other case says
-why it is not modelled. The "GPU" backends here are fakes that run SciPy on the CPU."""
+"""The runner's prediction step (``backends.runner.predicted``, through
+``context.predict_call``): a GPU backend that declares its kernel shape gets a prediction
+before timing and its signed error after; every other case says why it is not modelled. The
+"GPU" backends here are fakes that run SciPy on the CPU."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ import dataclasses
 import pytest
 
 from sparsescope.backends.base import Capability
-from sparsescope.backends.runner import ModelDevice, run_case
+from sparsescope.backends.runner import run_case
 from sparsescope.backends.scipy_cpu import ScipyCpuBackend
+from sparsescope.context import DeviceContext
 from sparsescope.model.kernel_shape import KernelShape
 from sparsescope.model.predict import DeviceRates
 from sparsescope.timing.types import TimingConfig
@@ -22,7 +24,7 @@ RATES = DeviceRates(
     l2_bytes=1 << 20, dram_bw_gb_s=100.0, l2_bw_gb_s=400.0, dram_latency_ns=400.0,
     l2_latency_ns=200.0, fp32_gflops=1000.0, dram_gather_gsectors_s=None,
     l2_gather_gsectors_s=None, launch_us=3.0, sources={})
-MODEL = ModelDevice(rates=RATES)
+MODEL = DeviceContext(rates=RATES)
 
 
 class FakeGpuShapeless(ScipyCpuBackend):
@@ -113,9 +115,9 @@ def test_a_cpu_backend_is_not_modelled(small_matrix):
 
 def test_a_device_without_rates_gives_its_reason(small_matrix):
     case = run_case(small_matrix, FakeGpu(), config=CONFIG,
-                    model=ModelDevice(reason="x"))
+                    model=DeviceContext(reason="x"))
     assert case.prediction.predicted_ms is None and case.prediction.not_modelled == "x"
-    bare = run_case(small_matrix, FakeGpu(), config=CONFIG, model=ModelDevice())
+    bare = run_case(small_matrix, FakeGpu(), config=CONFIG, model=DeviceContext())
     assert bare.prediction.not_modelled == "no device rates for the time model"
 
 
@@ -138,7 +140,7 @@ def test_refine_applies_to_own_kernels_only(small_matrix):
         seen.append(shape.kernel)
         return dataclasses.replace(shape, staged=True, source="SASS of fake_csr_scalar")
 
-    model = ModelDevice(rates=RATES, refine=refine)
+    model = DeviceContext(rates=RATES, refine=refine)
     own = run_case(small_matrix, FakeGpuOwnSource(), config=CONFIG, model=model, timed=False)
     assert seen == ["fake_csr_scalar"]
     assert own.prediction.staged is True

@@ -229,11 +229,11 @@ def _rates():
 
 
 def _auto(trial: bool):
-    from sparsescope.backends.runner import ModelDevice
     from sparsescope.backends.spmm_auto import SpmmCudaAuto
+    from sparsescope.context import DeviceContext
 
     auto = SpmmCudaAuto(trial=trial)
-    auto.use_model(ModelDevice(rates=_rates()))
+    auto.use_model(DeviceContext(rates=_rates()))
     return auto
 
 
@@ -259,7 +259,11 @@ def test_auto_chooses_by_prediction_and_keeps_the_table(fake_device, layout):
     if layout == "col":
         assert case.notes["row_major_kernel"] == fastest
     # the same predictions as the pure function's, for the same plans
-    direct = predict_candidates(matrix.csr, 64, "float32", 4, _rates(), sm_count=132,
+    from sparsescope.context import rates_context
+    from sparsescope.ops.registry import get_op
+
+    row_case = get_op("spmm").make_case(matrix.csr, {"k": 64, "layout": "row"}, seed=1)
+    direct = predict_candidates(row_case, "float32", 4, rates_context(_rates()), sm_count=132,
                                 full_warps=2, flushed=True)
     assert [p.predicted_ms for p in direct] == [row["predicted_ms"] for row in table]
 
@@ -385,9 +389,10 @@ def test_auto_predicts_and_times_the_tensor_core_kernel_on_a_dense_weight(fake_d
 def test_blocktc_cases_carry_the_block_model_prediction(fake_device, layout):
     """The runner predicts a blocktc case (alone, or between auto's transposes) with
     ``model.blocktc_predict``: its terms, not "not modelled"."""
-    from sparsescope.backends.runner import ModelDevice, run_case
+    from sparsescope.backends.runner import run_case
     from sparsescope.backends.spmm_blocktc import SpmmCudaBlockTc
     from sparsescope.backends.spmm_transposed import SpmmCudaTransposed
+    from sparsescope.context import DeviceContext
 
     rng = np.random.default_rng(3)
     weight = Matrix(name="w", csr=sp.random(96, 64, density=0.5, format="csr",
@@ -395,7 +400,7 @@ def test_blocktc_cases_carry_the_block_model_prediction(fake_device, layout):
     backend = SpmmCudaBlockTc() if layout == "row" else SpmmCudaTransposed(
         inner=SpmmCudaBlockTc())
     case = run_case(weight, backend, "spmm", {"k": 64, "layout": layout}, config=QUICK,
-                    seed=1, timed=False, model=ModelDevice(rates=_rates()))
+                    seed=1, timed=False, model=DeviceContext(rates=_rates()))
     assert case.outcome == "ok", case.reason
     p = case.prediction
     assert p is not None and not p.not_modelled and p.predicted_ms > 0

@@ -38,14 +38,15 @@ def calls(monkeypatch):
             raise AssertionError(f"measured: {name} was called")
         return called
 
-    import sparsescope.api
+    import sparsescope.api.runs
     import sparsescope.backends.runner
     import sparsescope.hardware.cpu_ceilings
 
     monkeypatch.setattr(sparsescope.backends.runner, "run_matrix", tripwire("run_matrix"))
     # api imports run_matrix inside _run_matrices today; if it ever imports it at module level,
     # the api's own name must trip too.
-    monkeypatch.setattr(sparsescope.api, "run_matrix", tripwire("run_matrix"), raising=False)
+    monkeypatch.setattr(sparsescope.api.runs, "run_matrix", tripwire("run_matrix"),
+                        raising=False)
     monkeypatch.setattr(sparsescope.hardware.cpu_ceilings, "measure_cpu_ceilings",
                         tripwire("measure_cpu_ceilings"))
     return seen

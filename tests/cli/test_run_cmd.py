@@ -95,7 +95,7 @@ def test_bad_arguments(tmp_path, capsys, argv, code, message):
 def nothing_measured(monkeypatch):
     """Fail the test if a run gets as far as loading a matrix, measuring ceilings or running a
     case: a usage error must come first."""
-    from sparsescope import api
+    from sparsescope.api import runs
     from sparsescope.backends import runner
     from sparsescope.hardware import cpu_ceilings
 
@@ -104,7 +104,7 @@ def nothing_measured(monkeypatch):
 
     monkeypatch.setattr(cpu_ceilings, "measure_cpu_ceilings", refuse)
     monkeypatch.setattr(runner, "run_matrix", refuse)
-    monkeypatch.setattr(api, "_matrices", refuse)
+    monkeypatch.setattr(runs, "_matrices", refuse)
 
 
 def test_an_op_option_of_another_op_is_a_usage_error(tmp_path, capsys, nothing_measured):

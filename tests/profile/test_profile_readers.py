@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import gzip
 import math
-import os
+import random
 from collections import Counter
 
 import pytest
@@ -195,7 +195,9 @@ def test_report_instruction_samples(h200_fixtures, full_report):
 # --- unreadable files ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("content", [b"", os.urandom(4096), b"NVR\x00" + b"\x01" * 64])
+@pytest.mark.parametrize("content",
+                         [b"", random.Random(7).randbytes(4096), b"NVR\x00" + b"\x01" * 64],
+                         ids=["empty", "random", "bad-header"])
 def test_not_a_report(tmp_path, content):
     path = tmp_path / "bad.ncu-rep"
     path.write_bytes(content)

@@ -463,38 +463,9 @@ def test_unprofiled_losses_point_at_the_nearest_profiled_case():
     assert unprofiled_losses(peers, views, profiled) == ""
 
 
-def _device_script_snippets() -> list[str]:
-    """The Python programs embedded in scripts/device_ops.sh (``<<'PY'`` here-documents)."""
-    import re
-    from pathlib import Path
-
-    script = Path(__file__).resolve().parents[2] / "scripts" / "device_ops.sh"
-    return re.findall(r"<<'PY'[^\n]*\n(.*?)^PY$", script.read_text(), flags=re.S | re.M)
-
-
-def test_the_device_script_imports_what_exists():
-    # scripts/device_ops.sh imports report helpers from the op modules and the one target
-    import ast
-    import importlib
-
-    snippets = _device_script_snippets()
-    assert len(snippets) == 4                 # versions, sweep, profile, report
-    imported = []
-    for code in snippets:
-        for node in ast.walk(ast.parse(code)):
-            if isinstance(node, ast.ImportFrom) and node.module.startswith("sparsescope"):
-                module = importlib.import_module(node.module)
-                for alias in node.names:
-                    assert hasattr(module, alias.name), f"{node.module}.{alias.name}"
-                    imported.append(f"{node.module}.{alias.name}")
-    for name in ("sparsescope.target.split_marked_profiles", "sparsescope.target.target_argv",
-                 "sparsescope.report.write.write_report",
-                 "sparsescope.report.ops_slice.bound_verdict",
-                 "sparsescope.report.ops_common.md_table",
-                 "sparsescope.report.ops_common.op_views",
-                 "sparsescope.backends.registry.get_backend"):
-        assert name in imported
-    assert not any("op_runner" in code or "ops_sections" in code for code in snippets)
+def test_md_table_formats_numbers_and_gaps():
+    # (the device recipes are scripts/device.sh's now: they import sparsescope.api only,
+    # tests/test_scripts_public.py)
     from sparsescope.report.ops_common import md_table
 
     assert md_table(["a", "b"], [[1.23456, None]]) == "| a | b |\n|---|---|\n| 1.235 | – |"

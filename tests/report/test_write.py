@@ -22,9 +22,9 @@ from sparsescope.errors import UsageError
 from sparsescope.report import build_tables, write_report
 from sparsescope.report.context import build_context
 from sparsescope.report.document import build_document
-from sparsescope.report.figures import FIGURE_FUNCS
 from sparsescope.report.markdown import render_markdown
 from sparsescope.report.sections import SectionInputs
+from sparsescope.report.spmv_layout import FIGURE_FUNCS
 from sparsescope.report.spmv_section import spmv_section
 
 EXTRA = ("Profile (ncu)", "### Stalls\n\nLong **Scoreboard** is 37.6 % of CPI.\n\n"

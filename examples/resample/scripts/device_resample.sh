@@ -158,7 +158,8 @@ echo "spmv: $(( $(date +%s) - start )) s" | tee -a "$RESULTS/timing.log"
 fi
 
 if want readme; then
-    python3 examples/resample/scripts/write_readme.py "$RESULTS" --command "$COMMAND"
+    echo "$COMMAND" > "$RESULTS/device_command.txt"
+    sparsescope results readme "$RESULTS" --title "The resample worked example"
 fi
 
 # The GPU-marked tests of tests/analyze (the CPU ones run in CI)

@@ -67,12 +67,19 @@ def analysis_from_dict(data: dict, where: str = "analysis") -> AnalysisResult:
 
 
 def read_analysis(path: str | Path) -> AnalysisResult:
+    """An ``analysis.json`` (or its gzip-compressed ``analysis.json.gz``, as results folders
+    keep them) read back."""
     path = Path(path)
     try:
-        data = json.loads(path.read_text())
+        raw = path.read_bytes()
+        if raw[:2] == b"\x1f\x8b":
+            import gzip
+
+            raw = gzip.decompress(raw)
+        data = json.loads(raw)
     except FileNotFoundError:
         raise ResultsFormatError(f"{path}: no such file") from None
-    except (OSError, json.JSONDecodeError) as exc:
+    except (OSError, EOFError, json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ResultsFormatError(f"{path}: not readable JSON ({exc})") from None
     return analysis_from_dict(data, str(path))
 

@@ -159,28 +159,29 @@ def check_correctness(inst: Instance, tolerance: float | None) -> dict:
 
 
 def _device():
+    """(``DeviceEvidence`` of the present GPU from its spec, its ``context.DeviceContext``)."""
     from sparsescope.analyze.evidence import DeviceEvidence
-    from sparsescope.hardware.detect import detect_gpu, spec_for_detected
+    from sparsescope.context import present_gpu
 
-    det = detect_gpu()
-    if det is None:
+    found = present_gpu(ceilings="none")
+    if found is None:
         raise DeviceError("no CUDA GPU found (torch/CuPy): sparsescope analyze WORKLOAD needs "
                           "one; use --from-profile to analyse a recorded profile")
-    s = spec_for_detected(det)
+    s = found.spec
     return DeviceEvidence(s.name, s.compute_capability, s.sm_count, s.max_warps_per_sm,
                           s.peak_bw_gb_s, s.fp32_peak_gflops, s.dram_latency_ns, s.sm_clock_mhz,
-                          f"spec table ({det.name}, driver {det.driver})"), det
+                          f"spec table ({found.detected}, driver {found.driver})"), found
 
 
 def profile_once(workload: Workload, out_dir: Path, *, ncu: str | None = None,
                  timeout_s: float = 900.0):
     """Profile one call under ncu (``--set full``, source counters); returns the ProfileRun."""
-    from sparsescope.profile.collect import CollectOptions, run_profile
+    from sparsescope.profile.collect import CollectOptions, run_profile, target_argv
 
     out_dir.mkdir(parents=True, exist_ok=True)
     spec_path = out_dir / "workload.json"
     spec_path.write_text(json.dumps(workload.to_dict(), indent=1))
-    target = [sys.executable, "-m", "sparsescope.target", "workload", str(spec_path)]
+    target = target_argv("workload", str(spec_path))
     options = CollectOptions(section_set="full", clock_control="none",
                              kernel_filter=f"regex:{workload.kernel}" if workload.kernel
                              else None, import_source=True,
@@ -311,9 +312,10 @@ def evidence_from_measurement(folder: str | Path):
     else:
         device = device_evidence(measured.get("device"))[0]
     stem = profile_stem_of(workload)
-    raw = folder / f"{stem}_raw.csv"
-    if not raw.is_file():
-        raise ResultsFormatError(f"{raw}: no such file (the profile's raw export)")
+    raw = _plain(folder / f"{stem}_raw.csv")
+    if raw is None:
+        raise ResultsFormatError(f"{folder / f'{stem}_raw.csv'}: no such file (the profile's "
+                                 "raw export)")
     source = _plain(folder / f"{stem}_source.csv")
     notes = list(measured.get("notes", ()))
     analyses = []
@@ -332,7 +334,7 @@ def evidence_from_measurement(folder: str | Path):
 
 
 def _plain(path: Path) -> Path | None:
-    """``path``, or its gzip-compressed copy ``path.gz`` (large source pages are kept
+    """``path``, or its gzip-compressed copy ``path.gz`` (results folders keep large exports
     compressed) decompressed into a temporary file; None when neither exists."""
     if path.is_file():
         return path

@@ -69,9 +69,9 @@ class Backend(ABC):
         return True, ""
 
     def use_model(self, model: Any) -> None:  # noqa: B027  (optional hook, no-op by default)
-        """Told, before it prepares, the device the time model predicts for (the runner's
-        ``ModelDevice``); a backend that chooses its kernel by prediction keeps it. Nothing
-        by default."""
+        """Told, before it prepares, the device the time model predicts for (a
+        ``context.DeviceContext``); a backend that chooses its kernel by prediction keeps it.
+        Nothing by default."""
 
     def unsupported_params(self, case: Any) -> str:
         """Why this backend cannot run the case's parameters (e.g. a layout), or ``""``."""
@@ -107,6 +107,14 @@ class Backend(ABC):
         time model; None when the backend does not declare one (its cases are then "not
         modelled", with that reason)."""
         return None
+
+    def host_plan_case(self, case: Any, value_dtype: str, index_bytes: int,
+                       sms: int) -> tuple[Traffic | None, Any]:
+        """(traffic, kernel shape) of ``case``'s call on a device of ``sms`` SMs, planned on
+        the host without a device (the cross-GPU what-if, the auto selectors; predicted by
+        ``context.predict_plan``). (None, None) for a backend that cannot plan without its
+        device (the default)."""
+        return None, None
 
     def traffic(self, case: Any, prepared: Any) -> Traffic:
         """The bytes one call moves at least, array by array, in this backend's own format.
@@ -165,6 +173,10 @@ class SpmvBackend(Backend):
         nothing is uploaded, resources the compiled kernel would fix are left unknown.
         (None, None) for a backend that cannot plan without its device."""
         return None, None
+
+    def host_plan_case(self, case: Any, value_dtype: str, index_bytes: int,
+                       sms: int) -> tuple[Traffic | None, KernelShape | None]:
+        return self.host_plan(case.matrix, value_dtype, index_bytes, sms)
 
     def kernel_shape(self, case: Any, prepared: Any) -> KernelShape | None:
         return self.shape(prepared.prepared) if prepared is not None else None

@@ -34,6 +34,7 @@ import numpy as np
 from sparsescope.backends.base import Backend
 from sparsescope.backends.gpu_memory import OUT_OF_MEMORY, free_device_memory, is_out_of_memory
 from sparsescope.backends.registry import get_backend
+from sparsescope.context import CPU_BACKEND, DeviceContext, flush_assumed, predict_call
 from sparsescope.matrices.types import Matrix
 from sparsescope.model.prediction import ModelPrediction, not_modelled
 from sparsescope.ops.base import OpCase
@@ -118,7 +119,7 @@ def run_case(matrix: Matrix, backend: str | BackendChoice | Backend, op: str = "
              value_dtype: str = "float32", index_bytes: int | None = None,
              tolerance: float | None = None, seed: int = 0, strict: bool = False,
              timed: bool = True, case: OpCase | None = None,
-             model: ModelDevice | None = None) -> CaseResult:
+             model: DeviceContext | None = None) -> CaseResult:
     """Check ``backend`` on ``matrix`` for ``op`` with ``params``, then time it if it passed.
 
     ``backend``: a registry name, a :class:`BackendChoice` (a variant), or an instance (tests
@@ -173,7 +174,7 @@ def _error_result(base: dict, stage: str, exc: Exception, **fields) -> CaseResul
 
 def _checked_and_timed(backend: Backend, case: OpCase, base: dict, *, config: TimingConfig,
                        value_dtype: str, index_bytes: int, timed: bool,
-                       model: ModelDevice | None = None) -> CaseResult:
+                       model: DeviceContext | None = None) -> CaseResult:
     try:
         prepared = backend.prepare_case(case, value_dtype, index_bytes)
     except Exception as exc:
@@ -195,7 +196,7 @@ def _checked_and_timed(backend: Backend, case: OpCase, base: dict, *, config: Ti
                                  f"{correctness.tolerance:.3g}; not timed")
     flushed = None
     if model is not None:
-        flushed = _flush_assumed(config, base["traffic"], model)
+        flushed = flush_assumed(config, base["traffic"], model)
         base["prediction"] = predicted(backend, case, prepared, base["traffic"], model, config,
                                        flushed=flushed)
     if not timed:
@@ -215,51 +216,20 @@ def _checked_and_timed(backend: Backend, case: OpCase, base: dict, *, config: Ti
     return CaseResult(**base, outcome="ok", measurement=measurement, correctness=correctness)
 
 
-@dataclass(frozen=True)
-class ModelDevice:
-    """The device the time model predicts for: its rates, or why its cases are not modelled."""
-
-    rates: Any = None
-    """``model.predict.DeviceRates``; None when the device has no time model."""
-    reason: str = ""
-    """Why there is no model for this device (e.g. a CPU), shown as "not modelled"."""
-    refine: Callable[[Any], Any] | None = None
-    """Kernel shape -> the same shape with figures read from the kernel's SASS (a stage
-    above the runner supplies it: ``sass.kernel_shape.refine``); None: declared figures."""
-
-
-def _flush_assumed(config: TimingConfig, traffic: Any, model: ModelDevice) -> bool | None:
-    """Whether the timing will flush the L2 before each call, as far as the declared bytes
-    tell (None: no rates or no declaration)."""
-    from sparsescope.timing.host import should_flush
-
-    if model.rates is None or traffic is None:
-        return None
-    return should_flush(config, int(traffic.total_bytes), model.rates.l2_bytes)
-
-
-def predicted(backend: Backend, case: OpCase, prepared: Any, traffic: Any, model: ModelDevice,
-              config: TimingConfig, *, flushed: bool | None = None) -> ModelPrediction:
-    """The op's prediction of this prepared call (never raises: a model error is its reason);
-    ``flushed``: whether the L2 is flushed before the call (default: as the declared bytes
-    tell the timing protocol)."""
-    if model.rates is None:
-        return not_modelled(model.reason or "no device rates for the time model")
-    if backend.capability.device != "gpu":
-        return not_modelled("a CPU backend: the time model is the GPU's")
-    if traffic is None:
-        return not_modelled("the backend declared no traffic")
+def predicted(backend: Backend, case: OpCase, prepared: Any, traffic: Any,
+              model: DeviceContext, config: TimingConfig, *,
+              flushed: bool | None = None) -> ModelPrediction:
+    """The op's prediction of this prepared call (:func:`~sparsescope.context.predict_call`,
+    never raises: a model error is its reason); ``flushed``: whether the L2 is flushed before
+    the call (default: as the declared bytes tell the timing protocol)."""
+    if model.rates is not None and backend.capability.device != "gpu":
+        return not_modelled(CPU_BACKEND)
     try:
-        shape = backend.kernel_shape(case, prepared)
-        if shape is None:
-            return not_modelled(f"{backend.name} declares no kernel shape")
-        if model.refine is not None and shape.cuda_source:
-            shape = model.refine(shape)
-        if flushed is None:
-            flushed = _flush_assumed(config, traffic, model)
-        return get_op(case.op).predict(case, traffic, shape, model.rates, flushed=flushed)
+        shape = backend.kernel_shape(case, prepared) if model.rates is not None else None
     except Exception as exc:  # the model must never fail a case
         return not_modelled(f"the model failed: {_error_text(exc)}")
+    return predict_call(case, traffic, shape, model, flushed=flushed, timing=config,
+                        who=backend.name)
 
 
 def _declared_traffic(backend: Backend, case: OpCase, prepared: Any):
@@ -280,7 +250,7 @@ def run_matrix(matrix: Matrix, backends: Sequence[str | BackendChoice], op: str,
                params_list: Sequence[Mapping[str, Any] | OpParams], *, config: TimingConfig,
                value_dtype: str = "float32", seed: int = 0, strict: bool = False,
                on_case: Callable[[CaseResult], None] | None = None,
-               model: ModelDevice | None = None) -> list[CaseResult]:
+               model: DeviceContext | None = None) -> list[CaseResult]:
     """Every (parameters, backend) case of one matrix, parameters outermost (what ``run`` does
     per matrix; each backend's default index width). The op case (inputs and float64
     reference) is built once per parameter set and index width, not per backend. ``on_case``

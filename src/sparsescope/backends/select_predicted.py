@@ -2,8 +2,9 @@
 
 Every candidate of :func:`candidates` (each own kernel family, with the launch parameters worth
 trying) is planned on the host (its format built, its kernel shape read from its SASS where a
-compiler is at hand) and predicted by :func:`~sparsescope.model.predict.predict_spmv` from
-the device's rates (its measured ceilings over its datasheet). The smallest predicted time wins::
+compiler is at hand) and predicted through the one entry point (``context.predict_plan``:
+the SpMV op's ``predict``, :func:`~sparsescope.model.predict.predict_spmv`) from the device's
+rates (its measured ceilings over its datasheet). The smallest predicted time wins::
 
     chosen = argmin over candidates c of predicted_ms(c, matrix, device)
 
@@ -28,6 +29,7 @@ from typing import Any
 
 import scipy.sparse as sp
 
+from sparsescope import registry
 from sparsescope.backends.select import (
     BLOCKED_PARAMS,
     MatrixStatistics,
@@ -35,6 +37,32 @@ from sparsescope.backends.select import (
     matrix_statistics,
     select_kernel,
 )
+
+#: The own SpMV kernels ``cuda-spmv-auto`` chooses among: every candidate of :func:`candidates`
+#: is one of them, with its launch parameters. The one declaration: ``spmv_auto.CHOICES``
+#: (name -> class), the ``auto-candidates`` variant set (``variants.AUTO_CANDIDATES``) and the
+#: README's list follow from it; ``tests/backends/test_auto_choices.py`` checks that every own
+#: SpMV kernel is here or in :data:`NOT_CHOSEN`.
+AUTO_KERNELS = ("cuda-spmv-adaptive", "cuda-spmv-merge", "cuda-spmv-sell", "cuda-spmv-delta16",
+                "cuda-spmv-blocked16")
+#: The own SpMV kernels auto leaves out, and why.
+NOT_CHOSEN = {
+    "cuda-csr-scalar": "the textbook CSR kernel (a thread a row), kept as a reference",
+    "cuda-csr-vector": "the textbook CSR kernel (a warp a row), kept as a reference",
+    "cuda-spmv-delta16-tiles": (
+        "its 16-bit offsets are what cuda-spmv-delta16 moves, in SELL slices that stream "
+        "better; as a tile kernel it lacks the warp-per-long-row path of the INT32 tiles "
+        "(spmv_tiled: listed_long_rows is INT32 only), so the irregular matrices that want "
+        "tiles go to cuda-spmv-adaptive. On the six seed6 analogs on the H200 "
+        "(results/h200/kernels) it was slower than adaptive (iters=2) and than auto's pick on "
+        "every one; planning it would add a third format build to every choice"),
+}
+
+
+def kernel_classes() -> dict[str, type]:
+    """Backend name -> class of each of :data:`AUTO_KERNELS` (from the registry table)."""
+    return {name: registry.load_backend_factory(name) for name in AUTO_KERNELS}
+
 
 #: Register-pipelined launches of the SELL kernels: (unroll, minimum blocks per SM).
 SELL_LAUNCHES = ((4, 6), (2, 8))
@@ -145,30 +173,58 @@ def short_piece_long_rows(stats: MatrixStatistics) -> list[tuple[int, int]]:
             if cut < stats.max_nnz_per_row and cut < stats.sell_long_row]
 
 
-def predict_candidates(csr: sp.csr_matrix, gpu: Any, found: list[Candidate], *,
-                       value_dtype: str = "float32", refine=None,
-                       matrix_name: str = "matrix") -> list[CandidatePrediction]:
-    """Each candidate planned and predicted on ``gpu`` (a :class:`~sparsescope.whatif.GpuRates`),
-    in the order given. Candidates that share a host format (``format_key``) are planned one
-    after the other, so the format is built once; different formats are planned on
-    :func:`plan_workers` threads (the packers and the model spend their time in NumPy, which
-    releases the GIL)."""
+def prediction_context(model: Any):
+    """The device a chooser predicts with: ``model`` (the run's ``context.DeviceContext``,
+    handed over by ``use_model``) when it has rates, else the present GPU's latest stored
+    ceilings over its datasheet (``context.present_gpu_stored``); None without a GPU."""
+    if model is not None and getattr(model, "rates", None) is not None:
+        return model
+    from sparsescope.context import present_gpu_stored
+
+    return present_gpu_stored()
+
+
+def spmv_plan_case(csr: sp.csr_matrix, value_dtype: str = "float32"):
+    """The SpMV case the candidates are planned and predicted for: the (canonical) matrix and
+    the value type, no x and no reference (nothing runs; building them, and checking the
+    matrix again, would cost a pass over a 100 M-nonzero matrix per choice)."""
+    import numpy as np
+
+    from sparsescope.ops.base import OpCase
+    from sparsescope.ops.registry import get_op
+
+    op = get_op("spmv")
+    return OpCase(op="spmv", params=op.resolve_params(None), matrix=csr,
+                  inputs=np.empty(0, dtype=value_dtype), reference=np.empty(0),
+                  tolerance=op.tolerance(value_dtype), traffic=None)
+
+
+def predict_candidates(csr: sp.csr_matrix, device: Any, found: list[Candidate], *,
+                       value_dtype: str = "float32", case: Any = None,
+                       classes: dict[str, type] | None = None) -> list[CandidatePrediction]:
+    """Each candidate planned and predicted on ``device`` (a ``context.DeviceContext``)
+    through the one entry point (``context.predict_plan``), in the order given. Candidates
+    that share a host format (``format_key``) are planned one after the other, so the format
+    is built once; different formats are planned on :func:`plan_workers` threads (the packers
+    and the model spend their time in NumPy, which releases the GIL). ``case``: the SpMV case
+    of ``csr`` (:func:`spmv_plan_case`, built here when not given); ``classes``: name -> class
+    (default :func:`kernel_classes`)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from sparsescope.backends.spmv_auto import CHOICES
-    from sparsescope.whatif import predict_case
+    from sparsescope.context import predict_plan
 
-    backends = [CHOICES[c.backend](breakdown=False, **c.params) for c in found]
+    classes = classes or kernel_classes()
+    case = case if case is not None else spmv_plan_case(csr, value_dtype)
+    backends = [classes[c.backend](breakdown=False, **c.params) for c in found]
 
     def one(i: int) -> CandidatePrediction:
         cand, backend = found[i], backends[i]
         start = time.perf_counter()
-        case = predict_case(matrix_name, csr, backend, gpu, value_dtype=value_dtype,
-                            refine=refine, label=cand.label)
-        p = case.prediction
+        plan = predict_plan(case, backend, device, name=cand.label, value_dtype=value_dtype)
+        p = plan.prediction
         floor = p.inputs.get("gather_floor_ms") if p is not None else None
         return CandidatePrediction(cand, p.predicted_ms if p is not None else None,
-                                   p.limiter if p is not None else "", case.not_modelled,
+                                   p.limiter if p is not None else "", plan.not_modelled,
                                    time.perf_counter() - start, floor_ms=floor)
 
     groups: dict[tuple, list[int]] = {}
@@ -292,23 +348,24 @@ def prediction_table(predictions: list[CandidatePrediction], rows: int = REASON_
     return "; ".join(parts) + (f"; {more} more in selection_table" if more > 0 else "")
 
 
-def select_by_prediction(csr: sp.csr_matrix, gpu: Any, *, value_dtype: str = "float32",
-                         refine=None, stats: MatrixStatistics | None = None
+def select_by_prediction(csr: sp.csr_matrix, device: Any, *, value_dtype: str = "float32",
+                         stats: MatrixStatistics | None = None,
+                         classes: dict[str, type] | None = None
                          ) -> tuple[Selection, list[CandidatePrediction]]:
     """(the selection, every candidate's prediction): the fastest predicted candidate on
-    ``gpu``, the prediction table as its reason; the rules of :mod:`select` when none could be
-    predicted."""
+    ``device`` (a ``context.DeviceContext``), the prediction table as its reason; the rules of
+    :mod:`select` when none could be predicted."""
     stats = stats or matrix_statistics(csr)
-    table = predict_candidates(csr, gpu, candidates(stats), value_dtype=value_dtype,
-                               refine=refine)
+    table = predict_candidates(csr, device, candidates(stats), value_dtype=value_dtype,
+                               classes=classes)
     order = ranked(table)
     if not order or order[0].predicted_ms is None:
-        fallback = select_kernel(stats, gpu.rates.sm_count)
+        fallback = select_kernel(stats, device.rates.sm_count)
         why = "; ".join(sorted({p.not_modelled for p in table})) or "no candidates"
         return Selection(fallback.backend, fallback.params, fallback.rule,
                          f"no candidate could be predicted ({why}); by the rules: "
                          f"{fallback.reason}", stats), table
     best = order[0]
     return Selection(best.candidate.backend, dict(best.candidate.params), "predicted-fastest",
-                     f"fastest predicted of {len(table)} candidates on {gpu.rates.name} "
-                     f"({gpu.origin}): {prediction_table(table)}", stats), table
+                     f"fastest predicted of {len(table)} candidates on {device.rates.name} "
+                     f"({device.origin}): {prediction_table(table)}", stats), table

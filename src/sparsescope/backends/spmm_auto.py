@@ -64,6 +64,7 @@ from sparsescope.backends.base import Capability, OpBackend
 from sparsescope.backends.select_predicted import (
     Candidate,
     CandidatePrediction,
+    prediction_context,
     prediction_table,
     ranked,
     selection_notes,
@@ -264,28 +265,32 @@ def candidate_launch(name: str, plan: Any, registers=None, shape: tuple[int, int
     return rowwarp_launch(plan, regs)
 
 
-def predict_candidates(csr: Any, k: int, value_dtype: str, index_bytes: int, rates: Any, *,
+def predict_candidates(case: OpCase, value_dtype: str, index_bytes: int, device: Any, *,
                        sm_count: int, full_warps: int, flushed: bool,
                        registers=None) -> list[CandidatePrediction]:
-    """Every row-major candidate predicted on the device of ``rates``
-    (``model.predict.DeviceRates``), in :func:`candidate_plans`' order, then the block
-    tensor-core kernel (:func:`blocktc_candidate`); a candidate the model fails on, or that
-    declines the case, is listed with the reason."""
-    from sparsescope.model.own_spmm import predict_own_spmm
+    """Every row-major candidate of the row-major SpMM ``case`` predicted on ``device`` (a
+    ``context.DeviceContext``) through the one entry point (``context.predict_call``: the
+    SpMM op's ``predict``, ``model.own_spmm.predict_own_spmm``), in :func:`candidate_plans`'
+    order, then the block tensor-core kernel (:func:`blocktc_candidate`); a candidate the model
+    fails on, or that declines the case, is listed with the reason."""
+    from sparsescope.context import predict_call
 
+    csr, k = case.matrix, case.params.k
     shape = (int(csr.shape[0]), int(csr.shape[1]), k)
     out = []
 
     def predict(cand, plan, start):
         try:
             launch = candidate_launch(cand.backend, plan, registers, shape)
-            p = predict_own_spmm(csr.indptr, csr.indices, shape[1], k, launch, rates,
-                                 flushed=flushed, fp64=value_dtype == "float64")
-            out.append(CandidatePrediction(cand, p.predicted_ms, p.limiter,
-                                           plan_s=time.perf_counter() - start))
         except Exception as exc:  # a candidate the model cannot take is never chosen
             out.append(CandidatePrediction(cand, None, not_modelled=f"{type(exc).__name__}: "
                                                                     f"{exc}"))
+            return
+        p = predict_call(case, case.csr_traffic, launch, device, flushed=flushed,
+                         who=cand.label, refine=False)
+        out.append(CandidatePrediction(cand, p.predicted_ms, p.limiter,
+                                       not_modelled=p.not_modelled,
+                                       plan_s=time.perf_counter() - start))
 
     for cand, plan in candidate_plans(csr.indptr, csr.nnz, k, value_dtype, index_bytes,
                                       sm_count, full_warps):
@@ -334,8 +339,8 @@ class SpmmCudaAuto(OpBackend):
         return _gpu.cupy_cuda_status()
 
     def use_model(self, model: Any) -> None:
-        """Predict with ``model``'s rates (the runner's ``ModelDevice``) instead of the present
-        GPU's stored ones."""
+        """Predict with ``model`` (a ``context.DeviceContext``: the run's rates) instead of
+        the present GPU's stored ones."""
         self._model = model
 
     def choose(self, case: OpCase, value_dtype: str, sm_count: int) -> tuple[str, str]:
@@ -358,14 +363,14 @@ class SpmmCudaAuto(OpBackend):
         row_case = replace(case, params=replace(case.params, layout="row"))
         table: list = []
         rule = RULE
-        rates = self._rates() if self.by == "prediction" else None
-        if rates is None:
+        device = prediction_context(self._model) if self.by == "prediction" else None
+        if device is None:
             why = "" if self.by == "rules" else "no device rates to predict with; by the rules: "
             inner, reason = self._rules(case, value_dtype, sm_count, why)
             backend, prepared, params = CHOICES[inner](), None, {}
         else:
             cand, reason, table, backend, prepared = self._by_prediction(
-                row_case, value_dtype, index_bytes, sm_count, rates)
+                row_case, value_dtype, index_bytes, sm_count, device)
             inner, params = cand.backend, dict(cand.params)
             rule = PREDICTED_RULE if not any(p.trial_ms for p in table) else \
                 "spmm-predicted-then-timed"
@@ -384,22 +389,17 @@ class SpmmCudaAuto(OpBackend):
         return PreparedSpmmAuto(chosen, reason, backend, prepared, stats, rule, table,
                                 time.perf_counter() - start, params)
 
-    def _rates(self):
-        from sparsescope.backends.spmv_auto import prediction_device
-
-        gpu, _ = prediction_device(self._model)
-        return getattr(gpu, "rates", None) if gpu is not None else None
-
     def _by_prediction(self, row_case: OpCase, value_dtype: str, index_bytes: int,
-                       sm_count: int, rates: Any):
+                       sm_count: int, device: Any):
         """(candidate, reason, table, backend, its prepared row case or None): the fastest
         prediction, or the fastest of the trial when several lie within the margin."""
         from sparsescope.timing.host import should_flush
 
+        rates = device.rates
         flushed = should_flush(TRIAL_TIMING, int(row_case.traffic.compulsory_bytes),
                                rates.l2_bytes)
-        table = predict_candidates(row_case.matrix, row_case.params.k, value_dtype, index_bytes,
-                                   rates, sm_count=sm_count,
+        table = predict_candidates(row_case, value_dtype, index_bytes, device,
+                                   sm_count=sm_count,
                                    full_warps=_gpu.device_full_block_warps(), flushed=flushed,
                                    registers=compiled_registers)
         order = [p for p in ranked(table) if p.predicted_ms is not None]
@@ -440,6 +440,41 @@ class SpmmCudaAuto(OpBackend):
         if prepared is None:
             return super().traffic(case, prepared)
         return prepared.backend.traffic(case, prepared.prepared)
+
+    def host_plan_case(self, case: Any, value_dtype: str, index_bytes: int, sms: int):
+        """(the CSR bytes, the launch of the candidate predicted fastest on the device of
+        :meth:`use_model`, or of the rules' pick for ``spmm-cuda-auto-rules``), planned on the
+        host for ``sms`` SMs (the cross-GPU what-if): the registers of each launch bound's cap
+        (no compiled kernel here), no trial. Column-major X, or no device rates: (None,
+        None)."""
+        from sparsescope.timing.host import should_flush
+
+        device = self._model
+        if device is None or device.rates is None or case.params.layout != "row":
+            return None, None
+        if self.by == "rules":
+            inner, _ = self._rules(case, value_dtype, sms)
+            chosen = CHOICES[inner]()
+            chosen.use_model(device)
+            return chosen.host_plan_case(case, value_dtype, index_bytes, sms)
+        rates = device.rates
+        full_warps = _gpu.full_block_warps(rates.max_threads_per_sm, rates.max_blocks_per_sm)
+        flushed = should_flush(TRIAL_TIMING, int(case.traffic.compulsory_bytes), rates.l2_bytes)
+        table = predict_candidates(case, value_dtype, index_bytes, device, sm_count=sms,
+                                   full_warps=full_warps, flushed=flushed)
+        order = [p for p in ranked(table) if p.predicted_ms is not None]
+        if not order:
+            return None, None
+        best, csr = order[0].candidate, case.matrix
+        if best.backend == BLOCKTC:
+            plan, _ = blocktc_candidate(csr, case.params.k, value_dtype, sms)
+        else:
+            plan = next(plan for cand, plan in candidate_plans(
+                csr.indptr, csr.nnz, case.params.k, value_dtype, index_bytes, sms, full_warps)
+                if cand == best)
+        launch = candidate_launch(best.backend, plan, None,
+                                  (int(csr.shape[0]), int(csr.shape[1]), case.params.k))
+        return case.csr_traffic, launch
 
     def kernel_shape(self, case: Any, prepared: Any):
         """The chosen kernel's launch, for the time model."""

@@ -296,6 +296,27 @@ class OwnSpmmKernel(OpBackend):
     def library_versions(self) -> dict[str, str]:
         return _gpu.cupy_kernel_versions()
 
+    def use_model(self, model: Any) -> None:
+        """Keep the device the time model predicts for (a ``context.DeviceContext``): a host
+        plan (:meth:`host_plan_case`) is made for its SM limits."""
+        self._model = model
+
+    def host_plan_case(self, case: OpCase, value_dtype: str, index_bytes: int, sms: int):
+        """(plain CSR's bytes, the launch) of ``case`` planned on the host for ``sms`` SMs
+        (the cross-GPU what-if): registers at the launch bound's cap (no compiled kernel
+        here); (None, None) for a case the kernel does not take (column-major X)."""
+        if self.unsupported_params(case):
+            return None, None
+        rates = getattr(getattr(self, "_model", None), "rates", None)
+        launch = self.host_launch(case, value_dtype, index_bytes, sms, rates)
+        return (None, None) if launch is None else (case.csr_traffic, launch)
+
+    def host_launch(self, case: OpCase, value_dtype: str, index_bytes: int, sms: int,
+                    rates: Any) -> Any:
+        """The model's launch of a host plan (``rates``: the device's, or None); None: the
+        kernel cannot plan without its device."""
+        return None
+
 
 def upload_slices(plan: SlicePlan, index_dtype: Any) -> tuple[Any, Any]:
     """(slice pointers, slice rows) on the device at ``index_dtype``; the slice pointers stand
@@ -407,6 +428,10 @@ class SpmmCudaRowWarp(OwnSpmmKernel):
         if prepared is None:
             return None
         return rowwarp_launch(prepared.host, compiled_registers(SOURCE, prepared.kernel))
+
+    def host_launch(self, case: OpCase, value_dtype: str, index_bytes: int, sms: int,
+                    rates: Any) -> Any:
+        return rowwarp_launch(self.plan(case, value_dtype, index_bytes, sms), None)
 
     def _launch(self, p: PreparedSpmmCuda) -> None:
         if p.plan.split_rows:

@@ -362,5 +362,12 @@ class SpmmCudaRowGroup(OwnSpmmKernel):
             return None
         return rowgroup_launch(prepared.host, compiled_registers(SOURCE, prepared.host.kernel))
 
+    def host_launch(self, case: OpCase, value_dtype: str, index_bytes: int, sms: int,
+                    rates: Any) -> Any:
+        """Blocks of the fewest warps that fill an SM of the device of ``rates``."""
+        full = (_gpu.full_block_warps(rates.max_threads_per_sm, rates.max_blocks_per_sm)
+                if rates is not None else MAX_WARPS_PER_BLOCK)
+        return rowgroup_launch(self.plan(case, value_dtype, index_bytes, sms, full), None)
+
     def notes(self, prepared: PreparedRowGroup) -> dict[str, str]:
         return dict(prepared.host.notes)

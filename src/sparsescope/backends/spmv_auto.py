@@ -26,14 +26,14 @@ from sparsescope.backends.base import Capability, SpmvBackend
 from sparsescope.backends.select import Selection, select_for
 from sparsescope.backends.select_predicted import (
     TRIAL_MARGIN,
+    kernel_classes,
+    prediction_context,
     selection_notes,
     shortlist,
     time_shortlist,
 )
 from sparsescope.backends.spmv_adaptive import CudaSpmvAdaptive
 from sparsescope.backends.spmv_device import CAPABILITY, OwnSpmvBackend
-from sparsescope.backends.spmv_merge import CudaSpmvMerge
-from sparsescope.backends.spmv_sell import CudaSpmvBlocked16, CudaSpmvDelta16, CudaSpmvSell
 from sparsescope.timing.types import Measurement, TimingConfig
 
 #: Environment variable that turns the trial off ("0") for a process: the ncu target sets it,
@@ -43,14 +43,9 @@ AUTO_TRIAL_ENV = "SPARSESCOPE_AUTO_TRIAL"
 #: protocol decides by the working set, as in the measurement that follows).
 TRIAL_TIMING = TimingConfig(warmups=3, repeats=10)
 
-#: Backend name -> class, for the names the selection may return.
-CHOICES: dict[str, type[OwnSpmvBackend]] = {
-    "cuda-spmv-adaptive": CudaSpmvAdaptive,
-    "cuda-spmv-merge": CudaSpmvMerge,
-    "cuda-spmv-delta16": CudaSpmvDelta16,
-    "cuda-spmv-blocked16": CudaSpmvBlocked16,
-    "cuda-spmv-sell": CudaSpmvSell,
-}
+#: Backend name -> class, for the names the selection may return: the kernels of
+#: ``select_predicted.AUTO_KERNELS`` (declared there, with the ones auto leaves out and why).
+CHOICES: dict[str, type[OwnSpmvBackend]] = kernel_classes()
 
 
 @dataclass
@@ -86,7 +81,7 @@ class CudaSpmvAuto(SpmvBackend):
         return CudaSpmvAdaptive().availability()
 
     def use_model(self, model: Any) -> None:
-        """Predict with ``model`` (the runner's ``ModelDevice``: the run's rates and SASS
+        """Predict with ``model`` (a ``context.DeviceContext``: the run's rates and SASS
         refiner) instead of the present GPU's stored rates."""
         self._model = model
 
@@ -98,13 +93,13 @@ class CudaSpmvAuto(SpmvBackend):
             return select_for(csr, sms), []
         from sparsescope.backends.select_predicted import select_by_prediction
 
-        gpu, refine = prediction_device(self._model)
-        if gpu is None:
+        device = prediction_context(self._model)
+        if device is None:
             selection = select_for(csr, sms)
             return Selection(selection.backend, selection.params, selection.rule,
                              f"no device rates to predict with; by the rules: "
                              f"{selection.reason}", selection.statistics), []
-        return select_by_prediction(csr, gpu, value_dtype=value_dtype, refine=refine)
+        return select_by_prediction(csr, device, value_dtype=value_dtype, classes=CHOICES)
 
     def prepare(self, matrix_csr: sp.csr_matrix, value_dtype: str,
                 index_bytes: int) -> PreparedAuto:
@@ -184,31 +179,3 @@ class CudaSpmvAutoRules(CudaSpmvAuto):
         "own kernel chosen by the rules of matrix statistics (thresholds from H200 sweeps), "
         "reason kept"))
     by = "rules"
-
-
-def prediction_device(model: Any) -> tuple[Any, Any]:
-    """(``whatif.GpuRates``, SASS refiner) to predict with: ``model``'s (a ``ModelDevice``
-    with rates), else the present GPU's latest stored ceilings over its datasheet; (None,
-    None) without a GPU."""
-    from sparsescope.whatif import GpuRates
-
-    if model is not None and getattr(model, "rates", None) is not None:
-        return (GpuRates(spec=None, rates=model.rates, origin="rates: the run's measured "
-                         "ceilings over the datasheet"), model.refine)
-    from sparsescope.api import sass_refiner
-    from sparsescope.hardware.detect import detect_gpu, spec_for_detected
-    from sparsescope.model.predict import device_rates
-    from sparsescope.whatif import stored_gpu_ceilings
-
-    found = detect_gpu()
-    if found is None:
-        return None, None
-    spec = spec_for_detected(found)
-    stored = stored_gpu_ceilings(spec)
-    if stored is not None:
-        ceilings, device, utc = stored
-        origin = f"rates: measured on {device} at {utc} (datasheet where not measured)"
-    else:
-        ceilings, origin = None, f"rates: datasheet of {spec.name} (no measured ceilings stored)"
-    return GpuRates(spec=spec, rates=device_rates(spec, ceilings), origin=origin), \
-        sass_refiner(spec)

@@ -11,7 +11,12 @@ from __future__ import annotations
 import re
 
 from sparsescope.backends.runner import BackendChoice
-from sparsescope.backends.select_predicted import SHORT_PIECE_CUTS, SHORT_PIECE_LAUNCH
+from sparsescope.backends.select_predicted import (
+    SHORT_PIECE_CUTS,
+    SHORT_PIECE_LAUNCH,
+    candidates,
+    kernel_classes,
+)
 from sparsescope.errors import UsageError
 
 #: label -> (backend, options): every own SpMV kernel variant of the seed6 kernel sweep.
@@ -36,7 +41,7 @@ SPMV_OWN: dict[str, tuple[str, dict[str, int]]] = {
     "delta16-u2-m8-h1": ("cuda-spmv-delta16", {"unroll": 2, "minb": 8, "hint": 1}),
     "delta16-t2-u4-m6-h1": ("cuda-spmv-delta16", {"tpr": 2, "unroll": 4, "minb": 6, "hint": 1}),
     "delta16-t2-u2-m8-h1": ("cuda-spmv-delta16", {"tpr": 2, "unroll": 2, "minb": 8, "hint": 1}),
-    # targets follow-up (scripts/device_kernels_targets.sh): more threads per row for pwtk,
+    # targets follow-up (the `kernels` device recipe's targets): more threads per row for pwtk,
     # L1 kept for the hot columns x[0, 16k / 32k) for circuit5M
     "delta16-t4-u2-m8-h1": ("cuda-spmv-delta16", {"tpr": 4, "unroll": 2, "minb": 8, "hint": 1}),
     "delta16-t4-u4-m6-h1": ("cuda-spmv-delta16", {"tpr": 4, "unroll": 4, "minb": 6, "hint": 1}),
@@ -86,20 +91,47 @@ SEED6_SWEEP = (
     "delta16-t2-u4-m6-h1", "delta16-t2-u2-m8-h1", "blocked3-u2-m8-h1", "blocked3-t2-u2-m8-h1",
     "blocked3-dae4-m6-h1", "delta16-t2-dae4-m6-h1", "sell-t2-dae4-m6-h1")
 
-#: The seed6 sweep plus every candidate of ``cuda-spmv-auto`` it lacks (1 x 3 blocks: the
-#: block width the seed6 FEM analogs take), so that auto's regret is scored against every
-#: kernel it could have chosen (``select_predicted.candidates``).
-SELECTION_SWEEP = (*SEED6_SWEEP, "blocked3-t2-dae4-m6-h1", *SHORT_PIECES)
+def _auto_candidates() -> tuple[str, ...]:
+    """The labels of exactly the candidates ``cuda-spmv-auto`` predicts
+    (``select_predicted.candidates``) for a matrix whose blocks are 1 x 3 and whose longest
+    row is longer than every short piece: each the variant of :data:`SPMV_OWN` with the same
+    backend and resolved options, a variant named here (``<family>-<opt><value>...``) where
+    the table has none."""
+    from sparsescope.backends.select import MatrixStatistics
+
+    skewed = MatrixStatistics(
+        rows=100_000, cols=100_000, nnz=1_000_000, mean_nnz_per_row=10.0, max_nnz_per_row=5000,
+        cv_nnz_per_row=2.0, empty_row_fraction=0.0, escape_fraction=0.0,
+        delta16_byte_ratio=0.8, sell_padding_ratio=1.5, block_width=3, sell_long_row=800)
+    classes = kernel_classes()
+
+    def key(backend: str, options: dict) -> tuple:
+        return backend, tuple(sorted({**classes[backend].defaults, **options}.items()))
+
+    labels: dict[tuple, str] = {}
+    for label, (backend, options) in SPMV_OWN.items():
+        if backend in classes:
+            labels.setdefault(key(backend, options), label)
+    found = []
+    for cand in candidates(skewed):
+        label = labels.get(key(cand.backend, cand.params))
+        if label is None:
+            label = "-".join([cand.backend.removeprefix("cuda-spmv-"),
+                              *(f"{k}{v}" for k, v in sorted(cand.params.items()))])
+            SPMV_OWN[label] = (cand.backend, dict(cand.params))
+        found.append(label)
+    return tuple(found)
+
 
 #: Exactly the candidates ``cuda-spmv-auto`` predicts for a matrix whose blocks are 1 x 3 and
-#: whose longest row is longer than every short piece (``select_predicted.candidates``): the
-#: smallest set auto's regret can be scored against on a population too large for the whole
-#: sweep.
-AUTO_CANDIDATES = (
-    "adaptive-i1-h1", "adaptive-i2-h1", "merge-i1-h1", "sell-u4-m6-h1", "sell-u2-m8-h1",
-    "sell-t2-u4-m6-h1", "sell-t2-u2-m8-h1", "delta16-u4-m6-h1", "delta16-u2-m8-h1",
-    "delta16-t2-u4-m6-h1", "delta16-t2-u2-m8-h1", "blocked3-dae4-m6-h1",
-    "blocked3-t2-dae4-m6-h1", "blocked3-u2-m8-h1", *SHORT_PIECES)
+#: whose longest row is longer than every short piece, derived from
+#: ``select_predicted.candidates`` (the one declaration): the smallest set auto's regret can be
+#: scored against on a population too large for the whole sweep.
+AUTO_CANDIDATES = _auto_candidates()
+
+#: The seed6 sweep plus every candidate of ``cuda-spmv-auto`` it lacks, so that auto's regret
+#: is scored against every kernel it could have chosen.
+SELECTION_SWEEP = (*SEED6_SWEEP, *(c for c in AUTO_CANDIDATES if c not in SEED6_SWEEP))
 
 #: Set name -> variants.
 VARIANT_SETS = {"spmv-own": SPMV_OWN,

@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
-from pathlib import Path
 
 from sparsescope.cli import add_json_flag
 
@@ -124,104 +123,55 @@ def _command() -> str:
     return "sparsescope " + " ".join(shlex.quote(a) for a in sys.argv[1:])
 
 
-def _finish(result, args) -> tuple[dict, str]:
+def _finish(done, args) -> tuple[dict, str]:
     from sparsescope.analyze.records import to_jsonable
-    from sparsescope.report.analyze_render import render_analysis, write_analysis_report
+    from sparsescope.report.analyze_render import render_analysis
 
-    data = to_jsonable(result)
-    text = render_analysis(result)
-    if args.out:
-        written = write_analysis_report(result, args.out)
-        data = {"analysis": data, "written": written.to_dict()}
-        text += f"\nwritten: {', '.join(str(f) for f in written.files)}"
+    data = to_jsonable(done.result)
+    text = render_analysis(done.result)
+    if done.written is not None:
+        data = {"analysis": data, "written": done.written.to_dict()}
+        text += f"\nwritten: {', '.join(str(f) for f in done.written.files)}"
     return data, text
 
 
 def _compare(args) -> tuple[dict, str]:
-    from sparsescope.analyze.api import read_analysis
+    from sparsescope import api
     from sparsescope.analyze.records import to_jsonable
-    from sparsescope.analyze.score import (
-        ScoreHistory,
-        compare,
-        compare_series,
-        mean_absolute_error,
-    )
-    from sparsescope.errors import UsageError
-    from sparsescope.report.analyze_render import render_series, write_series_report
+    from sparsescope.report.analyze_render import render_series
 
-    if len(args.compare) < 2:
-        raise UsageError("--compare needs BEFORE.json AFTER.json (and optionally more)")
-    results = [read_analysis(p) for p in args.compare]
-    applied = _rules(args.applied)
-    if applied and len(results) > 2:
-        raise UsageError("--applied names the rules of one change: give exactly two analyses")
-    scores = (compare(results[0], results[1], applied),) if applied else \
-        compare_series(results)
-    reference = read_analysis(args.reference_result) if args.reference_result else None
-    history_mae = None
-    if args.store:
-        history = ScoreHistory()
-        for s in scores:
-            history.record(s)
-        history_mae = history.mean_absolute_error(results[0].workload)
-    data = {"scores": to_jsonable(list(scores)), "mae": mean_absolute_error(scores),
-            "history_mae": history_mae}
-    if reference is not None and reference.evidence.time_ms and results[-1].evidence.time_ms:
-        data["reference_speedup"] = reference.evidence.time_ms / results[-1].evidence.time_ms
-    text = render_series(scores, results, reference=reference, history_mae=history_mae)
-    if args.out:
-        written = write_series_report(scores, results, args.out, reference=reference,
-                                      history_mae=history_mae)
-        data["written"] = written.to_dict()
+    done = api.compare_analyses(args.compare, applied=_rules(args.applied),
+                                reference=args.reference_result, store=args.store,
+                                out_dir=args.out)
+    data = {"scores": to_jsonable(list(done.scores)), "mae": done.mae,
+            "history_mae": done.history_mae}
+    if done.reference_speedup is not None:
+        data["reference_speedup"] = done.reference_speedup
+    text = render_series(done.scores, list(done.results), reference=done.reference,
+                         history_mae=done.history_mae)
+    if done.written is not None:
+        data["written"] = done.written.to_dict()
     return data, text
 
 
 def _offline(args) -> tuple[dict, str]:
-    from sparsescope.analyze.api import analyze_evidence
-    from sparsescope.analyze.sources import (
-        analyses_from,
-        evidence_from_profile_file,
-        evidence_from_sass,
-    )
+    from sparsescope import api
     from sparsescope.analyze.workload import eval_dims
-    from sparsescope.errors import UsageError
 
-    if args.from_profile:
-        ev = evidence_from_profile_file(args.from_profile, source_csv=args.source_csv,
-                                        sass=args.sass, kernel=args.kernel, launch=args.launch,
-                                        gpu=args.gpu, ideal_bytes=args.bytes,
-                                        ideal_flops=args.flops, time_ms=args.time_ms,
-                                        time_source="given" if args.time_ms else "profile",
-                                        latency_ns=args.latency_ns, bw_gb_s=args.bw_gb_s,
-                                        version=args.label or "", workload=args.workload or
-                                        Path(args.from_profile).stem)
-    else:
-        analyses = analyses_from(args.sass)
-        if args.kernel:
-            import re
-
-            analyses = [a for a in analyses if re.search(args.kernel, a.name)
-                        or re.search(args.kernel, a.demangled)]
-        if not analyses:
-            raise UsageError(f"{args.sass}: no kernel" + (f" matching {args.kernel!r}"
-                                                          if args.kernel else ""))
-        block = eval_dims(args.block, {})[0] if args.block else None
-        ev = evidence_from_sass(analyses, workload=args.workload or
-                                Path(args.sass).stem,
-                                version=args.label or "", gpu=args.gpu, block_threads=block,
-                                grid_blocks=args.grid_blocks, ideal_bytes=args.bytes,
-                                ideal_flops=args.flops, time_ms=args.time_ms,
-                                latency_ns=args.latency_ns, bw_gb_s=args.bw_gb_s)
-    return _finish(analyze_evidence(ev, addresses=_rules(args.addresses), command=_command()),
-                   args)
+    block = eval_dims(args.block, {})[0] if args.block and not args.from_profile else None
+    return _finish(api.analyze_offline(
+        from_profile=args.from_profile, sass=args.sass, source_csv=args.source_csv,
+        kernel=args.kernel, launch=args.launch, gpu=args.gpu, block_threads=block,
+        grid_blocks=args.grid_blocks, ideal_bytes=args.bytes, ideal_flops=args.flops,
+        time_ms=args.time_ms, latency_ns=args.latency_ns, bw_gb_s=args.bw_gb_s,
+        label=args.label or "", workload=args.workload, addresses=_rules(args.addresses),
+        command=_command(), out_dir=args.out), args)
 
 
 def _live(args) -> tuple[dict, str]:
-    from sparsescope.analyze.api import analyze_evidence
-    from sparsescope.analyze.measure import measure
+    from sparsescope import api
     from sparsescope.analyze.workload import callable_workload, cuda_workload
     from sparsescope.errors import UsageError
-    from sparsescope.timing.types import TimingConfig
 
     if args.cuda:
         missing = [f"--{n}" for n in ("kernel", "grid", "block", "args") if not getattr(args, n)]
@@ -240,34 +190,21 @@ def _live(args) -> tuple[dict, str]:
     else:
         raise UsageError("give a WORKLOAD (module:function), --cuda FILE.cu, --from-profile "
                          "REPORT, --sass FILE or --compare BEFORE.json AFTER.json")
-    timing = TimingConfig(warmups=args.warmups, repeats=args.repeats, clock="cuda-events")
-    from sparsescope.progress import Status
-
-    with Status(f"measuring {workload.name}" + (" and profiling it under ncu"
-                                                if args.profile else ""), not args.json):
-        ev = measure(workload, timing=timing, profile=args.profile, out_dir=args.out,
-                     ncu=args.ncu)
-    return _finish(analyze_evidence(ev, addresses=workload.addresses, command=_command()), args)
+    return _finish(api.analyze_workload(workload, warmups=args.warmups, repeats=args.repeats,
+                                        profile=args.profile, ncu=args.ncu, command=_command(),
+                                        out_dir=args.out, progress=not args.json), args)
 
 
 def _remeasured(args) -> tuple[dict, str]:
-    from sparsescope.analyze.api import analyze_evidence
-    from sparsescope.analyze.measure import evidence_from_measurement
+    from sparsescope import api
 
-    ev = evidence_from_measurement(args.from_measurement)
-    addresses = _rules(args.addresses) or _addresses_of(args.from_measurement)
-    return _finish(analyze_evidence(ev, addresses=addresses, command=_command()), args)
-
-
-def _addresses_of(folder: str) -> tuple[str, ...]:
-    import json
-
-    data = json.loads((Path(folder) / "measurement.json").read_text())
-    return tuple(data.get("workload", {}).get("addresses", ()))
+    return _finish(api.analyze_measurement(args.from_measurement,
+                                           addresses=_rules(args.addresses),
+                                           command=_command(), out_dir=args.out), args)
 
 
 def _handle(args: argparse.Namespace) -> tuple[dict, str]:
-    if args.out:  # before anything is measured or profiled
+    if args.out:  # before anything is measured or profiled (or a workload imported)
         from sparsescope._outputs import check_out_dir
 
         check_out_dir(args.out)

@@ -1,6 +1,7 @@
 """``sparsescope ceilings``: measure the present device's ceilings and keep them per device.
 
-On a machine with a GPU: :func:`sparsescope.hardware.gpu_ceilings.measure_gpu_ceilings`,
+Parses and prints around :func:`sparsescope.api.measure_ceilings`. On a machine with a GPU:
+:func:`sparsescope.hardware.gpu_ceilings.measure_gpu_ceilings`,
 measured every time. Otherwise the host CPU's, from the per-machine cache of the results store
 (:func:`sparsescope.results.ceilings_cache.lookup_cpu_ceilings`, the figures runs use): measured
 (best of 7 trials, with their spread) only when none are cached or with ``--refresh``, which
@@ -14,11 +15,9 @@ one query away; a CPU figure read from the cache adds no row.
 from __future__ import annotations
 
 import argparse
-from datetime import UTC, datetime
 
 from sparsescope.cli import add_json_flag
 from sparsescope.hardware.types import MeasuredCeilings
-from sparsescope.results.ceilings_history import store_ceilings
 
 #: (field, label, unit) of the figures, in the order printed.
 FIGURES = (
@@ -76,67 +75,34 @@ def _text(ceilings: MeasuredCeilings, kind: str, stored: str | None, origin: str
     return "\n".join(lines)
 
 
-def _cpu(args: argparse.Namespace) -> tuple[dict, str]:
-    """The CPU path: cached ceilings unless ``--refresh`` (or ``--no-store``: measured now)."""
-    from sparsescope.progress import Status
-    from sparsescope.results.ceilings_cache import lookup_cpu_ceilings
-
-    with Status("measuring the CPU's ceilings (best of several trials, or the cache)",
-                not args.json):
-        found = lookup_cpu_ceilings(refresh=args.refresh, use_store=not args.no_store)
+def _cpu_origin(found) -> str:
     ceilings = found.ceilings
-    stored = None
-    if found.saved:  # a new measurement: also one row of the history table
-        stored = found.store
-        store_ceilings(stored, ceilings, "cpu", measured_utc=ceilings.measured_utc or None)
-    elif found.cached:
-        stored = found.store
     trials = f"best of {ceilings.trials} trials" if ceilings.trials else "measured"
     if found.cached:
         origin = (f"cached: measured {ceilings.measured_utc or '(time not recorded)'} on this "
                   f"machine ({trials}); `sparsescope ceilings --refresh` measures again")
     else:
         origin = f"measured now ({trials})" + (
-            f", cached for this machine in {found.store}" if found.saved else "")
+            f", cached for this machine in {found.stored}" if found.saved else "")
     if found.store_error:
         origin += f"\nthe results store could not be used: {found.store_error}"
-    result = {"device": ceilings.device, "kind": "cpu", "driver": "",
-              "ceilings": {f: getattr(ceilings, f) for f, _, _ in FIGURES},
-              "units": {f: unit for f, _, unit in FIGURES},
-              "spread_pct": _spreads(ceilings), "trials": ceilings.trials,
-              "cached": found.cached, "measured_utc": ceilings.measured_utc,
-              "machine_key": found.machine_key, "method": dict(ceilings.method),
-              "store": stored, "store_error": found.store_error}
-    return result, _text(ceilings, "cpu", stored, origin,
-                         "not stored (--no-store)" if args.no_store else "not stored")
+    return origin
 
 
 def handle(args: argparse.Namespace) -> tuple[dict, str]:
-    from sparsescope.hardware.detect import detect_gpu
+    from sparsescope import api
 
-    gpu = detect_gpu()
-    if gpu is None:
-        return _cpu(args)
-    from sparsescope.hardware.gpu_ceilings import measure_gpu_ceilings
-    from sparsescope.progress import Status
-
-    if not args.no_store:  # before measuring: a store that cannot be written fails first
-        from sparsescope._outputs import check_store
-
-        check_store()
-    with Status("measuring the GPU's ceilings", not args.json):
-        kind, ceilings = "gpu", measure_gpu_ceilings()
-    measured_utc = datetime.now(UTC).isoformat(timespec="seconds")
-    stored = None
-    if not args.no_store:
-        from sparsescope.results.store import ResultsStore
-
-        stored = str(ResultsStore().path)
-        store_ceilings(stored, ceilings, kind, measured_utc=measured_utc)
-    result = {"device": ceilings.device, "kind": kind, "driver": gpu.driver,
+    found = api.measure_ceilings(store=not args.no_store, refresh=args.refresh,
+                                 progress=not args.json)
+    ceilings = found.ceilings
+    result = {"device": ceilings.device, "kind": found.kind, "driver": found.driver,
               "ceilings": {f: getattr(ceilings, f) for f, _, _ in FIGURES},
               "units": {f: unit for f, _, unit in FIGURES},
               "spread_pct": _spreads(ceilings), "trials": ceilings.trials,
-              "cached": False, "measured_utc": measured_utc,
-              "method": dict(ceilings.method), "store": stored}
-    return result, _text(ceilings, kind, stored)
+              "cached": found.cached, "measured_utc": found.measured_utc,
+              "method": dict(ceilings.method), "store": found.stored}
+    if found.kind == "gpu":
+        return result, _text(ceilings, "gpu", found.stored)
+    result.update(machine_key=found.machine_key, store_error=found.store_error)
+    return result, _text(ceilings, "cpu", found.stored, _cpu_origin(found),
+                         "not stored (--no-store)" if args.no_store else "not stored")

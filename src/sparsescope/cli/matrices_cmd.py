@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import sys
 import textwrap
-import time
 from dataclasses import asdict
 
 from sparsescope.cli import add_json_flag
@@ -72,13 +71,12 @@ def _progress(iterable, total: int, desc: str, enabled: bool = True):
 
 
 def handle_list(args: argparse.Namespace) -> tuple[dict, str]:
-    from sparsescope.matrices import SUITES, suite_entries
-    from sparsescope.matrices.generators import GENERATORS, generator_params, generator_summary
+    from sparsescope import api
 
+    catalogue = api.matrix_catalogue(args.scale)
     suites = []
     lines = ["Suites:"]
-    for name, suite in SUITES.items():
-        entries = suite_entries(name, args.scale)
+    for name, suite, entries in catalogue.suites:
         suites.append({"name": name, "description": suite.description,
                        "scalable": suite.scalable,
                        "entries": [_entry_dict(e) for e in entries]})
@@ -90,9 +88,7 @@ def handle_list(args: argparse.Namespace) -> tuple[dict, str]:
     generators = []
     lines.append("Generators:")
     indent = " " * 13
-    for kind in GENERATORS:
-        params = generator_params(kind)
-        summary = generator_summary(kind)
+    for kind, params, summary in catalogue.generators:
         generators.append({"name": kind, "params": params, "summary": summary})
         shown = ", ".join(f"{k}={v}" for k, v in params.items()) or "no parameters"
         lines.extend(textwrap.wrap(summary, LIST_WIDTH, initial_indent=f"  {kind:<10} ",
@@ -108,24 +104,11 @@ def _entry_dict(entry) -> dict:
             "suitesparse": entry.suitesparse}
 
 
-def _load(spec: str, args: argparse.Namespace):
-    """A path, suitesparse:Group/Name, or SUITE:ENTRY."""
-    from sparsescope.matrices import SUITES, read_matrix
-    from sparsescope.matrices.suites import build_entry, find_entry
-
-    prefix, sep, rest = spec.partition(":")
-    if sep and prefix in SUITES:
-        return build_entry(find_entry(prefix, rest, args.scale), args.seed)
-    return read_matrix(spec, strict=args.strict)
-
-
 def handle_stats(args: argparse.Namespace) -> tuple[dict, str]:
-    from sparsescope.matrices import compute_stats
+    from sparsescope import api
 
-    if args.window_rows < 0:
-        raise UsageError("--window-rows must be >= 0")
-    matrix = _load(args.file, args)
-    stats = compute_stats(matrix.csr, window_rows=args.window_rows)
+    matrix, stats = api.matrix_stats(args.file, window_rows=args.window_rows, scale=args.scale,
+                                     seed=args.seed, strict=args.strict)
     info = {"name": matrix.name, "source": matrix.source, "kind": matrix.kind,
             "analog_of": matrix.analog_of, "seed": matrix.seed}
     values = asdict(stats)
@@ -164,41 +147,30 @@ def handle_generate(args: argparse.Namespace) -> tuple[dict | list, str]:
         raise UsageError("give a generator KIND (with --rows and --nnz) or --suite NAME")
     if args.rows is None or args.nnz is None:
         raise UsageError("generating one matrix needs --rows and --nnz")
-    from sparsescope._outputs import check_out_file
-    from sparsescope.matrices import generate, write_matrix
+    from sparsescope import api
 
-    check_out_file(args.out)  # before generating: a bad path must not cost the generation
-    params = _parse_params(args.param)
-    start = time.perf_counter()
-    csr = generate(args.kind, args.rows, args.nnz, cols=args.cols, seed=args.seed, **params)
-    seconds = time.perf_counter() - start
-    path = write_matrix(csr, args.out)
-    result = {"path": str(path), "kind": args.kind, "rows": csr.shape[0], "cols": csr.shape[1],
-              "nnz": csr.nnz, "seed": args.seed, "params": params,
-              "generate_s": round(seconds, 3)}
-    text = (f"wrote {path}: {args.kind} {csr.shape[0]:,} x {csr.shape[1]:,}, nnz {csr.nnz:,} "
-            f"(generated in {seconds:.2f} s)")
+    made = api.generate_matrix(args.kind, args.rows, args.nnz, args.out, cols=args.cols,
+                               seed=args.seed, params=_parse_params(args.param))
+    result = {"path": str(made.path), "kind": made.kind, "rows": made.rows, "cols": made.cols,
+              "nnz": made.nnz, "seed": made.seed, "params": made.params,
+              "generate_s": round(made.generate_s, 3)}
+    text = (f"wrote {made.path}: {made.kind} {made.rows:,} x {made.cols:,}, nnz {made.nnz:,} "
+            f"(generated in {made.generate_s:.2f} s)")
     return result, text
 
 
 def _generate_suite(args: argparse.Namespace) -> tuple[list, str]:
-    from sparsescope._outputs import check_out_dir
-    from sparsescope.matrices import suite_entries, write_matrix
-    from sparsescope.matrices.suites import build_entry
+    from sparsescope import api
 
-    entries = suite_entries(args.suite, args.scale)
-    out_dir = check_out_dir(args.out)
     written = []
     lines = []
-    for entry in _progress(entries, len(entries), args.suite, enabled=not args.json):
-        start = time.perf_counter()
-        matrix = build_entry(entry, args.seed)
-        seconds = time.perf_counter() - start
-        path = write_matrix(matrix, out_dir / f"{entry.name}.{args.format}")
-        written.append({"path": str(path), "name": matrix.name, "kind": matrix.kind,
-                        "analog_of": matrix.analog_of, "rows": matrix.rows,
-                        "cols": matrix.cols, "nnz": matrix.nnz, "seed": args.seed,
-                        "generate_s": round(seconds, 3)})
-        lines.append(f"wrote {path}: {matrix.rows:,} x {matrix.cols:,}, nnz {matrix.nnz:,}")
-        del matrix
+    for made in api.generate_suite(
+            args.suite, args.out, scale=args.scale, seed=args.seed, file_format=args.format,
+            progress=lambda entries, total: _progress(entries, total, args.suite,
+                                                      enabled=not args.json)):
+        written.append({"path": str(made.path), "name": made.name, "kind": made.kind,
+                        "analog_of": made.analog_of, "rows": made.rows,
+                        "cols": made.cols, "nnz": made.nnz, "seed": made.seed,
+                        "generate_s": round(made.generate_s, 3)})
+        lines.append(f"wrote {made.path}: {made.rows:,} x {made.cols:,}, nnz {made.nnz:,}")
     return written, "\n".join(lines)

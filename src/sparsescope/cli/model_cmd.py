@@ -1,15 +1,32 @@
 """``sparsescope model``: Little's law, latency sensitivity and DAE for a GPU, and one case; with
 a matrix (or a suite) and backends, each kernel's predicted time on a GPU from the spec table
-(the cross-GPU what-if, :mod:`sparsescope.whatif`), on a machine without one."""
+(the cross-GPU what-if, :mod:`sparsescope.whatif`), on a machine without one.
+
+``sparsescope model score RESULTS...``: stored runs scored against the model as it is now
+(:mod:`sparsescope.analyze.score_runs`), and the readings of stored runs and profiles that go
+with it (``--memory-floor``, ``--spmm-bounds``, ``--l1-check``)."""
 
 from __future__ import annotations
 
 import argparse
 import math
+import sys
 from dataclasses import asdict
 
 from sparsescope.cli import add_json_flag
 from sparsescope.errors import UsageError
+
+
+class _ModelParser(argparse.ArgumentParser):
+    """``model``'s parser: ``model score ...`` goes to the score parser (``model`` itself takes
+    MATRIX positionals, so ``score`` cannot be an argparse sub-command beside them)."""
+
+    score_parser: argparse.ArgumentParser
+
+    def parse_known_args(self, args=None, namespace=None):
+        if args and args[0] == "score":
+            return self.score_parser.parse_known_args(args[1:], namespace)
+        return super().parse_known_args(args, namespace)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -20,7 +37,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "effective bandwidth, % of peak and gap. With MATRIX files or --suite and "
                     "--backend: each backend's kernel planned on this host and its time "
                     "predicted on --gpu with every term (dram, l2, latency, memory, imbalance, "
-                    "compute, overhead); no GPU needed.")
+                    "compute, overhead); no GPU needed. `sparsescope model score RESULTS...`: "
+                    "stored runs scored against the model as it is now (see `sparsescope "
+                    "model score --help`).")
+    p.__class__ = _ModelParser
+    p.score_parser = _score_parser()
     p.add_argument("matrices", nargs="*", metavar="MATRIX",
                    help="matrix files (.mtx, .mtx.gz, .smtx, .npz, suitesparse:Group/Name) to "
                         "predict the backends' time on")
@@ -60,6 +81,74 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                       help="Long Scoreboard stall cycles per issued instruction")
     add_json_flag(p)
     p.set_defaults(handler=handle)
+
+
+def _score_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="sparsescope model score",
+        description="Score stored runs against the time model as it is now, on this host (no "
+                    "GPU): each case's matrix built again as the run built it, each own "
+                    "kernel's call planned here (its SASS read where a CUDA compiler is "
+                    "present) and predicted with the rates the run measured on its device, "
+                    "then set against the run's measured median (error = (measured - "
+                    "predicted) / measured). Every op's own kernels and the SpMM block "
+                    "tensor-core kernel are predicted now; SpMM rowgroup, rowwarp and auto, "
+                    "and a backend that plans only on its device, keep the prediction the run "
+                    "stored. Printed: per GPU and op the median and 90th "
+                    "percentile |error|, each variant's median signed error, and per matrix "
+                    "the cost of choosing by prediction alone.")
+    p.add_argument("results", nargs="*", metavar="RESULTS",
+                   help="results.json / results.json.gz files, or folders (every results file "
+                        "under them)")
+    p.add_argument("--matrix", dest="entries", action="append", default=[], metavar="NAME",
+                   help="only this matrix (repeatable)")
+    p.add_argument("--by-kind", action="store_true",
+                   help="also the median measured / predicted of each variant on each matrix "
+                        "kind (rmat of rmat-20)")
+    p.add_argument("--baseline", metavar="SCORE.json",
+                   help="an earlier `model score --json` of the same runs (another commit's "
+                        "model): per GPU and kernel family, both errors on the cases both "
+                        "predicted")
+    p.add_argument("--from-json", action="store_true",
+                   help="RESULTS are earlier `model score --json` files: summarised again, "
+                        "nothing planned")
+    p.add_argument("--call-probe", metavar="PROBE.json",
+                   help="scripts/call_overhead_probe.py --json of the same GPU model: its call "
+                        "costs stand in for runs whose ceilings predate them")
+    p.add_argument("--regs", metavar="REGS.txt",
+                   help="the block tensor-core kernel's registers by instance (default: the "
+                        "run folder's regs.txt; else 128)")
+    p.add_argument("--no-sass", action="store_true",
+                   help="keep the backends' declared kernel shapes (compile nothing)")
+    p.add_argument("--shortlist", action="store_true",
+                   help="also what an auto backend's shortlist would have timed under these "
+                        "predictions, per matrix and parameters (with --baseline: under both); "
+                        "meaningful on runs of auto's candidates (--variants auto-candidates)")
+    study = p.add_argument_group(
+        "readings instead of the score (each prints its own table)")
+    study.add_argument("--memory-floor", action="store_true",
+                       help="runs of an op with a memory floor (SpMV) against each format's "
+                            "floor: the fastest own kernel, auto and the best library, each "
+                            "against its format's floor (Markdown)")
+    study.add_argument("--spmm-bounds", action="store_true",
+                       help="an SpMM run: auto against the best library per (k, layout), and "
+                            "every case against the memory bound (issue 18's group)")
+    study.add_argument("--newer", action="append", default=[], metavar="RESULTS",
+                       help="with --spmm-bounds: a later run whose (matrix, k, layout) triples "
+                            "replace the first run's whole (repeatable)")
+    study.add_argument("--x-reuse", action="store_true",
+                       help="with --spmm-bounds: also the bound with X's capacity misses for "
+                            "the large graphs (rebuilds them)")
+    study.add_argument("--page", action="store_true",
+                       help="with --spmm-bounds: print the memory-bound page (Markdown) "
+                            "instead of the summary")
+    study.add_argument("--l1-check", action="append", default=[], metavar="PROFILE_DIR",
+                       help="the x-gather model's L2 requests against ncu's, with and without "
+                            "the L1, for every tile-kernel profile (*_raw.csv.gz) in the folder "
+                            "(repeatable; RESULTS not needed)")
+    add_json_flag(p)
+    p.set_defaults(handler=handle_score, command="model")
+    return p
 
 
 def handle(args: argparse.Namespace) -> tuple[object, str]:
@@ -173,7 +262,7 @@ def _text(r: dict) -> str:
 # -- the cross-GPU what-if ---------------------------------------------------------------------
 def _what_if(args: argparse.Namespace) -> tuple[list, str]:
     """Each backend's kernel on each matrix, planned here and predicted on ``--gpu``."""
-    from sparsescope import whatif
+    from sparsescope import api
     from sparsescope.backends.registry import default_backends
     from sparsescope.progress import CaseProgress
 
@@ -187,15 +276,15 @@ def _what_if(args: argparse.Namespace) -> tuple[list, str]:
     for flag, value in (("--latency-ns", args.latency_ns), ("--bw-gb-s", args.bw_gb_s)):
         if value is not None and not 0 < value < math.inf:
             raise UsageError(f"{flag} must be finite and > 0, got {value}")
-    backends = whatif.expand_backends(args.backends or default_backends("gpu", "spmv"))
-    gpu = whatif.gpu_rates(args.gpu, use_store=not args.no_store, latency_ns=args.latency_ns,
+    backends = api.expand_backends(args.backends or default_backends("gpu", "spmv"))
+    gpu = api.named_gpu(args.gpu, use_store=not args.no_store, latency_ns=args.latency_ns,
                            bw_gb_s=args.bw_gb_s)
-    count, loaded = whatif.load_matrices(args.matrices, args.suite, scale=args.scale,
+    count, loaded = api.load_matrices(args.matrices, args.suite, scale=args.scale,
                                          names=args.entries, seed=args.seed)
     total = count * len(backends)
     with CaseProgress(total, enabled=not args.json and total > 1) as bar:
         bar.note("loading the first matrix")
-        result = whatif.what_if(
+        result = api.what_if(
             _noted(loaded, bar), backends, gpu, value_dtype=args.dtype, sass=not args.no_sass,
             on_case=lambda case: bar.advance(f"{case.matrix} {case.backend}"))
     return [case.as_dict() for case in result.cases], _what_if_text(result, args.dtype)
@@ -233,3 +322,45 @@ def _what_if_text(result, dtype: str) -> str:
         lines.append("  assumptions")
         lines += [f"    - {a}" for a in case.assumptions if a != result.gpu.origin]
     return "\n".join(lines)
+
+
+# -- model score ----------------------------------------------------------------------------
+def handle_score(args: argparse.Namespace) -> tuple[object, str]:
+    studies = [flag for flag, on in (("--memory-floor", args.memory_floor),
+                                     ("--spmm-bounds", args.spmm_bounds),
+                                     ("--l1-check", args.l1_check)) if on]
+    if len(studies) > 1:
+        raise UsageError(f"{' and '.join(studies)}: one reading at a time")
+    addons = [flag for flag, on in (("--by-kind", args.by_kind), ("--baseline", args.baseline),
+                                    ("--shortlist", args.shortlist),
+                                    ("--from-json", args.from_json)) if on]
+    if studies and addons:
+        raise UsageError(f"{', '.join(addons)} go with the score, not with {studies[0]}")
+    for flag, on in (("--newer", args.newer), ("--x-reuse", args.x_reuse),
+                     ("--page", args.page)):
+        if on and not args.spmm_bounds:
+            raise UsageError(f"{flag} goes with --spmm-bounds")
+    if args.entries and (args.spmm_bounds or args.l1_check):
+        raise UsageError(f"--matrix goes with the score and --memory-floor, not with "
+                         f"{studies[0]}")
+    if not args.results and not args.l1_check:
+        raise UsageError("model score needs RESULTS (results files or folders)")
+    if args.l1_check and args.results:
+        raise UsageError("--l1-check reads profile folders, not RESULTS")
+    from sparsescope import api
+
+    progress = None if args.json else (lambda msg: print(msg, file=sys.stderr, flush=True))
+    if args.l1_check:
+        reading = api.l1_check_reading(args.l1_check)
+    elif args.memory_floor:
+        reading = api.memory_floor_reading(args.results, matrices=args.entries,
+                                           progress=progress)
+    elif args.spmm_bounds:
+        reading = api.spmm_bounds_reading(args.results, newer=args.newer, x_reuse=args.x_reuse,
+                                          page=args.page)
+    else:
+        reading = api.model_score(args.results, matrices=args.entries, from_json=args.from_json,
+                                  baseline=args.baseline, by_kind=args.by_kind,
+                                  shortlist=args.shortlist, call_probe=args.call_probe,
+                                  regs=args.regs, sass=not args.no_sass, progress=progress)
+    return reading.doc, reading.text

@@ -5,28 +5,64 @@ line per finished case."""
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from sparsescope import registry
 
-#: Command-line options that set an op parameter: option dest -> parameter name.
-OP_OPTIONS = {"k": "k", "layout": "layout", "rows_selected": "rows_selected",
-              "weights": "weights", "out_of_range": "out_of_range"}
+
+def op_param_specs() -> dict[str, tuple[Any, tuple[str, ...]]]:
+    """Every parameter a registered op takes (its ``Op.params``, ``ops.base.ParamSpec``) ->
+    (its spec, the ops that take it), in the registry's op order: the command line's op
+    options, generated, so a parameter added to an op is an option with nothing else to edit."""
+    from sparsescope.ops.registry import get_op
+
+    specs: dict[str, tuple[Any, tuple[str, ...]]] = {}
+    for op in registry.OPS:
+        for spec in get_op(op).params:
+            first, takers = specs.get(spec.name, (spec, ()))
+            specs[spec.name] = (first, (*takers, op))
+    return specs
 
 
-def add_op_options(p: argparse.ArgumentParser, op_help: str) -> None:
-    """``--op`` and its parameters, each repeatable (every combination is a case)."""
+def option_name(param: str) -> str:
+    """``rows_selected`` -> ``--rows-selected``."""
+    return "--" + param.replace("_", "-")
+
+
+def _option_help(spec, ops: tuple[str, ...], repeatable: bool) -> str:
+    notes = []
+    if spec.minimum is not None or spec.maximum is not None:
+        low = "" if spec.minimum is None else f"{spec.minimum}"
+        high = "" if spec.maximum is None else f"{spec.maximum}"
+        notes.append(f"{low} to {high}" if low and high else
+                     (f">= {low}" if low else f"<= {high}"))
+    if spec.kind is tuple:
+        notes.append("comma-separated")
+    if repeatable:
+        notes.append("repeatable: every combination runs")
+    if spec.default is not None:
+        notes.append(f"default {spec.default}")
+    extra = f" ({'; '.join(notes)})" if notes else ""
+    return f"{', '.join(ops)}: {spec.help or spec.name.replace('_', ' ')}{extra}"
+
+
+def add_op_options(p: argparse.ArgumentParser, op_help: str, *, repeatable: bool = True) -> None:
+    """``--op`` and one option per op parameter (:func:`op_param_specs`), each repeatable
+    (every combination is a case) unless ``repeatable`` is False (one case: a profile).
+    Values stay text here: the op's own parameter table converts and checks them
+    (:func:`op_params_given`)."""
     p.add_argument("--op", choices=tuple(registry.OPS), default="spmv", help=op_help)
-    p.add_argument("--k", type=int, action="append", metavar="K",
-                   help="spmm: columns of X, 1 to 4096 (ops.spmm.MAX_K; repeatable; default 8)")
-    p.add_argument("--layout", choices=("row", "col"), action="append",
-                   help="spmm: X row- or column-major (repeatable; default row)")
-    p.add_argument("--rows-selected", type=int, action="append", metavar="N",
-                   help="slice: rows drawn with repeats (repeatable; default: the suite's "
-                        "workloads, else 64)")
-    p.add_argument("--weights", choices=("scalar", "per-nnz"), action="append",
-                   help="slice: one value for every nonzero, or A's values (repeatable)")
-    p.add_argument("--out-of-range", choices=("error", "zero"),
-                   help="slice: an index outside the matrix is an error (default) or a zero row")
+    for name, (spec, ops) in op_param_specs().items():
+        kwargs: dict[str, Any] = {"dest": name, "help": _option_help(spec, ops, repeatable)}
+        if repeatable:
+            kwargs["action"] = "append"
+        if spec.kind is int:
+            kwargs["metavar"] = "N"
+        elif spec.kind is tuple:
+            kwargs["metavar"] = "I,J,..."
+        elif spec.choices:
+            kwargs["metavar"] = "|".join(map(str, spec.choices))
+        p.add_argument(option_name(name), **kwargs)
 
 
 def add_variant_options(p: argparse.ArgumentParser) -> None:
@@ -50,20 +86,21 @@ def variants_given(args: argparse.Namespace) -> list:
 
 
 def op_params_given(args: argparse.Namespace) -> dict[str, list]:
-    """The op parameters given as options (each a list: repeatable); an option of a parameter
-    the chosen op does not take is a :class:`UsageError` naming the ops that do."""
+    """The op parameters given as options (each a list: repeatable), converted and checked by
+    the op's ``ParamSpec``; an option of a parameter the chosen op does not take, or a value
+    it refuses, is a :class:`UsageError` (naming the ops that take it) before anything runs."""
     from sparsescope.errors import UsageError
     from sparsescope.ops.registry import get_op
 
+    specs = op_param_specs()
     given = {param: (v if isinstance(v, list) else [v])
-             for dest, param in OP_OPTIONS.items() if (v := getattr(args, dest)) is not None}
-    known = {p.name for p in get_op(args.op).params}
+             for param in specs if (v := getattr(args, param, None)) is not None}
+    own = {p.name: p for p in get_op(args.op).params}
     for param in given:
-        if param not in known:
-            takers = [op for op in registry.OPS if param in {p.name for p in get_op(op).params}]
-            raise UsageError(f"--{param.replace('_', '-')} applies to --op "
-                             f"{', '.join(takers)}, not --op {args.op}")
-    return given
+        if param not in own:
+            raise UsageError(f"{option_name(param)} applies to --op "
+                             f"{', '.join(specs[param][1])}, not --op {args.op}")
+    return {param: [own[param].check(v) for v in values] for param, values in given.items()}
 
 
 def case_line(case) -> str:

@@ -25,7 +25,7 @@ DEFAULT_OUT = "sparsescope-results"
 def _add_run_options(parser: argparse.ArgumentParser) -> None:
     """The case (op parameters as the options ``sparsescope run`` names them, one value each:
     a profile is one case; the op's own parameter table checks the values) and ncu's options."""
-    from sparsescope import registry
+    from sparsescope.cli.op_options import add_op_options
     from sparsescope.profile.collect import CACHE_CONTROLS, CLOCK_CONTROLS, NAME_BASES
     from sparsescope.profile.metrics import DEFAULT_GROUPS, METRIC_GROUPS
 
@@ -34,19 +34,9 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--backend", help="backend registry name, or an own kernel variant "
                                            "'NAME[opt=value,...]', e.g. "
                                            "'cuda-spmv-adaptive[hub=8192]'")
-    parser.add_argument("--op", choices=tuple(registry.OPS), default="spmv",
-                        help="operation (default spmv); every op's case runs once under ncu, "
-                        "checked against float64 and untimed, through sparsescope.target")
-    parser.add_argument("--k", type=int, help="spmm: columns of X (default 8)")
-    parser.add_argument("--layout", metavar="row|col",
-                        help="spmm: X row- or column-major (default row)")
-    parser.add_argument("--rows-selected", type=int, metavar="N",
-                        help="slice: rows drawn with repeats (default 64)")
-    parser.add_argument("--weights", metavar="scalar|per-nnz",
-                        help="slice: one value for every nonzero, or A's values (default)")
-    parser.add_argument("--out-of-range", metavar="error|zero",
-                        help="slice: an index outside the matrix is an error (default) or a "
-                        "zero row")
+    add_op_options(parser, "operation (default spmv); every op's case runs once under "
+                   "ncu, checked against float64 and untimed, through sparsescope.target",
+                   repeatable=False)
     parser.add_argument("--scale", type=float, default=1.0, help="suite scale factor")
     what = parser.add_mutually_exclusive_group()
     what.add_argument("--groups", default=",".join(DEFAULT_GROUPS),
@@ -106,37 +96,21 @@ def register(subparsers) -> None:
 
 
 def _run(args):
-    from sparsescope._outputs import check_out_dir
-    from sparsescope.profile.collect import (
-        CollectOptions,
-        profile_stem,
-        resolve_op_params,
-        run_profile,
-        target_command,
-    )
-    from sparsescope.profile.read_csv import load_profiles_csv
+    from sparsescope import api
 
     missing = [f"--{n}" for n in ("suite", "matrix", "backend") if not getattr(args, n)]
     if missing:
         raise UsageError(f"profile run needs {', '.join(missing)} (or a subcommand: run, read, "
                          "report)")
-    params = resolve_op_params(args.op, _op_params(args))
-    check_out_dir(args.out)  # before ncu runs for minutes
-    groups = tuple(g.strip() for g in args.groups.split(",") if g.strip())
-    options = CollectOptions(
-        groups=groups, section_set=args.section_set, kernel_filter=args.kernel,
+    done = api.profile_case(
+        args.suite, args.matrix, args.backend, args.out, op=args.op, params=_op_params(args),
+        scale=args.scale, groups=[g.strip() for g in args.groups.split(",") if g.strip()],
+        section_set=args.section_set, kernel=args.kernel,
         kernel_name_base=args.kernel_name_base, launch_skip=args.launch_skip,
         launch_count=args.launch_count, clock_control=args.clock_control,
-        cache_control=args.cache_control)
-    target = target_command(args.suite, args.matrix, args.backend, op=args.op, scale=args.scale,
-                            params=params)
-    stem = profile_stem(args.suite, args.matrix, args.backend, params)
-    from sparsescope.progress import Status
-
-    with Status(f"profiling {args.backend} on {args.matrix} under ncu", not args.json):
-        run = run_profile(target, args.out, stem, options, ncu=args.ncu,
-                          timeout_s=args.timeout)
-    profiles = load_profiles_csv(run.raw_csv, run.details_csv)
+        cache_control=args.cache_control, ncu=args.ncu, timeout_s=args.timeout,
+        progress=not args.json)
+    run, profiles = done.run, done.profiles
     result = {
         "report": str(run.report_path), "raw_csv": str(run.raw_csv),
         "details_csv": str(run.details_csv),
@@ -182,45 +156,26 @@ def _kernel_lines(profiles) -> str:
 
 
 def _read(args):
-    from sparsescope.profile import load
+    from sparsescope import api
 
-    profiles = load(args.file, args.details)
+    profiles = api.read_profile(args.file, args.details)
     fmt = "ncu-rep" if not str(args.file).lower().endswith(".csv") else "csv"
     result = {"file": str(args.file), "format": fmt, "kernels": [p.summary() for p in profiles]}
     return result, f"{args.file}: {len(profiles)} kernel launch(es)\n" + _kernel_lines(profiles)
 
 
 def _report(args):
-    from pathlib import Path
+    from sparsescope import api
 
-    from sparsescope._atomic import write_text_atomic
-    from sparsescope.profile.section import load_inputs
-    from sparsescope.report.profile_render import build_section
-
-    csv_files = [f for f in args.files if f.lower().endswith(".csv")]
-    if args.details and len(args.details) != len(csv_files):
-        raise UsageError(f"{len(args.details)} --details for {len(csv_files)} CSV files")
-    given = iter(args.details)
-    details = [next(given, None) if f.lower().endswith(".csv") else None for f in args.files]
-    if args.out:
-        from sparsescope._outputs import check_out_dir
-
-        check_out_dir(args.out)
-    inputs = load_inputs(args.files, details)
-    runset = None
-    if args.results:
-        from sparsescope.results.io import read_runset
-
-        runset = read_runset(args.results)
     labels = [s.strip() for s in args.labels.split(",")] if args.labels else None
-    section = build_section(inputs, figure_dir=Path(args.out) if args.out else None,
-                            runset=runset, use_store=args.store, kernel=args.kernel,
-                            all_launches=args.all_launches, labels=labels)
+    done = api.profile_report(args.files, details=args.details, out_dir=args.out,
+                              results=args.results, use_store=args.store, kernel=args.kernel,
+                              all_launches=args.all_launches, labels=labels)
+    section = done.section
     result = {"kernels": len(section.profiles), "labels": list(section.labels),
               "files": list(section.files),
               "ceiling_kinds": sorted(section.ceilings.kinds())}
     if args.out:
         result["figures"] = {k: str(p) for k, p in section.figures.items()}
-        result["markdown"] = str(write_text_atomic(Path(args.out) / "profile.md",
-                                                   section.markdown))
+        result["markdown"] = str(done.markdown_path)
     return result, section.markdown

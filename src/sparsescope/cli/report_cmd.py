@@ -4,7 +4,6 @@ with Nsight Compute profile sections (``--profile``) and SASS analysis sections 
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from sparsescope.cli import add_json_flag
 
@@ -28,45 +27,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=handle_report)
 
 
-def _profile_section(files: list[str], out: Path, runset) -> tuple[str, str]:
-    """(title, markdown) of the ncu section; its figures go to ``out/figures/profile_*``.
-    Ceilings: the RunSet's measured ones, then the spec table, then ncu's peaks."""
-    from sparsescope.profile.section import load_inputs
-    from sparsescope.report.profile_render import build_section
-
-    section = build_section(load_inputs(files), figure_dir=out / "figures",
-                            figure_link_root="figures/", runset=runset, level=3)
-    return "Nsight Compute profile", f"Source: {', '.join(section.files)}\n\n{section.markdown}"
-
-
-def _sass_section(files: list[str], kernel: str | None) -> tuple[str, str]:
-    from sparsescope.report.sass_render import render_markdown
-    from sparsescope.sass import analyse_file
-
-    analyses = [a for f in files for a in analyse_file(f, kernel=kernel)]
-    return "SASS analysis", render_markdown(analyses, level=3)
-
-
 def handle_report(args: argparse.Namespace) -> tuple[dict, str]:
-    # Both imports pull in the model and (later) matplotlib: keep them out of `--help`.
-    from sparsescope._outputs import check_out_dir
-    from sparsescope.report.write import write_report
-    from sparsescope.results.io import read_runset
+    from sparsescope import api
 
-    runset = read_runset(args.results)  # a bad file raises ResultsFormatError (exit code 5)
-    out = check_out_dir(args.out)
-    sections = []
-    if args.profile:
-        sections.append(_profile_section(args.profile, out, runset))
-    if args.sass:
-        sections.append(_sass_section(args.sass, args.kernel))
-    paths = write_report(runset, out, extra_sections=sections, progress=not args.json)
+    written = api.report(args.results, args.out, profile=args.profile, sass=args.sass,
+                         kernel=args.kernel, progress=not args.json)
+    paths = written.paths
     lines = [f"wrote {paths.markdown}", f"wrote {paths.html}",
              f"wrote {len(paths.figures)} figures under {paths.out_dir / 'figures'}",
              f"wrote {len(paths.tables)} tables under {paths.out_dir / 'tables'}"]
-    lines += [f"added section: {title}" for title, _ in sections]
+    lines += [f"added section: {title}" for title in written.sections]
     lines += [f"figure {name} not drawn: {reason}" for name, reason in paths.skipped_figures]
     lines += ["", "Readings:"] + [f"  {name}: {text}" for name, text in paths.readings.items()]
     result = paths.to_dict()
-    result["sections"] = [title for title, _ in sections]
+    result["sections"] = list(written.sections)
     return result, "\n".join(lines)

@@ -59,6 +59,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                          help="largest spread that counts as agreement (default 0.05 = 5%%)")
     add_json_flag(compare)
     compare.set_defaults(handler=handle_compare)
+    readme = sub.add_parser(
+        "readme", help="write a results folder's README from the folder's own files",
+        description="Write FOLDER/README.md's generated block (each run's command, date, "
+                    "device, driver, versions and case counts; kernel selection, speedups "
+                    "over the run's baseline, analyses; the other files) from the folder's "
+                    "committed files. The README's text outside the block is kept; a folder "
+                    "without a README gets --title and --note before the block.")
+    readme.add_argument("folder", metavar="FOLDER", help="a results folder")
+    readme.add_argument("--title", default="", help="title of a new README (default: the "
+                        "folder's name)")
+    readme.add_argument("--note", default="", help="paragraph after a new README's title")
+    readme.add_argument("--out", default=None, metavar="FILE",
+                        help="write the README here instead of FOLDER/README.md")
+    readme.add_argument("--check", action="store_true",
+                        help="write nothing; exit 5 when the committed README's block is not "
+                             "what the folder's files give")
+    add_json_flag(readme)
+    readme.set_defaults(handler=handle_readme)
 
 
 def _json_float(value):
@@ -134,9 +152,11 @@ def _table(rows: list[dict]) -> str:
 
 
 def handle_show(args: argparse.Namespace) -> tuple[dict, str]:
+    from sparsescope.results.case_models import with_case_models
     from sparsescope.results.io import read_runset
 
-    runset = read_runset(args.file)
+    # a committed file may leave out the case models: they are computed as the run would
+    runset = with_case_models(read_runset(args.file))
     rows = result_rows(runset)
     copy_bw = runset.ceilings.copy_bw_gb_s
     result = {
@@ -266,3 +286,35 @@ def handle_compare(args: argparse.Namespace) -> tuple[dict, str]:
               "spread_formula": "|a - b| / min(a, b) of the two medians",
               "summary": summary, "rows": rows}
     return result, _compare_text(info_a, info_b, rows, summary)
+
+
+def handle_readme(args: argparse.Namespace) -> tuple[dict, str]:
+    """``results readme``: parse, call :mod:`sparsescope.results.readme`, print."""
+    import dataclasses
+    from pathlib import Path
+
+    from sparsescope.errors import ResultsFormatError, UsageError
+    from sparsescope.results.readme import readme_for, write_readme
+
+    folder = Path(args.folder)
+    if not folder.is_dir():
+        raise UsageError(f"{folder}: not a folder")
+    if args.check:
+        result = readme_for(folder)
+        committed = folder / "README.md"
+        if not committed.is_file() or committed.read_text(encoding="utf-8") != result.text:
+            raise ResultsFormatError(f"{committed}: its generated block is not what the "
+                                     "folder's files give; run `sparsescope results readme "
+                                     f"{folder}`")
+        written = None
+    else:
+        result = write_readme(folder, title=args.title, note=args.note, out=args.out)
+        written = str(Path(args.out) if args.out else folder / "README.md")
+    doc = {"folder": str(folder), "readme": written, "kind": result.kind,
+           "runs": [dataclasses.asdict(r) for r in result.runs],
+           "selection": (None if result.selection is None else
+                         {k: v for k, v in dataclasses.asdict(result.selection).items()
+                          if k != "rows"}),
+           "speedups": [{"file": f, **dataclasses.asdict(s)} for f, s in result.speedups],
+           "block": result.block}
+    return doc, result.block if written is None else f"{written}\n{result.block}"

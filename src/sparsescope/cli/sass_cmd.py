@@ -38,13 +38,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _list(args: argparse.Namespace) -> tuple[dict, str]:
-    from sparsescope.sass.extract import list_kernels
+    from sparsescope import api
 
-    entries = list_kernels(args.file, arch=args.arch, kernel=args.kernel)
+    entries = api.list_kernels(args.file, arch=args.arch, kernel=args.kernel)
     rows = [{"name": e.name, "demangled": e.demangled, "arch": e.arch,
              "registers": e.resources.registers if e.resources else None,
              "shared_bytes": e.resources.shared_bytes if e.resources else None}
             for e in entries]
+
     def regs(r: dict) -> str:
         return "-" if r["registers"] is None else str(r["registers"])
 
@@ -53,29 +54,22 @@ def _list(args: argparse.Namespace) -> tuple[dict, str]:
 
 
 def _handle(args: argparse.Namespace) -> tuple[dict, str]:
-    from sparsescope.errors import UsageError
+    from sparsescope import api
     from sparsescope.report.sass_render import render_markdown
-    from sparsescope.sass.analysis import analyse_file
-    from sparsescope.sass.occupancy import occupancy
 
     if args.list:
         return _list(args)
     names = [n.strip() for n in args.param_names.split(",")] if args.param_names else None
-    kernels = analyse_file(args.file, kernel=args.kernel, arch=args.arch, source=args.source,
-                           param_names=names, stalls=args.stalls)
-    if not kernels:
-        which = f" matching {args.kernel!r}" if args.kernel else ""
-        raise UsageError(f"{args.file}: no kernel{which}")
+    kernels = api.sass_analysis(args.file, kernel=args.kernel, arch=args.arch,
+                                source=args.source, param_names=names, stalls=args.stalls,
+                                block_size=args.block_size, dynamic_shared=args.dynamic_shared,
+                                gpu=args.gpu)
     result = {"file": str(args.file), "kernels": []}
     texts = []
-    for k in kernels:
+    for found in kernels:
+        k, occ = found.analysis, found.occupancy
         entry = k.to_dict()
-        occ = None
-        if args.block_size and k.resources is not None:
-            occ = occupancy(k.resources.registers, args.block_size,
-                            arch=None if args.gpu else (k.arch or args.arch), gpu=args.gpu,
-                            static_shared_bytes=k.resources.shared_bytes,
-                            dynamic_shared_bytes=args.dynamic_shared)
+        if occ is not None:
             entry["occupancy"] = {
                 "block_threads": occ.block_threads, "occupancy_pct": occ.occupancy_pct,
                 "active_warps_per_sm": occ.active_warps_per_sm, "limiter": occ.limiter,

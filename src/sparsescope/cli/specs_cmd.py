@@ -63,11 +63,11 @@ def _detail(spec) -> tuple[dict, str]:
 
 
 def handle(args: argparse.Namespace) -> tuple[object, str]:
-    from sparsescope.hardware.specs import get_spec, list_specs
+    from sparsescope import api
 
     if args.name:
-        return _detail(get_spec(args.name))
-    specs = list_specs()
+        return _detail(api.gpu_specs(args.name)[0])
+    specs = api.gpu_specs()
     result = {"gpus": [{k: v for k, v in dataclasses.asdict(s).items() if k != "sources"}
                        for s in specs]}
     return result, _table(specs)

@@ -168,7 +168,8 @@ class SliceOp(Op):
     tolerances = dict(DEFAULT_TOLERANCE)
     params = (
         ParamSpec("rows_selected", 64, int, minimum=1,
-                  help="rows drawn at random (with repeats) when rows is not given"),
+                  help="rows drawn at random (with repeats) when rows is not given; a suite "
+                       "with workloads (slice003) sets it per matrix unless given"),
         ParamSpec("rows", None, tuple, help="explicit row indices (repeats allowed)"),
         ParamSpec("weights", "per-nnz", str, choices=WEIGHTS,
                   help="scalar: every nonzero one value; per-nnz: A's values"),

@@ -94,6 +94,7 @@ class SpmvOp(Op):
     name = "spmv"
     description = "SpMV y = A x"
     params_type = SpmvParams
+    memory_floor = True
     derived_type = SpmvDerived
     tolerances = dict(DEFAULT_TOLERANCE)
 

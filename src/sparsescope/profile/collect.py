@@ -186,6 +186,17 @@ def _param_text(value: object) -> str:
     return str(value)
 
 
+#: The one target program ncu profiles (:mod:`sparsescope.target`), run as a module.
+TARGET_MODULE = "sparsescope.target"
+
+
+def target_argv(*parts: str) -> list[str]:
+    """The command line that runs the target program with ``parts`` (``case ...``)."""
+    import sys
+
+    return [sys.executable, "-m", TARGET_MODULE, *parts]
+
+
 def target_command(suite: str, matrix: str, backend: str, *, op: str = "spmv",
                    scale: float = 1.0, params: Mapping[str, object] | None = None
                    ) -> list[str]:
@@ -194,8 +205,6 @@ def target_command(suite: str, matrix: str, backend: str, *, op: str = "spmv",
     float64, not timed: ncu replays each launch itself, and the timing protocol's kernel
     breakdown would compete with ncu for CUPTI. A backend that does not implement ``op`` is a
     :class:`UsageError`, before ncu starts."""
-    from sparsescope.target import target_argv
-
     check_backend_op(backend, op)
     command = target_argv("case", "--op", op, "--suite", suite, "--matrix", matrix,
                           "--backend", backend, "--scale", repr(scale))

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sparsescope.report.context import ReportContext, ok_cases
-from sparsescope.report.figures import FigureResult
+from sparsescope.report.figure_types import FigureResult
 from sparsescope.report.table_types import Table, bw_text, span
 from sparsescope.results.records import RunSet
 from sparsescope.timing.types import Measurement
@@ -211,19 +211,6 @@ def op_summary_item(run: RunSet, title: str) -> str:
     if counts.get("skipped") or counts.get("failed"):
         line += " Skipped and failed cases are listed with their reasons and never timed."
     return line
-
-
-#: SpMV's "Timing and throughput" subsections (seed 000 sections 3.1-3.3), each shown when its
-#: table was built (the kernel breakdown and the seed comparison exist only for some runs).
-TIMING_SUBSECTIONS = (
-    ("Timing and throughput", "timing"),
-    ("Our kernels against the best other backend", "own_vs_peers"),
-    ("How cuda-spmv-auto chose", "auto_choice"),
-    ("Kernel breakdown", "kernel_breakdown"),
-    ("Timing stability", "timing_stability"),
-    ("Effective bandwidth under two byte models", "bandwidth_models"),
-    ("Against the seed's published H200 numbers", "seed_comparison"),
-)
 
 
 def _run_line(run: RunSet) -> Paragraph:

@@ -2,19 +2,20 @@
 
 Each plot function takes the report context and the tables by name and returns
 ``(figure, caption)``, or a string saying why it has nothing to draw (then the report says so
-instead of showing an empty plot). :data:`FIGURE_FUNCS` maps figure names to functions, in
-report order; ``figures/<name>.png`` is where :mod:`sparsescope.report.write` puts each one.
+instead of showing an empty plot). Which figure is drawn, under which table, is declared once,
+with the tables, in :mod:`sparsescope.report.spmv_layout` (``FIGURE_FUNCS`` there); this module
+only draws. ``figures/<name>.png`` is where :mod:`sparsescope.report.write` puts each one.
 """
 
 from __future__ import annotations
 
 import io
 import sys
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any
 
 from sparsescope.report.context import ReportContext
+from sparsescope.report.figure_types import FigureResult, PlotFn
 from sparsescope.report.table_types import Table, bw_text, span
 
 DPI = 110
@@ -22,24 +23,6 @@ WIDE = (10.0, 5.2)
 PAIR = (12.0, 5.0)
 COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
           "#7f7f7f", "#bcbd22", "#17becf")
-
-
-@dataclass(frozen=True)
-class FigureResult:
-    """One rendered (or skipped) figure."""
-
-    name: str
-    title: str
-    caption: str
-    """One line under the figure in the report."""
-    png: bytes | None
-    """None when skipped."""
-    skipped_reason: str = ""
-
-    @property
-    def path(self) -> str:
-        """Path relative to the report folder."""
-        return f"figures/{self.name}.png"
 
 
 def _figure(size=WIDE, ncols: int = 1):
@@ -371,30 +354,6 @@ def plot_seed_vs_ours(ctx: ReportContext, tables: Mapping[str, Table]):
                  f"(bar labels): {span(ratios, '.2f')}x.")
 
 
-def plot_predicted_vs_measured(ctx: ReportContext, tables: Mapping[str, Table]):
-    """Predicted against measured time, log-log (``report.prediction_tables``)."""
-    from sparsescope.report.prediction_tables import plot_predicted_vs_measured as plot
-
-    return plot(ctx, tables)
-
-
-PlotFn = Callable[[ReportContext, Mapping[str, Table]], Any]
-
-#: Figure name -> plot function, in report order (tests replace entries to inject failures).
-FIGURE_FUNCS: dict[str, PlotFn] = {
-    "predicted_vs_measured": plot_predicted_vs_measured,
-    "roofline": plot_roofline,
-    "bw_efficiency": plot_bw_efficiency,
-    "floor_vs_measured": plot_floor_vs_measured,
-    "nnz_vs_bw": plot_nnz_vs_bw,
-    "seed_vs_ours": plot_seed_vs_ours,
-    "gap_decomposition": plot_gap_decomposition,
-    "latency_sensitivity": plot_latency_sensitivity,
-    "dae_speedup": plot_dae_speedup,
-    "int32_vs_int64": plot_int32_vs_int64,
-}
-
-
 def _png(fig) -> bytes:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
@@ -405,16 +364,17 @@ def _png(fig) -> bytes:
     return buffer.getvalue()
 
 
-def render_figures(ctx: ReportContext, tables: Mapping[str, Table], *,
-                   progress: bool = True) -> list[FigureResult]:
-    """Every figure as PNG bytes, or skipped with a reason; a tqdm bar on stderr.
+def render_figures(ctx: ReportContext, tables: Mapping[str, Table],
+                   plots: Mapping[str, PlotFn], *, progress: bool = True) -> list[FigureResult]:
+    """Each of ``plots`` (figure name -> plot function, in report order) as PNG bytes, or
+    skipped with a reason; a tqdm bar on stderr.
 
     An exception in a plot function propagates: a half-made report is never written.
     """
     from tqdm import tqdm
 
     results = []
-    for name, fn in tqdm(list(FIGURE_FUNCS.items()), desc="figures", unit="fig",
+    for name, fn in tqdm(list(plots.items()), desc="figures", unit="fig",
                          file=sys.stderr, disable=not progress, leave=False):
         out = fn(ctx, tables)
         title = name.replace("_", " ")

@@ -81,7 +81,7 @@ def roofline_table(ctx: ReportContext) -> Table:
                    f"{d.fp32_peak_gflops:,.0f}.")
     else:
         reading = f"Ridge point {ridge:.1f} FLOP/byte; no timed case to place on it."
-    return Table("roofline", "Roofline", columns, tuple(rows), reading, figures=("roofline",),
+    return Table("roofline", "Roofline", columns, tuple(rows), reading,
                  basis=f"{d.fp32_peak_gflops:,.0f} GFLOP/s FP32 and {bw_text(ctx.bw_gb_s)} GB/s "
                        f"({ctx.bw_label}); ridge {ridge:.1f} FLOP/byte.")
 
@@ -127,7 +127,7 @@ def gap_table(ctx: ReportContext) -> Table:
         Column("dep_chain_and_other_ms", "Dep. chain + other", ".4f"),
         Column("time_ms", "Total", ".4f"),
         Column("deficit_share_pct", "Deficit share of gap", ".0f")), tuple(rows), reading,
-        figures=("gap_decomposition",), basis=basis)
+        basis=basis)
 
 
 def index_width_table(ctx: ReportContext) -> Table:
@@ -162,5 +162,4 @@ def index_width_table(ctx: ReportContext) -> Table:
         Column("int64_ai_flop_per_byte", "AI INT64", ".3f"),
         Column("int32_ai_flop_per_byte", "AI INT32", ".3f"),
         Column("int32_fits", "Fits INT32")), tuple(rows), reading,
-        figures=("int32_vs_int64",),
         basis="Bytes count y read + write (seed 000, 9.3), whatever the kernels did.")

@@ -268,7 +268,7 @@ def prediction_table(runset: RunSet, name: str = "predicted_vs_measured") -> Tab
     """The predicted-against-measured table of ``runset``'s timed cases (one op's)."""
     rows = tuple(prediction_rows(runset))
     return Table(name, "Predicted against measured time", _columns(rows), rows,
-                 " ".join(summary_lines(summarize(rows))), figures=("predicted_vs_measured",),
+                 " ".join(summary_lines(summarize(rows))),
                  basis="Prediction, made before timing: overhead + the largest of the memory "
                        "term (the DRAM and L2 queues and the round trips, solved by MVA), "
                        "the longest block (imbalance) and compute; the limiter is the binding "
@@ -316,7 +316,7 @@ def draw_predictions(rows: Sequence[PredictionRow], title: str):
 
 
 def plot_predicted_vs_measured(ctx, tables: Mapping[str, Table]):
-    """SpMV's figure (``report.figures.FIGURE_FUNCS``) from its prediction table."""
+    """SpMV's figure (declared in ``report.spmv_layout``) from its prediction table."""
     table = tables.get("predicted_vs_measured")
     rows = list(table.rows) if table is not None else []
     return draw_predictions(rows, f"Predicted against measured — {ctx.device_label}")

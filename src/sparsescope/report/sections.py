@@ -18,6 +18,11 @@ from sparsescope import registry
 from sparsescope.report.document import Block, RawMarkdown
 from sparsescope.results.records import RunSet
 
+#: How an op section names its tables and figures (``ops_<op>...``, ``ops_iroofline_...``): a
+#: re-render of the report removes such a file when no section writes it any more
+#: (``report.write``); a table or figure named otherwise is left to whoever wrote it.
+OP_FILE_PREFIX = "ops_"
+
 
 @dataclass(frozen=True)
 class SectionInputs:
@@ -46,9 +51,10 @@ class OpSection:
     body: tuple[tuple[str, tuple[Block, ...]], ...] = ()
     """(heading, blocks) of the op's numbered sections."""
     tables: dict[str, dict] = field(default_factory=dict)
-    """Table name -> JSON-ready dict (rows with units), written as ``tables/<name>.json``."""
+    """Table name -> JSON-ready dict (rows with units), written as ``tables/<name>.json``;
+    named :data:`OP_FILE_PREFIX` ``<op>...`` (SpMV's: declared in ``report.spmv_layout``)."""
     figures: tuple[Any, ...] = ()
-    """``report.figures.FigureResult`` to write (PNG bytes, or skipped with a reason)."""
+    """``report.figure_types.FigureResult`` to write (PNG bytes, or skipped with a reason)."""
     written: tuple[Path, ...] = ()
     """Figure files the builder wrote itself."""
     device: tuple[Any, str] | None = None

@@ -29,7 +29,8 @@ from sparsescope.report.context import CaseView, ReportContext
 from sparsescope.report.table_types import Column, Table, span
 
 SEED_SOURCE = "seed 000, section 3.1"
-"""Where the published figures come from (seed report 000, copied to tests/fixtures/seeds/000_*.txt)."""
+"""Where the published figures come from (seed report 000, copied to
+tests/fixtures/seeds/000_*.txt)."""
 SEED_BACKEND = "torch-cusparse-i64"
 """Our backend that runs the seed's call: ``torch.sparse.mm`` on INT64 CSR."""
 SEED_PEAK_BW_GB_S = 4800.0
@@ -273,7 +274,6 @@ def seed_comparison_table(ctx: ReportContext) -> Table | None:
     return Table(
         "seed_comparison", f"Against the seed's published H200 numbers ({SEED_SOURCE})",
         columns, tuple(rows), _reading(ctx, rows, [v for v, _ in pairs]),
-        figures=("seed_vs_ours",),
         basis=(f"Seed figures as published in {SEED_SOURCE} (H200, torch.sparse.mm, INT64 "
                f"indices). Ours: {SEED_BACKEND} on this run's matrices; both bandwidths count "
                f"INT64 indices and y written only, % of the seed's {SEED_PEAK_BW_GB_S:,.0f} "

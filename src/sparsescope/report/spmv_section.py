@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from sparsescope.report import spmv_layout
 from sparsescope.report.context import build_context
 from sparsescope.report.document import (
-    TIMING_SUBSECTIONS,
     Block,
     Code,
     FigureBlock,
@@ -19,28 +19,13 @@ from sparsescope.report.document import (
     device_note,
     summary_items,
 )
-from sparsescope.report.figures import FigureResult, render_figures
+from sparsescope.report.figure_types import FigureResult
+from sparsescope.report.figures import render_figures
 from sparsescope.report.run_tables import device_table
 from sparsescope.report.sections import OpSection, SectionInputs
 from sparsescope.report.table_types import Table
 from sparsescope.report.tables import RUN_TABLES, build_tables
 from sparsescope.results.records import RunSet
-
-#: SpMV's numbered sections: (heading, tables in it); TIMING_SUBSECTIONS get subheadings.
-BODY = (
-    ("Predicted against measured", (("", "predicted_vs_measured"),)),
-    ("Seed 000's claims against this run", (("", "seed_claims"),)),
-    ("Timing and throughput", TIMING_SUBSECTIONS),
-    ("Physical floor and roofline", (("", "floor"), ("", "memory_floor"), ("", "roofline"))),
-    ("Little's law and latency sensitivity", (("", "littles_law"),
-                                              ("", "latency_sensitivity"))),
-    ("Gap decomposition", (("", "gap"),)),
-    ("Decoupled access-execute (DAE) what-if", (("", "dae_validated"), ("", "dae"),
-                                                ("", "dae_sram"), ("", "dae_fifo"),
-                                                ("", "cross_gpu"))),
-    ("INT32 against INT64 indices", (("", "index_width"),)),
-    ("Skipped and failed cases", (("", "outcomes"),)),
-)
 
 
 def table_blocks(tables: Mapping[str, Table], figures: Mapping[str, FigureResult],
@@ -56,15 +41,18 @@ def table_blocks(tables: Mapping[str, Table], figures: Mapping[str, FigureResult
 
 def _body(tables: Mapping[str, Table], figures: Mapping[str, FigureResult]
           ) -> tuple[tuple[str, tuple[Block, ...]], ...]:
+    """The numbered sections of :data:`~sparsescope.report.spmv_layout.SPMV_SECTIONS`, each
+    shown table (the run has it) under its subheading, its figures beneath."""
     body = []
-    for heading, parts in BODY:
+    for section in spmv_layout.SPMV_SECTIONS:
         blocks: list[Block] = []
-        present = [(sub, name) for sub, name in parts if name in tables]
-        for sub, name in present:
-            if sub:
-                blocks.append(Heading(3, sub))
-            blocks += table_blocks(tables, figures, name)
-        body.append((heading, tuple(blocks)))
+        for spec in section.tables:
+            if not spec.shown or spec.name not in tables:
+                continue
+            if spec.subheading:
+                blocks.append(Heading(3, spec.subheading))
+            blocks += table_blocks(tables, figures, spec.name)
+        body.append((section.heading, tuple(blocks)))
     return tuple(body)
 
 
@@ -73,7 +61,7 @@ def spmv_section(runset: RunSet, inputs: SectionInputs, *,
     """The SpMV section of ``runset`` (its SpMV cases)."""
     ctx = build_context(runset, specs=specs)
     tables = {t.name: t for t in build_tables(runset, ctx=ctx)}
-    figures = render_figures(ctx, tables, progress=inputs.progress)
+    figures = render_figures(ctx, tables, spmv_layout.FIGURE_FUNCS, progress=inputs.progress)
     by_name = {f.name: f for f in figures}
     methodology = (("Byte model", (
         Paragraph("Bytes are the minimum a CSR SpMV must move, each array once "

@@ -108,7 +108,7 @@ def timing_table(ctx: ReportContext) -> Table:
     if ctx.measured_copy_gb_s:
         basis += f", and against the measured copy bandwidth {bw_text(ctx.measured_copy_gb_s)} GB/s"
     return Table("timing", "Timing and throughput", tuple(columns), tuple(rows),
-                 _timing_reading(ctx, rows), figures=("bw_efficiency", "nnz_vs_bw"),
+                 _timing_reading(ctx, rows),
                  basis=basis + ".")
 
 
@@ -171,5 +171,5 @@ def floor_table(ctx: ReportContext) -> Table:
     else:
         reading = "No timed case, so no floor to compare with."
     return Table("floor", "Physical floor (bytes / bandwidth) against measured time",
-                 tuple(columns), rows, reading, figures=("floor_vs_measured",),
+                 tuple(columns), rows, reading,
                  basis=f"floor = bytes / {bw_text(ctx.bw_gb_s)} GB/s ({ctx.bw_label}).")

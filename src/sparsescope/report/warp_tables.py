@@ -218,7 +218,7 @@ def sensitivity_table(ctx: ReportContext) -> Table:
         Column("dep_chain_ceiling_gb_s", "Dep-chain ceiling", ",.0f"),
         Column("dae_ceiling_pct", "DAE ceiling (depth 2)", ".1f"),
         Column("dae_speedup_text", "DAE speedup, best case")), rows, reading,
-        figures=("latency_sensitivity",), basis=ctx.warp_basis())
+        basis=ctx.warp_basis())
 
 
 @dataclass(frozen=True)
@@ -300,7 +300,7 @@ def dae_table(ctx: ReportContext) -> Table:
     if not ctx.gpu_is_run_device:
         reading = _reference(ctx) + reading + _what_if(ctx)
     return Table("dae", f"DAE what-if per case: {ctx.gpu.name}", tuple(columns), tuple(rows),
-                 reading, figures=("dae_speedup",),
+                 reading,
                  basis=ctx.warp_basis() + f" Little's-law ceiling {ll.bw_ceiling_pct:.1f} %.")
 
 

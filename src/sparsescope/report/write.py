@@ -17,12 +17,13 @@ from typing import Any
 from sparsescope._atomic import write_bytes_atomic, write_json_atomic, write_text_atomic
 from sparsescope.errors import UsageError
 from sparsescope.hardware.types import DeviceSpec
+from sparsescope.report import spmv_layout
 from sparsescope.report.context import build_context
 from sparsescope.report.document import build_document
-from sparsescope.report.figures import FIGURE_FUNCS
 from sparsescope.report.html import render_html
 from sparsescope.report.markdown import render_markdown
-from sparsescope.report.tables import RUN_TABLES, SPMV_TABLES, build_tables
+from sparsescope.report.sections import OP_FILE_PREFIX
+from sparsescope.report.tables import RUN_TABLES, build_tables
 from sparsescope.results.records import RunSet
 
 
@@ -60,11 +61,17 @@ def _check_sections(extra_sections: Sequence[tuple[str, str]]) -> list[tuple[str
     return checked
 
 
-def _remove_stale(folder: Path, suffix: str, names) -> None:
-    for name in names:
-        stale = folder / f"{name}{suffix}"
-        if stale.exists():
-            stale.unlink()
+def report_outputs(out: Path) -> tuple[set[str], set[str]]:
+    """(figure file names, table file names) in ``out`` that a report of this folder may have
+    written: every declared one (:data:`RUN_TABLES`, ``spmv_layout.SPMV_TABLES`` and
+    ``FIGURE_FUNCS``) and the op sections' files present (named ``OP_FILE_PREFIX...``).
+    Nothing else there (a collection's ``collection_*``, a profile section's ``profile_*``, a
+    file of one's own) is the report's."""
+    figures = {f"{n}.png" for n in spmv_layout.FIGURE_FUNCS}
+    figures |= {p.name for p in (out / "figures").glob(f"{OP_FILE_PREFIX}*.png")}
+    tables = {f"{n}.json" for n in (*RUN_TABLES, *spmv_layout.SPMV_TABLES)}
+    tables |= {p.name for p in (out / "tables").glob(f"{OP_FILE_PREFIX}*.json")}
+    return figures, tables
 
 
 def write_report(runset: RunSet, out_dir: str | os.PathLike, *,
@@ -110,7 +117,8 @@ def write_report(runset: RunSet, out_dir: str | os.PathLike, *,
                         for name, t in tables.items())
     html_path = write_text_atomic(out / "report.html", page)
     md_path = write_text_atomic(out / "report.md", markdown)
-    _remove_stale_outputs(out, {p.name for p in fig_paths}, set(tables))
+    _remove_stale_outputs(out, figures={Path(p).name for p in fig_paths},
+                          tables={Path(p).name for p in table_paths})
     return ReportPaths(out_dir=out, markdown=md_path, html=html_path, figures=fig_paths,
                        tables=table_paths,
                        skipped_figures=tuple((f.name, f.skipped_reason) for f in figures
@@ -119,12 +127,12 @@ def write_report(runset: RunSet, out_dir: str | os.PathLike, *,
                                  if t.get("reading")})
 
 
-def _remove_stale_outputs(out: Path, drawn: set[str], tables: set[str]) -> None:
-    """Figures and tables a report of this folder can make, not made this time: an SpMV
-    report rewritten as an SpMM one, a figure with nothing left to draw, op figures an earlier
-    render drew from profiles."""
-    stale_figures = [f"{n}.png" for n in FIGURE_FUNCS]
-    stale_figures += [p.name for p in (out / "figures").glob("ops_*.png")]
-    _remove_stale(out / "figures", "", (n for n in stale_figures if n not in drawn))
-    _remove_stale(out / "tables", ".json", (n for n in (*RUN_TABLES, *SPMV_TABLES)
-                                            if n not in tables))
+def _remove_stale_outputs(out: Path, *, figures: set[str], tables: set[str]) -> None:
+    """The report's figures and tables (:func:`report_outputs`) not written this time: an SpMV
+    report rewritten as an SpMM one, a table the run no longer has (no own kernel, no memory
+    floor), a figure with nothing left to draw, op figures an earlier render drew from
+    profiles. Each is removed only after every new file is in place."""
+    ours = dict(zip(("figures", "tables"), report_outputs(out), strict=True))
+    for folder, written in (("figures", figures), ("tables", tables)):
+        for name in ours[folder] - written:
+            (out / folder / name).unlink(missing_ok=True)

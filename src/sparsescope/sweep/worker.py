@@ -90,19 +90,17 @@ def _ensure_backend(op: str, name: str, factory: Any) -> None:
 _MODEL_DEVICES: dict[str, Any] = {}
 
 
-def _model_device(kind: str, backend: str):
-    """The device this worker's cases are predicted for, once per worker process and device
-    kind: its own GPU with ceilings measured here (each worker pins its own GPU), or the reason
-    a CPU case is not modelled."""
-    from sparsescope.api import _device, model_device
-    from sparsescope.backends.runner import ModelDevice
+def _model_device(kind: str):
+    """The device this worker's cases are predicted for (a ``context.DeviceContext``), once
+    per worker process and device kind: its own GPU with ceilings measured here (each worker
+    pins its own GPU), or the reason a CPU case is not modelled."""
+    from sparsescope.context import CPU_BACKEND, not_modelled_context, present_device
 
     if kind not in _MODEL_DEVICES:
         if kind != "gpu":
-            _MODEL_DEVICES[kind] = ModelDevice(reason="a CPU backend: the time model is the GPU's")
+            _MODEL_DEVICES[kind] = not_modelled_context(CPU_BACKEND)
         else:
-            spec, ceilings, _ = _device([backend], store=False)
-            _MODEL_DEVICES[kind] = model_device(spec, ceilings)
+            _MODEL_DEVICES[kind] = present_device("gpu", store=False)
     return _MODEL_DEVICES[kind]
 
 
@@ -117,7 +115,7 @@ def _run(task: SweepTask, timing: TimingConfig, seed: int) -> CaseResult:
         matrix = replace(matrix, name=task.source.name)
     kind = get_backend(task.name).capability.device
     return run_case(matrix, task.choice(), task.op, task.params, config=timing, seed=seed,
-                    model=_model_device(kind, task.name))
+                    model=_model_device(kind))
 
 
 def run_task(task: SweepTask, timing: TimingConfig, *, case_timeout_s: float | None = None,

@@ -1,0 +1,107 @@
+"""The public Python API: what every ``sparsescope`` command calls, one module per stage.
+
+- :mod:`~sparsescope.api.runs`: :func:`run` (a suite end to end), :func:`device_context`;
+- :mod:`~sparsescope.api.sweeps`: :func:`sweep` (a whole collection, resumable);
+- :mod:`~sparsescope.api.reports`: :func:`report` (re-render a saved run);
+- :mod:`~sparsescope.api.devices`: :func:`gpu_specs`, :func:`measure_ceilings`;
+- :mod:`~sparsescope.api.matrices`: :func:`matrix_catalogue`, :func:`matrix_stats`,
+  :func:`generate_matrix`, :func:`generate_suite`;
+- :mod:`~sparsescope.api.kernels`: :func:`sass_analysis`, :func:`list_kernels`;
+- :mod:`~sparsescope.api.profiles`: :func:`profile_case`, :func:`read_profile`,
+  :func:`profile_report`;
+- :mod:`~sparsescope.api.analysis`: :func:`analyze_workload`, :func:`analyze_offline`,
+  :func:`analyze_measurement`, :func:`compare_analyses`;
+- the cross-GPU what-if, :func:`what_if` (:mod:`sparsescope.whatif`), and the device context
+  (:mod:`sparsescope.context`): :func:`named_gpu`, :func:`rates_context`, the one prediction
+  entry point :func:`predict_call` / :func:`predict_plan`.
+
+Scripts and notebooks import these names from ``sparsescope.api`` only; the CLI parses,
+calls one of them and prints.
+"""
+
+from __future__ import annotations
+
+# stored runs scored against the model as it is now (`sparsescope model score`), and the
+# building blocks the research scripts in scripts/ use
+from sparsescope.analyze.readings import (
+    Reading,
+    l1_check_reading,
+    memory_floor_reading,
+    model_score,
+    spmm_bounds_reading,
+)
+from sparsescope.analyze.score_runs import (
+    RunsScore,
+    ScoredCase,
+    blocktc_registers,
+    read_scores,
+    score_runs,
+    suite_csr,
+)
+from sparsescope.api.analysis import (
+    analyze_measurement,
+    analyze_offline,
+    analyze_workload,
+    compare_analyses,
+)
+from sparsescope.api.devices import CeilingsOutput, gpu_specs, measure_ceilings
+from sparsescope.api.kernels import KernelSass, list_kernels, sass_analysis
+from sparsescope.api.matrices import (
+    Catalogue,
+    GeneratedMatrix,
+    generate_matrix,
+    generate_suite,
+    load_matrix,
+    matrix_catalogue,
+    matrix_stats,
+)
+from sparsescope.api.profiles import (
+    ProfileOutput,
+    ProfileSectionOutput,
+    profile_case,
+    profile_report,
+    read_profile,
+)
+from sparsescope.api.reports import ReportOutput, report
+from sparsescope.api.runs import RunOutput, device_context, run
+from sparsescope.api.sweeps import SweepOutput, sweep
+from sparsescope.backends.registry import get_backend
+from sparsescope.context import (
+    DeviceContext,
+    named_gpu,
+    predict_call,
+    predict_plan,
+    rates_context,
+    sass_refiner,
+)
+from sparsescope.hardware.specs import get_spec
+from sparsescope.matrices import load_suite
+from sparsescope.model.hot_set import hot_set_reach
+from sparsescope.model.spmm import x_reuse_dram_floors
+from sparsescope.registry import is_own
+from sparsescope.results.io import read_runset
+from sparsescope.timing.cuda import time_cuda
+from sparsescope.timing.types import TimingConfig
+from sparsescope.whatif import WhatIf, WhatIfCase, expand_backends, load_matrices, what_if
+
+__all__ = [
+    # records
+    "Catalogue", "CeilingsOutput", "DeviceContext", "GeneratedMatrix", "KernelSass",
+    "ProfileOutput", "ProfileSectionOutput", "ReportOutput", "RunOutput", "SweepOutput",
+    "WhatIf", "WhatIfCase",
+    # run, sweep, report
+    "device_context", "report", "run", "sweep",
+    # devices, matrices, kernels, profiles, analysis
+    "analyze_measurement", "analyze_offline", "analyze_workload", "compare_analyses",
+    "generate_matrix", "generate_suite", "gpu_specs", "list_kernels", "load_matrix",
+    "matrix_catalogue", "matrix_stats", "measure_ceilings", "profile_case", "profile_report",
+    "read_profile", "sass_analysis",
+    # the what-if and the prediction context
+    "expand_backends", "load_matrices", "named_gpu", "predict_call", "predict_plan",
+    "rates_context", "sass_refiner", "what_if",
+    # stored runs against the model, and the scripts' building blocks
+    "Reading", "l1_check_reading", "memory_floor_reading", "model_score", "spmm_bounds_reading",
+    "RunsScore", "ScoredCase", "blocktc_registers", "read_scores", "score_runs",
+    "suite_csr", "get_backend", "get_spec", "load_suite", "hot_set_reach",
+    "x_reuse_dram_floors", "is_own", "read_runset", "time_cuda", "TimingConfig",
+]
