@@ -57,6 +57,9 @@ FORBIDDEN = {
                          "cli", "api", "context", "sweep", "whatif"}),
     # the device context sits below backends, sweep, analyze and the what-if
     "context": frozenset({"backends", "sweep", "analyze", "profile", "target"}),
+    # run records are read by every stage above; a results folder's README, which names the
+    # kernels a run chose among, is a renderer (report.readme)
+    "results": frozenset({"backends", "sweep", "analyze", "profile", "target", "context"}),
 }
 
 #: Stages that receive what they need as parameters and never import what users call.

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import errno
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from sparsescope.errors import OutputError
@@ -21,8 +23,12 @@ _REASONS = {errno.EACCES: "permission denied", errno.EPERM: "operation not permi
             errno.EEXIST: "a file of that name exists"}
 
 
-def _why(exc: OSError) -> str:
+def why(exc: OSError) -> str:
+    """An OS error's reason in a few words (``no space left``, ``permission denied``)."""
     return _REASONS.get(exc.errno, exc.strerror or type(exc).__name__)
+
+
+_why = why
 
 
 def check_out_dir(path: str | os.PathLike, flag: str = "--out") -> Path:
@@ -67,3 +73,69 @@ def check_store(path: str | os.PathLike | None = None) -> Path:
         raise OutputError(f"results store {store.path}: cannot be opened for writing ({why}); "
                           f"set SPARSESCOPE_STORE to a writable file, or pass --no-store") from None
     return store.path
+
+
+LOCK_NAME = ".sparsescope.lock"
+"""The lock file a command holds in its output folder while it measures and writes there."""
+
+
+@contextmanager
+def out_dir_lock(path: str | os.PathLike, flag: str = "--out") -> Iterator[Path]:
+    """Hold ``path/.sparsescope.lock`` (an exclusive ``flock``) for the block: one writer per
+    output folder. A second command into the same folder gets an :class:`OutputError` at once
+    (naming the folder and the holder's pid), before it measures anything. The lock goes with
+    the process (a ``kill -9`` leaves no stale lock); the file is removed on a normal exit.
+    Where ``fcntl`` is missing (Windows) nothing is locked."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        yield Path(path)
+        return
+    lock = Path(path) / LOCK_NAME
+    while True:
+        try:
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise OutputError(f"{lock}: cannot create the lock file ({_why(exc)}); give {flag} "
+                              f"a folder you can write") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            holder = _holder(fd)
+            os.close(fd)
+            if exc.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+                raise OutputError(f"{lock}: cannot lock ({_why(exc)})") from None
+            raise OutputError(f"{path}: another sparsescope command{holder} is writing into "
+                              f"this folder; wait for it to end, or give {flag} another "
+                              f"folder") from None
+        # The holder before us may have removed the file between our open and our lock: then
+        # we hold a lock on a file no one else sees; open it again.
+        try:
+            same = os.path.samestat(os.fstat(fd), os.stat(lock))
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
+        os.close(fd)
+    try:
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+    except OSError:
+        pass  # the pid is a courtesy for the message; the flock is the lock
+    try:
+        yield Path(path)
+    finally:
+        try:
+            lock.unlink()  # while still held: a waiting opener sees a new file, not this one
+        except OSError:
+            pass
+        os.close(fd)
+
+
+def _holder(fd: int) -> str:
+    """`` (pid N)`` from a held lock file, or ""."""
+    try:
+        text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+    except OSError:
+        return ""
+    return f" (pid {text})" if text.isdigit() else ""

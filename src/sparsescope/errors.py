@@ -147,3 +147,7 @@ EXIT_CASES_FAILED = 11
 #: Exit code of a sweep stopped by its ``--time-limit`` with cases left: the results and
 #: reports hold what was done; run the same command again to resume.
 EXIT_SWEEP_INCOMPLETE = 12
+
+#: Exit code of a sweep ended because its cluster had no live worker left: the cases in
+#: flight are stored as failed (``--retry-failed`` runs them again), the rest are left.
+EXIT_SWEEP_ABORTED = 13

@@ -50,7 +50,7 @@ def test_bad_arguments():
     with pytest.raises(UsageError, match="generator 'banded' has no parameter foo; its "
                                          "parameters: halfwidth, block, jitter"):
         generate("banded", 10, 10, foo=1)
-    with pytest.raises(UsageError, match="rmat needs a, b, c, d >= 0"):
+    with pytest.raises(UsageError, match="a=-1.0 must be >= 0"):
         generate("rmat", 10, 10, a=-1.0)
 
 

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from sparsescope.cli import main
-from sparsescope.results.readme import BEGIN, END, readme_for, write_readme
-from sparsescope.results.readme.auto_table import auto_groups
-from sparsescope.results.readme.render import place_block
-from sparsescope.results.readme.selection import _variant_label, selection_rows, summarise
-from sparsescope.results.readme.speedups import speedups
+from sparsescope.report.readme import BEGIN, END, readme_for, write_readme
+from sparsescope.report.readme.auto_table import auto_groups
+from sparsescope.report.readme.render import place_block
+from sparsescope.report.readme.selection import _variant_label, selection_rows, summarise
+from sparsescope.report.readme.speedups import speedups
 
 REPO = Path(__file__).resolve().parents[2]
 RESULTS = REPO / "results"
@@ -264,7 +264,7 @@ def test_profiled_cases_table_the_readme_quotes(folder):
 
 
 def test_profiled_case_main_kernel_from_a_committed_raw_export():
-    from sparsescope.results.readme.profile_cases import _rows, main_kernel, number
+    from sparsescope.report.readme.profile_cases import _rows, main_kernel, number
     from sparsescope.sass.source_page import read_export_text
 
     folder = RESULTS / "h200/profile/2026-11-25-cases"

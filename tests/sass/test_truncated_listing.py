@@ -99,3 +99,49 @@ def test_unselected_truncated_kernel_is_still_reported(h200_fixtures):
     with pytest.raises(TruncatedInputError, match="kernel spmv_csr_vector8"):
         list(iter_listing_text(cut, select=lambda name: name == "spmv_csr_scalar",
                                source="stream"))
+
+
+def unclosed(text: str, upto: str) -> str:
+    """The listing up to the line holding ``upto`` (inclusive), without the closing dots."""
+    return cut_after(text, upto)
+
+
+def test_cuobjdump_padded_but_unclosed_is_complete(h200_fixtures, tmp_path):
+    # issue 33, defect 13: the listing ends in the last kernel's NOP padding, after its EXIT and
+    # its self-branch (BRA 0xf70 at /*0f70*/), without the closing '..........' line
+    text = (h200_fixtures / CUOBJDUMP).read_text()
+    whole = read_listing(h200_fixtures / CUOBJDUMP)
+    for upto, n_scalar in (("/*0ff0*/", 256), ("/*0fa0*/", 251), ("/*0f70*/", 248)):
+        path = tmp_path / "padded.sass"
+        path.write_text(unclosed(text, upto))
+        got = read_listing(path)
+        assert [(k.name, len(k.instructions)) for k in got] == \
+            [("spmv_csr_vector8", 120), ("spmv_csr_scalar", n_scalar)]
+        assert got[1].instructions == whole[1].instructions[:n_scalar]
+    # the last padding line itself cut short (inside the opcode, or inside its encoding)
+    start = text.index("NOP", text.index("/*0fb0*/"))
+    for extra in (1, 2, 4, 30):
+        got = list(iter_listing_text(text[:start + extra], source="stream"))
+        assert [len(k.instructions) for k in got] == [120, 251 + (extra >= 3)]
+        assert got[1].instructions == whole[1].instructions[:len(got[1].instructions)]
+    # the first kernel alone, padded and unclosed, selected or not
+    first = unclosed(text, "/*0770*/")
+    assert [k.name for k in iter_listing_text(first)] == ["spmv_csr_vector8"]
+    assert list(iter_listing_text(first, select=lambda n: False)) == []
+
+
+def test_cuobjdump_unclosed_but_cut_in_the_code_is_refused(h200_fixtures, tmp_path):
+    text = (h200_fixtures / CUOBJDUMP).read_text()
+    # after the EXIT, before the self-branch; inside the self-branch; a predicated EXIT only
+    for upto, extra in (("/*0f60*/", 0), ("/*0f60*/", 100), ("/*0db0*/", 0)):
+        cut = cut_after(text, upto, extra)
+        with pytest.raises(TruncatedInputError, match="kernel spmv_csr_scalar"):
+            list(iter_listing_text(cut, source="stream"))
+        with pytest.raises(TruncatedInputError, match="kernel spmv_csr_scalar"):
+            list(iter_listing_text(cut, select=lambda n: False, source="stream"))
+    # a branch to itself (a spin loop) in the middle of code is not the end when code follows
+    loop = text.replace("/*0a30*/              @!P1 BRA 0x4b0 ;",
+                        "/*0a30*/                   BRA 0xa30 ;")
+    assert "BRA 0xa30" in loop
+    with pytest.raises(TruncatedInputError, match="stops after /\\*0a80\\*/"):
+        list(iter_listing_text(cut_after(loop, "/*0a80*/"), source="stream"))

@@ -38,3 +38,20 @@ class SlowBackend(ScipyCpuBackend):
     def run(self, prepared, x):
         time.sleep(0.3)
         return super().run(prepared, x)
+
+
+class HangBackend(ScipyCpuBackend):
+    """SciPy, except that under a Dask worker it first touches ``$SPARSESCOPE_TEST_HANG_DIR/
+    started-PID`` and then hangs for ``$SPARSESCOPE_TEST_HANG_S`` seconds (default 30): a case
+    that never finishes while the sweep waits for it."""
+
+    name = "hang-cpu"
+
+    def run(self, prepared, x):
+        if _in_dask_worker():
+            folder = os.environ.get("SPARSESCOPE_TEST_HANG_DIR")
+            if folder:
+                with open(os.path.join(folder, f"started-{os.getpid()}"), "w"):
+                    pass
+            time.sleep(float(os.environ.get("SPARSESCOPE_TEST_HANG_S", "30")))
+        return super().run(prepared, x)

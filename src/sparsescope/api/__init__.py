@@ -6,11 +6,16 @@
 - :mod:`~sparsescope.api.devices`: :func:`gpu_specs`, :func:`measure_ceilings`;
 - :mod:`~sparsescope.api.matrices`: :func:`matrix_catalogue`, :func:`matrix_stats`,
   :func:`generate_matrix`, :func:`generate_suite`;
-- :mod:`~sparsescope.api.kernels`: :func:`sass_analysis`, :func:`list_kernels`;
+- :mod:`~sparsescope.api.kernels`: :func:`sass_analysis`, :func:`list_kernels`
+  (:func:`sass_markdown`, :mod:`~sparsescope.api.renderings`, renders an analysis);
 - :mod:`~sparsescope.api.profiles`: :func:`profile_case`, :func:`read_profile`,
   :func:`profile_report`;
 - :mod:`~sparsescope.api.analysis`: :func:`analyze_workload`, :func:`analyze_offline`,
   :func:`analyze_measurement`, :func:`compare_analyses`;
+- :mod:`~sparsescope.api.models`: :func:`model_figures` (Little's law, sensitivity, DAE),
+  :func:`what_if_matrices` (the what-if over files or a suite), :func:`default_backends`;
+- :mod:`~sparsescope.api.results`: :func:`show_results`, :func:`compare_results`,
+  :func:`results_readme`;
 - the cross-GPU what-if, :func:`what_if` (:mod:`sparsescope.whatif`), and the device context
   (:mod:`sparsescope.context`): :func:`named_gpu`, :func:`rates_context`, the one prediction
   entry point :func:`predict_call` / :func:`predict_plan`.
@@ -55,6 +60,13 @@ from sparsescope.api.matrices import (
     matrix_catalogue,
     matrix_stats,
 )
+from sparsescope.api.models import (
+    CaseFigures,
+    ModelFigures,
+    default_backends,
+    model_figures,
+    what_if_matrices,
+)
 from sparsescope.api.profiles import (
     ProfileOutput,
     ProfileSectionOutput,
@@ -62,7 +74,17 @@ from sparsescope.api.profiles import (
     profile_report,
     read_profile,
 )
+from sparsescope.api.renderings import sass_markdown
 from sparsescope.api.reports import ReportOutput, report
+from sparsescope.api.results import (
+    Comparison,
+    ReadmeOutput,
+    ResultsTable,
+    RunInfo,
+    compare_results,
+    results_readme,
+    show_results,
+)
 from sparsescope.api.runs import RunOutput, device_context, run
 from sparsescope.api.sweeps import SweepOutput, sweep
 from sparsescope.backends.registry import get_backend
@@ -75,10 +97,11 @@ from sparsescope.context import (
     sass_refiner,
 )
 from sparsescope.hardware.specs import get_spec
+from sparsescope.hardware.types import MeasuredCeilings
 from sparsescope.matrices import load_suite
 from sparsescope.model.hot_set import hot_set_reach
 from sparsescope.model.spmm import x_reuse_dram_floors
-from sparsescope.registry import is_own
+from sparsescope.registry import is_own, op_entry
 from sparsescope.results.io import read_runset
 from sparsescope.timing.cuda import time_cuda
 from sparsescope.timing.types import TimingConfig
@@ -88,17 +111,20 @@ __all__ = [
     # records
     "Catalogue", "CeilingsOutput", "DeviceContext", "GeneratedMatrix", "KernelSass",
     "ProfileOutput", "ProfileSectionOutput", "ReportOutput", "RunOutput", "SweepOutput",
-    "WhatIf", "WhatIfCase",
+    "WhatIf", "WhatIfCase", "CaseFigures", "ModelFigures", "Comparison", "ReadmeOutput",
+    "ResultsTable", "RunInfo", "MeasuredCeilings",
     # run, sweep, report
     "device_context", "report", "run", "sweep",
     # devices, matrices, kernels, profiles, analysis
     "analyze_measurement", "analyze_offline", "analyze_workload", "compare_analyses",
     "generate_matrix", "generate_suite", "gpu_specs", "list_kernels", "load_matrix",
     "matrix_catalogue", "matrix_stats", "measure_ceilings", "profile_case", "profile_report",
-    "read_profile", "sass_analysis",
+    "read_profile", "sass_analysis", "sass_markdown", "op_entry",
     # the what-if and the prediction context
     "expand_backends", "load_matrices", "named_gpu", "predict_call", "predict_plan",
-    "rates_context", "sass_refiner", "what_if",
+    "rates_context", "sass_refiner", "what_if", "what_if_matrices", "default_backends",
+    # the model's figures for a GPU; stored runs read back
+    "model_figures", "show_results", "compare_results", "results_readme",
     # stored runs against the model, and the scripts' building blocks
     "Reading", "l1_check_reading", "memory_floor_reading", "model_score", "spmm_bounds_reading",
     "RunsScore", "ScoredCase", "blocktc_registers", "read_scores", "score_runs",

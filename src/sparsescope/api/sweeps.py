@@ -7,7 +7,8 @@ each finished case to the store, and writes one RunSet with its reports.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -57,7 +58,8 @@ class SweepOutput:
                 "cases_per_min": (round(60 * self.ran / e.wall_s, 2)
                                   if self.ran and e.wall_s > 0 else None),
                 "overhead_pct": round(100 * e.overhead, 2),
-                "client_max_rss_mb": round(max_rss_mb(), 1), "left": e.left}
+                "client_max_rss_mb": round(max_rss_mb(), 1), "left": e.left,
+                "aborted": e.aborted}
 
 
 def sweep(sources: Sequence[str], *, out_dir: str | Path, backends: Sequence[str] | None = None,
@@ -98,41 +100,177 @@ def sweep(sources: Sequence[str], *, out_dir: str | Path, backends: Sequence[str
     chosen = _backends_and_variants(backends, variants, op)
     store = ResultsStore(store_path)
     out = _checked_outputs(out_dir, store)
-    tasks = plan_tasks(expand_sources(list(sources)), chosen, op, params_list)
-    timing = timing or TimingConfig()
-    created = datetime.now(UTC).isoformat(timespec="seconds")
-    context = device_context([getattr(b, "name", b) for b in chosen], True)
-    if context.kind == "gpu":
-        timing = replace(timing, clock="cuda-events")
-    device = context.device_name
-    keys, ran, stored, engine = _sweep_cases(store, tasks, device, timing, retry_failed,
-                                             progress, on_case, dict(
-        cluster=cluster, scheduler=scheduler, workers=workers, case_timeout_s=case_timeout_s,
-        seed=seed, quiet=quiet, time_limit_s=time_limit_s))
-    start = time.perf_counter()
-    runset = _sweep_runset(store, keys, device, context, timing, chosen, command, created)
-    written = _write_outputs(runset, out, False, progress)
-    collection = _collection_report(written.runset, out)
-    return SweepOutput(runset=written.runset, results_path=written.results_path,
-                       report_paths=written.report_paths, store_path=store.path,
-                       ran=ran, stored=stored, collection_report=collection, engine=engine,
-                       report_s=time.perf_counter() - start)
+    from sparsescope._outputs import out_dir_lock
+
+    with out_dir_lock(out):  # one writer per folder, from before sweeping to the last write
+        tasks = plan_tasks(expand_sources(list(sources)), chosen, op, params_list)
+        timing = timing or TimingConfig()
+        created = datetime.now(UTC).isoformat(timespec="seconds")
+        context = device_context([getattr(b, "name", b) for b in chosen], True)
+        if context.kind == "gpu":
+            timing = replace(timing, clock="cuda-events")
+        device = context.device_name
+        writer = _CaseWriter(store)
+        with _sigterm_as_interrupt():
+            keys, ran, stored, engine, stop = _sweep_cases(
+                store, writer, tasks, device, timing, retry_failed, progress, on_case, dict(
+                    cluster=cluster, scheduler=scheduler, workers=workers,
+                    case_timeout_s=case_timeout_s, seed=seed, quiet=quiet,
+                    time_limit_s=time_limit_s))
+        start = time.perf_counter()
+        # cases kept in memory while the store was locked (a stopped sweep waits less)
+        writer.flush(STORE_WAIT_S if stop is None else min(STORE_WAIT_S, 2.0))
+        runset = _sweep_runset(store, keys, device, context, timing, chosen, command, created,
+                               writer.pending_json())
+        if stop is not None:
+            _stopped(stop, runset, out, store, writer, ran, len(tasks) - len(keys))
+        written = _write_outputs(runset, out, False, progress)
+        collection = _collection_report(written.runset, out)
+        if writer.pending:
+            from sparsescope.errors import StoreWriteError
+
+            raise StoreWriteError(
+                f"{len(writer.pending)} case(s) could not be stored in {store.path} "
+                f"({writer.error}); every case of the sweep is in {written.results_path} and its "
+                "report; run the same command again (the store writable) to store them")
+        return SweepOutput(runset=written.runset, results_path=written.results_path,
+                           report_paths=written.report_paths, store_path=store.path,
+                           ran=ran, stored=stored, collection_report=collection, engine=engine,
+                           report_s=time.perf_counter() - start)
 
 
-def _sweep_cases(store, tasks, device: str, timing, retry_failed: bool, progress: bool,
-                 on_case, options: dict) -> tuple[list[tuple], int, int, object]:
-    """Run the tasks not stored yet, appending each case to the store as it finishes: (the
-    sweep's keys in plan order, cases run now, cases found stored, the engine's stats)."""
+#: How long one finished case waits, with back-off, for a store another writer has locked
+#: (or a full disk) before it is kept in memory; later cases try it again at once, and the
+#: end of the sweep waits this long again before writing ``results.json`` with every case
+#: and reporting those it could not store (exit 10).
+STORE_WAIT_S = 30.0
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (what a batch scheduler sends before it kills a job), raised where Ctrl-C's
+    ``KeyboardInterrupt`` would be, so that a sweep stops the same way."""
+
+
+@contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM raises :class:`Terminated` in the main thread while the sweep runs (not
+    installed from another thread, where Python cannot set a handler)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, frame) -> None:
+        signal.signal(signal.SIGTERM, previous)  # a second SIGTERM is not intercepted
+        raise Terminated()
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        if signal.getsignal(signal.SIGTERM) is handler:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _stopped(stop: KeyboardInterrupt, runset: RunSet, out: Path, store, writer, ran: int,
+             left: int) -> None:
+    """Ctrl-C or SIGTERM stopped the sweep: ``results.json`` of what finished, then the
+    :class:`~sparsescope.errors.Interrupted` error (exit 130, or 143 for SIGTERM) saying
+    what was stored and how to resume."""
+    from sparsescope.errors import Interrupted
+    from sparsescope.results.io import write_runset
+
+    try:
+        results = f"the cases finished are in {write_runset(out / 'results.json', runset)}"
+    except OSError as exc:
+        results = f"results.json could not be written ({exc.strerror or exc})"
+    what = "terminated (SIGTERM)" if isinstance(stop, Terminated) else "interrupted"
+    unstored = (f"; {len(writer.pending)} of them could not be stored ({writer.error}) and "
+                "will run again" if writer.pending else "")
+    error = Interrupted(
+        f"{what}: {ran} case(s) run now{unstored}, stored in {store.path}; {left} not run; "
+        f"{results} (the report is written when the sweep completes); run the same command "
+        "again to resume")
+    if isinstance(stop, Terminated):
+        error.exit_code = 143  # 128 + SIGTERM, what the batch scheduler expects
+    raise error from None
+
+
+class _CaseWriter:
+    """Appends each finished case to the store; a store locked by another writer (or full)
+    is waited for with back-off (:data:`STORE_WAIT_S`), then the case is kept in memory and
+    written with the next one, or at the end (issue 33: a store locked past SQLite's 5 s
+    busy timeout aborted the sweep with exit 5 and lost the case in flight)."""
+
+    def __init__(self, store) -> None:
+        self.store = store
+        self.pending: list[tuple[tuple, str | None]] = []
+        self.error = ""
+
+    def put(self, row: tuple, replaces: str | None) -> None:
+        backlog = bool(self.pending)
+        self.pending.append((row, replaces))
+        # with a backlog the store was locked a moment ago: one short try, the sweep goes on
+        self.flush(0.0 if backlog else STORE_WAIT_S)
+
+    def flush(self, wait_s: float) -> bool:
+        """Write every pending case in one transaction, retrying for up to ``wait_s`` (at
+        least one try); True when nothing is left pending."""
+        from sparsescope.results.store import ResultsStore, StoreBusyError
+
+        deadline = time.monotonic() + wait_s
+        pause = 0.05
+        while self.pending:
+            left = deadline - time.monotonic()
+            store = ResultsStore(self.store.path, timeout_s=max(0.05, min(5.0, left)))
+            try:
+                store.append_sweep_cases(self.pending)
+            except StoreBusyError as exc:
+                self.error = str(exc).replace(f"{self.store.path}: ", "")
+                if time.monotonic() + pause > deadline:
+                    return False
+                time.sleep(pause)
+                pause = min(2 * pause, 2.0)
+                continue
+            self.pending.clear()
+        return True
+
+    def pending_json(self) -> dict[tuple, str]:
+        """Key ``(matrix_hash, backend, op, params)`` -> JSON of every case not stored yet."""
+        return {(row[0], *row[2:5]): row[8] for row, _ in self.pending}
+
+
+def _sweep_cases(store, writer: _CaseWriter, tasks, device: str, timing, retry_failed: bool,
+                 progress: bool, on_case, options: dict
+                 ) -> tuple[list[tuple], int, int, object, KeyboardInterrupt | None]:
+    """Run the tasks not stored yet, appending each case to the store as it finishes
+    (through ``writer``): (the sweep's keys in plan order, cases run now, cases found stored,
+    the engine's stats, the Ctrl-C or SIGTERM that stopped it, or None)."""
     import json
 
     from sparsescope import __version__
     from sparsescope.progress import CaseProgress
     from sparsescope.results.io import record_to_dict
     from sparsescope.sweep.engine import execute
+    from sparsescope.sweep.sources import source_hash
     from sparsescope.sweep.tasks import task_key
 
     outcomes = ("ok", "skipped") if retry_failed else ("ok", "skipped", "failed")
     done = store.done_keys(device, __version__, outcomes)
+    # cases stored under a file's hash (its probe failed): replaced once they run under the
+    # matrix's content hash; a file is hashed again only when its name has such a row
+    by_file = store.failed_probe_keys(device, __version__)
+    file_hashes: dict[object, str] = {}
+
+    def replaced(task, key: tuple) -> str | None:
+        if key[0].startswith("file-") or (task.source.name, *key[1:]) not in by_file:
+            return None
+        if task.source not in file_hashes:
+            file_hashes[task.source] = source_hash(task.source)
+        return file_hashes[task.source]
+
     order = {id(task): i for i, task in enumerate(tasks)}
     keys: dict[tuple, int] = {}
     counts = {"ran": 0, "stored": 0, "failed": 0}
@@ -149,8 +287,8 @@ def _sweep_cases(store, tasks, device: str, timing, retry_failed: bool, progress
             case = result.case
             data = {"matrix": record_to_dict(result.matrix) if result.matrix else None,
                     "case": record_to_dict(case)}
-            store.append_sweep_case(*key[:1], case.matrix, *key[1:], device, __version__,
-                                    case.outcome, json.dumps(data, allow_nan=False))
+            writer.put((*key[:1], case.matrix, *key[1:], device, __version__, case.outcome,
+                        json.dumps(data, allow_nan=False)), replaced(result.task, key))
             counts["ran"] += 1
             counts["failed"] += case.outcome == "failed"
             report(case)
@@ -158,28 +296,27 @@ def _sweep_cases(store, tasks, device: str, timing, retry_failed: bool, progress
                 bar.note(f"{case.matrix} {case.backend}; {counts['failed']} failed")
 
         bar.note("probing the first matrix")
+        engine, stop = None, None
         try:
             engine = execute(tasks, timing=timing, on_result=record, done=done, **options)
-        except KeyboardInterrupt:
-            from sparsescope.errors import Interrupted
-
-            raise Interrupted(
-                f"interrupted: {counts['ran']} case(s) run and stored in {store.path} "
-                f"({counts['stored']} found there before), {len(tasks) - len(keys)} not run; "
-                "run the same command again to resume") from None
-    return sorted(keys, key=keys.__getitem__), counts["ran"], counts["stored"], engine
+        except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (Terminated)
+            stop = exc
+    return (sorted(keys, key=keys.__getitem__), counts["ran"], counts["stored"], engine,
+            stop)
 
 
 def _sweep_runset(store, keys, device: str, context, timing, backends, command,
-                  created: str) -> RunSet:
+                  created: str, pending: dict[tuple, str] | None = None) -> RunSet:
     """One RunSet of the sweep's cases, each read back from the store (the ones of earlier
-    calls included), its matrices once each."""
+    calls included) or, for ``pending`` ones (key -> JSON, not stored yet), from memory,
+    its matrices once each."""
     import json
 
     from sparsescope import __version__
     from sparsescope.results.io import record_from_dict
 
-    rows = store.sweep_cases(device, __version__)
+    rows = {**_read_with_backoff(lambda: store.sweep_cases(device, __version__)),
+            **(pending or {})}
     matrices: dict[str, MatrixRecord] = {}
     cases: list[CaseResult] = []
     for i, key in enumerate(keys):
@@ -191,6 +328,23 @@ def _sweep_runset(store, keys, device: str, context, timing, backends, command,
     return _assemble_runset("sweep", 1.0, matrices.values(), cases, backends=backends,
                             device=context, timing=timing, command=command,
                             created=created)
+
+
+def _read_with_backoff(read: Callable[[], dict]) -> dict:
+    """``read()``, tried again with back-off for up to :data:`STORE_WAIT_S` while the store
+    is busy (another writer committing)."""
+    from sparsescope.results.store import StoreBusyError
+
+    deadline = time.monotonic() + STORE_WAIT_S
+    pause = 0.05
+    while True:
+        try:
+            return read()
+        except StoreBusyError:
+            if time.monotonic() + pause > deadline:
+                raise
+            time.sleep(pause)
+            pause = min(2 * pause, 2.0)
 
 
 def _collection_report(runset: RunSet, out: Path) -> object:

@@ -16,7 +16,7 @@ Exit codes: 0 ok (every case ok or skipped); 1 generic input error; 2 usage; 3 m
 4 matrix not available; 5 results format; 6 missing dependency; 7 device; 8 profile; 9 an output
 path or the store cannot be written (checked before measuring); 10 the store failed after the
 results were written (they are safe); 11 a case failed its correctness check (with ``--strict``,
-a skipped case too); 130 interrupted.
+a skipped case too); 130 interrupted; 141 the reader of stdout went away (``| head``).
 """
 
 from __future__ import annotations
@@ -52,8 +52,21 @@ def add_json_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
 
 
+class _Parser(argparse.ArgumentParser):
+    """An argparse parser whose errors keep their message on the ``SystemExit`` they raise
+    (``argparse_message``), so :func:`main` can answer ``--json`` with an error document.
+    Sub-command parsers are of this class too (``add_subparsers`` makes them alike)."""
+
+    def error(self, message: str):  # type: ignore[override]
+        try:
+            super().error(message)
+        except SystemExit as stop:
+            stop.argparse_message = message  # type: ignore[attr-defined]
+            raise
+
+
 def build_parser(modules: Sequence[str] = COMMAND_MODULES) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="sparsescope",
         description="Explain sparse-kernel performance: matrices, timing, models, reports.",
         epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -101,10 +114,55 @@ def emit(result: object, text: str, as_json: bool) -> None:
         print(text)
 
 
+#: Exit code when the reader of stdout went away (``| head``): 128 + SIGPIPE, as a shell
+#: reports a command killed by it.
+EXIT_BROKEN_PIPE = 141
+
+
+def stdout_gone() -> None:
+    """The reader of stdout went away (``sparsescope ... | head``): send the rest of the
+    output to the null device, so neither a later print nor the interpreter's final flush
+    raises ``BrokenPipeError``."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # stdout is no file (a test's capture)
+        pass
+
+
 def main(argv: Sequence[str] | None = None, modules: Sequence[str] = COMMAND_MODULES) -> int:
-    """Run the CLI; ``modules`` limits the command groups (tests of one group use this)."""
+    """Run the CLI; ``modules`` limits the command groups (tests of one group use this).
+
+    A closed stdout (``| head``) ends the command quietly with :data:`EXIT_BROKEN_PIPE`.
+    An argument error exits 2 through argparse (``SystemExit``), with a JSON error document
+    on stdout under ``--json``."""
+    try:
+        return _main(argv, modules)
+    except BrokenPipeError:
+        stdout_gone()
+        return EXIT_BROKEN_PIPE
+
+
+def _parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
+    """``parser.parse_args``; under ``--json`` an argument error prints the error document
+    (``{"error", "type", "exit_code"}``) on stdout before argparse's exit 2."""
+    try:
+        return parser.parse_args(argv)
+    except SystemExit as stop:
+        message = getattr(stop, "argparse_message", None)
+        given = sys.argv[1:] if argv is None else argv
+        if message is not None and "--json" in given:
+            print(json.dumps({"error": message, "type": "UsageError",
+                              "exit_code": stop.code}), flush=True)
+        raise
+
+
+def _main(argv: Sequence[str] | None, modules: Sequence[str]) -> int:
     parser = build_parser(modules)
-    args = parser.parse_args(argv)
+    args = _parse(parser, argv)
     as_json = bool(getattr(args, "json", False))
     try:
         with warnings.catch_warnings(record=True) as caught:
@@ -122,6 +180,7 @@ def main(argv: Sequence[str] | None = None, modules: Sequence[str] = COMMAND_MOD
         print("sparsescope: interrupted", file=sys.stderr)
         return 130
     emit(result, text, as_json)
+    sys.stdout.flush()  # a closed pipe shows here, inside main, not at the interpreter's exit
     return code[0] if code else 0
 
 

@@ -15,9 +15,12 @@ one query away; a CPU figure read from the cache adds no row.
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from sparsescope.cli import add_json_flag
-from sparsescope.hardware.types import MeasuredCeilings
+
+if TYPE_CHECKING:
+    from sparsescope.api import MeasuredCeilings
 
 #: (field, label, unit) of the figures, in the order printed.
 FIGURES = (

@@ -9,7 +9,6 @@ with it (``--memory-floor``, ``--spmm-bounds``, ``--l1-check``)."""
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from dataclasses import asdict
 
@@ -164,63 +163,42 @@ def handle(args: argparse.Namespace) -> tuple[object, str]:
 
 
 def _gpu_figures(args: argparse.Namespace) -> tuple[dict, str]:
-    from sparsescope import model
-    from sparsescope.hardware.specs import get_spec
+    from sparsescope import api
 
-    spec = get_spec(args.gpu)
-    latency = args.latency_ns if args.latency_ns is not None else spec.dram_latency_ns
-    bw = args.bw_gb_s if args.bw_gb_s is not None else spec.peak_bw_gb_s
-    if not (0 < latency < math.inf and 0 < bw < math.inf):  # NaN fails both comparisons
-        raise UsageError(f"--latency-ns and --bw-gb-s must be finite and > 0, got {latency} "
-                         f"and {bw}")
-    ll = model.littles_law(bw, latency, spec.sm_count, spec.max_warps_per_sm)
+    fig = api.model_figures(
+        args.gpu, latency_ns=args.latency_ns, bw_gb_s=args.bw_gb_s, rows=args.rows,
+        cols=args.cols, nnz=args.nnz, time_ms=args.time_ms, index_bytes=args.index_bytes,
+        value_bytes=args.value_bytes, y_read=not args.no_y_read, cpi=args.cpi,
+        long_scoreboard=args.long_scoreboard)
+    result = _figures_doc(fig)
+    return result, _text(result)
+
+
+def _figures_doc(fig) -> dict:
+    """The ``--json`` document of an ``api.ModelFigures``."""
+    ll = fig.littles_law
     result: dict = {
-        "gpu": spec.name, "bw_gb_s": bw, "latency_ns": latency,
+        "gpu": fig.gpu, "bw_gb_s": fig.bw_gb_s, "latency_ns": fig.latency_ns,
         "littles_law": {**asdict(ll), "bw_ceiling_gb_s": ll.bw_ceiling_gb_s,
                         "dep_chain_ceiling_gb_s": ll.dep_chain_ceiling_gb_s},
-        "roofline": {"ridge_flop_per_byte": model.ridge_point(spec.fp32_peak_gflops, bw),
-                     "fp32_peak_gflops": spec.fp32_peak_gflops},
+        "roofline": {"ridge_flop_per_byte": fig.ridge_flop_per_byte,
+                     "fp32_peak_gflops": fig.fp32_peak_gflops},
     }
-    case_given = [a is not None for a in (args.rows, args.nnz, args.time_ms)]
-    if any(case_given) and not all(case_given):
-        raise UsageError("a case needs --rows, --nnz and --time-ms (and optionally --cols)")
-    current_pct = None
-    if all(case_given):
-        if min(args.rows, args.nnz) < 0 or not 0 < args.time_ms < math.inf:
-            raise UsageError("--rows and --nnz must be >= 0 and --time-ms finite and > 0")
-        cols = args.cols if args.cols is not None else args.rows
-        traffic = model.spmv_traffic(args.rows, cols, args.nnz, value_bytes=args.value_bytes,
-                                     index_bytes=args.index_bytes, y_read=not args.no_y_read)
-        metrics = model.case_metrics(traffic, args.time_ms, bw)
-        gap = model.gap_decomposition(args.time_ms, metrics.floor_ms, ll.bw_ceiling_pct)
-        current_pct = metrics.pct_peak
-        result["case"] = {**asdict(metrics), "index_bytes": args.index_bytes,
-                          "y_read": not args.no_y_read,
-                          "gap_decomposition": asdict(gap),
-                          "index_width": asdict(model.index_width_row(
-                              "case", args.rows, cols, args.nnz, value_bytes=args.value_bytes,
-                              y_read=not args.no_y_read))}
-    latencies = sorted({200.0, 300.0, 400.0, float(latency)})
-    result["sensitivity"] = [asdict(r) for r in model.latency_sensitivity(
-        bw, spec.sm_count, spec.max_warps_per_sm, latencies, current_pct=current_pct)]
-    dae: dict = {
-        "min_fifo_depth": model.min_fifo_depth(ll.warps_per_sm_required, spec.max_warps_per_sm),
-        "fifo_depth": [asdict(r) for r in model.fifo_depth_table(
-            ll.warps_per_sm_required, spec.max_warps_per_sm)],
-        "sram_cost": [asdict(r) for r in model.sram_cost_table(
-            spec.sm_count, spec.max_warps_per_sm, spec.registers_per_sm)],
-    }
-    if current_pct is not None:
-        dae["bw_prediction"] = asdict(model.dae_bw_prediction(current_pct, ll.bw_ceiling_pct))
-    if args.cpi is not None or args.long_scoreboard is not None:
-        if args.cpi is None or args.long_scoreboard is None:
-            raise UsageError("the CPI-based prediction needs both --cpi and --long-scoreboard")
-        try:
-            dae["cpi_prediction"] = asdict(model.dae_cpi_prediction(args.cpi, args.long_scoreboard))
-        except ValueError as exc:
-            raise UsageError(str(exc)) from exc
+    if fig.case is not None:
+        c = fig.case
+        result["case"] = {**asdict(c.metrics), "index_bytes": c.index_bytes,
+                          "y_read": c.y_read, "gap_decomposition": asdict(c.gap),
+                          "index_width": asdict(c.index_width)}
+    result["sensitivity"] = [asdict(r) for r in fig.sensitivity]
+    dae: dict = {"min_fifo_depth": fig.min_fifo_depth,
+                 "fifo_depth": [asdict(r) for r in fig.fifo_depth],
+                 "sram_cost": [asdict(r) for r in fig.sram_cost]}
+    if fig.dae_bw_prediction is not None:
+        dae["bw_prediction"] = asdict(fig.dae_bw_prediction)
+    if fig.dae_cpi_prediction is not None:
+        dae["cpi_prediction"] = asdict(fig.dae_cpi_prediction)
     result["dae"] = dae
-    return result, _text(result)
+    return result
 
 
 def _text(r: dict) -> str:
@@ -263,8 +241,6 @@ def _text(r: dict) -> str:
 def _what_if(args: argparse.Namespace) -> tuple[list, str]:
     """Each backend's kernel on each matrix, planned here and predicted on ``--gpu``."""
     from sparsescope import api
-    from sparsescope.backends.registry import default_backends
-    from sparsescope.progress import CaseProgress
 
     one_case = [flag for flag, value in (
         ("--rows", args.rows), ("--cols", args.cols), ("--nnz", args.nnz),
@@ -273,29 +249,12 @@ def _what_if(args: argparse.Namespace) -> tuple[list, str]:
     if one_case:
         raise UsageError(f"{', '.join(one_case)} describe one case without a matrix; leave "
                          f"them out with MATRIX or --suite")
-    for flag, value in (("--latency-ns", args.latency_ns), ("--bw-gb-s", args.bw_gb_s)):
-        if value is not None and not 0 < value < math.inf:
-            raise UsageError(f"{flag} must be finite and > 0, got {value}")
-    backends = api.expand_backends(args.backends or default_backends("gpu", "spmv"))
-    gpu = api.named_gpu(args.gpu, use_store=not args.no_store, latency_ns=args.latency_ns,
-                           bw_gb_s=args.bw_gb_s)
-    count, loaded = api.load_matrices(args.matrices, args.suite, scale=args.scale,
-                                         names=args.entries, seed=args.seed)
-    total = count * len(backends)
-    with CaseProgress(total, enabled=not args.json and total > 1) as bar:
-        bar.note("loading the first matrix")
-        result = api.what_if(
-            _noted(loaded, bar), backends, gpu, value_dtype=args.dtype, sass=not args.no_sass,
-            on_case=lambda case: bar.advance(f"{case.matrix} {case.backend}"))
+    result = api.what_if_matrices(
+        args.matrices, args.suite, gpu=args.gpu, backends=args.backends, scale=args.scale,
+        names=args.entries, seed=args.seed, value_dtype=args.dtype, sass=not args.no_sass,
+        use_store=not args.no_store, latency_ns=args.latency_ns, bw_gb_s=args.bw_gb_s,
+        progress=not args.json)
     return [case.as_dict() for case in result.cases], _what_if_text(result, args.dtype)
-
-
-def _noted(loaded, bar):
-    """The matrices, the bar saying which one is being planned."""
-    for matrix in loaded:
-        bar.note(f"planning {matrix.name}")
-        yield matrix
-        bar.note("loading the next matrix")
 
 
 def _ms(value: float) -> str:

@@ -112,11 +112,16 @@ def case_line(case) -> str:
 
 
 def case_printer(args: argparse.Namespace):
-    """Print each case's line as it finishes, flushed (none under --json: stdout is JSON)."""
+    """Print each case's line as it finishes, flushed (none under --json: stdout is JSON).
+    A reader of stdout that went away stops the lines, not the run."""
     if getattr(args, "json", False):
         return None
+    from sparsescope.cli import stdout_gone
 
     def emit(case) -> None:
-        print(case_line(case), flush=True)
+        try:
+            print(case_line(case), flush=True)
+        except BrokenPipeError:  # `run ... | head`: the run goes on, its results are written
+            stdout_gone()
 
     return emit

@@ -6,7 +6,6 @@ import argparse
 import shlex
 import sys
 
-from sparsescope import registry
 from sparsescope.cli import add_json_flag
 from sparsescope.cli.op_options import (
     add_op_options,
@@ -25,8 +24,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "time it, and write DIR/results.json, DIR/report.md, DIR/report.html, "
                     "DIR/figures/ and DIR/tables/. Without a GPU it runs the CPU backend.",
         epilog="Exit codes: 0 every case ok or skipped; 9 --out or the store cannot be written "
-               "(checked before measuring); 10 the store failed after the results were written "
-               "(they are safe); 11 a case failed its correctness check (with --strict, a "
+               "(checked before measuring), another run is writing into --out, or results.json "
+               "could not be written after measuring (the message says where they were kept); "
+               "10 the report or the store failed after the results were written (they are "
+               "safe); 11 a case failed its correctness check (with --strict, a "
                "skipped case too); 2 usage, 3 matrix format, 4 matrix not available.")
     src = p.add_mutually_exclusive_group()
     src.add_argument("--suite", default=None, help="named suite (default seed6; see "
@@ -58,18 +59,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def handle(args: argparse.Namespace) -> tuple[dict, str]:
     from sparsescope import api
     from sparsescope.errors import UsageError
-    from sparsescope.timing.types import TimingConfig
 
-    if args.warmups < 0 or args.repeats < 1:
+    if args.warmups < 0 or args.repeats < 1:  # the upper bounds: api.TimingConfig.checked
         raise UsageError("--warmups must be >= 0 and --repeats >= 1")
     flush = {"auto": None, "on": True, "off": False}[args.flush]
-    suite = args.suite if args.suite or args.files else registry.op_entry(args.op).default_suite
+    suite = args.suite if args.suite or args.files else api.op_entry(args.op).default_suite
     op_params = op_params_given(args)
     variants = variants_given(args)
     out = api.run(
         suite=suite, files=args.files, scale=args.scale, backends=args.backends,
-        out_dir=args.out, timing=TimingConfig(warmups=args.warmups, repeats=args.repeats,
-                                              flush_l2=flush),
+        out_dir=args.out, timing=api.TimingConfig(warmups=args.warmups, repeats=args.repeats,
+                                                  flush_l2=flush),
         latency_ns=args.latency_ns, reference_gpu=args.reference_gpu, seed=args.seed,
         strict=args.strict, store=not args.no_store,
         command=shlex.join(["sparsescope", *sys.argv[1:]]),
@@ -87,7 +87,7 @@ def handle(args: argparse.Namespace) -> tuple[dict, str]:
     result = {
         "run_id": rs.run_id, "device": rs.provenance.device, "suite": rs.suite,
         "scale": rs.scale, "results": str(out.results_path),
-        "report": out.report_paths.to_dict(),
+        "report": out.report_paths.to_dict() if out.report_paths else None,
         "store": str(out.store_path) if out.store_path else None, "cases": cases,
     }
     lines = [f"run {rs.run_id} on {rs.provenance.device}: {len(rs.matrices)} matrices, "
@@ -95,9 +95,13 @@ def handle(args: argparse.Namespace) -> tuple[dict, str]:
     if getattr(args, "json", False):  # case lines were not printed while running
         lines += [case_line(case) for case in rs.cases]
     lines.append(f"results: {out.results_path}")
-    lines.append(f"report:  {out.results_path.parent / 'report.html'}")
-    code, why = run_exit_code(rs.cases, strict=args.strict, store_error=out.store_error)
-    result.update(exit_code=code, exit_reason=why, store_error=out.store_error or None)
+    if out.report_paths is not None:
+        lines.append(f"report:  {out.results_path.parent / 'report.html'}")
+    code, why = run_exit_code(rs.cases, strict=args.strict,
+                              store_error="; ".join(e for e in (out.report_error,
+                                                                out.store_error) if e))
+    result.update(exit_code=code, exit_reason=why, store_error=out.store_error or None,
+                  report_error=out.report_error or None)
     if code:
         print(f"sparsescope: warning: {why}", file=sys.stderr)
     return result, "\n".join(lines), code
@@ -105,7 +109,8 @@ def handle(args: argparse.Namespace) -> tuple[dict, str]:
 
 def run_exit_code(cases, *, strict: bool = False, store_error: str = "") -> tuple[int, str]:
     """(exit code, why): 11 when a case failed its check (or, ``strict``, was skipped), else 10
-    when the store failed after the results were written, else 0."""
+    when the report or the store failed after the results were written (``store_error``
+    says which), else 0."""
     from sparsescope.errors import EXIT_CASES_FAILED, StoreWriteError
 
     bad = [c for c in cases if c.outcome == "failed" or (strict and c.outcome == "skipped")]

@@ -55,7 +55,6 @@ def _list(args: argparse.Namespace) -> tuple[dict, str]:
 
 def _handle(args: argparse.Namespace) -> tuple[dict, str]:
     from sparsescope import api
-    from sparsescope.report.sass_render import render_markdown
 
     if args.list:
         return _list(args)
@@ -77,5 +76,5 @@ def _handle(args: argparse.Namespace) -> tuple[dict, str]:
                                  "shared": occ.limit_shared_blocks,
                                  "warps": occ.limit_warps_blocks, "blocks": occ.limit_blocks}}
         result["kernels"].append(entry)
-        texts.append(render_markdown(k, occupancy=occ))
+        texts.append(api.sass_markdown(k, occupancy=occ))
     return result, "\n".join(texts)

@@ -29,8 +29,11 @@ EPILOG = ("A SOURCE is a folder (every .mtx, .mtx.gz, .smtx, .npz inside, recurs
           "content hash, backend, op, parameters, device and version: run the same command "
           "again to resume. A file that cannot be read becomes a skipped case. "
           "Exit codes: 0 every case ok or skipped; 11 a case failed (its check, its worker "
-          "died, or --case-timeout); 12 --time-limit reached with cases left; 130 Ctrl-C "
-          "(what finished is stored); 9 --out or the store cannot be written (checked first); "
+          "died, or --case-timeout); 12 --time-limit reached with cases left (enforced by the "
+          "clock); 13 the cluster had no live worker left (cases in flight failed); 130 "
+          "Ctrl-C and 143 SIGTERM (what finished is stored and in results.json); 10 cases "
+          "measured but the store stayed locked (they are in results.json); 9 --out or the "
+          "store cannot be written (checked first); "
           "6 Dask missing (pip install 'sparsescope[sweep]'); 4 the SuiteSparse index is "
           "neither cached nor downloadable; 2 usage (a suitesparse: filter matching nothing).")
 
@@ -85,8 +88,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def handle(args: argparse.Namespace) -> tuple[dict, str, int]:
     from sparsescope import api
     from sparsescope.cli.run_cmd import run_exit_code
-    from sparsescope.errors import EXIT_SWEEP_INCOMPLETE, UsageError
-    from sparsescope.timing.types import TimingConfig
+    from sparsescope.errors import EXIT_SWEEP_ABORTED, EXIT_SWEEP_INCOMPLETE, UsageError
 
     if args.warmups < 0 or args.repeats < 1:
         raise UsageError("--warmups must be >= 0 and --repeats >= 1")
@@ -101,14 +103,19 @@ def handle(args: argparse.Namespace) -> tuple[dict, str, int]:
         op_params=op_params_given(args), variants=variants_given(args), store_path=store,
         seed=args.seed, time_limit_s=args.time_limit,
         cluster=args.cluster, scheduler=args.scheduler, workers=args.workers,
-        timing=TimingConfig(warmups=args.warmups, repeats=args.repeats, flush_l2=flush),
+        timing=api.TimingConfig(warmups=args.warmups, repeats=args.repeats, flush_l2=flush),
         retry_failed=args.retry_failed, progress=not args.json,
         case_timeout_s=args.case_timeout, on_case=case_printer(args),
         command=shlex.join(["sparsescope", *sys.argv[1:]]), quiet=args.json)
     rs = out.runset
     code, why = run_exit_code(rs.cases)
     left = out.throughput().get("left", 0)
-    if left:
+    aborted = getattr(out.engine, "aborted", "")
+    if aborted:
+        code, why = EXIT_SWEEP_ABORTED, (
+            f"{aborted}: the cases in flight are stored as failed, {left} case(s) left; run "
+            "the same command again with --retry-failed once the cluster has workers")
+    elif left:
         code, why = EXIT_SWEEP_INCOMPLETE, (f"--time-limit reached: {left} case(s) left; run "
                                             "the same command again to resume")
     result = {

@@ -99,25 +99,41 @@ def line_text(path: str | Path, lineno: int) -> bytes:
         return next(itertools.islice(fh, lineno - 1, None), b"").strip()
 
 
+_INDEX = re.compile(rb"[+-]?[0-9]+")
+_NUMBER = re.compile(rb"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_NON_FINITE = re.compile(rb"[+-]?(?:inf|infinity|nan)", re.IGNORECASE)
+
+
 def _parse_index(p: str, lineno: int, token: bytes, what: str, limit: int) -> int:
-    try:
-        value = int(token)
-    except ValueError:
+    if b"\x00" in token:
+        raise MatrixFormatError(p, f"NUL byte (\\x00) in the {what} index "
+                                   f"'{short_text(token)}': the text is damaged", line=lineno)
+    if not _INDEX.fullmatch(token):
         raise MatrixFormatError(p, f"{what} index '{short_text(token)}' is not an integer",
-                                line=lineno) from None
+                                line=lineno)
+    value = int(token)
     if not 1 <= value <= limit:
         raise MatrixFormatError(p, f"{what} index {value} out of range 1..{limit}", line=lineno)
     return value - 1
 
 
-def _parse_value(p: str, lineno: int, token: bytes) -> float:
-    # Integer fields are read through float too: fast_matrix_market accepts "1.5" there, and the
-    # slow path must not call a file bad that the fast path reads.
-    try:
-        value = float(token)
-    except ValueError:
+def _parse_value(p: str, lineno: int, token: bytes, field: str = "real") -> float:
+    """A value token, strictly: a decimal number (an integer for field ``integer``); nothing
+    before or after it, no hexadecimal, no underscores, no comma decimal separator."""
+    if b"\x00" in token:
+        raise MatrixFormatError(p, f"NUL byte (\\x00) in the value '{short_text(token)}': the "
+                                   "text is damaged", line=lineno)
+    if _NON_FINITE.fullmatch(token):
+        raise MatrixFormatError(p, f"value '{short_text(token)}' is not finite (NaN or infinity)",
+                                line=lineno)
+    if field == "integer" and not _INDEX.fullmatch(token):
+        raise MatrixFormatError(
+            p, f"value '{short_text(token)}' is not an integer (the banner declares field "
+               "'integer')", line=lineno)
+    if not _NUMBER.fullmatch(token):
         raise MatrixFormatError(p, f"value '{short_text(token)}' is not a number",
-                                line=lineno) from None
+                                line=lineno)
+    value = float(token)
     if not math.isfinite(value):
         raise MatrixFormatError(p, f"value '{short_text(token)}' is not finite (NaN or infinity)",
                                 line=lineno)
@@ -128,17 +144,21 @@ def parse_entry(p: str, header: MtxHeader, lineno: int, text: bytes) -> tuple[in
     """Check one entry line fully; return 0-based (row, col, value) (row=col=-1 for arrays)."""
     tokens = text.split()
     if header.format == "array":
-        return -1, -1, _parse_value(p, lineno, tokens[0])
+        if len(tokens) != 1:
+            raise MatrixFormatError(
+                p, f"expected 1 value per line in an array file, found {len(tokens)}: "
+                   f"'{short_text(text)}'", line=lineno)
+        return -1, -1, _parse_value(p, lineno, tokens[0], header.field)
     pattern = header.field == "pattern"
     need = 2 if pattern else 3
-    if len(tokens) < need:
+    if len(tokens) != need:
         shape = "'row col'" if pattern else "'row col value'"
         raise MatrixFormatError(
             p, f"expected {need} fields {shape}, found {len(tokens)}: '{short_text(text)}'",
             line=lineno)
     row = _parse_index(p, lineno, tokens[0], "row", header.rows)
     col = _parse_index(p, lineno, tokens[1], "column", header.cols)
-    value = 1.0 if pattern else _parse_value(p, lineno, tokens[2])
+    value = 1.0 if pattern else _parse_value(p, lineno, tokens[2], header.field)
     if header.symmetry == "skew-symmetric" and row == col and value != 0.0:
         raise MatrixFormatError(
             p, f"skew-symmetric matrix has a nonzero diagonal entry ({row + 1}, {col + 1}) = "

@@ -39,6 +39,30 @@ def check_sizes(rows: int, cols: int, nnz: int) -> None:
         raise UsageError(
             f"nnz must be between 1 and rows * cols = {rows * cols} for a {rows} x {cols} "
             f"matrix, got {nnz}")
+    check_generation_memory(rows, cols, nnz)
+
+
+def check_generation_memory(rows: int, cols: int, nnz: int) -> None:
+    """Refuse sizes whose result cannot fit in memory, before anything is allocated.
+
+    Counted: the canonical CSR and one SpMV's vectors
+    (:func:`~sparsescope.matrices._csr.csr_memory_parts`), the row lengths and row starts the
+    generators keep (rows x 16), and one block of sampling temporaries (:data:`CHUNK_NNZ` x 32).
+    Raises :class:`UsageError` naming the sizes and the bytes needed.
+    """
+    from sparsescope.matrices._csr import _size, csr_memory_parts, physical_memory_bytes
+
+    parts = csr_memory_parts(rows, cols, nnz) + [
+        ("row lengths and starts rows x 16", rows * 16),
+        ("sampling temporaries", min(nnz, CHUNK_NNZ) * 32)]
+    needed = sum(count for _, count in parts)
+    memory = physical_memory_bytes()
+    if memory is not None and needed > memory:
+        detail = ", ".join(f"{what} = {count:,}" for what, count in parts)
+        raise UsageError(
+            f"a generated {rows:,} x {cols:,} matrix with {nnz:,} nonzeros needs {needed:,} "
+            f"bytes ({_size(needed)}: {detail}), more than this machine's {_size(memory)} of "
+            "memory; ask for fewer nonzeros")
 
 
 def apportion(weights: np.ndarray, total: int, cap: np.ndarray | int) -> np.ndarray:

@@ -297,4 +297,22 @@ def generate(kind: str, rows: int, nnz: int, *, cols: int | None = None, seed: i
         raise UsageError(
             f"generator {kind!r} has no parameter {', '.join(unknown)}; its parameters: "
             f"{', '.join(allowed) or 'none'}")
+    for name, value in params.items():
+        _check_param(kind, name, value, allowed[name])
     return GENERATORS[kind](rows, nnz, cols=cols, seed=seed, **params)
+
+
+def _check_param(kind: str, name: str, value, default) -> None:
+    """Every generator parameter is a width, a count, a fraction, an exponent or a probability:
+    a finite number >= 0, whole where its default is whole (or None: a width worked out from
+    the size). A NaN used to reach ``int()`` as a traceback, and a negative width was used."""
+    import math
+
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise UsageError(f"generator {kind!r}: {name}={value!r} is not a finite number")
+    if value < 0:
+        raise UsageError(f"generator {kind!r}: {name}={value!r} must be >= 0")
+    if (default is None or isinstance(default, int)) and value != int(value):
+        raise UsageError(f"generator {kind!r}: {name}={value!r} must be a whole number")

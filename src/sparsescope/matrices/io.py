@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import gzip
 import os
 from collections.abc import Callable
@@ -73,6 +74,8 @@ def read_matrix(path: str | os.PathLike, *, strict: bool = False,
     if file.is_dir():
         raise MatrixFormatError(str(file), "is a directory, not a matrix file")
     if not file.exists():
+        if file.is_symlink():
+            _broken_link(file)
         raise MatrixNotAvailableError(f"{file}: no such file")
     if not file.is_file():
         raise MatrixFormatError(str(file), "is not a regular file (a device, pipe or socket)")
@@ -84,6 +87,21 @@ def read_matrix(path: str | os.PathLike, *, strict: bool = False,
         raise MatrixFormatError(str(file), f"cannot read file: {exc.strerror or exc}") from None
     stem = file.name[: len(file.name) - len(suffix)]
     return Matrix(name=name or stem, csr=csr, source=str(file))
+
+
+def _broken_link(file: Path) -> None:
+    """A symbolic link that leads nowhere: a loop, or a dangling target, named as such."""
+    try:
+        file.resolve(strict=True)
+    except RuntimeError:  # Python < 3.13 raises RuntimeError for a loop
+        raise MatrixNotAvailableError(f"{file}: symbolic link loop (it never reaches a "
+                                      "file)") from None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise MatrixNotAvailableError(f"{file}: symbolic link loop (it never reaches a "
+                                          "file)") from None
+        raise MatrixNotAvailableError(
+            f"{file}: dangling symbolic link to {os.readlink(file)} (no such file)") from None
 
 
 def _canonical(matrix) -> sp.csr_matrix:

@@ -1,11 +1,14 @@
 """Matrix Market (``.mtx``, ``.mtx.gz``) reading with exact error locations.
 
 Fast path: the header (banner, comments, size line) is parsed in Python
-(:mod:`~sparsescope.matrices.mtx_header`), the body by ``fast_matrix_market`` (multi-threaded
-C++), then everything else is checked vectorised with NumPy: non-finite values, nonzero diagonal
-of a skew-symmetric file, duplicates. Only when a check fails (or ``fast_matrix_market`` raises)
-is the text looked at again (:mod:`~sparsescope.matrices._mtx_scan`), to name the exact 1-based
-line and write a precise message.
+(:mod:`~sparsescope.matrices.mtx_header`), the body is checked against the strict grammar
+(:mod:`~sparsescope.matrices._mtx_check`: a NUL byte is refused there, since it crashes the fast
+parser, and irregular text goes to the exact scan, since the fast parser guesses on it), then
+parsed by ``fast_matrix_market`` (multi-threaded C++), then everything else is checked
+vectorised with NumPy: non-finite values, nonzero diagonal of a skew-symmetric file, duplicates.
+Only when a check fails (or ``fast_matrix_market`` raises) is the text looked at again
+(:mod:`~sparsescope.matrices._mtx_scan`), to name the exact 1-based line and write a precise
+message.
 
 Supported: ``coordinate`` and ``array`` formats; ``real``, ``integer`` and ``pattern`` fields
 (pattern values read as 1.0); ``general``, ``symmetric`` and ``skew-symmetric`` symmetry, expanded
@@ -43,6 +46,7 @@ from sparsescope.matrices._csr import (
     make_csr,
     report_defect,
 )
+from sparsescope.matrices._mtx_check import check_body
 from sparsescope.matrices._mtx_scan import (
     check_entry_count,
     line_text,
@@ -81,13 +85,16 @@ def _read_body(path: str | Path, header: MtxHeader, strict: bool) -> sp.csr_matr
         return _read_array(path, header)
     import fast_matrix_market as fmm
 
-    try:
-        (values, (rows, cols)), _ = fmm.read_coo(str(path), generalize_symmetry=False)
-    except Exception as exc:  # noqa: BLE001 - any parser failure goes to the exact re-scan
-        _check_gzip(path, exc)
-        # Raises a precise error; if it finds no defect (say, comment lines between entries,
-        # which fast_matrix_market refuses), its entries are used.
-        rows, cols, values = scan_body(path, header, hint=exc)
+    if not check_body(path, header):  # raises at a NUL byte, which crashes the fast parser
+        # Not strictly regular: the exact scan raises a precise error, or reads what is valid
+        # but irregular (comment lines between entries), never guessing.
+        rows, cols, values = scan_body(path, header)
+    else:
+        try:
+            (values, (rows, cols)), _ = fmm.read_coo(str(path), generalize_symmetry=False)
+        except Exception as exc:  # noqa: BLE001 - any parser failure goes to the exact re-scan
+            _check_gzip(path, exc)
+            rows, cols, values = scan_body(path, header, hint=exc)
     values = np.asarray(values, dtype=np.float64)
     bad = check_finite(values)
     if bad >= 0:
@@ -220,10 +227,14 @@ def _read_array(path: str | Path, header: MtxHeader) -> sp.csr_matrix:
     """Dense ``array`` files: keep the nonzero values only."""
     import fast_matrix_market as fmm
 
-    try:
-        dense = np.asarray(fmm.read_array(str(path)), dtype=np.float64)
-    except Exception as exc:  # noqa: BLE001 - exact re-scan names the line
-        file_values = scan_body(path, header, hint=exc)
+    dense: np.ndarray | Exception | None = None  # None: not strictly regular
+    if check_body(path, header):  # raises at a NUL byte, which crashes the fast parser
+        try:
+            dense = np.asarray(fmm.read_array(str(path)), dtype=np.float64)
+        except Exception as exc:  # noqa: BLE001 - exact re-scan names the line
+            dense = exc
+    if not isinstance(dense, np.ndarray):
+        file_values = scan_body(path, header, hint=dense)
         rows, cols = _array_positions(header)
         dense = np.zeros((header.rows, header.cols))
         dense[rows, cols] = file_values

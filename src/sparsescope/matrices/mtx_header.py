@@ -109,8 +109,10 @@ def gzip_error(path: str | Path, exc: BaseException) -> MatrixFormatError:
 
 
 def short_text(raw: bytes, limit: int = 80) -> str:
+    """The text of ``raw`` for a message: control bytes (a NUL) shown as ``\\xNN``."""
     text = raw.decode("latin-1").strip()
-    return text if len(text) <= limit else text[:limit] + "..."
+    text = text if len(text) <= limit else text[:limit] + "..."
+    return "".join(ch if ch.isprintable() else f"\\x{ord(ch):02x}" for ch in text)
 
 
 def read_header(path: str | Path) -> MtxHeader:
@@ -153,10 +155,7 @@ def _parse_header(p: str, path: str | Path) -> MtxHeader:
     want = 3 if fmt == "coordinate" else 2
     shape_help = "'rows cols entries'" if want == 3 else "'rows cols'"
     parts = size_raw.split()
-    try:
-        numbers = [int(t) for t in parts]
-    except ValueError:
-        numbers = []
+    numbers = [int(t) for t in parts] if all(t.isdigit() for t in parts) else []
     if len(numbers) != want or min(numbers) < 0:
         raise MatrixFormatError(
             p, f"bad size line: expected {shape_help} as {want} non-negative integers, "

@@ -11,6 +11,7 @@ Market files. A ``shape`` whose CSR arrays cannot fit in memory is refused befor
 
 from __future__ import annotations
 
+import math
 import zipfile
 from pathlib import Path
 
@@ -45,13 +46,95 @@ def _load_arrays(p: str, path: str | Path) -> dict[str, np.ndarray]:
         raise MatrixFormatError(p, f"not a scipy.sparse .npz file: {exc}") from None
 
 
+def _layout(p: str, value: np.ndarray) -> str:
+    if value.shape != () or value.dtype.kind not in "SU":
+        raise MatrixFormatError(p, f"array 'format' must be a string such as 'csr', found "
+                                   f"{value.dtype} with shape {value.shape}")
+    layout = value.item()
+    return layout.decode("latin-1") if isinstance(layout, bytes) else str(layout)
+
+
+def _shape(p: str, value: np.ndarray) -> tuple[int, int]:
+    """(rows, cols), exactly: integers (or integral floats), finite, non-negative."""
+    raw = np.asarray(value).ravel()
+    if raw.ndim != 1 or len(raw) != 2 or raw.dtype.kind not in "iuf":
+        raise MatrixFormatError(p, f"bad shape {raw.tolist()}: expected (rows, cols) as 2 "
+                                   "integers")
+    if raw.dtype.kind == "f":
+        for v in raw.tolist():
+            if not math.isfinite(v) or v != int(v):
+                raise MatrixFormatError(p, f"bad shape {raw.tolist()}: {v} is not an integer")
+    shape = tuple(int(v) for v in raw.tolist())  # Python ints: exact for uint64 too
+    if min(shape) < 0:
+        raise MatrixFormatError(p, f"bad shape {shape}: sizes must be non-negative")
+    return shape
+
+
 def _int_array(p: str, arrays: dict, key: str) -> np.ndarray:
     array = arrays[key]
     if array.ndim != 1 or not np.issubdtype(array.dtype, np.integer):
         raise MatrixFormatError(
             p, f"array '{key}' must be a 1-D integer array, found {array.dtype} with shape "
                f"{array.shape}")
+    if array.dtype.kind == "u" and array.dtype.itemsize == 8 and len(array):
+        too_big = np.flatnonzero(array > np.iinfo(np.int64).max)
+        if len(too_big):
+            k = int(too_big[0])
+            raise MatrixFormatError(p, f"array '{key}' holds {int(array[k])}, past the largest "
+                                       "index 2**63-1", index=k)
     return array.astype(np.int64, copy=False)
+
+
+def _read_bsr(p: str, arrays: dict, shape: tuple[int, int]) -> sp.csr_matrix:
+    """Block sparse rows: data (blocks, R, C), indices (block columns), indptr (block rows + 1);
+    every array checked before SciPy sees it, then expanded to canonical CSR."""
+    missing = [key for key in ("data", "indices", "indptr") if key not in arrays]
+    if missing:
+        raise MatrixFormatError(p, f"bsr file lacks array(s) {', '.join(missing)}")
+    data = arrays["data"]
+    if data.ndim != 3:
+        raise MatrixFormatError(p, f"array 'data' of a bsr file must be 3-D (blocks, R, C), "
+                                   f"found shape {data.shape}")
+    blocks, r, c = data.shape
+    if r < 1 or c < 1 or shape[0] % r or shape[1] % c:
+        raise MatrixFormatError(p, f"block size {r} x {c} does not divide the shape "
+                                   f"{shape[0]} x {shape[1]}")
+    values = _values(p, {"data": data.reshape(-1)})
+    indptr = _int_array(p, arrays, "indptr")
+    indices = _int_array(p, arrays, "indices")
+    block_rows, block_cols = shape[0] // r, shape[1] // c
+    if len(indptr) != block_rows + 1:
+        raise MatrixFormatError(
+            p, f"indptr has {len(indptr)} entries, expected {block_rows + 1} (block rows + 1)")
+    if indptr[0] != 0 or indptr[-1] != len(indices) or len(indices) != blocks:
+        raise MatrixFormatError(
+            p, f"inconsistent arrays: indptr runs {int(indptr[0])}..{int(indptr[-1])}, "
+               f"indices has {len(indices)} entries, data {blocks} blocks")
+    drops = np.flatnonzero(np.diff(indptr) < 0)
+    if len(drops):
+        k = int(drops[0])
+        raise MatrixFormatError(
+            p, f"indptr decreases at block row {k} ({int(indptr[k])} -> {int(indptr[k + 1])})")
+    _check_range(p, indices, block_cols, "block column")
+    matrix = sp.bsr_matrix((values.reshape(blocks, r, c), indices, indptr), shape=shape)
+    return _finish_other(p, matrix.tocsr())
+
+
+def _read_dia(p: str, arrays: dict, shape: tuple[int, int]) -> sp.csr_matrix:
+    missing = [key for key in ("data", "offsets") if key not in arrays]
+    if missing:
+        raise MatrixFormatError(p, f"dia file lacks array(s) {', '.join(missing)}")
+    data = arrays["data"]
+    offsets = _int_array(p, arrays, "offsets")
+    if data.ndim != 2 or data.shape[0] != len(offsets):
+        raise MatrixFormatError(p, f"array 'data' of a dia file must be 2-D with one row per "
+                                   f"offset ({len(offsets)}), found shape {data.shape}")
+    values = _values(p, {"data": data.reshape(-1)}).reshape(data.shape)
+    repeated = np.flatnonzero(np.diff(np.sort(offsets)) == 0)
+    if len(repeated):
+        raise MatrixFormatError(p, f"offset {int(np.sort(offsets)[repeated[0]])} appears twice")
+    matrix = sp.dia_matrix((values, offsets), shape=shape)
+    return _finish_other(p, matrix.tocsr())
 
 
 def _values(p: str, arrays: dict) -> np.ndarray:
@@ -78,22 +161,20 @@ def read_npz(path: str | Path, *, strict: bool = False) -> sp.csr_matrix:
         raise MatrixFormatError(
             p, "not a scipy.sparse .npz file: arrays 'format' and 'shape' are missing "
                f"(found: {', '.join(sorted(arrays)) or 'none'})")
-    layout = arrays["format"].item()
-    layout = layout.decode() if isinstance(layout, bytes) else str(layout)
-    shape = tuple(int(v) for v in np.asarray(arrays["shape"]).ravel())
-    if len(shape) != 2 or min(shape) < 0:
-        raise MatrixFormatError(p, f"bad shape {shape}: expected (rows, cols)")
+    layout = _layout(p, arrays["format"])
+    shape = _shape(p, arrays["shape"])
     if shape[0] == 0 or shape[1] == 0:
         raise MatrixFormatError(p, f"empty matrix: shape {shape[0]} x {shape[1]}")
     stored = int(np.size(arrays["data"])) if "data" in arrays else 0
     check_memory(p, f"array 'shape' declares {shape[0]:,} x {shape[1]:,} ({layout}, "
                     f"{stored:,} stored entries)", csr_memory_parts(shape[0], shape[1], stored))
+    if layout == "bsr":
+        return _read_bsr(p, arrays, shape)
+    if layout == "dia":
+        return _read_dia(p, arrays, shape)
     if layout not in _REQUIRED:
-        try:
-            matrix = sp.load_npz(path).tocsr()
-        except Exception as exc:  # noqa: BLE001 - any SciPy failure means a damaged file
-            raise MatrixFormatError(p, f"cannot read {layout} matrix: {exc}") from None
-        return _finish_other(p, matrix)
+        raise MatrixFormatError(
+            p, f"unknown sparse format '{layout}' (expected csr, csc, coo, bsr or dia)")
     missing = [key for key in _REQUIRED[layout] if key not in arrays]
     if missing:
         raise MatrixFormatError(p, f"{layout} file lacks array(s) {', '.join(missing)}")

@@ -16,7 +16,6 @@ from __future__ import annotations
 import os
 import re
 import sys
-import tarfile
 import tempfile
 import urllib.error
 import urllib.request
@@ -101,14 +100,12 @@ def _download(url: str, dest: Path, timeout_s: float = DOWNLOAD_TIMEOUT_S) -> No
 
 
 def _extract(archive: Path, group_dir: Path, name: str) -> None:
-    """Extract the members under ``<Name>/`` (SuiteSparse archives hold ``<Name>/<Name>.mtx``)."""
-    try:
-        with tarfile.open(archive, "r:gz") as tar:
-            members = [m for m in tar.getmembers()
-                       if m.name.split("/")[0] == name and (m.isfile() or m.isdir())]
-            tar.extractall(group_dir, members=members, filter="data")
-    except (tarfile.TarError, OSError, EOFError) as exc:
-        raise MatrixFormatError(str(archive), f"cannot extract the archive: {exc}") from None
+    """Extract ``<Name>/<Name>.mtx`` only (SuiteSparse archives also hold right-hand sides such
+    as ``<Name>/<Name>_b.mtx``), capped in members and bytes
+    (:func:`~sparsescope.matrices.archive.extract_matrix`)."""
+    from sparsescope.matrices.archive import extract_into
+
+    extract_into(archive, group_dir / name / f"{name}.mtx", name)
 
 
 def fetch_suitesparse(group_name: str, *, cache_dir: str | os.PathLike | None = None,

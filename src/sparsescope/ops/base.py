@@ -25,6 +25,26 @@ from sparsescope.model.prediction import ModelPrediction, not_modelled
 from sparsescope.ops.params import OpDerived, OpParams
 from sparsescope.results.records import Correctness
 
+INT_PARAM_LIMIT = 2**31 - 1
+"""The largest value an integer op parameter without its own maximum may take: a count (rows
+selected, columns of X) beyond what an int32 index holds is refused before anything is
+allocated."""
+
+
+def _whole(value: Any) -> int:
+    """``value`` as an int: ints as they are, text such as ``"64"`` or ``"1e12"`` when it names
+    a whole number (``ValueError`` otherwise: ``"nan"``, ``"2.5"``), other numbers by ``int``."""
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            return int(text)
+        except ValueError:
+            number = float(text)  # ValueError for text that is no number
+            if not number.is_integer():  # nan and inf too
+                raise ValueError(text) from None
+            return int(number)
+    return int(value)
+
 
 @dataclass(frozen=True)
 class ParamSpec:
@@ -53,11 +73,14 @@ class ParamSpec:
                 raise UsageError(f"{self.name} must be a sequence of integers, got "
                                  f"{value!r}") from None
         try:
-            converted = self.kind(value)
-        except (TypeError, ValueError):
+            converted = _whole(value) if self.kind is int else self.kind(value)
+        except (TypeError, ValueError, OverflowError):
             raise UsageError(f"{self.name} must be {self.kind.__name__}, got {value!r}") from None
         if self.kind is int and converted != value and not isinstance(value, str):
             raise UsageError(f"{self.name} must be an integer, got {value!r}")
+        if self.kind is int and self.maximum is None and abs(converted) > INT_PARAM_LIMIT:
+            raise UsageError(f"{self.name} must be at most {INT_PARAM_LIMIT} (a count an int32 "
+                             f"index holds), got {value!r}")
         if self.choices and converted not in self.choices:
             raise UsageError(f"{self.name} must be one of {', '.join(map(str, self.choices))}, "
                              f"got {value!r}")

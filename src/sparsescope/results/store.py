@@ -14,7 +14,8 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-from collections.abc import Iterator
+import uuid
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -97,17 +98,43 @@ def _finite_or_none(value: float | None) -> float | None:
     return None if value is None or value != value else value
 
 
-class ResultsStore:
-    """Append-only store of RunSets in one SQLite file."""
+class StoreBusyError(ResultsFormatError):
+    """The store is usable but could not be written or read just now: locked by another
+    writer past the busy timeout, a full disk, an I/O error. Waiting, or writing later, may
+    succeed (a sweep keeps its cases in memory meanwhile); exit code 5 when it is not."""
 
-    def __init__(self, path: str | os.PathLike | None = None) -> None:
+
+#: SQLite's result codes (``sqlite3.Error.sqlite_errorname``, first part) that say "not now"
+#: rather than "not a results store".
+_TRANSIENT = ("SQLITE_BUSY", "SQLITE_LOCKED", "SQLITE_FULL", "SQLITE_IOERR")
+
+
+def _store_error(path: Path, exc: sqlite3.Error) -> ResultsFormatError:
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    transient = name.startswith(_TRANSIENT) or (
+        not name and any(w in str(exc) for w in ("locked", "busy", "disk is full", "disk I/O")))
+    if transient:
+        return StoreBusyError(f"{path}: results store not writable now ({exc})")
+    return ResultsFormatError(f"{path}: not a usable results store ({exc})")
+
+
+class ResultsStore:
+    """Append-only store of RunSets in one SQLite file.
+
+    ``timeout_s``: how long one call waits for another connection's lock (SQLite's busy
+    timeout) before :class:`StoreBusyError`.
+    """
+
+    def __init__(self, path: str | os.PathLike | None = None, *,
+                 timeout_s: float = 5.0) -> None:
         self.path = Path(path) if path is not None else default_store_path()
+        self.timeout_s = timeout_s
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            con = sqlite3.connect(self.path)
+            con = sqlite3.connect(self.path, timeout=self.timeout_s)
         except (OSError, sqlite3.Error) as exc:
             raise ResultsFormatError(f"{self.path}: cannot open the results store ({exc})"
                                      ) from None
@@ -118,16 +145,27 @@ class ResultsStore:
             with con:  # one transaction: commit on success, roll back on error
                 yield con
         except sqlite3.DatabaseError as exc:
-            raise ResultsFormatError(f"{self.path}: not a usable results store ({exc})") from None
+            raise _store_error(self.path, exc) from None
         finally:
             con.close()
 
     def check_writable(self) -> None:
-        """Open the store and write to it (a table made and dropped in one transaction): what
-        ``append`` will need, proved before a run measures anything."""
+        """Open the store and write to it: what ``append`` will need, proved before a run
+        measures anything.
+
+        One transaction under the write lock (``BEGIN IMMEDIATE``) makes a table named for
+        this process and call, writes a row, drops the table and commits, so the file and its
+        journal are really written, and nothing is left behind. Concurrent starts each wait
+        for the lock in turn (the connection's busy timeout) and never see each other's
+        table: the shared ``write_probe`` made and dropped in autocommit raced ("no such
+        table: write_probe" when another start dropped it first; issue 33).
+        """
+        name = f"write_probe_{os.getpid()}_{uuid.uuid4().hex}"
         with self._connect() as con:
-            con.execute("CREATE TABLE IF NOT EXISTS write_probe (x INTEGER)")
-            con.execute("DROP TABLE write_probe")
+            con.execute("BEGIN IMMEDIATE")
+            con.execute(f"CREATE TABLE {name} (x INTEGER)")
+            con.execute(f"INSERT INTO {name} VALUES (1)")
+            con.execute(f"DROP TABLE {name}")
 
     def append(self, runset: RunSet) -> None:
         """Store ``runset``: its provenance row, one row per case, and its full JSON."""
@@ -224,13 +262,39 @@ class ResultsStore:
 
     def append_sweep_case(self, matrix_hash: str, matrix: str, backend: str, op: str,
                           params: str, device: str, version: str, outcome: str,
-                          case_json: str) -> None:
+                          case_json: str, replaces: str | None = None) -> None:
         """Store one finished sweep case at once (its own transaction), replacing an earlier
-        row of the same key (a failed case run again with ``--retry-failed``)."""
+        row of the same key (a failed case run again with ``--retry-failed``); ``replaces``:
+        another matrix hash whose row of the same backend, op, parameters, device and version
+        this case supersedes (see :meth:`append_sweep_cases`)."""
+        self.append_sweep_cases([((matrix_hash, matrix, backend, op, params, device, version,
+                                   outcome, case_json), replaces)])
+
+    def append_sweep_cases(self, rows: Sequence[tuple[tuple, str | None]]) -> None:
+        """Store finished sweep cases in one transaction: each ``(row, replaces)``, ``row`` as
+        :meth:`append_sweep_case` takes it, ``replaces`` a matrix hash (or None) whose row of
+        the same backend, op, parameters, device and version is deleted: the case of a matrix
+        whose probe failed (its worker died) was stored under the file's hash
+        (``sweep.sources.source_hash``); once it runs under its content hash, the failed row
+        goes (it was kept beside the new one: 47 rows for 30 cases; issue 33)."""
         with self._connect() as con:
-            con.execute("INSERT OR REPLACE INTO sweep_cases VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                        (matrix_hash, matrix, backend, op, params, device, version, outcome,
-                         case_json))
+            for row, replaces in rows:
+                if replaces and replaces != row[0]:
+                    con.execute("DELETE FROM sweep_cases WHERE matrix_hash = ? AND backend = ? "
+                                "AND op = ? AND params = ? AND device = ? AND version = ?",
+                                (replaces, *row[2:7]))
+                con.execute("INSERT OR REPLACE INTO sweep_cases "
+                            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
+
+    def failed_probe_keys(self, device: str, version: str) -> set[tuple]:
+        """``(matrix name, backend, op, params)`` of the sweep cases of ``device`` and
+        ``version`` stored under a file's hash (``file-...``: their matrix could not be
+        probed), which a case run later under the content hash replaces."""
+        with self._connect() as con:
+            rows = con.execute(
+                "SELECT matrix, backend, op, params FROM sweep_cases WHERE device = ? "
+                "AND version = ? AND matrix_hash LIKE 'file-%'", (device, version)).fetchall()
+        return {tuple(row) for row in rows}
 
     def sweep_cases(self, device: str, version: str) -> dict[tuple, str]:
         """Key ``(matrix_hash, backend, op, params)`` -> the stored JSON of every sweep case

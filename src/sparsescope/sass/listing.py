@@ -8,8 +8,12 @@ predicate on the (mangled) function name skips the parsing of functions nobody a
 A listing cut short (a saved file truncated, a disassembler that died) is refused, not analysed
 in part: every function must reach its end marker, selected or not, since the functions after a
 cut are missing too. ``cuobjdump -sass`` closes each function with a line of ten dots
-(``..........``); ``nvdisasm`` declares ``.size NAME,(.L_x_N - NAME)`` and places the end label
-``.L_x_N:`` after the last instruction. A function that stops before its end marker raises
+(``..........``), but a function whose code is whole is accepted without it: one that reached
+its ``EXIT`` and its closing self-branch (``BRA`` to its own address, the trap after the last
+block), followed only by ``NOP`` padding (the last padding line may itself be cut), is complete,
+since nothing after the self-branch is code. ``nvdisasm`` declares
+``.size NAME,(.L_x_N - NAME)`` and places the end label ``.L_x_N:`` after the last instruction.
+A function that stops before its end (inside its code) raises
 :class:`~sparsescope.errors.TruncatedInputError` naming the listing, the line and the function
 (once the functions before it have been yielded).
 """
@@ -72,6 +76,47 @@ def _cut_short(source: str, lineno: int, name: str, arch: str, last_address: int
         line=lineno, item=name)
 
 
+_SELF_BRANCH = re.compile(r"^BRA\s+(?:0x)?([0-9a-fA-F]+)\s*;?$")
+"""An unpredicated branch to a literal address: the self-branch that ends every kernel."""
+
+
+class _CuobjdumpTail:
+    """The end of the function being read, tracked with string tests only (no regex per line,
+    so unselected functions stream as fast as before): whether an ``EXIT`` was seen, the last
+    two code (non-``NOP``) instruction lines, and the last instruction line."""
+
+    __slots__ = ("exit_seen", "code", "prev_code", "last_line", "last_lineno")
+
+    def __init__(self) -> None:
+        self.exit_seen = False
+        self.code: str | None = None
+        self.prev_code: str | None = None
+        self.last_line: str | None = None
+        self.last_lineno = 0
+
+    def instruction(self, line: str, lineno: int) -> None:
+        self.last_line, self.last_lineno = line, lineno
+        if "NOP" in line:
+            return
+        self.exit_seen = self.exit_seen or "EXIT" in line
+        self.prev_code, self.code = self.code, line
+
+    def padded_end(self) -> tuple[bool, bool]:
+        """(whole, last_cut): whether the code ends in ``EXIT`` ... self-branch followed only
+        by ``NOP`` padding, and whether the last instruction line is a ``NOP`` cut short."""
+        code, last_cut = self.code, False
+        if self.last_line is not None and self.last_line is code:
+            m = _INS.match(code)
+            text = m.group(2).strip() if m else ""
+            if "NOP".startswith(text):  # "/*0770*/  NO": a padding line cut short
+                code, last_cut = self.prev_code, True
+        if code is None or not self.exit_seen:
+            return False, last_cut
+        m = _INS.match(code)
+        sb = _SELF_BRANCH.match(m.group(2).strip()) if m else None
+        return bool(sb and int(sb.group(1), 16) == int(m.group(1), 16)), last_cut
+
+
 def _parse(address: int, text: str, lineno: int, **source_line) -> Instruction:
     """One instruction; a text the parser cannot read is a UsageError naming its line."""
     try:
@@ -85,8 +130,9 @@ def iter_cuobjdump(lines: Iterable[str], select: Select | None = None, *,
                    source: str = "cuobjdump listing") -> Iterator[KernelListing]:
     """Functions of a ``cuobjdump -sass`` listing (any number of ELF sections and arches).
 
-    Raises :class:`TruncatedInputError` (naming ``source``) for a function without its closing
-    ``..........`` line, after yielding the complete functions before it.
+    Raises :class:`TruncatedInputError` (naming ``source``) for a function cut inside its
+    code: without its closing ``..........`` line and not ending in its ``EXIT``, self-branch
+    and ``NOP`` padding; after yielding the complete functions before it.
     """
     select = select or _all
     arch = ""
@@ -94,14 +140,22 @@ def iter_cuobjdump(lines: Iterable[str], select: Select | None = None, *,
     wanted = ended = False
     done: list[str] = []
     body: list[tuple[int, str, int]] = []  # (address, text, line): parsed once the end is seen
+    tail = _CuobjdumpTail()
 
     def close(lineno: int, at_end: bool) -> Iterator[KernelListing]:
+        nonlocal body
         if name is None:
             return
         if not ended:
-            last = body[-1][0] if wanted and body else None
-            raise _cut_short(source, lineno, name, arch, last, "its closing '..........' line",
-                             done, at_end)
+            whole, last_cut = tail.padded_end()
+            if not whole:
+                last = body[-1][0] if wanted and body else None
+                raise _cut_short(source, lineno, name, arch, last,
+                                 "its closing '..........' line", done, at_end)
+            # the padding: plain NOPs (a line cut inside its encoding comment read as one),
+            # and the last padding line, when cut short, not kept
+            body = [(a, "NOP" if t.startswith("NOP") else t, ln) for a, t, ln in body
+                    if not (last_cut and ln == tail.last_lineno)]
         done.append(name)
         if wanted:
             yield KernelListing(name, arch, tuple(_parse(*ins) for ins in body), "cuobjdump")
@@ -109,7 +163,10 @@ def iter_cuobjdump(lines: Iterable[str], select: Select | None = None, *,
     lineno = 0
     for lineno, line in enumerate(lines, start=1):
         if "/*" in line:
-            if not wanted or ended:
+            if name is None or ended or line.lstrip().startswith("/* "):
+                continue  # outside a function, or an encoding-only line
+            tail.instruction(line, lineno)
+            if not wanted:
                 continue
             m = _INS.match(line)
             if m:
@@ -121,13 +178,13 @@ def iter_cuobjdump(lines: Iterable[str], select: Select | None = None, *,
         fm = _FUNCTION.match(line)
         if fm:
             yield from close(lineno, False)
-            name, body, ended = fm.group(1), [], False
+            name, body, ended, tail = fm.group(1), [], False, _CuobjdumpTail()
             wanted = select(name)
             continue
         am = _ARCH.match(line)
         if am:
             yield from close(lineno, False)
-            name, body, wanted, ended = None, [], False, False
+            name, body, wanted, ended, tail = None, [], False, False, _CuobjdumpTail()
             arch = am.group(1)
     yield from close(lineno, True)
 

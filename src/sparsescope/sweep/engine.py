@@ -10,11 +10,20 @@ Each matrix is first *probed* by a worker (loaded, hashed, its statistics comput
 task per (matrix, backend, parameters) whose key is not in ``done`` is submitted with
 ``retries=1``. Keys in ``done`` come back as ``stored`` results without running. A task that
 raises after its retries (its worker died: ``KilledWorker``) is a ``failed`` case with the
-error; ``on_result`` is called in the client for every case as it finishes.
+error; ``on_result`` is called in the client for every case as it finishes. A cluster we start
+lets a case kill one worker and be retried elsewhere, not four (:func:`allowed_failures`).
+
+Every wait is bounded by the clock (issue 33: a sweep whose workers kept dying waited for
+ever): the client polls its futures, so ``time_limit_s`` stops the sweep on time even while no
+case finishes, and a cluster left with no live worker for :data:`NO_WORKER_GRACE_S` ends the
+sweep: the cases in flight are ``failed`` with the reason, the rest left for a re-run, and
+:attr:`EngineStats.aborted` says why (the CLI exits with
+:data:`sparsescope.errors.EXIT_SWEEP_ABORTED`).
 """
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 from collections.abc import Callable, Collection, Iterator, Sequence
@@ -30,6 +39,15 @@ from sparsescope.sweep.tasks import SweepTask, task_key
 from sparsescope.timing.types import TimingConfig
 
 CLUSTERS = ("local", "cuda")
+
+#: How often the client looks at its futures (seconds) while none is finished.
+POLL_S = 0.05
+#: How long a Dask cluster may have no live worker, with cases outstanding, before the sweep
+#: ends them as failed (a LocalCluster's nanny restarts a killed worker within seconds).
+NO_WORKER_GRACE_S = 60.0
+#: Past ``time_limit_s`` with no case finished yet (every call should make progress), how
+#: much longer the sweep waits for a first one before it stops all the same.
+FIRST_CASE_GRACE_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -66,7 +84,10 @@ class EngineStats:
     left: int = 0
     """Tasks not run because the time limit was reached (a re-run resumes them)."""
     cases: int = 0
-    """Cases run (the time limit applies once one has: every call makes progress)."""
+    """Cases run (the time limit applies once one has, or :data:`FIRST_CASE_GRACE_S` after
+    it: every call makes progress)."""
+    aborted: str = ""
+    """Why the sweep ended early with cases failed by it (no live worker), or empty."""
 
     @property
     def overhead(self) -> float:
@@ -170,14 +191,18 @@ def dask_client(cluster: str | None, scheduler: str | None, workers: int | None,
     distributed = _import("distributed", "a Dask sweep (--cluster, --scheduler)")
     owned = None
     if scheduler is None:
-        if cluster == "cuda":
-            dask_cuda = _import("dask_cuda", "--cluster cuda")
-            owned = dask_cuda.LocalCUDACluster(preload=[WORKER_PRELOAD],
-                                               **({"n_workers": workers} if workers else {}))
-        else:
-            owned = distributed.LocalCluster(n_workers=workers or 2, threads_per_worker=1,
-                                             processes=True, dashboard_address=":0",
-                                             preload=[WORKER_PRELOAD])
+        import dask
+
+        # the scheduler reads it when it starts: one worker death per case, then KilledWorker
+        with dask.config.set({"distributed.scheduler.allowed-failures": allowed_failures()}):
+            if cluster == "cuda":
+                dask_cuda = _import("dask_cuda", "--cluster cuda")
+                owned = dask_cuda.LocalCUDACluster(
+                    preload=[WORKER_PRELOAD], **({"n_workers": workers} if workers else {}))
+            else:
+                owned = distributed.LocalCluster(n_workers=workers or 2, threads_per_worker=1,
+                                                 processes=True, dashboard_address=":0",
+                                                 preload=[WORKER_PRELOAD])
     worker_logs.install_client()  # Ctrl-C is reported by the sweep, not as a loop traceback
     client = distributed.Client(owned if owned is not None else scheduler)
     try:
@@ -191,6 +216,15 @@ def dask_client(cluster: str | None, scheduler: str | None, workers: int | None,
             owned.close()
 
 
+def allowed_failures() -> int:
+    """Worker deaths a case may cause on a cluster we start before it is failed
+    (``KilledWorker``): one, as docs/SWEEP.md says ("retried once elsewhere"), or fewer when
+    Dask's configuration says so. Dask's default, 3, let one case kill four workers."""
+    import dask
+
+    return min(1, int(dask.config.get("distributed.scheduler.allowed-failures", 1)))
+
+
 def _error_text(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
@@ -200,8 +234,10 @@ def _on_dask(client, tasks, *, timing, on_result, done, case_timeout_s, seed, st
     """Probe matrices a few at a time (workers + 1 in flight) and submit each matrix's cases
     as its probe returns, to the worker that loaded it (its matrix is cached there) and ahead
     of further probes (``priority=1``), so a worker finishes one matrix before it loads the
-    next. Past ``deadline`` (a ``time.perf_counter`` value) nothing more is submitted, what
-    is queued is cancelled, and the number of tasks left is returned."""
+    next. Past ``deadline`` (a ``time.perf_counter`` value), checked by the clock whether or
+    not a case finishes, nothing more is submitted, what is queued is cancelled, and the
+    number of tasks left is returned; so it is when the cluster has had no live worker for
+    :data:`NO_WORKER_GRACE_S` (the cases in flight reported failed, ``stats.aborted`` set)."""
     from distributed import as_completed
 
     stats.workers = max(1, len(client.scheduler_info().get("workers", {})))
@@ -210,6 +246,8 @@ def _on_dask(client, tasks, *, timing, on_result, done, case_timeout_s, seed, st
     probes: dict[Any, MatrixSource] = {}
     cases: dict[Any, tuple[SweepTask, _Probe]] = {}
     finished = as_completed()
+    options = dict(timing=timing, on_result=on_result, done=done,
+                   case_timeout_s=case_timeout_s, seed=seed)
 
     def probe_next() -> None:
         src = waiting.pop()
@@ -217,14 +255,10 @@ def _on_dask(client, tasks, *, timing, on_result, done, case_timeout_s, seed, st
         probes[future] = src
         finished.add(future)
 
-    for _ in range(min(len(waiting), stats.workers + 1)):
-        probe_next()
-    for future in finished:
+    def handle(future) -> None:
         if future in probes:
             src = probes.pop(future)
-            _submit_cases(client, future, src, groups[src], cases, finished, stats,
-                          dict(timing=timing, on_result=on_result, done=done,
-                               case_timeout_s=case_timeout_s, seed=seed))
+            _submit_cases(client, future, src, groups[src], cases, finished, stats, options)
             if waiting:
                 probe_next()
         else:
@@ -235,9 +269,58 @@ def _on_dask(client, tasks, *, timing, on_result, done, case_timeout_s, seed, st
                 case = worker.failed_case(task, _error_text(exc))
             on_result(SweepResult(task, probe.hash, probe.matrix, case))
         future.release()
-        if _past(deadline, stats) and (probes or cases):
+
+    for _ in range(min(len(waiting), stats.workers + 1)):
+        probe_next()
+    alive = _Liveness(client)
+    while not finished.is_empty():
+        batch = finished.next_batch(block=False)
+        for future in batch:
+            handle(future)
+        if (probes or cases) and _past(deadline, stats):
             return _cancel_rest(client, probes, cases, waiting, groups)
+        if not batch:
+            if alive.lost_for() > NO_WORKER_GRACE_S:
+                stats.aborted = (f"no live Dask worker for {NO_WORKER_GRACE_S:g} s: the "
+                                 "cluster lost every worker")
+                return _abandon(client, probes, cases, waiting, groups, stats.aborted,
+                                on_result)
+            time.sleep(POLL_S)
     return 0
+
+
+class _Liveness:
+    """How long the cluster has had no worker (asked at most once a second)."""
+
+    def __init__(self, client) -> None:
+        self.client = client
+        self.seen = self.asked = time.perf_counter()
+
+    def lost_for(self) -> float:
+        now = time.perf_counter()
+        if now - self.asked >= 1.0:
+            self.asked = now
+            try:
+                if self.client.nthreads():
+                    self.seen = now
+            except Exception:  # noqa: BLE001 (the scheduler gone too: no worker either)
+                pass
+        return now - self.seen
+
+
+def _abandon(client, probes: dict, cases: dict, waiting: list, groups: dict, reason: str,
+             on_result: Callable[[SweepResult], None]) -> int:
+    """End a sweep whose cluster has no worker: every case in flight (and every case of a
+    matrix being probed) reported failed with ``reason``; the number of tasks not run."""
+    client.cancel([*probes, *cases])
+    why = f"{reason}; run again with --retry-failed"
+    for src in probes.values():
+        digest = source_hash(src)
+        for task in groups[src]:
+            on_result(SweepResult(task, digest, None, worker.failed_case(task, why)))
+    for task, probe in cases.values():
+        on_result(SweepResult(task, probe.hash, probe.matrix, worker.failed_case(task, why)))
+    return sum(len(groups[src]) for src in waiting)
 
 
 def _submit_cases(client, future, src: MatrixSource, group: Sequence[SweepTask], cases: dict,
@@ -284,10 +367,12 @@ def execute(tasks: Sequence[SweepTask], *, cluster: str | None = None,
         raise UsageError(f"unknown cluster {cluster!r}; known: {', '.join(CLUSTERS)}")
     if workers is not None and workers < 1:
         raise UsageError(f"--workers must be >= 1, got {workers}")
-    if case_timeout_s is not None and case_timeout_s <= 0:
-        raise UsageError(f"--case-timeout must be > 0 seconds, got {case_timeout_s}")
-    if time_limit_s is not None and time_limit_s <= 0:
-        raise UsageError(f"--time-limit must be > 0 seconds, got {time_limit_s}")
+    # NaN passes a plain `<= 0`: every case would then time out at once
+    if case_timeout_s is not None and not (math.isfinite(case_timeout_s) and case_timeout_s > 0):
+        raise UsageError(f"--case-timeout must be a finite number of seconds > 0, "
+                         f"got {case_timeout_s}")
+    if time_limit_s is not None and not (math.isfinite(time_limit_s) and time_limit_s > 0):
+        raise UsageError(f"--time-limit must be a finite number of seconds > 0, got {time_limit_s}")
     stats = EngineStats()
 
     def timed_on_result(result: SweepResult) -> None:
@@ -310,8 +395,12 @@ def execute(tasks: Sequence[SweepTask], *, cluster: str | None = None,
 
 
 def _past(deadline: float | None, stats: EngineStats) -> bool:
-    """The time limit is reached, and this call has run a case (so every call progresses)."""
-    return deadline is not None and stats.cases > 0 and time.perf_counter() > deadline
+    """The time limit is reached, and this call has run a case (so every call progresses),
+    or it is :data:`FIRST_CASE_GRACE_S` past it (so every call ends)."""
+    if deadline is None:
+        return False
+    now = time.perf_counter()
+    return now > deadline and (stats.cases > 0 or now > deadline + FIRST_CASE_GRACE_S)
 
 
 def _deadline(start: float, time_limit_s: float | None) -> float | None:

@@ -29,15 +29,13 @@ from __future__ import annotations
 import glob as globlib
 import hashlib
 import os
-import shutil
 import tarfile
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from sparsescope.errors import MatrixFormatError, MatrixNotAvailableError, UsageError
+from sparsescope.errors import MatrixFormatError, UsageError
 from sparsescope.matrices.io import READERS, matrix_suffix
 from sparsescope.matrices.types import Matrix
 
@@ -186,33 +184,15 @@ def expand_sources(specs: list[str] | tuple[str, ...]) -> list[MatrixSource]:
     return list(unique.values())
 
 
-def _archive_member(archive: Path, name: str, out: Path) -> None:
-    """Stream ``Name/Name.mtx`` (else the first ``.mtx``) of a ``.tar.gz`` into ``out``."""
-    wanted = f"{name}/{name}.mtx"
-    with tarfile.open(archive, mode="r|gz") as tar:  # streaming: members in order, no seek
-        for member in tar:
-            if member.isfile() and (member.name == wanted or member.name.endswith(".mtx")):
-                handle = tar.extractfile(member)
-                with out.open("wb") as target:
-                    shutil.copyfileobj(handle, target)
-                return
-    raise MatrixFormatError(str(archive), f"no {wanted} (nor any .mtx) inside the archive")
-
-
 def _load_archive(src: MatrixSource) -> Matrix:
-    from sparsescope.matrices.io import read_matrix
+    """``Name/Name.mtx`` of the archive, extracted under the byte and member caps (never the
+    first ``.mtx`` that happens to come first; a tar bomb stops at its cap)."""
+    from sparsescope.matrices.archive_read import read_archive
 
-    archive = Path(src.ref)
-    if not archive.is_file():
-        raise MatrixNotAvailableError(f"{archive}: no such file")
-    stem = _stem(archive)
     try:
-        with tempfile.TemporaryDirectory(prefix="sparsescope-archive-") as tmp:
-            member = Path(tmp) / f"{stem}.mtx"
-            _archive_member(archive, stem, member)
-            matrix = read_matrix(member, name=src.name)
-    except (tarfile.TarError, EOFError, OSError) as exc:
-        raise MatrixFormatError(str(archive), f"cannot read the archive: {exc}") from None
+        matrix = read_archive(Path(src.ref), name=src.name)
+    except (tarfile.TarError, EOFError) as exc:
+        raise MatrixFormatError(str(src.ref), f"cannot read the archive: {exc}") from None
     return Matrix(name=src.name, csr=matrix.csr, source=src.ref)
 
 

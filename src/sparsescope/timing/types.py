@@ -6,6 +6,10 @@ import math
 import statistics
 from dataclasses import dataclass, field
 
+MAX_REPEATS = 100_000
+"""The most timed repeats (and warm-ups) one case may ask for: a million calls of even a
+microsecond kernel is not a measurement but a hang (``timing.host.MAX_SAMPLES`` caps the
+samples ``min_total_ms`` may add the same way)."""
 
 @dataclass(frozen=True)
 class TimingConfig:
@@ -25,6 +29,30 @@ class TimingConfig:
     """Replay a captured CUDA graph instead of launching from Python (GPU only)."""
     min_total_ms: float = 0.0
     """Keep repeating (beyond ``repeats``) until this much time was measured in total."""
+
+    def checked(self) -> TimingConfig:
+        """This config, or a :class:`~sparsescope.errors.UsageError` naming the first setting
+        the protocol cannot honour (checked before anything is measured): warm-ups 0 to
+        :data:`MAX_REPEATS`, repeats 1 to :data:`MAX_REPEATS` (whole numbers), a known
+        statistic and clock, a finite ``min_total_ms`` >= 0."""
+        from sparsescope.errors import UsageError
+
+        for name, low in (("warmups", 0), ("repeats", 1)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise UsageError(f"{name} must be a whole number, got {value!r}")
+            if not low <= value <= MAX_REPEATS:
+                raise UsageError(f"{name} must be {low} to {MAX_REPEATS}, got {value}")
+        if self.statistic not in ("median", "mean", "min"):
+            raise UsageError(f"timing statistic must be one of median, mean, min, got "
+                             f"{self.statistic!r}")
+        if self.clock not in ("host", "cuda-events"):
+            raise UsageError(f"timing clock must be host or cuda-events, got {self.clock!r}")
+        if not (isinstance(self.min_total_ms, int | float)
+                and math.isfinite(self.min_total_ms) and self.min_total_ms >= 0):
+            raise UsageError(f"min_total_ms must be a finite number >= 0, got "
+                             f"{self.min_total_ms!r}")
+        return self
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ README's hand-written text outside the block is kept as it is.
 
 from __future__ import annotations
 
-from sparsescope.results.readme.render import (
+from sparsescope.report.readme.render import (
     BEGIN,
     END,
     ReadmeResult,

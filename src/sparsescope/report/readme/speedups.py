@@ -7,7 +7,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
-from sparsescope.results.readme.selection import geomean
+from sparsescope.report.readme.selection import geomean
 
 BASELINES = ("torch-cusparse-i64", "spmm-torch-i32", "slice-torch")
 """The baseline a run's speedups are read against: the first of these the run timed (the seed

@@ -12,7 +12,7 @@ import io
 from dataclasses import dataclass
 from pathlib import Path
 
-from sparsescope.results.readme.files import read_json
+from sparsescope.report.readme.files import read_json
 
 METRICS = (
     ("time us", "gpu__time_duration.sum", 1e-3),

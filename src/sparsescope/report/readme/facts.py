@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from sparsescope.results.readme.files import read_json
+from sparsescope.report.readme.files import read_json
 
 
 @dataclass(frozen=True)

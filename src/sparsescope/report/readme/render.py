@@ -11,13 +11,13 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from sparsescope.results.readme.auto_table import AutoGroup, auto_groups
-from sparsescope.results.readme.facts import RunFacts, run_facts
-from sparsescope.results.readme.files import FolderFiles, read_json, scan
-from sparsescope.results.readme.profile_cases import profiled_cases
-from sparsescope.results.readme.profile_cases import table as profile_table
-from sparsescope.results.readme.selection import SelectionSummary, summarise
-from sparsescope.results.readme.speedups import Speedups, speedups
+from sparsescope.report.readme.auto_table import AutoGroup, auto_groups
+from sparsescope.report.readme.facts import RunFacts, run_facts
+from sparsescope.report.readme.files import FolderFiles, read_json, scan
+from sparsescope.report.readme.profile_cases import profiled_cases
+from sparsescope.report.readme.profile_cases import table as profile_table
+from sparsescope.report.readme.selection import SelectionSummary, summarise
+from sparsescope.report.readme.speedups import Speedups, speedups
 
 BEGIN = ("<!-- sparsescope results readme: generated from this folder's files; "
          "`sparsescope results readme FOLDER` writes it again -->")

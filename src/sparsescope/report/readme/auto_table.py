@@ -14,8 +14,8 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
-from sparsescope.results.readme.selection import geomean
-from sparsescope.results.readme.speedups import _params
+from sparsescope.report.readme.selection import geomean
+from sparsescope.report.readme.speedups import _params
 
 AUTOS = ("spmm-cuda-auto",)
 """The auto backends read this way (SpMV's auto is scored by :mod:`.selection`)."""
