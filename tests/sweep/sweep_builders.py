@@ -23,3 +23,32 @@ def write_collection(folder: Path, count: int) -> Path:
         csr = matrices.generate(kind, 40 + i, 200 + 7 * i, seed=i)
         matrices.write_matrix(csr, sub / f"m{i:02d}_{kind}{suffixes[i % 3]}")
     return folder
+
+
+def stored_rows(store: Path) -> int:
+    """How many cases the sweep store holds (0 before it exists)."""
+    import sqlite3
+
+    if not store.exists():
+        return 0
+    with sqlite3.connect(store) as con:
+        return con.execute("SELECT COUNT(*) FROM sweep_cases").fetchone()[0]
+
+
+def signal_mid_sweep(script: str, store: Path, sig: int, *, after: int = 2):
+    """Run ``script`` (a sweep of slow cases) in a subprocess, send it ``sig`` once ``after``
+    cases are stored, and return ``(returncode, stderr)``."""
+    import subprocess
+    import sys
+    import time
+
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline and proc.poll() is None:
+        if stored_rows(store) >= after:
+            break
+        time.sleep(0.05)
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=60)
+    return proc.returncode, err

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from sweep_builders import COMPLEX_MTX, TIMING, write_collection
+from sweep_builders import COMPLEX_MTX, TIMING, signal_mid_sweep, write_collection
 
 from sparsescope import api, matrices, registry
 from sparsescope.results.store import ResultsStore
@@ -189,17 +189,9 @@ def test_ctrl_c_stops_cleanly_and_a_rerun_resumes(tmp_path, store, monkeypatch, 
     folder = write_collection(tmp_path / "c", 8)
     out = tmp_path / "o"
     script = CLI_SCRIPT.format(here=str(HERE), folder=str(folder), out=str(out), extra=extra)
-    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline and proc.poll() is None:
-        if store.exists() and len(_rows(store)) >= 2:
-            break
-        time.sleep(0.05)
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
+    returncode, err = signal_mid_sweep(script, store, signal.SIGINT)
     stored_before = len(_rows(store))
-    assert proc.returncode == 130, err
+    assert returncode == 130, err
     assert "interrupted:" in err and "run the same command again to resume" in err
     assert "Traceback" not in err
     assert 2 <= stored_before < 8

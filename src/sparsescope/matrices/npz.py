@@ -103,18 +103,7 @@ def _read_bsr(p: str, arrays: dict, shape: tuple[int, int]) -> sp.csr_matrix:
     indptr = _int_array(p, arrays, "indptr")
     indices = _int_array(p, arrays, "indices")
     block_rows, block_cols = shape[0] // r, shape[1] // c
-    if len(indptr) != block_rows + 1:
-        raise MatrixFormatError(
-            p, f"indptr has {len(indptr)} entries, expected {block_rows + 1} (block rows + 1)")
-    if indptr[0] != 0 or indptr[-1] != len(indices) or len(indices) != blocks:
-        raise MatrixFormatError(
-            p, f"inconsistent arrays: indptr runs {int(indptr[0])}..{int(indptr[-1])}, "
-               f"indices has {len(indices)} entries, data {blocks} blocks")
-    drops = np.flatnonzero(np.diff(indptr) < 0)
-    if len(drops):
-        k = int(drops[0])
-        raise MatrixFormatError(
-            p, f"indptr decreases at block row {k} ({int(indptr[k])} -> {int(indptr[k + 1])})")
+    _check_pointers(p, indptr, indices, block_rows, "block row", blocks, f"{blocks} blocks")
     _check_range(p, indices, block_cols, "block column")
     matrix = sp.bsr_matrix((values.reshape(blocks, r, c), indices, indptr), shape=shape)
     return _finish_other(p, matrix.tocsr())
@@ -198,6 +187,23 @@ def _finish_other(p: str, matrix: sp.csr_matrix) -> sp.csr_matrix:
     return make_csr(matrix.data, matrix.indices, matrix.indptr, matrix.shape)
 
 
+
+def _check_pointers(p, indptr, indices, count: int, unit: str, stored: int, data_text: str):
+    """A compressed layout's pointer array: ``count + 1`` entries from 0 to ``len(indices)``,
+    never decreasing, with one stored value (or block) per index."""
+    if len(indptr) != count + 1:
+        raise MatrixFormatError(
+            p, f"indptr has {len(indptr)} entries, expected {count + 1} ({unit}s + 1)")
+    if indptr[0] != 0 or indptr[-1] != len(indices) or len(indices) != stored:
+        raise MatrixFormatError(
+            p, f"inconsistent arrays: indptr runs {int(indptr[0])}..{int(indptr[-1])}, "
+               f"indices has {len(indices)} entries, data {data_text}")
+    drops = np.flatnonzero(np.diff(indptr) < 0)
+    if len(drops):
+        k = int(drops[0])
+        raise MatrixFormatError(
+            p, f"indptr decreases at {unit} {k} ({int(indptr[k])} -> {int(indptr[k + 1])})")
+
 def _check_range(p: str, index: np.ndarray, limit: int, what: str) -> None:
     bad = np.flatnonzero((index < 0) | (index >= limit))
     if len(bad):
@@ -235,18 +241,7 @@ def _read_compressed(p, arrays, values, shape, layout, strict) -> sp.csr_matrix:
     major_name, minor_name = ("row", "column") if layout == "csr" else ("column", "row")
     indptr = _int_array(p, arrays, "indptr")
     indices = _int_array(p, arrays, "indices")
-    if len(indptr) != major + 1:
-        raise MatrixFormatError(
-            p, f"indptr has {len(indptr)} entries, expected {major + 1} ({major_name}s + 1)")
-    if indptr[0] != 0 or indptr[-1] != len(indices) or len(indices) != len(values):
-        raise MatrixFormatError(
-            p, f"inconsistent arrays: indptr runs {int(indptr[0])}..{int(indptr[-1])}, "
-               f"indices has {len(indices)} entries, data {len(values)}")
-    drops = np.flatnonzero(np.diff(indptr) < 0)
-    if len(drops):
-        k = int(drops[0])
-        raise MatrixFormatError(
-            p, f"indptr decreases at {major_name} {k} ({int(indptr[k])} -> {int(indptr[k + 1])})")
+    _check_pointers(p, indptr, indices, major, major_name, len(values), f"{len(values)}")
     _check_range(p, indices, minor, minor_name)
     unsorted, dup = first_row_defects(indptr, indices)
     if unsorted < 0 and dup < 0 and layout == "csr":
