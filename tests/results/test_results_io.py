@@ -172,3 +172,22 @@ def test_a_crash_while_writing_leaves_the_old_file_intact(runset, tmp_path, monk
         write_runset(path, runset.__class__(**{**runset.__dict__, "run_id": "other"}))
     assert path.read_bytes() == before
     assert os.listdir(tmp_path) == ["results.json"]
+
+
+@pytest.mark.parametrize("suffix", [".json", ".json.gz"])
+def test_deeply_nested_json_is_a_results_format_error(tmp_path, suffix):
+    """A results file nested deeper than the decoder's recursion gave a RecursionError
+    traceback (issue 33); it is a format error naming the file, exit 5."""
+    import gzip
+
+    from sparsescope.cli import main
+
+    text = "[" * 100_000 + "]" * 100_000
+    path = tmp_path / f"deep{suffix}"
+    if suffix.endswith(".gz"):
+        path.write_bytes(gzip.compress(text.encode()))
+    else:
+        path.write_text(text)
+    with pytest.raises(ResultsFormatError, match="nested deeper than"):
+        read_runset(path)
+    assert main(["results", "show", str(path)]) == 5

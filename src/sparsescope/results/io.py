@@ -231,7 +231,12 @@ def read_runset(path: str | os.PathLike) -> RunSet:
     except json.JSONDecodeError as exc:
         raise ResultsFormatError(
             f"{target}: not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+    except RecursionError:  # the decoder recurses once per nesting level
+        raise ResultsFormatError(f"{target}: not a results file: JSON nested deeper than "
+                                 f"Python's recursion limit") from None
     try:
         return runset_from_dict(data)
     except ResultsFormatError as exc:
         raise ResultsFormatError(f"{target}: {exc}") from None
+    except RecursionError:
+        raise ResultsFormatError(f"{target}: not a results file: nested too deeply") from None
