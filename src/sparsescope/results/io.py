@@ -238,5 +238,3 @@ def read_runset(path: str | os.PathLike) -> RunSet:
         return runset_from_dict(data)
     except ResultsFormatError as exc:
         raise ResultsFormatError(f"{target}: {exc}") from None
-    except RecursionError:
-        raise ResultsFormatError(f"{target}: not a results file: nested too deeply") from None

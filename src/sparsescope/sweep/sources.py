@@ -29,13 +29,12 @@ from __future__ import annotations
 import glob as globlib
 import hashlib
 import os
-import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from sparsescope.errors import MatrixFormatError, UsageError
+from sparsescope.errors import UsageError
 from sparsescope.matrices.io import READERS, matrix_suffix
 from sparsescope.matrices.types import Matrix
 
@@ -189,10 +188,8 @@ def _load_archive(src: MatrixSource) -> Matrix:
     first ``.mtx`` that happens to come first; a tar bomb stops at its cap)."""
     from sparsescope.matrices.archive_read import read_archive
 
-    try:
-        matrix = read_archive(Path(src.ref), name=src.name)
-    except (tarfile.TarError, EOFError) as exc:
-        raise MatrixFormatError(str(src.ref), f"cannot read the archive: {exc}") from None
+    # extraction already turns a broken archive into a MatrixFormatError naming it
+    matrix = read_archive(Path(src.ref), name=src.name)
     return Matrix(name=src.name, csr=matrix.csr, source=src.ref)
 
 
