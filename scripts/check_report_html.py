@@ -3,10 +3,18 @@
     python scripts/check_report_html.py OUT/report.html [--screenshot docs/report.png]
 
 Checks: no table wider than the page (every column visible without scrolling), no broken
-image (each <img> decoded, non-zero size), no "NaN" in the text. The page is loaded with a
-small script appended that measures the layout and writes the verdict into the DOM, which
-``chromium --headless --dump-dom`` prints after the page's scripts ran: no driver, no network.
-Exit 0 when every check passes, 1 with the failures listed, 2 without a Chromium.
+image (each <img> decoded, non-zero size), no "NaN" in the text, and no internal identifier
+left for the reader to decode: a snake_case word (``mlp_gain``, ``copy_bw_gb_s``) in the text
+outside ``<code>`` / ``<pre>`` (where kernel names, files and options are shown as written) --
+the same rule as ``sparsescope.report.labels.leftover_identifiers`` for the Markdown. The page
+is loaded with a small script appended that measures the layout and writes the verdict into
+the DOM, which ``chromium --headless --dump-dom`` prints after the page's scripts ran: no
+driver, no network. Exit 0 when every check passes, 1 with the failures listed, 2 without a
+Chromium.
+
+In CI ``.ci/run`` installs Chromium from the machine's Debian packages when it can, and
+``tests/report/test_html_browser.py`` runs this check on a CPU report and on a committed GPU
+report re-rendered (skipped where no Chromium is installed).
 """
 
 from __future__ import annotations
@@ -39,10 +47,20 @@ window.addEventListener('load', () => {
   const broken = [...document.images].filter(im => !im.complete || im.naturalWidth === 0)
                    .map(im => (im.alt || im.src.slice(0, 40)));
   const nan = (document.body.innerText.match(/\\bNaN\\b/g) || []).length;
+  // snake_case words in the text outside code: identifiers nobody should have to decode
+  const snake = /(?<![\\w\\/.:\\-`])[a-z][a-z0-9]*(?:_[a-z0-9]+)+(?![\\w\\/:\\-`])/g;
+  const identifiers = [];
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT, {
+    acceptNode: n => n.parentElement.closest('code, pre, script, style')
+      ? NodeFilter.FILTER_REJECT : NodeFilter.FILTER_ACCEPT});
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+    for (const m of n.textContent.matchAll(snake)) identifiers.push(m[0]);
+  }
   const out = document.createElement('pre');
   out.id = 'sparsescope-check';
   out.textContent = JSON.stringify({page, tables: document.querySelectorAll('table').length,
-                                    images: document.images.length, clipped, broken, nan});
+                                    images: document.images.length, clipped, broken, nan,
+                                    identifiers: [...new Set(identifiers)]});
   document.body.appendChild(out);
 });
 </script>
@@ -94,7 +112,9 @@ def main(argv: list[str] | None = None) -> int:
     failures = ([f"table {c['table']} is {c['width']} px wide in {c['room']} px "
                  f"({c['caption']!r})" for c in verdict["clipped"]]
                 + [f"broken image: {b}" for b in verdict["broken"]]
-                + ([f"{verdict['nan']} NaN in the text"] if verdict["nan"] else []))
+                + ([f"{verdict['nan']} NaN in the text"] if verdict["nan"] else [])
+                + [f"internal identifier left in the text: {name}"
+                   for name in verdict.get("identifiers", [])])
     print(f"{args.html}: {verdict['tables']} tables, {verdict['images']} images at {WIDTH} px: "
           + ("ok" if not failures else f"{len(failures)} problem(s)"))
     for line in failures:

@@ -14,6 +14,16 @@
 # writes env.txt first (date, commit, GPU, driver, library versions).
 #
 # Recipes (ARGS in brackets; environment overrides in braces):
+#   real-dev [latency|throughput ...] {BUDGET_S=560, PYTEST_WORKERS=4}
+#                         issue 36: every GPU-marked test first (pytest -m gpu -n W), then
+#                         `run` on the real development set (.real-dev/, built here by
+#                         scripts/real_matrices.py --format npz; carry it with
+#                         .device-wheels-min and .device-wheels-nvmath), every default GPU
+#                         backend plus the planned cuSPARSE variants (--variants
+#                         cusparse-spmv), in each timing mode named (default latency), each
+#                         stopped by SIGINT at the budget with its measured cases kept. Writes
+#                         env.txt, pytest_gpu.log, MODE.log, MODE_results.json.gz,
+#                         MODE_show.txt, family_errors.md.
 #   gpu-tests [--seed6]   every GPU-marked test (pytest -m gpu), then the CPU tests of the
 #                         GPU-facing stages, and `sparsescope ceilings`; with --seed6 also
 #                         `run --suite seed6 --backend all`. Writes env.txt, pytest_gpu.log,
@@ -212,6 +222,34 @@ recipe_gpu_tests() {
         $PY -m sparsescope results show /tmp/seed6/results.json 2>&1 | tee "$OUT/seed6_show.txt"
     fi
     tail -n 3 "$OUT/pytest_gpu.log"
+    return "$rc"
+}
+
+recipe_real_dev() {
+    out_dir /tmp/ss-real-dev
+    local budget="${BUDGET_S:-560}" start rc=0 mode left
+    start=$(date +%s)
+    wheels
+    $PY -m pip install -q --no-index --no-deps .device-wheels-nvmath/*.whl 2>&1 | tail -1
+    env_file "$OUT/env.txt" "matrices $(ls .real-dev/*.npz | wc -l) from .real-dev"
+    # shellcheck disable=SC2046
+    $PY -m pytest tests -m gpu -q -p no:cacheprovider -n "${PYTEST_WORKERS:-4}" \
+        $(timeout_flag 300) -rs 2>&1 | tee "$OUT/pytest_gpu.log" | tail -n 3
+    grep -qE "^FAILED|[0-9]+ failed|[0-9]+ error" "$OUT/pytest_gpu.log" && rc=1
+    local files=(.real-dev/*.npz) matrices=()
+    for f in "${files[@]}"; do matrices+=(--matrix "$f"); done
+    for mode in "${@:-latency}"; do
+        left=$(( budget - ($(date +%s) - start) - 15 ))
+        [ "$left" -lt 30 ] && { echo "no time left for $mode"; break; }
+        timeout -s INT "$left" $PY -m sparsescope run "${matrices[@]}" --variants cusparse-spmv \
+            --backend all --timing-mode "$mode" --out "/tmp/real-dev-$mode" --no-store \
+            > "$OUT/$mode.log" 2>&1
+        echo "$mode: rc=$? after $(( $(date +%s) - start )) s"
+        gzip -c "/tmp/real-dev-$mode/results.json" > "$OUT/${mode}_results.json.gz"
+        $PY -m sparsescope results show "/tmp/real-dev-$mode/results.json" --stages \
+            > "$OUT/${mode}_show.txt" 2>&1
+    done
+    $PY scripts/family_errors.py "$OUT"/*_results.json.gz | tee "$OUT/family_errors.md"
     return "$rc"
 }
 
@@ -771,7 +809,7 @@ PY
 }
 
 # -- dispatch -----------------------------------------------------------------------------------
-RECIPES=(list gpu-tests kernels model seed6 profile profile-cases ab-kernel finish-ab ops
+RECIPES=(list gpu-tests real-dev kernels model seed6 profile profile-cases ab-kernel finish-ab ops
          spmm-blocktc spmm-population sweep sweep-scale)
 if [[ " ${RECIPES[*]} " != *" $RECIPE "* ]]; then
     echo "unknown recipe '$RECIPE'; recipes: ${RECIPES[*]}" >&2

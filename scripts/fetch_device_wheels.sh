@@ -31,5 +31,15 @@ ls .device-wheels
 mkdir -p .device-wheels-min
 cp .device-wheels/fast_matrix_market-*.whl .device-wheels/platformdirs-*.whl \
     .device-wheels/markdown_it_py-*.whl .device-wheels/mdurl-*.whl .device-wheels-min/
-pip download -q --no-deps --only-binary=:all: -d .device-wheels-min pytest-timeout
+pip download -q --no-deps --only-binary=:all: -d .device-wheels-min pytest-timeout pytest-xdist execnet
 ls .device-wheels-min
+# nvmath-python for the planned cuSPARSE baselines (nvmath-cusparse-i32, spmm-nvmath-i32), with
+# the CUDA 13 Python bindings it needs (the device's driver and PyTorch are CUDA 13; about 20 MB).
+# Carry [".device-wheels-nvmath"] and install them there with:
+# python3 -m pip install -q --no-index --no-deps .device-wheels-nvmath/*.whl
+mkdir -p .device-wheels-nvmath
+pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
+    --platform manylinux_2_28_x86_64 --platform manylinux2014_x86_64 \
+    -d .device-wheels-nvmath nvmath-python "cuda-bindings>=13,<14" "cuda-core<2" \
+    "cuda-pathfinder>=1.5.1,<2"
+ls .device-wheels-nvmath

@@ -13,6 +13,7 @@ EXTRA_FOR_MODULE = {
     "cupyx": "gpu",
     "torch": "torch",
     "ncu_report": "profile",
+    "nvmath": "nvmath",
 }
 
 

@@ -151,3 +151,41 @@ EXIT_SWEEP_INCOMPLETE = 12
 #: Exit code of a sweep ended because its cluster had no live worker left: the cases in
 #: flight are stored as failed (``--retry-failed`` runs them again), the rest are left.
 EXIT_SWEEP_ABORTED = 13
+
+#: Exit code of a sweep stopped by SIGTERM (what a batch scheduler sends before it kills a
+#: job): 128 + SIGTERM, as a shell reports it. What finished is stored and in results.json.
+EXIT_TERMINATED = 143
+
+#: Exit code of a command whose reader of stdout went away (``sparsescope ... | head``):
+#: 128 + SIGPIPE, as a shell reports a command killed by it. The command ends quietly.
+EXIT_BROKEN_PIPE = 141
+
+#: Every exit code of the ``sparsescope`` command and what it means, in order: the one table
+#: ``sparsescope --help`` prints and the README's "Exit codes" paragraph follows
+#: (``tests/test_readme.py`` and ``tests/cli/test_help_epilog.py`` hold both to it, and it
+#: to every code set anywhere in the source).
+EXIT_CODES: dict[int, str] = {
+    0: "ok (every case ok or skipped)",
+    SparsescopeError.exit_code: "generic input error (e.g. a SASS listing cut short)",
+    UsageError.exit_code: "usage (a bad argument, an unknown name)",
+    MatrixFormatError.exit_code: "matrix format (the message names the file and line)",
+    MatrixNotAvailableError.exit_code: "matrix not available (no such file; not cached and "
+                                       "no network)",
+    ResultsFormatError.exit_code: "results format",
+    MissingDependencyError.exit_code: "missing dependency (the message names the pip extra)",
+    DeviceError.exit_code: "device (no usable GPU, or it failed)",
+    # 8: profile.errors.ProfileError and _tools' tool error, in modules above this one
+    8: "profile (Nsight Compute or a CUDA tool failed, or a profile does not parse)",
+    OutputError.exit_code: "an output path or the store cannot be written (checked before "
+                           "measuring)",
+    StoreWriteError.exit_code: "the store failed after the results were written (they are "
+                               "safe)",
+    EXIT_CASES_FAILED: "a case failed its correctness check (with --strict, a skipped case "
+                       "too)",
+    EXIT_SWEEP_INCOMPLETE: "sweep: --time-limit reached with cases left (run it again to "
+                           "resume)",
+    EXIT_SWEEP_ABORTED: "sweep: the cluster had no live worker left",
+    Interrupted.exit_code: "interrupted (Ctrl-C)",
+    EXIT_BROKEN_PIPE: "the reader of stdout went away (| head)",
+    EXIT_TERMINATED: "sweep: terminated by SIGTERM (what finished is stored)",
+}

@@ -24,6 +24,8 @@ class CaseProgress:
         if self.enabled:
             from tqdm import tqdm
 
+            tqdm.monitor_interval = 0  # no monitor thread: figure workers fork a 1-thread parent
+
             self._bar = tqdm(total=self.total, desc="cases", unit="case", file=sys.stderr,
                              dynamic_ncols=True, leave=False, mininterval=0.2)
             self._bar.refresh()

@@ -9,6 +9,11 @@ branches on an op's or a backend's name.
 Everything here is a ``"module:Name"`` string (or, for code that registers at run time, such as
 a test, the object itself), resolved on use by :func:`load`: importing this table imports no
 op, no backend and no GPU library.
+
+Third-party backends join the table as plug-ins (:mod:`sparsescope.backends.plugins`,
+docs/PLUGINS.md): installed ones (entry points of group ``sparsescope.backends``) and those
+``--plugin`` or ``SPARSESCOPE_PLUGINS`` name, loaded when the table is listed or asked for a
+name it lacks (:func:`discover_plugins`); the two tables below stay as they are.
 """
 
 from __future__ import annotations
@@ -72,10 +77,12 @@ LIBRARY_BACKENDS: dict[tuple[str, str], Any] = {
     ("spmv", "torch-cusparse-i64"): _B + "torch_cusparse:TorchCusparseI64",
     ("spmv", "torch-cusparse-i32"): _B + "torch_cusparse:TorchCusparseI32",
     ("spmv", "cupy-cusparse-i32"): _B + "cupy_cusparse:CupyCusparseI32",
+    ("spmv", "nvmath-cusparse-i32"): _B + "nvmath_cusparse:NvmathCusparseI32",
     ("spmm", "spmm-scipy-cpu"): _B + "spmm_scipy:SpmmScipyCpu",
     ("spmm", "spmm-torch-i64"): _B + "spmm_torch:SpmmTorchI64",
     ("spmm", "spmm-torch-i32"): _B + "spmm_torch:SpmmTorchI32",
     ("spmm", "spmm-cupy-i32"): _B + "spmm_cupy:SpmmCupyI32",
+    ("spmm", "spmm-nvmath-i32"): _B + "spmm_nvmath:SpmmNvmathI32",
     ("spmm", "spmm-ginkgo"): _B + "spmm_ginkgo:SpmmGinkgo",
     ("slice", "slice-scipy-cpu"): _B + "slice_scipy:SliceScipyCpu",
     ("slice", "slice-torch"): _B + "slice_torch:SliceTorch",
@@ -140,16 +147,36 @@ def op_entry(name: str) -> OpEntry:
         raise UnknownNameError("op", name, list(OPS)) from None
 
 
+#: What loads the plug-ins (:func:`discover_plugins`), named like every entry of this table
+#: and resolved on use by :func:`load`: the plug-in module registers into this table, so this
+#: table names it rather than importing it.
+PLUGIN_DISCOVERY = "sparsescope.backends.plugins:discover"
+
+
+def discover_plugins() -> None:
+    """Load the plug-ins installed (entry points of group ``sparsescope.backends``) or named by
+    ``SPARSESCOPE_PLUGINS``, once per process (:data:`PLUGIN_DISCOVERY`): called before the
+    table is listed and when a name is not in it, so a built-in looked up by name never loads
+    a plug-in. A plug-in that fails is a ``PluginError`` naming it."""
+    load(PLUGIN_DISCOVERY)()
+
+
 def backend_names(op: str | None = None) -> list[str]:
-    """Backend names (of ``op``, or of every op), sorted."""
+    """Backend names (of ``op``, or of every op), sorted; plug-ins included
+    (:func:`discover_plugins`)."""
+    discover_plugins()
     return sorted(name for (o, name) in BACKENDS if op is None or o == op)
 
 
 def backend_op(name: str) -> str:
-    """The op backend ``name`` implements (names are unique across ops)."""
-    for (op, other) in BACKENDS:
-        if other == name:
-            return op
+    """The op backend ``name`` implements (names are unique across ops); a name not in the
+    table is looked for among the plug-ins (:func:`discover_plugins`) before it is unknown."""
+    for attempt in range(2):
+        for (op, other) in BACKENDS:
+            if other == name:
+                return op
+        if attempt == 0:
+            discover_plugins()
     raise UnknownNameError("backend", name, backend_names())
 
 

@@ -186,7 +186,8 @@ def what_if(matrix_list: Iterable, backends: Sequence[str], gpu: str | DeviceCon
     :func:`gpu_rates`). ``backends`` may say ``all``; ``on_case`` is called with each case as
     it is predicted (progress)."""
     from sparsescope.backends.registry import get_backend
-    from sparsescope.ops.registry import get_op, params_for
+    from sparsescope.context.predict import plan_case
+    from sparsescope.ops.registry import params_for
 
     names = expand_backends(backends, op)
     _checked_dtype(value_dtype)
@@ -203,9 +204,9 @@ def what_if(matrix_list: Iterable, backends: Sequence[str], gpu: str | DeviceCon
             built: dict[int, Any] = {}
             for name in names:
                 width = widths[name]
-                if width not in built:
-                    built[width] = get_op(op).make_case(csr, params, value_dtype=value_dtype,
-                                                        index_bytes=width)
+                if width not in built:  # no input vector or reference: nothing runs
+                    built[width] = plan_case(op, csr, params, value_dtype=value_dtype,
+                                             index_bytes=width)
                 case = predict_case(matrix.name, csr, name, device, value_dtype=value_dtype,
                                     case=built[width])
                 cases.append(case)

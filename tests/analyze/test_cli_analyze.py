@@ -56,7 +56,7 @@ def test_from_profile_pick_launch_and_text(cant_csv, capsys):
     rc, stdout, _ = run(["--from-profile", str(cant_csv), "--launch", "1"], capsys)
     assert rc == 0
     assert "limited by registers (2 blocks/SM)" in stdout
-    assert "csrmv_v3_kernel: latency-bound" in stdout
+    assert "`csrmv_v3_kernel`: latency-bound" in stdout
     assert "85.2 needed to cover 300 ns" in stdout
 
 

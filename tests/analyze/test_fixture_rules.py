@@ -33,7 +33,7 @@ def test_scalar_device_chain_and_long_scoreboard(scalar):
     assert stall.numbers["reason"] == "long_scoreboard"
     assert stall.numbers["pct_of_samples"] == pytest.approx(100 * 1524 / 2281, abs=0.01)
     assert stall.numbers["second_reason"] == "lg_throttle"
-    assert stall.locations[0].detail == "255 long_scoreboard samples"
+    assert stall.locations[0].detail == "255 Long Scoreboard samples"  # as ncu names it
 
 
 def test_scalar_device_uncoalesced_from_source_counters(scalar):

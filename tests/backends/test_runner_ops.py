@@ -249,3 +249,16 @@ def test_case_label_and_split_marked_profiles():
                       "c m k=8: spmm_rowwarp"]
     # a kernel before any marker belongs to no case
     assert split_marked_profiles([launch(0, "init")], records) == ([], [])
+
+
+def test_values_beyond_the_value_types_range_skip_the_case_with_the_number():
+    # SuiteSparse's `temp` holds 4.8e38: in float32 every backend would fail with an infinite
+    # error; the case is skipped and says why, and float64 runs it
+    csr = sp.csr_matrix(np.array([[4.8e38, 0.0], [1.0, 2.0]]))
+    matrix = Matrix(name="temp-like", csr=csr, source="test")
+    f32 = run_case(matrix, ScipyCpuBackend(), "spmv", config=QUICK, value_dtype="float32")
+    assert f32.outcome == "skipped"
+    assert f32.reason == ("the matrix holds values up to 4.8e+38, beyond float32's largest "
+                          "finite value 3.4e+38; run it in float64")
+    f64 = run_case(matrix, ScipyCpuBackend(), "spmv", config=QUICK, value_dtype="float64")
+    assert f64.outcome == "ok" and f64.correctness.passed

@@ -109,12 +109,13 @@ def test_ranking_shortlist_and_table():
              pred("e", 0.0441), pred("f", 0.0404), pred("g", 0.0402)]
     assert [p.candidate.backend for p in ranked(table)] == ["b", "g", "f", "d", "e", "a", "c"]
     text = prediction_table(table, rows=2)
-    assert text == "b 40.0 us (dram); g 40.2 us (dram, +0.5 %); 5 more in selection_table"
+    assert text == ("b 40.0 us (DRAM bandwidth); g 40.2 us (DRAM bandwidth, +0.5 %); 5 more "
+                    "in the case's candidate table")
     assert prediction_table([pred("c", None)]) == "no candidate could be predicted"
     # the fastest names its format's memory floor when the prediction has one
     floored = [dataclasses.replace(table[1], floor_ms=0.0312), table[0]]
-    assert prediction_table(floored) == ("b 40.0 us (dram; its format's memory floor 31.2 us); "
-                                         "a 50.0 us (dram, +25.0 %)")
+    assert prediction_table(floored) == ("b 40.0 us (DRAM bandwidth; its format's memory "
+                                         "floor 31.2 us); a 50.0 us (DRAM bandwidth, +25.0 %)")
     assert floored[0].as_dict()["floor_ms"] == 0.0312
     # errors of +-15 %: a candidate up to 1.15 / 0.85 = 1.353 x the fastest may be faster
     assert TRIAL_MARGIN == pytest.approx(0.35294, abs=1e-5)
@@ -228,7 +229,7 @@ def test_timed_choice_keeps_the_fastest_measured(monkeypatch):
     assert prepared.selection.backend == "fast"
     notes = auto.notes(prepared)
     assert notes["selected"] == "fast" and notes["selection_rule"] == "predicted-then-timed"
-    assert 0.0 <= float(notes["selection_s"]) < 5.0
+    assert float(notes["selection_s"]) >= 0.0  # a duration, recorded (never a bound)
     assert notes["selection_reason"].endswith("timed here (median of 3 calls): slow 900.0 us, "
                                               "fast 500.0 us, middle 700.0 us")
     rows = json.loads(notes["selection_table"])
@@ -252,15 +253,18 @@ def test_rules_variant_needs_no_device_rates():
 def test_planning_on_threads_gives_the_one_thread_answer(monkeypatch):
     from sparsescope.backends import select_predicted
     from sparsescope.backends.spmv_device import FORMATS
+    from sparsescope.context.predict import forget_plans
 
     csr = generate("banded", 3000, 45_000, seed=6)
     gpu = gpu_rates("H200", use_store=False)
     found = candidates(matrix_statistics(csr))
     monkeypatch.setattr(select_predicted, "plan_workers", lambda groups: 1)
     FORMATS.clear()
+    forget_plans()  # plans and predictions are kept per matrix: computed afresh each time
     alone = select_predicted.predict_candidates(csr, gpu, found)
     monkeypatch.setattr(select_predicted, "plan_workers", lambda groups: 4)
     FORMATS.clear()
+    forget_plans()
     threaded = select_predicted.predict_candidates(csr, gpu, found)
     assert [(p.candidate, p.predicted_ms, p.limiter) for p in threaded] == [
         (p.candidate, p.predicted_ms, p.limiter) for p in alone]

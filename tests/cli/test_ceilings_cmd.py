@@ -54,7 +54,7 @@ def test_cpu_ceilings_are_measured_and_stored(no_gpu, own_store, capsys):
     assert main(["ceilings", "--json"], modules=MODULES) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["kind"] == "cpu" and out["driver"] == ""
-    assert out["cached"] is False and out["trials"] == 7 and out["measured_utc"]
+    assert out["cached"] is False and 3 <= out["trials"] <= 7 and out["measured_utc"]
     assert 0 <= out["spread_pct"]["copy_bw_gb_s"] < 100
     assert out["spread_pct"]["l2_bw_gb_s"] is None
     figures = out["ceilings"]

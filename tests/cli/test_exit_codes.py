@@ -27,8 +27,12 @@ def _mtx(path, first_value: str):
 
 
 def test_every_case_failing_its_check_is_exit_11(tmp_path, capsys):
-    """1e39 overflows float32: the float32 result is inf, so rel_err is inf and the case fails."""
-    matrix = _mtx(tmp_path / "overflow.mtx", "1e39")
+    """Three values of 3e38 fit float32 but their row's sum does not: with x of seed 0
+    (0.274, -0.460, -0.918), signed to add up, the float32 result is inf (4.96e38 in float64),
+    so rel_err is inf and the case fails. (A value beyond float32 itself, 1e39, is a skipped
+    case with the number: test_a_value_beyond_float32_is_a_skipped_case_not_a_failure.)"""
+    matrix = tmp_path / "overflow.mtx"
+    matrix.write_text(HEADER + "3 3 5\n1 1 3e38\n1 2 -3e38\n1 3 -3e38\n2 2 2.0\n3 3 3.0\n")
     out = tmp_path / "out"
     rc = main(["run", "--matrix", str(matrix), "--out", str(out), "--no-store", "--json",
                *FAST])
@@ -45,6 +49,18 @@ def test_every_case_failing_its_check_is_exit_11(tmp_path, capsys):
     assert case.outcome == "failed" and math.isinf(case.correctness.rel_err)
     assert case.measurement is None  # not timed
     assert (out / "report.html").is_file()
+
+
+def test_a_value_beyond_float32_is_a_skipped_case_not_a_failure(tmp_path, capsys):
+    matrix = _mtx(tmp_path / "overflow.mtx", "1e39")
+    rc = main(["run", "--matrix", str(matrix), "--out", str(tmp_path / "out"), "--no-store",
+               "--json", *FAST])
+    doc = json.loads(capsys.readouterr().out)
+    assert rc == 0
+    case, = doc["cases"]
+    assert case["outcome"] == "skipped"
+    assert case["reason"] == ("the matrix holds values up to 1e+39, beyond float32's largest "
+                              "finite value 3.4e+38; run it in float64")
 
 
 @pytest.fixture

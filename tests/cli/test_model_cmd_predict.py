@@ -155,18 +155,20 @@ def test_sass_refinement_or_the_reason(banded, capsys):
         assert any("no CUDA compiler" in a for a in case["assumptions"])
 
 
-def test_text_shows_every_term_and_the_time_taken(banded, capsys):
+def test_details_show_every_term_and_the_time_taken(banded, capsys):
     code = main(["model", str(banded), "--backend", "cuda-spmv-sell", "--backend", "scipy-cpu",
-                 "--gpu", "H100", "--no-sass"], modules=MODULES)
+                 "--gpu", "H100", "--no-sass", "--details"], modules=MODULES)
     out = capsys.readouterr().out
     assert code == 0
     assert "rates: datasheet of H100-SXM (no measured ceilings; L2 and gather rates unknown)" \
         in out
-    assert "band / cuda-spmv-sell" in out and "kernel      spmv_sell<float" in out
-    assert "predicted   " in out and ", limiter " in out and "model took  " in out
-    for name in EVERY_TERM:
-        assert f"\n    {name} " in out
-    assert "band / scipy-cpu\n  not modelled: scipy-cpu is a CPU backend" in out
+    summary, details = out.split("\ndetails\n")
+    assert "band / cuda-spmv-sell" not in summary  # the summary comes first, details after
+    assert "band / cuda-spmv-sell" in details and "kernel      spmv_sell<float" in details
+    assert "predicted   " in details and "model took  " in details
+    for name in EVERY_TERM:  # each term with its words: "    dram (DRAM bandwidth) ..."
+        assert f"\n    {name} (" in details
+    assert "band / scipy-cpu\n  not modelled: scipy-cpu is a CPU backend" in details
 
 
 def test_old_usage_still_works(capsys):
@@ -191,11 +193,13 @@ def test_bad_what_if_arguments_exit_2(capsys, argv, message):
 
 def test_api_what_if_on_an_empty_matrix():
     from sparsescope.api import what_if
+    from sparsescope.backends.registry import device_backends
     from sparsescope.matrices import Matrix
 
     result = what_if([Matrix(name="zero", csr=sp.csr_matrix((5, 5)), source="memory")],
                      ["all", "scipy-cpu"], "H100", use_store=False, sass=False)
-    assert len(result.cases) == 14  # every SpMV backend (both auto choosers) and scipy-cpu
+    # every GPU SpMV backend (both auto choosers) and scipy-cpu
+    assert len(result.cases) == len(device_backends("gpu", "spmv")) + 1 >= 14
     for case in result.cases:
         assert case.not_modelled or case.prediction.predicted_ms > 0
 

@@ -17,7 +17,6 @@ if not hasattr(os, "openpty"):  # pragma: no cover
     pytest.skip("no os.openpty on this platform", allow_module_level=True)
 
 FAST = ["--warmups", "1", "--repeats", "3", "--flush", "off"]
-FIRST_OUTPUT_S = 2.0
 DEADLINE_S = 180.0
 # A case line, after a newline or after the bar was cleared with a carriage return.
 CASE_LINE = re.compile(rb"[\r\n] +cant +scipy-cpu +ok ")
@@ -93,9 +92,8 @@ def test_bar_and_case_lines_arrive_while_running(tmp_path):
     assert rc == 0, shown[-3000:]
     assert chunks, "nothing on the terminal"
     assert b"Traceback" not in text, shown[-3000:]
-    # the bar appears at once: the first bytes within FIRST_OUTPUT_S of the start
-    assert chunks[0][0] < FIRST_OUTPUT_S, \
-        f"first output after {chunks[0][0]:.2f} s: {chunks[0][1][:200]!r}"
+    # the bar appears at once: before the first case line (an order, not a wall time: no
+    # test asserts a wall time)
     bar_at = _first(chunks, BAR)
     assert bar_at is not None, f"no tqdm bar with 'cases' on the terminal: {shown[:1500]!r}"
     assert re.search(rb"\r(?!\n)", text), "no carriage return redrawing a bar"

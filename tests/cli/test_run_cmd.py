@@ -27,7 +27,8 @@ def test_run_writes_everything(seed6_run):
     assert rc == 0
     for name in ("results.json", "report.md", "report.html"):
         assert (out / name).stat().st_size > 1000
-    assert len(list((out / "figures").glob("*.png"))) >= 8
+    # a CPU run naming no GPU: no warp-model figures (latency sensitivity, gap, DAE)
+    assert len(list((out / "figures").glob("*.png"))) >= 5
     assert (out / "tables" / "timing.json").is_file()
 
 
@@ -37,8 +38,8 @@ def test_results_are_valid_and_checked(seed6_run):
     assert [m.name for m in rs.matrices] == ["webbase-1M", "cant", "pwtk", "ldoor", "circuit5M",
                                              "cage15"]
     assert all(m.analog_of for m in rs.matrices)
-    assert rs.device.kind == "cpu" and rs.reference_gpu == "H200"
-    assert rs.latency_ns == 300.0
+    assert rs.device.kind == "cpu" and rs.reference_gpu == ""  # no GPU named
+    assert rs.latency_ns == rs.device.dram_latency_ns  # the CPU's estimate, used by no table
     assert rs.ceilings.copy_bw_gb_s and rs.ceilings.copy_bw_gb_s > 0
     for case in rs.cases:
         assert case.backend == "scipy-cpu" and case.outcome == "ok"
@@ -54,7 +55,8 @@ def test_report_says_cpu_and_analog(seed6_run):
     _, out = seed6_run
     md = (out / "report.md").read_text()
     assert "Generated analogs, not the real matrices" in md
-    assert "Measured on a CPU" in md and "H200" in md
+    assert "Measured on a CPU" in md and "`--reference-gpu NAME`" in md
+    assert "Little's law: H200" not in md and "DAE what-if per case" not in md
 
 
 def test_run_appends_to_store(tmp_path, capsys):

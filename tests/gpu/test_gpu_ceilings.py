@@ -65,7 +65,8 @@ def test_all_means_every_gpu_backend_when_a_gpu_answers():
     gpu = ["cuda-csr-scalar", "cuda-csr-vector", "cuda-spmv-adaptive", "cuda-spmv-auto",
            "cuda-spmv-auto-rules", "cuda-spmv-blocked16", "cuda-spmv-delta16",
            "cuda-spmv-delta16-tiles", "cuda-spmv-merge", "cuda-spmv-sell",
-           "cupy-cusparse-i32", "torch-cusparse-i32", "torch-cusparse-i64"]  # SpMV ones only
+           "cupy-cusparse-i32", "nvmath-cusparse-i32", "torch-cusparse-i32",
+           "torch-cusparse-i64"]  # SpMV ones only
     assert _choose_backends(["all"]) == gpu
     assert _choose_backends(["torch-cusparse-i64", "all"]) == ["torch-cusparse-i64",
                                                                *gpu[:-1]]

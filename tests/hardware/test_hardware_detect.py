@@ -169,5 +169,22 @@ def test_cpu_spec_uses_measured_ceilings_and_os_facts():
     assert spec.l2_bytes == cpuinfo.last_level_cache_bytes()
     assert spec.vendor_name == cpuinfo.cpu_model_name()
     assert spec.sources["peak_bw_gb_s"] == "measured: np.copyto, 2 x 256 MiB"
-    assert spec.sources["l2_bytes"].startswith(("os:", "fallback"))
+    assert spec.sources["l2_bytes"].startswith(("os:", "estimate:"))
+    assert spec.sources["l2_bytes"] == cpuinfo.evictable_cache().reading
+    assert cpuinfo.evictable_cache().name in spec.sources["l2_bytes"]
     assert spec.sources["sm_count"].startswith("os:")
+
+
+def test_cpu_spec_names_a_vm_cache_and_its_bound(monkeypatch, tmp_path):
+    """A VM reporting a 480 MiB L3 on two vCPUs: the spec keeps the report and its source says
+    what the timer flushes."""
+    levels = (cpuinfo.CacheLevel(2, "Unified", 2 << 20, 1),
+              cpuinfo.CacheLevel(3, "Unified", 480 << 20, 2))
+    cache = cpuinfo.choose_evictable(levels, virtual=True)
+    monkeypatch.setattr(cpuinfo, "evictable_cache", lambda: cache)
+    spec = detect.cpu_spec(MeasuredCeilings(device="vm", copy_bw_gb_s=20.0, fp32_gflops=60.0))
+    assert spec.l2_bytes == 480 << 20
+    assert spec.sources["l2_bytes"] == (
+        "os: /sys/devices/system/cpu/cpu0/cache: LLC (L3, as the VM reports it), 480.0 MiB "
+        "shared by 2 CPUs; more than 16 MiB a CPU is the host's cache, so the timer flushes "
+        "as if it held 32 MiB (2 x 16 MiB)")

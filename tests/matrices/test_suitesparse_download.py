@@ -9,7 +9,6 @@ import io
 import socket
 import tarfile
 import threading
-import time
 
 import pytest
 
@@ -37,10 +36,8 @@ def test_unreachable_server_fails_within_the_connect_timeout(cache, monkeypatch)
     monkeypatch.setattr(socket, "create_connection", blackhole)
     monkeypatch.setattr(ss.urllib.request, "urlopen",
                         lambda *a, **k: pytest.fail("the download started"))
-    start = time.monotonic()
     with pytest.raises(MatrixNotAvailableError, match="cannot download Williams/cant"):
         fetch_suitesparse("Williams/cant")
-    assert time.monotonic() - start < 5
     host = ss.BASE_URL.split("/")[2]
     assert timeouts == [((host, 443), ss.CONNECT_TIMEOUT_S)] and ss.CONNECT_TIMEOUT_S <= 5
     assert not list(cache.rglob("*.part"))  # nothing half-written is left

@@ -86,13 +86,13 @@ def test_report_usage_errors(h200_fixtures, capsys):
 
 
 def test_run_with_fake_ncu(fake_ncu, tmp_path, capsys):
-    rc = main(["profile", "run", "--suite", "seed", "--matrix", "cant", "--backend",
+    rc = main(["profile", "run", "--suite", "seed6", "--matrix", "cant", "--backend",
                "torch-cusparse-i64", "--set", "full", "--kernel", "regex:csrmv", "--launch-skip",
                "1", "--clock-control", "none", "--out", str(tmp_path), "--json"], modules=MODULES)
     assert rc == 0
     out = _json(capsys)
-    assert out["report"] == str(tmp_path / "profile_seed_cant_torch-cusparse-i64.ncu-rep")
-    assert out["source_csv"] == str(tmp_path / "profile_seed_cant_torch-cusparse-i64_source.csv")
+    assert out["report"] == str(tmp_path / "profile_seed6_cant_torch-cusparse-i64.ncu-rep")
+    assert out["source_csv"] == str(tmp_path / "profile_seed6_cant_torch-cusparse-i64_source.csv")
     assert [k["name"] for k in out["kernels"]] == ["csrmv_v3_kernel"] * 3 + ["spmv_csr_scalar"]
     assert set(out["kernels"][0]) == SUMMARY_KEYS
     assert out["passes"] == [{"kernel": "csrmv_v3_kernel", "passes": 40}]
@@ -100,7 +100,7 @@ def test_run_with_fake_ncu(fake_ncu, tmp_path, capsys):
     assert "--set full" in command and "--kernel-name regex:csrmv" in command
     assert "--launch-skip 1" in command and "--clock-control none" in command
     assert out["command"][-15:] == [
-        sys.executable, "-m", "sparsescope.target", "case", "--op", "spmv", "--suite", "seed",
+        sys.executable, "-m", "sparsescope.target", "case", "--op", "spmv", "--suite", "seed6",
         "--matrix", "cant", "--backend", "torch-cusparse-i64", "--scale", "1.0",
         "--check-only"]
 
@@ -143,7 +143,7 @@ def test_run_other_ops_with_fake_ncu(fake_ncu, tmp_path, capsys, options, stem, 
      "sparsescope: error: backend 'cuda-csr-vector' does not support op 'spmm' "
      "(it implements spmv); backends for spmm: spmm-cuda-auto, spmm-cuda-auto-rules, "
      "spmm-cuda-blocktc, spmm-cuda-colmajor, spmm-cuda-rowgroup, "
-     "spmm-cuda-rowwarp, spmm-cuda-transposed, spmm-cupy-i32, spmm-ginkgo, "
+     "spmm-cuda-rowwarp, spmm-cuda-transposed, spmm-cupy-i32, spmm-ginkgo, spmm-nvmath-i32, "
      "spmm-scipy-cpu, spmm-torch-i32, spmm-torch-i64\n"),
     (["--op", "spmm", "--backend", "spmm-cuda"],
      "sparsescope: error: unknown spmm backend 'spmm-cuda'; known: spmm-cuda-auto, "),
@@ -184,12 +184,12 @@ def test_run_has_no_timing_options(fake_ncu, tmp_path, capsys, option):
 
 def test_bare_profile_is_run_and_reports_errors(fake_ncu, tmp_path, capsys):
     fake_ncu.mode("perm")
-    rc = main(["profile", "--suite", "seed", "--matrix", "cant", "--backend",
+    rc = main(["profile", "--suite", "seed6", "--matrix", "cant", "--backend",
                "torch-cusparse-i64", "--out", str(tmp_path)], modules=MODULES)
     assert rc == 8
     assert "ERR_NVGPUCTRPERM" in capsys.readouterr().err
     assert main(["profile"], modules=MODULES) == 2
-    assert main(["profile", "run", "--suite", "s", "--matrix", "m", "--backend", "b",
+    assert main(["profile", "run", "--suite", "seed6", "--matrix", "cant", "--backend", "b",
                  "--groups", "stalls,bogus"], modules=MODULES) == 2
     assert "unknown metric group 'bogus'" in capsys.readouterr().err
 

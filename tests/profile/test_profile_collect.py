@@ -76,7 +76,7 @@ def test_target_command_slice_runs_the_target_with_every_parameter():
      "backend 'torch-cusparse-i64' does not support op 'spmm' (it implements spmv); "
      "backends for spmm: spmm-cuda-auto, spmm-cuda-auto-rules, spmm-cuda-blocktc, "
      "spmm-cuda-colmajor, spmm-cuda-rowgroup, "
-     "spmm-cuda-rowwarp, spmm-cuda-transposed, spmm-cupy-i32, spmm-ginkgo, "
+     "spmm-cuda-rowwarp, spmm-cuda-transposed, spmm-cupy-i32, spmm-ginkgo, spmm-nvmath-i32, "
      "spmm-scipy-cpu, spmm-torch-i32, spmm-torch-i64"),
     ("slice-torch", "spmv", UsageError,
      "backend 'slice-torch' does not support op 'spmv' (it implements slice); "

@@ -24,8 +24,14 @@ def fake_specs():
 
         raise UnknownNameError("GPU", name, [s.name for s in FAKE_SPECS])
 
+    from sparsescope.hardware import specs as real
     from sparsescope.hardware.specs import tf32_tensor_gflops
 
+    # Architecture constants (carveouts, L1 sizes) are facts of the compute capability, not
+    # rows of the GPU table: the fake module keeps them, whichever module imports them first.
+    for name in dir(real):
+        if name.isupper():
+            setattr(module, name, getattr(real, name))
     module.get_spec = get_spec
     module.list_specs = lambda: list(FAKE_SPECS)
     module.tf32_tensor_gflops = tf32_tensor_gflops   # a formula of the spec, not a table row

@@ -122,7 +122,9 @@ def make_gpu_runset(*, y_read: bool = False, copy_bw: float | None = 4256.8) -> 
         timing=config, matrices=tuple(matrices), cases=tuple(cases), latency_ns=300.0)
 
 
-def make_cpu_runset() -> RunSet:
+def make_cpu_runset(reference_gpu: str = "H200") -> RunSet:
+    """Two ok cases, one skipped, one failed, on a CPU; ``reference_gpu`` as the run named it
+    ("": none named)."""
     config = TimingConfig(warmups=2, repeats=10, statistic="median", clock="host",
                           flush_l2=True)
     mats = (("band-small", 20_000, 200_000, "banded", None),
@@ -152,4 +154,4 @@ def make_cpu_runset() -> RunSet:
         provenance=provenance("AMD EPYC 7B13", "sparsescope run --suite small --backend scipy"),
         device=cpu_spec(), ceilings=MeasuredCeilings(device="AMD EPYC 7B13", copy_bw_gb_s=12.5),
         timing=config, matrices=matrices, cases=(ok, ok2, skipped, failed), latency_ns=300.0,
-        reference_gpu="H200")
+        reference_gpu=reference_gpu)

@@ -85,11 +85,13 @@ def test_breakdown_shows_the_largest_matrix_and_keeps_all_in_json():
     assert memset.avg_ns == pytest.approx(5_400)  # 0.0108 ms over 2 launches
     assert memset.time_per_call_ns == pytest.approx(10_800) and memset.launches_per_call == 2
     assert vector.label == "cage15 [cuda-csr-vector]"
+    # kernel names as code: the names nsys and ncu print, not labels of ours
     assert ("longest kernel's share of GPU time per backend is torch-cusparse-i64: "
-            "cusparse::csrmv_v3_kernel 95.8 %; cuda-csr-vector: csr_vector 100.0 %") \
+            "`cusparse::csrmv_v3_kernel` 95.8 %; cuda-csr-vector: `csr_vector` 100.0 %") \
         in shown.reading
+    assert shown.cells()[0][1] == "`cusparse::csrmv_v3_kernel`"
     assert "Auxiliary kernels, memsets and copies take 4.2 %" in shown.reading
-    assert ("Seed 000 section 3.2 (nsys, cage15): csrmv_v3_kernel 91.0 % at 438,561 ns per "
+    assert ("Seed 000 section 3.2 (nsys, cage15): `csrmv_v3_kernel` 91.0 % at 438,561 ns per "
             "launch; here 95.8 % at 542,400 ns.") in shown.reading
     assert "all 3 cases with a breakdown" in shown.reading
     assert every.name == "kernel_breakdown_all" and len(every.rows) == 7

@@ -173,7 +173,7 @@ def test_spmm_section_opens_with_predicted_against_measured(tmp_path):
     # 90th percentile 20 + 0.9 x 40 = 56
     assert text.startswith("- 2 of 3 timed case(s) modelled.\n- Median |error| 40.0 %; 90th "
                            "percentile 56.0 %.")
-    assert "| spmm-torch-i32 | k=8 layout=row | not modelled: results older than the model |" \
+    assert "| spmm-torch-i32 | k 8, layout row | not modelled: results older than the model |" \
         in text
     assert "model defect: beats its predicted time (error -60 %)" in text
     assert "![SpMM: predicted against measured](figures/ops_spmm_predicted.png)" in text

@@ -29,7 +29,8 @@ def test_report_json_lists_paths_and_readings(results_file, tmp_path, capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["markdown"] == str(out_dir / "report.md")
     assert out["html"] == str(out_dir / "report.html")
-    assert len(out["figures"]) == 8 and len(out["tables"]) == 20
+    # a CPU run: no gap decomposition or per-case DAE (figures and tables) on a GPU's warps
+    assert len(out["figures"]) == 6 and len(out["tables"]) == 17
     assert all((out_dir / "figures").joinpath(p.rsplit("/", 1)[1]).is_file()
                for p in out["figures"])
     assert "reference GPU H200" in out["readings"]["littles_law"]
@@ -40,11 +41,32 @@ def test_report_json_lists_paths_and_readings(results_file, tmp_path, capsys):
          "reason": "no torch-cusparse-i64 case on a matrix of seed 000 section 3.1"}]
 
 
+def test_reference_gpu_names_the_gpu_of_a_cpu_runs_warp_model(tmp_path, capsys, monkeypatch):
+    from sparsescope.report import spmv_layout
+
+    monkeypatch.setattr(spmv_layout, "FIGURE_FUNCS", {})  # the tables are what is checked
+    results = tmp_path / "run.json"
+    write_runset(results, make_cpu_runset(reference_gpu=""))  # the run named no GPU
+    assert main(["report", str(results), "--out", str(tmp_path / "a"), "--json"],
+                modules=MODULES) == 0
+    plain = json.loads(capsys.readouterr().out)
+    assert "littles_law" not in plain["readings"] and "dae_sram" not in plain["readings"]
+    assert main(["report", str(results), "--out", str(tmp_path / "b"), "--json",
+                 "--reference-gpu", "B200"], modules=MODULES) == 0
+    named = json.loads(capsys.readouterr().out)
+    assert named["readings"]["littles_law"].startswith(
+        "Computed for the reference GPU B200 from its spec")
+    assert "dae" not in named["readings"] and "gap" not in named["readings"]
+    assert main(["report", str(results), "--out", str(tmp_path / "c"), "--reference-gpu",
+                 "Z9"], modules=MODULES) == 2
+    assert "Z9" in capsys.readouterr().err and not (tmp_path / "c").exists()
+
+
 def test_report_text_output(results_file, tmp_path, capsys):
     assert main(["report", str(results_file), "--out", str(tmp_path)], modules=MODULES) == 0
     text = capsys.readouterr().out
     assert f"wrote {tmp_path / 'report.html'}" in text
-    assert "wrote 8 figures" in text and "  timing: band-small comes closest" in text
+    assert "wrote 6 figures" in text and "  timing: band-small comes closest" in text
 
 
 @pytest.mark.parametrize("content, message", [

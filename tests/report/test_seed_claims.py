@@ -63,8 +63,12 @@ def test_littles_law_refuted_at_a_measured_latency():
     v = check(littles_law_claim, with_latency(make_gpu_runset(), 400.0))
     assert v.verdict == REFUTED
     assert "113.6 warps/SM required at 400 ns (measured)" in v.evidence
-    assert v.evidence.endswith("ldoor [torch-cusparse-i64] reaches 60.8 % by its own bytes, "
-                               "above it")
+    # above the ceiling, with its cause: 60.8 / 56.3 = 1.08 lines in flight per warp
+    assert ("ldoor [torch-cusparse-i64] reaches 60.8 % by its own bytes: 60.8 % is above the "
+            "56.3 % Little's-law ceiling because that ceiling counts one 128-byte line in "
+            "flight per resident warp at 400 ns, and 60.8 % takes at least 1.08 lines per "
+            "warp") in v.evidence
+    assert "estimate" not in v.evidence  # a measured latency: the cause is not blamed on it
 
 
 def test_warp_claims_are_untestable_on_a_cpu():

@@ -153,7 +153,7 @@ def test_slower_faster_flushed_and_cuda13_causes():
     assert "Furthest: ldoor, 0.2455 ms against 0.1964 ms (1.25x" in t.reading
     assert "5 of 6 matrices are generated analogs" in t.reading
     assert ("PyTorch 2.11.0+cu130 is built for CUDA 13.0, whose cuSPARSE launches "
-            "csrmv_v3_kernel with 512-thread blocks") in t.reading
+            "`csrmv_v3_kernel` with 512-thread blocks") in t.reading
     assert "launched 32-thread blocks (seed 000, section 4.1)" in t.reading
     assert "flushed L2 between repeats for cant" in t.reading
 
@@ -169,7 +169,7 @@ def test_scaled_matrices_are_flagged_and_kernel_share_listed():
     cage = t.rows[-1]
     assert not cage.same_size
     assert cage.causes == ("scaled: 2,577,429 rows, 49,599,775 nnz; generated scattered analog; "
-                           "csrmv_v3_kernel 91.5 % of the call")
+                           "`csrmv_v3_kernel` 91.5 % of the call")
     assert "the suite was scaled, so cage15 have fewer rows" in t.reading
 
 

@@ -225,17 +225,38 @@ def test_cpu_run_uses_cpu_bandwidth_and_reference_gpu(cpu):
     assert band.pct_of_peak_bw == pytest.approx(100 * 7.360016 / 12.5)
     assert band.pct_of_measured_copy_bw is None  # the CPU's peak already is its measured copy
     assert band.flushed
-    for name in ("littles_law", "latency_sensitivity", "dae", "dae_sram", "dae_fifo"):
-        assert "reference GPU H200" in cpu[name].reading, name
-        assert "not the CPU" in cpu[name].reading, name
+    # The run named H200: its warp model from its spec alone, no CPU % compared with it.
+    for name in ("littles_law", "latency_sensitivity", "dae_sram", "dae_fifo"):
+        assert "reference GPU H200 from its spec" in cpu[name].reading, name
+        assert "no CPU measurement enters it" in cpu[name].basis, name
     ll = cpu["littles_law"].rows[0]
     assert (ll.gpu, ll.latency_ns, round(ll.required_warps_per_sm, 1)) == ("H200", 300, 85.2)
-    assert "what-if" in cpu["dae"].reading
+    assert "best case" not in cpu["littles_law"].reading
+    sens = cpu["latency_sensitivity"]
+    assert all(r.dae_bw_speedup_x is None for r in sens.rows)
+    assert "dae_speedup_text" not in [c.key for c in sens.columns]
     assert all(r.current_pct is None and not r.this_run for r in cpu["cross_gpu"].rows)
     assert "ran on a CPU" in cpu["cross_gpu"].reading
-    gap = row(cpu["gap"], label="band-small")
-    assert gap.littles_law_deficit_ms == 0.0
-    assert gap.dep_chain_and_other_ms == pytest.approx(0.25 - gap.floor_ms)
+    # A CPU time judged by a GPU's warps: never (the gap, the per-case DAE gain).
+    assert not {"gap", "dae", "dae_validated"} & set(cpu)
+
+
+def test_cpu_run_naming_no_gpu_has_no_warp_model_and_says_why():
+    rs = make_cpu_runset(reference_gpu="")
+    t = tables_of(rs)
+    warp = {"littles_law", "latency_sensitivity", "gap", "dae", "dae_validated", "dae_sram",
+            "dae_fifo", "cross_gpu"}
+    assert not warp & set(t) and {"timing", "floor", "roofline", "index_width"} <= set(t)
+    ctx = build_context(rs)
+    assert ctx.gpu is None
+    assert "warps do not describe the CPU (AMD EPYC 7B13" in ctx.warp_absent
+    assert "--reference-gpu NAME" in ctx.warp_absent
+    assert "measured on a CPU" in ctx.gpu_run_absent
+    # the report names the GPU instead: its spec, at its datasheet latency
+    named = tables_of(rs, reference_gpu="B200")
+    ll = named["littles_law"].rows[0]
+    assert (ll.gpu, ll.latency_ns) == ("B200", 200.0)
+    assert not {"gap", "dae"} & set(named)
 
 
 def test_cpu_run_honours_the_latency_it_recorded():
@@ -259,10 +280,10 @@ def test_skipped_and_failed_are_listed_and_never_timed(cpu):
     out = cpu["outcomes"]
     assert [(r.backend, r.outcome, r.reason) for r in out.rows] == [
         ("torch-cusparse-i64", "skipped", "torch is not installed"),
-        ("scipy-cpu", "failed", "rel_err 3.2e-02 above tolerance 1e-05")]
+        ("scipy-cpu", "failed", "relative error 3.2e-02 above tolerance 1e-05")]
     assert out.rows[1].rel_err == 3.2e-2
     assert "1 case(s) skipped and 1 failed" in out.reading
-    for name in ("timing", "floor", "roofline", "gap", "dae"):
+    for name in ("timing", "floor", "roofline"):
         assert all("tiny" not in r.label for r in cpu[name].rows), name
 
 

@@ -82,8 +82,8 @@ def mutate(d, path, value):
 @pytest.mark.parametrize("path, value, message", [
     (("cases", 1, "outcome"), "great",
      "cases[1].outcome: expected one of ok/skipped/failed, got 'great'"),
-    (("schema_version",), 3, "schema_version: expected 2, got 3"),
-    (("schema_version",), KeyError, "schema_version: expected 2, got None"),
+    (("schema_version",), 4, "schema_version: expected 3, got 4"),
+    (("schema_version",), KeyError, "schema_version: expected 3, got None"),
     (("provenance", "git_commit"), KeyError, "provenance.git_commit: required field missing"),
     (("matrices", 0, "stats", "rows"), "12",
      "matrices[0].stats.rows: expected an integer, got string '12'"),

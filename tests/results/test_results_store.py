@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from sparsescope.errors import ResultsFormatError, UnknownNameError, UsageError
+from sparsescope.results.records import SCHEMA_VERSION
 from sparsescope.results.store import ResultsStore, StoredCase, default_store_path
 
 
@@ -66,7 +67,8 @@ def test_provenance_columns_and_json_are_stored(store, make_runset):
         con.close()
     assert row[:4] == ("a1b2c3d4e5f6", "2026-02-28T10:00:00+00:00", "NVIDIA H200", "570.86.15")
     assert json.loads(row[4]) == {"numpy": "2.4.6", "torch": "2.9.1+cu128"}
-    assert row[5:11] == ("0.1.0", "unknown", "sparsescope run --suite seed6", "seed6", 1.0, 2)
+    assert row[5:11] == ("0.1.0", "unknown", "sparsescope run --suite seed6", "seed6", 1.0,
+                          SCHEMA_VERSION)
     assert json.loads(row[11])["cases"][0]["measurement"]["samples_ms"][0] == 0.1964
 
 

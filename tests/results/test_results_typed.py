@@ -1,5 +1,6 @@
 """Schema 2's typed case records (params, derived, traffic, counters) through JSON, and schema-1
-files (op parameters as ``op.*`` note strings) read back as schema 2 by ``results.migrate``."""
+files (op parameters as ``op.*`` note strings) read back as the current schema by
+``results.migrate``."""
 
 from __future__ import annotations
 
@@ -43,7 +44,7 @@ def _schema1(name: str) -> dict:
 
 def _round_trips(runset, tmp_path):
     path = write_runset(tmp_path / "results.json", runset)
-    assert json.loads(path.read_text())["schema_version"] == SCHEMA_VERSION == 2
+    assert json.loads(path.read_text())["schema_version"] == SCHEMA_VERSION == 3
     back = read_runset(path)
     assert back == runset
     assert [c.notes for c in back.cases] == [c.notes for c in runset.cases]  # compare=False
@@ -54,7 +55,7 @@ def _round_trips(runset, tmp_path):
 def test_schema1_spmm_file_reads_with_typed_params_and_round_trips(tmp_path):
     old = _schema1("spmm")
     runset = read_runset(SCHEMA1_FILES["spmm"])
-    assert runset.schema_version == 2
+    assert runset.schema_version == 3
     assert len(runset.cases) == len(old["cases"]) > 0
     for before, case in zip(old["cases"], runset.cases, strict=True):
         notes = before["notes"]

@@ -34,6 +34,24 @@ def test_sass_text_with_param_names_and_occupancy(fatbin_80_90, capsys):
     assert "Theoretical occupancy at 256 threads/block (compute capability 9.0)" in text
 
 
+def test_occupancy_without_register_counts_says_why(h200_fixtures, capsys):
+    """A saved cuobjdump listing has no -res-usage output: no occupancy, and the reason."""
+    listing = str(h200_fixtures / "spmv_kernels_sm90.cuobjdump.sass")
+    args = ["sass", listing, "--kernel", "scalar", "--block-size", "256", "--gpu", "H200"]
+    assert main([*args, "--json"], modules=MODULES) == 0
+    (k,) = json.loads(capsys.readouterr().out)["kernels"]
+    assert k["occupancy"] is None
+    assert k["occupancy_reason"].startswith("Theoretical occupancy at 256 threads/block: not "
+                                            "computed -- the input carries no register count")
+    assert main(args, modules=MODULES) == 0
+    text = capsys.readouterr().out
+    assert "Theoretical occupancy at 256 threads/block: not computed" in text
+    assert "`cuobjdump -res-usage -sass`" in text
+    # no block size asked: nothing to explain
+    assert main(["sass", listing, "--kernel", "scalar"], modules=MODULES) == 0
+    assert "Theoretical occupancy" not in capsys.readouterr().out
+
+
 def test_sass_errors(tmp_path, capsys, h200_fixtures):
     rc = main(["sass", str(tmp_path / "missing.cubin")], modules=MODULES)
     assert rc == 2 and "no such file" in capsys.readouterr().err

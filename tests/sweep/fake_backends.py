@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import time
+from dataclasses import replace
 
 from sparsescope.backends.scipy_cpu import ScipyCpuBackend
 
@@ -54,4 +55,37 @@ class HangBackend(ScipyCpuBackend):
                 with open(os.path.join(folder, f"started-{os.getpid()}"), "w"):
                     pass
             time.sleep(float(os.environ.get("SPARSESCOPE_TEST_HANG_S", "30")))
+        return super().run(prepared, x)
+
+
+class TwinCpuBackend(ScipyCpuBackend):
+    """SciPy under another name: a second CPU backend with the same index widths."""
+
+    name = "twin-cpu"
+
+
+class SleepGpuBackend(ScipyCpuBackend):
+    """A stand-in GPU: its case checked by SciPy on the host, then "timed" by sleeping
+    ``$SPARSESCOPE_TEST_GPU_S`` seconds (default 0.05), as a GPU's timing waits on the device
+    without taking a CPU core. Device ``gpu``: a sweep of it may load the next matrix while it
+    sleeps."""
+
+    name = "sleep-gpu"
+    capability = replace(ScipyCpuBackend.capability, device="gpu", index_bytes=(4,),
+                         description="SciPy checked, timed by a sleep (a stand-in GPU)")
+
+    def time(self, prepared, x, config):
+        time.sleep(float(os.environ.get("SPARSESCOPE_TEST_GPU_S", "0.05")))
+        return super().time(prepared, x, replace(config, warmups=0, repeats=1))
+
+
+class EvenRowsKillerBackend(ScipyCpuBackend):
+    """SciPy, except that under a Dask worker it kills its own process (SIGKILL) on a matrix
+    with an even number of rows: some cases of a sweep kill every worker they reach."""
+
+    name = "even-killer-cpu"
+
+    def run(self, prepared, x):
+        if prepared.shape[0] % 2 == 0 and _in_dask_worker():
+            os.kill(os.getpid(), signal.SIGKILL)
         return super().run(prepared, x)

@@ -35,20 +35,27 @@ def stored_rows(store: Path) -> int:
         return con.execute("SELECT COUNT(*) FROM sweep_cases").fetchone()[0]
 
 
-def signal_mid_sweep(script: str, store: Path, sig: int, *, after: int = 2):
+def signal_mid_sweep(script: str, store: Path, sig: int, *, after: int = 2,
+                     group: bool = False):
     """Run ``script`` (a sweep of slow cases) in a subprocess, send it ``sig`` once ``after``
-    cases are stored, and return ``(returncode, stderr)``."""
+    cases are stored, and return ``(returncode, stderr)``. ``group``: the script runs in a
+    process group of its own and the signal goes to the whole group, as Ctrl-C at a terminal
+    reaches the command and every worker process it started."""
+    import os
     import subprocess
     import sys
     import time
 
     proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, start_new_session=group)
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline and proc.poll() is None:
         if stored_rows(store) >= after:
             break
         time.sleep(0.05)
-    proc.send_signal(sig)
+    if group:
+        os.killpg(proc.pid, sig)
+    else:
+        proc.send_signal(sig)
     _, err = proc.communicate(timeout=60)
     return proc.returncode, err

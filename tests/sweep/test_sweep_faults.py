@@ -18,7 +18,7 @@ from sweep_builders import TIMING, signal_mid_sweep, write_collection
 from sparsescope import __version__, api, registry
 from sparsescope.errors import StoreWriteError
 from sparsescope.results.store import ResultsStore
-from sparsescope.sweep import engine
+from sparsescope.sweep import cluster, dask_loop, engine
 from sparsescope.sweep.sources import expand_sources, source_hash
 from sparsescope.sweep.tasks import plan_tasks, task_key
 
@@ -180,7 +180,7 @@ def test_a_cluster_with_no_live_worker_is_seen_as_lost(monkeypatch):
     scaled to zero under a hung case is left out: Dask's graceful retirement can wait on the
     hung task for longer than a test should, on a loaded machine."""
     clock = [100.0]
-    monkeypatch.setattr(engine.time, "perf_counter", lambda: clock[0])
+    monkeypatch.setattr(dask_loop.time, "perf_counter", lambda: clock[0])
 
     class Client:
         answers: list = []
@@ -192,7 +192,7 @@ def test_a_cluster_with_no_live_worker_is_seen_as_lost(monkeypatch):
             return answer
 
     client = Client()
-    alive = engine._Liveness(client)
+    alive = dask_loop.Liveness(client)
     client.answers = [{"tcp://w": 2}, {}, OSError("scheduler gone"), {"tcp://w": 2}]
     clock[0] += 1.0
     assert alive.lost_for() == 0.0            # a worker answers
@@ -212,9 +212,9 @@ def test_owned_cluster_gives_a_killed_case_one_retry():
     import dask
 
     with dask.config.set({"distributed.scheduler.allowed-failures": 3}):
-        assert engine.allowed_failures() == 1
+        assert cluster.allowed_failures() == 1
     with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
-        assert engine.allowed_failures() == 0
+        assert cluster.allowed_failures() == 0
 
 
 TERM_SCRIPT = textwrap.dedent("""
@@ -293,3 +293,56 @@ def test_an_archive_gives_name_slash_name_mtx_not_the_first_mtx(tmp_path):
     (source,) = expand_sources([str(archive)])
     matrix = load_source(source)
     assert matrix.csr.shape == (3, 1) and list(matrix.csr.data) == [1.5, 2.5, 3.5]
+
+
+@pytest.mark.slow
+def test_workers_killed_again_and_again_a_locked_then_full_store_every_case_once(
+        tmp_path, store, monkeypatch, short_store_waits):
+    """Issue 33's fault test: cases that kill every worker they reach (each retried once on
+    another worker), the store locked by another writer for a while, then full (a faked
+    ENOSPC) for a while, under a time limit. Every case ends stored once, ok or failed with
+    its reason, and the sweep ends within its limit."""
+    from sparsescope.results.store import StoreBusyError
+
+    monkeypatch.syspath_prepend(str(HERE))
+    monkeypatch.setitem(registry.BACKENDS, ("spmv", "even-killer-cpu"),
+                        "fake_backends:EvenRowsKillerBackend")
+    folder = write_collection(tmp_path / "c", 4)  # 40..43 rows: two matrices kill
+    lock = _Lock(store)
+    append = ResultsStore.append_sweep_cases
+    seen: list[str] = []
+    full = {"on": False}
+
+    def on_case(case) -> None:
+        seen.append(case.outcome)
+        if len(seen) == 1:
+            lock.take()          # cases 2 and 3 find the store locked
+        elif len(seen) == 3:
+            lock.release()
+            full["on"] = True    # cases 4 and 5 find the disk full
+        elif len(seen) == 5:
+            full["on"] = False
+
+    def maybe_full(self, rows):
+        if full["on"]:
+            raise StoreBusyError(f"{self.path}: results store not writable now "
+                                 "(database or disk is full)")
+        return append(self, rows)
+
+    monkeypatch.setattr(ResultsStore, "append_sweep_cases", maybe_full)
+    out, _ = _sweep_in_thread(
+        240, sources=[str(folder)], out_dir=tmp_path / "o", timing=TIMING, quiet=True,
+        backends=["scipy-cpu", "even-killer-cpu"], cluster="local", workers=2,
+        time_limit_s=180, on_case=on_case)
+    assert out.ran == 8 and out.engine.left == 0 and not out.engine.aborted
+    cases = {(c.matrix, c.backend): c for c in out.runset.cases}
+    assert len(cases) == len(out.runset.cases) == 8  # each case once in results.json
+    for (matrix, backend), case in cases.items():
+        rows = int(matrix[1:3]) + 40
+        if backend == "even-killer-cpu" and rows % 2 == 0:
+            assert case.outcome == "failed" and "KilledWorker" in case.reason, case
+        else:  # a case queued on a worker that died twice may fail with it (Dask's count)
+            assert case.outcome == "ok" or "KilledWorker" in case.reason, case
+    stored = _rows(store)
+    assert len(stored) == 8 and len({r[:2] for r in stored}) == 8  # each stored once
+    assert sorted(r[2] for r in stored) == sorted(c.outcome for c in cases.values())

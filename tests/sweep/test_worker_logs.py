@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import logging
+import signal
 
 from sparsescope.sweep import worker_logs
-from sparsescope.sweep.engine import dask_client
+from sparsescope.sweep.cluster import dask_client
 
 
 def _record(msg: str, level=logging.ERROR) -> logging.LogRecord:
@@ -33,10 +34,29 @@ _WORKER_FILTERS = lambda: [type(f).__name__  # noqa: E731
                            for f in __import__("logging").getLogger("distributed.worker").filters]
 
 
+#: The worker's SIGINT handler, by value for the same reason.
+_WORKER_SIGINT = lambda: str(__import__("signal").getsignal(2))  # noqa: E731
+
+
 def test_a_local_clusters_workers_load_the_preload():
     with dask_client("local", None, 1, quiet=True) as client:
         answers = client.run(_WORKER_FILTERS)
+        interrupt = client.run(_WORKER_SIGINT)
+        machine = client.run(lambda: [type(f).__name__ for f in __import__("logging")
+                                      .getLogger("distributed.worker.state_machine").filters])
     assert list(answers.values()) == [["DropLostHeartbeat"]]
+    # Ctrl-C reaches every process of the terminal's group: a worker leaves it to the client
+    assert list(interrupt.values()) == [str(signal.SIG_IGN)]
+    assert list(machine.values()) == [["DropCancelledAtClose"]]
+
+
+def test_a_task_cancelled_by_the_closing_worker_is_dropped_and_others_kept():
+    keep = worker_logs.DropCancelledAtClose().filter
+    closing = ("Async instruction for <Task cancelled name=\"execute('run_task-1')\"> ended "
+               "with CancelledError")
+    assert keep(_record(closing, logging.WARNING)) is False
+    assert keep(_record("Unhandled exception in async instruction for <Task>")) is True
+    assert keep(_record("Async instruction for <Task> ended with KeyError")) is True
 
 
 def test_the_interrupted_sync_cancel_record_is_dropped_and_others_kept():
@@ -63,3 +83,16 @@ def test_a_client_installs_the_interrupt_filter_on_its_loop_logger():
     with dask_client("local", None, 1, quiet=True):
         filters = logging.getLogger("tornado.application").filters
     assert sum(isinstance(f, worker_logs.DropInterruptedSync) for f in filters) == 1
+
+
+def test_the_client_drops_only_the_closing_noise_of_its_own_cluster():
+    gather = worker_logs.DropAbandonedGather().filter
+    abandoned = logging.LogRecord("asyncio", logging.ERROR, __file__, 1,
+                                  "Task exception was never retrieved\nfuture: <Task finished "
+                                  "coro=<wait()> exception=AllExit()>", None, None)
+    assert gather(abandoned) is False
+    assert gather(_record("Task exception was never retrieved: KeyError()")) is True
+    batched = worker_logs.DropBatchedClosed().filter
+    assert batched(_record("Batched Comm Closed <TCP (closed) Scheduler connection>",
+                           logging.INFO)) is False
+    assert batched(_record("Error in batched write", logging.ERROR)) is True

@@ -90,11 +90,11 @@ def test_flush_cache_updates_twice_the_llc_through_the_cache():
     assert host._flush_buffer is None
 
 
-def test_default_llc_comes_from_the_os(monkeypatch):
+def test_default_cache_is_the_one_a_single_thread_can_evict(monkeypatch):
     from sparsescope.hardware import cpuinfo
 
     seen = []
-    monkeypatch.setattr(cpuinfo, "last_level_cache_bytes", lambda: 4096)
+    monkeypatch.setattr(cpuinfo, "evictable_cache_bytes", lambda: 4096)
     monkeypatch.setattr(host, "flush_cache", lambda llc: seen.append(llc))
     m = time_host(Counter(), TimingConfig(warmups=0, repeats=2), working_set_bytes=100)
     assert m.flushed and seen == [4096, 4096]
@@ -109,3 +109,66 @@ def test_default_llc_comes_from_the_os(monkeypatch):
 def test_invalid_settings_are_usage_errors(config, message):
     with pytest.raises(UsageError, match=message):
         time_host(Counter(), config, llc_bytes=1024)
+
+
+class FakeClock:
+    """``time`` stand-in whose clock moves only when the flush or the call runs."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def perf_counter(self) -> float:
+        return self.now
+
+
+def test_the_flush_stays_outside_the_timed_window(monkeypatch):
+    """A flush of 100 s and a call of 1 ms: every sample is the call's 1 ms alone."""
+    clock = FakeClock()
+    flushes = []
+
+    def slow_flush(llc):
+        flushes.append(llc)
+        clock.now += 100.0
+
+    def call():
+        clock.now += 0.001
+
+    monkeypatch.setattr(host, "time", clock)
+    monkeypatch.setattr(host, "flush_cache", slow_flush)
+    m = time_host(call, TimingConfig(warmups=2, repeats=5, flush_l2=True), llc_bytes=4096)
+    assert m.flushed and len(flushes) == 5
+    assert m.samples_ms == pytest.approx((1.0,) * 5)
+
+
+def test_the_garbage_collector_is_off_only_while_timing():
+    import gc
+
+    seen = []
+    fn = Counter()
+
+    def call():
+        fn()
+        seen.append(gc.isenabled())
+
+    assert gc.isenabled()
+    time_host(call, TimingConfig(warmups=2, repeats=3, flush_l2=False))
+    assert seen == [True, True, False, False, False]  # warm-ups collect, timed calls do not
+    assert gc.isenabled()
+    gc.disable()
+    try:  # a caller that had it off keeps it off
+        time_host(call, TimingConfig(warmups=0, repeats=1, flush_l2=False))
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_a_call_that_raises_leaves_the_collector_on():
+    import gc
+
+    def boom():
+        if not gc.isenabled():
+            raise RuntimeError("timed call failed")
+
+    with pytest.raises(RuntimeError):
+        time_host(boom, TimingConfig(warmups=1, repeats=2, flush_l2=False))
+    assert gc.isenabled()

@@ -3,6 +3,8 @@ measured throughputs against the ceilings and Little's law at the measured warps
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from sparsescope.analyze.evidence import Evidence, KernelEvidence
 from sparsescope.analyze.records import Bottleneck
 
@@ -96,12 +98,48 @@ def bottleneck(ev: Evidence, ke: KernelEvidence) -> Bottleneck:
         active = p.active_warps_per_sm
     elif ke.occupancy is not None:
         active = ke.occupancy.active_warps_per_sm
+    above = ""
     if active is not None:
         nums["active_warps_per_sm"] = _r(active, 2)
         nums["littles_law_ceiling_pct"] = _r(ceiling_pct(active, required), 2)
+        above = _above_ceiling(bw_pct, nums, dev, p)
     if bw_pct is None and sm_pct is None:
         return Bottleneck(ke.name, "unknown", "no time, bytes or profile to compare with the "
                           "ceilings", nums)
+    found = _bound(ke, bw_pct, cache_pct, cache, sm_pct, flops_pct, nums, active, required,
+                   dev)
+    return replace(found, reason=found.reason + above) if above else found
+
+
+def _above_ceiling(bw_pct: float | None, nums: dict, dev, p) -> str:
+    """Why DRAM runs above its Little's-law ceiling ("" at or below it)::
+
+        lines per warp needed = achieved % / ceiling %   (the ceiling counts one 128-B line)
+
+    Each warp keeps more lines in flight than one (independent loads; lanes whose loads touch
+    several lines: sectors per request x 32 B / 128 B), or the latency used is lower than
+    the estimate it is -- the cause is named, never left as two numbers side by side."""
+    ceiling = nums.get("littles_law_ceiling_pct")
+    if bw_pct is None or not ceiling or bw_pct <= ceiling:
+        return ""
+    need = bw_pct / ceiling
+    nums["lines_in_flight_per_warp_needed"] = _r(need, 2)
+    text = (f"; DRAM at {bw_pct:.1f} % is above the {ceiling:.1f} % Little's-law ceiling "
+            f"because that ceiling counts one 128-byte line in flight per active warp, and "
+            f"{bw_pct:.1f} % takes at least {need:.2f} lines per warp: the kernel keeps more "
+            f"in flight per warp")
+    if p is not None and p.ld_sectors and p.ld_requests:
+        per_request = p.ld_sectors / p.ld_requests
+        text += (f" (its global loads touch {per_request:.1f} sectors, "
+                 f"{per_request * 32 / 128:.1f} lines, per request)")
+    if "measured" not in dev.source:  # a measured latency is the unloaded one: never lower
+        text += f", or the DRAM latency is below the {dev.dram_latency_ns:.0f} ns estimate"
+    return text
+
+
+def _bound(ke, bw_pct, cache_pct, cache, sm_pct, flops_pct, nums, active, required,
+           dev) -> Bottleneck:
+    """The bound of :func:`bottleneck`, from the figures it gathered."""
     if bw_pct is not None and bw_pct >= BOUND_PCT:
         return Bottleneck(ke.name, "bandwidth", f"DRAM at {bw_pct:.1f} % of peak "
                           f"(>= {BOUND_PCT:.0f} %)", nums)

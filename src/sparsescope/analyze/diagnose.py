@@ -43,6 +43,15 @@ def _loc(ke: KernelEvidence, address: int, sass: str, site, detail: str = "") ->
                     source_file=site.source_file)
 
 
+#: Words ncu writes in capitals in its stall names (``mio_throttle`` -> ``MIO Throttle``).
+_STALL_CAPITALS = {"mio": "MIO", "lg": "LG", "tex": "TEX", "imc": "IMC", "gmma": "GMMA"}
+
+
+def stall_name(reason: str) -> str:
+    """A stall reason as ncu's report names it (``long_scoreboard`` -> ``Long Scoreboard``)."""
+    return " ".join(_STALL_CAPITALS.get(w, w.capitalize()) for w in reason.split("_"))
+
+
 def _stall_pct(ke: KernelEvidence, reason: str) -> float | None:
     p = ke.profile
     if p is None or not p.cpi or reason not in p.stalls:
@@ -100,11 +109,11 @@ def rule_dominant_stall(ev: Evidence, ke: KernelEvidence) -> Finding | None:
         n = row.stall_samples.get(reason, 0)
         if n:
             locs.append(_loc(ke, row.address, row.sass, row,
-                             f"{n} {reason} samples"))
+                             f"{n} {stall_name(reason)} samples"))
     basis = "samples" if by_samples else "stall ratios"
-    return Finding("dominant_stall", ke.name, f"{reason.replace('_', ' ')} dominates the stalls",
+    return Finding("dominant_stall", ke.name, f"{stall_name(reason)} dominates the stalls",
                    "high" if share >= 50 else "medium", "profile",
-                   f"{reason} takes {share:.1f} % of the warp stalls ({basis}; "
+                   f"{stall_name(reason)} takes {share:.1f} % of the warp stalls ({basis}; "
                    f"{by_ratio.get(reason, 0):.1f} % of the CPI of {p.cpi:.1f} cycles)",
                    nums, tuple(locs), _STALL_REMEDY.get(reason, "see the stall reason"))
 

@@ -5,7 +5,9 @@
 - :mod:`~sparsescope.api.reports`: :func:`report` (re-render a saved run);
 - :mod:`~sparsescope.api.devices`: :func:`gpu_specs`, :func:`measure_ceilings`;
 - :mod:`~sparsescope.api.matrices`: :func:`matrix_catalogue`, :func:`matrix_stats`,
-  :func:`generate_matrix`, :func:`generate_suite`;
+  :func:`generate_matrix`, :func:`generate_suite`, :func:`load_matrix`, and the one way to
+  name a suite's matrices (``suite:NAME#ENTRY[@SCALE]``): :func:`matrix_selection`,
+  :func:`suite_matrix`;
 - :mod:`~sparsescope.api.kernels`: :func:`sass_analysis`, :func:`list_kernels`
   (:func:`sass_markdown`, :mod:`~sparsescope.api.renderings`, renders an analysis);
 - :mod:`~sparsescope.api.profiles`: :func:`profile_case`, :func:`read_profile`,
@@ -58,7 +60,9 @@ from sparsescope.api.matrices import (
     generate_suite,
     load_matrix,
     matrix_catalogue,
+    matrix_selection,
     matrix_stats,
+    suite_matrix,
 )
 from sparsescope.api.models import (
     CaseFigures,
@@ -96,9 +100,11 @@ from sparsescope.context import (
     rates_context,
     sass_refiner,
 )
+from sparsescope.errors import SparsescopeError
 from sparsescope.hardware.specs import get_spec
 from sparsescope.hardware.types import MeasuredCeilings
 from sparsescope.matrices import load_suite
+from sparsescope.matrices.io import read_matrix, write_matrix
 from sparsescope.model.hot_set import hot_set_reach
 from sparsescope.model.spmm import x_reuse_dram_floors
 from sparsescope.registry import is_own, op_entry
@@ -117,8 +123,10 @@ __all__ = [
     "device_context", "report", "run", "sweep",
     # devices, matrices, kernels, profiles, analysis
     "analyze_measurement", "analyze_offline", "analyze_workload", "compare_analyses",
-    "generate_matrix", "generate_suite", "gpu_specs", "list_kernels", "load_matrix",
-    "matrix_catalogue", "matrix_stats", "measure_ceilings", "profile_case", "profile_report",
+    "generate_matrix", "generate_suite", "read_matrix", "write_matrix",
+    "SparsescopeError", "gpu_specs", "list_kernels", "load_matrix",
+    "matrix_catalogue", "matrix_selection", "matrix_stats", "measure_ceilings", "suite_matrix",
+    "profile_case", "profile_report",
     "read_profile", "sass_analysis", "sass_markdown", "op_entry",
     # the what-if and the prediction context
     "expand_backends", "load_matrices", "named_gpu", "predict_call", "predict_plan",

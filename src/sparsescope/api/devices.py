@@ -69,8 +69,12 @@ def measure_ceilings(*, store: bool = True, refresh: bool = False,
         from sparsescope._outputs import check_store
 
         check_store()
+    from sparsescope.backends.library_probe import library_call_probes
+
     with Status("measuring the GPU's ceilings", progress):
-        ceilings = measure_gpu_ceilings()
+        # a library call's fixed cost too: the backends' own calls, made here (hardware
+        # imports no backend)
+        ceilings = measure_gpu_ceilings(library_probes=library_call_probes())
     measured_utc = datetime.now(UTC).isoformat(timespec="seconds")
     stored = None
     if store:

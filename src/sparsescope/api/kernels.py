@@ -23,6 +23,8 @@ class KernelSass:
     """``sass.analysis.KernelAnalysis``."""
     occupancy: object = None
     """``sass.occupancy.Occupancy``, or None."""
+    occupancy_reason: str = ""
+    """Why a block size was given and no occupancy computed ("" otherwise)."""
 
 
 def sass_analysis(file: str, *, kernel: str | None = None, arch: str | None = None,
@@ -35,7 +37,7 @@ def sass_analysis(file: str, *, kernel: str | None = None, arch: str | None = No
     is a ``UsageError`` naming the file."""
     from sparsescope.errors import UsageError
     from sparsescope.sass.analysis import analyse_file
-    from sparsescope.sass.occupancy import occupancy
+    from sparsescope.sass.occupancy import missing_occupancy_reason, occupancy
 
     kernels = analyse_file(file, kernel=kernel, arch=arch, source=source,
                            param_names=list(param_names) if param_names else None,
@@ -51,5 +53,5 @@ def sass_analysis(file: str, *, kernel: str | None = None, arch: str | None = No
                             arch=None if gpu else (k.arch or arch), gpu=gpu,
                             static_shared_bytes=k.resources.shared_bytes,
                             dynamic_shared_bytes=dynamic_shared)
-        out.append(KernelSass(k, occ))
+        out.append(KernelSass(k, occ, missing_occupancy_reason(k.resources, block_size)))
     return out

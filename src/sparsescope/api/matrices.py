@@ -4,7 +4,7 @@ generated matrices written to files."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,15 +32,32 @@ def matrix_catalogue(scale: float = 1.0) -> Catalogue:
 
 
 def load_matrix(spec: str, *, scale: float = 1.0, seed: int = 0, strict: bool = False):
-    """A ``matrices.Matrix`` from a path, ``suitesparse:Group/Name``, or ``SUITE:ENTRY``
-    (generated at ``scale`` with ``seed``)."""
-    from sparsescope.matrices import SUITES, read_matrix
-    from sparsescope.matrices.suites import build_entry, find_entry
+    """A ``matrices.Matrix`` from a path, ``suitesparse:Group/Name``, or one suite entry
+    ``suite:NAME#ENTRY[@SCALE]`` (generated at its ``@SCALE`` or ``scale``, with ``seed``;
+    the old forms ``NAME:ENTRY`` and ``NAME#ENTRY`` warn, see
+    :mod:`sparsescope.matrices.names`)."""
+    from sparsescope.matrices.selection import load_named_matrix
 
-    prefix, sep, rest = spec.partition(":")
-    if sep and prefix in SUITES:
-        return build_entry(find_entry(prefix, rest, scale), seed)
-    return read_matrix(spec, strict=strict)
+    return load_named_matrix(spec, scale=scale, seed=seed, strict=strict)
+
+
+def matrix_selection(suite: str | None = None, matrices: Sequence[str] = (), *,
+                     scale: float = 1.0, entries: Sequence[str] = ()):
+    """What a command's matrix arguments select (``matrices.names.MatrixSelection``): one
+    suite's entries at one scale, or files. ``suite`` is a ``--suite`` option's text,
+    ``matrices`` files or suite names (``suite:seed6#cant@0.05``), ``entries`` entries of
+    the suite by name. The suite and entries are checked here; old forms warn once each."""
+    from sparsescope.matrices.selection import matrix_selection as select
+
+    return select(suite, matrices, scale=scale, entries=entries)
+
+
+def suite_matrix(suite: str | None = None, matrix: str | None = None, *, scale: float = 1.0):
+    """The one suite entry ``--suite`` / ``--matrix`` name (``matrices.names.SuiteMatrix``:
+    suite, entry, scale), checked; None when ``matrix`` is a file and no suite is given."""
+    from sparsescope.matrices.selection import one_suite_matrix
+
+    return one_suite_matrix(suite, matrix, scale=scale)
 
 
 def matrix_stats(spec: str, *, window_rows: int = 0, scale: float = 1.0, seed: int = 0,

@@ -7,6 +7,10 @@
   predicted on a GPU (the cross-GPU what-if, :func:`sparsescope.whatif.what_if`), the matrices
   loaded one at a time, with a progress bar;
 - :func:`default_backends`: the backends ``sparsescope run`` runs by default.
+
+The what-if's summary, auto's account of its choice and the memory budget are
+:mod:`sparsescope.api.what_if_summary`'s (:class:`ModelWhatIf`, :class:`SummaryRow`,
+:class:`AutoChoice`).
 """
 
 from __future__ import annotations
@@ -15,6 +19,18 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from sparsescope.api.what_if_summary import (
+    AUTO_BACKEND,
+    AutoChoice,
+    ModelWhatIf,
+    SummaryRow,
+    _check_suite,
+    _left_out,
+    _Matrices,
+    _summary_rows,
+    default_memory_budget,
+    parse_bytes,
+)
 from sparsescope.errors import UsageError
 from sparsescope.model import (
     CaseMetrics,
@@ -147,35 +163,49 @@ def what_if_matrices(files: Sequence[str] = (), suite: str | None = None, *,
                      scale: float = 1.0, names: Sequence[str] = (), seed: int = 0,
                      value_dtype: str = "float32", sass: bool = True, use_store: bool = True,
                      latency_ns: float | None = None, bw_gb_s: float | None = None,
-                     progress: bool = False):
+                     progress: bool = False, memory_budget: int | str | None = None
+                     ) -> ModelWhatIf:
     """Each backend's kernel (default: the GPU SpMV defaults of ``sparsescope run``; ``all``:
     every GPU SpMV backend) on each matrix of ``files`` or ``suite`` (``names``: only those
     entries), planned on this host and predicted on ``gpu`` (its stored ceilings over the
     datasheet unless ``use_store`` is False; ``latency_ns`` / ``bw_gb_s`` replace the DRAM
     latency / bandwidth). ``sass`` False keeps the backends' declared kernel shapes.
     ``progress``: a bar over the cases on stderr when it is a terminal (and there is more
-    than one case). Returns :class:`sparsescope.whatif.WhatIf`."""
+    than one case). ``memory_budget`` (bytes, or text such as ``2GiB``; default
+    :func:`default_memory_budget`): above it a format is planned on a row sample
+    (``model.plan_sample``), and a matrix the model cannot hold at all is refused before it is
+    built (``MatrixTooLargeError``). Returns :class:`ModelWhatIf`: the cases with a summary
+    row each and auto's choice from its one candidate list."""
     from sparsescope.context import named_gpu
+    from sparsescope.context.predict import plan_memory_budget
     from sparsescope.progress import CaseProgress
     from sparsescope.whatif import expand_backends, load_matrices, what_if
 
     for flag, value in (("--latency-ns", latency_ns), ("--bw-gb-s", bw_gb_s)):
         if value is not None and not 0 < value < math.inf:
             raise UsageError(f"{flag} must be finite and > 0, got {value}")
+    budget = parse_bytes(memory_budget)
+    budget = default_memory_budget() if budget is None else budget
     chosen = expand_backends(backends or default_backends("gpu", "spmv"))
-    device = named_gpu(gpu, use_store=use_store, latency_ns=latency_ns, bw_gb_s=bw_gb_s)
+    # the device the what-if predicts with, SASS or not, is the one auto's table is read with
+    device = named_gpu(gpu, use_store=use_store, latency_ns=latency_ns, bw_gb_s=bw_gb_s,
+                       sass=sass)
+    if suite and not files:
+        _check_suite(suite, scale, names, budget)
     count, loaded = load_matrices(files, suite, scale=scale, names=names, seed=seed)
     total = count * len(chosen)
-    with CaseProgress(total, enabled=progress and total > 1) as bar:
+    state = _Matrices(device, value_dtype, budget, AUTO_BACKEND in chosen, chosen)
+    with CaseProgress(total, enabled=progress and total > 1) as bar, plan_memory_budget(budget):
         bar.note("loading the first matrix")
-        return what_if(
-            _noted(loaded, bar), chosen, device, value_dtype=value_dtype, sass=sass,
+        result = what_if(
+            state.noted(loaded, bar), chosen, device, value_dtype=value_dtype, sass=sass,
             on_case=lambda case: bar.advance(f"{case.matrix} {case.backend}"))
+    autos = {m: _left_out(c, result.cases, *state.found[m]) for m, c in state.auto.items()}
+    return ModelWhatIf(gpu=result.gpu, cases=result.cases,
+                       summary=tuple(_summary_rows(result.cases, result.gpu, autos)),
+                       auto=tuple(autos.values()), memory_budget_bytes=budget,
+                       plan_samples=state.samples)
 
 
-def _noted(loaded, bar):
-    """The matrices, the bar saying which one is being planned."""
-    for matrix in loaded:
-        bar.note(f"planning {matrix.name}")
-        yield matrix
-        bar.note("loading the next matrix")
+__all__ = ["AutoChoice", "CaseFigures", "ModelFigures", "ModelWhatIf", "SummaryRow",
+           "default_backends", "default_memory_budget", "model_figures", "what_if_matrices"]

@@ -19,19 +19,26 @@ class ReportOutput:
 
 
 def report(results_json: str | Path, out_dir: str | Path, *, profile: Sequence[str] = (),
-           sass: Sequence[str] = (), kernel: str | None = None, progress: bool = False):
+           sass: Sequence[str] = (), kernel: str | None = None, progress: bool = False,
+           reference_gpu: str | None = None):
     """Re-render the report of a saved run (each op's sections for its cases) into
     ``out_dir``: ``report.md``, ``report.html``, ``figures/`` and ``tables/``.
 
     ``profile``: Nsight Compute files (``.ncu-rep`` or ``--page raw`` CSV, with their
     ``_details.csv`` / ``_source.csv`` beside them) for an added profile section, its ceilings
     from the run's measurements; ``sass``: files (cubin, listing, ``.cu``, library) for an
-    added SASS section, keeping the kernels ``kernel`` (a regex) matches. A bad results file
-    raises ``ResultsFormatError``; an unwritable ``out_dir`` an ``OutputError``."""
+    added SASS section, keeping the kernels ``kernel`` (a regex) matches. ``reference_gpu``:
+    the GPU whose warp model a CPU run's report computes from its spec (over the one the run
+    named; an unknown name is an ``UnknownNameError`` before anything is written). A bad
+    results file raises ``ResultsFormatError``; an unwritable ``out_dir`` an ``OutputError``."""
     from sparsescope._outputs import check_out_dir
     from sparsescope.report.write import write_report
     from sparsescope.results.io import read_runset
 
+    if reference_gpu:
+        from sparsescope.hardware.specs import get_spec
+
+        get_spec(reference_gpu)  # an unknown name, before reading or writing anything
     runset = read_runset(results_json)
     out = check_out_dir(out_dir)
     sections = []
@@ -39,7 +46,8 @@ def report(results_json: str | Path, out_dir: str | Path, *, profile: Sequence[s
         sections.append(_profile_section(list(profile), out, runset))
     if sass:
         sections.append(_sass_section(list(sass), kernel))
-    paths = write_report(runset, Path(out), extra_sections=sections, progress=progress)
+    paths = write_report(runset, Path(out), extra_sections=sections, progress=progress,
+                         reference_gpu=reference_gpu)
     return ReportOutput(paths, tuple(title for title, _ in sections))
 
 

@@ -1,8 +1,9 @@
 """Stored runs read back: ``sparsescope results show``, ``compare`` and ``readme``.
 
 - :func:`show_results`: one :class:`~sparsescope.results.tables.ResultRow` per case of a
-  results file (time, spread, error, the INT32 / y-written bandwidth and its % of the run's
-  copy bandwidth, the stored prediction);
+  results file (time, spread, error, the bandwidth by each op's INT32 / y-written byte model
+  and its % of the run's copy bandwidth, the stored prediction), and where the run's time
+  went (:class:`~sparsescope.results.tables.StageTable`);
 - :func:`compare_results`: the same cases of two runs side by side, with the verdict;
 - :func:`results_readme`: a results folder's README written (or checked) from its own files.
 
@@ -21,6 +22,7 @@ from sparsescope.results.tables import (
     CompareRow,
     CompareSummary,
     ResultRow,
+    StageTable,
 )
 
 DEFAULT_WITHIN = 0.05
@@ -36,8 +38,13 @@ class ResultsTable:
     copy_bw_gb_s: float | None
     """The run's measured copy bandwidth (None when it measured none)."""
     byte_model: str
-    """The byte model the bandwidth columns use (the same for every backend)."""
+    """The byte models the bandwidth columns use, one per op of the run (the same for every
+    backend of an op), joined by "; "."""
     rows: tuple[ResultRow, ...]
+    byte_models: dict[str, str] | None = None
+    """Op -> its byte model, for the ops of the run."""
+    stages: StageTable | None = None
+    """Where the run's time went, in total and per case."""
 
 
 @dataclass(frozen=True)
@@ -82,12 +89,15 @@ def show_results(path: str | Path) -> ResultsTable:
     ``ResultsFormatError``."""
     from sparsescope.results.case_models import with_case_models
     from sparsescope.results.io import read_runset
-    from sparsescope.results.tables import result_rows
+    from sparsescope.results.tables import byte_model_label, result_rows, stage_table
 
     runset = with_case_models(read_runset(path))
+    models = {op: byte_model_label(op) for op in dict.fromkeys(c.op for c in runset.cases)}
     return ResultsTable(run_id=runset.run_id, device=runset.provenance.device,
-                        copy_bw_gb_s=runset.ceilings.copy_bw_gb_s, byte_model=BYTE_MODEL,
-                        rows=tuple(result_rows(runset)))
+                        copy_bw_gb_s=runset.ceilings.copy_bw_gb_s,
+                        byte_model="; ".join(models.values()) or BYTE_MODEL,
+                        rows=tuple(result_rows(runset)), byte_models=models,
+                        stages=stage_table(runset))
 
 
 def _run_info(runset, path: str | Path) -> RunInfo:

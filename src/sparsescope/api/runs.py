@@ -2,8 +2,10 @@
 
 ``run`` is the main job: matrices in, every backend run and checked against float64, timed with
 the one protocol, results written atomically as versioned JSON, appended to the results store,
-and the report written. The helpers here (backends chosen and checked, the device context,
-the RunSet assembled and written) serve :mod:`sparsescope.api.sweeps` too.
+and the report written. A stage clock (:mod:`sparsescope.stages`) records where the time
+went, per case and in total (``CaseResult.stages``, ``RunSet.stages``). The helpers here
+(backends chosen and checked, the device context, the RunSet assembled and written) serve
+:mod:`sparsescope.api.sweeps` too.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from pathlib import Path
 
 from sparsescope.errors import SparsescopeError, StoreWriteError, UsageError
 from sparsescope.results.records import CaseResult, MatrixRecord, RunSet
+from sparsescope.stages import StageClock, stage
 from sparsescope.timing.types import TimingConfig
 
 
@@ -34,6 +37,9 @@ class RunOutput:
     report_error: str = ""
     """Why writing the report failed after the results were written ("" when it worked;
     ``report_paths`` is then None); the results are safe in ``results_path``."""
+    stages_line: str = ""
+    """Where the run's time went, in one line (``stages.where_time_went``); "" without stage
+    times (a sweep)."""
 
 
 class LateWriteError(StoreWriteError):
@@ -62,6 +68,8 @@ class _Progress:
     """The input being loaded or run (a file, or a suite's matrix name)."""
     device: object = None
     timing: TimingConfig | None = None
+    clock: StageClock | None = None
+    """The run's stage clock: each case's stages are split off it as the case ends."""
 
 
 def _matrices(suite: str | None, files: Sequence[str], scale: float, seed: int, strict: bool):
@@ -79,11 +87,14 @@ def device_context(backends: Sequence[str], store: bool = True):
     backends (``context.present_device``): a GPU with ceilings measured now when one of them
     is a GPU backend and a GPU answers, else the host CPU (its ceilings cached per machine in
     the store unless ``store`` is False; GPU backends then skip as unavailable)."""
+    from sparsescope.backends.library_probe import library_call_probes, routes_for
     from sparsescope.backends.registry import get_backend
     from sparsescope.context import present_device
 
     kinds = {get_backend(name).capability.device for name in backends}
-    return present_device("gpu" if "gpu" in kinds else "cpu", store=store)
+    routes = routes_for(backends)  # the libraries whose call's fixed cost the model charges
+    probes = {"library_probes": library_call_probes(routes)} if routes else {}
+    return present_device("gpu" if "gpu" in kinds else "cpu", store=store, **probes)
 
 
 def _choose_backends(backends: Sequence[str] | None, op: str = "spmv") -> list[str]:
@@ -132,7 +143,7 @@ def _checked_variants(variants: Sequence, op: str) -> list:
 def run(*, suite: str | None = "seed6", files: Sequence[str] = (), scale: float = 1.0,
         backends: Sequence[str] | None = None, out_dir: str | Path = "out",
         timing: TimingConfig | None = None, latency_ns: float | None = None,
-        reference_gpu: str = "H200", seed: int = 0, strict: bool = False,
+        reference_gpu: str | None = None, seed: int = 0, strict: bool = False,
         store: bool = True, command: str = "sparsescope.api.run", op: str = "spmv",
         op_params: dict[str, Sequence] | None = None,
         on_case: Callable[[CaseResult], None] | None = None,
@@ -142,7 +153,8 @@ def run(*, suite: str | None = "seed6", files: Sequence[str] = (), scale: float 
     ``on_case`` is called with each case as it finishes (progress lines). ``variants``:
     :class:`~sparsescope.backends.runner.BackendChoice` kernel variants run after the backends
     (``backends=[]`` with variants runs the variants alone). ``progress``: a bar over the
-    cases on stderr when it is a terminal.
+    cases on stderr when it is a terminal. ``reference_gpu``: the GPU whose warp model (Little's
+    law, DAE FIFO) a CPU run's report computes from its spec; None: none (the report says why).
 
     Every argument, output and input is checked before anything is measured: an
     unwritable ``out_dir`` or store, or an ``out_dir`` another command is writing into (a
@@ -156,7 +168,22 @@ def run(*, suite: str | None = "seed6", files: Sequence[str] = (), scale: float 
     (a full disk) is kept in the temporary folder and the store, and named.
     Results go to ``out_dir/results.json`` (atomic), the report to ``out_dir/report.*``,
     ``out_dir/figures`` and ``out_dir/tables``; the run is appended to the results store.
+    Where the time went is in each case's ``stages`` and the run's (until its report was
+    written: results.json is written again, atomically, with the report's time).
     """
+    clock = StageClock()
+    with clock.active():
+        return _run(clock, suite=suite, files=files, scale=scale, backends=backends,
+                    out_dir=out_dir, timing=timing, latency_ns=latency_ns,
+                    reference_gpu=reference_gpu, seed=seed, strict=strict, store=store,
+                    command=command, op=op, op_params=op_params, on_case=on_case,
+                    variants=variants, progress=progress)
+
+
+def _run(clock: StageClock, *, suite, files, scale, backends, out_dir, timing, latency_ns,
+         reference_gpu, seed, strict, store, command, op, op_params, on_case, variants,
+         progress) -> RunOutput:
+    """:func:`run`, its stages charged to ``clock`` (active)."""
     from sparsescope._outputs import out_dir_lock
     from sparsescope.progress import CaseProgress
 
@@ -167,7 +194,7 @@ def run(*, suite: str | None = "seed6", files: Sequence[str] = (), scale: float 
     with out_dir_lock(out):  # one writer per folder, from before measuring to the last write
         _checked_inputs(files)
         created = datetime.now(UTC).isoformat(timespec="seconds")
-        done = _Progress(timing=timing)
+        done = _Progress(timing=timing, clock=clock)
         what = dict(suite=suite if not files else "files", scale=scale, backends=backends,
                     command=command, created=created, latency_ns=latency_ns,
                     reference_gpu=reference_gpu)
@@ -175,11 +202,13 @@ def run(*, suite: str | None = "seed6", files: Sequence[str] = (), scale: float 
             with CaseProgress(_case_count(suite, files, scale, op, op_params, backends),
                               progress) as bar:
                 bar.note("measuring the device's ceilings")
-                device = device_context([getattr(b, "name", b) for b in backends], store)
+                with stage("device"):
+                    device = device_context([getattr(b, "name", b) for b in backends], store)
                 if device.kind == "gpu":  # GPU backends time with CUDA events
                     timing = replace(timing, clock="cuda-events")
                 done.device, done.timing = device, timing
                 bar.note("loading the first matrix")
+                clock.split()  # the first case's time starts here, not with the run's
                 records, cases = _run_matrices(suite, files, scale, seed, strict, backends, op,
                                                op_params, timing, bar.wrap(on_case), device,
                                                done=done)
@@ -192,7 +221,8 @@ def run(*, suite: str | None = "seed6", files: Sequence[str] = (), scale: float 
                                   device=device, timing=timing, command=command,
                                   created=created, latency_ns=latency_ns,
                                   reference_gpu=reference_gpu)
-        return _write_outputs(runset, out, store, progress, keep_report_errors=True)
+        return _write_outputs(runset, out, store, progress, keep_report_errors=True,
+                              clock=clock)
 
 
 def _keep_measured(exc: BaseException, done: _Progress, out: Path, what: dict
@@ -214,6 +244,8 @@ def _keep_measured(exc: BaseException, done: _Progress, out: Path, what: dict
             done.cases, backends=what["backends"], device=done.device, timing=done.timing,
             command=what["command"], created=what["created"], latency_ns=what["latency_ns"],
             reference_gpu=what["reference_gpu"])
+        if done.clock is not None:
+            runset = replace(runset, stages=done.clock.total())
         results = _write_results(runset, out, store=False)
         kept = (f"the {n} case(s) of {k} matrix(es) measured before it are kept in {results} "
                 f"(`sparsescope report {results} --out {out}` writes their report; nothing "
@@ -242,7 +274,7 @@ def _keep_measured(exc: BaseException, done: _Progress, out: Path, what: dict
 
 def _assemble_runset(suite: str, scale: float, records, cases, *, backends, device, timing,
                      command: str, created: str, latency_ns: float | None = None,
-                     reference_gpu: str = "H200") -> RunSet:
+                     reference_gpu: str | None = None) -> RunSet:
     """The RunSet of a run or a sweep: provenance (the backends' library versions), the
     device (a ``context.DeviceContext``), and every timed case's model values."""
     from sparsescope.results.case_models import with_case_models
@@ -259,7 +291,7 @@ def _assemble_runset(suite: str, scale: float, records, cases, *, backends, devi
         provenance=_with_created(provenance, created), device=spec, ceilings=ceilings,
         timing=timing, matrices=tuple(records), cases=tuple(cases),
         latency_ns=_model_latency_ns(latency_ns, spec, ceilings, reference_gpu),
-        reference_gpu=reference_gpu)
+        reference_gpu=reference_gpu or "")  # "": none named, no warp model on a CPU run
     return with_case_models(runset)
 
 
@@ -286,7 +318,8 @@ def _checked_arguments(suite, files, scale, reference_gpu, op, op_params, backen
                                        and 0 < latency_ns <= MAX_LATENCY_NS):
         raise UsageError(f"--latency-ns must be a number of nanoseconds > 0 and <= "
                          f"{MAX_LATENCY_NS:g}, got {latency_ns!r}")
-    get_spec(reference_gpu)  # an unknown name
+    if reference_gpu:
+        get_spec(reference_gpu)  # an unknown name
     get_op(op)  # an unknown op
     params_for(op, op_params)  # parameters the op does not take
     return _backends_and_variants(backends, variants, op)
@@ -319,12 +352,15 @@ def _run_matrices(suite, files, scale, seed, strict, backends, op, op_params, ti
              else [e.name for e in matrices.suite_entries(suite, scale=scale)])
 
     def finished(case: CaseResult) -> None:
+        if done.clock is not None:  # the case's share of the run: since the case before it
+            case = replace(case, stages=done.clock.split())
         done.cases.append(case)
         if on_case is not None:
             on_case(case)
 
     for matrix in _tracked(loaded, names, done):
-        stats = matrices.compute_stats(matrix.csr)
+        with stage("load"):
+            stats = matrices.compute_stats(matrix.csr)
         done.records.append(MatrixRecord(name=matrix.name, source=matrix.source,
                                          kind=matrix.kind, analog_of=matrix.analog_of,
                                          stats=stats))
@@ -341,11 +377,18 @@ def _tracked(loaded, names: list[str], done: _Progress):
     for name in names:
         done.current = name
         try:
-            matrix = next(it)
+            with stage("load"):
+                matrix = next(it)
         except StopIteration:
             return
         yield matrix
-    yield from it
+    while True:
+        try:
+            with stage("load"):
+                matrix = next(it)
+        except StopIteration:
+            return
+        yield matrix
 
 
 def _checked_inputs(files: Sequence[str]) -> None:
@@ -399,7 +442,8 @@ def _case_count(suite, files, scale, op, op_params, backends) -> int:
 
 
 def _write_outputs(runset: RunSet, out: Path, store: bool, progress: bool = False, *,
-                   keep_report_errors: bool = False) -> RunOutput:
+                   keep_report_errors: bool = False, clock: StageClock | None = None
+                   ) -> RunOutput:
     """results.json (atomic), the report, then the store. Nothing measured is lost by a
     failure here: results.json that cannot be written is kept elsewhere and named
     (:func:`_write_results`); a report that fails after it is reported in ``report_error``
@@ -410,20 +454,30 @@ def _write_outputs(runset: RunSet, out: Path, store: bool, progress: bool = Fals
     The report of an earlier run in ``out`` is removed before its results.json is replaced,
     so the folder never shows one run's report beside another's results (a ``kill -9``
     between the two writes leaves results.json with no report; ``sparsescope report``
-    writes it). Each report names the run id it was made from."""
+    writes it). Each report names the run id it was made from.
+
+    ``clock``: the run's stage clock. Its total so far goes into the results and the report;
+    once the report is written, results.json is written again (atomically) with the total
+    that includes the report's own time, and the store gets that one."""
     from sparsescope.report.write import write_report
     from sparsescope.results.store import ResultsStore
+    from sparsescope.stages import where_time_went
 
+    if clock is not None:
+        runset = replace(runset, stages=clock.total())
     results_path = _write_results(runset, out, store)
     report_paths, report_error = None, ""
     try:
-        report_paths = write_report(runset, out, progress=progress)
+        with stage("report"):
+            report_paths = write_report(runset, out, progress=progress)
     except Exception as exc:
         report_error = (f"writing the report into {out} failed ({_reason(exc)}); the "
                         f"results are safe in {results_path} (`sparsescope report "
                         f"{results_path} --out {out}` writes the report again)")
         if not keep_report_errors:
             raise LateWriteError(report_error) from exc
+    if clock is not None:
+        runset = _with_report_time(runset, clock, results_path)
     store_path, store_error = None, ""
     if store:
         results_store = ResultsStore()
@@ -434,7 +488,22 @@ def _write_outputs(runset: RunSet, out: Path, store: bool, progress: bool = Fals
             store_error = (f"appending to the results store {results_store.path} failed "
                            f"({exc}); the results are safe in {results_path}")
     return RunOutput(runset=runset, results_path=Path(results_path), report_paths=report_paths,
-                     store_path=store_path, store_error=store_error, report_error=report_error)
+                     store_path=store_path, store_error=store_error, report_error=report_error,
+                     stages_line=where_time_went(runset.stages))
+
+
+def _with_report_time(runset: RunSet, clock: StageClock, results_path) -> RunSet:
+    """``runset`` with the run's stages until now (its report included), written again to
+    ``results_path``. The file written before the report stays when this write fails: it
+    lacks only the report's time, and the run goes on."""
+    from sparsescope.results.io import write_runset
+
+    final = replace(runset, stages=clock.total())
+    try:
+        write_runset(results_path, final)
+    except OSError:
+        return runset
+    return final
 
 
 REPORT_DOCUMENTS = ("report.md", "report.html")
@@ -491,7 +560,7 @@ def _reason(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def _model_latency_ns(given: float | None, spec, ceilings, reference_gpu: str) -> float:
+def _model_latency_ns(given: float | None, spec, ceilings, reference_gpu: str | None) -> float:
     """DRAM latency for the model: the user's, else the one measured on this GPU by pointer
     chasing, else the spec table's estimate (the reference GPU's on a CPU run)."""
     from sparsescope.hardware.specs import get_spec
@@ -499,7 +568,8 @@ def _model_latency_ns(given: float | None, spec, ceilings, reference_gpu: str) -
     if given is not None:
         return given
     if spec.kind != "gpu":
-        return get_spec(reference_gpu).dram_latency_ns
+        return (get_spec(reference_gpu).dram_latency_ns if reference_gpu
+                else spec.dram_latency_ns)
     return ceilings.dram_latency_ns or spec.dram_latency_ns
 
 

@@ -46,6 +46,15 @@ class SweepOutput:
     tasks left when the time limit was reached."""
     report_s: float = 0.0
     """Seconds spent reading the cases back and writing results and reports."""
+    outputs_kept: bool = False
+    """Nothing ran and ``out_dir`` already held the results and reports of exactly these
+    cases: they were kept, not written again (``api._sweep_resume``)."""
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """What may make this sweep's numbers less trustworthy (CPU timings sharing cores)."""
+        shared = getattr(self.engine, "shared_cores", "")
+        return (shared,) if shared else ()
 
     def throughput(self) -> dict:
         """Cases per minute of wall time and where the time went (the ``--json`` fields)."""
@@ -59,7 +68,9 @@ class SweepOutput:
                                   if self.ran and e.wall_s > 0 else None),
                 "overhead_pct": round(100 * e.overhead, 2),
                 "client_max_rss_mb": round(max_rss_mb(), 1), "left": e.left,
-                "aborted": e.aborted}
+                "aborted": e.aborted, "cluster": e.cluster, "matrices_loaded": e.probes,
+                "matrices_prefetched": e.prefetched, "shared_cores": e.shared_cores,
+                "outputs_rewritten": not self.outputs_kept}
 
 
 def sweep(sources: Sequence[str], *, out_dir: str | Path, backends: Sequence[str] | None = None,
@@ -72,7 +83,7 @@ def sweep(sources: Sequence[str], *, out_dir: str | Path, backends: Sequence[str
           variants: Sequence = (), store_path: str | Path | None = None,
           time_limit_s: float | None = None) -> SweepOutput:
     """Run every backend on every matrix of ``sources`` (folders, globs, files, SuiteSparse
-    ``Group/Name.tar.gz`` archives, ``suite:NAME[@SCALE]``), resumably.
+    ``Group/Name.tar.gz`` archives, ``suite:NAME[#ENTRY][@SCALE]``), resumably.
 
     Each finished case is appended at once to the store's ``sweep_cases`` table, keyed by
     (matrix content hash, backend, op, parameters, device, sparsescope version); a re-run skips
@@ -88,13 +99,22 @@ def sweep(sources: Sequence[str], *, out_dir: str | Path, backends: Sequence[str
     store holding the sweep's cases (default: ``SPARSESCOPE_STORE`` or the user's store).
     ``time_limit_s``: stop submitting cases after this long (a batch job's limit); the results
     and reports hold what is done, ``SweepOutput.left`` counts the rest, a re-run resumes.
+
+    Two sources with the same content are measured once: each keeps its own cases under its
+    own name and path in the results and reports (the store holds one row per content). A
+    resumed sweep loads no matrix whose cases are all stored (the store remembers each file's
+    content hash while the file is unchanged), starts no cluster when nothing is left, and
+    keeps the results and reports of ``out_dir`` when they hold exactly these cases.
     """
+    from sparsescope.api._sweep_resume import SourceMemo
     from sparsescope.ops.registry import get_op, params_for
     from sparsescope.results.store import ResultsStore
+    from sparsescope.sweep.cluster import check_arguments
     from sparsescope.sweep.sources import expand_sources
     from sparsescope.sweep.tasks import plan_tasks
 
     reset_peak_rss()
+    check_arguments(cluster, scheduler, workers)  # before anything is planned or written
     get_op(op)
     params_list = params_for(op, op_params)
     chosen = _backends_and_variants(backends, variants, op)
@@ -103,29 +123,47 @@ def sweep(sources: Sequence[str], *, out_dir: str | Path, backends: Sequence[str
     from sparsescope._outputs import out_dir_lock
 
     with out_dir_lock(out):  # one writer per folder, from before sweeping to the last write
-        tasks = plan_tasks(expand_sources(list(sources)), chosen, op, params_list)
+        matrix_sources = expand_sources(list(sources))
+        tasks = plan_tasks(matrix_sources, chosen, op, params_list)
         timing = timing or TimingConfig()
         created = datetime.now(UTC).isoformat(timespec="seconds")
         context = device_context([getattr(b, "name", b) for b in chosen], True)
         if context.kind == "gpu":
             timing = replace(timing, clock="cuda-events")
-        device = context.device_name
+        # the store keys a case by device: a throughput case is another measurement than a
+        # latency one of the same matrix and backend, so a resume in one mode never reuses
+        # the other's (latency keeps the plain name: stores written before the modes still
+        # resume)
+        device = (context.device_name if timing.mode == "latency"
+                  else f"{context.device_name} ({timing.mode})")
         writer = _CaseWriter(store)
+        memo = SourceMemo(store, matrix_sources)
         with _sigterm_as_interrupt():
-            keys, ran, stored, engine, stop = _sweep_cases(
+            entries, ran, stored, engine, stop = _sweep_cases(
                 store, writer, tasks, device, timing, retry_failed, progress, on_case, dict(
                     cluster=cluster, scheduler=scheduler, workers=workers,
                     case_timeout_s=case_timeout_s, seed=seed, quiet=quiet,
-                    time_limit_s=time_limit_s))
+                    time_limit_s=time_limit_s, known=memo.known, on_probe=memo.learnt))
         start = time.perf_counter()
         # cases kept in memory while the store was locked (a stopped sweep waits less)
         writer.flush(STORE_WAIT_S if stop is None else min(STORE_WAIT_S, 2.0))
-        runset = _sweep_runset(store, keys, device, context, timing, chosen, command, created,
-                               writer.pending_json())
+        memo.flush()
+        rows = _case_rows(store, entries, device, writer.pending_json())
+        fingerprint = _outputs_fingerprint(rows, device)
+        if stop is None and not ran and not writer.pending:
+            kept = _kept_outputs(out, fingerprint, store, ran, stored, engine, start)
+            if kept is not None:
+                return kept
+        runset = _sweep_runset(rows, context, timing, chosen, command, created)
         if stop is not None:
-            _stopped(stop, runset, out, store, writer, ran, len(tasks) - len(keys))
+            _stopped(stop, runset, out, store, writer, ran, len(tasks) - len(entries))
         written = _write_outputs(runset, out, False, progress)
         collection = _collection_report(written.runset, out)
+        if not writer.pending:
+            from sparsescope.api._sweep_resume import mark_outputs
+
+            mark_outputs(out, fingerprint, written.runset.run_id, written.report_paths,
+                         collection)
         if writer.pending:
             from sparsescope.errors import StoreWriteError
 
@@ -246,8 +284,9 @@ def _sweep_cases(store, writer: _CaseWriter, tasks, device: str, timing, retry_f
                  progress: bool, on_case, options: dict
                  ) -> tuple[list[tuple], int, int, object, KeyboardInterrupt | None]:
     """Run the tasks not stored yet, appending each case to the store as it finishes
-    (through ``writer``): (the sweep's keys in plan order, cases run now, cases found stored,
-    the engine's stats, the Ctrl-C or SIGTERM that stopped it, or None)."""
+    (through ``writer``): (the sweep's ``(key, task)`` in plan order, one per task reported,
+    cases run now, cases found stored, the engine's stats, the Ctrl-C or SIGTERM that stopped
+    it, or None)."""
     import json
 
     from sparsescope import __version__
@@ -272,15 +311,15 @@ def _sweep_cases(store, writer: _CaseWriter, tasks, device: str, timing, retry_f
         return file_hashes[task.source]
 
     order = {id(task): i for i, task in enumerate(tasks)}
-    keys: dict[tuple, int] = {}
+    entries: dict[int, tuple[tuple, object]] = {}  # plan index -> (key, task)
     counts = {"ran": 0, "stored": 0, "failed": 0}
     with CaseProgress(len(tasks), progress) as bar:
         report = bar.wrap(on_case)
 
         def record(result) -> None:
             key = task_key(result.task, result.matrix_hash)
-            keys.setdefault(key, order[id(result.task)])
-            if result.stored:
+            if result.stored:  # stored earlier, or now for another file of the same content
+                entries[order[id(result.task)]] = (key, result.task)
                 counts["stored"] += 1
                 bar.advance(f"{result.task.source.name} {result.task.backend} (stored)")
                 return
@@ -289,6 +328,9 @@ def _sweep_cases(store, writer: _CaseWriter, tasks, device: str, timing, retry_f
                     "case": record_to_dict(case)}
             writer.put((*key[:1], case.matrix, *key[1:], device, __version__, case.outcome,
                         json.dumps(data, allow_nan=False)), replaced(result.task, key))
+            # counted once written (or kept by the writer): a Ctrl-C inside the write leaves it
+            # to the re-run, never in results.json without its row
+            entries[order[id(result.task)]] = (key, result.task)
             counts["ran"] += 1
             counts["failed"] += case.outcome == "failed"
             report(case)
@@ -301,33 +343,75 @@ def _sweep_cases(store, writer: _CaseWriter, tasks, device: str, timing, retry_f
             engine = execute(tasks, timing=timing, on_result=record, done=done, **options)
         except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (Terminated)
             stop = exc
-    return (sorted(keys, key=keys.__getitem__), counts["ran"], counts["stored"], engine,
+    return ([entries[i] for i in sorted(entries)], counts["ran"], counts["stored"], engine,
             stop)
 
 
-def _sweep_runset(store, keys, device: str, context, timing, backends, command,
-                  created: str, pending: dict[tuple, str] | None = None) -> RunSet:
-    """One RunSet of the sweep's cases, each read back from the store (the ones of earlier
-    calls included) or, for ``pending`` ones (key -> JSON, not stored yet), from memory,
-    its matrices once each."""
-    import json
-
+def _case_rows(store, entries, device: str, pending: dict[tuple, str] | None = None
+               ) -> list[tuple[str, str, str]]:
+    """``(matrix name, matrix source, stored JSON)`` of each ``(key, task)`` of the sweep, in
+    order: read back from the store (the cases of earlier calls included) or, for ``pending``
+    ones (key -> JSON, not stored yet), from memory. The name and source are the task's own:
+    a case stored for another file of the same content, or for this file under an earlier
+    name, is reported under this one (issue 33)."""
     from sparsescope import __version__
-    from sparsescope.results.io import record_from_dict
 
     rows = {**_read_with_backoff(lambda: store.sweep_cases(device, __version__)),
             **(pending or {})}
+    return [(task.source.name, _own_source(task.source), rows[key]) for key, task in entries]
+
+
+def _own_source(src) -> str:
+    """What a worker records as the source of ``src``'s matrix (``Matrix.source``): the path
+    of a file (as ``read_matrix`` writes it), the reference of an archive or a SuiteSparse
+    matrix; empty for a generated one (its record's own source is kept)."""
+    if src.kind in ("file", "dlmc"):
+        return str(Path(src.ref))
+    return "" if src.kind == "suite" else src.ref
+
+
+def _sweep_runset(rows: list[tuple[str, str, str]], context, timing, backends, command,
+                  created: str) -> RunSet:
+    """One RunSet of the sweep's cases (:func:`_case_rows`), each under its own matrix name,
+    its matrices once each, with their own name and source."""
+    import json
+
+    from sparsescope.results.io import record_from_dict
+
     matrices: dict[str, MatrixRecord] = {}
     cases: list[CaseResult] = []
-    for i, key in enumerate(keys):
-        data = json.loads(rows[key])
-        cases.append(record_from_dict(data["case"], CaseResult, f"sweep case {i}"))
-        if data["matrix"] is not None:
+    for i, (name, source, text) in enumerate(rows):
+        data = json.loads(text)
+        case = record_from_dict(data["case"], CaseResult, f"sweep case {i}")
+        cases.append(case if case.matrix == name else replace(case, matrix=name))
+        if data["matrix"] is not None and name not in matrices:
             record = record_from_dict(data["matrix"], MatrixRecord, f"sweep matrix {i}")
-            matrices.setdefault(record.name, record)
+            matrices[name] = replace(record, name=name, source=source or record.source)
     return _assemble_runset("sweep", 1.0, matrices.values(), cases, backends=backends,
                             device=context, timing=timing, command=command,
                             created=created)
+
+
+def _outputs_fingerprint(rows: list[tuple[str, str, str]], device: str) -> str:
+    from sparsescope.api._sweep_resume import outputs_fingerprint
+
+    return outputs_fingerprint(rows, device)
+
+
+def _kept_outputs(out: Path, fingerprint: str, store, ran: int, stored: int, engine,
+                  start: float) -> SweepOutput | None:
+    """The sweep's output when nothing ran and ``out`` already holds the results and reports
+    of exactly these cases (kept as they are), else None."""
+    from sparsescope.api._sweep_resume import current_outputs
+
+    current = current_outputs(out, fingerprint)
+    if current is None:
+        return None
+    runset, results_path, report_paths, collection = current
+    return SweepOutput(runset=runset, results_path=results_path, report_paths=report_paths,
+                       store_path=store.path, ran=ran, stored=stored,
+                       collection_report=collection, engine=engine,
+                       report_s=time.perf_counter() - start, outputs_kept=True)
 
 
 def _read_with_backoff(read: Callable[[], dict]) -> dict:

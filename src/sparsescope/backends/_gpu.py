@@ -142,11 +142,13 @@ def resident_blocks(kernel, block: int) -> int:
 CSRMV_V3 = {4: (4096, 32, 1.82), 8: (3072, 47, 2.42)}
 
 
-def cusparse_csrmv_shape(nnz: int, index_bytes: int, launches: int):
+def cusparse_csrmv_shape(nnz: int, index_bytes: int, launches: int, library: str = ""):
     """The declared :class:`~sparsescope.model.kernel_shape.KernelShape` of cuSPARSE's CSR SpMV:
     nonzeros split evenly over 512-thread blocks (``CSRMV_V3`` nonzeros per block), each thread
     loading its share at once (one iteration), as many blocks per SM as its registers allow,
-    and the warp instructions a nonzero costs (the profile's count)."""
+    and the warp instructions a nonzero costs (the profile's count). ``library``: the route
+    that calls it (``cupy``, ``torch``, ``nvmath``), whose measured fixed cost per call the
+    model charges (``KernelShape.library``)."""
     from sparsescope.model.kernel_shape import KernelShape
 
     per_block, regs, instructions = CSRMV_V3.get(index_bytes, CSRMV_V3[4])
@@ -155,7 +157,7 @@ def cusparse_csrmv_shape(nnz: int, index_bytes: int, launches: int):
                        block_threads=512, grid_blocks=grid, nnz_per_iteration=per_block // 512,
                        rounds_per_iteration=2, setup_rounds=1,
                        resident_blocks_per_sm=blocks_per_sm(regs, 512), launches=launches,
-                       instructions_per_nonzero=instructions,
+                       library=library, instructions_per_nonzero=instructions,
                        source="declared from the H200 profile of cuSPARSE's csrmv_v3 "
                               "(grid, block, registers, instructions; SASS not read)")
 

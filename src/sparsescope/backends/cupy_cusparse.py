@@ -91,13 +91,13 @@ class CupyCusparseI32(SpmvBackend):
     def shape(self, prepared: PreparedCupy):
         """cuSPARSE's csrmv (:func:`_gpu.cusparse_csrmv_shape`); 3 launches a call: the
         memset of the output, the partition and the SpMV."""
-        return _gpu.cusparse_csrmv_shape(prepared.nnz, 4, launches=3)
+        return _gpu.cusparse_csrmv_shape(prepared.nnz, 4, launches=3, library="cupy")
 
     def host_plan(self, csr, value_dtype, index_bytes, sms):
         value_bytes = int(np.dtype(_gpu.VALUE_DTYPES[value_dtype]).itemsize)
         return (csr_spmv_traffic(*csr.shape, csr.nnz, value_bytes=value_bytes,
                                  index_bytes=index_bytes),
-                _gpu.cusparse_csrmv_shape(csr.nnz, index_bytes, launches=3))
+                _gpu.cusparse_csrmv_shape(csr.nnz, index_bytes, launches=3, library="cupy"))
 
     def notes(self, prepared: PreparedCupy) -> dict[str, str]:
         return {"call": "cupyx.scipy.sparse.csr_matrix @ x (cupyx.cusparse.spmv)",

@@ -20,13 +20,19 @@ Order, each step able to end the case with a recorded reason:
 A backend exception becomes a ``failed`` case with the exception text, never a crash; a
 device out of memory is a ``skipped`` case ("GPU out of memory (stage): ..."), and the memory
 the case held is handed back to the device before the next one (:mod:`.gpu_memory`).
+
+Each step is marked as a stage of :mod:`sparsescope.stages` (``reference``, ``prepare``,
+``check``, ``sass_plan``, ``prediction``, ``timing``), charged to the caller's stage clock when
+one is active (``api.run``, a sweep worker) and free otherwise; the SASS the time model reads
+is charged to ``sass_plan`` wherever it is read (an auto backend's choice included), through
+the device context's refiner (:func:`sass_timed`).
 """
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -41,6 +47,7 @@ from sparsescope.ops.base import OpCase
 from sparsescope.ops.params import OpParams
 from sparsescope.ops.registry import get_op
 from sparsescope.results.records import CaseResult
+from sparsescope.stages import stage, timed
 from sparsescope.timing.types import TimingConfig
 
 #: Bytes per value for dtypes a backend may declare (including ones NumPy lacks).
@@ -107,11 +114,33 @@ def skip_reason(backend: Backend, case: OpCase, value_dtype: str, index_bytes: i
     if not reason and index_bytes == 4 and max(case.matrix.nnz, *case.matrix.shape) > _INT32_MAX:
         reason = f"nnz {case.matrix.nnz} does not fit INT32 indices"
     if not reason:
+        reason = value_range_reason(case.matrix, value_dtype)
+    if not reason:
         reason = backend.unsupported_params(case)
     if not reason:
         available, why = backend.availability()
         reason = "" if available else f"backend unavailable: {why}"
     return reason
+
+
+def value_range_reason(csr, value_dtype: str) -> str:
+    """Why the matrix's values cannot be stored in ``value_dtype``, or an empty string.
+
+    A value beyond the type's largest finite number becomes infinite when the backend casts
+    the matrix, so every backend would fail its check with an infinite error: the case is
+    skipped with the number instead (SuiteSparse's ``temp`` holds 4.8e38, beyond float32's
+    3.4e38)."""
+    if not _numpy_dtype(value_dtype) or csr.nnz == 0:
+        return ""
+    dtype = np.dtype(value_dtype)
+    if dtype.kind != "f":
+        return ""
+    largest = float(np.abs(csr.data).max())
+    limit = float(np.finfo(dtype).max)
+    if largest <= limit:
+        return ""
+    return (f"the matrix holds values up to {largest:.3g}, beyond {value_dtype}'s largest "
+            f"finite value {limit:.3g}; run it in float64")
 
 
 def run_case(matrix: Matrix, backend: str | BackendChoice | Backend, op: str = "spmv",
@@ -141,18 +170,21 @@ def run_case(matrix: Matrix, backend: str | BackendChoice | Backend, op: str = "
                           value_bytes=VALUE_BYTES.get(value_dtype, 0), index_bytes=index_bytes,
                           y_read=instance.capability.y_read,
                           params=op_obj.resolve_params(params), derived=op_obj.derived_type(),
-                          outcome="skipped", reason=refused)
+                          timing_mode=config.mode, outcome="skipped", reason=refused)
     if case is None:
-        case = get_op(op).make_case(matrix.csr, params, value_dtype=value_dtype,
-                                    index_bytes=index_bytes, seed=seed, tolerance=tolerance,
-                                    strict=strict)
+        with stage("reference"):
+            case = get_op(op).make_case(matrix.csr, params, value_dtype=value_dtype,
+                                        index_bytes=index_bytes, seed=seed,
+                                        tolerance=tolerance, strict=strict)
     base = dict(matrix=matrix.name, backend=label, op=case.op,
                 value_bytes=VALUE_BYTES.get(value_dtype, 0), index_bytes=index_bytes,
-                y_read=instance.capability.y_read, params=case.params, derived=case.derived)
+                y_read=instance.capability.y_read, params=case.params, derived=case.derived,
+                timing_mode=config.mode)
     reason = skip_reason(instance, case, value_dtype, index_bytes)
     if reason:
         return CaseResult(**base, outcome="skipped", reason=reason)
     if model is not None:
+        model = sass_timed(model)
         instance.use_model(model)
     result = _checked_and_timed(instance, case, base, config=config, value_dtype=value_dtype,
                                 index_bytes=index_bytes, timed=timed, model=model)
@@ -176,20 +208,23 @@ def _checked_and_timed(backend: Backend, case: OpCase, base: dict, *, config: Ti
                        value_dtype: str, index_bytes: int, timed: bool,
                        model: DeviceContext | None = None) -> CaseResult:
     try:
-        prepared = backend.prepare_case(case, value_dtype, index_bytes)
+        with stage("prepare"):
+            prepared = backend.prepare_case(case, value_dtype, index_bytes)
     except Exception as exc:
         return _error_result(base, "prepare", exc)
-    notes = _backend_notes(backend, prepared)
-    base = {**base, "notes": notes, "traffic": _declared_traffic(backend, case, prepared)}
-    try:
-        poisoned = backend.poison_case(prepared)
-        out = backend.run_case(prepared)
-    except Exception as exc:
-        return _error_result(base, "run", exc)
-    problem = output_problem(out, case, poisoned)
-    if problem:
-        return CaseResult(**base, outcome="failed", reason=problem)
-    correctness = get_op(case.op).check(out, case)
+    with stage("prepare"):  # the format's own bytes: a count over the packed format
+        notes = _backend_notes(backend, prepared)
+        base = {**base, "notes": notes, "traffic": _declared_traffic(backend, case, prepared)}
+    with stage("check"):
+        try:
+            poisoned = backend.poison_case(prepared)
+            out = backend.run_case(prepared)
+        except Exception as exc:
+            return _error_result(base, "run", exc)
+        problem = output_problem(out, case, poisoned)
+        if problem:
+            return CaseResult(**base, outcome="failed", reason=problem)
+        correctness = get_op(case.op).check(out, case)
     if not correctness.passed:
         return CaseResult(**base, outcome="failed", correctness=correctness,
                           reason=f"rel_err {correctness.rel_err:.3g} above tolerance "
@@ -203,7 +238,8 @@ def _checked_and_timed(backend: Backend, case: OpCase, base: dict, *, config: Ti
         return CaseResult(**base, outcome="ok", correctness=correctness,
                           reason="checked only, not timed")
     try:
-        measurement = backend.time_case(prepared, config)
+        with stage("timing"):
+            measurement = backend.time_case(prepared, config)
     except Exception as exc:
         return _error_result(base, "timing", exc, correctness=correctness)
     if base.get("prediction") is not None:
@@ -221,15 +257,27 @@ def predicted(backend: Backend, case: OpCase, prepared: Any, traffic: Any,
               flushed: bool | None = None) -> ModelPrediction:
     """The op's prediction of this prepared call (:func:`~sparsescope.context.predict_call`,
     never raises: a model error is its reason); ``flushed``: whether the L2 is flushed before
-    the call (default: as the declared bytes tell the timing protocol)."""
+    the call (default: as the declared bytes tell the timing protocol). Charged to the
+    ``prediction`` stage, the kernel's plan (its shape) and SASS to ``sass_plan``."""
     if model.rates is not None and backend.capability.device != "gpu":
         return not_modelled(CPU_BACKEND)
-    try:
-        shape = backend.kernel_shape(case, prepared) if model.rates is not None else None
-    except Exception as exc:  # the model must never fail a case
-        return not_modelled(f"the model failed: {_error_text(exc)}")
-    return predict_call(case, traffic, shape, model, flushed=flushed, timing=config,
-                        who=backend.name)
+    with stage("prediction"):
+        try:
+            with stage("sass_plan"):
+                shape = backend.kernel_shape(case, prepared) if model.rates is not None else None
+        except Exception as exc:  # the model must never fail a case
+            return not_modelled(f"the model failed: {_error_text(exc)}")
+        return predict_call(case, traffic, shape, sass_timed(model), flushed=flushed,
+                            timing=config, who=backend.name)
+
+
+def sass_timed(model: DeviceContext) -> DeviceContext:
+    """``model`` whose SASS refiner is charged to the ``sass_plan`` stage wherever it is
+    called (the prediction, an auto backend's choice of kernel); ``model`` itself when it
+    has no refiner or its refiner already is."""
+    if model.refine is None or getattr(model.refine, "stage", None) == "sass_plan":
+        return model
+    return replace(model, refine=timed(model.refine, "sass_plan"))
 
 
 def _declared_traffic(backend: Backend, case: OpCase, prepared: Any):
@@ -264,9 +312,10 @@ def run_matrix(matrix: Matrix, backends: Sequence[str | BackendChoice], op: str,
             backend = choice.create()
             index_bytes = backend.capability.index_bytes[0]
             if index_bytes not in built:
-                built[index_bytes] = op_obj.make_case(
-                    matrix.csr, params, value_dtype=value_dtype, index_bytes=index_bytes,
-                    seed=seed, strict=strict)
+                with stage("reference"):
+                    built[index_bytes] = op_obj.make_case(
+                        matrix.csr, params, value_dtype=value_dtype, index_bytes=index_bytes,
+                        seed=seed, strict=strict)
             backend.name = choice.result_name
             result = run_case(matrix, backend, op, config=config, value_dtype=value_dtype,
                               seed=seed, strict=strict, case=built[index_bytes], model=model)

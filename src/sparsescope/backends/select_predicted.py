@@ -37,6 +37,7 @@ from sparsescope.backends.select import (
     matrix_statistics,
     select_kernel,
 )
+from sparsescope.model.last_matrix import LastMatrixAnswers
 
 #: The own SpMV kernels ``cuda-spmv-auto`` chooses among: every candidate of :func:`candidates`
 #: is one of them, with its launch parameters. The one declaration: ``spmv_auto.CHOICES``
@@ -52,11 +53,42 @@ NOT_CHOSEN = {
     "cuda-spmv-delta16-tiles": (
         "its 16-bit offsets are what cuda-spmv-delta16 moves, in SELL slices that stream "
         "better; as a tile kernel it lacks the warp-per-long-row path of the INT32 tiles "
-        "(spmv_tiled: listed_long_rows is INT32 only), so the irregular matrices that want "
-        "tiles go to cuda-spmv-adaptive. On the six seed6 analogs on the H200 "
+        "(the tiles list long rows for a warp with INT32 columns only), so the irregular "
+        "matrices that want tiles go to cuda-spmv-adaptive. On the six seed6 analogs on the H200 "
         "(results/h200/kernels) it was slower than adaptive (iters=2) and than auto's pick on "
         "every one; planning it would add a third format build to every choice"),
 }
+
+
+#: Why auto leaves out a backend that is not an own kernel, by what it is.
+LIBRARY_LEFT_OUT = ("a library kernel (cuSPARSE): auto chooses among sparsescope's own kernels, "
+                    "whose formats it plans and whose launches it predicts and times alike")
+RULES_LEFT_OUT = "auto by the rules of matrix statistics, kept to compare: not a kernel itself"
+
+
+def left_out_reason(backend: str, params: dict[str, Any], found: list[Candidate],
+                    stats: MatrixStatistics | None = None) -> str:
+    """Why ``cuda-spmv-auto`` does not choose ``backend`` with ``params`` (its launch as a
+    backend of its own) on a matrix whose candidates are ``found`` (:func:`candidates` of
+    ``stats``); "" when it is one of them."""
+    labels = [c.label for c in found if c.backend == backend]
+    if any(c.backend == backend and all(params.get(k) == v for k, v in c.params.items())
+           for c in found):
+        return ""
+    if backend in NOT_CHOSEN:
+        return f"not one of auto's kernels: {NOT_CHOSEN[backend]}"
+    if backend == "cuda-spmv-auto-rules":
+        return RULES_LEFT_OUT
+    if backend in AUTO_KERNELS:
+        if backend == "cuda-spmv-blocked16" and not labels:
+            width = stats.block_width if stats is not None else 1
+            return ("auto plans 1 x B blocks only where the matrix statistics find a width B > 1"
+                    f" that moves fewer bytes than 16-bit offsets (here B = {width})")
+        return (f"auto plans {backend} with other launches: "
+                f"{', '.join(labels) or 'none on this matrix'}")
+    if any(name == backend for _, name in registry.LIBRARY_BACKENDS):
+        return LIBRARY_LEFT_OUT
+    return "not one of the kernels auto chooses among (a plug-in's, or another op's)"
 
 
 def kernel_classes() -> dict[str, type]:
@@ -124,12 +156,15 @@ class CandidatePrediction:
     """Its median time in the trial on the device (``cuda-spmv-auto``), or None: not timed."""
     floor_ms: float | None = None
     """Its format's memory floor (``model.predict.format_floor``), or None."""
+    limiter_label: str = ""
+    """The binding term in words (``model.term_labels.limiter_label``); "" when none."""
 
     def as_dict(self) -> dict[str, Any]:
         return {"backend": self.candidate.backend, "params": dict(self.candidate.params),
                 "label": self.candidate.label, "predicted_ms": self.predicted_ms,
-                "limiter": self.limiter, "not_modelled": self.not_modelled,
-                "plan_s": self.plan_s, "trial_ms": self.trial_ms, "floor_ms": self.floor_ms}
+                "limiter": self.limiter, "limiter_label": self.limiter_label,
+                "not_modelled": self.not_modelled, "plan_s": self.plan_s,
+                "trial_ms": self.trial_ms, "floor_ms": self.floor_ms}
 
 
 def candidates(stats: MatrixStatistics) -> list[Candidate]:
@@ -187,58 +222,92 @@ def prediction_context(model: Any):
 def spmv_plan_case(csr: sp.csr_matrix, value_dtype: str = "float32"):
     """The SpMV case the candidates are planned and predicted for: the (canonical) matrix and
     the value type, no x and no reference (nothing runs; building them, and checking the
-    matrix again, would cost a pass over a 100 M-nonzero matrix per choice)."""
-    import numpy as np
+    matrix again, would cost a pass over a 100 M-nonzero matrix per choice):
+    ``context.plan_case``."""
+    from sparsescope.context.predict import plan_case
 
-    from sparsescope.ops.base import OpCase
-    from sparsescope.ops.registry import get_op
-
-    op = get_op("spmv")
-    return OpCase(op="spmv", params=op.resolve_params(None), matrix=csr,
-                  inputs=np.empty(0, dtype=value_dtype), reference=np.empty(0),
-                  tolerance=op.tolerance(value_dtype), traffic=None)
+    return plan_case("spmv", csr, None, value_dtype=value_dtype)
 
 
 def predict_candidates(csr: sp.csr_matrix, device: Any, found: list[Candidate], *,
                        value_dtype: str = "float32", case: Any = None,
                        classes: dict[str, type] | None = None) -> list[CandidatePrediction]:
     """Each candidate planned and predicted on ``device`` (a ``context.DeviceContext``)
-    through the one entry point (``context.predict_plan``), in the order given. Candidates
-    that share a host format (``format_key``) are planned one after the other, so the format
-    is built once; different formats are planned on :func:`plan_workers` threads (the packers
-    and the model spend their time in NumPy, which releases the GIL). ``case``: the SpMV case
-    of ``csr`` (:func:`spmv_plan_case`, built here when not given); ``classes``: name -> class
-    (default :func:`kernel_classes`)."""
+    through the one entry point (``context.predict_plan``), in the order given, in three
+    steps: every candidate planned (``context.planned_call``, kept for the matrix: a kernel
+    planned here and asked for again, as auto's choice or as a backend of a what-if, is not
+    planned again), the SASS of every planned kernel read in one compile per source
+    (``context.prefetch_sass``), then each predicted. Candidates that share a host format
+    (``format_key``) are planned one after the other, so the format is built once; different
+    formats are planned on :func:`plan_workers` threads (the packers and the model spend
+    their time in NumPy, which releases the GIL). ``case``: the SpMV case of ``csr``
+    (:func:`spmv_plan_case`, built here when not given); ``classes``: name -> class (default
+    :func:`kernel_classes`)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from sparsescope.context import predict_plan
+    from sparsescope.context.predict import planned_call, predict_plan, prefetch_sass
+    from sparsescope.model.term_labels import limiter_label
 
     classes = classes or kernel_classes()
     case = case if case is not None else spmv_plan_case(csr, value_dtype)
     backends = [classes[c.backend](breakdown=False, **c.params) for c in found]
+    seconds = [0.0] * len(found)
+
+    def plan(i: int) -> Any:
+        start = time.perf_counter()
+        planned = planned_call(case, backends[i], device, value_dtype,
+                               int(backends[i].capability.index_bytes[0]))
+        seconds[i] += time.perf_counter() - start
+        return planned
 
     def one(i: int) -> CandidatePrediction:
         cand, backend = found[i], backends[i]
         start = time.perf_counter()
-        plan = predict_plan(case, backend, device, name=cand.label, value_dtype=value_dtype)
-        p = plan.prediction
+        planned = predict_plan(case, backend, device, name=cand.label, value_dtype=value_dtype)
+        p = planned.prediction
         floor = p.inputs.get("gather_floor_ms") if p is not None else None
         return CandidatePrediction(cand, p.predicted_ms if p is not None else None,
-                                   p.limiter if p is not None else "", plan.not_modelled,
-                                   time.perf_counter() - start, floor_ms=floor)
+                                   p.limiter if p is not None else "", planned.not_modelled,
+                                   seconds[i] + time.perf_counter() - start, floor_ms=floor,
+                                   limiter_label=limiter_label(p) if p is not None else "")
 
     groups: dict[tuple, list[int]] = {}
     for i, backend in enumerate(backends):
         groups.setdefault(backend.format_key(), []).append(i)
     out: list[CandidatePrediction | None] = [None] * len(found)
+    shapes: list[Any] = []
 
-    def group(indices: list[int]) -> None:
+    def plan_group(indices: list[int]) -> None:
+        for i in indices:
+            shapes.append(plan(i).shape)
+
+    def predict_group(indices: list[int]) -> None:
         for i in indices:
             out[i] = one(i)
 
     with ThreadPoolExecutor(max_workers=plan_workers(len(groups))) as pool:
-        list(pool.map(group, groups.values()))
+        list(pool.map(plan_group, groups.values()))
+        prefetch_sass([s for s in shapes if s is not None], device)
+        list(pool.map(predict_group, groups.values()))
     return [p for p in out if p is not None]
+
+
+def chosen_plan(chosen: Any, csr: sp.csr_matrix, value_dtype: str, index_bytes: int,
+                sms: int, model: Any = None):
+    """(traffic, shape) of the kernel an auto backend chose, planned once for the matrix
+    (``context.planned_call``: the candidate's own plan, and its row sample above the memory
+    budget) on the device it chose by (:func:`prediction_context` of ``model``); the kernel's
+    own ``host_plan`` when there is no such device."""
+    from sparsescope.context.predict import planned_call
+
+    device = prediction_context(model)
+    if device is None or device.rates is None or device.rates.sm_count != sms:
+        return chosen.host_plan(csr, value_dtype, index_bytes, sms)
+    plan = planned_call(spmv_plan_case(csr, value_dtype), chosen, device, value_dtype,
+                        index_bytes)
+    if plan.error:
+        raise ValueError(plan.error)
+    return plan.traffic, plan.shape
 
 
 def plan_workers(groups: int) -> int:
@@ -330,9 +399,11 @@ def selection_notes(kernel_notes: dict[str, str], selected: str, params: dict, r
 
 
 def prediction_table(predictions: list[CandidatePrediction], rows: int = REASON_ROWS) -> str:
-    """The first ``rows`` of the ranking in words: ``label predicted us (limiter, +x % over the
-    fastest)``, the fastest with its format's memory floor; ``; ...`` and the count when more
-    were predicted."""
+    """The first ``rows`` of the ranking in words: ``label predicted us (limiter in words,
+    +x % over the fastest)``, the fastest with its format's memory floor; ``; ...`` and the
+    count when more were predicted."""
+    from sparsescope.model.term_labels import term_label
+
     order = ranked(predictions)
     done = [p for p in order if p.predicted_ms is not None]
     if not done:
@@ -343,9 +414,21 @@ def prediction_table(predictions: list[CandidatePrediction], rows: int = REASON_
         over = f", +{100 * (p.predicted_ms / best - 1):.1f} %" if p is not done[0] else ""
         if p is done[0] and p.floor_ms:
             over = f"; its format's memory floor {1e3 * p.floor_ms:,.1f} us"
-        parts.append(f"{p.candidate.label} {1e3 * p.predicted_ms:,.1f} us ({p.limiter}{over})")
+        words = p.limiter_label or term_label(p.limiter)
+        parts.append(f"{p.candidate.label} {1e3 * p.predicted_ms:,.1f} us ({words}{over})")
     more = len(order) - min(rows, len(done))
-    return "; ".join(parts) + (f"; {more} more in selection_table" if more > 0 else "")
+    return "; ".join(parts) + (f"; {more} more in the case's candidate table" if more > 0
+                               else "")
+
+
+_STATISTICS = LastMatrixAnswers()
+
+
+def statistics_of(csr: sp.csr_matrix) -> MatrixStatistics:
+    """``select.matrix_statistics`` of ``csr``, kept for the last matrix (three passes over
+    10^8 nonzeros took 14 s: auto's choice, and the what-if's account of it, ask again)."""
+    return _STATISTICS.get((csr.indptr, csr.indices), (csr.shape,),
+                           lambda: matrix_statistics(csr))
 
 
 def select_by_prediction(csr: sp.csr_matrix, device: Any, *, value_dtype: str = "float32",
@@ -355,7 +438,7 @@ def select_by_prediction(csr: sp.csr_matrix, device: Any, *, value_dtype: str = 
     """(the selection, every candidate's prediction): the fastest predicted candidate on
     ``device`` (a ``context.DeviceContext``), the prediction table as its reason; the rules of
     :mod:`select` when none could be predicted."""
-    stats = stats or matrix_statistics(csr)
+    stats = stats or statistics_of(csr)
     table = predict_candidates(csr, device, candidates(stats), value_dtype=value_dtype,
                                classes=classes)
     order = ranked(table)

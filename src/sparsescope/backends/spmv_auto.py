@@ -23,13 +23,15 @@ import numpy as np
 import scipy.sparse as sp
 
 from sparsescope.backends.base import Capability, SpmvBackend
-from sparsescope.backends.select import Selection, select_for
+from sparsescope.backends.select import Selection, select_for, select_kernel
 from sparsescope.backends.select_predicted import (
     TRIAL_MARGIN,
+    chosen_plan,
     kernel_classes,
     prediction_context,
     selection_notes,
     shortlist,
+    statistics_of,
     time_shortlist,
 )
 from sparsescope.backends.spmv_adaptive import CudaSpmvAdaptive
@@ -89,8 +91,8 @@ class CudaSpmvAuto(SpmvBackend):
         """(the selection, the candidates' predictions) for ``csr`` on a device of ``sms``
         SMs: by prediction (rates of :meth:`use_model`'s device, else the present GPU's),
         or by the rules."""
-        if self.by == "rules":
-            return select_for(csr, sms), []
+        if self.by == "rules":  # the statistics kept for the matrix (auto asks for them too)
+            return select_kernel(statistics_of(csr), sms), []
         from sparsescope.backends.select_predicted import select_by_prediction
 
         device = prediction_context(self._model)
@@ -165,7 +167,7 @@ class CudaSpmvAuto(SpmvBackend):
         device of :meth:`use_model`, which the what-if sets)."""
         selection, _ = self.select(csr, value_dtype, sms)
         chosen = CHOICES[selection.backend](breakdown=self.breakdown, **selection.params)
-        return chosen.host_plan(csr, value_dtype, index_bytes, sms)
+        return chosen_plan(chosen, csr, value_dtype, index_bytes, sms, self._model)
 
     def notes(self, prepared: PreparedAuto) -> dict[str, str]:
         s = prepared.selection

@@ -40,7 +40,7 @@ from sparsescope.backends.spmv_device import (
     sell_kernel,
 )
 from sparsescope.backends.spmv_sell16_format import Sell16, encode_sell16
-from sparsescope.backends.spmv_sell_format import C, Sell, pack_sell
+from sparsescope.backends.spmv_sell_format import C, Sell, default_long_row, pack_sell
 from sparsescope.model.kernel_shape import KernelShape
 from sparsescope.model.traffic import Traffic
 
@@ -76,6 +76,16 @@ class CudaSpmvSell(OwnSpmvBackend):
     def format_key(self) -> tuple:
         return (type(self).__name__, self.params["sigma"], self.params["long_row"],
                 self.params["tpr"])
+
+    def resolved_for(self, csr: sp.csr_matrix) -> CudaSpmvSell:
+        """This backend with the parameter it derives from the matrix fixed: the long-row cut
+        of ``csr``'s own rows (``default_long_row``), so that a plan on a sample of its rows
+        (``context.predict.planned_call``) cuts them as the whole matrix would."""
+        if self.params["long_row"] is not None:
+            return self
+        cut = default_long_row(np.diff(np.asarray(csr.indptr, dtype=np.int64)))
+        return type(self)(l2_window=self.l2_window, breakdown=self.breakdown,
+                          **{**self.params, "long_row": cut})
 
     def build_format(self, csr: sp.csr_matrix) -> Sell | Sell16:
         sell = pack_sell(csr.indptr, csr.indices, csr.data, sigma=int(self.params["sigma"]),
@@ -207,6 +217,11 @@ class CudaSpmvBlocked16(CudaSpmvSell):
 
     def format_key(self) -> tuple:
         return super().format_key() + (self.params["block"],)
+
+    def resolved_for(self, csr: sp.csr_matrix) -> CudaSpmvBlocked16:
+        """Itself: its cut counts blocks, known only once the rows are blocked (a sample's
+        blocks give it)."""
+        return self
 
     def build_format(self, csr: sp.csr_matrix) -> SellBlocked:
         fmt = pack_blocked(csr.indptr, csr.indices, csr.data, csr.shape,

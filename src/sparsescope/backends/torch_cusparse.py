@@ -109,13 +109,14 @@ class _TorchCusparse(SpmvBackend):
     def shape(self, prepared: PreparedTorch):
         """cuSPARSE's csrmv (:func:`_gpu.cusparse_csrmv_shape`); 4 launches a call: the
         output's allocation fill, the memset, the partition and the SpMV."""
-        return _gpu.cusparse_csrmv_shape(prepared.nnz, prepared.index_bytes, launches=4)
+        return _gpu.cusparse_csrmv_shape(prepared.nnz, prepared.index_bytes, launches=4,
+                                         library="torch")
 
     def host_plan(self, csr, value_dtype, index_bytes, sms):
         value_bytes = int(np.dtype(_gpu.VALUE_DTYPES[value_dtype]).itemsize)
         return (csr_spmv_traffic(*csr.shape, csr.nnz, value_bytes=value_bytes,
                                  index_bytes=index_bytes),
-                _gpu.cusparse_csrmv_shape(csr.nnz, index_bytes, launches=4))
+                _gpu.cusparse_csrmv_shape(csr.nnz, index_bytes, launches=4, library="torch"))
 
     def notes(self, prepared: PreparedTorch) -> dict[str, str]:
         return {"call": CALL, "index_dtype": str(prepared.matrix.crow_indices().dtype),

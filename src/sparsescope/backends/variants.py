@@ -133,8 +133,27 @@ AUTO_CANDIDATES = _auto_candidates()
 #: is scored against every kernel it could have chosen.
 SELECTION_SWEEP = (*SEED6_SWEEP, *(c for c in AUTO_CANDIDATES if c not in SEED6_SWEEP))
 
+def _library_variants(backend: str, algorithms: tuple[int, ...],
+                      unprocessed: tuple[int, ...]) -> dict[str, tuple[str, dict[str, int]]]:
+    """A planned cuSPARSE backend's algorithms (preprocessed where the library offers it) and,
+    for ``unprocessed``, the same without the preprocessing; each labelled by its options, so
+    ``BACKEND[label]`` reads as ``--variant`` would write it (``nvmath-cusparse-i32[alg=2]``)."""
+    out = {f"alg={a}": (backend, {"alg": a}) for a in algorithms}
+    out.update({f"alg={a},preprocess=0": (backend, {"alg": a, "preprocess": 0})
+                for a in unprocessed})
+    return out
+
+
+#: The best cuSPARSE: every SpMV algorithm of the planned backend (default, CSR_ALG1, CSR_ALG2),
+#: with and without cusparseSpMV_preprocess (``backends.nvmath_cusparse``).
+CUSPARSE_SPMV = _library_variants("nvmath-cusparse-i32", (0, 1, 2), (0, 1, 2))
+#: The same for SpMM: default and CSR_ALG1-3, and ALG1 / ALG3 (the two the preprocessing
+#: helps, cuSPARSE's documentation says) without it (``backends.spmm_nvmath``).
+CUSPARSE_SPMM = _library_variants("spmm-nvmath-i32", (0, 1, 2, 3), (1, 3))
+
 #: Set name -> variants.
-VARIANT_SETS = {"spmv-own": SPMV_OWN,
+VARIANT_SETS = {"cusparse-spmv": CUSPARSE_SPMV, "cusparse-spmm": CUSPARSE_SPMM,
+                "spmv-own": SPMV_OWN,
                 "seed6-sweep": {label: SPMV_OWN[label] for label in SEED6_SWEEP},
                 "selection": {label: SPMV_OWN[label] for label in SELECTION_SWEEP},
                 "auto-candidates": {label: SPMV_OWN[label] for label in AUTO_CANDIDATES}}

@@ -12,11 +12,8 @@ add an exit code as a third item. Errors derived from
 :class:`~sparsescope.errors.SparsescopeError` are printed as ``sparsescope: error: <message>``
 with the error's exit code, never a traceback.
 
-Exit codes: 0 ok (every case ok or skipped); 1 generic input error; 2 usage; 3 matrix format;
-4 matrix not available; 5 results format; 6 missing dependency; 7 device; 8 profile; 9 an output
-path or the store cannot be written (checked before measuring); 10 the store failed after the
-results were written (they are safe); 11 a case failed its correctness check (with ``--strict``,
-a skipped case too); 130 interrupted; 141 the reader of stdout went away (``| head``).
+Exit codes: the table :data:`sparsescope.errors.EXIT_CODES`, printed in plain text as the
+epilog of ``sparsescope --help`` (:func:`exit_codes_text`).
 """
 
 from __future__ import annotations
@@ -28,7 +25,7 @@ import sys
 import warnings
 from collections.abc import Sequence
 
-from sparsescope import __version__
+from sparsescope import __version__, errors
 from sparsescope.errors import SparsescopeError
 
 #: Command modules, in the order they appear in ``--help``.
@@ -69,7 +66,7 @@ def build_parser(modules: Sequence[str] = COMMAND_MODULES) -> argparse.ArgumentP
     parser = _Parser(
         prog="sparsescope",
         description="Explain sparse-kernel performance: matrices, timing, models, reports.",
-        epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=f"{NAMING}\n\n{EXIT_CODES}", formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"sparsescope {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -79,7 +76,20 @@ def build_parser(modules: Sequence[str] = COMMAND_MODULES) -> argparse.ArgumentP
     return parser
 
 
-EXIT_CODES = __doc__[__doc__.index("Exit codes:"):].strip()
+def exit_codes_text() -> str:
+    """Every exit code (:data:`sparsescope.errors.EXIT_CODES`) in plain text, one a line
+    (``  9    an output path ...``): what ``sparsescope --help`` ends with."""
+    from sparsescope.errors import EXIT_CODES as TABLE
+
+    return "\n".join(["Exit codes:", *(f"  {code:<4} {meaning}" for code, meaning in
+                                      TABLE.items())])
+
+
+#: The epilog of ``sparsescope --help``: how a matrix is named, then every exit code.
+NAMING = ("A matrix is a file (.mtx, .mtx.gz, .smtx, .npz), suitesparse:Group/Name, or\n"
+          "suite:NAME[#ENTRY[,ENTRY]][@SCALE] (e.g. suite:seed6#cant@0.05), in every command.\n"
+          "First steps: README.md and docs/FIRST_STEPS.md in the repository.")
+EXIT_CODES = exit_codes_text()
 
 
 def jsonable(value: object) -> object:
@@ -116,7 +126,7 @@ def emit(result: object, text: str, as_json: bool) -> None:
 
 #: Exit code when the reader of stdout went away (``| head``): 128 + SIGPIPE, as a shell
 #: reports a command killed by it.
-EXIT_BROKEN_PIPE = 141
+EXIT_BROKEN_PIPE = errors.EXIT_BROKEN_PIPE
 
 
 def stdout_gone() -> None:
@@ -160,17 +170,24 @@ def _parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argpa
         raise
 
 
+def _print_warnings(caught: list[warnings.WarningMessage]) -> None:
+    """Each warning a handler raised, one ``sparsescope: warning:`` line on stderr."""
+    for warning in caught:
+        print(f"sparsescope: warning: {warning.message}", file=sys.stderr)
+
+
 def _main(argv: Sequence[str] | None, modules: Sequence[str]) -> int:
     parser = build_parser(modules)
     args = _parse(parser, argv)
     as_json = bool(getattr(args, "json", False))
+    caught: list[warnings.WarningMessage] = []
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             result, text, *code = args.handler(args)
-        for warning in caught:
-            print(f"sparsescope: warning: {warning.message}", file=sys.stderr)
+        _print_warnings(caught)
     except SparsescopeError as exc:
+        _print_warnings(caught)  # a deprecated name's note still reaches a command that fails
         if as_json:
             print(json.dumps({"error": str(exc), "type": type(exc).__name__,
                               "exit_code": exc.exit_code}))

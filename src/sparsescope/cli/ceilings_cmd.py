@@ -72,6 +72,12 @@ def _text(ceilings: MeasuredCeilings, kind: str, stored: str | None, origin: str
         spread_text = f"spread {spread:.1f} %" if spread is not None else ""
         lines.append(f"  {label:<15} {value:>12,.1f} {unit:<8} {spread_text:<{width}}"
                      f"{' ' if width else ''}{ceilings.method.get(field, '')}")
+    for library, us in sorted(getattr(ceilings, "library_call_us", {}).items()):
+        back = getattr(ceilings, "library_call_throughput_us", {}).get(library)
+        more = f", back to back {back:,.1f} us" if back is not None else ""
+        lines.append(f"  library call ({library}) {us:>8,.1f} us{more}")
+    if "library_call_us" in ceilings.method:
+        lines.append(f"    {ceilings.method['library_call_us']}")
     if origin:
         lines.append(origin)
     lines.append(f"stored in {stored}" if stored else not_stored)
@@ -101,6 +107,8 @@ def handle(args: argparse.Namespace) -> tuple[dict, str]:
     result = {"device": ceilings.device, "kind": found.kind, "driver": found.driver,
               "ceilings": {f: getattr(ceilings, f) for f, _, _ in FIGURES},
               "units": {f: unit for f, _, unit in FIGURES},
+              "library_call_us": dict(ceilings.library_call_us),
+              "library_call_throughput_us": dict(ceilings.library_call_throughput_us),
               "spread_pct": _spreads(ceilings), "trials": ceilings.trials,
               "cached": found.cached, "measured_utc": found.measured_utc,
               "method": dict(ceilings.method), "store": found.stored}

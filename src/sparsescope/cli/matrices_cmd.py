@@ -31,7 +31,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     st = sub.add_parser(
         "stats", help="structure statistics of a matrix",
         description="FILE is a .mtx/.mtx.gz/.smtx/.npz path, suitesparse:Group/Name, or a suite "
-                    "entry SUITE:ENTRY such as seed6:cant (generated at --scale).")
+                    "entry suite:NAME#ENTRY[@SCALE] such as suite:seed6#cant@0.05 (generated "
+                    "at its @SCALE, else --scale; the old seed6:cant still works, with a "
+                    "deprecation note).")
     st.add_argument("file", metavar="FILE")
     st.add_argument("--scale", type=float, default=1.0, help="scale of a suite entry")
     st.add_argument("--seed", type=int, default=0, help="seed of a suite entry")
@@ -65,6 +67,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _progress(iterable, total: int, desc: str, enabled: bool = True):
     """A bar over the matrices on stderr: only on a terminal, never under --json."""
     from tqdm import tqdm
+
+    tqdm.monitor_interval = 0  # no monitor thread: figure workers fork a 1-thread parent
 
     return tqdm(iterable, total=total, desc=desc, unit="matrix", file=sys.stderr,
                 disable=not (enabled and sys.stderr.isatty()))

@@ -13,6 +13,7 @@ import sys
 from dataclasses import asdict
 
 from sparsescope.cli import add_json_flag
+from sparsescope.cli.op_options import add_plugin_option
 from sparsescope.errors import UsageError
 
 
@@ -35,22 +36,29 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "table; with --rows/--cols/--nnz/--time-ms also one case's bytes, floor, "
                     "effective bandwidth, % of peak and gap. With MATRIX files or --suite and "
                     "--backend: each backend's kernel planned on this host and its time "
-                    "predicted on --gpu with every term (dram, l2, latency, memory, imbalance, "
-                    "compute, overhead); no GPU needed. `sparsescope model score RESULTS...`: "
+                    "predicted on --gpu, no GPU needed: a summary first (per matrix, each "
+                    "backend's predicted time, what limits it and how far to trust it, fastest "
+                    "first; cuda-spmv-auto's choice from its candidates and why it leaves out "
+                    "a backend predicted faster), every term (DRAM, L2, latency, memory system, "
+                    "imbalance, compute, overhead) and assumption with --details. Above "
+                    "--memory-budget the formats are planned on a row sample of the matrix, "
+                    "and the output says so. `sparsescope model score RESULTS...`: "
                     "stored runs scored against the model as it is now (see `sparsescope "
                     "model score --help`).")
     p.__class__ = _ModelParser
     p.score_parser = _score_parser()
     p.add_argument("matrices", nargs="*", metavar="MATRIX",
-                   help="matrix files (.mtx, .mtx.gz, .smtx, .npz, suitesparse:Group/Name) to "
-                        "predict the backends' time on")
+                   help="matrix files (.mtx, .mtx.gz, .smtx, .npz, suitesparse:Group/Name) or "
+                        "suite entries (suite:seed6#cant[@SCALE]) to predict the backends' "
+                        "time on")
     p.add_argument("--gpu", default="H200", help="GPU name from `sparsescope specs` (default H200)")
     p.add_argument("--latency-ns", type=float, help="DRAM latency (default: the spec's estimate)")
     p.add_argument("--bw-gb-s", type=float,
                    help="judge against this bandwidth instead of the datasheet peak "
                         "(e.g. a measured copy bandwidth)")
     whatif = p.add_argument_group("what-if: a matrix's kernels on --gpu")
-    whatif.add_argument("--suite", help="a named suite instead of MATRIX files")
+    whatif.add_argument("--suite", help="a named suite instead of MATRIX files (or "
+                                        "suite:NAME#ENTRY[@SCALE])")
     whatif.add_argument("--scale", type=float, default=1.0,
                         help="shrink the suite (0 < S <= 1)")
     whatif.add_argument("--matrix", dest="entries", action="append", default=[],
@@ -65,6 +73,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="use the datasheet, not the ceilings stored for --gpu")
     whatif.add_argument("--no-sass", action="store_true",
                         help="keep the backends' declared kernel shapes (compile nothing)")
+    whatif.add_argument("--details", action="store_true",
+                        help="after the summary, every case's terms, inputs and assumptions")
+    whatif.add_argument("--memory-budget", metavar="SIZE",
+                        help="memory the host plans may hold (e.g. 2GiB, 500MB; default: a "
+                             "quarter of the available memory, at most 2 GiB); above it a "
+                             "format is planned on a row sample of the matrix, and said so")
+    add_plugin_option(whatif)
     case = p.add_argument_group("one case")
     case.add_argument("--rows", type=int)
     case.add_argument("--cols", type=int, help="default: --rows")
@@ -154,7 +169,9 @@ def handle(args: argparse.Namespace) -> tuple[object, str]:
     if args.matrices or args.suite:
         return _what_if(args)
     given = [flag for flag, value in (("--backend", args.backends), ("--matrix", args.entries),
-                                      ("--no-sass", args.no_sass), ("--no-store", args.no_store))
+                                      ("--no-sass", args.no_sass), ("--no-store", args.no_store),
+                                      ("--details", args.details),
+                                      ("--memory-budget", args.memory_budget))
              if value]
     if given:
         raise UsageError(f"{', '.join(given)} need{'s' if len(given) == 1 else ''} a MATRIX "
@@ -249,22 +266,104 @@ def _what_if(args: argparse.Namespace) -> tuple[list, str]:
     if one_case:
         raise UsageError(f"{', '.join(one_case)} describe one case without a matrix; leave "
                          f"them out with MATRIX or --suite")
+    chosen = api.matrix_selection(args.suite, args.matrices, scale=args.scale,
+                                  entries=args.entries)
     result = api.what_if_matrices(
-        args.matrices, args.suite, gpu=args.gpu, backends=args.backends, scale=args.scale,
-        names=args.entries, seed=args.seed, value_dtype=args.dtype, sass=not args.no_sass,
+        chosen.files, chosen.suite, gpu=args.gpu, backends=args.backends, scale=chosen.scale,
+        names=chosen.entries, seed=args.seed, value_dtype=args.dtype, sass=not args.no_sass,
         use_store=not args.no_store, latency_ns=args.latency_ns, bw_gb_s=args.bw_gb_s,
-        progress=not args.json)
-    return [case.as_dict() for case in result.cases], _what_if_text(result, args.dtype)
+        progress=not args.json, memory_budget=args.memory_budget)
+    text = _summary_text(result, args.dtype)
+    if args.details:
+        text += "\n\n" + _details_text(result)
+    return result.case_docs(), text
 
 
 def _ms(value: float) -> str:
     return f"{value:,.4f} ms" if value >= 0.1 else f"{value:.6f} ms"
 
 
-def _what_if_text(result, dtype: str) -> str:
+def _time(ms: float | None) -> str:
+    """A predicted time for the summary: microseconds below 1 ms, else milliseconds."""
+    if ms is None:
+        return "-"
+    return f"{ms * 1e3:,.2f} us" if ms < 1.0 else f"{ms:,.3f} ms"
+
+
+def _summary_text(result, dtype: str) -> str:
+    """The summary: per matrix a table (backend, predicted time, limiter, confidence), fastest
+    first, then auto's choice from its candidate list and why it leaves out a backend
+    predicted faster."""
     spec = result.gpu.spec
+    budget = result.memory_budget_bytes
     lines = [f"what-if on {spec.name} ({spec.vendor_name}), {dtype} values; planned on this "
-             f"host, nothing run", result.gpu.origin]
+             f"host, nothing run", result.gpu.origin,
+             f"memory budget of the host plans: {budget / 2**30:,.2f} GiB (--memory-budget; "
+             f"a plan of every backend holds about {result.plan_bytes_per_nnz} B a nonzero)"]
+    autos = {a.matrix: a for a in result.auto}
+    for matrix in dict.fromkeys(r.matrix for r in result.summary):
+        rows = [r for r in result.summary if r.matrix == matrix]
+        lines += ["", matrix]
+        sample = result.plan_samples.get(matrix)
+        if sample:
+            lines.append(f"  formats planned on a row sample: {sample['sample_nnz']:,} of "
+                         f"{sample['total_nnz']:,} nonzeros ({sample['windows']:,} windows of "
+                         f"{sample['window_rows']:,} rows), scaled to the whole matrix; the "
+                         f"time modelled on the whole matrix")
+        width = max(len("backend"), *(len(r.backend) for r in rows))
+        limit = max(len("limiter"), *(len(r.limiter_label or "not modelled") for r in rows))
+        lines.append(f"  {'backend':<{width}}  {'predicted':>12}  {'limiter':<{limit}}  "
+                     f"confidence")
+        for r in rows:
+            lines.append(f"  {r.backend:<{width}}  {_time(r.predicted_ms):>12}  "
+                         f"{(r.limiter_label or 'not modelled'):<{limit}}  "
+                         f"{r.confidence or '-'}")
+        levels = dict.fromkeys(f"{r.confidence}: {r.confidence_reason}" for r in rows
+                               if r.confidence)
+        lines += [f"  confidence {text}" for text in levels]
+        auto = autos.get(matrix)
+        if auto is not None:
+            lines += _auto_lines(auto)
+        for r in rows:
+            if r.predicted_ms is None:
+                lines.append(f"  {r.backend}: not modelled: {r.note}")
+    lines += ["", "every term, input and assumption of each case: --details"]
+    return "\n".join(lines)
+
+
+def _auto_lines(auto) -> list[str]:
+    """auto's choice with its candidate list (the one its plan used), and the backends
+    predicted faster that it leaves out, grouped by why."""
+    if auto.rule != "predicted-fastest":
+        lines = [f"  cuda-spmv-auto chose {auto.chosen}: {auto.reason}"]
+    else:
+        done = [c for c in auto.candidates if c["predicted_ms"] is not None]
+        lines = [f"  cuda-spmv-auto chose {auto.chosen}, the fastest predicted of its "
+                 f"{len(auto.candidates)} candidates:"]
+        width = max(len(c["label"]) for c in auto.candidates)
+        best = min((c["predicted_ms"] for c in done), default=None)
+        for c in sorted(done, key=lambda c: c["predicted_ms"]):
+            over = (f"  +{100 * (c['predicted_ms'] / best - 1):.1f} %"
+                    if best and c["predicted_ms"] > best else "")
+            lines.append(f"    {c['label']:<{width}}  {_time(c['predicted_ms']):>10}  "
+                         f"{c.get('limiter_label') or c['limiter']}{over}")
+        lines += [f"    {c['label']:<{width}}  not modelled: {c['not_modelled']}"
+                  for c in auto.candidates if c["predicted_ms"] is None]
+    why: dict[str, list[str]] = {}
+    for left in auto.left_out:
+        faster = 100 * (1 - left["predicted_ms"] / auto.predicted_ms)
+        why.setdefault(left["why"], []).append(
+            f"{left['backend']} ({_time(left['predicted_ms'])}, {faster:.1f} % faster)")
+    if why:
+        lines.append("  predicted faster than auto's choice, and why auto leaves them out:")
+        lines += [f"    {', '.join(names)}: {reason}" for reason, names in why.items()]
+    return lines
+
+
+def _details_text(result) -> str:
+    """Every case's kernel, prediction, terms (each named in words) and assumptions."""
+    term_label, queue_shares = result.term_label, result.queue_shares
+    lines = ["details"]
     for case in result.cases:
         lines += ["", f"{case.matrix} / {case.backend}"]
         p = case.prediction
@@ -273,11 +372,19 @@ def _what_if_text(result, dtype: str) -> str:
             continue
         lines += [f"  kernel      {case.kernel} ({case.kernel_source}), "
                   f"{case.index_bytes}-byte indices",
-                  f"  predicted   {_ms(p.predicted_ms)}, limiter {p.limiter}",
+                  f"  predicted   {_ms(p.predicted_ms)}",
                   f"  model took  {case.predict_s:.3f} s (host plan {case.plan_s:.3f} s)",
                   "  terms"]
-        width = max(len(t.name) for t in p.terms)
-        lines += [f"    {t.name:<{width}}  {_ms(t.time_ms):>14}  {t.formula}" for t in p.terms]
+        names = {t.name: f"{t.name} ({term_label(t.name)})" for t in p.terms}
+        width = max(len(n) for n in names.values())
+        lines += [f"    {names[t.name]:<{width}}  {_ms(t.time_ms):>14}  {t.formula}"
+                  for t in p.terms]
+        shares = queue_shares(p)
+        if shares:
+            parts = ", ".join(
+                f"{'round trips' if k == 'round_trips' else term_label(k)} {100 * v:.0f} %"
+                for k, v in shares.items())
+            lines.append(f"  memory system, one loaded iteration: {parts}")
         lines.append("  assumptions")
         lines += [f"    - {a}" for a in case.assumptions if a != result.gpu.origin]
     return "\n".join(lines)

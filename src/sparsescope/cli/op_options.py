@@ -1,6 +1,6 @@
 """Command-line options shared by the commands that run cases (``run``, ``sweep``): the op's
-parameters (repeatable: every combination runs) and kernel variants, and the printer of one
-line per finished case."""
+parameters (repeatable: every combination runs), kernel variants and ``--plugin`` (also of
+``model`` and ``profile``), and the printer of one line per finished case."""
 
 from __future__ import annotations
 
@@ -50,7 +50,8 @@ def add_op_options(p: argparse.ArgumentParser, op_help: str, *, repeatable: bool
     """``--op`` and one option per op parameter (:func:`op_param_specs`), each repeatable
     (every combination is a case) unless ``repeatable`` is False (one case: a profile).
     Values stay text here: the op's own parameter table converts and checks them
-    (:func:`op_params_given`)."""
+    (:func:`op_params_given`). Also ``--plugin`` (:func:`add_plugin_option`), so a case may
+    name a plug-in's backend."""
     p.add_argument("--op", choices=tuple(registry.OPS), default="spmv", help=op_help)
     for name, (spec, ops) in op_param_specs().items():
         kwargs: dict[str, Any] = {"dest": name, "help": _option_help(spec, ops, repeatable)}
@@ -63,6 +64,47 @@ def add_op_options(p: argparse.ArgumentParser, op_help: str, *, repeatable: bool
         elif spec.choices:
             kwargs["metavar"] = "|".join(map(str, spec.choices))
         p.add_argument(option_name(name), **kwargs)
+    add_plugin_option(p)
+
+
+PLUGIN_HELP = ("load backends from a plug-in: a module name or the path of a .py file whose "
+               "sparsescope_backends() returns backend classes (repeatable; docs/PLUGINS.md). "
+               "Installed plug-ins (entry points of group sparsescope.backends) and those in "
+               "SPARSESCOPE_PLUGINS (comma-separated) load without it")
+
+
+def add_plugin_option(p: argparse.ArgumentParser) -> None:
+    """``--plugin MODULE`` (repeatable): a plug-in's backends registered before the command runs
+    (:class:`LoadingPlugins`), so ``--backend`` may name them."""
+    p.add_argument("--plugin", dest="plugins", action=_PluginAction, metavar="MODULE",
+                   help=PLUGIN_HELP)
+
+
+class _PluginAction(argparse.Action):
+    """Collects ``--plugin`` values and has the command's handler load them first: loading
+    while parsing would make a bad plug-in argparse's usage message, not the command's one-line
+    error."""
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        setattr(namespace, self.dest, [*(getattr(namespace, self.dest, None) or []), values])
+        handler = getattr(namespace, "handler", None)  # the sub-command's default, set already
+        if handler is not None and not isinstance(handler, LoadingPlugins):
+            namespace.handler = LoadingPlugins(handler)
+
+
+class LoadingPlugins:
+    """A command's handler that first loads its ``--plugin`` modules (and exports them in
+    ``SPARSESCOPE_PLUGINS`` to the processes the command starts: the ncu target, local Dask
+    workers); a plug-in that fails is a ``PluginError``, one line naming it, exit 2."""
+
+    def __init__(self, handler) -> None:
+        self.handler = handler
+
+    def __call__(self, args: argparse.Namespace):
+        from sparsescope.backends.plugins import load_plugins
+
+        load_plugins(getattr(args, "plugins", None) or [], export=True)
+        return self.handler(args)
 
 
 def add_variant_options(p: argparse.ArgumentParser) -> None:
@@ -74,6 +116,15 @@ def add_variant_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--variants", dest="variant_sets", action="append", default=[],
                    metavar="SET", help="a named set of kernel variants (spmv-own: the seed6 "
                                        "kernel sweep; sparsescope.backends.variants)")
+
+
+def add_timing_mode_option(p: argparse.ArgumentParser) -> None:
+    """``--timing-mode latency|throughput`` (``sparsescope.timing.modes``)."""
+    p.add_argument("--timing-mode", choices=("latency", "throughput"), default="latency",
+                   help="latency (default): each call timed on its own, the L2 flushed where "
+                        "the working set fits; throughput: calls back to back in one event "
+                        "pair, the L2 warm, time per call = total / calls (as published SpMV "
+                        "results are timed). Stored with every case")
 
 
 def variants_given(args: argparse.Namespace) -> list:

@@ -23,6 +23,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="add a SASS analysis section (cubin, listing, .cu, library; "
                              "repeatable)")
     parser.add_argument("--kernel", metavar="REGEX", help="kernels to keep in the SASS section")
+    parser.add_argument("--reference-gpu", metavar="GPU", default=None,
+                        help="for a CPU run, compute the GPU models (Little's law, DAE FIFO, "
+                             "cross-GPU) for this GPU from its spec, over the one the run named")
     add_json_flag(parser)
     parser.set_defaults(handler=handle_report)
 
@@ -31,7 +34,8 @@ def handle_report(args: argparse.Namespace) -> tuple[dict, str]:
     from sparsescope import api
 
     written = api.report(args.results, args.out, profile=args.profile, sass=args.sass,
-                         kernel=args.kernel, progress=not args.json)
+                         kernel=args.kernel, progress=not args.json,
+                         reference_gpu=args.reference_gpu)
     paths = written.paths
     lines = [f"wrote {paths.markdown}", f"wrote {paths.html}",
              f"wrote {len(paths.figures)} figures under {paths.out_dir / 'figures'}",

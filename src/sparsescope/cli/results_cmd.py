@@ -1,9 +1,11 @@
 """``sparsescope results show FILE``: one row per matrix and backend of a results file.
 
 Each row: ``matrix``, ``backend``, ``median_ms``, ``cv`` (std / mean of the samples),
-``rel_err`` (against float64), ``eff_bw_gb_s`` and ``pct_copy_bw`` (INT32 indices, y written
-only: one byte model for every backend, so they compare backends by time alone), and the
-stored prediction. ``sparsescope results compare A B``: the same cases of two runs side by
+``rel_err`` (against float64), ``eff_bw_gb_s`` and ``pct_copy_bw`` (the op's byte model at
+INT32 indices, y written only: one byte model per op for every backend, so they compare
+backends by time alone; printed to 3 significant digits), and the stored prediction. With
+``--stages``: where the run's time went (stage, seconds, share), and with ``--per-case`` each
+case's stages. ``sparsescope results compare A B``: the same cases of two runs side by
 side, per (matrix, backend, op) both medians, B / A and the spread |a - b| / min(a, b); a row
 agrees when its spread is at most ``--within`` (default 0.05). ``sparsescope results readme
 FOLDER``: a results folder's README from its own files.
@@ -35,9 +37,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     show = sub.add_parser(
         "show", help="one row per matrix and backend: time, spread, error, bandwidth",
         description="Print median time, coefficient of variation, relative error, effective "
-                    "bandwidth (INT32 byte model, y written only) and its % of the measured "
-                    "copy bandwidth for every case of a results file.")
+                    "bandwidth (each op's byte model at INT32 indices, y written only, named "
+                    "in the header) and its % of the measured copy bandwidth for every case "
+                    "of a results file. --stages: where the run's time went instead.")
     show.add_argument("file", metavar="FILE", help="results.json")
+    show.add_argument("--stages", action="store_true",
+                      help="where the run's time went: seconds and share of each stage (load, "
+                           "float64 reference, prepare, SASS and plan, prediction, check, "
+                           "timing, profile, report, other)")
+    show.add_argument("--per-case", action="store_true",
+                      help="with --stages (implied): each case's stages too")
     add_json_flag(show)
     show.set_defaults(handler=handle_show)
     compare = sub.add_parser(
@@ -78,25 +87,47 @@ def _json_float(value):
     return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
 
 
-def _cell(value, fmt: str) -> str:
+def _cell(value, fmt) -> str:
+    """``value`` by ``fmt`` (a format string or a function); ``-`` for None."""
     if value is None:
         return "-"
     if isinstance(value, float) and not math.isfinite(value):
         return str(value)
-    return fmt.format(value)
+    return fmt(value) if callable(fmt) else fmt.format(value)
+
+
+def _significant(value: float, digits: int = 3) -> str:
+    """``value`` to ``digits`` significant digits without an exponent (``1,950``, ``4.21``,
+    ``0.0421``): a CPU's 0.04 GB/s must not print as 0."""
+    import math
+
+    if value == 0:
+        return "0"
+    if not math.isfinite(value):
+        return str(value)
+    decimals = max(0, digits - 1 - math.floor(math.log10(abs(value))))
+    return f"{value:,.{decimals}f}"
 
 
 def _table(rows) -> str:
-    formats = ("{}", "{}", "{:.4f}", "{:.1%}", "{:.1e}", "{:,.0f}", "{:.1f}")
+    """The cases, a ``params`` column after the backend when some case has parameters (the
+    k and layout of SpMM: two rows of one backend differ by them alone)."""
+    formats = ("{}", "{}", "{:.4f}", "{:.1%}", "{:.1e}", _significant, _significant)
     header = ["matrix", "backend", "median ms", "cv", "rel_err", "eff GB/s", "% copy",
               "outcome"]
     body = [[_cell(getattr(r, c), f) for c, f in zip(COLUMNS, formats, strict=True)]
             + [r.outcome] for r in rows]
+    left = 2
+    if any(r.params for r in rows):
+        header.insert(2, "params")
+        for line, r in zip(body, rows, strict=True):
+            line.insert(2, r.params or "-")
+        left = 3
     widths = [max(len(line[i]) for line in [header, *body]) for i in range(len(header))]
     lines = []
     for line in [header, ["-" * w for w in widths], *body]:
-        cells = [line[0].ljust(widths[0]), line[1].ljust(widths[1])]
-        cells += [c.rjust(w) for c, w in zip(line[2:-1], widths[2:-1], strict=True)]
+        cells = [c.ljust(w) for c, w in zip(line[:left], widths[:left], strict=True)]
+        cells += [c.rjust(w) for c, w in zip(line[left:-1], widths[left:-1], strict=True)]
         cells.append(line[-1])
         lines.append("  ".join(cells).rstrip())
     return "\n".join(lines)
@@ -109,14 +140,66 @@ def handle_show(args: argparse.Namespace) -> tuple[dict, str]:
     copy_bw = table.copy_bw_gb_s
     result = {
         "run_id": table.run_id, "device": table.device, "copy_bw_gb_s": copy_bw,
-        "byte_model": table.byte_model,
+        "byte_model": table.byte_model, "byte_models": table.byte_models,
         "rows": [{k: _json_float(v) for k, v in dataclasses.asdict(r).items()}
                  for r in table.rows],
     }
-    bw = f"{copy_bw:,.0f} GB/s" if copy_bw else "not measured"
-    text = (f"run {table.run_id} on {table.device} (copy bandwidth {bw}; "
-            f"bandwidths use the INT32, y-written byte model)\n" + _table(table.rows))
+    stages = args.stages or args.per_case
+    if stages:
+        result["stages"] = dataclasses.asdict(table.stages)
+        return result, _stages_text(table, per_case=args.per_case)
+    bw = f"{_significant(copy_bw)} GB/s" if copy_bw else "not measured"
+    models = "; ".join(f"{op}: {label}" for op, label in (table.byte_models or {}).items())
+    text = (f"run {table.run_id} on {table.device} (copy bandwidth {bw}; bandwidths use each "
+            f"op's byte model: {models or table.byte_model})\n" + _table(table.rows))
     return result, text
+
+
+# ----------------------------------------------------------------------------- stages
+
+def _aligned(header: list[str], body: list[list[str]], left: int) -> list[str]:
+    """A plain-text table: the first ``left`` columns left-aligned, the rest right-aligned."""
+    widths = [max(len(line[i]) for line in [header, *body]) for i in range(len(header))]
+    return ["  ".join(c.ljust(w) if i < left else c.rjust(w)
+                      for i, (c, w) in enumerate(zip(line, widths, strict=True))).rstrip()
+            for line in [header, ["-" * w for w in widths], *body]]
+
+
+def _stages_text(table, *, per_case: bool) -> str:
+    """The run's stage table (stage, seconds, share), queue and transfer times of a sweep,
+    and with ``per_case`` one row per case (its wall time and each stage's seconds)."""
+    st = table.stages
+    head = f"run {table.run_id} on {table.device}: where the time went"
+    if st.basis == "none":
+        return (f"{head}: not recorded (the results predate stage times, schema 3; run it "
+                f"again to record them)")
+    basis = ("the run's own clock, from its start until its report was written"
+             if st.basis == "run" else "the sum over its cases (the workers' time)")
+    lines = [f"{head} ({st.wall_s:,.3f} s: {basis})"]
+    lines += _aligned(["stage", "seconds", "share"],
+                      [[r.label, _significant(r.seconds), f"{r.share:.1%}"] for r in st.rows],
+                      1)
+    for name, value in (("queue (submitted -> started on a worker)", st.queue_s),
+                        ("transfer (result back to the client)", st.transfer_s)):
+        if value is not None:
+            lines.append(f"{name}, summed over the cases: {value:,.3f} s")
+    if per_case and st.cases:
+        names = [r.stage for r in st.cases[0].rows]
+        shown = [i for i, n in enumerate(names)
+                 if n == "other" or any(c.rows[i].seconds > 0 for c in st.cases)]
+        sweep = any(c.queue_s is not None for c in st.cases)
+        header = ["matrix", "backend", "params", "wall s",
+                  *(st.cases[0].rows[i].label for i in shown),
+                  *(("queue s", "transfer s") if sweep else ())]
+        body = [[c.matrix, c.backend, c.params or "-", f"{c.wall_s:.4f}",
+                 *(f"{c.rows[i].seconds:.4f}" for i in shown),
+                 *((_cell(c.queue_s, "{:.4f}"), _cell(c.transfer_s, "{:.4f}"))
+                   if sweep else ())] for c in st.cases]
+        lines += ["", "per case (a matrix's load and its shared float64 reference are charged "
+                      "to its first case):", *_aligned(header, body, 3)]
+    elif per_case:
+        lines += ["", "no case carries stage times"]
+    return "\n".join(lines)
 
 
 # ----------------------------------------------------------------------------- compare

@@ -75,6 +75,9 @@ def _handle(args: argparse.Namespace) -> tuple[dict, str]:
                 "limit_blocks": {"registers": occ.limit_registers_blocks,
                                  "shared": occ.limit_shared_blocks,
                                  "warps": occ.limit_warps_blocks, "blocks": occ.limit_blocks}}
+        why = found.occupancy_reason
+        if why:
+            entry["occupancy"], entry["occupancy_reason"] = None, why
         result["kernels"].append(entry)
-        texts.append(api.sass_markdown(k, occupancy=occ))
+        texts.append(api.sass_markdown(k, occupancy=occ, occupancy_reason=why))
     return result, "\n".join(texts)

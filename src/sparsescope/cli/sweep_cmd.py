@@ -10,6 +10,7 @@ from pathlib import Path
 from sparsescope.cli import add_json_flag
 from sparsescope.cli.op_options import (
     add_op_options,
+    add_timing_mode_option,
     add_variant_options,
     case_printer,
     op_params_given,
@@ -17,7 +18,8 @@ from sparsescope.cli.op_options import (
 )
 
 EPILOG = ("A SOURCE is a folder (every .mtx, .mtx.gz, .smtx, .npz inside, recursively), a glob, "
-          "a matrix file, a SuiteSparse Group/Name.tar.gz archive, suite:NAME[@SCALE], "
+          "a matrix file, a SuiteSparse Group/Name.tar.gz archive, suite:NAME[#ENTRY][@SCALE] "
+          "(a generated suite, or some of its entries: suite:seed6#cant,pwtk@0.05), "
           "dlmc:FOLDER (every .smtx at any depth, named by its path with / as __; a folder "
           "holding only .smtx files, some in subfolders, is read the same way), or "
           "suitesparse:FILTERS, a selection from the SuiteSparse index (ssstats.csv, cached; "
@@ -31,7 +33,9 @@ EPILOG = ("A SOURCE is a folder (every .mtx, .mtx.gz, .smtx, .npz inside, recurs
           "Exit codes: 0 every case ok or skipped; 11 a case failed (its check, its worker "
           "died, or --case-timeout); 12 --time-limit reached with cases left (enforced by the "
           "clock); 13 the cluster had no live worker left (cases in flight failed); 130 "
-          "Ctrl-C and 143 SIGTERM (what finished is stored and in results.json); 10 cases "
+          "Ctrl-C and 143 SIGTERM (what finished is stored and in results.json); 7 the "
+          "Dask cluster could not start, or the --scheduler could not be reached within "
+          "10 s; 10 cases "
           "measured but the store stayed locked (they are in results.json); 9 --out or the "
           "store cannot be written (checked first); "
           "6 Dask missing (pip install 'sparsescope[sweep]'); 4 the SuiteSparse index is "
@@ -45,7 +49,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "cluster, and write DIR/results.json (every case of the sweep) and the "
                     "report.", epilog=EPILOG)
     p.add_argument("sources", nargs="+", metavar="SOURCE",
-                   help="folder, glob, matrix file, Group/Name.tar.gz, suite:NAME[@SCALE], "
+                   help="folder, glob, matrix file, Group/Name.tar.gz, "
+                        "suite:NAME[#ENTRY][@SCALE], "
                         "dlmc:FOLDER, or suitesparse:FILTERS")
     p.add_argument("--out", required=True, metavar="DIR", help="output folder")
     p.add_argument("--backend", dest="backends", action="append", metavar="B",
@@ -81,6 +86,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--repeats", type=int, default=20, help="timed calls per case")
     p.add_argument("--flush", choices=("auto", "on", "off"), default="auto",
                    help="flush caches between repeats (auto: when the working set fits)")
+    add_timing_mode_option(p)
     add_json_flag(p)
     p.set_defaults(handler=handle)
 
@@ -103,7 +109,8 @@ def handle(args: argparse.Namespace) -> tuple[dict, str, int]:
         op_params=op_params_given(args), variants=variants_given(args), store_path=store,
         seed=args.seed, time_limit_s=args.time_limit,
         cluster=args.cluster, scheduler=args.scheduler, workers=args.workers,
-        timing=api.TimingConfig(warmups=args.warmups, repeats=args.repeats, flush_l2=flush),
+        timing=api.TimingConfig(warmups=args.warmups, repeats=args.repeats, flush_l2=flush,
+                                mode=args.timing_mode).checked(),
         retry_failed=args.retry_failed, progress=not args.json,
         case_timeout_s=args.case_timeout, on_case=case_printer(args),
         command=shlex.join(["sparsescope", *sys.argv[1:]]), quiet=args.json)
@@ -131,6 +138,8 @@ def handle(args: argparse.Namespace) -> tuple[dict, str, int]:
     lines = [f"sweep {rs.run_id} on {rs.provenance.device}: {len(rs.matrices)} matrices, "
              f"{len(rs.cases)} cases ({out.ran} run now, {out.stored} already stored)",
              _throughput_line(out.throughput()),
+             *(["every case was stored: results and report kept as they were"]
+               if getattr(out, "outputs_kept", False) else []),
              f"results: {out.results_path}",
              f"report:  {out.results_path.parent / 'report.html'}"]
     if code:

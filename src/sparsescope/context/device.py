@@ -150,7 +150,8 @@ def cpu_context(*, store: bool = True) -> DeviceContext:
     return DeviceContext(spec=detect.cpu_spec(ceilings), ceilings=ceilings, reason=CPU_RUN)
 
 
-def present_device(kind: str = "gpu", *, store: bool = True) -> DeviceContext:
+def present_device(kind: str = "gpu", *, store: bool = True,
+                   library_probes: Any = None) -> DeviceContext:
     """The device that will run backends of ``kind`` (``gpu`` or ``cpu``).
 
     ``gpu`` on a machine with a GPU: the spec table's entry for the detected GPU (or a spec
@@ -158,6 +159,9 @@ def present_device(kind: str = "gpu", *, store: bool = True) -> DeviceContext:
     the driver version, the rates and the SASS refiner. When the ceilings cannot be measured
     (no CuPy) the context goes on with an empty ceilings record whose ``method`` says why.
     Otherwise the host CPU (:func:`cpu_context`; GPU backends then skip as unavailable).
+    ``library_probes``: library route -> probe of its call, whose fixed cost the ceilings
+    measure too (``hardware.gpu_ceilings.library_call_costs``; made by
+    ``backends.library_probe``, which this stage cannot import).
     """
     from sparsescope.errors import SparsescopeError
     from sparsescope.hardware import detect
@@ -170,7 +174,8 @@ def present_device(kind: str = "gpu", *, store: bool = True) -> DeviceContext:
 
     spec = _reported_l2(detect.spec_for_detected(gpu), gpu)
     try:
-        ceilings = measure_gpu_ceilings()
+        ceilings = (measure_gpu_ceilings(library_probes=library_probes) if library_probes
+                    else measure_gpu_ceilings())
     except SparsescopeError as exc:
         ceilings = MeasuredCeilings(device=gpu.name, method={"not_measured": str(exc)})
     return replace(_gpu_context(spec, ceilings, driver=gpu.driver, check_tools=False,

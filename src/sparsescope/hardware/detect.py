@@ -227,16 +227,20 @@ def cpu_spec(ceilings: MeasuredCeilings) -> DeviceSpec:
     """The host CPU as a :class:`DeviceSpec`: OS facts plus the measured bandwidth and FP32.
 
     ``sm_count`` is the number of logical cores (one thread each); ``peak_bw_gb_s`` is the
-    measured copy bandwidth, ``l2_bytes`` the last-level cache.
+    measured copy bandwidth, ``l2_bytes`` the last-level cache as the OS reports it, its source
+    naming it as the machine does (``LLC (L3, as the VM reports it)``) and saying what the
+    host timer flushes (:func:`sparsescope.hardware.cpuinfo.evictable_cache`: a VM's report of
+    its host's L3 is bounded).
     """
-    llc, llc_source = cpuinfo.last_level_cache()
+    cache = cpuinfo.evictable_cache()
     mhz, mhz_source = cpuinfo.cpu_max_mhz()
     os_cores = "os: logical cores available to this process"
     return DeviceSpec(
         name="cpu", vendor_name=cpuinfo.cpu_model_name(), kind="cpu", compute_capability="",
         sm_count=cpuinfo.logical_cores(), max_warps_per_sm=1, max_threads_per_sm=1,
         max_blocks_per_sm=1, registers_per_sm=0, shared_mem_per_sm_bytes=0,
-        warp_schedulers_per_sm=1, l2_bytes=llc, peak_bw_gb_s=ceilings.copy_bw_gb_s or 0.0,
+        warp_schedulers_per_sm=1, l2_bytes=cache.reported_bytes,
+        peak_bw_gb_s=ceilings.copy_bw_gb_s or 0.0,
         fp32_peak_gflops=ceilings.fp32_gflops or 0.0, sm_clock_mhz=mhz,
         dram_latency_ns=DEFAULT_CPU_LATENCY_NS,
         memory=f"{cpuinfo.total_ram_bytes() / 1e9:.0f} GB RAM",
@@ -245,7 +249,7 @@ def cpu_spec(ceilings: MeasuredCeilings) -> DeviceSpec:
             "sm_count": os_cores,
             "max_warps_per_sm": "convention: one thread per logical core",
             "max_threads_per_sm": "convention: one thread per logical core",
-            "l2_bytes": f"{llc_source} (last-level cache)",
+            "l2_bytes": cache.reading,
             "peak_bw_gb_s": "measured: " + ceilings.method.get("copy_bw_gb_s", "RAM copy"),
             "fp32_peak_gflops": "measured: " + ceilings.method.get("fp32_gflops", "sgemm"),
             "sm_clock_mhz": mhz_source,

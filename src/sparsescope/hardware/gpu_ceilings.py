@@ -34,6 +34,14 @@ Protocol (each figure's ``method`` string repeats it):
   fixed cost as its measurement (on an H200 about 3.7 us a call and 1.5 us a further launch,
   against 2.7 us for the best empty launch behind an FMA launch:
   ``results/h200/kernels/followups/2026-11-25-call-overhead-probe``).
+* library call: each library route's cuSPARSE SpMV of a tiny matrix (``library_probes``: the
+  planned ``nvmath-cusparse-i32`` and the wrappers ``cupy-cusparse-i32``,
+  ``torch-cusparse-i32``, made by ``backends.library_probe``; hardware imports no backend)
+  timed by the same protocol, latency mode with the L2 flushed (``library_call_us``) and back
+  to back (``library_call_throughput_us``), the median of ``call_samples`` each: the fixed cost
+  of a library call, its descriptors, workspace and kernels' waits included, which the model
+  charges every cuSPARSE call of that route (``model.call_overhead``). A route not available
+  here is left out, the method saying why.
 * flush write-back: ``read_stream`` over a buffer of L2/2 bytes, timed right after the timing
   protocol's flush (``+= 1`` over 2 x L2 int32s, which leaves the L2 full of dirty lines) and
   right after a clean eviction (a read of the 2 x L2 buffer); ``share = (t_dirty - t_clean) /
@@ -45,6 +53,8 @@ Takes about 1-3 s on an H200 (NVRTC compilation included).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -183,6 +193,31 @@ def _call_us(empty, samples: int) -> tuple[float, float]:
     return one, max(0.0, two - one)
 
 
+def library_call_costs(probes: Mapping[str, Callable[[Any], Any]], samples: int
+                       ) -> tuple[dict[str, float], dict[str, float], dict[str, str]]:
+    """(latency us, throughput us, why not) per library route: each probe (``probe(config)`` ->
+    a ``Measurement`` of the route's call with that ``TimingConfig``) timed by the protocol in
+    the latency mode with the L2 flushed, then in the throughput mode, ``samples`` samples
+    after 3 untimed calls each; medians in microseconds. A probe that raises (its library not
+    installed here, its check failed) leaves its route out, with the reason."""
+    from sparsescope.timing.types import TimingConfig
+
+    alone = TimingConfig(warmups=3, repeats=samples, flush_l2=True)
+    back_to_back = TimingConfig(warmups=3, repeats=samples, mode="throughput")
+    latency: dict[str, float] = {}
+    throughput: dict[str, float] = {}
+    missing: dict[str, str] = {}
+    for library, probe in probes.items():
+        try:
+            one = 1e3 * float(np.median(probe(alone).samples_ms))
+            many = 1e3 * float(np.median(probe(back_to_back).samples_ms))
+        except Exception as exc:  # noqa: BLE001  (a route that cannot run is left out)
+            missing[library] = f"{type(exc).__name__}: {exc}"
+            continue
+        latency[library], throughput[library] = one, many
+    return latency, throughput, missing
+
+
 def _flush_writeback_share(cupy, read, launch: tuple, l2: int, read_bw_gb_s: float,
                            repeats: int) -> float:
     """The flush's write-back cost to the next kernel (module docstring), >= 0."""
@@ -243,9 +278,13 @@ def _fma_ms(cupy, timer: _Timer, fma, launch: tuple, fma_iters: int) -> float:
 
 def measure_gpu_ceilings(*, size_mb: float = 1024, repeats: int = 5, l2_passes: int = 200,
                          chase_steps: int = 20_000, fma_iters: int = 8192,
-                         gather_loads: int = 64, call_samples: int = 50) -> MeasuredCeilings:
+                         gather_loads: int = 64, call_samples: int = 50,
+                         library_probes: Mapping[str, Callable[[Any], Any]] | None = None
+                         ) -> MeasuredCeilings:
     """Measure copy, read and L2 bandwidth (GB/s, 10^9 B/s), DRAM and L2 load latency (ns) and
-    FP32 FMA throughput (GFLOP/s) of device 0. See the module docstring for the protocol."""
+    FP32 FMA throughput (GFLOP/s) of device 0, and, for each of ``library_probes`` (library
+    route -> ``probe(TimingConfig)`` -> ``Measurement``), a library call's fixed cost
+    (:func:`library_call_costs`). See the module docstring for the protocol."""
     ok, why = _gpu_runtime.cupy_cuda_status()
     if not ok:
         raise DeviceError(f"cannot measure GPU ceilings: {why}")
@@ -275,6 +314,8 @@ def measure_gpu_ceilings(*, size_mb: float = 1024, repeats: int = 5, l2_passes: 
     del big
     launch_us = _launch_us(cupy, empty, fma, (blocks, threads, sink), repeats)
     call_us, next_launch_us = _call_us(empty, call_samples)
+    library_us, library_tp_us, library_missing = library_call_costs(library_probes or {},
+                                                                    call_samples)
     read_bw = nbytes / (read_ms * 1e-3) / 1e9
     writeback = _flush_writeback_share(cupy, read, (blocks, threads, sink), l2, read_bw, repeats)
     dram_nodes = 4 * MiB
@@ -298,11 +339,33 @@ def measure_gpu_ceilings(*, size_mb: float = 1024, repeats: int = 5, l2_passes: 
         call_us=call_us,
         next_launch_us=next_launch_us,
         flush_writeback_share=writeback,
-        method=_methods(nbytes=nbytes, l2=l2, l2_bytes=l2_bytes, l2_passes=l2_passes,
-                        launch=(blocks, threads), repeats=repeats, chase_steps=chase_steps,
-                        dram_nodes=dram_nodes, l2_nodes=l2_nodes, fma_iters=fma_iters,
-                        gather_loads=gather_loads, call_samples=call_samples),
+        library_call_us=library_us,
+        library_call_throughput_us=library_tp_us,
+        method={**_methods(nbytes=nbytes, l2=l2, l2_bytes=l2_bytes, l2_passes=l2_passes,
+                           launch=(blocks, threads), repeats=repeats, chase_steps=chase_steps,
+                           dram_nodes=dram_nodes, l2_nodes=l2_nodes, fma_iters=fma_iters,
+                           gather_loads=gather_loads, call_samples=call_samples),
+                **library_methods(library_probes or {}, library_missing, call_samples)},
     )
+
+
+def library_methods(probes: Mapping[str, Any], missing: Mapping[str, str],
+                    samples: int) -> dict[str, str]:
+    """The ``method`` strings of the library-call figures: the probe each route ran, the
+    protocol, and the routes left out with their reasons."""
+    if not probes:
+        return {}
+    routes = ", ".join(f"{name}: {getattr(probe, 'describes', name)}"
+                       for name, probe in probes.items() if name not in missing)
+    left = "; ".join(f"{name} not measured ({why})" for name, why in missing.items())
+    tail = f"; {left}" if left else ""
+    return {"library_call_us": f"each route's cuSPARSE SpMV of a tiny matrix ({routes or 'none'}) "
+                               f"through the timing protocol (time_cuda, latency mode, L2 "
+                               f"flushed before each call); median of {samples} after 3 "
+                               f"untimed{tail}",
+            "library_call_throughput_us": f"the same calls back to back (throughput mode: "
+                                          f"timing.modes), microseconds per call; median of "
+                                          f"{samples} samples after 3 untimed{tail}"}
 
 
 def _methods(*, nbytes: int, l2: int, l2_bytes: int, l2_passes: int, launch: tuple[int, int],

@@ -84,6 +84,13 @@ class MeasuredCeilings:
     read of L2/2 bytes right after the flush (whose dirty lines it evicts) over the same read
     after a clean eviction, as a share of those L2/2 bytes' time at the read bandwidth (0: the
     write-back is free, 1: every evicted dirty byte costs a DRAM byte's time)."""
+    library_call_us: dict[str, float] = field(default_factory=dict)
+    """Library route (``nvmath``: cuSPARSE planned through nvmath-python; ``cupy``, ``torch``:
+    its wrappers) -> the timing protocol's median (latency mode, L2 flushed before each call)
+    of that route's cuSPARSE SpMV of a tiny matrix, microseconds: the fixed cost of one
+    library call (``model.call_overhead``); empty where not measured."""
+    library_call_throughput_us: dict[str, float] = field(default_factory=dict)
+    """The same calls timed back to back (throughput mode), microseconds per call."""
     method: dict[str, str] = field(default_factory=dict, compare=False)
     """Ceiling name -> how it was measured (buffer size, repeats, statistic)."""
     copy_bw_spread_pct: float | None = None

@@ -1,4 +1,4 @@
-"""Strict pre-validation of a Matrix Market body before ``fast_matrix_market`` sees it.
+"""Strict validation of a Matrix Market body as ``fast_matrix_market`` reads it.
 
 ``fast_matrix_market`` reads each entry line as "integer, spaces, integer, spaces, number" and
 then skips to the next newline, so it guesses silently on text that is not exactly that:
@@ -6,26 +6,39 @@ then skips to the next newline, so it guesses silently on text that is not exact
 are ignored. Worse, a NUL byte after a number makes its ``strchr``-based skip to the next line
 return NULL, and the process dies with a segmentation fault (exit 139).
 
-:func:`check_body` streams the body once (8 MiB blocks) and returns True only when every entry
-line matches the strict grammar of the header's field and the file holds exactly the announced
-number of entry lines; then the fast parser cannot guess. A NUL byte is refused at once with its
-line. Anything else (a defect, or text that is valid but irregular: blank or comment lines between
-entries, a leading ``+`` on an index) returns False and the caller uses the exact Python scan
-(:func:`~sparsescope.matrices._mtx_scan.scan_body`), which either names the line or reads it.
+:class:`CheckedBody` is the file as the parser reads it: the header as it is (the caller parsed
+it), then the body in blocks of whole lines (:data:`BLOCK_BYTES`), read ahead and checked
+against the strict grammar of the header's field on a few threads, handed over in file order
+once checked. A ``.gz`` is decompressed once: the parser reads these blocks as they come
+(issue 35: it was decompressed once by the check and again by the parser). A plain file is
+checked first and then read by the parser's own reader (``mtx._parsed_checked``). The first
+block that is not strictly valid ends the text the parser gets, and
+:attr:`CheckedBody.strict` is False: the caller then uses the exact Python scan
+(:func:`~sparsescope.matrices._mtx_scan.scan_body`), which names the defect's line or reads
+valid but irregular text (blank or comment lines between entries, a leading ``+`` on an
+index), never guessing. A NUL byte is never handed over: :attr:`CheckedBody.nul` holds the
+error naming its line.
 """
 
 from __future__ import annotations
 
 import os
 import re
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 
 from sparsescope.errors import MatrixFormatError
-from sparsescope.matrices.mtx_header import MtxHeader, open_binary
+from sparsescope.matrices.mtx_header import GZIP_ERRORS, MtxHeader, open_binary
 
-BLOCK_BYTES = 1 << 23
+#: Bytes the vectorised check takes at a time: 1 MiB keeps its NumPy temporaries in the CPU
+#: caches (8 MiB blocks cost about 1.5x the CPU time on the 2-core machine).
+BLOCK_BYTES = 1 << 20
+#: Blocks read and checked at once, on as many threads (NumPy releases the GIL), while the
+#: parser's own threads parse the text handed over before.
+CHECK_THREADS = max(1, min(4, os.cpu_count() or 1))
 
 _INT = rb"[0-9]++"
 _SIGNED_INT = rb"[+-]?+[0-9]++"
@@ -53,87 +66,142 @@ def nul_error(path: str | Path, line: int, text: bytes) -> MatrixFormatError:
                    "tail was zero-filled by a crash looks like this)", line=line)
 
 
-def _raise_nul(path, header: MtxHeader, lines_before: int, block: bytes) -> None:
+def _nul_in(path, first_line: int, block: bytes) -> MatrixFormatError:
+    """The error of the first NUL byte of ``block``, whose first line is ``first_line``."""
     at = block.find(b"\x00")
     start = block.rfind(b"\n", 0, at) + 1
     end = block.find(b"\n", at)
-    line = header.size_line + lines_before + block.count(b"\n", 0, at) + 1
-    raise nul_error(path, line, block[start:end if end >= 0 else len(block)])
+    line = first_line + block.count(b"\n", 0, at)
+    return nul_error(path, line, block[start:end if end >= 0 else len(block)])
 
 
-def _block_lines(grammar: re.Pattern[bytes], text: bytes, end: int, header: MtxHeader) -> int:
-    """Entry lines of the whole lines ``text[:end]``, or -1 when one is not strictly valid."""
-    found = fast_lines(text, end, header.field) if header.format == "coordinate" else None
+def _block_lines(grammar: re.Pattern[bytes], text: bytes, header: MtxHeader) -> int:
+    """Entry lines of the whole lines ``text``, or -1 when one is not strictly valid."""
+    found = fast_lines(text, len(text), header.field) if header.format == "coordinate" else None
     if found is None:
-        if grammar.match(text, 0, end).end() != end:
+        if grammar.match(text).end() != len(text):
             return -1
-        found = text.count(b"\n", 0, end)
+        found = text.count(b"\n")
     return found
 
 
-def _newlines(path: str | Path, header: MtxHeader, count: int) -> int:
-    """Newlines in the first ``count`` bytes of the body (read again: only for an error)."""
-    total = 0
-    with open_binary(path) as fh:
-        for _ in range(header.size_line):
-            fh.readline()
-        while count > 0 and (block := fh.read(min(count, BLOCK_BYTES))):
-            total += block.count(b"\n")
-            count -= len(block)
-    return total
+class CheckedBody:
+    """A Matrix Market file opened for the fast parser (a binary stream with ``read``): see
+    the module docstring. Blocks are read ahead and checked on a small thread pool (up to
+    ``2 x`` :data:`CHECK_THREADS` in flight), and handed over in file order once checked.
+    After the parser, :meth:`finish` checks what it left unread; then :attr:`strict` says
+    whether every body line was strictly valid and the file held exactly the announced number
+    of entry lines, :attr:`nul` holds the error of a NUL byte, and :attr:`error` the read
+    error (a damaged ``.gz``, an I/O error) that ended the text."""
 
+    def __init__(self, path: str | Path, header: MtxHeader) -> None:
+        self.path, self.header = path, header
+        self.grammar = _GRAMMARS[(header.format, header.field)]
+        self.file = open_binary(path)
+        self.head = b"".join(self.file.readline() for _ in range(header.size_line))
+        self.carry = b""
+        self.lines = 0       # entry lines handed over: every body line so far
+        self.ended = False   # the whole body was read
+        self.stopped = False  # a block was refused: nothing more is handed over
+        self.nul: MatrixFormatError | None = None
+        self.error: BaseException | None = None
+        self.pool: ThreadPoolExecutor | None = None
+        self.ahead: deque = deque()  # (block, its check: a future or a done count, has NUL)
 
-def check_body(path: str | Path, header: MtxHeader) -> bool:
-    """True when the body is strictly well-formed (see the module docstring); raises
-    :class:`MatrixFormatError` at a NUL byte; False when the exact scan must decide.
-
-    Blocks are checked on a small thread pool (NumPy releases the GIL), at most a few in flight.
-    """
-    from concurrent.futures import ThreadPoolExecutor
-
-    grammar = _GRAMMARS[(header.format, header.field)]
-    lines = 0  # entry lines in the blocks already checked
-    pending: list = []
-    workers = max(1, min(4, os.cpu_count() or 1))
-
-    def drain(keep: int) -> bool:
-        nonlocal lines
-        while len(pending) > keep:
-            found = pending.pop(0).result()
-            if found < 0:
-                return False
-            lines += found
+    def readable(self) -> bool:
         return True
 
-    with open_binary(path) as fh, ThreadPoolExecutor(workers) as pool:
-        for _ in range(header.size_line):
-            fh.readline()
-        carry = b""
-        consumed = 0  # body bytes before ``carry``
-        while True:
-            block = fh.read(BLOCK_BYTES)
-            at_end = not block
-            text = carry + block
-            if b"\x00" in block:
-                if not drain(0):
-                    return False  # an earlier defect: the exact scan names the first one
-                _raise_nul(path, header, _newlines(path, header, consumed), text)
-            if at_end:
-                if not text.strip():
-                    return drain(0) and not text and lines == header.entries
-                if not text.endswith(b"\n"):
-                    text += b"\n"  # a last line without its newline
-                end = len(text)
-            else:
-                end = text.rfind(b"\n") + 1
-            carry = text[end:]
-            if end:
-                consumed += end
-                pending.append(pool.submit(_block_lines, grammar, text, end, header))
-                if not drain(workers):
-                    return False
-            if at_end:
-                return drain(0) and lines == header.entries
+    def read(self, size: int = -1) -> bytes:
+        """The header, then the next strictly valid block of whole lines; ``b""`` at the end
+        of the body or from the first block that is not strictly valid."""
+        if self.head:
+            head, self.head = self.head, b""
+            return head
+        while not self.stopped:
+            self._read_ahead()
+            if not self.ahead:
+                return b""
+            block, check, nul = self.ahead.popleft()
+            found = check if isinstance(check, int) else check.result()
+            if found < 0 or nul:
+                if found >= 0:  # every line before the NUL byte valid: the NUL is the defect
+                    self.nul = _nul_in(self.path, self.header.size_line + self.lines + 1,
+                                       block)
+                self.stopped = True
+                self.ahead.clear()
+                return b""
+            self.lines += found  # every line of a strictly valid block is an entry line
+            return block
+        return b""
+
+    def _read_ahead(self) -> None:
+        """Read blocks and start their checks until enough are in flight or the text ends."""
+        while not self.ended and len(self.ahead) < 2 * CHECK_THREADS:
+            block = self._next_lines()
+            if not block:
+                continue
+            at = block.find(b"\x00")
+            if at >= 0:  # check the lines before it, hand over nothing from here on
+                block_before = block[:block.rfind(b"\n", 0, at) + 1]
+                self.ahead.append((block, _block_lines(self.grammar, block_before,
+                                                       self.header), True))
+                self.ended = True
+                return
+            if not self.ahead and (self.ended or self.pool is None):
+                # the first block, or a lone last one: no thread needed
+                self.ahead.append((block, _block_lines(self.grammar, block, self.header),
+                                   False))
+                continue
+            if self.pool is None:
+                self.pool = ThreadPoolExecutor(CHECK_THREADS, thread_name_prefix="mtx-check")
+            self.ahead.append((block, self.pool.submit(_block_lines, self.grammar, block,
+                                                       self.header), False))
+
+    def _next_lines(self) -> bytes:
+        if self.stopped:
+            self.ended = True
+            return b""
+        try:
+            block = self.file.read(BLOCK_BYTES)
+        except (*GZIP_ERRORS, OSError) as exc:  # raised again by the caller, not the parser
+            self.error, self.ended = exc, True
+            return b""
+        if not block:
+            self.ended = True
+            text, self.carry = self.carry, b""
+            if text.strip():
+                return text if text.endswith(b"\n") else text + b"\n"  # a last line
+            if text:  # blanks after the last newline: the exact scan decides
+                self.stopped = True
+            return b""
+        text = self.carry + block
+        end = text.rfind(b"\n") + 1
+        self.carry = text[end:]
+        if b"\x00" in self.carry:  # a line not ended yet, already damaged
+            end, self.carry = len(text), b""
+        return text[:end]
+
+    def finish(self) -> bool:
+        """Check what the parser left unread (without keeping it), close the file, and
+        return :attr:`strict`."""
+        try:
+            while self.read():
+                pass
+        finally:
+            self.close()
+        return self.strict
+
+    @property
+    def strict(self) -> bool:
+        """Every body line strictly valid, exactly the announced entries, nothing refused."""
+        return (self.ended and not self.ahead and not self.stopped and self.nul is None
+                and self.error is None and self.lines == self.header.entries)
+
+    def close(self) -> None:
+        self.file.close()
+        if self.pool is not None:
+            self.pool.shutdown(cancel_futures=True)
+            self.pool = None
 
 
 # --- the vectorised check of the common layout ------------------------------------------------
@@ -199,9 +267,9 @@ def fast_lines(text: bytes, end: int, field: str) -> int | None:
     codes = symbols * np.uint8(2)
     codes[1:] += (np.diff(events) > 1).view(np.uint8)
     codes[0] += np.uint8(events[0] > 0)
-    exp_sign = np.flatnonzero(symbols[1:] == _SIGN) + 1
-    exp_sign = exp_sign[symbols[exp_sign - 1] == _EXP]
-    codes[exp_sign] = _code(_XSIGN, False) + (codes[exp_sign] & 1)
+    # a sign right after an exponent mark is the exponent's own (symbol XSIGN, same digit bit)
+    after_exp = (symbols[1:] == _SIGN) & (symbols[:-1] == _EXP)
+    codes[1:] += after_exp.view(np.uint8) * np.uint8(2 * (_XSIGN - _SIGN))
     ok = _SUCCESSIONS[field]
     if not ok[_code(_LF, True) * 16 + int(codes[0])]:
         return None

@@ -46,7 +46,7 @@ from sparsescope.matrices._csr import (
     make_csr,
     report_defect,
 )
-from sparsescope.matrices._mtx_check import check_body
+from sparsescope.matrices._mtx_check import CheckedBody
 from sparsescope.matrices._mtx_scan import (
     check_entry_count,
     line_text,
@@ -85,16 +85,17 @@ def _read_body(path: str | Path, header: MtxHeader, strict: bool) -> sp.csr_matr
         return _read_array(path, header)
     import fast_matrix_market as fmm
 
-    if not check_body(path, header):  # raises at a NUL byte, which crashes the fast parser
+    checked, parsed = _parsed_checked(
+        path, header, lambda source: fmm.read_coo(source, generalize_symmetry=False))
+    if not checked:
         # Not strictly regular: the exact scan raises a precise error, or reads what is valid
         # but irregular (comment lines between entries), never guessing.
         rows, cols, values = scan_body(path, header)
+    elif isinstance(parsed, Exception):
+        _check_gzip(path, parsed)
+        rows, cols, values = scan_body(path, header, hint=parsed)
     else:
-        try:
-            (values, (rows, cols)), _ = fmm.read_coo(str(path), generalize_symmetry=False)
-        except Exception as exc:  # noqa: BLE001 - any parser failure goes to the exact re-scan
-            _check_gzip(path, exc)
-            rows, cols, values = scan_body(path, header, hint=exc)
+        (values, (rows, cols)), _ = parsed
     values = np.asarray(values, dtype=np.float64)
     bad = check_finite(values)
     if bad >= 0:
@@ -105,6 +106,41 @@ def _read_body(path: str | Path, header: MtxHeader, strict: bool) -> sp.csr_matr
             k = int(diag[0])
             _raise_via_scan(path, header, k, "skew-symmetric matrix has a nonzero diagonal entry")
     return _coordinate_to_csr(path, header, rows, cols, values, strict)
+
+
+def _parsed_checked(path, header: MtxHeader, parse) -> tuple[bool, object]:
+    """``(checked, what parse(source) returned or raised)``: the parser only ever gets text
+    that :class:`CheckedBody` checked strictly (``checked`` False: the body is not strictly
+    valid, and the parser got none of it, or only the part before the defect).
+
+    A ``.gz`` is decompressed once: the parser reads the checked blocks as they come. A plain
+    file is checked first (its blocks on the check's threads), then read by the parser's own
+    multi-threaded reader, from the page cache: on the 2-core machine that is faster than
+    handing it the blocks through Python, which serialises its reading with the check.
+    """
+    body = CheckedBody(path, header)
+    if not str(path).endswith(".gz"):
+        if not _finished(body):
+            return False, None
+        body = str(path)
+    try:
+        parsed = parse(body)
+    except Exception as exc:  # noqa: BLE001 - any parser failure goes to the exact re-scan
+        parsed = exc
+    if isinstance(body, CheckedBody) and not _finished(body):
+        return False, parsed
+    return True, parsed
+
+
+def _finished(body: CheckedBody) -> bool:
+    """Whether the body the parser read was strictly valid (:class:`CheckedBody`); raises
+    what stopped it: a NUL byte (named with its line) or a read error (a damaged ``.gz``)."""
+    strict = body.finish()
+    if body.nul is not None:
+        raise body.nul
+    if body.error is not None:
+        raise body.error
+    return strict
 
 
 def _check_announced_size(path, header: MtxHeader) -> None:
@@ -227,12 +263,11 @@ def _read_array(path: str | Path, header: MtxHeader) -> sp.csr_matrix:
     """Dense ``array`` files: keep the nonzero values only."""
     import fast_matrix_market as fmm
 
-    dense: np.ndarray | Exception | None = None  # None: not strictly regular
-    if check_body(path, header):  # raises at a NUL byte, which crashes the fast parser
-        try:
-            dense = np.asarray(fmm.read_array(str(path)), dtype=np.float64)
-        except Exception as exc:  # noqa: BLE001 - exact re-scan names the line
-            dense = exc
+    checked, dense = _parsed_checked(path, header, fmm.read_array)
+    if not checked:
+        dense = None  # not strictly regular
+    elif not isinstance(dense, Exception):
+        dense = np.asarray(dense, dtype=np.float64)
     if not isinstance(dense, np.ndarray):
         file_values = scan_body(path, header, hint=dense)
         rows, cols = _array_positions(header)

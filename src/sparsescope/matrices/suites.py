@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 
 from sparsescope.errors import UnknownNameError, UsageError
 from sparsescope.matrices.generators import generate
+from sparsescope.matrices.names import check_suite, parse_matrix_name
 from sparsescope.matrices.types import Matrix
 
 
@@ -125,28 +126,33 @@ def scale_entry(entry: SuiteEntry, scale: float) -> SuiteEntry:
 
 def split_suite_name(text: str) -> tuple[str, tuple[str, ...]]:
     """``"seed6#cant,pwtk"`` -> ``("seed6", ("cant", "pwtk"))``; ``"seed6"`` -> ``("seed6",
-    ())`` (every entry)."""
-    name, _, only = text.partition("#")
-    return name, tuple(e.strip() for e in only.split(",") if e.strip())
+    ())`` (every entry); ``"suite:seed6#cant"`` -> ``("seed6", ("cant",))``. Parsed by
+    :func:`sparsescope.matrices.names.parse_matrix_name`, the one parser of suite names (no
+    deprecation warning at this level: the commands warn where a user typed an old form). A
+    name's ``@SCALE`` is refused here: the scale is the ``scale`` argument."""
+    name = parse_matrix_name(text, SUITES, suite_option=True)
+    if name.scale is not None:
+        raise UsageError(f"{text}: give the scale as the scale argument here, not as @SCALE")
+    return name.suite, name.entries
 
 
 def suite_entries(name: str, scale: float = 1.0) -> list[SuiteEntry]:
     """The entries of suite ``name`` at ``scale`` (ignored by suites that are not scalable).
-    ``NAME#A,B`` names only entries A and B of suite NAME, in that order (a run split over
-    several calls); an entry the suite lacks raises :class:`UnknownNameError`."""
-    name, only = split_suite_name(name)
-    suite = get_suite(name)
+    ``NAME#A,B`` (or ``suite:NAME#A,B``) names only entries A and B of suite NAME, in that
+    order (a run split over several calls); an unknown suite or an entry the suite lacks
+    raises :class:`UnknownNameError` naming ``name``."""
+    parsed = parse_matrix_name(name, SUITES, suite_option=True)
+    if parsed.scale is not None:
+        raise UsageError(f"{name}: give the scale as the scale argument here, not as @SCALE")
+    suite = check_suite(parsed, SUITES)
     if not 0 < scale <= 1:
         raise UsageError(f"scale must be in (0, 1] (a fraction of the suite), got {scale}")
     entries = (list(suite.entries) if not suite.scalable
                else [scale_entry(entry, scale) for entry in suite.entries])
-    if not only:
+    if not parsed.entries:
         return entries
     by_name = {e.name: e for e in entries}
-    for entry in only:
-        if entry not in by_name:
-            raise UnknownNameError(f"entry of suite {name!r}", entry, list(by_name))
-    return [by_name[e] for e in only]
+    return [by_name[e] for e in parsed.entries]
 
 
 def find_entry(name: str, entry_name: str, scale: float = 1.0) -> SuiteEntry:
@@ -158,9 +164,13 @@ def find_entry(name: str, entry_name: str, scale: float = 1.0) -> SuiteEntry:
 
 
 def build_entry(entry: SuiteEntry, seed: int = 0) -> Matrix:
-    """Generate one suite entry."""
-    csr = generate(entry.kind, entry.rows, entry.nnz, cols=entry.cols, seed=seed,
-                   **dict(entry.params))
+    """Generate one suite entry, or read it back from the generated-matrix cache
+    (:mod:`sparsescope.matrices.generated_cache`: the same matrix, generated once per
+    machine)."""
+    from sparsescope.matrices.generated_cache import generate_cached
+
+    csr = generate_cached(generate, entry.kind, entry.rows, entry.nnz, cols=entry.cols,
+                          seed=seed, params=dict(entry.params))
     return Matrix(name=entry.name, csr=csr, source=entry.source(seed), kind=entry.kind,
                   analog_of=entry.analog_of, seed=seed)
 

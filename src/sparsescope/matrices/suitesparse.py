@@ -80,6 +80,8 @@ def _download(url: str, dest: Path, timeout_s: float = DOWNLOAD_TIMEOUT_S) -> No
     checking within :data:`CONNECT_TIMEOUT_S` that its server can be reached."""
     from tqdm import tqdm
 
+    tqdm.monitor_interval = 0  # no monitor thread: figure workers fork a 1-thread parent
+
     _reachable(url, min(timeout_s, CONNECT_TIMEOUT_S))
     dest.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".part", dir=dest.parent)

@@ -46,6 +46,7 @@ from sparsescope.model.kernel_shape import REGISTERS_PER_SM
 from sparsescope.model.predict import flush_writeback, per_sm_mva
 from sparsescope.model.prediction import ModelPrediction, PredictionTerm
 from sparsescope.model.spmm_predict import OwnLaunch, issue_term, resident_warps
+from sparsescope.model.throughput import warm_dram_term
 
 #: Bytes a stored block takes: 128 float32 values and its int32 block column.
 BLOCK_BYTES = 16 * 8 * 4 + 4
@@ -125,10 +126,11 @@ def predict_blocktc(launch: BlockTcLaunch, rates, *, flushed: bool) -> ModelPred
     fetched = a_dram + x_bytes + launch.around_bytes
     writeback = flush_writeback(rates, fetched) if flushed else 0.0
     dram_bytes = fetched + y_bytes + writeback
-    terms = [PredictionTerm("dram", dram_bytes / (rates.dram_bw_gb_s * 1e6),
-                            f"(A {a_dram:,.0f} B + X {x_bytes:,} B + Y {y_bytes:,} B + "
-                            f"around {launch.around_bytes:,} B + write-back {writeback:,.0f} B)"
-                            f" / {rates.dram_bw_gb_s:,.0f} GB/s")]
+    terms = [warm_dram_term(PredictionTerm(
+        "dram", dram_bytes / (rates.dram_bw_gb_s * 1e6),
+        f"(A {a_dram:,.0f} B + X {x_bytes:,} B + Y {y_bytes:,} B + around "
+        f"{launch.around_bytes:,} B + write-back {writeback:,.0f} B) / "
+        f"{rates.dram_bw_gb_s:,.0f} GB/s"), fetched + y_bytes, rates)]  # model.throughput
     segments = float(blocks) * slabs * groups * 8
     if rates.l2_bw_gb_s:
         first = (segments / (rates.l2_gather_gsectors_s * 1e6) if rates.l2_gather_gsectors_s

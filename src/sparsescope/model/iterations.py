@@ -10,6 +10,7 @@ import math
 import numpy as np
 
 from sparsescope.model.kernel_shape import KernelShape
+from sparsescope.model.last_matrix import LastMatrixAnswers
 
 
 def block_iterations(indptr: np.ndarray, shape: KernelShape) -> np.ndarray:
@@ -41,7 +42,21 @@ def kernel_row_lengths(indptr: np.ndarray, shape: KernelShape) -> np.ndarray:
     (a 1 x B block format stores B entries a block: more than the row's nonzeros when its
     columns are not consecutive), then, for a row split, rows longer than ``split_long_rows``
     cut into pieces and the lengths sorted within ``sort_window`` windows (the nonzero split
-    takes them as they are). Hand check: lengths [4, 1], 1.5 entries a nonzero -> [6, 2]."""
+    takes them as they are). Hand check: lengths [4, 1], 1.5 entries a nonzero -> [6, 2].
+    Kept for the last matrix (``model.last_matrix``; read-only): the predictions of one
+    matrix's kernels ask it twice each, most of them with the same cut and window."""
+    key = (shape.entries_per_nonzero, shape.decomposition == "nnz",
+           shape.split_long_rows if shape.decomposition != "nnz" else 0,
+           shape.sort_window if shape.decomposition != "nnz" else 0)
+    return ROW_LENGTHS.get((indptr,), key, lambda: _readonly(_row_lengths(indptr, shape)))
+
+
+def _readonly(array: np.ndarray) -> np.ndarray:
+    array.flags.writeable = False
+    return array
+
+
+def _row_lengths(indptr: np.ndarray, shape: KernelShape) -> np.ndarray:
     lengths = np.diff(np.asarray(indptr, dtype=np.int64))
     if shape.entries_per_nonzero != 1.0:
         lengths = np.ceil(lengths * shape.entries_per_nonzero).astype(np.int64)
@@ -88,9 +103,19 @@ def _cut(lengths: np.ndarray, piece: int) -> np.ndarray:
     """Rows longer than ``piece`` cut into pieces of ``piece`` nonzeros, in place of the row
     (an empty row stays one empty piece). Hand check: [5, 0, 2], piece 2 -> [2, 2, 1, 0, 2]."""
     pieces = np.maximum(1, -(-lengths // piece))
-    row = np.repeat(np.arange(lengths.size), pieces)
-    k = np.arange(row.size) - np.repeat(np.cumsum(pieces) - pieces, pieces)
-    return np.minimum(lengths[row] - k * piece, piece)
+    long = np.flatnonzero(pieces > 1)
+    out = np.repeat(lengths, pieces)          # a row of one piece keeps its length
+    if long.size:                             # only the long rows' pieces change
+        count = pieces[long]
+        first = (np.cumsum(pieces) - pieces)[long]
+        k = np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count)
+        out[np.repeat(first, count) + k] = np.minimum(np.repeat(lengths[long], count)
+                                                      - k * piece, piece)
+    return out
+
+
+ROW_LENGTHS = LastMatrixAnswers()
+""":func:`kernel_row_lengths` of the last matrix, by cut and window."""
 
 
 def _sorted_in_windows(lengths: np.ndarray, window: int) -> np.ndarray:

@@ -77,6 +77,10 @@ class KernelShape:
     """Static shared memory per block of the compiled kernel (its SASS resources)."""
     launches: int = 1
     """Kernel launches per call (a partition or fix-up kernel, a memset of the output)."""
+    library: str = ""
+    """The library route whose call this is (``cupy``, ``torch``, ``nvmath``: cuSPARSE through
+    it): the call's fixed cost is that route's measured ``library_call_us``
+    (``model.call_overhead``); "" for our own kernels, whose fixed cost is their launches'."""
     fixup: bool = False
     """Whether the last launch is ``spmv_fixup``: rows cut by the decomposition summed from the
     partial slots the first launch wrote. Beyond its launch it waits on its own two dependent

@@ -49,7 +49,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sparsescope.hardware.specs import SHARED_CARVEOUTS_KIB, UNIFIED_L1_SHARED_KIB
-from sparsescope.model.footprint import gap_terms, largest_window, prepare_gaps
+from sparsescope.model.footprint import largest_window, prepare_gaps, sorted_unique
 from sparsescope.model.gathers import SECTOR_BYTES, sector_index
 from sparsescope.model.kernel_shape import SMEM_RESERVED_PER_BLOCK
 
@@ -141,7 +141,7 @@ def _trace_times(local: np.ndarray, which: np.ndarray, blocks: int,
 def _distinct_pairs(times: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The distinct (time, key) pairs, sorted by time then key."""
     span = int(keys.max()) + 1
-    pair = np.unique(times * span + keys)
+    pair = sorted_unique(times * span + keys)
     return pair // span, pair % span
 
 
@@ -167,12 +167,15 @@ def sm_hits(pos, local, which, blocks: int, indices, cache: L1Cache, value_bytes
     t, sec = _distinct_pairs(times, sector_index(cols, value_bytes, SECTOR_BYTES))
     line = sec // (LINE_BYTES // SECTOR_BYTES)
     # the LRU's clock counts line accesses, not warp instructions: a warp of one long row
-    # walking alone touches a line a step, a full warp thirty, and only accesses evict
-    lt, ln = _distinct_pairs(t, line)
-    span = int(ln.max()) + 1
-    clock = np.searchsorted(lt * span + ln, t * span + line)
-    window = largest_window(prepare_gaps([(gap_terms(np.arange(lt.size), ln, lt.size), 1.0)]),
-                            lt.size, float(cache.bytes), 0.0, LINE_BYTES)
+    # walking alone touches a line a step, a full warp thirty, and only accesses evict.
+    # The requests are sorted by (time, sector), so by (time, line) too: the distinct
+    # (time, line) ticks are the runs of equal pairs, and a request's tick its run's number
+    tick = np.ones(t.size, dtype=bool)
+    tick[1:] = (t[1:] != t[:-1]) | (line[1:] != line[:-1])
+    clock = np.cumsum(tick) - 1
+    ln = line[tick]
+    window = largest_window(prepare_gaps([(_tick_gaps(ln), 1.0)]), ln.size, float(cache.bytes),
+                            0.0, LINE_BYTES)
     hit = line_lru_hits(clock, sec, line, window)
     if times.size >= gathers:
         return int(sec.size), int(np.count_nonzero(hit))
@@ -181,12 +184,29 @@ def sm_hits(pos, local, which, blocks: int, indices, cache: L1Cache, value_bytes
     # are all taken
     first = np.sort(np.unique(ln, return_index=True)[1])
     lines = cache.bytes // LINE_BYTES
-    warm = clock < (first[lines] if first.size > lines else lt.size)
+    warm = clock < (first[lines] if first.size > lines else ln.size)
     full = sec.size * gathers / times.size
     cold, cold_hits = int(np.count_nonzero(warm)), int(np.count_nonzero(hit & warm))
     rate = (np.count_nonzero(hit & ~warm) / (sec.size - cold) if sec.size > cold
             else cold_hits / max(1, cold))
     return int(round(full)), int(round(cold_hits + rate * (full - cold)))
+
+
+def _tick_gaps(lines: np.ndarray):
+    """``footprint.gap_terms`` of the trace whose tick k touches line ``lines[k]``, with only
+    what ``footprint.largest_window`` reads of it: the sorted gaps (reuse times, first and last
+    access terms, one sort for all) and the distinct lines; the first and last terms are not
+    kept apart (their sorted copy serves the reuse-miss count alone, which the L1 does not
+    take)."""
+    steps = lines.size
+    key = np.sort(lines.astype(np.int64) * steps + np.arange(steps))
+    line = key // steps
+    t = key - line * steps
+    new = np.ones(key.size, dtype=bool)
+    new[1:] = line[1:] != line[:-1]
+    last = np.append(new[1:], True)
+    gaps = np.sort(np.concatenate([np.diff(t)[~new[1:]], t[new] + 1, steps - t[last]]))
+    return gaps, np.zeros(0, dtype=np.int64), int(np.count_nonzero(new))
 
 
 def line_lru_hits(t: np.ndarray, sector: np.ndarray, line: np.ndarray,
@@ -202,7 +222,8 @@ def line_lru_hits(t: np.ndarray, sector: np.ndarray, line: np.ndarray,
     if t.size == 0:
         return np.zeros(0, dtype=bool)
     ticks = int(t.max()) + 1
-    by_line = np.argsort(line * ticks + t, kind="stable")
+    # ties (sectors of one line at one tick) share their line's fate: any order of them will do
+    by_line = np.argsort(line * ticks + t)
     lt, ll = t[by_line], line[by_line]
     k = np.arange(t.size)
     dropped = np.ones(t.size, dtype=bool)
@@ -210,7 +231,7 @@ def line_lru_hits(t: np.ndarray, sector: np.ndarray, line: np.ndarray,
     last_drop = np.maximum.accumulate(np.where(dropped, k, -1))
     rank = np.empty(t.size, dtype=np.int64)
     rank[by_line] = k                                 # each request's place in line order
-    by_sector = np.argsort(sector * ticks + t, kind="stable")
+    by_sector = np.argsort(sector * ticks + t)     # one request a (sector, tick): no ties
     place = rank[by_sector]
     same = np.zeros(t.size, dtype=bool)
     same[1:] = sector[by_sector][1:] == sector[by_sector][:-1]

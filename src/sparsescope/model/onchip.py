@@ -44,13 +44,34 @@ from sparsescope.model.iterations import (
     split_iterations,
 )
 from sparsescope.model.kernel_shape import KernelShape
+from sparsescope.model.last_matrix import LastMatrixAnswers
 from sparsescope.model.prediction import PredictionTerm
 
 
 def warp_iterations(indptr: np.ndarray, shape: KernelShape) -> tuple[np.ndarray, np.ndarray]:
     """(main, remainder) iterations of each warp (module docstring). Hand check (rows, 1 thread
     a row, step 16, remainder 1): a warp of rows 37 and 20 long -> main max(2, 1) = 2,
-    remainder max(5, 4) = 5."""
+    remainder max(5, 4) = 5. Kept for the last matrix (``model.last_matrix``), by what they
+    depend on: the predictions of a matrix's kernels share most of them."""
+    key = (shape.entries_per_nonzero, shape.decomposition, shape.split_long_rows,
+           shape.sort_window, shape.threads_per_row, shape.nnz_per_iteration,
+           shape.remainder_step,
+           shape.grid_blocks * shape.warps_per_block if shape.decomposition == "nnz" else 0)
+    return WARP_ITERATIONS.get((indptr,), key, lambda: _readonly(*_warp_iterations(indptr,
+                                                                                shape)))
+
+
+def _readonly(*arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+    for array in arrays:
+        array.flags.writeable = False
+    return arrays
+
+
+WARP_ITERATIONS = LastMatrixAnswers()
+""":func:`warp_iterations` of the last matrix."""
+
+
+def _warp_iterations(indptr: np.ndarray, shape: KernelShape) -> tuple[np.ndarray, np.ndarray]:
     lengths = kernel_row_lengths(indptr, shape)
     if shape.decomposition == "nnz":
         warps = max(1, shape.grid_blocks * shape.warps_per_block)

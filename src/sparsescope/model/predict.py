@@ -58,7 +58,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from sparsescope.hardware.specs import tf32_tensor_gflops
-from sparsescope.model.call_overhead import call_overhead_us
+from sparsescope.model.call_overhead import call_overhead_us, overhead_assumptions
 from sparsescope.model.gathers import SECTOR_BYTES, GatherFloor, gather_floor, l2_sector_rate
 from sparsescope.model.iterations import (  # noqa: F401  (re-exported: the loop counts)
     _cut,
@@ -81,6 +81,7 @@ from sparsescope.model.onchip import sm_work
 from sparsescope.model.prediction import ModelPrediction, PredictionTerm
 from sparsescope.model.queueing import MvaResult, mva
 from sparsescope.model.row_windows import csr_refetches
+from sparsescope.model.throughput import throughput_assumption, warm_dram_term
 from sparsescope.model.traffic import Traffic
 from sparsescope.model.xgather import XGather, floor_requests, x_gather
 
@@ -136,6 +137,16 @@ class DeviceRates:
     compute_capability: str = ""
     """The device's compute capability (spec): its unified L1 / shared memory and carveouts
     (``model.l1_cache``); "" for none known, where a block's x is kept in L1 without limit."""
+    library_call_us: dict[str, float] = field(default_factory=dict)
+    """Library route (``cupy``, ``torch``, ``nvmath``) -> its cuSPARSE SpMV's measured fixed
+    cost per call through the timing protocol, on a tiny matrix (``MeasuredCeilings.
+    library_call_us``; ``model.call_overhead``); empty: not measured."""
+    library_call_throughput_us: dict[str, float] = field(default_factory=dict)
+    """The same calls timed back to back (the throughput mode), microseconds per call."""
+    timing_mode: str = "latency"
+    """The timing protocol's mode the prediction is for (``timing.modes``): ``throughput``
+    overlaps a call's launches with the previous call's and keeps the L2 warm
+    (``model.throughput``)."""
 
 
 def device_rates(spec, ceilings=None) -> DeviceRates:
@@ -183,6 +194,8 @@ def device_rates(spec, ceilings=None) -> DeviceRates:
         tf32_tensor_gflops=tensor,
         flush_writeback_share=None if share is None else float(share),
         call_us=getattr(c, "call_us", None), next_launch_us=getattr(c, "next_launch_us", None),
+        library_call_us=dict(getattr(c, "library_call_us", None) or {}),
+        library_call_throughput_us=dict(getattr(c, "library_call_throughput_us", None) or {}),
         compute_capability=str(getattr(spec, "compute_capability", "") or ""),
         sources={"dram_bw": dram_src, "l2_bw": l2bw_src, "dram_latency": lat_src,
                  "l2_latency": l2lat_src, "fp32": fp32_src, "launch": launch_src,
@@ -290,7 +303,9 @@ def predict_spmv(indptr: np.ndarray, indices: np.ndarray, cols: int, traffic: Tr
     sm = sm_work(indptr, shape, rates)
     refetch, refetch_dram = _refetches(indptr, traffic, shape, rates,
                                        streams + xg.dram_bytes)
-    bandwidth = [_dram_term(streams + writeback, xg, rates, writeback, refetch_dram)]
+    # throughput: what fits of the call's data is still in the L2 (model.throughput)
+    bandwidth = [warm_dram_term(_dram_term(streams + writeback, xg, rates, writeback,
+                                           refetch_dram), streams + xg.dram_bytes, rates)]
     if rates.l2_bw_gb_s:
         bandwidth.append(_l2_term(streams, xg, rates, sm.spill_bytes, refetch,
                                   onchip_fill_bytes(shape, cols, value_bytes)))
@@ -322,6 +337,10 @@ def predict_spmv(indptr: np.ndarray, indices: np.ndarray, cols: int, traffic: Tr
         "blocks": float(iters.size), "customers": float(queue.customers),
         "iteration_ns": t_iter, "x_round_ns": x_round, "latency_ns": rates.dram_latency_ns,
         "loaded_iteration_ns": queue.cycle_s * 1e9,
+        # where one loaded iteration goes: each station's residence and the round trips
+        # (model.term_labels names the memory system's leading part from them)
+        **{f"residence_ns_{k}": r * 1e9 for k, r in queue.residence_s.items()},
+        "round_trips_ns": queue.delay_s * 1e9,
         "rounds_per_iteration": rounds,
         "warp_instructions": sm.instructions, "spill_bytes": sm.spill_bytes,
         "bytes_in_flight_per_warp": per_warp_iter / max(1.0, rounds),
@@ -345,7 +364,9 @@ def predict_spmv(indptr: np.ndarray, indices: np.ndarray, cols: int, traffic: Tr
     return ModelPrediction(
         predicted_ms=overhead + bound.time_ms, limiter=limiter, terms=tuple(terms),
         inputs=inputs, kernel=f"{traffic.format}, {shape.label}", staged=shape.staged,
-        assumptions=_assumptions(shape, rates, xg, flushed) + floor_note)
+        assumptions=(_assumptions(shape, rates, xg, flushed) + floor_note
+                     + overhead_assumptions(rates, shape.library, shape.launches)
+                     + throughput_assumption(rates)))
 
 
 def longest_block(iterations: int, setup_ns: float, t_iter: float, loaded_ns: float,
@@ -578,7 +599,7 @@ def _overhead(shape: KernelShape, rates: DeviceRates,
               overhead_ms: float | None) -> tuple[float, str]:
     if overhead_ms is not None:
         return overhead_ms, "measured: this backend's call on a tiny matrix on this device"
-    us, how = call_overhead_us(rates, shape.launches)
+    us, how = call_overhead_us(rates, shape.launches, shape.library)
     if shape.fixup:
         chain_ns = rates.dram_latency_ns + (rates.l2_latency_ns or rates.dram_latency_ns)
         us += chain_ns * 1e-3

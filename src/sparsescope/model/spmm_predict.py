@@ -63,6 +63,7 @@ from sparsescope.model.call_overhead import overhead_term
 from sparsescope.model.kernel_shape import REGISTERS_PER_SM
 from sparsescope.model.prediction import ModelPrediction, PredictionTerm
 from sparsescope.model.spmm import x_sectors_per_nonzero, x_slice_reads
+from sparsescope.model.throughput import warm_dram_term
 
 #: Registers are allocated to a warp in units of this many (Volta to Hopper).
 REGISTER_UNIT = 256
@@ -270,10 +271,11 @@ def predict_spmm(indptr, indices, cols: int, k: int, launch: SpmmLaunch, rates, 
     gathers = per_slab * launch.slabs
     sectors = gathers * x_sectors_per_nonzero(launch.slab_cols, vb)
     x_l2_bytes = sectors * 32
-    dram = PredictionTerm("dram", dram_bytes / (rates.dram_bw_gb_s * 1e6),
-                          f"(A {a_dram:,.0f} B + X {x_dram:,.0f} B + Y {y_bytes:,.0f} B + "
-                          f"around {launch.around_bytes:,} B + write-back {writeback:,.0f} B) "
-                          f"/ {rates.dram_bw_gb_s:,.0f} GB/s")
+    dram = warm_dram_term(PredictionTerm(
+        "dram", dram_bytes / (rates.dram_bw_gb_s * 1e6),
+        f"(A {a_dram:,.0f} B + X {x_dram:,.0f} B + Y {y_bytes:,.0f} B + around "
+        f"{launch.around_bytes:,} B + write-back {writeback:,.0f} B) / "
+        f"{rates.dram_bw_gb_s:,.0f} GB/s"), fetched + y_bytes, rates)  # model.throughput
     terms = [dram]
     hit = 1.0 - min(1.0, x_dram / x_l2_bytes) if x_l2_bytes else 1.0
     if rates.l2_bw_gb_s:

@@ -60,6 +60,7 @@ from sparsescope.model.footprint import gap_terms, hotl_misses
 from sparsescope.model.gathers import SECTOR_BYTES, sector_index
 from sparsescope.model.hot_set import pinned_columns
 from sparsescope.model.l1_cache import l1_hit_share
+from sparsescope.model.last_matrix import LastMatrixAnswers
 
 _HASH = np.uint32(0x9E3779B1)           # Fibonacci hashing: sector * _HASH mod 2^32
 
@@ -254,6 +255,10 @@ def _l2_trace(indices, skip, value_bytes, sector_bytes, nsec, rate, seed, chunk=
     return np.concatenate(pos), np.concatenate(secs), int(np.count_nonzero(seen))
 
 
+X_GATHERS = LastMatrixAnswers()
+"""The x-gather models of the last matrix (:func:`x_gather`)."""
+
+
 def x_gather(indptr, indices, *, cols: int, l2_bytes: int, stream_bytes_per_nnz: float,
              threads_per_row: int = 1, value_bytes: int = 4, onchip_entries: int = 0,
              sector_bytes: int = SECTOR_BYTES, max_exact_nnz: int = 4_000_000,
@@ -262,33 +267,60 @@ def x_gather(indptr, indices, *, cols: int, l2_bytes: int, stream_bytes_per_nnz:
     """(a) and (b) for one CSR matrix (module docstring): exact up to ``max_exact_nnz``
     nonzeros, above that (a) and (b) sample about ``sample_nnz`` each. ``l1``: (``l1_cache.
     L1Cache``, rows or nonzeros a block takes): the requests per warp instruction less the
-    share an SM's L1 serves across its blocks (``model.l1_cache``), in place of ``l1_block``."""
+    share an SM's L1 serves across its blocks (``model.l1_cache``), in place of ``l1_block``.
+    The same question of the same arrays is answered once (:data:`X_GATHERS`)."""
+    key = (int(cols), int(l2_bytes), float(stream_bytes_per_nnz), int(threads_per_row),
+           int(value_bytes), int(onchip_entries), int(sector_bytes), int(max_exact_nnz),
+           int(sample_nnz), int(seed), int(l1_block), l1)
+    return X_GATHERS.get((indptr, indices), key, lambda: _x_gather(
+        indptr, indices, cols=cols, l2_bytes=l2_bytes,
+        stream_bytes_per_nnz=stream_bytes_per_nnz, threads_per_row=threads_per_row,
+        value_bytes=value_bytes, onchip_entries=onchip_entries, sector_bytes=sector_bytes,
+        max_exact_nnz=max_exact_nnz, sample_nnz=sample_nnz, seed=seed, l1_block=l1_block,
+        l1=l1))
+
+
+def _x_gather(indptr, indices, *, cols: int, l2_bytes: int, stream_bytes_per_nnz: float,
+              threads_per_row: int, value_bytes: int, onchip_entries: int, sector_bytes: int,
+              max_exact_nnz: int, sample_nnz: int, seed: int, l1_block: int, l1) -> XGather:
+    arrays = (indptr, indices)  # the caller's, by which the parts are kept (X_GATHERS)
     indptr = np.asarray(indptr, dtype=np.int64)
     nnz = int(indptr[-1]) if indptr.size else 0
     indices = np.asarray(indices)[:nnz]
     if nnz == 0:
         return XGather(0, 0.0, 0, 0.0, 0.0, 0.0, False, 1.0, "no nonzeros, no x gathers.")
-    share, skip, stride, _ = _onchip(indices, cols, onchip_entries, max_exact_nnz)
-    req = sector_requests(indptr, indices, threads_per_row=threads_per_row,
-                          value_bytes=value_bytes, sector_bytes=sector_bytes, skip_columns=skip,
-                          max_exact_nnz=max_exact_nnz, sample_nnz=sample_nnz, seed=seed,
-                          l1_block=0 if l1 is not None else l1_block)
+    # each part depends on fewer parameters than the whole: kernels that differ only in their
+    # launch share the on-chip columns, the L2 reuse and (same lanes a row) the requests
+    share, skip, stride, _ = X_GATHERS.get(
+        arrays, ("onchip", int(cols), onchip_entries, max_exact_nnz),
+        lambda: _onchip(indices, cols, onchip_entries, max_exact_nnz))
+    req = X_GATHERS.get(
+        arrays, ("requests", int(cols), threads_per_row, value_bytes, sector_bytes, onchip_entries,
+                 max_exact_nnz, sample_nnz, seed, 0 if l1 is not None else l1_block),
+        lambda: sector_requests(indptr, indices, threads_per_row=threads_per_row,
+                                value_bytes=value_bytes, sector_bytes=sector_bytes,
+                                skip_columns=skip, max_exact_nnz=max_exact_nnz,
+                                sample_nnz=sample_nnz, seed=seed,
+                                l1_block=0 if l1 is not None else l1_block))
     l1_share, l1_sampled = 0.0, False
     if l1 is not None:
         cache, per_block = l1
-        l1_share, l1_sampled = l1_hit_share(indptr, indices, cache=cache,
-                                            threads_per_row=threads_per_row,
-                                            per_block=per_block, value_bytes=value_bytes,
-                                            skip_columns=skip, sample_nnz=sample_nnz)
+        l1_share, l1_sampled = X_GATHERS.get(
+            arrays, ("l1", int(cols), cache, per_block, threads_per_row, value_bytes,
+                     onchip_entries,
+                     sample_nnz),
+            lambda: l1_hit_share(indptr, indices, cache=cache, threads_per_row=threads_per_row,
+                                 per_block=per_block, value_bytes=value_bytes,
+                                 skip_columns=skip, sample_nnz=sample_nnz))
         req = SectorRequests(req.requests * (1.0 - l1_share), req.sampled or l1_sampled,
                              req.sample_fraction)
     rate = 1.0 if nnz <= max_exact_nnz else min(1.0, sample_nnz / nnz)
-    nsec = int(sector_index(np.array([cols - 1]), value_bytes, sector_bytes)[0]) + 1
-    pos, secs, distinct = _l2_trace(indices, skip, value_bytes, sector_bytes, nsec, rate, seed)
-    reuse = 0.0
-    if pos.size:
-        reuse = hotl_misses([(gap_terms(pos, secs, nnz), 1.0 / rate)], nnz, l2_bytes,
-                      stream_bytes_per_nnz, sector_bytes)
+    distinct, reuse = X_GATHERS.get(
+        arrays, ("l2", int(cols), value_bytes, sector_bytes, onchip_entries, max_exact_nnz,
+                 rate, seed, l2_bytes, stream_bytes_per_nnz),
+        lambda: _l2_misses(indices, skip, cols=cols, nnz=nnz, value_bytes=value_bytes,
+                           sector_bytes=sector_bytes, rate=rate, seed=seed, l2_bytes=l2_bytes,
+                           stream_bytes_per_nnz=stream_bytes_per_nnz))
     dram = float(distinct + reuse)
     sampled = req.sampled or rate < 1.0 or stride > 1
     onchip = f", on-chip columns ranked on every {stride}th gather" if stride > 1 else ""
@@ -300,15 +332,38 @@ def x_gather(indptr, indices, *, cols: int, l2_bytes: int, stream_bytes_per_nnz:
         unit = (f"per warp instruction less the {100 * l1_share:.1f} % an SM's L1 of "
                 f"{l1[0].bytes // 1024} KB serves across its blocks ({l1[0].resident_blocks} "
                 f"resident; model.l1_cache)")
-    method = (f"x gathers of {nnz} nonzeros: L2 sector requests {unit} at "
-              f"{threads_per_row} threads per row; DRAM sectors = distinct + HOTL reuse misses "
-              f"of an LRU L2 of {l2_bytes} B shared with {stream_bytes_per_nnz:g} B/nnz of "
+    method = (f"x gathers of {nnz:,} nonzeros: L2 sector requests {unit}, "
+              f"{lane_mapping(threads_per_row)}; DRAM sectors = distinct + HOTL reuse misses "
+              f"of an LRU L2 of {l2_bytes:,} B shared with {stream_bytes_per_nnz:g} B/nnz of "
               f"streams; {how}.")
     hit = max(0.0, 1.0 - dram / req.requests) if req.requests > 0 else 0.0
     return XGather(gathers=nnz, l2_requests=req.requests, distinct_sectors=distinct,
                    dram_sectors=dram, l2_hit_rate=float(hit), onchip_share=float(share),
                    sampled=sampled, sample_fraction=min(req.sample_fraction, rate, 1 / stride),
                    method=method)
+
+
+def lane_mapping(threads_per_row: int) -> str:
+    """How a warp's lanes take the nonzeros, in words: ``threads_per_row`` lanes a row, or
+    (0) the nonzero split: 32 consecutive nonzeros a warp instruction, rows cut anywhere."""
+    if threads_per_row <= 0:
+        return "32 consecutive nonzeros a warp instruction (the nonzero split: rows cut anywhere)"
+    if threads_per_row == 1:
+        return "one thread a row"
+    return f"{threads_per_row} threads a row"
+
+
+def _l2_misses(indices, skip, *, cols: int, nnz: int, value_bytes: int, sector_bytes: int,
+               rate: float, seed: int, l2_bytes: int, stream_bytes_per_nnz: float
+               ) -> tuple[int, float]:
+    """(b): (distinct x sectors, HOTL reuse misses) of the gathers that reach the L2."""
+    nsec = int(sector_index(np.array([cols - 1]), value_bytes, sector_bytes)[0]) + 1
+    pos, secs, distinct = _l2_trace(indices, skip, value_bytes, sector_bytes, nsec, rate, seed)
+    reuse = 0.0
+    if pos.size:
+        reuse = hotl_misses([(gap_terms(pos, secs, nnz), 1.0 / rate)], nnz, l2_bytes,
+                            stream_bytes_per_nnz, sector_bytes)
+    return distinct, reuse
 
 
 #: The strategies the floor takes the fewest requests of: (name, threads per row, on-chip use).

@@ -191,6 +191,12 @@ class Op(ABC):
                   tolerance: float | None = None, strict: bool = False) -> OpCase:
         """Validate, build the inputs and the float64 reference (raises before any launch)."""
 
+    def plan_case(self, csr: sp.spmatrix, params: Mapping[str, Any] | OpParams | None = None,
+                  *, value_dtype: str = "float32", index_bytes: int = 4) -> OpCase:
+        """The case a host plan needs (``context.predict.plan_case``): by default the whole
+        case; an op whose inputs and reference cost more than its plans read builds less."""
+        return self.make_case(csr, params, value_dtype=value_dtype, index_bytes=index_bytes)
+
     @abstractmethod
     def check(self, out: np.ndarray, case: OpCase) -> Correctness:
         """The output against the case's reference."""

@@ -46,7 +46,7 @@ def _ms(x: float | None) -> str:
 def render_analysis(result: AnalysisResult) -> str:
     """The Markdown report of one analysis."""
     ev = result.evidence
-    out = [f"# sparsescope analyze: {result.workload}"
+    out = [f"# sparsescope analyze: `{result.workload}`"
            + (f" ({result.version})" if result.version else "")]
     out += ["## Summary", "\n".join(_summary_lines(result))]
     if ev.notes:
@@ -96,15 +96,24 @@ def _summary_lines(result: AnalysisResult) -> list[str]:
 
 
 def _kernels_table(result: AnalysisResult) -> str:
-    """One row per kernel, largest time share first, with the bound its bottleneck names."""
-    return _table(
-        ["kernel", "time/call", "share", "launches", "grid x block", "registers", "bound"],
-        [[k.name, _ms(k.time_ms), f"{100 * k.time_share:.1f} %", k.launches,
+    """One row per kernel, largest time share first, with the bound its bottleneck names. A
+    kernel's share of the GPU time is shown only where a time is behind it (a profile, a
+    timing breakdown): the even split static evidence assumes is no measurement."""
+    timed = [k for k in result.evidence.kernels if k.time_ms is not None]
+    table = _table(
+        ["kernel", "time/call", "share of GPU time", "launches", "grid x block", "registers",
+         "bound"],
+        [[f"`{k.name}`", _ms(k.time_ms),
+          f"{100 * k.time_share:.1f} %" if k.time_ms is not None else "-", k.launches,
           f"{k.grid_blocks or '-'} x {k.block_threads or '-'}",
           (k.static.registers if k.static and k.static.registers else
            (k.profile.registers if k.profile else "-")),
           next((b.bound for b in result.bottlenecks if b.kernel == k.name), "-")]
          for k in sorted(result.evidence.kernels, key=lambda k: -k.time_share)])
+    if len(timed) < len(result.evidence.kernels):
+        table += ("\n\nShare of GPU time: not known for a kernel without a time (static "
+                  "evidence only); a profile (`--from-profile`) or a measured run gives it.")
+    return table
 
 
 #: How the Bottleneck line names the numbers behind a verdict (keys carry their units).
@@ -142,7 +151,7 @@ def _bottleneck_lines(result: AnalysisResult) -> list[str]:
     for b in result.bottlenecks:
         nums = ", ".join(f"{number_label(k)} {_value(v)}" for k, v in b.numbers.items()
                          if v is not None)
-        lines.append(f"- **{b.kernel}: {b.bound}-bound.** {b.reason}. *({nums})*")
+        lines.append(f"- **`{b.kernel}`: {b.bound}-bound.** {b.reason}. *({nums})*")
     return lines
 
 
@@ -152,11 +161,11 @@ def _roadmap_section(result: AnalysisResult) -> list[str]:
            "computed from the model, its assumption beside it.", _table(
                ["#", "step", "kernel", "predicted", "time after", "model", "formula",
                 "assumption"],
-               [[it.rank, f"{it.action} ({it.rule})", it.kernel,
+               [[it.rank, f"{it.action} (`{it.rule}`)", f"`{it.kernel}`",
                  f"{it.predicted_speedup:.2f}x", _ms(it.predicted_time_ms), it.model,
                  it.formula, it.assumption] for it in result.roadmap])]
     if result.unranked:
-        out.append("Not ranked: " + "; ".join(f"{u.rule} on {u.kernel} ({u.reason})"
+        out.append("Not ranked: " + "; ".join(f"`{u.rule}` on `{u.kernel}` ({u.reason})"
                                               for u in result.unranked) + ".")
     return out
 
@@ -164,8 +173,10 @@ def _roadmap_section(result: AnalysisResult) -> list[str]:
 def _finding_blocks(f: Finding) -> list[str]:
     """The blocks of one finding: heading, summary, numbers, locations and remedy (each only
     when the finding has it)."""
-    out = [f"### {f.title} -- {f.kernel} ({f.severity}, {f.basis})", f"{f.summary}."]
-    nums = [f"`{k}` = {_value(v)}" for k, v in f.numbers.items() if v is not None]
+    out = [f"### {f.title} -- `{f.kernel}` ({f.severity}, {f.basis})", f"{f.summary}."]
+    # Keys and name values (a stall reason, a limiter) as written in the JSON and by ncu.
+    nums = [f"`{k}` = " + (f"`{v}`" if isinstance(v, str) and "_" in v else _value(v))
+            for k, v in f.numbers.items() if v is not None]
     if nums:
         out.append("Numbers: " + ", ".join(nums) + ".")
     if f.locations:
@@ -248,7 +259,7 @@ def render_series(scores: Sequence[Score], results: Sequence[AnalysisResult], *,
                                             else "-"),
                  "passed" if r.evidence.correctness.get("passed") else
                  ("FAILED" if r.evidence.correctness else "-"),
-                 r.roadmap[0].rule if r.roadmap else "-"] for r in results]
+                 f"`{r.roadmap[0].rule}`" if r.roadmap else "-"] for r in results]
     if reference is not None:
         versions.append([f"{reference.version} (reference)", _ms(reference.evidence.time_ms),
                          _ms(reference.evidence.floor_ms), "-",

@@ -3,7 +3,9 @@
 A *group* is one (matrix, op, op parameters) triple: one row of the main table per group, so
 one row per matrix for SpMV, which takes no parameter. In a group:
 
-* best library: the fastest timed backend that is not ours (``registry.is_own``);
+* best library: the fastest timed backend that is not ours (``registry.is_own``): the wrappers
+  and every planned cuSPARSE variant (``nvmath-cusparse-i32[alg=...]``) alike, named with the
+  cuSPARSE algorithm that ran (:func:`backend_label`);
 * best own: the fastest timed own kernel other than the choosers ``cuda-spmv-auto`` and
   ``cuda-spmv-auto-rules`` (the kernels they pick among); auto itself only when it is the one
   own kernel timed;
@@ -192,7 +194,7 @@ def _group_row(key: tuple, cases: list[CaseResult], matrix: MatrixRecord | None,
         matrix=name, page=page, kind=matrix.kind if matrix else "", op=op, params=params,
         rows=st.rows if st else 0, nnz=st.nnz if st else 0,
         nnz_per_row_mean=st.nnz_per_row_mean if st else 0.0,
-        library_backend=best_lib.backend if best_lib else None,
+        library_backend=backend_label(best_lib) if best_lib else None,
         library_ms=best_lib.time_ms if best_lib else None,
         own_backend=best_own.backend if best_own else None,
         own_ms=best_own.time_ms if best_own else None,
@@ -200,6 +202,17 @@ def _group_row(key: tuple, cases: list[CaseResult], matrix: MatrixRecord | None,
         auto_ms=auto.time_ms if auto else None, auto_choice=choice, auto_regret_pct=regret,
         auto_picked_fastest=picked, own_pct_peak=pct.get(id(best_own)) if best_own else None,
         times_ms=times)
+
+
+def backend_label(case: CaseResult) -> str:
+    """The case's backend, with the library algorithm it ran when it recorded one (the planned
+    cuSPARSE backends' ``notes["algorithm"]``): ``nvmath-cusparse-i32[alg=2] (CSR_ALG2)``,
+    ``nvmath-cusparse-i32 (ALG_DEFAULT)``; other backends as they are."""
+    algorithm = case.notes.get("algorithm", "")
+    if not algorithm:
+        return case.backend
+    short = algorithm.removeprefix("CUSPARSE_").split("_", 1)[-1]  # SPMV_CSR_ALG2 -> CSR_ALG2
+    return f"{case.backend} ({short})"
 
 
 def _quantiles(rows: list[GroupRow], backends: list[str]) -> list[dict]:

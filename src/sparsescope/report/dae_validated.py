@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from sparsescope.model.prediction import OLDER_THAN_MODEL
 from sparsescope.report.context import ok_cases
+from sparsescope.report.labels import params_text
 from sparsescope.report.table_types import Column, Table
 from sparsescope.results.records import CaseResult, RunSet
 
@@ -130,7 +131,7 @@ def dae_validated_row(pair: DaePair) -> DaeValidatedRow:
     verdict = (_not_modelled(pair) if predicted is None
                else verdict_text(predicted, measured, limiter))
     return DaeValidatedRow(
-        matrix=s.matrix, params=s.params.label(), kernel=s.prediction.kernel,
+        matrix=s.matrix, params=params_text(s.params), kernel=s.prediction.kernel,
         staged_backend=s.backend, unstaged_backend=pair.unstaged.backend,
         predicted_gain_x=predicted, measured_gain_x=measured, staged_limiter=limiter,
         verdict=verdict)

@@ -12,10 +12,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from sparsescope.report.ceiling_causes import peak_cause
 from sparsescope.report.context import ReportContext, ok_cases
 from sparsescope.report.figure_types import FigureResult
+from sparsescope.report.labels import label
 from sparsescope.report.table_types import Table, bw_text, span
 from sparsescope.results.records import RunSet
+from sparsescope.stages import where_time_went
+from sparsescope.timing.modes import mode_label
 from sparsescope.timing.types import Measurement
 
 
@@ -101,11 +105,16 @@ def device_note(ctx: ReportContext, *, spmv: bool = True) -> str:
                  f"{d.compute_capability}")
         return f"{where}; DRAM bounds against {bw_text(ctx.bw_gb_s)} GB/s ({ctx.bw_label})."
     if ctx.on_cpu:
-        return (f"**Measured on a CPU:** {ctx.device_label}{reported}. Floor, gap and % of "
-                f"peak use its measured copy bandwidth ({bw_text(ctx.bw_gb_s)} GB/s). Little's "
-                f"law, latency sensitivity, DAE and cross-GPU tables are computed for the "
-                f"reference GPU **{ctx.gpu.name}** from the spec table at "
-                f"{ctx.latency_ns:,.0f} ns: warps do not describe a CPU.")
+        text = (f"**Measured on a CPU:** {ctx.device_label}{reported}. Floor, gap and % of "
+                f"peak use its measured copy bandwidth ({bw_text(ctx.bw_gb_s)} GB/s).")
+        if ctx.gpu is None:
+            return text + (" Warps do not describe a CPU, so the GPU models (Little's law, "
+                           "latency sensitivity, DAE, gap decomposition) are left out; "
+                           "`--reference-gpu NAME` computes them for a GPU from its spec.")
+        return text + (f" Little's law, latency sensitivity, the DAE FIFO and cross-GPU tables "
+                       f"are computed for the reference GPU **{ctx.gpu.name}** from its spec at "
+                       f"{ctx.latency_ns:,.0f} ns, never from the CPU's measurements; the gap "
+                       f"decomposition and per-case DAE gains need times measured on a GPU.")
     text = (f"**Measured on** {ctx.device_label}{reported}, compute capability "
             f"{d.compute_capability}; % of peak against the datasheet "
             f"{bw_text(ctx.bw_gb_s)} GB/s")
@@ -128,6 +137,9 @@ def protocol_items(ctx: ReportContext,
         f"Warm-up calls: {t.warmups} (discarded); timed repeats: {t.repeats}; minimum total "
         f"timed: " + (f"{t.min_total_ms:g} ms" if t.min_total_ms > 0 else "none"),
         f"Reported statistic: {t.statistic} (mean, std and CoV are listed beside it)",
+        f"Timing mode: {mode_label(t)}: " + (
+            "each call timed on its own" if t.mode == "latency" else
+            "calls back to back in one event pair, the L2 warm, time per call = total / calls"),
         f"Cache flush between repeats: {flush[t.flush_l2]}; flushed in {flushed} of "
         f"{len(timed)} timed cases",
         f"CUDA graph capture: {'yes' if t.graph_capture else 'no'}",
@@ -175,6 +187,9 @@ def summary_items(ctx: ReportContext, tables: Mapping[str, Table]) -> tuple[str,
                      f"({bw_text(best.metrics.eff_bw_gb_s)} GB/s, gap {best.metrics.gap:.1f}x "
                      f"over the floor); worst: **{worst.label}** at "
                      f"{worst.metrics.pct_peak:.1f} % (gap {worst.metrics.gap:.1f}x).")
+        above = peak_cause(ctx, best)
+        if above:
+            items.append(f"**Above the ceiling:** {above}.")
         if best.measured is not None:
             items.append(f"Against the measured copy bandwidth "
                          f"({bw_text(ctx.measured_copy_gb_s)} GB/s) the best case reaches "
@@ -182,7 +197,8 @@ def summary_items(ctx: ReportContext, tables: Mapping[str, Table]) -> tuple[str,
     else:
         items.append("No case ran successfully, so nothing was timed: see the skipped and "
                      "failed cases.")
-    items.append("**Little's law.** " + tables["littles_law"].reading)
+    if "littles_law" in tables:
+        items.append("**Little's law.** " + tables["littles_law"].reading)
     wide = [v for v in cases if v.case.index_bytes == 8]
     rows = tables["index_width"].rows
     if rows:
@@ -226,7 +242,8 @@ def _protocol_callout(run: RunSet, timed: Sequence[Measurement]) -> Callout:
     flush = {True: "on", False: "off", None: "auto"}[t.flush_l2]
     return Callout(f"**Timing protocol:** {t.warmups} warm-ups, {t.repeats} repeats, "
                    f"{t.statistic} reported, clock `{t.clock}`, cache flush {flush} "
-                   f"({sum(m.flushed for m in timed)} of {len(timed)} timed cases flushed).")
+                   f"({sum(m.flushed for m in timed)} of {len(timed)} timed cases flushed). "
+                   f"Timing mode: {mode_label(t)} (timing.modes).")
 
 
 def build_document(ctx: ReportContext, run_tables: Mapping[str, Table], sections: Sequence,
@@ -247,6 +264,7 @@ def build_document(ctx: ReportContext, run_tables: Mapping[str, Table], sections
     blocks: list[Block] = [_run_line(run)]
     blocks += [Callout(text) for text in (note, analogs) if text]
     blocks += [Callout(device_text), _protocol_callout(run, timed)]
+    blocks += [Callout(line) for line in (where_time_went(run.stages),) if line]
     summary = tuple(item for s in sections for item in s.summary) or ("The run holds no case.",)
     blocks += [Heading(2, "1. Executive summary"), Bullets(summary),
                Heading(2, "2. Methodology"), Heading(3, "2.1 Device"), TableBlock(device_tbl, 0),
@@ -299,10 +317,11 @@ def _count(blocks: Sequence[Block]) -> tuple[Block, ...]:
 def _appendix(run_tables: Mapping[str, Table], sections: Sequence) -> list[Block]:
     files = [f"`tables/{name}.json`: {t.title}" for name, t in run_tables.items()]
     for s in sections:
-        files += [f"`tables/{name}.json`: {t.get('title', name)}" for name, t in s.tables.items()]
+        files += [f"`tables/{name}.json`: {t.get('title') or label(name.removeprefix('ops_'))}"
+                  for name, t in s.tables.items()]
         files += [f"`{f.path}`: {f.title}" for f in s.figures if f.png is not None]
-        files += [f"{f.name}: not drawn ({f.skipped_reason})" for f in s.figures
-                  if f.png is None]
+        files += [f"`figures/{f.name}.png`: {f.title}, not drawn ({f.skipped_reason})"
+                  for f in s.figures if f.png is None]
         files += [f"`figures/{Path(f).name}`" for f in s.written]
     return [Heading(2, "Appendix: provenance and files"), TableBlock(run_tables["provenance"], 0),
             Paragraph("Files written with this report (every table also as JSON, with units):"),

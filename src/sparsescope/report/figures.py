@@ -10,7 +10,6 @@ only draws. ``figures/<name>.png`` is where :mod:`sparsescope.report.write` puts
 from __future__ import annotations
 
 import io
-import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -225,18 +224,17 @@ def plot_latency_sensitivity(ctx: ReportContext, tables: Mapping[str, Table]):
     left.plot(lat, [min(100.0, 100 * 2 * g.max_warps_per_sm / ll.warps_per_sm_required)
                     for ll in lls], label="DAE ceiling (FIFO depth 2)", ls="--")
     left.axvline(ctx.latency_ns, color="grey", ls=":", label=f"used: {ctx.latency_ns:,.0f} ns")
-    best = ctx.best
-    what = "" if ctx.gpu_is_run_device else " (CPU %, what-if)"
+    best = ctx.best if ctx.gpu_is_run_device else None  # a CPU's % is no GPU's
     if best is not None:
         left.axhline(best.metrics.pct_peak, color="k", lw=1,
-                     label=f"best case {best.label}: {best.metrics.pct_peak:.1f}%{what}")
+                     label=f"best case {best.label}: {best.metrics.pct_peak:.1f}%")
         right.plot(lat, [dae_bw_prediction(best.metrics.pct_peak, ll.bw_ceiling_pct).speedup
                          for ll in lls], color="tab:purple", label="BW-based, best case")
         right.axhline(1.0, color="grey", lw=1)
         right.axvline(ctx.latency_ns, color="grey", ls=":")
         right.legend(fontsize=9)
     else:
-        right.text(0.5, 0.5, "no timed case", ha="center", transform=right.transAxes)
+        right.text(0.5, 0.5, "no case timed on this GPU", ha="center", transform=right.transAxes)
     left.set_xlabel("DRAM latency (ns)")
     left.set_ylabel(f"% of {g.peak_bw_gb_s:,.0f} GB/s")
     left.set_ylim(0, 105)
@@ -247,10 +245,11 @@ def plot_latency_sensitivity(ctx: ReportContext, tables: Mapping[str, Table]):
     right.set_title("DAE speedup of the best case")
     fig.suptitle("DRAM latency sensitivity" + _warp_suffix(ctx))
     sens = tables["latency_sensitivity"].rows
+    right_text = ("right: the BW-based DAE speedup of the best case" if best is not None
+                  else "no case was timed on this GPU, so no DAE speedup")
     return fig, (f"Little's-law ceiling on {g.name} from {sens[0].bw_ceiling_pct:.1f} % at "
                  f"{sens[0].latency_ns:,.0f} ns to {sens[-1].bw_ceiling_pct:.1f} % at "
-                 f"{sens[-1].latency_ns:,.0f} ns; right: the BW-based DAE speedup of the best "
-                 f"case{what}.")
+                 f"{sens[-1].latency_ns:,.0f} ns; {right_text}.")
 
 
 def plot_dae_speedup(ctx: ReportContext, tables: Mapping[str, Table]):
@@ -271,11 +270,7 @@ def plot_dae_speedup(ctx: ReportContext, tables: Mapping[str, Table]):
     ax.axhline(1.0, color="grey", lw=1)
     _bar_labels(ax, [r.label for r in rows])
     ax.set_ylabel("Predicted speedup (x)")
-    if ctx.gpu_is_run_device:
-        ax.set_title("DAE speedup" + _warp_suffix(ctx))
-    else:
-        ax.set_title(f"DAE speedup — {ctx.gpu.name} (reference GPU; what-if from the CPU's "
-                     f"% of peak)")
+    ax.set_title("DAE speedup" + _warp_suffix(ctx))  # a GPU run's cases only
     for i, r in enumerate(rows):  # below 1 a case gains nothing: never labelled a speedup
         ax.annotate(f"{r.bw_speedup_x:.2f}x" if r.bw_speedup_x >= 1 else "no gain",
                     (i - (0.2 if with_cpi else 0), r.bw_speedup_x), ha="center", va="bottom",
@@ -283,7 +278,7 @@ def plot_dae_speedup(ctx: ReportContext, tables: Mapping[str, Table]):
     ax.legend(fontsize=9)
     s = [r.bw_speedup_x for r in rows]
     gains = [v for v in s if v >= 1]
-    cap = (f"BW-based DAE speedup {min(gains):.2f}–{max(gains):.2f}x per case" if gains
+    cap = (f"BW-based DAE speedup {span(gains, '.2f')}x per case" if gains
            else "BW-based DAE: no gain on any case")
     if len(gains) < len(s):
         cap += (f", no gain on {len(s) - len(gains)} case(s) already above the Little's-law "
@@ -365,26 +360,15 @@ def _png(fig) -> bytes:
 
 
 def render_figures(ctx: ReportContext, tables: Mapping[str, Table],
-                   plots: Mapping[str, PlotFn], *, progress: bool = True) -> list[FigureResult]:
+                   plots: Mapping[str, PlotFn], *, progress: bool = True,
+                   workers: int | None = None) -> list[FigureResult]:
     """Each of ``plots`` (figure name -> plot function, in report order) as PNG bytes, or
-    skipped with a reason; a tqdm bar on stderr.
+    skipped with a reason; a tqdm bar on stderr. Drawn side by side in forked processes where
+    the machine has cores for it (``workers``: None chooses, 1 draws in a row; see
+    :mod:`sparsescope.report.figure_pool`), the same bytes either way.
 
     An exception in a plot function propagates: a half-made report is never written.
     """
-    from tqdm import tqdm
+    from sparsescope.report.figure_pool import draw_figures
 
-    results = []
-    for name, fn in tqdm(list(plots.items()), desc="figures", unit="fig",
-                         file=sys.stderr, disable=not progress, leave=False):
-        out = fn(ctx, tables)
-        title = name.replace("_", " ")
-        if isinstance(out, str):
-            results.append(FigureResult(name, title, "", None, out))
-            continue
-        fig, caption = out
-        if fig.get_suptitle():
-            title = fig.get_suptitle()
-        elif fig.axes and fig.axes[0].get_title():
-            title = fig.axes[0].get_title()
-        results.append(FigureResult(name, title, caption, _png(fig)))
-    return results
+    return draw_figures(ctx, tables, plots, png=_png, progress=progress, workers=workers)

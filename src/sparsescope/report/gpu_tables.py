@@ -20,7 +20,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from sparsescope.model import spmv_traffic
+from sparsescope.report.byte_models import csr_model, own_differs
+from sparsescope.report.ceiling_causes import peak_cause
 from sparsescope.report.context import CaseView, ReportContext
+from sparsescope.report.labels import code
 from sparsescope.report.seed_comparison import (
     SEED_000_COV_PCT,
     SEED_000_KERNELS,
@@ -36,6 +39,7 @@ from sparsescope.report.table_types import (
     count_text,
     span,
 )
+from sparsescope.timing.modes import mode_suffix
 
 STABLE_COV_PCT = 3.0
 """Seed 000 section 3.3 calls timings with a CoV below 3 % reliable."""
@@ -98,7 +102,7 @@ def _main(rows: list[KernelRow]) -> KernelRow:
 
 def _breakdown_reading(matrix: str, nnz: int, by_backend: Mapping[str, list[KernelRow]],
                        cases: int) -> str:
-    parts = [f"{b}: {_main(rs).kernel} {_main(rs).pct_gpu_time:.1f} %"
+    parts = [f"{b}: {code(_main(rs).kernel)} {_main(rs).pct_gpu_time:.1f} %"
              for b, rs in by_backend.items()]
     text = (f"On {matrix} (the largest matrix with a breakdown, {count_text(nnz)} nnz) the "
             f"longest kernel's share of GPU time per backend is {'; '.join(parts)}.")
@@ -109,15 +113,16 @@ def _breakdown_reading(matrix: str, nnz: int, by_backend: Mapping[str, list[Kern
         seed = SEED_000_KERNELS[0]
         ours = next((r for r in by_backend[SEED_BACKEND] if seed.kernel in r.kernel), None)
         if ours is not None:
-            text += (f" Seed 000 section 3.2 (nsys, {SEED_KERNEL_MATRIX}): {seed.kernel} "
+            text += (f" Seed 000 section 3.2 (nsys, {SEED_KERNEL_MATRIX}): {code(seed.kernel)} "
                      f"{seed.pct_gpu_time:.1f} % at {seed.avg_ns:,.0f} ns per launch; here "
                      f"{ours.pct_gpu_time:.1f} % at {ours.avg_ns:,.0f} ns.")
-    return text + (f" tables/kernel_breakdown_all.json holds all {cases} cases with a "
+    return text + (f" `tables/kernel_breakdown_all.json` holds all {cases} cases with a "
                    f"breakdown.")
 
 
 _KERNEL_COLUMNS = (
-    Column("backend", "Backend"), Column("kernel", "Kernel"), Column("role", "Role"),
+    Column("backend", "Backend"), Column("kernel", "Kernel", code=True),
+    Column("role", "Role"),
     Column("pct_gpu_time", "% GPU time", ".1f"), Column("avg_ns", "Avg per launch", ",.0f"),
     Column("launches_per_call", "Launches per call", ".2g"))
 
@@ -196,7 +201,8 @@ def bandwidth_models_table(ctx: ReportContext) -> Table:
     mb = adaptive_fmt([r.int32_mb for r in rows], ",.1f", ",.3f", 1.0)
     columns = [Column("label", "Case"), Column("index_bytes", "Index bytes as run", "d"),
                Column("int64_mb", "INT64 bytes", mb), Column("int32_mb", "INT32 bytes", mb),
-               Column("time_ms", f"Time, {ctx.runset.timing.statistic}", ".4f"),
+               Column("time_ms", f"Time, {ctx.runset.timing.statistic}"
+                                  f"{mode_suffix(ctx.runset.timing)}", ".4f"),
                Column("eff_bw_int64_gb_s", "Eff. BW, INT64 model", bw),
                Column("eff_bw_int32_gb_s", "Eff. BW, INT32 model", bw)]
     if copy:
@@ -206,13 +212,39 @@ def bandwidth_models_table(ctx: ReportContext) -> Table:
                     Column("gap_vs_measured_floor_x", "Gap vs measured floor", ".2f", "x")]
     columns.append(Column("fastest_on_matrix", "Fastest on matrix"))
     return Table("bandwidth_models", "Effective bandwidth under the INT64 and INT32 byte models",
-                 tuple(columns), tuple(rows), _models_reading(rows, copy),
-                 basis=("Both models count y written only and the case's value width; INT32 is "
-                        "the fewest bytes the matrix needs, whatever index width the backend "
+                 tuple(columns), tuple(rows),
+                 _models_reading(rows, copy) + _above_copy(ctx, rows),
+                 basis=(f"Byte model: {csr_model(False)}, at the case's value width; INT32 "
+                        "is the fewest bytes the matrix needs, whatever index width the backend "
                         "used, so its bandwidths compare backends by time alone. Measured "
                         "floor = INT32 bytes / measured copy bandwidth"
                         + (f" ({bw_text(copy)} GB/s, read + write counted)." if copy else
-                           ": no copy bandwidth was measured.")))
+                           ": no copy bandwidth was measured.")
+                        + own_differs(ctx, {r.matrix: r.int32_mb for r in rows}, y_read=False)))
+
+
+def _above_copy(ctx: ReportContext, rows: list[BandwidthModelRow]) -> str:
+    """Why a case's INT32-CSR bandwidth reads above the measured copy bandwidth: its own
+    format moves fewer bytes than INT32 CSR (a throughput, not a bandwidth reached), or the
+    case's own cause (``ceiling_causes.peak_cause``)."""
+    views = {v.label: v for v in ctx.cases}
+    out = []
+    for r in rows:
+        if r.pct_of_measured_copy_bw is None or r.pct_of_measured_copy_bw <= 100.0:
+            continue
+        v = views[r.label]
+        own_mb = v.metrics.bytes / MB
+        if own_mb < r.int32_mb - 5e-4:
+            out.append(f"{r.label} reads {r.pct_of_measured_copy_bw:.1f} % because its own "
+                       f"format moves {own_mb:,.1f} MB, not INT32 CSR's {r.int32_mb:,.1f} MB: "
+                       f"this column compares formats by time alone, it is no bandwidth "
+                       f"reached")
+        else:
+            cause = peak_cause(ctx, v) or (
+                f"{r.label} reads {r.pct_of_measured_copy_bw:.1f} % because fewer bytes reached "
+                f"memory than INT32 CSR counts (cache hits)")
+            out.append(cause)
+    return "".join(f" **Above the ceiling:** {c}." for c in out)
 
 
 def _models_reading(rows: list[BandwidthModelRow], copy: float | None) -> str:

@@ -136,6 +136,15 @@ def _slug(text: str) -> str:
     return "sec-" + (re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "x")
 
 
+_CODE_SPAN = re.compile(r"`([^`\n]+)`")
+
+
+def _cell_html(text: str) -> str:
+    """A cell's text escaped, its inline code spans (a kernel's name) as ``<code>``, as the
+    Markdown table shows them."""
+    return _CODE_SPAN.sub(r"<code>\1</code>", html.escape(text))
+
+
 def table_html(table: Table) -> str:
     rows = table.cells()
     if not rows:
@@ -145,7 +154,7 @@ def table_html(table: Table) -> str:
     head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
     body = "\n".join(
         "<tr>" + "".join(f'<td class="num">{html.escape(c)}</td>' if numeric[i]
-                         else f"<td>{html.escape(c)}</td>" for i, c in enumerate(row)) + "</tr>"
+                         else f"<td>{_cell_html(c)}</td>" for i, c in enumerate(row)) + "</tr>"
         for row in rows)
     return (f'<div class="table-wrap"><table><thead><tr>{head}</tr></thead>'
             f"<tbody>\n{body}\n</tbody></table></div>")
@@ -168,7 +177,7 @@ def figure_html(png: bytes | None, *, alt: str, caption_html: str, skipped: str 
 def _figure_html(block: FigureBlock) -> str:
     f = block.figure
     if f.png is None:
-        return figure_html(None, alt=f.name, caption_html="", skipped=f.skipped_reason)
+        return figure_html(None, alt=f.title, caption_html="", skipped=f.skipped_reason)
     return figure_html(f.png, alt=f.title, anchor=f"fig-{f.name}",
                        caption_html=f"Figure {block.number}: {inline(f.caption)}")
 

@@ -57,7 +57,7 @@ def _block(block) -> str:
     if isinstance(block, FigureBlock):
         f = block.figure
         if f.png is None:
-            return f"*Figure not drawn ({f.name}): {f.skipped_reason}.*"
+            return f"*Figure not drawn ({f.title}): {f.skipped_reason}.*"
         return f"![{f.title}]({f.path})\n\n*Figure {block.number}: {f.caption}*"
     raise TypeError(f"unknown block {type(block).__name__}")
 

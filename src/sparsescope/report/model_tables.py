@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 from sparsescope.model import gap_decomposition, index_width_row, littles_law, roofline_point
 from sparsescope.model.roofline import ridge_point
+from sparsescope.report.byte_models import csr_model, own_differs, own_model
+from sparsescope.report.ceiling_causes import cause_above
 from sparsescope.report.context import ReportContext
 from sparsescope.report.table_types import MB, Column, Table, adaptive_fmt, bw_text, span
 
@@ -83,20 +85,17 @@ def roofline_table(ctx: ReportContext) -> Table:
         reading = f"Ridge point {ridge:.1f} FLOP/byte; no timed case to place on it."
     return Table("roofline", "Roofline", columns, tuple(rows), reading,
                  basis=f"{d.fp32_peak_gflops:,.0f} GFLOP/s FP32 and {bw_text(ctx.bw_gb_s)} GB/s "
-                       f"({ctx.bw_label}); ridge {ridge:.1f} FLOP/byte.")
+                       f"({ctx.bw_label}); ridge {ridge:.1f} FLOP/byte. AI = flops / bytes. "
+                       + own_model(ctx))
 
 
 def gap_table(ctx: ReportContext) -> Table:
-    if ctx.on_cpu:
-        # Warps do not describe a CPU: no Little's-law part, the whole gap is "other".
-        ceiling, basis = 100.0, ("Cases ran on a CPU: no Little's-law deficit is modelled "
-                                 "(ceiling 100 %); floor at " f"{bw_text(ctx.bw_gb_s)} GB/s.")
-    else:
-        ll = littles_law(ctx.gpu.peak_bw_gb_s, ctx.latency_ns, ctx.gpu.sm_count,
-                         ctx.gpu.max_warps_per_sm)
-        ceiling = ll.bw_ceiling_pct
-        basis = (f"Little's-law ceiling {ceiling:.1f} % of {ctx.gpu.peak_bw_gb_s:,.0f} GB/s at "
-                 f"{ctx.latency_ns:,.0f} ns; floor at {bw_text(ctx.bw_gb_s)} GB/s.")
+    """A GPU run's cases only (``report.spmv_layout``): a CPU's time has no warp deficit."""
+    ll = littles_law(ctx.gpu.peak_bw_gb_s, ctx.latency_ns, ctx.gpu.sm_count,
+                     ctx.gpu.max_warps_per_sm)
+    ceiling = ll.bw_ceiling_pct
+    basis = (f"Little's-law ceiling {ceiling:.1f} % of {ctx.gpu.peak_bw_gb_s:,.0f} GB/s at "
+             f"{ctx.latency_ns:,.0f} ns; floor at {bw_text(ctx.bw_gb_s)} GB/s.")
     rows = []
     for v in ctx.cases:
         g = gap_decomposition(v.metrics.time_ms, v.metrics.floor_ms, ceiling)
@@ -107,10 +106,6 @@ def gap_table(ctx: ReportContext) -> Table:
                            g.beats_littles_law))
     if not rows:
         reading = "No timed case to decompose."
-    elif ctx.on_cpu:
-        reading = (f"On the CPU the time above the floor is "
-                   f"{span([r.time_ms - r.floor_ms for r in rows], '.4f')} ms; the warp-based "
-                   f"Little's-law part is not modelled for a CPU.")
     else:
         share = [r.deficit_share_pct for r in rows]
         big = max(rows, key=lambda r: r.dep_chain_and_other_ms / r.time_ms)
@@ -118,9 +113,12 @@ def gap_table(ctx: ReportContext) -> Table:
                    f"floor; the dependent chain and other effects take the rest, most for "
                    f"{big.label} ({100 * big.dep_chain_and_other_ms / big.time_ms:.0f} % of its "
                    f"time).")
-        beat = [r.label for r in rows if r.beats_littles_law]
+        pct = {v.label: v.metrics.pct_peak for v in ctx.cases}
+        beat = [f"{r.label}: {cause_above(ctx, pct[r.label], ceiling)}" for r in rows
+                if r.beats_littles_law and pct[r.label] > ceiling]
         if beat:
-            reading += f" Faster than the Little's-law ceiling: {', '.join(beat)}."
+            reading += (f" Faster than the Little's-law ceiling (its deficit is capped at the "
+                        f"time above the floor) -- {'; '.join(beat)}.")
     return Table("gap", "Gap decomposition", (
         Column("label", "Case"), Column("floor_ms", "Physical floor", ".4f"),
         Column("littles_law_deficit_ms", "Little's-law deficit", ".4f"),
@@ -162,4 +160,5 @@ def index_width_table(ctx: ReportContext) -> Table:
         Column("int64_ai_flop_per_byte", "AI INT64", ".3f"),
         Column("int32_ai_flop_per_byte", "AI INT32", ".3f"),
         Column("int32_fits", "Fits INT32")), tuple(rows), reading,
-        basis="Bytes count y read + write (seed 000, 9.3), whatever the kernels did.")
+        basis=f"Byte model: {csr_model(True)}, per matrix, whatever the kernels did."
+              + own_differs(ctx, {r.matrix: r.int32_mb for r in rows}, y_read=True))

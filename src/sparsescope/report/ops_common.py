@@ -15,6 +15,7 @@ from typing import Any
 
 from sparsescope.model.case_model import CaseModel
 from sparsescope.registry import is_own
+from sparsescope.report.collection_data import backend_label
 from sparsescope.results.case_models import bandwidths, model_of, model_traffic
 from sparsescope.results.records import CaseResult, MatrixRecord, RunSet
 
@@ -114,6 +115,8 @@ def peer_rows(views: Sequence[OpView], key) -> list[dict]:
         rows.append({"case": " ".join(str(g) for g in group),
                      "own_backend": best_own.case.backend, "own_ms": best_own.time_ms,
                      "best_peer": best_peer.case.backend, "peer_ms": best_peer.time_ms,
+                     # the library algorithm that won, where the peer recorded one
+                     "best_peer_label": backend_label(best_peer.case),
                      "speedup_x": ratio, "at_least_as_fast": ratio >= 1.0})
     return rows
 
@@ -126,7 +129,8 @@ def peer_markdown(rows: list[dict], what: str, profiled: set[str] | None = None)
                 "the comparison needs a GPU run.")
     table = md_table(["case", "own backend", "own ms", "best peer", "peer ms", "speedup x",
                       "own >= peer"],
-                     [[r["case"], r["own_backend"], r["own_ms"], r["best_peer"], r["peer_ms"],
+                     [[r["case"], r["own_backend"], r["own_ms"],
+                       r.get("best_peer_label", r["best_peer"]), r["peer_ms"],
                        r["speedup_x"], "yes" if r["at_least_as_fast"] else "**no**"]
                       for r in rows])
     slower = [r["case"] for r in rows if not r["at_least_as_fast"]]

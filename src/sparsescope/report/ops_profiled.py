@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from sparsescope.analyze.diagnose import stall_name
+from sparsescope.report.labels import code, label
 from sparsescope.report.ops_common import OpView, l2_bw_gb_s, md_table
 from sparsescope.results.records import RunSet
 
@@ -87,10 +90,21 @@ def profiled_markdown(rows: list[dict]) -> str:
                         "longest kernel", "µs", "grid", "block", "achieved occ. %",
                         "top stall", "cycles/inst"],
                        [[r["case"], r["backend"], r["time_ms"], r["kernels"], r["ncu_sum_us"],
-                         r["main_kernel"], r["main_us"], r["main_grid_blocks"],
+                         code(r["main_kernel"]), r["main_us"], r["main_grid_blocks"],
                          r["main_block_threads"], r["main_achieved_occupancy_pct"],
-                         r["main_top_stall"], r["main_top_stall_cycles_per_inst"]]
+                         stall_name(r["main_top_stall"]) if r["main_top_stall"] else None,
+                         r["main_top_stall_cycles_per_inst"]]
                         for r in rows]))
+
+
+def profile_label_text(name: str) -> str:
+    """A profiled kernel's label for a reader: ``<backend> <matrix> <params>: <kernel>`` with
+    the parameters in words and the kernel as code (the name ncu prints)."""
+    prefix, sep, kernel = name.rpartition(": ")
+    if not sep:
+        return code(name)
+    words = re.sub(r"(\w+)=(\S+)", lambda m: f"{label(m.group(1))} {m.group(2)}", prefix)
+    return f"{words}: {code(kernel)}"
 
 
 def with_profiled(what: str, sections: Sequence[tuple[str, str]],
@@ -137,7 +151,8 @@ def roofline_markdown(runset: RunSet, profiles: Sequence[Any], labels: Sequence[
         # share of lanes idle or predicated off (seed 004's thread-predication gap)
         predication = (100.0 * (1 - p.predicated_on_gips / p.warp_gips)
                        if p.predicated_on_gips else None)
-        body.append([p.kernel, p.duration_ns / 1e3, p.warp_gips, p.l1_intensity,
+        body.append([profile_label_text(p.kernel), p.duration_ns / 1e3, p.warp_gips,
+                     p.l1_intensity,
                      p.l2_intensity, p.dram_intensity, p.global_intensity, wall, bound,
                      predication])
     table = md_table(["kernel", "µs", "warp GIPS", "II L1", "II L2", "II DRAM",

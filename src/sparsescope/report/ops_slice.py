@@ -34,6 +34,7 @@ from sparsescope.report.ops_common import (
 )
 from sparsescope.report.ops_profiled import case_profiles, profiled_cases, with_profiled
 from sparsescope.results.records import RunSet
+from sparsescope.timing.modes import mode_suffix
 
 SCATTER_KERNEL = "slice_scatter"
 RMW_BOUND = "32-byte sector read + write-back in DRAM"
@@ -189,7 +190,8 @@ def slice_sections(runset: RunSet, views: Sequence[OpView], profiles: Sequence[A
     rows = slice_rows_table(runset, views)
     peers = peer_rows(views, slice_key)
     kernels = profiled_cases(views, profiles, labels, slice_key)
-    text = timed_markdown(["matrix", "rows", "weights", "backend", "ms", "kernel ms", "GB/s",
+    text = timed_markdown(["matrix", "rows", "weights", "backend",
+                           f"ms{mode_suffix(runset.timing)}", "kernel ms", "GB/s",
                            "streaming ms", "dense ms", "sector ms", "sector RMW ms",
                            "seed line ms", "% of dense bound", "sectors/write"], rows, "slice",
                           peers, kernels, bool(profiles))

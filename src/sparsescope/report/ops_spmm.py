@@ -26,6 +26,7 @@ from sparsescope.report.ops_common import (
 )
 from sparsescope.report.ops_profiled import profiled_cases, with_profiled
 from sparsescope.results.records import RunSet
+from sparsescope.timing.modes import mode_suffix
 
 KS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 
@@ -209,7 +210,8 @@ def spmm_sections(runset: RunSet, views: Sequence[OpView], profiles: Sequence[An
     peers = peer_rows(views, spmm_key)
     intensity, ai_rows = intensity_markdown(runset, views)
     kernels = profiled_cases(views, profiles, labels, spmm_key)
-    text = timed_markdown(["matrix", "k", "layout", "backend", "ms", "GFLOP/s", "GB/s", "AI",
+    text = timed_markdown(["matrix", "k", "layout", "backend",
+                           f"ms{mode_suffix(runset.timing)}", "GFLOP/s", "GB/s", "AI",
                            "bound ms", "% of bound", "memory bound ms", "by",
                            "% of memory bound", "rel err", "precision"], rows, "SpMM", peers,
                           kernels, bool(profiles))

@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass
 
 from sparsescope.registry import is_own
+from sparsescope.report.collection_data import backend_label
 from sparsescope.report.context import CaseView, ReportContext
 from sparsescope.report.table_types import Column, Table
 
@@ -49,7 +50,8 @@ def _rows(ctx: ReportContext) -> list[PeerRow]:
         rows.append(PeerRow(
             matrix, best.case.backend, best.case.time_ms,
             best.case.traffic.total_bytes if best.case.traffic else None,
-            csr_bytes / (best.case.time_ms * 1e-3) / 1e9, peer.case.backend, peer.case.time_ms,
+            csr_bytes / (best.case.time_ms * 1e-3) / 1e9, backend_label(peer.case),
+            peer.case.time_ms,
             peer.case.time_ms / best.case.time_ms,
             auto.case.time_ms if auto else None,
             auto.case.notes.get("selected", "") if auto else ""))

@@ -27,8 +27,10 @@ from typing import Any
 from sparsescope.model.prediction import OLDER_THAN_MODEL, ModelPrediction, signed_error_pct
 from sparsescope.registry import is_own
 from sparsescope.report.context import ok_cases
+from sparsescope.report.labels import humanize, params_text
 from sparsescope.report.table_types import Column, Table
 from sparsescope.results.records import CaseResult, RunSet
+from sparsescope.timing.modes import mode_suffix
 
 BAND_PCT = 25.0
 """|error| above this names a broken assumption; below -BAND_PCT is a model defect."""
@@ -219,11 +221,12 @@ def prediction_row(case: CaseResult, max_warps_per_sm: int) -> PredictionRow:
     reason = "" if modelled else (OLDER_THAN_MODEL if p is None
                                   else p.not_modelled or "no reason given")
     return PredictionRow(
-        matrix=case.matrix, backend=case.backend, params=case.params.label(),
+        matrix=case.matrix, backend=case.backend, params=params_text(case.params),
         predicted_ms=p.predicted_ms if modelled else None, time_ms=case.time_ms,
         error_pct=error, limiter=p.limiter if modelled else "",
         why=why_text(case, error, max_warps_per_sm) if modelled else "not modelled",
-        not_modelled=reason, kernel=p.kernel if p is not None else "", own=is_own(case.backend))
+        not_modelled=humanize(reason), kernel=p.kernel if p is not None else "",
+        own=is_own(case.backend))
 
 
 def prediction_rows(runset: RunSet) -> list[PredictionRow]:
@@ -267,7 +270,8 @@ def _columns(rows: Sequence[PredictionRow]) -> tuple[Column, ...]:
 def prediction_table(runset: RunSet, name: str = "predicted_vs_measured") -> Table:
     """The predicted-against-measured table of ``runset``'s timed cases (one op's)."""
     rows = tuple(prediction_rows(runset))
-    return Table(name, "Predicted against measured time", _columns(rows), rows,
+    return Table(name, f"Predicted against measured time{mode_suffix(runset.timing)}",
+                 _columns(rows), rows,
                  " ".join(summary_lines(summarize(rows))),
                  basis="Prediction, made before timing: overhead + the largest of the memory "
                        "term (the DRAM and L2 queues and the round trips, solved by MVA), "

@@ -3,28 +3,51 @@ skipped and failed cases, and the run's provenance."""
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass
 
+from sparsescope.hardware.cpu_ceilings import busy_share_pct, was_busy
 from sparsescope.hardware.types import MeasuredCeilings
 from sparsescope.report.context import ReportContext
+from sparsescope.report.labels import humanize, label
 from sparsescope.report.table_types import MB, Column, Table, adaptive_fmt, bw_text, count_text
 
 
 @dataclass(frozen=True)
 class DeviceRow:
-    """One figure of the device that ran the cases: datasheet beside measured."""
+    """One figure of the device that ran the cases: the stated figure, labelled with what
+    states it, beside the measured one."""
 
     quantity: str
     unit: str
     datasheet: str | None
-    """Datasheet (or spec-table) figure, as text."""
+    """The figure stated without measuring it (a datasheet's, the OS's, an estimate), as
+    text; None when the only figure is measured (a CPU's bandwidth)."""
     measured: str | None
-    """Ceiling measured in this run, as text."""
+    """Ceiling measured on the device (this run's, or its cached measurement), as text."""
     source: str
     spread: str | None = None
     """Spread of the trials the measured figure is the best of, ``100 (max - min) / best``,
     as text (``6.1 % (7 trials)``); None when it was not measured in trials."""
+    stated_by: str | None = None
+    """What states :attr:`datasheet`: ``datasheet``, ``OS``, ``estimate``, ``derived``,
+    ``device query`` or ``convention`` (:func:`stated_by`)."""
+
+
+#: Source prefix -> what states the figure (the spec's ``sources`` say where each came from).
+_STATED_BY = (("measured", "measured"), ("os:", "OS"), ("estimate", "estimate"),
+              ("default estimate", "estimate"), ("derived", "derived"),
+              ("queried", "device query"), ("convention", "convention"),
+              ("assumed", "estimate"))
+
+
+def stated_by(source: str) -> str:
+    """What a spec figure with this ``source`` is: ``measured`` (a CPU's bandwidth and FP32,
+    measured, not stated), ``OS``, ``estimate``, ``derived``, ``device query``, ``convention``,
+    else ``datasheet`` (a datasheet, whitepaper or guide the spec table cites)."""
+    text = source.strip().lower()
+    return next((kind for prefix, kind in _STATED_BY if text.startswith(prefix)), "datasheet")
 
 
 @dataclass(frozen=True)
@@ -62,14 +85,22 @@ class ProvenanceRow:
 
 
 def device_table(ctx: ReportContext, *, spmv: bool = True) -> Table:
-    """Datasheet beside measured; ``spmv=False``: the reading speaks of the bounds of a report
-    of other ops (SpMM, slicing), which use ``device.peak_bw_gb_s`` alone."""
+    """Stated beside measured, each stated figure labelled with what states it (a CPU has no
+    datasheet: its bandwidth and FP32 are measured and shown as such, its cores and caches as
+    the OS names them); ``spmv=False``: the reading speaks of the bounds of a report of other
+    ops (SpMM, slicing), which use ``device.peak_bw_gb_s`` alone."""
     d, c = ctx.device, ctx.runset.ceilings
     src = d.sources
 
     def row(quantity, unit, datasheet, measured=None, key="", ceiling=""):
-        return DeviceRow(quantity, unit, datasheet, measured, src.get(key, ""),
-                         spread_text(c, ceiling) if measured is not None else None)
+        source = src.get(key, "")
+        kind = None
+        if datasheet is not None and key:  # no source: the spec table's (GPU) or the OS's
+            kind = stated_by(source) if source else ("datasheet" if gpu else "OS")
+        if kind == "measured":  # a measured figure is never shown as a stated one
+            datasheet, kind = None, None
+        return DeviceRow(quantity, unit, datasheet, measured, source,
+                         spread_text(c, ceiling) if measured is not None else None, kind)
 
     def num(value, spec=None):
         if value is None:
@@ -77,16 +108,20 @@ def device_table(ctx: ReportContext, *, spmv: bool = True) -> Table:
         return format(value, spec or adaptive_fmt([value], small=",.1f"))
 
     gpu = d.kind == "gpu"
+    # The cache as the machine names it: a CPU's last level, at the level the OS reports.
+    level = re.search(r"\b(L[1-4])\b", src.get("l2_bytes", ""))
+    cache = "L2 cache" if gpu else "Last-level cache" + (f" ({level.group(1)})" if level else "")
     rows = [
-        row("Device", "", d.vendor_name or d.name, c.device or None, "name"),
-        row("Kind", "", d.kind),
+        row("Device", "", d.vendor_name or d.name, c.device or None,
+            "vendor_name" if "vendor_name" in src else "name"),
+        row("Kind", "", {"gpu": "GPU", "cpu": "CPU"}.get(d.kind, d.kind)),
         row("Compute capability", "", d.compute_capability or None, None, "compute_capability"),
-        row("SMs (cores on a CPU)", "", str(d.sm_count), None, "sm_count"),
+        row("SMs" if gpu else "Logical cores", "", str(d.sm_count), None, "sm_count"),
         row("Max warps per SM", "warps", str(d.max_warps_per_sm) if gpu else None, None,
             "max_warps_per_sm"),
         row("Registers per SM", "32-bit", f"{d.registers_per_sm:,}" if gpu else None, None,
             "registers_per_sm"),
-        row("L2 cache", "MB", num(d.l2_bytes / MB, ",.1f"), None, "l2_bytes"),
+        row(cache, "MB", num(d.l2_bytes / MB, ",.1f"), None, "l2_bytes"),
         row("Memory", "", d.memory or None, None, "memory"),
         row("Peak bandwidth", "GB/s", num(d.peak_bw_gb_s), num(c.copy_bw_gb_s), "peak_bw_gb_s",
             "copy_bw_gb_s"),
@@ -95,7 +130,7 @@ def device_table(ctx: ReportContext, *, spmv: bool = True) -> Table:
         row("L2 write bandwidth", "GB/s", None, num(c.l2_write_bw_gb_s)),
         row("Peak FP32", "GFLOP/s", num(d.fp32_peak_gflops), num(c.fp32_gflops),
             "fp32_peak_gflops", "fp32_gflops"),
-        row("SM clock", "MHz", num(d.sm_clock_mhz), None, "sm_clock_mhz"),
+        row("SM clock" if gpu else "Clock", "MHz", num(d.sm_clock_mhz), None, "sm_clock_mhz"),
         row("DRAM latency", "ns", num(d.dram_latency_ns), num(c.dram_latency_ns, ",.1f"),
             "dram_latency_ns"),
         row("L2 latency", "ns", None, num(c.l2_latency_ns, ",.1f")),
@@ -110,10 +145,11 @@ def device_table(ctx: ReportContext, *, spmv: bool = True) -> Table:
     if not spmv:
         reading = _ops_device_reading(ctx, num(d.peak_bw_gb_s))
     elif ctx.on_cpu:
+        warps = (f"the warp-based tables use the reference GPU {ctx.gpu.name}'s spec"
+                 if ctx.gpu is not None else "no warp-based table is computed (no GPU named)")
         reading = (f"The cases ran on a CPU: its measured copy bandwidth, "
                    f"{num(d.peak_bw_gb_s)} GB/s{cpu_peak_note(c)}, is the peak every % of peak "
-                   f"refers to; the warp-based tables use the reference GPU {ctx.gpu.name}."
-                   f"{busy_note(c)}")
+                   f"refers to; {warps}.{busy_note(c)}")
     elif ctx.measured_copy_gb_s:
         pct = 100 * ctx.measured_copy_gb_s / d.peak_bw_gb_s
         reading = (f"The measured copy bandwidth is {bw_text(ctx.measured_copy_gb_s)} GB/s, "
@@ -125,8 +161,10 @@ def device_table(ctx: ReportContext, *, spmv: bool = True) -> Table:
     spread = (Column("spread", "Spread of trials"),) if any(r.spread for r in rows) else ()
     return Table("device", f"Device: {ctx.device_label}", (
         Column("quantity", "Quantity"), Column("unit", "Unit"),
-        Column("datasheet", "Datasheet / spec"), Column("measured", "Measured"), *spread,
-        Column("source", "Source")), tuple(rows), reading)
+        Column("datasheet", "Stated (not measured)"), Column("stated_by", "Stated by"),
+        Column("measured", "Measured"), *spread, Column("source", "Source")), tuple(rows),
+        reading, basis="Stated: a figure taken from the datasheet, the OS or an estimate, "
+                       "labelled by which; Measured: a ceiling measured on the device itself.")
 
 
 #: Spread of a CPU ceiling's trials above which the reading calls the machine busy.
@@ -151,17 +189,25 @@ def cpu_peak_note(c: MeasuredCeilings) -> str:
 
 
 def busy_note(c: MeasuredCeilings) -> str:
-    """A sentence when a CPU ceiling's trials spread over more than :data:`BUSY_SPREAD_PCT`."""
+    """A sentence when a CPU ceiling's trials spread over more than :data:`BUSY_SPREAD_PCT` (a
+    fact about the trials), saying the machine was busy only where the load recorded while
+    measuring shows it (``cpu_ceilings.was_busy``: other processes' share of the CPUs; a wide
+    spread alone is no such signal: one slow trial on an idle VM makes one)."""
     wide = [(label, spread) for label, spread in (("copy", c.copy_bw_spread_pct),
                                                   ("read", c.read_bw_spread_pct),
                                                   ("FP32", c.fp32_spread_pct))
             if spread is not None and spread > BUSY_SPREAD_PCT]
-    if not wide:
+    busy = was_busy(c.method)
+    if not wide and not busy:
         return ""
     listed = ", ".join(f"{label} {spread:.0f} %" for label, spread in wide)
-    return (f" The trials spread widely ({listed}): the machine was busy while measuring; the "
-            f"best trial is kept, and `sparsescope ceilings --refresh` on a quiet machine "
-            f"measures the ceilings again.")
+    kept = "the best trial is kept, and `sparsescope ceilings --refresh`"
+    if not busy:
+        return f" The trials spread widely ({listed}); {kept} measures the ceilings again."
+    took = (f"other processes took {busy_share_pct(c.method):.0f} % of the CPUs' time while "
+            f"measuring: the machine was busy")
+    lead = f" The trials spread widely ({listed}): {took}" if wide else f" O{took[1:]}"
+    return f"{lead}; {kept} on a quiet machine measures the ceilings again."
 
 
 def _ops_device_reading(ctx: ReportContext, peak: str) -> str:
@@ -212,7 +258,8 @@ def matrices_table(ctx: ReportContext) -> Table:
 
 
 def outcomes_table(ctx: ReportContext) -> Table:
-    rows = tuple(OutcomeRow(c.matrix, c.backend, c.op, c.outcome, c.reason or "(no reason given)",
+    rows = tuple(OutcomeRow(c.matrix, c.backend, c.op, c.outcome,
+                            humanize(c.reason) or "(no reason given)",
                             c.correctness.rel_err if c.correctness else None)
                  for c in ctx.runset.cases if c.outcome != "ok")
     counts = Counter(r.outcome for r in rows)
@@ -236,8 +283,8 @@ def provenance_table(ctx: ReportContext) -> Table:
               ("host", p.hostname), ("platform", p.platform), ("python", p.python),
               ("device", p.device), ("driver", p.driver or "—"),
               ("suite", f"{rs.suite} (scale {rs.scale:g})")]
-    fields += [(f"library: {k}", v) for k, v in sorted(p.libraries.items())]
-    fields += [(f"ceiling method: {k}", v) for k, v in sorted(rs.ceilings.method.items())]
+    fields += [(f"library: {label(k)}", v) for k, v in sorted(p.libraries.items())]
+    fields += [(f"ceiling method: {label(k)}", v) for k, v in sorted(rs.ceilings.method.items())]
     return Table("provenance", "Provenance", (Column("field", "Field"), Column("value", "Value")),
                  tuple(ProvenanceRow(k, v) for k, v in fields),
                  f"Run {rs.run_id} created {p.created_utc} on {p.hostname} by sparsescope "

@@ -24,10 +24,11 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]
     return out
 
 
-def _resources(a: KernelAnalysis, occ: Occupancy | None) -> list[str]:
+def _resources(a: KernelAnalysis, occ: Occupancy | None, occupancy_reason: str = "") -> list[str]:
     r = a.resources
     if r is None:
-        return ["Resource usage: not available (saved listing without `-res-usage` output)."]
+        lines = ["Resource usage: not available (saved listing without `-res-usage` output)."]
+        return lines + (["", occupancy_reason] if occupancy_reason else [])
     rows = [("Registers per thread", r.registers), ("Static shared memory (bytes)", r.shared_bytes),
             ("Local memory (bytes)", r.local_bytes), ("Stack frame (bytes)", r.stack_bytes),
             ("Constant bank 0 (bytes)", r.constant_bytes)]
@@ -115,8 +116,11 @@ def _stalls(a: KernelAnalysis) -> list[str]:
 
 
 def render_markdown(analysis: KernelAnalysis | Sequence[KernelAnalysis], *,
-                    occupancy: Occupancy | None = None, level: int = 2) -> str:
-    """A Markdown section per kernel: resources, mix, control flow, load chains, stalls."""
+                    occupancy: Occupancy | None = None, level: int = 2,
+                    occupancy_reason: str = "") -> str:
+    """A Markdown section per kernel: resources, mix, control flow, load chains, stalls;
+    ``occupancy_reason``: why a kernel without resources has no occupancy (said under its
+    resources)."""
     kernels = [analysis] if isinstance(analysis, KernelAnalysis) else list(analysis)
     h = "#" * level
     out: list[str] = []
@@ -125,7 +129,8 @@ def render_markdown(analysis: KernelAnalysis | Sequence[KernelAnalysis], *,
         meta = f"Architecture {a.arch or 'unknown'}, {a.instruction_count} instructions"
         if a.demangled != a.name:
             meta += f", symbol `{a.name}`"
-        out += [meta + ".", "", f"{h}# Resources", ""] + _resources(a, occupancy)
+        out += [meta + ".", "", f"{h}# Resources", ""] + _resources(a, occupancy,
+                                                                    occupancy_reason)
         out += ["", f"{h}# Instruction mix", ""] + _mix(a)
         out += ["", f"{h}# Control flow", ""] + _control(a)
         out += ["", f"{h}# Dependent load chains", ""] + _chains(a)

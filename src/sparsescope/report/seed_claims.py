@@ -19,8 +19,10 @@ from dataclasses import dataclass
 from sparsescope.model.concurrency import DEP_CHAIN_LENGTH
 from sparsescope.model.littles_law import ceiling_pct, warps_per_sm_required
 from sparsescope.ops.registry import get_op
+from sparsescope.report.ceiling_causes import above_ceiling
 from sparsescope.report.context import ok_cases
 from sparsescope.report.dae_validated import DaePair, dae_pairs, measured_gain_text
+from sparsescope.report.labels import params_text
 from sparsescope.report.table_types import Column, Table, span
 from sparsescope.results.case_models import bandwidths, model_of, model_traffic
 from sparsescope.results.records import CaseResult, RunSet
@@ -58,8 +60,8 @@ class TimedCase:
 
     @property
     def label(self) -> str:
-        params = self.case.params.label()
-        return f"{self.case.matrix} [{self.case.backend}{' ' + params if params else ''}]"
+        params = params_text(self.case.params)
+        return f"{self.case.matrix} [{self.case.backend}{', ' + params if params else ''}]"
 
 
 @dataclass(frozen=True)
@@ -132,8 +134,11 @@ def littles_law_claim(inp: ClaimInputs) -> ClaimVerdict:
     if required <= dev.max_warps_per_sm:
         return ClaimVerdict(claim, REFUTED, f"{basis}; no warp deficit on this GPU")
     if best.pct_peak > ceiling:
+        latency, source = _latency(inp.runset)
+        cause = above_ceiling(best.pct_peak, ceiling, "Little's-law", latency_ns=latency,
+                              latency_measured=source == "measured")
         return ClaimVerdict(claim, REFUTED, f"{basis}; {best.label} reaches "
-                            f"{best.pct_peak:.1f} % by its own bytes, above it")
+                            f"{best.pct_peak:.1f} % by its own bytes: {cause}")
     return ClaimVerdict(claim, SUPPORTED, f"{basis}; the fastest case, {best.label}, reaches "
                         f"{best.pct_peak:.1f} %, at or below it")
 
@@ -168,8 +173,11 @@ def dependent_chain_claim(inp: ClaimInputs) -> ClaimVerdict:
                 f"{HALF_LINE_BYTES} B in flight per warp (most: {t.label}, {b:,.0f} B): there "
                 "the chain halves only one line's worth")
     if best.pct_peak > halved:
+        latency, source = _latency(inp.runset)
+        cause = above_ceiling(best.pct_peak, halved, "dependent-chain", lines_per_warp=0.5,
+                              latency_ns=latency, latency_measured=source == "measured")
         return ClaimVerdict(claim, REFUTED, f"{basis}; {best.label} reaches "
-                            f"{best.pct_peak:.1f} % by its own bytes, above it{note}")
+                            f"{best.pct_peak:.1f} % by its own bytes: {cause}{note}")
     return ClaimVerdict(claim, SUPPORTED, f"{basis}; the fastest case, {best.label}, reaches "
                         f"{best.pct_peak:.1f} %, at or below it{note}")
 

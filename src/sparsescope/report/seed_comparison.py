@@ -167,7 +167,7 @@ def _row_causes(view: CaseView, seed: SeedFigure) -> list[str]:
         causes.append(f"{8 * case.value_bytes}-bit values (seed: 32)")
     share = _csrmv_share(view)
     if share is not None:
-        causes.append(f"csrmv_v3_kernel {share:.1f} % of the call")
+        causes.append(f"`csrmv_v3_kernel` {share:.1f} % of the call")
     if case.measurement.flushed:
         causes.append("L2 flushed")
     return causes
@@ -211,7 +211,7 @@ def _reading(ctx: ReportContext, rows: Sequence[SeedComparisonRow],
     major = _cuda_major(torch_cuda)
     if major is not None and major >= 13:
         causes.append(f"PyTorch {libs.get('torch', '?')} is built for CUDA {torch_cuda}, whose "
-                      f"cuSPARSE launches csrmv_v3_kernel with {CUDA13_CSRMV_BLOCK_THREADS}-"
+                      f"cuSPARSE launches `csrmv_v3_kernel` with {CUDA13_CSRMV_BLOCK_THREADS}-"
                       f"thread blocks ({FIXTURE_README}, Nsight Compute) where the seed's "
                       f"PyTorch {SEED_TORCH} (cuSPARSE of CUDA 12.8) launched "
                       f"{SEED_CSRMV_BLOCK_THREADS}-thread blocks (seed 000, section 4.1): a "

@@ -64,6 +64,12 @@ class TableSpec:
     nothing to draw says why)."""
     shown: bool = True
     """False: written as JSON and listed in the appendix only."""
+    absent: Callable[[ReportContext], str] | None = None
+    """Why the run cannot have this table, in one line ("" when it can): its builder is not
+    called, its figures are not drawn, and the section says why instead."""
+
+    def absent_reason(self, ctx: ReportContext) -> str:
+        return self.absent(ctx) if self.absent is not None else ""
 
 
 @dataclass(frozen=True)
@@ -79,6 +85,16 @@ def _kernel_breakdown(which: int) -> TableBuilder:
         tables = gt.kernel_breakdown_tables(ctx)
         return tables[which] if tables else None
     return build
+
+
+def _warp_model(ctx: ReportContext) -> str:
+    """A table of the warp model: a GPU run's, or a named reference GPU's."""
+    return ctx.warp_absent
+
+
+def _gpu_times(ctx: ReportContext) -> str:
+    """A table that judges each case's measured time by a GPU's warps: a GPU run only."""
+    return ctx.gpu_run_absent
 
 
 def _of_run(builder: Callable[..., Table]) -> TableBuilder:
@@ -118,20 +134,20 @@ SPMV_SECTIONS: tuple[SectionSpec, ...] = (
                   figures=(FigureSpec("roofline", fig.plot_roofline),)),
     )),
     SectionSpec("Little's law and latency sensitivity", (
-        TableSpec("littles_law", wt.littles_law_table),
-        TableSpec("latency_sensitivity", wt.sensitivity_table,
+        TableSpec("littles_law", wt.littles_law_table, absent=_warp_model),
+        TableSpec("latency_sensitivity", wt.sensitivity_table, absent=_warp_model,
                   figures=(FigureSpec("latency_sensitivity", fig.plot_latency_sensitivity),)),
     )),
     SectionSpec("Gap decomposition", (
-        TableSpec("gap", gap_table,
+        TableSpec("gap", gap_table, absent=_gpu_times,
                   figures=(FigureSpec("gap_decomposition", fig.plot_gap_decomposition),)),)),
     SectionSpec("Decoupled access-execute (DAE) what-if", (
-        TableSpec("dae_validated", _of_run(dae_validated_table)),
-        TableSpec("dae", wt.dae_table,
+        TableSpec("dae_validated", _of_run(dae_validated_table), absent=_gpu_times),
+        TableSpec("dae", wt.dae_table, absent=_gpu_times,
                   figures=(FigureSpec("dae_speedup", fig.plot_dae_speedup),)),
-        TableSpec("dae_sram", wt.sram_table),
-        TableSpec("dae_fifo", wt.fifo_table),
-        TableSpec("cross_gpu", wt.cross_gpu_table),
+        TableSpec("dae_sram", wt.sram_table, absent=_warp_model),
+        TableSpec("dae_fifo", wt.fifo_table, absent=_warp_model),
+        TableSpec("cross_gpu", wt.cross_gpu_table, absent=_warp_model),
     )),
     SectionSpec("INT32 against INT64 indices", (
         TableSpec("index_width", index_width_table,
@@ -148,13 +164,35 @@ SPMV_TABLES: tuple[str, ...] = tuple(t.name for s in SPMV_SECTIONS for t in s.ta
 FIGURE_FUNCS: dict[str, PlotFn] = {
     f.name: f.plot for s in SPMV_SECTIONS for t in s.tables for f in t.figures}
 
+#: Figure name -> the name of the table it is drawn under.
+FIGURE_TABLE: dict[str, str] = {
+    f.name: t.name for s in SPMV_SECTIONS for t in s.tables for f in t.figures}
+_TABLE_SPECS: dict[str, TableSpec] = {t.name: t for s in SPMV_SECTIONS for t in s.tables}
+
+
+def figure_plots(ctx: ReportContext) -> dict[str, PlotFn]:
+    """:data:`FIGURE_FUNCS` less the figures under a table the run cannot have
+    (:attr:`TableSpec.absent`: its section says why instead); a figure of a declared table
+    the run simply has no rows for is still called, and says why it has nothing to draw."""
+    return {name: plot for name, plot in FIGURE_FUNCS.items()
+            if name not in FIGURE_TABLE
+            or not _TABLE_SPECS[FIGURE_TABLE[name]].absent_reason(ctx)}
+
+
+def absent_reasons(ctx: ReportContext, section: SectionSpec) -> tuple[str, ...]:
+    """Why the run lacks some of ``section``'s tables, each reason once, in table order."""
+    return tuple(dict.fromkeys(r for t in section.tables if (r := t.absent_reason(ctx))))
+
 
 def build_spmv_tables(ctx: ReportContext) -> list[Table]:
-    """The run's SpMV tables, in report order: each declared table its builder made, named
-    as declared and naming the figures drawn under it."""
+    """The run's SpMV tables, in report order: each declared table its builder made (none
+    where the run cannot have it: :attr:`TableSpec.absent`), named as declared and naming the
+    figures drawn under it."""
     out = []
     for section in SPMV_SECTIONS:
         for spec in section.tables:
+            if spec.absent_reason(ctx):
+                continue
             table = spec.build(ctx)
             if table is not None:
                 out.append(replace(table, name=spec.name,

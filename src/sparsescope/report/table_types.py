@@ -89,6 +89,8 @@ class Column:
     """Python format spec for numbers (``,.1f``); empty: ``str``."""
     suffix: str = ""
     """Text glued after the number (``x`` for ratios shown as ``1.6x``)."""
+    code: bool = False
+    """Shown as code: a name the reader meets as written elsewhere (a kernel, a file)."""
 
     @property
     def unit(self) -> str:
@@ -130,6 +132,14 @@ def format_value(value: Any, fmt: str = "", suffix: str = "") -> str:
     return f"{value}{suffix}"
 
 
+def _cell_text(value: Any, column: Column) -> str:
+    """A cell's text; a :attr:`Column.code` value as an inline code span."""
+    text = format_value(value, column.fmt, column.suffix)
+    if column.code and value is not None and text and "`" not in text:
+        return f"`{text}`"
+    return text
+
+
 def json_safe(value: Any) -> Any:
     """Non-finite floats become None (JSON has no NaN); containers are walked."""
     value = plain(value)
@@ -164,10 +174,9 @@ class Table:
     def cells(self) -> list[list[str]]:
         """Formatted cell text, one list per row (or per column when vertical)."""
         if self.vertical:
-            return [[c.title, format_value(getattr(row, c.key), c.fmt, c.suffix)]
+            return [[c.title, _cell_text(getattr(row, c.key), c)]
                     for row in self.rows for c in self.columns]
-        return [[format_value(getattr(row, c.key), c.fmt, c.suffix) for c in self.columns]
-                for row in self.rows]
+        return [[_cell_text(getattr(row, c.key), c) for c in self.columns] for row in self.rows]
 
     def headers(self) -> list[str]:
         if self.vertical:

@@ -33,13 +33,15 @@ RUN_TABLES = ("device", "matrices", "provenance")
 
 
 def build_tables(runset: RunSet, *, specs: Sequence[DeviceSpec] | None = None,
-                 ctx: ReportContext | None = None, spmv: bool = True) -> list[Table]:
+                 ctx: ReportContext | None = None, spmv: bool = True,
+                 reference_gpu: str | None = None) -> list[Table]:
     """Every table of the report, in report order (``specs`` replaces the spec table): the
-    :data:`RUN_TABLES` around SpMV's tables (declared in :mod:`sparsescope.report.spmv_layout`).
+    :data:`RUN_TABLES` around SpMV's tables (declared in :mod:`sparsescope.report.spmv_layout`);
+    ``reference_gpu``: the GPU of a CPU run's warp model (``report.context``).
 
     ``spmv=False`` (a run of other ops only, whose own tables come with their sections): only
     the :data:`RUN_TABLES`, the device's reading naming the bandwidth those sections use."""
-    ctx = ctx or build_context(runset, specs=specs)
+    ctx = ctx or build_context(runset, specs=specs, reference_gpu=reference_gpu)
     spmv_tables = build_spmv_tables(ctx) if spmv else []
     return [device_table(ctx, spmv=spmv), matrices_table(ctx), *spmv_tables,
             provenance_table(ctx)]

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from sparsescope.report.byte_models import own_model
+from sparsescope.report.ceiling_causes import peak_cause
 from sparsescope.report.context import ReportContext
 from sparsescope.report.table_types import MB, Column, Table, adaptive_fmt, bw_text, span
+from sparsescope.timing.modes import mode_suffix
 
 UNSTABLE_COV_PCT = 10.0
 """Above this coefficient of variation a timing is flagged as unstable in the reading."""
@@ -85,7 +88,8 @@ def timing_table(ctx: ReportContext) -> Table:
         ))
     columns = [
         Column("label", "Case"), Column("nnz", "NNZ", ",d"),
-        Column("time_ms", f"Time, {ctx.runset.timing.statistic}", ".4f"),
+        Column("time_ms", f"Time, {ctx.runset.timing.statistic}"
+                          f"{mode_suffix(ctx.runset.timing)}", ".4f"),
         Column("mean_ms", "Mean", ".4f"), Column("std_ms", "Std", ".4f"),
         Column("cov_pct", "CoV", ".1f"),
         Column("eff_bw_gb_s", "Eff. BW", adaptive_fmt([r.eff_bw_gb_s for r in rows])),
@@ -109,7 +113,7 @@ def timing_table(ctx: ReportContext) -> Table:
         basis += f", and against the measured copy bandwidth {bw_text(ctx.measured_copy_gb_s)} GB/s"
     return Table("timing", "Timing and throughput", tuple(columns), tuple(rows),
                  _timing_reading(ctx, rows),
-                 basis=basis + ".")
+                 basis=basis + ". " + own_model(ctx))
 
 
 def _model_fields(v) -> dict:
@@ -120,10 +124,11 @@ def _model_fields(v) -> dict:
             "above_peak": v.model.above_peak}
 
 
-def above_peak_text(rows) -> str:
-    """One sentence per case above 100 % by its own bytes, with its cause ("" when none)."""
-    flagged = [r for r in rows if getattr(r, "above_peak", "")]
-    return " ".join(f"**Above the ceiling:** {r.label} reads {r.above_peak}." for r in flagged)
+def above_peak_text(ctx: ReportContext, labels=None) -> str:
+    """One sentence per case above 100 % by its own bytes, with its cause (``because``), ""
+    when none is; ``labels``: only those cases."""
+    causes = [peak_cause(ctx, v) for v in ctx.cases if labels is None or v.label in labels]
+    return " ".join(f"**Above the ceiling:** {c}." for c in causes if c)
 
 
 def _timing_reading(ctx: ReportContext, rows: list[TimingRow]) -> str:
@@ -147,7 +152,7 @@ def _timing_reading(ctx: ReportContext, rows: list[TimingRow]) -> str:
     if any(r.bytes_basis == "declared" for r in rows):
         text += (" Bytes, % of peak and floor use each backend's own format (its declared "
                  "traffic); the INT32-CSR-equivalent column compares formats by time alone.")
-    flags = above_peak_text(rows)
+    flags = above_peak_text(ctx)
     return text + (" " + flags if flags else "")
 
 
@@ -168,8 +173,11 @@ def floor_table(ctx: ReportContext) -> Table:
         reading = (f"Floors range {span([r.floor_ms for r in rows], '.4f')} ms at "
                    f"{bw_text(ctx.bw_gb_s)} GB/s; measured times sit "
                    f"{span([r.gap_vs_floor_x for r in rows])}x above them.")
+        flags = above_peak_text(ctx)
+        reading += " " + flags if flags else ""
     else:
         reading = "No timed case, so no floor to compare with."
     return Table("floor", "Physical floor (bytes / bandwidth) against measured time",
                  tuple(columns), rows, reading,
-                 basis=f"floor = bytes / {bw_text(ctx.bw_gb_s)} GB/s ({ctx.bw_label}).")
+                 basis=f"floor = bytes / {bw_text(ctx.bw_gb_s)} GB/s ({ctx.bw_label}). "
+                       + own_model(ctx))

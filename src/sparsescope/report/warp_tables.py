@@ -1,9 +1,10 @@
 """Warp-based tables: Little's law, latency sensitivity, DAE, FIFO depth and SRAM, cross-GPU.
 
-They describe a GPU: the run's own when the cases ran on one, else ``RunSet.reference_gpu``
-(see :mod:`sparsescope.report.context`), and every reading says which. On a CPU run the per-case
-DAE numbers apply the case's % of the CPU's peak to the reference GPU's ceilings: a what-if,
-stated as such.
+They describe a GPU: the run's own when the cases ran on one, else the reference GPU the user
+named (see :mod:`sparsescope.report.context`), and every reading says which. A reference GPU's
+tables use its spec alone: no case measured on a CPU is compared with its ceilings (the
+per-case DAE table is a GPU run's only, ``report.spmv_layout``). A case above a ceiling the
+table states gets its cause (:mod:`sparsescope.report.ceiling_causes`).
 
 Optional per-case inputs read from ``CaseResult.counters`` (profiler readings attached to a
 case): ``cpi`` and ``long_scoreboard_cycles`` (the CPI-based DAE speedup, seed 000 section 7.7)
@@ -27,8 +28,10 @@ from sparsescope.model import (
     sram_cost_table,
 )
 from sparsescope.model.littles_law import LINE_BYTES
+from sparsescope.report.ceiling_causes import cause_above, lines_needed
 from sparsescope.report.context import CaseView, ReportContext
 from sparsescope.report.dae_validated import gain_text
+from sparsescope.report.labels import label
 from sparsescope.report.table_types import Column, Table, adaptive_fmt, span
 
 
@@ -64,15 +67,36 @@ def _ll(ctx: ReportContext, latency_ns: float | None = None):
 
 
 def _reference(ctx: ReportContext) -> str:
-    return (f"Computed for the reference GPU {ctx.gpu.name}, not the CPU that ran the cases "
-            f"(Little's law in warps does not describe a CPU). ")
+    return (f"Computed for the reference GPU {ctx.gpu.name} from its spec, not for the CPU that "
+            f"ran the cases (warps do not describe a CPU). ")
 
 
-def _what_if(ctx: ReportContext) -> str:
-    if ctx.gpu_is_run_device:
+def cases_above_ceilings(ctx: ReportContext, ceilings: list[tuple[float, str, float]]) -> str:
+    """One sentence for the (ceiling %, name, lines per warp it counts) the run's cases exceed:
+    how many run above each, and why, from the fastest case (the lines in flight it takes:
+    ``ceiling_causes``); "" when none is exceeded."""
+    best, n = ctx.best, len(ctx.cases)
+    above = [(c, name, lines, sum(v.metrics.pct_peak > c for v in ctx.cases))
+             for c, name, lines in ceilings]
+    above = [a for a in above if a[3]]
+    if best is None or not above:
         return ""
-    return (f" Case percentages are of the CPU's own bandwidth, applied to {ctx.gpu.name}: "
-            f"a what-if, not a GPU measurement.")
+    verb = {0: lambda k: " runs" if k == 1 else " run"}
+    runs = [f"{count}{verb.get(i, lambda k: '')(count)} above the {c:.1f} % {name} ceiling"
+            for i, (c, name, _, count) in enumerate(above)]
+    listed = runs[0] if len(runs) == 1 else ", ".join(runs[:-1]) + " and " + runs[-1]
+    counted = [f"{lines:g}" for _, _, lines, _ in above]
+    counts = counted[0] if len(counted) == 1 else ", ".join(counted[:-1]) + " and " + counted[-1]
+    pct = best.metrics.pct_peak
+    need = lines_needed(pct, above[0][0], above[0][2])
+    which = "that ceiling counts" if len(above) == 1 else "these ceilings count"
+    why = (f"{which} {counts} of a 128-byte line in flight per resident warp at "
+           f"{ctx.latency_ns:,.0f} ns, and the fastest, {best.label}, at {pct:.1f} % takes at "
+           f"least {need:.2f} lines per warp: the kernels keep more in flight per warp than "
+           f"the ceilings count (independent loads)")
+    if ctx.latency_source != "measured":
+        why += f", or the DRAM latency is below the {ctx.latency_ns:,.0f} ns estimate"
+    return f" Of the {n} cases, {listed}, because {why}."
 
 
 @dataclass(frozen=True)
@@ -132,11 +156,12 @@ def littles_law_table(ctx: ReportContext) -> Table:
                    f"dependent-load chain.")
     verdict += (f" At {occupancy:.0f} % occupancy the naive chain ceiling is "
                 f"{row.occupancy_adjusted_ceiling_pct:.1f} %.")
-    best = ctx.best
-    if ctx.gpu_is_run_device and best is not None:
-        side = "above" if best.metrics.pct_peak > ll.dep_chain_ceiling_pct else "below"
-        verdict += (f" The best case ({best.label}, {best.metrics.pct_peak:.1f} %) is {side} the "
-                    f"dependent-chain ceiling.")
+    if ctx.gpu_is_run_device:  # the run's own cases against each ceiling stated here
+        verdict += cases_above_ceilings(ctx, [
+            (ll.bw_ceiling_pct, "Little's-law", 1.0),
+            (ll.dep_chain_ceiling_pct, "dependent-chain", 0.5),
+            (row.occupancy_adjusted_ceiling_pct, f"{occupancy:.0f} %-occupancy chain",
+             0.5 * occupancy / 100)])
     if not ctx.gpu_is_run_device:
         verdict = _reference(ctx) + verdict
     cols = (Column("gpu", "GPU"), Column("bw_gb_s", "Peak bandwidth", ",.0f"),
@@ -183,7 +208,8 @@ class SensitivityRow:
 
 
 def sensitivity_table(ctx: ReportContext) -> Table:
-    g, best = ctx.gpu, ctx.best
+    # A case's % of peak belongs to the GPU that ran it: none on a reference GPU.
+    g, best = ctx.gpu, ctx.best if ctx.gpu_is_run_device else None
     latencies = sorted(set(SENSITIVITY_LATENCIES_NS) | {float(ctx.latency_ns)})
     current = best.metrics.pct_peak if best is not None else None
     rows = tuple(SensitivityRow(
@@ -201,24 +227,32 @@ def sensitivity_table(ctx: ReportContext) -> Table:
         speedups = "; ".join(f"{r.latency_ns:,.0f} ns: {r.dae_speedup_text}" for r in rows)
         reading += (f" BW-based DAE speedup of the best case ({best.label}, {current:.1f} %): "
                     f"{speedups}.")
-        if ctx.gpu_is_run_device and current > 0:
+        if current > 0:
             # Latency at which the Little's-law ceiling falls to the best measured %:
             # max_warps x SMs x line / (pct x bw); bytes / (GB/s) is ns.
             limit = g.max_warps_per_sm * g.sm_count * LINE_BYTES * 100 / (current * g.peak_bw_gb_s)
-            reading += (f" Above {limit:,.0f} ns the ceiling would fall below the best measured "
-                        f"case, so the effective latency is at most ~{limit:,.0f} ns.")
+            used = next(r for r in rows if r.primary)
+            above = cause_above(ctx, current, used.bw_ceiling_pct)
+            if above:
+                reading += f" At the {ctx.latency_ns:,.0f} ns used, the best case's {above}."
+            else:
+                reading += (f" With one line in flight per warp, the best measured case needs a "
+                            f"latency of at most ~{limit:,.0f} ns; above it the ceiling falls "
+                            f"below that case.")
     if not ctx.gpu_is_run_device:
-        reading = _reference(ctx) + reading + _what_if(ctx)
-    return Table("latency_sensitivity", f"DRAM latency sensitivity: {g.name}", (
+        reading = _reference(ctx) + reading
+    columns = [
         Column("latency_ns", "DRAM latency", ",.0f"), Column("primary", "Used in tables"),
         Column("required_warps_per_sm", "Required warps/SM", ".1f"),
         Column("bw_ceiling_pct", "Little's-law ceiling", ".1f"),
         Column("bw_ceiling_gb_s", "Little's-law ceiling", ",.0f"),
         Column("dep_chain_ceiling_pct", "Dep-chain ceiling", ".1f"),
         Column("dep_chain_ceiling_gb_s", "Dep-chain ceiling", ",.0f"),
-        Column("dae_ceiling_pct", "DAE ceiling (depth 2)", ".1f"),
-        Column("dae_speedup_text", "DAE speedup, best case")), rows, reading,
-        basis=ctx.warp_basis())
+        Column("dae_ceiling_pct", "DAE ceiling (depth 2)", ".1f")]
+    if best is not None:
+        columns.append(Column("dae_speedup_text", "DAE speedup, best case"))
+    return Table("latency_sensitivity", f"DRAM latency sensitivity: {g.name}", tuple(columns),
+                 rows, reading, basis=ctx.warp_basis())
 
 
 @dataclass(frozen=True)
@@ -234,16 +268,25 @@ class DaeRow:
     """current bandwidth x speedup."""
     bw_speedup_x: float
     limited_by: str
+    """What caps the gain: ``mlp_gain`` (doubled memory-level parallelism) or
+    ``littles_law`` (the ceiling); shown through :func:`~sparsescope.report.labels.label`."""
     cpi: float | None
     projected_cpi: float | None
     cpi_speedup_x: float | None
     ceiling_pct: float = 100.0
     """The Little's-law ceiling the BW-based speedup is capped by."""
 
+    above_ceiling: str = ""
+    """Why the case runs above the Little's-law ceiling ("" when it does not)."""
+
     @property
     def bw_speedup_text(self) -> str:
         """The speedup, or "no gain: limited by ..." below 1 (never a speedup under 1)."""
         return gain_text(self.bw_speedup_x, ceiling_name(self.ceiling_pct))
+
+    @property
+    def limited_by_text(self) -> str:
+        return label(self.limited_by)
 
 
 def _dae_reading(rows: list[DaeRow], ceiling: float) -> str:
@@ -267,6 +310,9 @@ def _dae_reading(rows: list[DaeRow], ceiling: float) -> str:
                    else "MLP-limited")
             reading += f"; {low.label} least ({low.bw_speedup_text}, {why})"
     reading += "."
+    above = [r for r in rows if r.above_ceiling]
+    if above:
+        reading += " " + " ".join(f"{r.label}: {r.above_ceiling}." for r in above)
     cpis = [r.cpi_speedup_x for r in rows if r.cpi_speedup_x is not None]
     if cpis:
         reading += (f" Removing Long Scoreboard stalls from the measured CPI gives "
@@ -285,20 +331,19 @@ def dae_table(ctx: ReportContext) -> Table:
         rows.append(DaeRow(v.label, v.metrics.eff_bw_gb_s, p.current_pct, p.predicted_pct,
                            v.metrics.eff_bw_gb_s * p.speedup, p.speedup, p.limited_by,
                            c.cpi if c else None, c.projected_cpi if c else None,
-                           c.speedup if c else None, ll.bw_ceiling_pct))
+                           c.speedup if c else None, ll.bw_ceiling_pct,
+                           cause_above(ctx, p.current_pct, ll.bw_ceiling_pct)))
     bw = adaptive_fmt([r.current_bw_gb_s for r in rows])
     columns = [Column("label", "Case"), Column("current_bw_gb_s", "Current BW", bw),
                Column("current_pct", "Current % of peak", ".1f"),
                Column("predicted_pct", "With DAE % of peak", ".1f"),
                Column("predicted_bw_gb_s", "With DAE BW", bw),
                Column("bw_speedup_text", "BW-based speedup"),
-               Column("limited_by", "Limited by")]
+               Column("limited_by_text", "Limited by")]
     if any(r.cpi is not None for r in rows):
         columns += [Column("cpi", "CPI", ".1f"), Column("projected_cpi", "CPI without LSB", ".1f"),
                     Column("cpi_speedup_x", "CPI-based speedup", ".2f", "x")]
     reading = _dae_reading(rows, ll.bw_ceiling_pct)
-    if not ctx.gpu_is_run_device:
-        reading = _reference(ctx) + reading + _what_if(ctx)
     return Table("dae", f"DAE what-if per case: {ctx.gpu.name}", tuple(columns), tuple(rows),
                  reading,
                  basis=ctx.warp_basis() + f" Little's-law ceiling {ll.bw_ceiling_pct:.1f} %.")
@@ -419,10 +464,13 @@ def cross_gpu_table(ctx: ReportContext) -> Table:
                    f"({least.required_warps_per_sm:.1f}, ceiling {least.bw_ceiling_pct:.1f} %).")
         here = next((r for r in rows if r.this_run and r.current_pct is not None), None)
         if here is not None:
-            reading += (f" {here.gpu} (this run) reaches {here.current_pct:.1f} % at best; DAE "
-                        f"would give {here.dae_speedup_text}.")
+            above = cause_above(ctx, here.current_pct, here.bw_ceiling_pct)
+            reading += (f" {here.gpu} (this run) reaches {here.current_pct:.1f} % at best"
+                        + (f": {above}" if above else "")
+                        + f"; DAE would give {here.dae_speedup_text}.")
         elif not ctx.gpu_is_run_device:
-            reading += " The cases ran on a CPU, so no GPU has a measured % of peak."
+            reading += (f" The cases ran on a CPU, so no GPU has a measured % of peak; "
+                        f"{ctx.gpu.name} is the reference GPU.")
     else:
         reading = "The spec table holds no GPU."
     return Table("cross_gpu", "Cross-GPU Little's law and DAE", (

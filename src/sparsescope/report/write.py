@@ -78,7 +78,8 @@ def write_report(runset: RunSet, out_dir: str | os.PathLike, *,
                  extra_sections: Sequence[tuple[str, str]] = (),
                  specs: Sequence[DeviceSpec] | None = None, progress: bool = True,
                  note: str | None = None, profiles: Sequence[Any] = (),
-                 labels: Sequence[str] | None = None) -> ReportPaths:
+                 labels: Sequence[str] | None = None,
+                 reference_gpu: str | None = None) -> ReportPaths:
     """Compute every section of ``runset`` and write the report into ``out_dir``.
 
     Each op present contributes the section its registry entry names
@@ -86,6 +87,9 @@ def write_report(runset: RunSet, out_dir: str | os.PathLike, *,
     pairs appended by later stages (profiling, SASS). ``specs`` replaces the spec table.
     ``profiles`` / ``labels``: Nsight Compute records of profiled cases, for the op sections
     that show them. ``progress`` shows a bar on stderr while figures are drawn.
+    ``reference_gpu``: the GPU whose warp model a CPU run's report computes (over the one the
+    run named, ``RunSet.reference_gpu``); without either, a CPU run's report has none and says
+    why.
 
     A table or figure of this report not made this time is removed from ``out_dir`` if an
     earlier report left it there: the folder never shows what the text does not.
@@ -97,11 +101,12 @@ def write_report(runset: RunSet, out_dir: str | os.PathLike, *,
     checked = _check_sections(extra_sections)
     out = Path(out_dir)
     runset = with_profile_counters(runset, profiles, labels)
-    ctx = build_context(runset, specs=specs)
+    ctx = build_context(runset, specs=specs, reference_gpu=reference_gpu)
     run_tables = {t.name: t for t in build_tables(runset, ctx=ctx, spmv=False)}
     inputs = SectionInputs(figures_dir=out / "figures", profiles=profiles, labels=labels,
                            progress=progress and sys.stderr.isatty())
-    sections = op_sections(runset, inputs, overrides={spmv_section: {"specs": specs}})
+    sections = op_sections(runset, inputs, overrides={
+        spmv_section: {"specs": specs, "reference_gpu": reference_gpu}})
     own_device = next((s.device for s in sections if s.device is not None), None)
     if own_device is not None:  # an op that reads the device its own way (SpMV's % of peak)
         run_tables["device"] = own_device[0]

@@ -6,8 +6,8 @@ So a run takes them from the ``ceilings_cache`` table of the results store
 (:meth:`ResultsStore.load_ceilings`), keyed by
 :func:`sparsescope.hardware.cpu_ceilings.machine_key` (protocol version, hostname, CPU model,
 logical cores, RAM); the first run on a machine measures them
-(:func:`sparsescope.hardware.cpu_ceilings.measure_cpu_ceilings`: best of 7 trials, with their
-spread) and caches them. ``sparsescope ceilings --refresh`` measures them again and replaces
+(:func:`sparsescope.hardware.cpu_ceilings.measure_cpu_ceilings`: best of 3 to 7 trials, with
+their spread) and caches them. ``sparsescope ceilings --refresh`` measures them again and replaces
 the cached figures. The cache never expires on its own: refresh after a hardware, BIOS or BLAS
 change.
 

@@ -1,8 +1,9 @@
 """RunSet <-> versioned JSON, validated on read.
 
 The layout is the records' own: one JSON object per dataclass, with its field names. Reading
-checks ``schema_version``, every field's presence and type (driven by the records' type hints)
-and the enumerations, and names the JSON path of the first problem, e.g.
+checks ``schema_version``, every field's presence and type (driven by the records' type
+hints), the enumerations and the stage times (known stages adding up to their wall time),
+and names the JSON path of the first problem, e.g.
 ``cases[3].outcome: expected one of ok/skipped/failed, got 'great'``.
 
 Round trips are exact: tuples come back as tuples, raw timing samples are kept, and non-finite
@@ -24,6 +25,7 @@ from typing import Any
 from sparsescope._atomic import write_text_atomic
 from sparsescope.errors import ResultsFormatError
 from sparsescope.results.records import OUTCOMES, SCHEMA_VERSION, RunSet
+from sparsescope.timing.types import TIMING_MODES
 
 _NONFINITE = {"Infinity": math.inf, "-Infinity": -math.inf, "NaN": math.nan}
 
@@ -34,6 +36,8 @@ _ENUMS = {
     ("TimingConfig", "statistic"): ("median", "mean", "min"),
     ("TimingConfig", "clock"): ("host", "cuda-events"),
     ("Measurement", "clock"): ("host", "cuda-events"),
+    ("TimingConfig", "mode"): TIMING_MODES,
+    ("CaseResult", "timing_mode"): TIMING_MODES,
 }
 
 
@@ -184,6 +188,29 @@ def _check_record(record: Any, path: str) -> None:
         _fail(f"{path}.samples_ms", "expected at least one sample")
     if name == "CaseResult" and record.outcome == "ok" and record.measurement is None:
         _fail(f"{path}.measurement", "an ok case must carry its measurement")
+    if name == "StageTimes":
+        _check_stage_times(record, path)
+
+
+def _check_stage_times(times: Any, path: str) -> None:
+    """Known stages, no negative or non-finite seconds, and the stages adding up to the wall
+    time (each second is in exactly one stage; float rounding aside)."""
+    from sparsescope.stages import OTHER, STAGES
+
+    for key, value in times.seconds.items():
+        if key not in (*STAGES, OTHER):
+            _fail(f"{path}.seconds.{key}", f"unknown stage; stages: {', '.join(STAGES)}, "
+                                           f"{OTHER}")
+        if not (math.isfinite(value) and value >= 0):
+            _fail(f"{path}.seconds.{key}", f"expected seconds >= 0, got {value!r}")
+    for key in ("wall_s", "queue_s", "transfer_s"):
+        value = getattr(times, key)
+        if value is not None and not (math.isfinite(value) and value >= 0):
+            _fail(f"{path}.{key}", f"expected seconds >= 0, got {value!r}")
+    total = math.fsum(times.seconds.values())
+    if times.seconds and abs(total - times.wall_s) > 1e-6 * times.wall_s + 1e-9:
+        _fail(f"{path}.seconds", f"the stages add up to {total!r} s, not the wall time "
+                                 f"{times.wall_s!r} s")
 
 
 def runset_from_dict(d: Any) -> RunSet:

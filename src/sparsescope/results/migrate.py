@@ -71,11 +71,12 @@ def _migrate_case(case: dict) -> dict:
 
 
 def migrate(data: Any) -> Any:
-    """``data`` (a parsed results file) in the current layout; other versions untouched."""
-    if not isinstance(data, dict) or data.get("schema_version") != 1:
+    """``data`` (a parsed results file) in the current layout; other versions untouched.
+    Schema 2 -> 3 only adds stage times, which an older file does not have (None)."""
+    if not isinstance(data, dict) or data.get("schema_version") not in (1, 2):
         return data
     cases = data.get("cases")
-    if isinstance(cases, list):
+    if isinstance(cases, list) and data["schema_version"] == 1:
         data["cases"] = [_migrate_case(dict(c)) if isinstance(c, dict) else c for c in cases]
-    data["schema_version"] = 2
+    data["schema_version"] = 3
     return data

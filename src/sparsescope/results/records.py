@@ -14,11 +14,13 @@ from sparsescope.model.case_model import CaseModel
 from sparsescope.model.prediction import ModelPrediction
 from sparsescope.model.traffic import Traffic
 from sparsescope.ops.params import OpDerived, OpParams
+from sparsescope.stages import StageTimes
 from sparsescope.timing.types import Measurement, TimingConfig
 
 #: Bumped on any incompatible change of the JSON layout; readers refuse other versions but
-#: migrate older ones they know (``results.migrate``).
-SCHEMA_VERSION = 2
+#: migrate older ones they know (``results.migrate``). 3: stage times (``CaseResult.stages``,
+#: ``RunSet.stages``), absent (None) in files of schema 1 and 2.
+SCHEMA_VERSION = 3
 
 OUTCOMES = ("ok", "skipped", "failed")
 
@@ -95,6 +97,10 @@ class CaseResult:
     """Timing with raw samples; None unless outcome is ok."""
     correctness: Correctness | None = None
     """Error against float64; present whenever the backend produced an output."""
+    timing_mode: str = "latency"
+    """The timing protocol's mode the case was (or would have been) timed in: ``latency``
+    (each call on its own) or ``throughput`` (calls back to back, L2 warm;
+    ``timing.modes``). Results older than the modes were all latency."""
     params: OpParams = field(default_factory=OpParams)
     """The op's parameters (``SpmmParams(k=64, layout="row")``; the record type is the op's,
     named in the registry table)."""
@@ -114,6 +120,10 @@ class CaseResult:
     notes: dict[str, str] = field(default_factory=dict, compare=False)
     """Free-text facts of the backend for people (kernel chosen, launch shape); no code reads
     a value back from here."""
+    stages: StageTimes | None = field(default=None, compare=False)
+    """Where the case's wall time went (load, float64 reference, prepare, SASS and plan,
+    prediction, check, timing, ...; a sweep case also its queue and transfer times); None for
+    results older than schema 3. Not compared: two runs of one case differ in it."""
 
     def __post_init__(self) -> None:
         # A case built without params/derived gets its op's own records (their defaults), as
@@ -175,4 +185,8 @@ class RunSet:
     """DRAM latency the model used (the spec's estimate unless overridden)."""
     reference_gpu: str = "H200"
     """GPU whose datasheet drives the model tables when the cases ran on a CPU."""
+    stages: StageTimes | None = field(default=None, compare=False)
+    """Where the run's wall time went, stage by stage, in total (the cases' stages plus the
+    run's own: device ceilings, report); None for a sweep (see its cases) and for results
+    older than schema 3."""
     schema_version: int = SCHEMA_VERSION

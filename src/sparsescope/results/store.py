@@ -47,6 +47,9 @@ CREATE TABLE IF NOT EXISTS ceilings_cache (
     machine_key TEXT PRIMARY KEY, device TEXT NOT NULL, measured_utc TEXT NOT NULL,
     json TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS sweep_sources (
+    ref TEXT PRIMARY KEY, identity TEXT NOT NULL, matrix_hash TEXT NOT NULL
+);
 """
 
 
@@ -304,6 +307,21 @@ class ResultsStore:
                 "SELECT matrix_hash, backend, op, params, json FROM sweep_cases "
                 "WHERE device = ? AND version = ?", (device, version)).fetchall()
         return {tuple(row[:4]): row[4] for row in rows}
+
+    def source_hashes(self) -> dict[str, tuple[str, str]]:
+        """Sweep source reference -> ``(identity, matrix content hash)`` remembered by
+        :meth:`remember_sources`."""
+        with self._connect() as con:
+            rows = con.execute("SELECT ref, identity, matrix_hash FROM sweep_sources").fetchall()
+        return {ref: (identity, digest) for ref, identity, digest in rows}
+
+    def remember_sources(self, rows: Sequence[tuple[str, str, str]]) -> None:
+        """Remember each ``(ref, identity, matrix_hash)`` of a sweep source that was loaded
+        (one row per reference, the latest): a sweep resumed while the source has the same
+        identity (its file unchanged, ``sweep.source_facts``) knows its content hash, and so
+        its stored cases, without loading it (issue 35)."""
+        with self._connect() as con:
+            con.executemany("INSERT OR REPLACE INTO sweep_sources VALUES (?, ?, ?)", rows)
 
 
 #: ``PRAGMA user_version`` of the store: 0 = runs, cases and ceilings_cache only; 2 = with

@@ -3,9 +3,11 @@
 
 Each row of :func:`result_rows`: ``matrix``, ``backend``, ``median_ms``, ``cv`` (std / mean of
 the samples), ``rel_err`` (against float64), ``eff_bw_gb_s`` and ``pct_copy_bw``. The last two
-use one byte model for every backend -- INT32 indices, y written only
-(``sparsescope.model.spmv_traffic(index_bytes=4, y_read=False)``), the fewest bytes the matrix
-needs -- so they compare backends by time alone::
+use one byte model per op for every backend -- the op's own model (``Op.model_bytes`` of
+``Op.traffic_for``) at INT32 indices with y written only, the fewest bytes the case needs
+(SpMV: ``spmv_traffic(index_bytes=4, y_read=False)``; SpMM: the compulsory bytes, A once, X
+once, Y written; slice: the dense bound), each named in :data:`BYTE_MODELS` -- so they compare
+backends by time alone::
 
     eff_bw_gb_s = bytes_int32 / median_time        pct_copy_bw = 100 * eff_bw / copy_bw
 
@@ -20,6 +22,14 @@ two machines). Per (matrix, backend, op)::
 A row *agrees* when spread <= ``within``. Only ok cases count as timed; a case timed in one run
 and not in the other is a disagreement, a case timed in neither is ``untimed`` and left out of
 the verdict (:func:`compare_summary`).
+
+:func:`stage_table`: where a run's time went (``RunSet.stages``, ``CaseResult.stages``), one
+:class:`StageRow` per stage with its seconds and its share of the wall time::
+
+    share = stage seconds / wall seconds        (the stages and "other" sum to the wall)
+
+A sweep records no run total (its cases run on several workers at once): its table is the sum
+over its cases, the wall being the workers' time on them.
 """
 
 from __future__ import annotations
@@ -28,11 +38,20 @@ import statistics
 from dataclasses import dataclass
 
 from sparsescope.model.prediction import OLDER_THAN_MODEL
-from sparsescope.model.spmv import spmv_traffic
-from sparsescope.results.records import CaseResult, RunSet
+from sparsescope.ops.registry import get_op
+from sparsescope.results.records import CaseResult, MatrixRecord, RunSet
+from sparsescope.stages import LABELS, OTHER, STAGES, StageTimes, summed
 
 BYTE_MODEL = "spmv_traffic(index_bytes=4, y_read=False): INT32 indices, y written"
-"""The one byte model :func:`result_rows` judges every backend by."""
+"""The one byte model :func:`result_rows` judges every SpMV backend by."""
+BYTE_MODELS = {
+    "spmv": BYTE_MODEL,
+    "spmm": "spmm_traffic(index_bytes=4).compulsory_bytes: A as INT32 CSR once, X read once, "
+            "Y written",
+    "slice": "slice_traffic(index_bytes=4).dense_bytes: the selected rows read as INT32 CSR, "
+             "the dense output written once",
+}
+"""Op -> the byte model :func:`result_rows` judges each of its backends by."""
 SPREAD_FORMULA = "|a - b| / min(a, b) of the two medians"
 STATUSES = ("agree", "differ", "only_a", "only_b", "untimed")
 """A compared row's status: both timed and within / not within, timed in one run only, in
@@ -51,7 +70,7 @@ class ResultRow:
     rel_err: float | None
     """Against the float64 reference."""
     eff_bw_gb_s: float | None
-    """The INT32, y-written bytes over the median time."""
+    """The op's INT32, y-written bytes (:data:`BYTE_MODELS`) over the median time."""
     pct_copy_bw: float | None
     """``eff_bw_gb_s`` as a % of the run's measured copy bandwidth (None without one)."""
     outcome: str
@@ -89,20 +108,34 @@ def prediction_fields(case: CaseResult) -> PredictionFields:
                             p.not_modelled or None)
 
 
+def byte_model_label(op: str) -> str:
+    """The byte model the bandwidth columns use for ``op``'s cases (:data:`BYTE_MODELS`; an
+    op registered elsewhere: its own ``model_bytes`` at INT32 indices, y written)."""
+    return BYTE_MODELS.get(op, f"{op}: Op.model_bytes(traffic_for(index_bytes=4, "
+                               f"y_read=False)), INT32 indices, y written")
+
+
+def int32_bytes(case: CaseResult, matrix: MatrixRecord) -> int:
+    """The bytes of ``case`` by its op's byte model at INT32 indices, y written only
+    (:func:`byte_model_label`), whatever widths the backend ran with."""
+    st, op = matrix.stats, get_op(case.op)
+    traffic = op.traffic_for(st.rows, st.cols, st.nnz, case.params, case.derived,
+                             value_bytes=case.value_bytes, index_bytes=4, y_read=False)
+    return op.model_bytes(traffic).total_bytes
+
+
 def result_rows(runset: RunSet) -> list[ResultRow]:
     """One :class:`ResultRow` for every case of ``runset``, in the run's order."""
-    stats = {m.name: m.stats for m in runset.matrices}
+    matrices = {m.name: m for m in runset.matrices}
     copy_bw = runset.ceilings.copy_bw_gb_s
     rows = []
     for case in runset.cases:
         m = case.measurement
         median = m.median_ms if m is not None else None
         eff = pct = None
-        st = stats.get(case.matrix)
-        if median is not None and median > 0 and st is not None:
-            traffic = spmv_traffic(st.rows, st.cols, st.nnz, value_bytes=case.value_bytes,
-                                   index_bytes=4, y_read=False)
-            eff = traffic.total_bytes / (median * 1e-3) / 1e9
+        matrix = matrices.get(case.matrix)
+        if median is not None and median > 0 and matrix is not None:
+            eff = int32_bytes(case, matrix) / (median * 1e-3) / 1e9
             pct = 100.0 * eff / copy_bw if copy_bw else None
         p = prediction_fields(case)
         rows.append(ResultRow(
@@ -213,3 +246,75 @@ def compare_summary(rows: list[CompareRow], within: float) -> CompareSummary:
         max_spread_case=(worst.matrix, worst.backend) if worst else None,
         median_spread=statistics.median(r.spread for r in compared) if compared else None,
         all_within=bool(compared) and counts["agree"] + counts["untimed"] == len(rows))
+
+
+# ----------------------------------------------------------------------------- stages
+
+@dataclass(frozen=True)
+class StageRow:
+    """One stage of a run (or of a case): its seconds and its share of the wall time."""
+
+    stage: str
+    """The stage's key (``timing``; ``other`` for time in no stage)."""
+    label: str
+    """How tables name it (``first run + check``)."""
+    seconds: float
+    share: float
+    """seconds / the wall time (0..1)."""
+
+
+@dataclass(frozen=True)
+class CaseStages:
+    """Where one case's time went."""
+
+    matrix: str
+    backend: str
+    params: str
+    """The case's parameters (``OpParams.label()``)."""
+    wall_s: float
+    rows: tuple[StageRow, ...]
+    """Every stage of :data:`~sparsescope.stages.STAGES`, then ``other``."""
+    queue_s: float | None
+    """A sweep case: submitted by the client -> started on a worker (not in ``wall_s``)."""
+    transfer_s: float | None
+    """A sweep case: finished on the worker -> decoded by the client (not in ``wall_s``)."""
+
+
+@dataclass(frozen=True)
+class StageTable:
+    """Where a run's time went (:func:`stage_table`)."""
+
+    basis: str
+    """``run``: the run's own clock, start to report; ``cases``: the sum over its cases (a
+    sweep); ``none``: the results predate stage times (schema < 3)."""
+    wall_s: float | None
+    rows: tuple[StageRow, ...]
+    """Every stage, then ``other``; empty when ``basis`` is ``none``."""
+    queue_s: float | None
+    """Summed over the cases that have one (a sweep)."""
+    transfer_s: float | None
+    cases: tuple[CaseStages, ...]
+    """The cases that carry stage times, in the run's order."""
+
+
+def stage_rows(times: StageTimes) -> tuple[StageRow, ...]:
+    """Every stage of ``times`` (0 s where it did not happen), then ``other``."""
+    return tuple(StageRow(stage=name, label=LABELS[name], seconds=times.of(name),
+                          share=times.share(name)) for name in (*STAGES, OTHER))
+
+
+def stage_table(runset: RunSet) -> StageTable:
+    """Where ``runset``'s time went: the run's own stage times, else (a sweep) the sum over
+    its cases, else (an older file) ``basis="none"`` with no rows."""
+    cases = tuple(CaseStages(matrix=c.matrix, backend=c.backend, params=c.params.label(),
+                             wall_s=c.stages.wall_s, rows=stage_rows(c.stages),
+                             queue_s=c.stages.queue_s, transfer_s=c.stages.transfer_s)
+                  for c in runset.cases if c.stages is not None)
+    over_cases = summed(c.stages for c in runset.cases if c.stages is not None)
+    total, basis = ((runset.stages, "run") if runset.stages is not None
+                    else (over_cases, "cases") if over_cases is not None else (None, "none"))
+    if total is None:
+        return StageTable(basis, None, (), None, None, cases)
+    return StageTable(basis=basis, wall_s=total.wall_s, rows=stage_rows(total),
+                      queue_s=over_cases.queue_s if over_cases else None,
+                      transfer_s=over_cases.transfer_s if over_cases else None, cases=cases)

@@ -50,9 +50,9 @@ Nothing here raises for a missing tool: without a compiler (NVRTC or nvcc) or cu
 
 from __future__ import annotations
 
-import functools
 import re
 import tempfile
+import threading
 import warnings
 from dataclasses import replace
 from fractions import Fraction
@@ -60,6 +60,7 @@ from fractions import Fraction
 from sparsescope._tools import find_tool
 from sparsescope.errors import MissingDependencyError, SparsescopeError
 from sparsescope.model.kernel_shape import KernelShape
+from sparsescope.sass import sass_cache
 from sparsescope.sass.mlp import KernelMLP, _short_name, kernel_mlp
 
 #: NVRTC options CuPy's RawModule gets from the backends (``hardware._gpu_runtime.raw_module``).
@@ -113,22 +114,58 @@ def _compile_mlps(source_name: str, expressions: tuple[str, ...], arch: str
 
 def kernel_mlps_of(source_name: str, name_expressions: tuple[str, ...] | list[str],
                    arch: str = "sm_90") -> dict[str, KernelMLP | None]:
-    """:func:`kernel_mlp_of` of several instances of one source, compiled in one program and
-    disassembled once (about the time of one); not cached. None for each when tools are
-    missing or the program does not compile."""
+    """:func:`kernel_mlp_of` of several instances of one source: each read from the SASS
+    cache folder (``sass.sass_cache``: the same source, instance, architecture, toolchain and
+    reading code), the rest compiled in one program and disassembled once (about the time of
+    one), then stored there. None for each when tools are missing or the program does not
+    compile."""
+    from sparsescope.hardware._gpu_runtime import kernel_source
+
     expressions = tuple(dict.fromkeys(name_expressions))
+    found: dict[str, KernelMLP] = {}
     try:
-        found = _compile_mlps(source_name, expressions, arch) if expressions else {}
+        text = kernel_source(source_name)
+        keys = {e: sass_cache.entry_key(text, e, arch, OPTIONS, GATHER_PARAM)
+                for e in expressions}
+        for expr, key in keys.items():
+            hit = sass_cache.load(key)
+            if isinstance(hit, KernelMLP):
+                found[expr] = hit
+        missing = tuple(e for e in expressions if e not in found)
+        if missing:
+            compiled = _compile_mlps(source_name, missing, arch)
+            sass_cache.count("programs")
+            sass_cache.count("instances", len(missing))
+            for expr, mlp in compiled.items():
+                sass_cache.store(keys[expr], mlp)
+            found.update(compiled)
     except MissingDependencyError:
         found = {}
     except (SparsescopeError, OSError) as exc:
         warnings.warn(f"no SASS for {', '.join(expressions)} of {source_name}: {exc}",
                       stacklevel=2)
-        found = {}
     return {e: found.get(e) for e in expressions}
 
 
-@functools.lru_cache(maxsize=256)
+_MEMO: dict[tuple[str, str, str], KernelMLP | None] = {}
+"""(source, name expression, arch) -> what :func:`kernel_mlp_of` answered in this process."""
+_MEMO_LOCK = threading.Lock()
+
+
+def prefetch(source_name: str, name_expressions, arch: str = "sm_90") -> None:
+    """Read the SASS of every instance of ``source_name`` not yet answered in this process, in
+    one program (:func:`kernel_mlps_of`): the candidates of an auto choice, planned first, cost
+    one compile instead of one each."""
+    wanted = [e for e in dict.fromkeys(name_expressions)
+              if (source_name, e, arch) not in _MEMO]
+    if not wanted:
+        return
+    found = kernel_mlps_of(source_name, wanted, arch)
+    with _MEMO_LOCK:
+        for expr, mlp in found.items():
+            _MEMO.setdefault((source_name, expr, arch), mlp)
+
+
 def kernel_mlp_of(source_name: str, name_expression: str, arch: str = "sm_90"
                   ) -> KernelMLP | None:
     """The :class:`KernelMLP` of one template instance of own kernel source ``source_name``
@@ -138,11 +175,24 @@ def kernel_mlp_of(source_name: str, name_expression: str, arch: str = "sm_90"
     (``nvrtc 13.5``).
 
     None, never an exception, when a compiler or cuobjdump is missing; a source that does not
-    compile (a wrong name expression) gives None with a warning. Cached per (source, expression,
-    arch) for the process; one call takes about 1 s (NVRTC 0.1-0.8 s, nvdisasm 0.6 s, the
-    analysis 0.02 s).
+    compile (a wrong name expression) gives None with a warning. Kept per (source, expression,
+    arch) for the process (``kernel_mlp_of.cache_clear()`` forgets it, and the toolchain) and
+    on disk across processes (``sass.sass_cache``); a compile takes about 1 s (NVRTC 0.1-0.8
+    s, nvdisasm 0.6 s, the analysis 0.02 s), a disk read about a millisecond.
     """
-    return kernel_mlps_of(source_name, (name_expression,), arch)[name_expression]
+    key = (source_name, name_expression, arch)
+    if key not in _MEMO:
+        prefetch(source_name, (name_expression,), arch)
+    return _MEMO.get(key)
+
+
+def _forget() -> None:
+    with _MEMO_LOCK:
+        _MEMO.clear()
+    sass_cache.clear_toolchain()
+
+
+kernel_mlp_of.cache_clear = _forget  # type: ignore[attr-defined]
 
 
 def _template_args(name_expression: str) -> tuple[str, list[str]]:

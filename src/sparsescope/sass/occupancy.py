@@ -139,3 +139,16 @@ def occupancy(registers_per_thread: int, block_threads: int, *, arch: str | None
     return Occupancy(lim.compute_capability, block_threads, registers_per_thread, shared, config,
                      warps, by_regs, by_smem, by_warps, lim.max_blocks_per_sm, active,
                      active * warps, 100.0 * active * warps / lim.max_warps_per_sm, limiter)
+
+
+def missing_occupancy_reason(resources, block_threads: int) -> str:
+    """Why no occupancy is computed at ``block_threads`` for a kernel whose ``resources``
+    (``sass.resources.KernelResources``) are None: the registers per thread are not known, and
+    the register limit (often the binding one) cannot be guessed. "" when there is no block
+    size or the resources are known."""
+    if not block_threads or resources is not None:
+        return ""
+    return (f"Theoretical occupancy at {block_threads} threads/block: not computed -- the "
+            f"input carries no register count per thread (a saved SASS listing without "
+            f"resource usage), and the register limit cannot be guessed. Give the cubin or "
+            f"the .cu file, or save the listing with `cuobjdump -res-usage -sass`.")

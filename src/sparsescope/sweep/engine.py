@@ -4,14 +4,22 @@
 imported). ``"local"``: a ``distributed.LocalCluster`` of ``workers`` (default 2) single-thread
 processes. ``"cuda"``: a ``dask_cuda.LocalCUDACluster`` (one worker per GPU). ``scheduler``:
 join a running cluster by address (its workers need sparsescope installed and the matrix paths
-readable). Dask comes from the ``sweep`` extra.
+readable). Dask comes from the ``sweep`` extra (``sweep.cluster``).
 
-Each matrix is first *probed* by a worker (loaded, hashed, its statistics computed); then one
-task per (matrix, backend, parameters) whose key is not in ``done`` is submitted with
-``retries=1``. Keys in ``done`` come back as ``stored`` results without running. A task that
-raises after its retries (its worker died: ``KilledWorker``) is a ``failed`` case with the
-error; ``on_result`` is called in the client for every case as it finishes. A cluster we start
-lets a case kill one worker and be retried elsewhere, not four (:func:`allowed_failures`).
+Before anything is loaded or started, the matrices whose content hash the store remembers
+(``known``: ``sweep.source_facts``) and whose every case is stored are reported ``stored``;
+when nothing is left to run, no cluster is started and no matrix loaded (issue 35: a sweep
+with every case stored took 38 s on a 2-GPU cluster to run nothing).
+
+Each remaining matrix is *probed* by a worker (loaded, hashed, its statistics computed); then
+its cases whose key is not in ``done`` run (on Dask: ``sweep.dask_loop``, one lane of matrices
+per worker, the largest first, the next matrix loaded while the current one's cases run).
+A case whose key a case of this sweep already has (two files with the same content) is run
+once: the second source waits for it and is reported ``stored`` under its own name
+(:class:`_Claims`). A task that raises after its retries (its worker died: ``KilledWorker``)
+is a ``failed`` case with the error; ``on_result`` is called in the client for every case as
+it finishes. A cluster we start lets a case kill one worker and be retried elsewhere, not four
+(:func:`~sparsescope.sweep.cluster.allowed_failures`).
 
 Every wait is bounded by the clock (issue 33: a sweep whose workers kept dying waited for
 ever): the client polls its futures, so ``time_limit_s`` stops the sweep on time even while no
@@ -26,19 +34,19 @@ from __future__ import annotations
 import math
 import sys
 import time
-from collections.abc import Callable, Collection, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from sparsescope.errors import MissingDependencyError, UsageError
-from sparsescope.results.records import CaseResult, MatrixRecord
-from sparsescope.sweep import worker, worker_logs
-from sparsescope.sweep.sources import MatrixSource, source_hash
+from sparsescope.errors import UsageError
+from sparsescope.results.records import CaseResult
+from sparsescope.sweep import host_cores, worker
+from sparsescope.sweep.cluster import CLUSTERS, check_arguments, dask_client
+from sparsescope.sweep.outcomes import Probe, SweepResult
+from sparsescope.sweep.sources import MatrixSource
 from sparsescope.sweep.tasks import SweepTask, task_key
 from sparsescope.timing.types import TimingConfig
 
-CLUSTERS = ("local", "cuda")
+__all__ = ["CLUSTERS", "EngineStats", "SweepResult", "execute"]
 
 #: How often the client looks at its futures (seconds) while none is finished.
 POLL_S = 0.05
@@ -48,20 +56,6 @@ NO_WORKER_GRACE_S = 60.0
 #: Past ``time_limit_s`` with no case finished yet (every call should make progress), how
 #: much longer the sweep waits for a first one before it stops all the same.
 FIRST_CASE_GRACE_S = 60.0
-
-
-@dataclass(frozen=True)
-class SweepResult:
-    """One finished task, as the client sees it."""
-
-    task: SweepTask
-    matrix_hash: str
-    """Content hash of the matrix (``file-...`` for a source that could not be read)."""
-    matrix: MatrixRecord | None
-    """Identity and statistics; None when the source could not be read."""
-    case: CaseResult | None
-    """The case; None when ``stored`` (already in the store, not run again)."""
-    stored: bool = False
 
 
 @dataclass
@@ -75,6 +69,7 @@ class EngineStats:
     """
 
     workers: int = 1
+    """Workers that ran the cases (0: none was needed, every case was stored)."""
     busy_s: float = 0.0
     """Sum over probes and cases of the worker's own time on each."""
     wall_s: float = 0.0
@@ -82,12 +77,25 @@ class EngineStats:
     client_s: float = 0.0
     """Time the client spent in ``on_result`` (storing each case, the progress bar)."""
     left: int = 0
-    """Tasks not run because the time limit was reached (a re-run resumes them)."""
+    """Tasks not run because the time limit was reached or the cluster lost its workers (a
+    re-run resumes them)."""
     cases: int = 0
     """Cases run (the time limit applies once one has, or :data:`FIRST_CASE_GRACE_S` after
     it: every call makes progress)."""
     aborted: str = ""
     """Why the sweep ended early with cases failed by it (no live worker), or empty."""
+    cluster: str = ""
+    """The cluster started or joined (``local``, ``cuda``, ``scheduler``); empty: none (in
+    process, or nothing left to run)."""
+    probes: int = 0
+    """Matrices loaded by a worker (probed); those found stored without loading are not."""
+    prefetched: int = 0
+    """Matrices a worker began loading in the background while it ran the cases before."""
+    reported: int = 0
+    """Tasks reported to ``on_result`` (run, failed, or stored)."""
+    shared_cores: str = ""
+    """Why the CPU timings of this sweep may be disturbed (its CPU cases ran beside each
+    other on too few cores: ``host_cores.shared_cores_warning``), or empty."""
 
     @property
     def overhead(self) -> float:
@@ -95,46 +103,74 @@ class EngineStats:
         return max(0.0, 1.0 - self.busy_s / capacity) if capacity > 0 else 0.0
 
 
-@dataclass(frozen=True)
-class _Probe:
-    hash: str
-    matrix: MatrixRecord | None
-    reason: str
-    outcome: str = "skipped"
-    """Outcome of every case of a source that could not be probed."""
-
-
-def _decoded_probe(data: dict, stats: EngineStats) -> _Probe:
+def _decoded_probe(data: dict, stats: EngineStats) -> Probe:
     from sparsescope.results.io import record_from_dict
+    from sparsescope.results.records import MatrixRecord
 
     stats.busy_s += data["seconds"]
+    stats.probes += 1
     matrix = None if data["matrix"] is None else record_from_dict(data["matrix"], MatrixRecord,
                                                                   "matrix")
-    return _Probe(hash=data["hash"], matrix=matrix, reason=data["reason"])
+    return Probe(hash=data["hash"], matrix=matrix, reason=data["reason"])
 
 
 def _decoded_case(data: dict, stats: EngineStats) -> CaseResult:
-    from sparsescope.results.io import record_from_dict
-
     stats.busy_s += data["seconds"]
     stats.cases += 1
-    return record_from_dict(data["case"], CaseResult, "case")
+    return worker.received_case(data)  # its transfer time added
 
 
-def _after_probe(group: Sequence[SweepTask], probe: _Probe, done: Collection[tuple],
-                 on_result: Callable[[SweepResult], None]) -> list[SweepTask]:
-    """Report the stored and unreadable cases of one matrix; return the tasks to run."""
-    todo = []
-    for task in group:
-        stored = task_key(task, probe.hash) in done
-        if stored:
-            on_result(SweepResult(task, probe.hash, probe.matrix, None, stored=True))
-        elif probe.matrix is None:
-            case = worker.failed_case(task, probe.reason, outcome=probe.outcome)
-            on_result(SweepResult(task, probe.hash, None, case))
-        else:
-            todo.append(task)
-    return todo
+class _Claims:
+    """Which case keys of this sweep are stored, and which are running with other sources
+    waiting for them: a case is run once per content. Two files with the same content (or a
+    renamed copy) are one measurement, reported under each file's own name: the first
+    source's case runs; the second's waits and is reported ``stored`` once the first one is
+    (issue 33: the second file's cases were reported under the first file's name)."""
+
+    def __init__(self, done: Collection[tuple], on_result: Callable[[SweepResult], None]):
+        self.done = set(done)
+        self.running: dict[tuple, list[tuple[SweepTask, Probe]]] = {}
+        self.on_result = on_result
+
+    def sort(self, group: Sequence[SweepTask], probe: Probe) -> list[SweepTask]:
+        """Report the stored and unreadable cases of one probed matrix; return those to
+        run (the others wait for a running one)."""
+        todo = []
+        for task in group:
+            key = task_key(task, probe.hash)
+            if key in self.done:
+                self.on_result(SweepResult(task, probe.hash, probe.matrix, None, stored=True))
+            elif key in self.running:
+                self.running[key].append((task, probe))
+            elif probe.matrix is None:
+                case = worker.failed_case(task, probe.reason, outcome=probe.outcome)
+                self.report(SweepResult(task, probe.hash, None, case))
+            else:
+                self.running[key] = []
+                todo.append(task)
+        return todo
+
+    def report(self, result: SweepResult) -> None:
+        """One case run (or failed) now, then every task that waited for its key."""
+        self.on_result(result)
+        key = task_key(result.task, result.matrix_hash)
+        self.done.add(key)
+        for task, probe in self.running.pop(key, []):
+            self.on_result(SweepResult(task, probe.hash, probe.matrix, None, stored=True))
+
+    def skip_stored(self, groups: dict[MatrixSource, list[SweepTask]],
+                    known: Mapping[MatrixSource, str]) -> dict[MatrixSource, list[SweepTask]]:
+        """Report ``stored`` every case of each matrix whose content hash is ``known`` and
+        whose every case is stored, without loading it; the groups left to probe."""
+        left = {}
+        for src, group in groups.items():
+            digest = known.get(src)
+            if digest is not None and all(task_key(t, digest) in self.done for t in group):
+                for task in group:
+                    self.on_result(SweepResult(task, digest, None, None, stored=True))
+            else:
+                left[src] = group
+        return left
 
 
 def _groups(tasks: Sequence[SweepTask]) -> dict[MatrixSource, list[SweepTask]]:
@@ -144,229 +180,88 @@ def _groups(tasks: Sequence[SweepTask]) -> dict[MatrixSource, list[SweepTask]]:
     return groups
 
 
-def _factory(task: SweepTask) -> Any:
-    from sparsescope import registry
+def _in_process(groups, claims: _Claims, *, timing, case_timeout_s, seed, stats, deadline,
+                on_probe) -> None:
+    """One matrix after another, each case as it comes (the next matrix loading in the
+    background when no CPU backend is timed); past ``deadline`` the rest is left."""
+    from sparsescope.sweep import prefetch
 
-    return registry.BACKENDS.get((task.op, task.name))
-
-
-def _in_process(tasks, *, timing, on_result, done, case_timeout_s, seed, stats,
-                deadline) -> int:
-    """One matrix after another, each case as it comes; past ``deadline`` the rest is left
-    (their number returned)."""
-    groups = list(_groups(tasks).items())
-    for i, (src, group) in enumerate(groups):
-        probe = _decoded_probe(worker.probe(src), stats)
-        todo = _after_probe(group, probe, done, on_result)
-        for j, task in enumerate(todo):
+    sources = list(groups)
+    # no CPU timing to disturb, and a core to spare: load the next matrix meanwhile
+    ahead = not timed_on_cpu(groups) and host_cores.physical_cores() >= 2
+    for i, (src, group) in enumerate(groups.items()):
+        probe = _decoded_probe(prefetch.probe(src), stats)
+        if on_probe is not None:
+            on_probe(src, probe.hash)
+        if ahead and i + 1 < len(sources):
+            stats.prefetched += prefetch.start(sources[i + 1])
+        for task in claims.sort(group, probe):
             if _past(deadline, stats):
-                return len(todo) - j + sum(len(g) for _, g in groups[i + 1:])
+                return
             case = _decoded_case(worker.run_task(task, timing, case_timeout_s=case_timeout_s,
-                                                 seed=seed), stats)
-            on_result(SweepResult(task, probe.hash, probe.matrix, case))
-    return 0
+                                                 seed=seed, submitted_at=time.time()), stats)
+            claims.report(SweepResult(task, probe.hash, probe.matrix, case))
 
 
-def _import(module: str, what: str):
-    import importlib
+def _on_dask(client, groups, claims: _Claims, *, timing, case_timeout_s, seed, stats,
+             deadline, on_probe) -> None:
+    """The groups on the cluster (``sweep.dask_loop``): past ``deadline`` (a
+    ``time.perf_counter`` value), checked by the clock whether or not a case finishes, what
+    is queued is cancelled; a cluster with no live worker for :data:`NO_WORKER_GRACE_S` ends
+    the sweep (the cases in flight reported failed, ``stats.aborted`` set)."""
+    from sparsescope.sweep.dask_loop import DaskLoop, Liveness
 
+    workers = client.scheduler_info().get("workers", {})
+    stats.workers = max(1, len(workers))
+    load = host_cores.host_load(client)
+    on_cpu = timed_on_cpu(groups)
+    stats.shared_cores = host_cores.shared_cores_warning(load) if on_cpu else ""
+    if stats.shared_cores:
+        print(f"sparsescope: warning: {stats.shared_cores}", file=sys.stderr, flush=True)
+    loop = DaskLoop(client, groups, sort=claims.sort, report=claims.report,
+                    decode_probe=lambda data: _decoded_probe(data, stats),
+                    decode_case=lambda data: _decoded_case(data, stats), on_probe=on_probe,
+                    options=dict(timing=timing, case_timeout_s=case_timeout_s, seed=seed),
+                    prefetch_next=not on_cpu and host_cores.room_to_prefetch(load))
+    loop.start(sorted(workers))
+    alive = Liveness(client)
     try:
-        return importlib.import_module(module)
-    except ImportError as exc:
-        raise MissingDependencyError(
-            f"{module} is not installed (needed for {what}); install it with: "
-            f"pip install 'sparsescope[sweep]'") from exc
-
-
-#: Imported on each worker of a cluster we start: drops the lost-heartbeat traceback a worker
-#: prints when the cluster closes under it (``sweep.worker_logs``).
-WORKER_PRELOAD = "sparsescope.sweep.worker_logs"
-
-
-@contextmanager
-def dask_client(cluster: str | None, scheduler: str | None, workers: int | None,
-                quiet: bool = False) -> Iterator[Any]:
-    """A ``distributed.Client`` on a new local (CUDA) cluster or the one at ``scheduler``;
-    its dashboard address printed on stderr unless ``quiet``."""
-    distributed = _import("distributed", "a Dask sweep (--cluster, --scheduler)")
-    owned = None
-    if scheduler is None:
-        import dask
-
-        # the scheduler reads it when it starts: one worker death per case, then KilledWorker
-        with dask.config.set({"distributed.scheduler.allowed-failures": allowed_failures()}):
-            if cluster == "cuda":
-                dask_cuda = _import("dask_cuda", "--cluster cuda")
-                owned = dask_cuda.LocalCUDACluster(
-                    preload=[WORKER_PRELOAD], **({"n_workers": workers} if workers else {}))
-            else:
-                owned = distributed.LocalCluster(n_workers=workers or 2, threads_per_worker=1,
-                                                 processes=True, dashboard_address=":0",
-                                                 preload=[WORKER_PRELOAD])
-    worker_logs.install_client()  # Ctrl-C is reported by the sweep, not as a loop traceback
-    client = distributed.Client(owned if owned is not None else scheduler)
-    try:
-        if not quiet:
-            print(f"sparsescope: Dask dashboard: {client.dashboard_link}", file=sys.stderr,
-                  flush=True)
-        yield client
+        while not loop.finished.is_empty():
+            batch = loop.finished.next_batch(block=False)
+            for future in batch:
+                loop.handle(future)
+            if (loop.probes or loop.cases) and _past(deadline, stats):
+                loop.cancel()
+                return
+            if not batch:
+                lost = alive.lost_for()
+                loop.new_workers(alive.workers)
+                if lost > NO_WORKER_GRACE_S:
+                    stats.aborted = (f"no live Dask worker for {NO_WORKER_GRACE_S:g} s: the "
+                                     "cluster lost every worker")
+                    loop.abandon(stats.aborted)
+                    return
+                time.sleep(POLL_S)
     finally:
-        client.close()
-        if owned is not None:
-            owned.close()
-
-
-def allowed_failures() -> int:
-    """Worker deaths a case may cause on a cluster we start before it is failed
-    (``KilledWorker``): one, as docs/SWEEP.md says ("retried once elsewhere"), or fewer when
-    Dask's configuration says so. Dask's default, 3, let one case kill four workers."""
-    import dask
-
-    return min(1, int(dask.config.get("distributed.scheduler.allowed-failures", 1)))
-
-
-def _error_text(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}"
-
-
-def _on_dask(client, tasks, *, timing, on_result, done, case_timeout_s, seed, stats,
-             deadline) -> int:
-    """Probe matrices a few at a time (workers + 1 in flight) and submit each matrix's cases
-    as its probe returns, to the worker that loaded it (its matrix is cached there) and ahead
-    of further probes (``priority=1``), so a worker finishes one matrix before it loads the
-    next. Past ``deadline`` (a ``time.perf_counter`` value), checked by the clock whether or
-    not a case finishes, nothing more is submitted, what is queued is cancelled, and the
-    number of tasks left is returned; so it is when the cluster has had no live worker for
-    :data:`NO_WORKER_GRACE_S` (the cases in flight reported failed, ``stats.aborted`` set)."""
-    from distributed import as_completed
-
-    stats.workers = max(1, len(client.scheduler_info().get("workers", {})))
-    groups = _groups(tasks)
-    waiting = list(groups)[::-1]  # popped from the end: plan order
-    probes: dict[Any, MatrixSource] = {}
-    cases: dict[Any, tuple[SweepTask, _Probe]] = {}
-    finished = as_completed()
-    options = dict(timing=timing, on_result=on_result, done=done,
-                   case_timeout_s=case_timeout_s, seed=seed)
-
-    def probe_next() -> None:
-        src = waiting.pop()
-        future = client.submit(worker.probe, src, retries=1, pure=False)
-        probes[future] = src
-        finished.add(future)
-
-    def handle(future) -> None:
-        if future in probes:
-            src = probes.pop(future)
-            _submit_cases(client, future, src, groups[src], cases, finished, stats, options)
-            if waiting:
-                probe_next()
-        else:
-            task, probe = cases.pop(future)
-            try:
-                case = _decoded_case(future.result(), stats)
-            except Exception as exc:  # KilledWorker, or an error past its retry
-                case = worker.failed_case(task, _error_text(exc))
-            on_result(SweepResult(task, probe.hash, probe.matrix, case))
-        future.release()
-
-    for _ in range(min(len(waiting), stats.workers + 1)):
-        probe_next()
-    alive = _Liveness(client)
-    while not finished.is_empty():
-        batch = finished.next_batch(block=False)
-        for future in batch:
-            handle(future)
-        if (probes or cases) and _past(deadline, stats):
-            return _cancel_rest(client, probes, cases, waiting, groups)
-        if not batch:
-            if alive.lost_for() > NO_WORKER_GRACE_S:
-                stats.aborted = (f"no live Dask worker for {NO_WORKER_GRACE_S:g} s: the "
-                                 "cluster lost every worker")
-                return _abandon(client, probes, cases, waiting, groups, stats.aborted,
-                                on_result)
-            time.sleep(POLL_S)
-    return 0
-
-
-class _Liveness:
-    """How long the cluster has had no worker (asked at most once a second)."""
-
-    def __init__(self, client) -> None:
-        self.client = client
-        self.seen = self.asked = time.perf_counter()
-
-    def lost_for(self) -> float:
-        now = time.perf_counter()
-        if now - self.asked >= 1.0:
-            self.asked = now
-            try:
-                if self.client.nthreads():
-                    self.seen = now
-            except Exception:  # noqa: BLE001 (the scheduler gone too: no worker either)
-                pass
-        return now - self.seen
-
-
-def _abandon(client, probes: dict, cases: dict, waiting: list, groups: dict, reason: str,
-             on_result: Callable[[SweepResult], None]) -> int:
-    """End a sweep whose cluster has no worker: every case in flight (and every case of a
-    matrix being probed) reported failed with ``reason``; the number of tasks not run."""
-    client.cancel([*probes, *cases])
-    why = f"{reason}; run again with --retry-failed"
-    for src in probes.values():
-        digest = source_hash(src)
-        for task in groups[src]:
-            on_result(SweepResult(task, digest, None, worker.failed_case(task, why)))
-    for task, probe in cases.values():
-        on_result(SweepResult(task, probe.hash, probe.matrix, worker.failed_case(task, why)))
-    return sum(len(groups[src]) for src in waiting)
-
-
-def _submit_cases(client, future, src: MatrixSource, group: Sequence[SweepTask], cases: dict,
-                  finished, stats: EngineStats, options: dict) -> None:
-    """Submit the cases of one probed matrix (its stored and unreadable cases reported)."""
-    where = None
-    try:
-        data = future.result()
-        probe = _decoded_probe(data, stats)
-        where = data.get("worker")
-    except Exception as exc:  # the probe's worker died: every case of it failed
-        probe = _Probe(source_hash(src), None, f"loading failed: {_error_text(exc)}",
-                       outcome="failed")
-    for task in _after_probe(group, probe, options["done"], options["on_result"]):
-        submitted = client.submit(
-            worker.run_task, task, options["timing"], case_timeout_s=options["case_timeout_s"],
-            factory=_factory(task), seed=options["seed"], retries=1, pure=False, priority=1,
-            workers=[where] if where else None, allow_other_workers=True)
-        cases[submitted] = (task, probe)
-        finished.add(submitted)
-
-
-def _cancel_rest(client, probes: dict, cases: dict, waiting: list, groups: dict) -> int:
-    """Cancel every outstanding future; the number of tasks not finished."""
-    outstanding = [*probes, *cases]
-    client.cancel(outstanding)
-    left = sum(len(groups[src]) for src in probes.values()) + len(cases)
-    left += sum(len(groups[src]) for src in waiting)
-    return left
+        stats.prefetched = loop.prefetched
 
 
 def execute(tasks: Sequence[SweepTask], *, cluster: str | None = None,
             scheduler: str | None = None, workers: int | None = None,
             timing: TimingConfig, on_result: Callable[[SweepResult], None],
             done: Collection[tuple] = frozenset(), case_timeout_s: float | None = None,
-            seed: int = 0, quiet: bool = False,
-            time_limit_s: float | None = None) -> EngineStats:
+            seed: int = 0, quiet: bool = False, time_limit_s: float | None = None,
+            known: Mapping[MatrixSource, str] | None = None,
+            on_probe: Callable[[MatrixSource, str], None] | None = None) -> EngineStats:
     """Run ``tasks`` (see the module docstring); ``done``: keys (:func:`~sparsescope.sweep.
-    tasks.task_key`) already stored, reported as ``stored`` without running.
+    tasks.task_key`) already stored, reported as ``stored`` without running. ``known``:
+    content hashes of sources known without loading them (a matrix whose every case is in
+    ``done`` is then not loaded; none left to run: no cluster). ``on_probe(source, hash)``:
+    called in the client when a worker has loaded a source (or found it unreadable).
     ``time_limit_s``: submit nothing after this many seconds of sweeping, cancel what is
     queued (cases running then are lost, not stored) and return; a re-run resumes. Returns
     where the wall time went and how many tasks were left (:class:`EngineStats`)."""
-    if cluster is not None and cluster not in CLUSTERS:
-        raise UsageError(f"unknown cluster {cluster!r}; known: {', '.join(CLUSTERS)}")
-    if workers is not None and workers < 1:
-        raise UsageError(f"--workers must be >= 1, got {workers}")
+    check_arguments(cluster, scheduler, workers)
     # NaN passes a plain `<= 0`: every case would then time out at once
     if case_timeout_s is not None and not (math.isfinite(case_timeout_s) and case_timeout_s > 0):
         raise UsageError(f"--case-timeout must be a finite number of seconds > 0, "
@@ -377,21 +272,50 @@ def execute(tasks: Sequence[SweepTask], *, cluster: str | None = None,
 
     def timed_on_result(result: SweepResult) -> None:
         start = time.perf_counter()
+        stats.reported += 1
         on_result(result)
         stats.client_s += time.perf_counter() - start
 
-    options = dict(timing=timing, on_result=timed_on_result, done=done,
-                   case_timeout_s=case_timeout_s, seed=seed, stats=stats)
-    if cluster is None and scheduler is None:
-        start = time.perf_counter()
-        stats.left = _in_process(tasks, **options, deadline=_deadline(start, time_limit_s))
+    claims = _Claims(done, timed_on_result)
+    groups = claims.skip_stored(_groups(tasks), known or {})
+    options = dict(timing=timing, case_timeout_s=case_timeout_s, seed=seed, stats=stats,
+                   on_probe=on_probe)
+    start = time.perf_counter()
+    if not groups:  # every case stored: nothing loaded, no cluster
+        stats.workers = 0
+    elif cluster is None and scheduler is None:
+        _in_process(groups, claims, **options, deadline=_deadline(start, time_limit_s))
     else:
         with dask_client(cluster, scheduler, workers, quiet) as client:
+            stats.cluster = cluster or "scheduler"
             start = time.perf_counter()  # the cluster's start-up is not the sweep's overhead
-            stats.left = _on_dask(client, tasks, **options,
-                                  deadline=_deadline(start, time_limit_s))
+            _on_dask(client, groups, claims, **options, deadline=_deadline(start, time_limit_s))
     stats.wall_s = time.perf_counter() - start
+    stats.left = len(tasks) - stats.reported
     return stats
+
+
+def _backend_device(task: SweepTask) -> str:
+    """``cpu`` or ``gpu``: where the task's backend runs (``cpu`` when it cannot be told, so
+    that nothing is loaded beside a timing that might be a CPU's)."""
+    from sparsescope import registry
+
+    try:
+        factory = registry.load_backend_factory(task.name)
+        capability = getattr(factory, "capability", None)
+        if capability is None:
+            from sparsescope.backends.registry import get_backend
+
+            capability = get_backend(task.name).capability
+        return capability.device
+    except Exception:  # noqa: BLE001 (an unknown backend fails in its case, with its reason)
+        return "cpu"
+
+
+def timed_on_cpu(groups: Mapping[MatrixSource, Sequence[SweepTask]]) -> bool:
+    """Whether any case of ``groups`` times a CPU backend."""
+    names = {task.name: task for group in groups.values() for task in group}
+    return any(_backend_device(task) != "gpu" for task in names.values())
 
 
 def _past(deadline: float | None, stats: EngineStats) -> bool:

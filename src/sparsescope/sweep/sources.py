@@ -12,8 +12,9 @@ A SOURCE is
   ``rn50__magnitude_pruning__0.8__bottleneck_2_block_group3_5_1``), so names are unique;
 * a glob, a single matrix file, a SuiteSparse ``Group/Name.tar.gz`` archive (its
   ``Name/Name.mtx`` read through a temporary file, streamed out of the archive);
-* ``suite:NAME[@SCALE][#ENTRY]`` (a generated suite, each entry one source; ``#ENTRY``: that
-  entry alone);
+* ``suite:NAME[#ENTRY[,ENTRY]][@SCALE]`` (a generated suite, each entry one source;
+  ``#ENTRY``: those entries alone; parsed by :mod:`sparsescope.matrices.names`, which also
+  reads the old forms ``NAME#ENTRY`` and ``NAME:ENTRY`` with a deprecation warning);
 * ``suitesparse:FILTERS`` (a selection of the SuiteSparse collection from its published index,
   e.g. ``suitesparse:group=Williams,nnz=..5e7,real=1,limit=50``; see
   :mod:`sparsescope.sweep.suitesparse_index`) or ``suitesparse:Group/Name``: each matrix one
@@ -50,8 +51,8 @@ class MatrixSource:
     """One matrix of a sweep, as a reference a worker can load."""
 
     ref: str
-    """A file path, an archive path, ``suite:NAME@SCALE#ENTRY`` or
-    ``suitesparse:Group/Name``."""
+    """A file path, an archive path, ``suite:NAME@SCALE#ENTRY`` (the scale always written)
+    or ``suitesparse:Group/Name``."""
     name: str
     """The matrix's name in results (unique within a sweep)."""
     kind: str
@@ -78,23 +79,14 @@ def _file_source(path: Path) -> MatrixSource:
     return MatrixSource(ref=str(path), name=_stem(path), kind=kind)
 
 
-def _suite_sources(spec: str) -> list[MatrixSource]:
-    from sparsescope.matrices.suites import suite_entries
+def _suite_sources(name) -> list[MatrixSource]:
+    """Each entry ``name`` (a ``matrices.names.SuiteName``) names, checked, one source each."""
+    from sparsescope.matrices.selection import named_entries
 
-    body, _, only = spec[len(SUITE_PREFIX):].partition("#")
-    name, _, scale_text = body.partition("@")
-    try:
-        scale = float(scale_text) if scale_text else 1.0
-    except ValueError:
-        raise UsageError(f"{spec}: the scale after @ must be a number, got {scale_text!r}"
-                         ) from None
-    entries = suite_entries(name, scale=scale)
-    if only:
-        entries = [e for e in entries if e.name == only]
-        if not entries:
-            raise UsageError(f"{spec}: suite {name} has no entry {only!r}")
-    return [MatrixSource(ref=f"{SUITE_PREFIX}{name}@{scale}#{e.name}", name=e.name, kind="suite")
-            for e in entries]
+    scale = 1.0 if name.scale is None else name.scale
+    return [MatrixSource(ref=f"{SUITE_PREFIX}{name.suite}@{scale}#{e.name}", name=e.name,
+                         kind="suite")
+            for e in named_entries(name, scale)]
 
 
 def _suitesparse_sources(spec: str) -> list[MatrixSource]:
@@ -146,7 +138,7 @@ def _paths_of(spec: str) -> list[Path]:
             raise UsageError(f"{spec}: the glob matches no matrix file")
         return sorted(found)
     raise UsageError(f"{spec}: no such file or folder (give a folder, a glob, a matrix file, "
-                     f"a Group/Name.tar.gz archive, dlmc:FOLDER, suite:NAME[@SCALE] or "
+                     f"a Group/Name.tar.gz archive, dlmc:FOLDER, suite:NAME[#ENTRY][@SCALE] or "
                      f"suitesparse:FILTERS)")
 
 
@@ -157,9 +149,12 @@ def expand_sources(specs: list[str] | tuple[str, ...]) -> list[MatrixSource]:
         raise UsageError("give at least one SOURCE (a folder, glob, file, archive, dlmc:FOLDER, "
                          "suite:NAME or suitesparse:FILTERS)")
     sources: list[MatrixSource] = []
+    from sparsescope.matrices.selection import user_matrix_name
+
     for spec in specs:
-        if spec.startswith(SUITE_PREFIX):
-            sources += _suite_sources(spec)
+        suite = user_matrix_name(spec)  # suite:NAME#ENTRY@SCALE, or an old form (warns)
+        if suite is not None:
+            sources += _suite_sources(suite)
         elif spec.startswith(SUITESPARSE_PREFIX):
             sources += _suitesparse_sources(spec)
         elif spec.startswith(DLMC_PREFIX):
@@ -197,11 +192,9 @@ def load_source(src: MatrixSource) -> Matrix:
     """The matrix ``src`` names (what a worker calls); a file that cannot be read raises the
     reader's :class:`~sparsescope.errors.MatrixFormatError`."""
     if src.kind == "suite":
-        from sparsescope.matrices.suites import build_entry, find_entry
+        from sparsescope.matrices.selection import load_named_matrix
 
-        suite, _, rest = src.ref[len(SUITE_PREFIX):].partition("@")
-        scale, _, entry = rest.partition("#")
-        return build_entry(find_entry(suite, entry, float(scale)))
+        return load_named_matrix(src.ref)
     if src.kind == "archive":
         return _load_archive(src)
     from sparsescope.matrices.io import read_matrix

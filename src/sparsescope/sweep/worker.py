@@ -7,39 +7,36 @@ dicts (``results.io`` encoding), so any pickling of records is avoided.
 
 A per-case timeout runs the case in a thread and stops waiting for it: the thread itself cannot
 be stopped and runs on in the background (in process, or on the worker) until the case ends.
+
+Each case carries its stage times (``CaseResult.stages``: the worker's time on it, stage by
+stage, :mod:`sparsescope.stages`), with its queue time (submitted by the client -> started
+here) and, once the client has it, its transfer time (finished here -> decoded there,
+:func:`received_case`); both from the wall clocks (``time.time``) of the two processes, exact
+on one host. The matrix's probe (its load and statistics) is its own task, not a case's.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
+import contextvars
 import sys
 import time
-from collections import OrderedDict
+from dataclasses import replace
 from typing import Any
 
 from sparsescope.errors import SparsescopeError
 from sparsescope.results.records import CaseResult, MatrixRecord
-from sparsescope.sweep.sources import MatrixSource, load_source, matrix_hash, source_hash
+from sparsescope.stages import StageClock, stage
+from sparsescope.sweep import matrix_cache
+from sparsescope.sweep.sources import MatrixSource, source_hash
 from sparsescope.sweep.tasks import SweepTask
 from sparsescope.timing.types import TimingConfig
 
-#: Matrices kept loaded per worker, most recent last: the probe's matrix stays while the
-#: next matrices are probed and this one's cases run (the engine keeps workers + 1 probes in
-#: flight), so a matrix is loaded once per worker.
-KEEP_LOADED = 3
-_LOADED: OrderedDict[str, tuple[Any, str]] = OrderedDict()
-
 
 def _matrix(src: MatrixSource):
-    """The loaded matrix of ``src`` (kept for the next calls) and its content hash."""
-    if src.ref in _LOADED:
-        _LOADED.move_to_end(src.ref)
-    else:
-        matrix = load_source(src)
-        _LOADED[src.ref] = (matrix, matrix_hash(matrix.csr))
-        while len(_LOADED) > KEEP_LOADED:
-            _LOADED.popitem(last=False)
-    return _LOADED[src.ref]
+    """The loaded matrix of ``src`` (kept for the next calls, loaded once per worker even
+    while a background thread prefetches it: ``sweep.matrix_cache``) and its content hash."""
+    return matrix_cache.loaded(src)
 
 
 def _worker_address() -> str | None:
@@ -94,40 +91,71 @@ def _model_device(kind: str):
     """The device this worker's cases are predicted for (a ``context.DeviceContext``), once
     per worker process and device kind: its own GPU with ceilings measured here (each worker
     pins its own GPU), or the reason a CPU case is not modelled."""
+    from sparsescope.backends.runner import sass_timed
     from sparsescope.context import CPU_BACKEND, not_modelled_context, present_device
 
     if kind not in _MODEL_DEVICES:
         if kind != "gpu":
             _MODEL_DEVICES[kind] = not_modelled_context(CPU_BACKEND)
         else:
-            _MODEL_DEVICES[kind] = present_device("gpu", store=False)
+            with stage("device"):  # the first case on this worker measures the ceilings
+                from sparsescope.backends.library_probe import library_call_probes
+
+                # every library route's fixed cost: a worker does not know its tasks ahead
+                _MODEL_DEVICES[kind] = sass_timed(present_device(
+                    "gpu", store=False, library_probes=library_call_probes()))
     return _MODEL_DEVICES[kind]
 
 
 def _run(task: SweepTask, timing: TimingConfig, seed: int) -> CaseResult:
-    from sparsescope.backends.registry import get_backend
     from sparsescope.backends.runner import run_case
 
-    matrix, _ = _matrix(task.source)
+    with stage("load"):  # loaded by the probe, unless it was evicted or probed elsewhere
+        matrix, _ = _matrix(task.source)
     if matrix.name != task.source.name:
         from dataclasses import replace
 
         matrix = replace(matrix, name=task.source.name)
-    kind = get_backend(task.name).capability.device
-    return run_case(matrix, task.choice(), task.op, task.params, config=timing, seed=seed,
-                    model=_model_device(kind))
+    choice = task.choice()
+    backend = choice.create()
+    backend.name = choice.result_name
+    # the op case (float64 reference) built once per matrix for all its backends, as in `run`
+    case = matrix_cache.shared_case(task.source, matrix, task.op, task.params,
+                                    backend.capability.index_bytes[0], seed)
+    return run_case(matrix, backend, task.op, config=timing, seed=seed, case=case,
+                    model=_model_device(backend.capability.device))
 
 
 def run_task(task: SweepTask, timing: TimingConfig, *, case_timeout_s: float | None = None,
-             factory: Any = None, seed: int = 0) -> dict:
+             factory: Any = None, seed: int = 0, submitted_at: float | None = None) -> dict:
     """Run one case: ``{"case": its CaseResult as a dict, "seconds": the worker's time on
-    it}``. A loading or runner error is a ``failed`` case with the error; past
-    ``case_timeout_s`` the case is ``failed``."""
+    it, "finished_at": when it ended here (``time.time``)}``. A loading or runner error is a
+    ``failed`` case with the error; past ``case_timeout_s`` the case is ``failed``. The case
+    carries its stage times, with its queue time when ``submitted_at`` (the client's
+    ``time.time()`` at submission) is given."""
     from sparsescope.results.io import record_to_dict
 
-    start = time.perf_counter()
-    case = _case(task, timing, case_timeout_s, factory, seed)
-    return {"case": record_to_dict(case), "seconds": time.perf_counter() - start}
+    started_at = time.time()
+    clock = StageClock()
+    with clock.active():
+        case = _case(task, timing, case_timeout_s, factory, seed)
+    queue_s = None if submitted_at is None else max(0.0, started_at - submitted_at)
+    case = replace(case, stages=replace(clock.total(), queue_s=queue_s))
+    return {"case": record_to_dict(case), "seconds": case.stages.wall_s,
+            "finished_at": time.time()}
+
+
+def received_case(data: dict, path: str = "case", now=time.time) -> CaseResult:
+    """The case of :func:`run_task`'s result, decoded in the client, its transfer time (from
+    ``finished_at`` on the worker to ``now()``, never below 0) added to its stage times."""
+    from sparsescope.results.io import record_from_dict
+
+    case = record_from_dict(data["case"], CaseResult, path)
+    finished_at = data.get("finished_at")
+    if case.stages is None or finished_at is None:
+        return case
+    return replace(case, stages=replace(case.stages,
+                                        transfer_s=max(0.0, now() - finished_at)))
 
 
 def _case(task: SweepTask, timing: TimingConfig, case_timeout_s: float | None, factory: Any,
@@ -139,7 +167,8 @@ def _case(task: SweepTask, timing: TimingConfig, case_timeout_s: float | None, f
         except Exception as exc:  # the runner records backend errors; this is anything else
             return failed_case(task, f"{type(exc).__name__}: {exc}")
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="case")
-    future = pool.submit(_run, task, timing, seed)
+    # the thread charges this context's stage clock (a new thread starts with no context)
+    future = pool.submit(contextvars.copy_context().run, _run, task, timing, seed)
     try:
         return future.result(timeout=case_timeout_s)
     except concurrent.futures.TimeoutError:

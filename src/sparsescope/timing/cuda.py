@@ -17,6 +17,11 @@ returned :class:`Measurement` (``clock="cuda-events"``):
 4. A kernel breakdown of one call (:func:`kernel_breakdown`, PyTorch profiler with CUDA
    activity): name, time per call, % of GPU time, launches per call -- the seed's nsys table.
 
+Throughput mode (``config.mode == "throughput"``, :mod:`sparsescope.timing.modes`): after the
+warm-ups, each sample is N calls back to back between one event pair (one replay of a graph
+of N calls with ``graph_capture``), divided by N; the L2 is never flushed. N is recorded in
+the returned config's ``throughput_calls``.
+
 L2 flush: ``config.flush_l2`` True/False decides; None flushes when the working set fits in
 L2 (``working_set_bytes <= l2_bytes``), so a small matrix is timed from DRAM like a large one.
 The flush adds 1 to every int32 of a device buffer of ``2 x L2`` bytes (read + write through
@@ -34,6 +39,7 @@ from dataclasses import replace
 
 from sparsescope.errors import UsageError
 from sparsescope.timing.host import MAX_SAMPLES, should_flush, validate_config
+from sparsescope.timing.modes import PROBE_CALLS, back_to_back, calls_per_sample, per_call_samples
 from sparsescope.timing.types import Measurement, TimingConfig
 
 LIBRARIES = ("torch", "cupy")
@@ -194,6 +200,8 @@ def time_cuda(fn: Callable[[], object], config: TimingConfig, *, library: str,
     """
     validate_config(config)
     lib = _library(library)
+    if config.mode == "throughput":
+        return _time_throughput(lib, fn, config, breakdown=breakdown)
     if l2_bytes is None:
         l2_bytes = lib.l2_bytes()
     flushed = should_flush(config, working_set_bytes, l2_bytes)
@@ -202,15 +210,7 @@ def time_cuda(fn: Callable[[], object], config: TimingConfig, *, library: str,
     for _ in range(config.warmups):
         fn()
     lib.synchronize()
-    call, keep_alive = fn, None
-    graph = bool(config.graph_capture)
-    if graph:
-        captured = _capture_or_none(lib, fn)
-        graph = captured is not None
-        if graph:
-            call, keep_alive = captured
-            call()  # first replay uploads the graph
-            lib.synchronize()
+    call, keep_alive, graph = _captured(lib, fn, config)
 
     samples: list[float] = []
     while len(samples) < config.repeats or (sum(samples) < config.min_total_ms
@@ -226,6 +226,50 @@ def time_cuda(fn: Callable[[], object], config: TimingConfig, *, library: str,
     recorded = replace(config, clock="cuda-events", graph_capture=graph)
     return Measurement(samples_ms=tuple(samples), config=recorded, flushed=flushed,
                        clock="cuda-events", kernel_breakdown=kernels)
+
+
+def _captured(lib, fn: Callable[[], object], config: TimingConfig
+              ) -> tuple[Callable[[], object], object, bool]:
+    """(what to time, what keeps its graph alive, whether it is a graph): ``fn`` captured in a
+    CUDA graph and replayed once (the first replay uploads it) when ``config.graph_capture``
+    and the capture works, else ``fn`` itself."""
+    if config.graph_capture:
+        captured = _capture_or_none(lib, fn)
+        if captured is not None:
+            call, keep_alive = captured
+            call()
+            lib.synchronize()
+            return call, keep_alive, True
+    return fn, None, False
+
+
+def _time_throughput(lib, fn: Callable[[], object], config: TimingConfig, *,
+                     breakdown: bool) -> Measurement:
+    """The throughput mode (``timing.modes``): the warm-ups, a probe of ``PROBE_CALLS`` calls
+    back to back between one event pair that chooses N, then each sample N calls back to back
+    between one event pair (one replay of a graph of N calls when ``config.graph_capture``),
+    queued behind its own hold, divided by N. The L2 is never flushed."""
+    for _ in range(config.warmups):
+        fn()
+    lib.synchronize()
+    start, end = lib.event(), lib.event()
+    start.record()
+    for _ in range(PROBE_CALLS):
+        fn()
+    end.record()
+    lib.synchronize()
+    calls = config.throughput_calls or calls_per_sample(lib.elapsed_ms(start, end) / PROBE_CALLS)
+    call, keep_alive, graph = _captured(lib, back_to_back(fn, calls), config)
+    totals: list[float] = []
+    while len(totals) < config.repeats or (sum(totals) < config.min_total_ms
+                                           and len(totals) < MAX_SAMPLES):
+        # one sample per hold: at most N calls' launches wait in the queue at a time
+        totals.extend(_timed_batch(lib, call, 1, None))
+    kernels = kernel_breakdown(fn, synchronize=lib.synchronize) if breakdown else ()
+    del keep_alive
+    recorded = replace(config, clock="cuda-events", graph_capture=graph, throughput_calls=calls)
+    return Measurement(samples_ms=tuple(per_call_samples(totals, calls)), config=recorded,
+                       flushed=False, clock="cuda-events", kernel_breakdown=kernels)
 
 
 def _timed_batch(lib, call: Callable[[], object], count: int, buffer) -> list[float]:

@@ -13,18 +13,26 @@ Steps, with the settings recorded in the returned :class:`Measurement`:
 
 Flushing: ``config.flush_l2`` True or False decides; None flushes when the working set fits in
 the last-level cache (``working_set_bytes <= llc_bytes``), so a small case is timed from DRAM as
-a large one is, instead of from a cache warmed by the previous repeat.
+a large one is, instead of from a cache warmed by the previous repeat. The cache is the one a
+single-threaded timer can evict (:func:`sparsescope.hardware.cpuinfo.evictable_cache`): a VM's
+report of its host's whole L3 is bounded, or every repeat would stream gigabytes (10 s of a
+22 s run on a 2-vCPU VM reporting 480 MiB) and evict the interpreter's own state with it.
+The flush runs before the clock starts; only the call is inside the timed window.
+
+The garbage collector is off while the repeats run (as :mod:`timeit` does): a collection that
+falls inside one call's window is the interpreter's time, not the call's.
 """
 
 from __future__ import annotations
 
+import gc
 import time
 from collections.abc import Callable
 
 import numpy as np
 
 from sparsescope.errors import UsageError
-from sparsescope.timing.types import Measurement, TimingConfig
+from sparsescope.timing.types import TIMING_MODES, Measurement, TimingConfig
 
 #: Hard cap on samples when ``min_total_ms`` asks for more than ``repeats``.
 MAX_SAMPLES = 100_000
@@ -43,6 +51,9 @@ def validate_config(config: TimingConfig) -> None:
                          f"got {config.statistic!r}")
     if not config.min_total_ms >= 0:
         raise UsageError(f"min_total_ms must be >= 0, got {config.min_total_ms}")
+    if config.mode not in TIMING_MODES:
+        raise UsageError(f"timing mode must be one of {', '.join(TIMING_MODES)}, got "
+                         f"{config.mode!r}")
 
 
 def flush_cache(llc_bytes: int) -> int:
@@ -67,7 +78,10 @@ def release_flush_buffer() -> None:
 
 
 def should_flush(config: TimingConfig, working_set_bytes: int, llc_bytes: int) -> bool:
-    """``config.flush_l2`` when set, else whether the working set fits in the cache."""
+    """``config.flush_l2`` when set, else whether the working set fits in the cache; never in
+    the throughput mode, whose calls find the cache warm (``timing.modes``)."""
+    if getattr(config, "mode", "latency") == "throughput":
+        return False
     if config.flush_l2 is not None:
         return bool(config.flush_l2)
     return working_set_bytes <= llc_bytes
@@ -78,26 +92,37 @@ def time_host(fn: Callable[[], object], config: TimingConfig, *, working_set_byt
     """Time ``fn()`` with the host clock following ``config``; raw samples in ms are kept.
 
     ``working_set_bytes`` is what one call touches (for the automatic flush decision);
-    ``llc_bytes`` defaults to the last-level cache the OS reports.
+    ``llc_bytes`` defaults to the cache a single-threaded timer can evict
+    (:func:`sparsescope.hardware.cpuinfo.evictable_cache_bytes`).
     """
     validate_config(config)
-    if llc_bytes is None:
-        from sparsescope.hardware.cpuinfo import last_level_cache_bytes
+    if config.mode == "throughput":  # calls back to back, nothing flushed: timing.modes
+        from sparsescope.timing.modes import time_host_throughput
 
-        llc_bytes = last_level_cache_bytes()
+        return time_host_throughput(fn, config, max_samples=MAX_SAMPLES)
+    if llc_bytes is None:
+        from sparsescope.hardware.cpuinfo import evictable_cache_bytes
+
+        llc_bytes = evictable_cache_bytes()
     flushed = should_flush(config, working_set_bytes, llc_bytes)
 
     for _ in range(config.warmups):
         fn()
     samples: list[float] = []
     total_ms = 0.0
-    while len(samples) < config.repeats or (total_ms < config.min_total_ms
-                                            and len(samples) < MAX_SAMPLES):
-        if flushed:
-            flush_cache(llc_bytes)
-        start = time.perf_counter()
-        fn()
-        elapsed_ms = (time.perf_counter() - start) * 1e3
-        samples.append(elapsed_ms)
-        total_ms += elapsed_ms
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        while len(samples) < config.repeats or (total_ms < config.min_total_ms
+                                                and len(samples) < MAX_SAMPLES):
+            if flushed:
+                flush_cache(llc_bytes)
+            start = time.perf_counter()
+            fn()
+            elapsed_ms = (time.perf_counter() - start) * 1e3
+            samples.append(elapsed_ms)
+            total_ms += elapsed_ms
+    finally:
+        if collecting:
+            gc.enable()
     return Measurement(samples_ms=tuple(samples), config=config, flushed=flushed, clock="host")

@@ -11,6 +11,10 @@ MAX_REPEATS = 100_000
 microsecond kernel is not a measurement but a hang (``timing.host.MAX_SAMPLES`` caps the
 samples ``min_total_ms`` may add the same way)."""
 
+#: The timing protocol's modes: each call on its own, or calls back to back (``timing.modes``).
+TIMING_MODES = ("latency", "throughput")
+
+
 @dataclass(frozen=True)
 class TimingConfig:
     """Settings of the one timing protocol, recorded next to every number."""
@@ -29,6 +33,13 @@ class TimingConfig:
     """Replay a captured CUDA graph instead of launching from Python (GPU only)."""
     min_total_ms: float = 0.0
     """Keep repeating (beyond ``repeats``) until this much time was measured in total."""
+    mode: str = "latency"
+    """``latency``: each call timed on its own (L2 flushed where the working set fits);
+    ``throughput``: calls back to back, L2 warm, a sample the time per call of a batch
+    (``timing.modes``)."""
+    throughput_calls: int = 0
+    """Calls per sample in ``throughput`` mode; 0: chosen from the warm-up's time
+    (``timing.modes.calls_per_sample``)."""
 
     def checked(self) -> TimingConfig:
         """This config, or a :class:`~sparsescope.errors.UsageError` naming the first setting
@@ -48,6 +59,16 @@ class TimingConfig:
                              f"{self.statistic!r}")
         if self.clock not in ("host", "cuda-events"):
             raise UsageError(f"timing clock must be host or cuda-events, got {self.clock!r}")
+        if self.mode not in TIMING_MODES:
+            raise UsageError(f"timing mode must be one of {', '.join(TIMING_MODES)}, got "
+                             f"{self.mode!r}")
+        if self.mode == "throughput" and self.flush_l2:
+            raise UsageError("throughput timing keeps the L2 warm: it cannot flush it "
+                             "(--flush on applies to the latency mode)")
+        if (isinstance(self.throughput_calls, bool) or not isinstance(self.throughput_calls, int)
+                or not 0 <= self.throughput_calls <= MAX_REPEATS):
+            raise UsageError(f"throughput_calls must be a whole number 0 to {MAX_REPEATS}, got "
+                             f"{self.throughput_calls!r}")
         if not (isinstance(self.min_total_ms, int | float)
                 and math.isfinite(self.min_total_ms) and self.min_total_ms >= 0):
             raise UsageError(f"min_total_ms must be a finite number >= 0, got "
