@@ -15,8 +15,7 @@ from sparsescope.report.prediction_tables import (
     draw_predictions,
     percentile,
     prediction_rows,
-    summarize,
-    summary_lines,
+    reading,
 )
 from sparsescope.results.records import RunSet
 
@@ -50,7 +49,7 @@ def prediction_part(runset: RunSet) -> tuple[list, tuple[bytes | None, str | Non
                    num(r["median_abs_error_pct"], ".1f"), num(r["p90_abs_error_pct"], ".1f"),
                    num(r["median_signed_error_pct"], "+.1f")] for r in per_backend])
     blocks = [Heading("Predicted against measured"),
-              text(" ".join(summary_lines(summarize(rows))) + " Error = (measured - "
+              text(" ".join(reading(rows)) + " Error = (measured - "
                    "predicted) / measured x 100; the prediction is made before the case is "
                    "timed (each matrix's page and results.json hold every case's terms)."),
               table, Picture(f"figures/{FIGURE}.png", "Predicted against measured time",
