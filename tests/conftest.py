@@ -82,3 +82,23 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.get_closest_marker("gpu"):
             item.add_marker(skip)
+
+
+@pytest.fixture
+def plugin_registry(monkeypatch):
+    """No plug-in loaded before the test, none left registered after it: the registry's
+    tables restored, and neither an installed plug-in (entry points) nor the machine's
+    SPARSESCOPE_PLUGINS leaks in (the plug-in tests use it)."""
+    from sparsescope import registry
+    from sparsescope.backends import plugins
+
+    monkeypatch.setenv(plugins.ENV_PLUGINS, "")
+    monkeypatch.setenv(plugins.ENV_NO_AUTOLOAD, "1")
+    backends, own = dict(registry.BACKENDS), set(registry.OWN_BACKENDS)
+    plugins.forget_plugins()
+    yield
+    plugins.forget_plugins()
+    registry.BACKENDS.clear()
+    registry.BACKENDS.update(backends)
+    registry.OWN_BACKENDS.clear()
+    registry.OWN_BACKENDS.update(own)

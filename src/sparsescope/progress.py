@@ -12,6 +12,17 @@ from collections.abc import Callable
 from typing import Any
 
 
+def quiet_tqdm():
+    """The ``tqdm`` class with its monitor thread off: every bar of the tool comes from here,
+    because a report's figure workers fork only from a one-thread process
+    (``report.figure_pool.can_fork``), and the monitor is one more thread (it only retunes
+    ``miniters`` of bars that update rarely)."""
+    from tqdm import tqdm
+
+    tqdm.monitor_interval = 0
+    return tqdm
+
+
 class CaseProgress:
     """``with CaseProgress(total, enabled) as bar: ... bar.wrap(on_case)``."""
 
@@ -22,11 +33,7 @@ class CaseProgress:
 
     def __enter__(self) -> CaseProgress:
         if self.enabled:
-            from tqdm import tqdm
-
-            tqdm.monitor_interval = 0  # no monitor thread: figure workers fork a 1-thread parent
-
-            self._bar = tqdm(total=self.total, desc="cases", unit="case", file=sys.stderr,
+            self._bar = quiet_tqdm()(total=self.total, desc="cases", unit="case", file=sys.stderr,
                              dynamic_ncols=True, leave=False, mininterval=0.2)
             self._bar.refresh()
         return self

@@ -26,20 +26,8 @@ NUMPY_PLUGIN = NUMPY_SRC / "sparsescope_numpy_spmv" / "__init__.py"
 FAST = TimingConfig(warmups=1, repeats=3, flush_l2=False)
 
 
-@pytest.fixture(autouse=True)
-def clean_registry(monkeypatch):
-    """Each test starts with no plug-in loaded and leaves the registry as it found it; no
-    installed plug-in and no SPARSESCOPE_PLUGINS of the machine leak in."""
-    monkeypatch.setenv(plugins.ENV_PLUGINS, "")
-    monkeypatch.setenv(plugins.ENV_NO_AUTOLOAD, "1")
-    backends, own = dict(registry.BACKENDS), set(registry.OWN_BACKENDS)
-    plugins.forget_plugins()
-    yield
-    plugins.forget_plugins()
-    registry.BACKENDS.clear()
-    registry.BACKENDS.update(backends)
-    registry.OWN_BACKENDS.clear()
-    registry.OWN_BACKENDS.update(own)
+# each test starts with no plug-in loaded and leaves the registry as it found it
+pytestmark = pytest.mark.usefixtures("plugin_registry")
 
 
 def _plugin(tmp_path: Path, body: str, name: str = "plug.py") -> Path:

@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from sparsescope import registry
 from sparsescope.backends import plugins
 from sparsescope.backends.registry import get_backend
 from sparsescope.backends.runner import run_case
@@ -27,17 +26,9 @@ FAST = TimingConfig(warmups=1, repeats=3)
 
 
 @pytest.fixture(autouse=True)
-def cuda_example(monkeypatch):
+def cuda_example(plugin_registry):
     """The example loaded from its file, and unloaded after."""
-    monkeypatch.setenv(plugins.ENV_PLUGINS, "")
-    monkeypatch.setenv(plugins.ENV_NO_AUTOLOAD, "1")
-    backends = dict(registry.BACKENDS)
-    plugins.forget_plugins()
     plugins.load_plugin(str(CUDA_PLUGIN))
-    yield
-    plugins.forget_plugins()
-    registry.BACKENDS.clear()
-    registry.BACKENDS.update(backends)
 
 
 def _matrix(rows: int = 600, cols: int = 500, seed: int = 3) -> Matrix:

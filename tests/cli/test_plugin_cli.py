@@ -17,7 +17,6 @@ from pathlib import Path
 
 import pytest
 
-from sparsescope import registry
 from sparsescope.backends import plugins
 from sparsescope.cli import main
 from sparsescope.results.io import read_runset
@@ -32,20 +31,8 @@ TINY = ("%%MatrixMarket matrix coordinate real general\n4 5 7\n1 1 1.0\n1 4 2.0\
         "2 5 -1.5\n4 1 4.0\n4 3 5.0\n4 5 6.0\n")
 
 
-@pytest.fixture(autouse=True)
-def clean_registry(monkeypatch):
-    """No plug-in loaded before, none left registered after; SPARSESCOPE_PLUGINS (which
-    ``--plugin`` sets for child processes) restored."""
-    monkeypatch.setenv(plugins.ENV_PLUGINS, "")
-    monkeypatch.setenv(plugins.ENV_NO_AUTOLOAD, "1")
-    backends, own = dict(registry.BACKENDS), set(registry.OWN_BACKENDS)
-    plugins.forget_plugins()
-    yield
-    plugins.forget_plugins()
-    registry.BACKENDS.clear()
-    registry.BACKENDS.update(backends)
-    registry.OWN_BACKENDS.clear()
-    registry.OWN_BACKENDS.update(own)
+# each test starts with no plug-in loaded and leaves the registry as it found it
+pytestmark = pytest.mark.usefixtures("plugin_registry")
 
 
 @pytest.fixture

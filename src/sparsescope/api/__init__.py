@@ -107,6 +107,7 @@ from sparsescope.matrices import load_suite
 from sparsescope.matrices.io import read_matrix, write_matrix
 from sparsescope.model.hot_set import hot_set_reach
 from sparsescope.model.spmm import x_reuse_dram_floors
+from sparsescope.progress import quiet_tqdm
 from sparsescope.registry import is_own, op_entry
 from sparsescope.results.io import read_runset
 from sparsescope.timing.cuda import time_cuda
@@ -123,7 +124,7 @@ __all__ = [
     "device_context", "report", "run", "sweep",
     # devices, matrices, kernels, profiles, analysis
     "analyze_measurement", "analyze_offline", "analyze_workload", "compare_analyses",
-    "generate_matrix", "generate_suite", "read_matrix", "write_matrix",
+    "generate_matrix", "generate_suite", "read_matrix", "write_matrix", "quiet_tqdm",
     "SparsescopeError", "gpu_specs", "list_kernels", "load_matrix",
     "matrix_catalogue", "matrix_selection", "matrix_stats", "measure_ceilings", "suite_matrix",
     "profile_case", "profile_report",

@@ -10,6 +10,7 @@ went, per case and in total (``CaseResult.stages``, ``RunSet.stages``). The help
 
 from __future__ import annotations
 
+import itertools
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -374,15 +375,9 @@ def _tracked(loaded, names: list[str], done: _Progress):
     """``loaded``'s matrices, ``done.current`` naming each input before it is loaded (so a
     reader error is attributed to its input)."""
     it = iter(loaded)
-    for name in names:
-        done.current = name
-        try:
-            with stage("load"):
-                matrix = next(it)
-        except StopIteration:
-            return
-        yield matrix
-    while True:
+    for index in itertools.count():
+        if index < len(names):
+            done.current = names[index]
         try:
             with stage("load"):
                 matrix = next(it)

@@ -66,9 +66,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _progress(iterable, total: int, desc: str, enabled: bool = True):
     """A bar over the matrices on stderr: only on a terminal, never under --json."""
-    from tqdm import tqdm
+    from sparsescope.api import quiet_tqdm
 
-    tqdm.monitor_interval = 0  # no monitor thread: figure workers fork a 1-thread parent
+    tqdm = quiet_tqdm()
 
     return tqdm(iterable, total=total, desc=desc, unit="matrix", file=sys.stderr,
                 disable=not (enabled and sys.stderr.isatty()))

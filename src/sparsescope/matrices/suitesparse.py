@@ -78,9 +78,9 @@ def _reachable(url: str, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
 def _download(url: str, dest: Path, timeout_s: float = DOWNLOAD_TIMEOUT_S) -> None:
     """Stream ``url`` to ``dest`` (through a temp file beside it) with a progress bar, after
     checking within :data:`CONNECT_TIMEOUT_S` that its server can be reached."""
-    from tqdm import tqdm
+    from sparsescope.progress import quiet_tqdm
 
-    tqdm.monitor_interval = 0  # no monitor thread: figure workers fork a 1-thread parent
+    tqdm = quiet_tqdm()
 
     _reachable(url, min(timeout_s, CONNECT_TIMEOUT_S))
     dest.parent.mkdir(parents=True, exist_ok=True)

@@ -170,9 +170,9 @@ def draw_figures(ctx: ReportContext, tables: Mapping[str, Table], plots: Mapping
     """Each of ``plots`` (figure name -> plot function, in report order) drawn with ``png`` as
     :class:`FigureResult`, in order; in ``workers`` forked processes (None:
     :func:`figure_workers`) where :func:`can_fork`, else in a row; a tqdm bar on stderr."""
-    from tqdm import tqdm
+    from sparsescope.progress import quiet_tqdm
 
-    tqdm.monitor_interval = 0  # no monitor thread: figure workers fork a 1-thread parent
+    tqdm = quiet_tqdm()
 
     names = list(plots)
     workers = figure_workers(len(names)) if workers is None else max(1, min(workers,
