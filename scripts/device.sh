@@ -24,15 +24,29 @@
 #                         stopped by SIGINT at the budget with its measured cases kept. Writes
 #                         env.txt, pytest_gpu.log, MODE.log, MODE_results.json.gz,
 #                         MODE_show.txt, family_errors.md.
-#   gpu-tests [--seed6]   every GPU-marked test (pytest -m gpu), then the CPU tests of the
-#                         GPU-facing stages, and `sparsescope ceilings`; with --seed6 also
-#                         `run --suite seed6 --backend all`. Writes env.txt, pytest_gpu.log,
-#                         pytest.log, ceilings.json [, seed6.log, seed6_results.json,
-#                         seed6_show.txt]. Exit status: pytest's.
+#   gpu-tests [--seed6] [--cpu-tests] {PYTEST_WORKERS=4}
+#                         every GPU-marked test (pytest -m gpu -n W), [the CPU tests of the
+#                         GPU-facing stages,] and `sparsescope ceilings`; with --seed6 also
+#                         `run --suite seed6 --backend all` and its stage breakdown. Writes
+#                         env.txt, pytest_gpu.log, [pytest.log,] ceilings.json [, seed6.log,
+#                         seed6_results.json, seed6_show.txt, seed6_stages.txt]. Exit status:
+#                         pytest's.
 #   kernels [--tests] [--set seed6-sweep] [--repeats 30] [--scale 1] [--suite seed6]
 #                         own SpMV kernels (a variant set) against cuSPARSE and auto through
 #                         `run --variants`. Writes env.txt [, pytest_gpu.log], run.log,
 #                         results.json, report.md, show.txt. Exit status: the run's.
+#   seed6-speed [--profile] {BEFORE_SRC=.before/src, RUN_LIMIT_S=330}
+#                         issue 35: `run --suite seed6 --backend all` at full scale from an
+#                         older source tree (BEFORE_SRC: `git archive REV src | tar -x -C
+#                         .before`, carried) and from this tree, one after the other on this
+#                         machine, each with cold caches of its own (store, generated
+#                         matrices, SASS, CuPy and CUDA caches), then each one's stage
+#                         breakdown; with --profile also benchmarks/profile_speed.py (both
+#                         trees). A run at scale 0.02 of this tree goes first (smoke.log):
+#                         when it fails, nothing else runs. Writes env.txt, timings.txt,
+#                         {before,after}_results.json.gz, {before,after}_stages.txt,
+#                         logs.tgz (smoke, before, after logs [, profile_speed.md]) [,
+#                         profile_speed.json].
 #   model [--repeats 30] [--scale 1] [--gpu-tests]
 #                         the time model on this GPU: `ceilings`, `run --suite seed6 --backend
 #                         all` (each case predicted, then timed), `results show`. Writes
@@ -74,6 +88,14 @@
 #   sweep [SOURCE]        a sweep in process and on a one-worker Dask LocalCluster, then a
 #                         re-run that must resume. Writes env.txt, inprocess.json, local.json,
 #                         resume.json, collection.md, results.json.
+#   sweep-gpus [COUNT ...] {SOURCE=.real-dev, LIMIT_S=240, GPU_TESTS=1}
+#                         issue 35: every GPU-marked test first (pytest -m gpu -n 4; GPU_TESTS=0
+#                         skips them), then one `sweep SOURCE --cluster cuda` per GPU count
+#                         (default 1 2 4; CUDA_VISIBLE_DEVICES 0..COUNT-1), each into a fresh
+#                         store with cold caches of its own; cases/min from the engine's wall
+#                         and the speedup over one GPU. Carry .device-wheels (dask, the
+#                         dask-cuda tar) and .real-dev. Writes env.txt, pytest_gpu.log,
+#                         sweep_N.json, scaling.md, sweep_logs.tgz (each sweep's stderr).
 #   sweep-scale cpu|gpu [LIMIT]
 #                         issue 15's scale measurements (carry out/sweep-scale too). Writes
 #                         env.txt, summary.txt, store.sqlite.gz, bundle.tgz.
@@ -96,6 +118,20 @@ wheels() {  # install the carried wheels the image lacks (no network, no depende
 
 dask_wheels() {  # Dask for --cluster local (its dependencies from the image where it has them)
     $PY -m pip install -q --no-index --find-links .device-wheels distributed 2>&1 | tail -1
+}
+
+dask_cuda_path() {  # dask-cuda and what it needs: unpacked wheels in one tar.xz, each put on
+    # PYTHONPATH only where the image lacks it
+    local extra=/tmp/ss-sweep-extra pair module wheel
+    mkdir -p "$extra" && tar xJf .device-wheels/sweep-extra.tar.xz -C "$extra"
+    for pair in "pynvml:nvidia_ml_py" "cuda.pathfinder:cuda_pathfinder" \
+                "cuda.bindings:cuda_bindings" "cuda.core:cuda_core" "dask_cuda:dask_cuda"; do
+        module="${pair%%:*}"; wheel="${pair##*:}"
+        if ! $PY -c "import $module" 2>/dev/null; then
+            export PYTHONPATH="${PYTHONPATH:-}:$(ls -d "$extra"/"${wheel}"-*.whl)"
+            echo "using the carried $wheel"
+        fi
+    done
 }
 
 env_file() {  # $1: file; $2...: extra lines
@@ -191,10 +227,11 @@ recipe_list() {
 
 recipe_gpu_tests() {
     out_dir /tmp/sparsescope-device
-    local seed6=0
+    local seed6=0 cpu_tests=0
     while [ $# -gt 0 ]; do
         case "$1" in
             --seed6) seed6=1 ;;
+            --cpu-tests) cpu_tests=1 ;;
             *) echo "gpu-tests: unknown option $1"; return 2 ;;
         esac
         shift
@@ -202,13 +239,15 @@ recipe_gpu_tests() {
     wheels
     env_file "$OUT/env.txt"
     # shellcheck disable=SC2046
-    $PY -m pytest tests -m gpu -q -p no:cacheprovider $(timeout_flag 300) -rs 2>&1 \
-        | tee "$OUT/pytest_gpu.log"
+    $PY -m pytest tests -m gpu -q -p no:cacheprovider -n "${PYTEST_WORKERS:-4}" \
+        $(timeout_flag 300) -rs 2>&1 | tee "$OUT/pytest_gpu.log" | tail -n 5
     local rc=${PIPESTATUS[0]}
-    # shellcheck disable=SC2046
-    $PY -m pytest tests/backends tests/timing -q -p no:cacheprovider $(timeout_flag 300) 2>&1 \
-        | tee "$OUT/pytest.log" | tail -n 3
-    [ "${PIPESTATUS[0]}" -ne 0 ] && rc=1
+    if [ "$cpu_tests" = 1 ]; then
+        # shellcheck disable=SC2046
+        $PY -m pytest tests/backends tests/timing -q -p no:cacheprovider -n "${PYTEST_WORKERS:-4}" \
+            $(timeout_flag 300) 2>&1 | tee "$OUT/pytest.log" | tail -n 3
+        [ "${PIPESTATUS[0]}" -ne 0 ] && rc=1
+    fi
     grep -qE "^FAILED|[0-9]+ failed" "$OUT/pytest_gpu.log" && rc=1
     $PY -m sparsescope ceilings --json --no-store > "$OUT/ceilings.json" 2>&1 \
         || echo "ceilings failed: see ceilings.json"
@@ -219,7 +258,10 @@ recipe_gpu_tests() {
             > "$OUT/seed6.log" 2>&1 || echo "seed6 run failed: see seed6.log"
         echo "seed6 run took $(( $(date +%s) - start )) s" | tee -a "$OUT/seed6.log"
         cp /tmp/seed6/results.json "$OUT/seed6_results.json" 2>/dev/null
-        $PY -m sparsescope results show /tmp/seed6/results.json 2>&1 | tee "$OUT/seed6_show.txt"
+        $PY -m sparsescope results show /tmp/seed6/results.json > "$OUT/seed6_show.txt" 2>&1
+        $PY -m sparsescope results show /tmp/seed6/results.json --stages --per-case \
+            > "$OUT/seed6_stages.txt" 2>&1
+        $PY -m sparsescope results show /tmp/seed6/results.json --stages 2>&1 | tail -n 30
     fi
     tail -n 3 "$OUT/pytest_gpu.log"
     return "$rc"
@@ -332,6 +374,53 @@ if errs:
           f"p90 {errs[int(0.9 * (len(errs) - 1))]:.1f} %")
 PY
     return "$status"
+}
+
+recipe_seed6_speed() {
+    out_dir /tmp/ss-seed6-speed
+    local before="${BEFORE_SRC:-.before/src}" limit="${RUN_LIMIT_S:-330}" profile=0 label src
+    [ "${1:-}" = "--profile" ] && profile=1
+    if [ ! -d "$before/sparsescope" ]; then
+        echo "seed6-speed: no older tree at $before (git archive REV src | tar -x -C .before)"
+        return 2
+    fi
+    wheels
+    env_file "$OUT/env.txt" "before_src $before ($(cat "$before/../REVISION" 2>/dev/null))"
+    : > "$OUT/timings.txt"
+    # a small run of this tree first: a broken tree stops here, not after the long runs
+    if ! $PY -m sparsescope run --suite seed6 --scale 0.02 --backend all --no-store \
+            --out /tmp/ss-speed-smoke > "$OUT/smoke.log" 2>&1; then
+        echo "seed6-speed: the smoke run failed:"; tail -n 20 "$OUT/smoke.log"
+        return 1
+    fi
+    for label in before after; do
+        src="$before"; [ "$label" = after ] && src=src
+        local home="/tmp/ss-speed-$label"
+        rm -rf "$home"; mkdir -p "$home"
+        local start=$(date +%s.%N)
+        SPARSESCOPE_STORE="$home/store.sqlite" SPARSESCOPE_CACHE="$home/cache" \
+            CUPY_CACHE_DIR="$home/cupy" CUDA_CACHE_PATH="$home/cuda" PYTHONPATH="$src" \
+            timeout -s INT "$limit" $PY -m sparsescope run --suite seed6 --backend all \
+            --out "$home/out" > "$OUT/$label.log" 2>&1
+        echo "${label}_rc $? ${label}_wall_s $($PY -c "print(f'{$(date +%s.%N) - $start:.1f}')")" \
+            | tee -a "$OUT/timings.txt"
+        PYTHONPATH=src $PY -m sparsescope results show "$home/out/results.json" --stages \
+            --per-case > "$OUT/${label}_stages.txt" 2>&1
+        gzip -c "$home/out/results.json" > "$OUT/${label}_results.json.gz" 2>/dev/null
+    done
+    if [ "$profile" = 1 ]; then
+        PYTHONPATH=src $PY benchmarks/profile_speed.py --before-src "$before" --repeats 1 \
+            --out "$OUT/profile_speed.json" > "$OUT/profile_speed.md" 2>&1
+        tail -n 12 "$OUT/profile_speed.md"
+    fi
+    for label in before after; do
+        echo "== $label"; head -n 15 "$OUT/${label}_stages.txt"
+    done
+    # at most eight files come back: the logs travel in one tar
+    tar -czf "$OUT/logs.tgz" -C "$OUT" smoke.log before.log after.log timings.txt \
+        $([ "$profile" = 1 ] && echo profile_speed.md) && \
+        rm -f "$OUT"/smoke.log "$OUT"/before.log "$OUT"/after.log "$OUT"/profile_speed.md
+    cat "$OUT/timings.txt"
 }
 
 recipe_seed6() {
@@ -735,6 +824,58 @@ PY
     return "$rc"
 }
 
+recipe_sweep_gpus() {
+    out_dir /tmp/ss-sweep-gpus
+    local counts=("$@") source="${SOURCE:-.real-dev}" limit="${LIMIT_S:-240}" g home rc=0
+    [ ${#counts[@]} -eq 0 ] && counts=(1 2 4)
+    rm -rf /tmp/ss-gpus-logs; mkdir -p /tmp/ss-gpus-logs
+    wheels
+    dask_wheels
+    dask_cuda_path
+    env_file "$OUT/env.txt" "source $source ($(ls "$source" | wc -l) files)" \
+        "$(nproc) cores" "gpus $(nvidia-smi -L | wc -l)"
+    if [ "${GPU_TESTS:-1}" = 1 ]; then
+        # shellcheck disable=SC2046
+        $PY -m pytest tests -m gpu -q -p no:cacheprovider -n 4 $(timeout_flag 300) -rs \
+            > "$OUT/pytest_gpu.log" 2>&1
+        rc=$?
+        tail -n 3 "$OUT/pytest_gpu.log"
+    fi
+    for g in "${counts[@]}"; do
+        home="/tmp/ss-gpus-$g"
+        rm -rf "$home"; mkdir -p "$home"
+        CUDA_VISIBLE_DEVICES="$(seq -s, 0 $((g - 1)))" SPARSESCOPE_STORE="$home/store.sqlite" \
+            SPARSESCOPE_CACHE="$home/cache" CUPY_CACHE_DIR="$home/cupy" \
+            CUDA_CACHE_PATH="$home/cuda" timeout -s INT "$limit" $PY -m sparsescope sweep \
+            "$source" --cluster cuda --out "$home/out" --json \
+            > "$OUT/sweep_$g.json" 2> "/tmp/ss-gpus-logs/sweep_$g.log"
+        echo "gpus $g: rc $?"
+    done
+    tar -czf "$OUT/sweep_logs.tgz" -C /tmp/ss-gpus-logs .
+    $PY - "$OUT" "${counts[@]}" > "$OUT/scaling.md" <<'PY'
+import json, sys
+out, counts = sys.argv[1], sys.argv[2:]
+rows, base = [], None
+for g in counts:
+    try:
+        d = json.load(open(f"{out}/sweep_{g}.json"))
+    except Exception as exc:
+        rows.append(f"| {g} | unreadable: {exc} | | | | |")
+        continue
+    t = d.get("throughput") or {}
+    rate = t.get("cases_per_min")
+    base = base if base is not None else rate
+    speed = f"{rate / base:.2f}x" if rate and base else ""
+    rows.append(f"| {g} | {d.get('ran')} | {t.get('wall_s')} | {rate} | {speed} | "
+                f"{t.get('overhead_pct')} |")
+print("| GPUs | cases run | engine wall s | cases/min | vs 1 GPU | overhead % |")
+print("| ---: | ---: | ---: | ---: | ---: | ---: |")
+print("\n".join(rows))
+PY
+    cat "$OUT/scaling.md"
+    return "$rc"
+}
+
 recipe_sweep_scale() {
     out_dir /tmp/ss-scale
     local mode="${1:?sweep-scale: cpu or gpu}" limit="${2:-400}"
@@ -744,18 +885,7 @@ recipe_sweep_scale() {
     [ -f "$state/store.sqlite.gz" ] && gunzip -f "$state/store.sqlite.gz"
     wheels
     dask_wheels
-    # dask-cuda and what it needs, unpacked wheels in one tar.xz, each put on PYTHONPATH only
-    # where the image lacks it
-    local extra=/tmp/ss-sweep-extra pair module wheel
-    mkdir -p "$extra" && tar xJf .device-wheels/sweep-extra.tar.xz -C "$extra"
-    for pair in "pynvml:nvidia_ml_py" "cuda.pathfinder:cuda_pathfinder" \
-                "cuda.bindings:cuda_bindings" "cuda.core:cuda_core" "dask_cuda:dask_cuda"; do
-        module="${pair%%:*}"; wheel="${pair##*:}"
-        if ! $PY -c "import $module" 2>/dev/null; then
-            export PYTHONPATH="$PYTHONPATH:$(ls -d "$extra"/"${wheel}"-*.whl)"
-            echo "using the carried $wheel"
-        fi
-    done
+    dask_cuda_path
     env_file "$OUT/env.txt" "mode $mode limit $limit" "$(nproc) cores" "$(free -g | head -2)"
     local common=(--warmups 5 --repeats 20 --json)
     if [ "$mode" = cpu ]; then
@@ -809,8 +939,8 @@ PY
 }
 
 # -- dispatch -----------------------------------------------------------------------------------
-RECIPES=(list gpu-tests real-dev kernels model seed6 profile profile-cases ab-kernel finish-ab ops
-         spmm-blocktc spmm-population sweep sweep-scale)
+RECIPES=(list gpu-tests real-dev kernels model seed6 seed6-speed profile profile-cases ab-kernel
+         finish-ab ops spmm-blocktc spmm-population sweep sweep-gpus sweep-scale)
 if [[ " ${RECIPES[*]} " != *" $RECIPE "* ]]; then
     echo "unknown recipe '$RECIPE'; recipes: ${RECIPES[*]}" >&2
     exit 2

@@ -102,3 +102,4 @@ def plugin_registry(monkeypatch):
     registry.BACKENDS.update(backends)
     registry.OWN_BACKENDS.clear()
     registry.OWN_BACKENDS.update(own)
+

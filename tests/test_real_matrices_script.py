@@ -86,15 +86,23 @@ def test_newest_debian_version_wins():
     assert max(versions, key=script._debian_version_key) == "1:7.10.1+dfsg-1"
 
 
-def test_family_errors_on_a_committed_h200_run():
+def test_family_errors_on_a_committed_h200_run(capsys):
+    """The script prints ``api.family_errors`` of the stored predictions: each family's row
+    holds its backends' cases, its median is that of their |errors|."""
     script = load("family_errors")
     run = Path(__file__).resolve().parents[1] / "results/h200/model/results.json.gz"
-    found = script.errors([str(run)])
-    rows, text = script.table(found)
+    assert script.main([str(run), "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
     total = {r["family"]: r for r in rows if r["backend"] == "all"}
     per_backend = [r for r in rows if r["backend"] != "all"]
     for fam in ("our kernels", "libraries"):
         assert total[fam]["cases"] == sum(r["cases"] for r in per_backend if r["family"] == fam)
-    libs = sorted(v for (_, fam, _), vs in found.items() if fam == "libraries" for v in vs)
-    assert total["libraries"]["median_abs_pct"] == float(np.median(np.abs(libs)))
-    assert "| latency | libraries | **all** |" in text
+    from sparsescope.api import read_runset
+
+    libs = [c.prediction.error_pct for c in read_runset(run).cases
+            if c.outcome == "ok" and c.prediction is not None
+            and c.prediction.error_pct is not None and "cusparse" in c.backend]
+    assert total["libraries"]["cases"] == len(libs) == 18
+    assert total["libraries"]["median_abs_pct"] == pytest.approx(float(np.median(np.abs(libs))))
+    assert script.main([str(run)]) == 0
+    assert "| H200 | latency | libraries | **all** | 18 |" in capsys.readouterr().out

@@ -18,8 +18,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 
-def load(name: str):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+def load(name: str, folder: str = "scripts"):
+    """The module ``FOLDER/NAME.py`` (scripts and benchmarks are files, not a package)."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / folder / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     spec.loader.exec_module(module)
@@ -118,9 +119,10 @@ def test_dsmem_probe_source_compiles_for_hopper():
 
 # -- the device driver ------------------------------------------------------------------------
 DEVICE = ROOT / "scripts" / "device.sh"
-#: Every recipe the fifteen device_*.sh scripts offered, by its name in the driver.
-RECIPES = ("gpu-tests", "kernels", "model", "seed6", "profile", "profile-cases", "ab-kernel",
-           "finish-ab", "ops", "spmm-blocktc", "spmm-population", "sweep", "sweep-scale")
+#: Every recipe of the driver (the fifteen device_*.sh scripts' and the ones added since).
+RECIPES = ("gpu-tests", "kernels", "model", "seed6", "seed6-speed", "profile", "profile-cases",
+           "ab-kernel", "finish-ab", "ops", "spmm-blocktc", "spmm-population", "sweep",
+           "sweep-gpus", "sweep-scale")
 
 
 def _device(*args: str, env: dict | None = None):

@@ -84,6 +84,8 @@ LIBRARY_BACKENDS: dict[tuple[str, str], Any] = {
     ("spmm", "spmm-cupy-i32"): _B + "spmm_cupy:SpmmCupyI32",
     ("spmm", "spmm-nvmath-i32"): _B + "spmm_nvmath:SpmmNvmathI32",
     ("spmm", "spmm-ginkgo"): _B + "spmm_ginkgo:SpmmGinkgo",
+    # the dense peer: A stored dense once, each call a cuBLAS GEMM (DENSE_BACKENDS)
+    ("spmm", "spmm-cublas-dense"): _B + "spmm_dense:SpmmCublasDense",
     ("slice", "slice-scipy-cpu"): _B + "slice_scipy:SliceScipyCpu",
     ("slice", "slice-torch"): _B + "slice_torch:SliceTorch",
     ("slice", "slice-cupy-i32"): _B + "slice_cupy:SliceCupyI32",
@@ -130,6 +132,19 @@ OWN_BACKENDS: set[str] = {name for (_, name) in OWN_KERNELS}
 def is_own(backend: str) -> bool:
     """Whether ``backend`` (a name, or a kernel variant's label ``name[...]``) is ours."""
     return backend.split("[", 1)[0] in OWN_BACKENDS
+
+
+#: Dense baselines: library backends that store the matrix dense, zeros included, and run a
+#: dense product. The report sets the sparse backends against them (the dense break-even,
+#: ``report.break_even``) instead of counting them among the sparse libraries our kernels
+#: are compared with (:func:`is_dense`).
+DENSE_BACKENDS: set[str] = {"spmm-cublas-dense"}
+
+
+def is_dense(backend: str) -> bool:
+    """Whether ``backend`` (a name, or a variant's label ``name[...]``) is a dense
+    baseline (:data:`DENSE_BACKENDS`)."""
+    return backend.split("[", 1)[0] in DENSE_BACKENDS
 
 
 def load(ref: Any) -> Any:
@@ -239,3 +254,4 @@ def unregister(op: str) -> None:
     for key in [k for k in BACKENDS if k[0] == op]:
         del BACKENDS[key]
         OWN_BACKENDS.discard(key[1])
+        DENSE_BACKENDS.discard(key[1])

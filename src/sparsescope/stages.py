@@ -52,7 +52,8 @@ LABELS = {
 
 DESCRIPTIONS = {
     "device": "the device context: the device's ceilings measured (or read from the store)",
-    "load": "a matrix read from its file or generated, and its statistics",
+    "load": "a matrix read from its file or generated, and its statistics (on a GPU run, the "
+            "wait for a load that ran beside the matrix before it)",
     "reference": "the op's case built: its inputs and the float64 reference result",
     "prepare": "the backend's format packed and uploaded (an auto backend's choice included, "
                "less its SASS)",

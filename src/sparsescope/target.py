@@ -6,9 +6,10 @@
     python -m sparsescope.target workload WORKLOAD.json [--warmups N]
 
 ``case``: one (suite matrix, backend, op, parameters) case through the one runner (few repeats:
-ncu replays each launch anyway; ``--check-only`` stops after the float64 check). Exit 0 ok,
-1 failed, 3 skipped, 2 bad arguments; ncu reports a non-zero exit as "The application returned
-an error code".
+ncu replays each launch anyway; ``--check-only`` stops after the float64 check;
+``--profile-call`` opens a profiler range around the checked call alone, for ncu's
+``--profile-from-start off``: :class:`FirstCallRange`). Exit 0 ok, 1 failed, 3 skipped, 2 bad
+arguments; ncu reports a non-zero exit as "The application returned an error code".
 
 ``cases``: many cases in one process (one ncu run with ``--profile-from-start off``); each
 case's call is preceded by a marker launch whose grid size is the case's position plus one, so
@@ -24,7 +25,7 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from sparsescope.backends.spmv_auto import AUTO_TRIAL_ENV
@@ -59,6 +60,54 @@ def case_label(spec: Mapping[str, Any]) -> str:
 
 # ----------------------------------------------------------------------------- one case
 
+class FirstCallRange:
+    """A backend's ``run_case`` whose first call runs inside a profiler range: the runner's
+    first call after ``prepare_case`` and the poisoning is the checked one, so ncu (with
+    ``--profile-from-start off``) sees that call's launches and none of the preparation's,
+    the poisoning fill's or a later call's. The device is synchronized before the range opens
+    (what was queued before stays out) and before it closes (every launch of the call is in).
+    ``profiler()`` gives (start, stop, synchronize), asked for at the first call, when the
+    backend has loaded its library."""
+
+    def __init__(self, run_case: Callable[[Any], Any],
+                 profiler: Callable[[], tuple[Callable, Callable, Callable]]) -> None:
+        self._run_case = run_case
+        self._profiler = profiler
+        self.calls = 0
+        """Calls so far; only the first ran inside the range."""
+
+    def __call__(self, prepared: Any) -> Any:
+        self.calls += 1
+        if self.calls > 1:
+            return self._run_case(prepared)
+        start, stop, synchronize = self._profiler()
+        synchronize()
+        start()
+        try:
+            out = self._run_case(prepared)
+            synchronize()
+        finally:
+            stop()
+        return out
+
+
+def loaded_profiler() -> tuple[Callable, Callable, Callable]:
+    """(start, stop, synchronize) through the CUDA library the case loaded: CuPy when it is
+    imported (our kernels, CuPy, nvmath) or neither is, else PyTorch. Both call
+    ``cudaProfilerStart``/``Stop`` on the device's primary context, which the libraries share."""
+    if "cupy" in sys.modules or "torch" not in sys.modules:
+        return _profiler("cupy")
+    return _profiler("torch")
+
+
+def profile_first_call(backend: Any, profiler: Callable | None = None) -> Any:
+    """``backend`` with its first ``run_case`` in a profiler range (:class:`FirstCallRange`);
+    a CPU backend unchanged (it launches nothing to profile)."""
+    if getattr(backend.capability, "device", "gpu") == "gpu":
+        backend.run_case = FirstCallRange(backend.run_case, profiler or loaded_profiler)
+    return backend
+
+
 def run_one(args: argparse.Namespace) -> int:
     from sparsescope.backends.runner import report_case_exit, run_case
     from sparsescope.backends.variants import backend_choice
@@ -66,14 +115,17 @@ def run_one(args: argparse.Namespace) -> int:
     from sparsescope.timing.types import TimingConfig
 
     matrix = build_named_entry(args.suite, args.matrix, scale=args.scale)
-    # ncu profiles every launch of this process: cuda-spmv-auto's trial would add a few
-    # hundred launches of other kernels; it chooses by prediction alone here (its notes say
-    # so), the chosen kernel being the one launch profiled
+    # cuda-spmv-auto's trial would time a few hundred launches of other kernels under ncu
+    # (profiled ones without --profile-call, each ncu-intercepted either way); it chooses by
+    # prediction alone here (its notes say so), the chosen kernel being the one profiled
     before = os.environ.get(AUTO_TRIAL_ENV)
     if args.check_only and before is None:
         os.environ[AUTO_TRIAL_ENV] = "0"
+    backend = backend_choice(args.backend)
+    if args.profile_call:
+        backend = profile_first_call(backend.create())
     try:
-        case = run_case(matrix, backend_choice(args.backend), args.op, parse_params(args.param),
+        case = run_case(matrix, backend, args.op, parse_params(args.param),
                         config=TimingConfig(warmups=args.warmups, repeats=args.repeats),
                         seed=args.seed, timed=not args.check_only)
     finally:
@@ -222,6 +274,9 @@ def build_parser() -> argparse.ArgumentParser:
     one.add_argument("--repeats", type=int, default=3)
     one.add_argument("--check-only", action="store_true",
                      help="prepare, run and check once; no timing")
+    one.add_argument("--profile-call", action="store_true",
+                     help="open a profiler range (cudaProfilerStart/Stop) around the checked "
+                     "call alone, for ncu --profile-from-start off")
     one.set_defaults(run=run_one)
     many = sub.add_parser("cases", help="a list of cases, each marked for ncu")
     many.add_argument("cases", help="JSON list of case specs")

@@ -123,10 +123,15 @@ def test_a_case_is_scored_by_its_backend_whatever_its_op():
     assert sr.case_basis(stored("spmm-cuda-auto", selected="spmm-cuda-blocktc")) == \
         sr.BLOCKTC_PLAN
     assert sr.case_basis(stored("spmm-cuda-auto", selected="spmm-cuda-rowwarp")) == sr.STORED
-    # a chooser's host plan need not pick what it ran; a library is not the model's to plan
-    assert sr.case_basis(stored("cuda-spmv-auto", "spmv", selected="cuda-spmv-sell")) == ""
-    assert sr.case_basis(stored("torch-cusparse-i32", "spmv")) == ""
-    assert sr.case_basis(stored("spmm-cupy-i32")) == ""
+    # a chooser is scored as the own kernel it ran; a GPU library is planned (CSR bytes and
+    # cuSPARSE's declared shape); a CPU backend is not the GPU model's
+    assert sr.case_basis(stored("cuda-spmv-auto", "spmv", selected="cuda-spmv-sell")) == \
+        sr.PLANNED
+    assert sr.case_basis(stored("torch-cusparse-i32", "spmv")) == sr.PLANNED
+    assert sr.case_basis(stored("nvmath-cusparse-i32[alg=2,preprocess=0]", "spmv")) == \
+        sr.PLANNED
+    assert sr.case_basis(stored("spmm-cupy-i32")) == sr.PLANNED
+    assert sr.case_basis(stored("scipy-cpu", "spmv")) == ""
 
 def test_a_backend_that_plans_only_on_its_device_keeps_the_stored_prediction(monkeypatch):
     from types import SimpleNamespace as NS
@@ -230,7 +235,9 @@ def test_model_score_spmv_variants_on_a_committed_run(committed, capsys):
     assert cases and {c.matrix for c in cases} == {"pruned-05"}
     assert all(c.op == "spmv" and c.basis == "model now" for c in cases)
     assert all(c.predicted_ms and c.predicted_ms > 0 for c in cases)
-    assert not any(c.backend.startswith("cuda-spmv-auto") for c in cases)  # choosers left out
+    # a chooser's case is predicted as the kernel it selected, and stays out of the choices
+    autos = [c for c in cases if c.backend.startswith("cuda-spmv-auto")]
+    assert autos and all(c.selected.startswith("cuda-spmv-") for c in autos)
     assert doc["errors"][0]["group"] == "all" and doc["errors"][0]["cases"] == len(cases)
     assert len(doc["shortlist"]) == 1 and doc["notes"]   # the --no-sass note
 

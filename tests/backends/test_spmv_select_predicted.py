@@ -341,6 +341,7 @@ def test_the_trial_can_be_turned_off_for_a_process(monkeypatch):
                         lambda *a, **k: seen.setdefault("trial", CudaSpmvAuto().trial))
     monkeypatch.setattr("sparsescope.backends.runner.report_case_exit", lambda case, label: 0)
     args = argparse.Namespace(suite="seed6", matrix="cant", scale=0.01, backend="b", op="spmv",
-                              param=[], warmups=1, repeats=1, seed=0, check_only=True)
+                              param=[], warmups=1, repeats=1, seed=0, check_only=True,
+                              profile_call=False)
     assert target.run_one(args) == 0 and seen["trial"] is False
     assert AUTO_TRIAL_ENV not in __import__("os").environ  # nothing left for later cases

@@ -183,7 +183,9 @@ def test_device_rates_take_measured_ceilings_over_the_datasheet():
                          "l2_gathers": "measured random gathers",
                          "l2_write_bw": "measured L2 write bandwidth",
                          "sm_clock": "spec (boost clock)",
-                         "tf32_tensor": "datasheet dense TF32 per SM and clock x spec clock"}
+                         "tf32_tensor": "datasheet dense TF32 per SM and clock x spec clock",
+                         "dram_access": "JEDEC JESD238 (HBM3, also HBM3e): 64-bit "
+                                        "pseudo-channel x burst length 8"}
     # 132 SMs x 1,024 TF32 FMAs a clock x 2 x 1.98 GHz (Hopper)
     assert r.tf32_tensor_gflops == pytest.approx(132 * 1024 * 2 * 1.98)
     assert (r.l2_write_bw_gb_s, r.sm_clock_mhz, r.schedulers_per_sm) == (

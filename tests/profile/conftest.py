@@ -60,7 +60,12 @@ for a in "$@"; do
   prev="$a"
 done
 echo "==PROF== Connected to process 4242 (/usr/bin/python3.12)"
-case "${FAKE_NCU_MODE:-ok}" in
+mode="${FAKE_NCU_MODE:-ok}"
+# filtermiss: a kernel-name filter matches nothing (the launches are listed); without one, ok
+if [ "$mode" = "filtermiss" ]; then
+  case " $* " in *" --kernel-name "*) mode=nokernels;; *) mode=ok;; esac
+fi
+case "$mode" in
   ok|nosource)
     echo '==PROF== Profiling "csrmv_v3_kernel" - 0: 0%....50%....100% - 40 passes'
     echo "sparsescope-target: cant torch spmv: ok"
@@ -83,6 +88,11 @@ case "${FAKE_NCU_MODE:-ok}" in
     echo "Available Kernels:"
     echo "1. csr_partition_kernel"
     echo "2. csrmv_v3_kernel"
+    exit 0;;
+  nokernels-bare)
+    echo "sparsescope-target: cant cuda-spmv-sell spmv: ok"
+    echo "==PROF== Disconnected from process 4242"
+    echo "==WARNING== No kernels were profiled."
     exit 0;;
   appfail)
     echo "Traceback (most recent call last):"

@@ -13,7 +13,7 @@ from sparsescope.cli import main
 MODULES = ["sparsescope.cli.profile_cmd"]
 SUMMARY_KEYS = {"index", "name", "demangled_name", "block_size", "grid_size",
                 "registers_per_thread", "cpi", "stalls", "achieved_occupancy_pct",
-                "theoretical_occupancy_pct", "duration_ns"}
+                "theoretical_occupancy_pct", "duration_ns", "replay_passes"}
 
 
 def _json(capsys):
@@ -36,6 +36,7 @@ def test_read_report_json(h200_fixtures, capsys):
     assert "smsp__" not in "".join(first["stalls"])           # reason names, not metric names
     assert first["theoretical_occupancy_pct"] == 50.0
     assert first["duration_ns"] == 27840.0
+    assert first["replay_passes"] == 38                       # --set full on the H200
 
 
 def test_read_csv_with_details(h200_fixtures, capsys):
@@ -99,10 +100,18 @@ def test_run_with_fake_ncu(fake_ncu, tmp_path, capsys):
     command = " ".join(out["command"])
     assert "--set full" in command and "--kernel-name regex:csrmv" in command
     assert "--launch-skip 1" in command and "--clock-control none" in command
-    assert out["command"][-15:] == [
+    # the user's --kernel replaces the cuSPARSE pattern (and its demangled name base); the
+    # checked call alone is still profiled
+    assert "--kernel-name-base function" in command
+    assert "--profile-from-start off" in command
+    assert out["kernel_selection"]["origin"] == "user"
+    assert out["kernel_selection"]["kernel_filter"] == "regex:csrmv"
+    assert out["kernel_selection"]["one_call"] is True
+    assert out["collected"] == {"set": "full", "groups": [], "sections": []}
+    assert out["command"][-16:] == [
         sys.executable, "-m", "sparsescope.target", "case", "--op", "spmv", "--suite", "seed6",
         "--matrix", "cant", "--backend", "torch-cusparse-i64", "--scale", "1.0",
-        "--check-only"]
+        "--check-only", "--profile-call"]
 
 
 @pytest.mark.parametrize("options, stem, target", [
@@ -111,14 +120,14 @@ def test_run_with_fake_ncu(fake_ncu, tmp_path, capsys):
      "profile_dlmc3_dlmc-512x1024_spmm-cuda-rowwarp_k-64_layout-col",
      ["--op", "spmm", "--suite", "dlmc3", "--matrix", "dlmc-512x1024", "--backend",
       "spmm-cuda-rowwarp", "--scale", "1.0", "--param", "k=64", "--param", "layout=col",
-      "--check-only"]),
+      "--check-only", "--profile-call"]),
     (["--op", "slice", "--suite", "slice003", "--matrix", "slice-10000", "--backend",
       "slice-cuda-scatter", "--rows-selected", "5000", "--weights", "scalar", "--scale", "0.5"],
      "profile_slice003_slice-10000_slice-cuda-scatter_rows-selected-5000_weights-scalar_"
      "out-of-range-error",
      ["--op", "slice", "--suite", "slice003", "--matrix", "slice-10000", "--backend",
       "slice-cuda-scatter", "--scale", "0.5", "--param", "rows_selected=5000", "--param",
-      "weights=scalar", "--param", "out_of_range=error", "--check-only"]),
+      "weights=scalar", "--param", "out_of_range=error", "--check-only", "--profile-call"]),
 ])
 def test_run_other_ops_with_fake_ncu(fake_ncu, tmp_path, capsys, options, stem, target):
     rc = main(["profile", "run", *options, "--groups", "stalls", "--launch-count", "2",
@@ -141,12 +150,13 @@ def test_run_other_ops_with_fake_ncu(fake_ncu, tmp_path, capsys, options, stem, 
      "slice-cuda-scatter, slice-cupy-i32, slice-scipy-cpu, slice-torch\n"),
     (["--op", "spmm", "--backend", "cuda-csr-vector"],
      "sparsescope: error: backend 'cuda-csr-vector' does not support op 'spmm' "
-     "(it implements spmv); backends for spmm: spmm-cuda-auto, spmm-cuda-auto-rules, "
-     "spmm-cuda-blocktc, spmm-cuda-colmajor, spmm-cuda-rowgroup, "
+     "(it implements spmv); backends for spmm: spmm-cublas-dense, spmm-cuda-auto, "
+     "spmm-cuda-auto-rules, spmm-cuda-blocktc, spmm-cuda-colmajor, spmm-cuda-rowgroup, "
      "spmm-cuda-rowwarp, spmm-cuda-transposed, spmm-cupy-i32, spmm-ginkgo, spmm-nvmath-i32, "
      "spmm-scipy-cpu, spmm-torch-i32, spmm-torch-i64\n"),
     (["--op", "spmm", "--backend", "spmm-cuda"],
-     "sparsescope: error: unknown spmm backend 'spmm-cuda'; known: spmm-cuda-auto, "),
+     "sparsescope: error: unknown spmm backend 'spmm-cuda'; known: spmm-cublas-dense, "
+     "spmm-cuda-auto, "),
     (["--backend", "slice-torch"],
      "sparsescope: error: backend 'slice-torch' does not support op 'spmv' "
      "(it implements slice); backends for spmv: "),

@@ -74,14 +74,15 @@ def test_target_command_slice_runs_the_target_with_every_parameter():
      "slice-cupy-i32, slice-scipy-cpu, slice-torch"),
     ("torch-cusparse-i64", "spmm", UsageError,
      "backend 'torch-cusparse-i64' does not support op 'spmm' (it implements spmv); "
-     "backends for spmm: spmm-cuda-auto, spmm-cuda-auto-rules, spmm-cuda-blocktc, "
-     "spmm-cuda-colmajor, spmm-cuda-rowgroup, "
+     "backends for spmm: spmm-cublas-dense, spmm-cuda-auto, spmm-cuda-auto-rules, "
+     "spmm-cuda-blocktc, spmm-cuda-colmajor, spmm-cuda-rowgroup, "
      "spmm-cuda-rowwarp, spmm-cuda-transposed, spmm-cupy-i32, spmm-ginkgo, spmm-nvmath-i32, "
      "spmm-scipy-cpu, spmm-torch-i32, spmm-torch-i64"),
     ("slice-torch", "spmv", UsageError,
      "backend 'slice-torch' does not support op 'spmv' (it implements slice); "
      "backends for spmv: "),
-    ("torch", "spmm", UnknownNameError, "unknown spmm backend 'torch'; known: spmm-cuda-auto,"),
+    ("torch", "spmm", UnknownNameError,
+     "unknown spmm backend 'torch'; known: spmm-cublas-dense, spmm-cuda-auto,"),
 ])
 def test_backend_must_implement_the_op(backend, op, error, message):
     with pytest.raises(error) as err:
@@ -112,9 +113,14 @@ def test_command_with_groups_filter_and_launch_window():
     joined = " ".join(cmd)
     for part in ("--clock-control none", "--cache-control none", "--kernel-name-base function",
                  "--kernel-name regex:csrmv", "--launch-skip 2", "--launch-count 1",
-                 "--section WarpStateStats", "--section SourceCounters", "--import-source yes",
+                 "--section WarpStateStats", "--section SchedulerStats", "--import-source yes",
                  "--force-overwrite", "--target-processes all"):
         assert part in joined
+    # the memory group is metrics only now: ncu's memory tables and the source counters are
+    # groups of their own
+    assert "--section SourceCounters" not in joined
+    assert "MemoryWorkloadAnalysis_Tables" not in joined
+    assert "--profile-from-start" not in cmd
     metrics = cmd[cmd.index("--metrics") + 1].split(",")
     assert M.CPI in metrics and M.stall_metric("long_scoreboard") in metrics
     assert "smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.ratio" in metrics
@@ -153,8 +159,9 @@ def test_options_are_validated(kwargs, error):
 
 def test_collects_source_only_with_source_counters():
     assert CollectOptions(section_set="full").collects_source
-    assert CollectOptions(groups=("memory",)).collects_source
-    assert not CollectOptions(groups=("stalls", "launch")).collects_source
+    assert CollectOptions(groups=("source",)).collects_source
+    assert CollectOptions().collects_source                  # a default group
+    assert not CollectOptions(groups=("stalls", "launch", "memory")).collects_source
 
 
 def test_find_ncu_is_the_tool_finder(tmp_path, monkeypatch):
@@ -197,7 +204,8 @@ def test_run_profile_writes_report_and_exports(fake_ncu, tmp_path, h200_fixtures
     assert calls[0].startswith("--export ") and calls[0].endswith(" ".join(TARGET))
     assert "--kernel-name csrmv_v3_kernel" in calls[0] and "--launch-count 3" in calls[0]
     pages = [c.split("--page ")[1].split()[0] for c in calls if c.startswith("--import")]
-    assert pages == ["raw", "details", "source"]
+    assert sorted(pages) == ["details", "raw", "source"]     # side by side: any order
+    assert sum(c.strip() == "--version" for c in calls) == 1
 
 
 def test_source_export_failure_keeps_the_report(fake_ncu, tmp_path):

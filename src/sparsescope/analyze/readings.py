@@ -36,7 +36,7 @@ class Reading:
 
 def model_score(results: Sequence[str | Path], *, matrices: Sequence[str] = (),
                 from_json: bool = False, baseline: str | Path | None = None,
-                by_kind: bool = False, shortlist: bool = False,
+                by_kind: bool = False, shortlist: bool = False, by_family: bool = False,
                 call_probe: str | Path | None = None, regs: str | Path | None = None,
                 sass: bool = True, progress: Progress = None) -> Reading:
     """Score the runs at ``results`` (files or folders; with ``from_json``, earlier
@@ -44,7 +44,10 @@ def model_score(results: Sequence[str | Path], *, matrices: Sequence[str] = (),
     per variant its median signed error, per matrix the cost of choosing by prediction alone,
     SpMM auto's regret and trials; with ``baseline`` (an earlier score of the same runs) both
     models side by side; ``by_kind``: measured / predicted per variant and matrix kind;
-    ``shortlist``: what an auto backend's shortlist would time under these predictions.
+    ``shortlist``: what an auto backend's shortlist would time under these predictions;
+    ``by_family``: the error per GPU, timing mode and backend family (our kernels; the
+    libraries) and per backend, against issue 36's targets (:mod:`.score_family`; with
+    ``baseline``, before and now on the cases both predicted).
     ``call_probe``: ``call_overhead_probe.py --json`` whose call costs stand in for runs that
     predate them; ``regs``: the block kernel's ``regs.txt``."""
     from sparsescope.analyze import score_runs as sr
@@ -70,6 +73,14 @@ def model_score(results: Sequence[str | Path], *, matrices: Sequence[str] = (),
         parts.append(ss.comparison(cases, before))
     if by_kind:
         parts.append(ss.by_kind(cases))
+    if by_family:
+        from sparsescope.analyze import score_family as sf
+
+        errors = sf.scored_errors(cases)
+        sections["families"] = sf.family_summaries(errors)
+        parts.append(sf.family_markdown(sections["families"]))
+        if before:
+            parts.append(sf.family_comparison(errors, sf.scored_errors(before)))
     if shortlist:
         now = ss.shortlist_regrets(cases)
         sections["shortlist"] = now
@@ -79,6 +90,20 @@ def model_score(results: Sequence[str | Path], *, matrices: Sequence[str] = (),
             sections["shortlist_baseline"] = old
             parts += [ss.shortlist_text("before", old), ss.shortlist_changes(now, old)]
     return Reading(sr.as_jsonable(score, **sections), "\n\n".join(p for p in parts if p))
+
+
+def family_errors(results: Sequence[str | Path]) -> Reading:
+    """The predictions the runs at ``results`` (files or folders) stored with their cases,
+    per GPU, timing mode and backend family and per backend (:mod:`.score_family`: the
+    numbers issue 36's targets are stated in; ``model score --by-family`` gives the same for
+    the model as it is now)."""
+    from sparsescope.analyze import score_family as sf
+    from sparsescope.analyze.score_runs import results_files
+
+    files = results_files(results)
+    rows = sf.family_summaries(sf.stored_errors(files))
+    return Reading({"sources": [str(p) for p in files], "families": rows},
+                   sf.family_markdown(rows))
 
 
 def memory_floor_reading(results: Sequence[str | Path], *, matrices: Sequence[str] = (),

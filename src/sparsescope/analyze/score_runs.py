@@ -19,13 +19,20 @@ Each case is scored by its backend (:func:`case_basis`), the same for every op, 
 op's name:
 
 - **own kernels** (an own backend by name, or a variant ``cuda-spmv-sell[sell-u4-m6-h1]`` of
-  ``backends.variants.SPMV_OWN``; a chooser's case, which notes the kernel it ``selected``, is
-  left out: its host plan need not pick what it ran): the op case rebuilt (the run's matrix,
-  parameters and value type), the call planned on the host (``backend.host_plan_case``: its
-  format built), its kernel shape refined from its SASS where a CUDA compiler is here, and
-  predicted through the one prediction entry point (``context.predict.predict_plan``, the op's
-  own ``predict``): basis ``"model now"``. A backend that cannot plan without its device keeps
+  ``backends.variants.SPMV_OWN``): the op case rebuilt (the run's matrix, parameters and value
+  type), the call planned on the host (``backend.host_plan_case``: its format built), its
+  kernel shape refined from its SASS where a CUDA compiler is here, and predicted through the
+  one prediction entry point (``context.predict.predict_plan``, the op's own ``predict``) in
+  the timing mode the case was measured in (``latency`` or ``throughput``, its
+  ``TimingConfig``): basis ``"model now"``. A backend that cannot plan without its device keeps
   the prediction the run stored: basis ``"stored"``;
+- **a chooser's case** (``cuda-spmv-auto``, ``-auto-rules``: its notes name the kernel it
+  ``selected`` and its ``selected_params``): that kernel, planned and predicted as above (its
+  own host plan need not pick what it ran, after its trial);
+- **a GPU library** (``cupy-cusparse-i32``, ``torch-cusparse-i*``, ``nvmath-cusparse-i32`` and
+  its variants ``nvmath-cusparse-i32[alg=2,preprocess=0]``): planned and predicted the same
+  way (CSR bytes, cuSPARSE's declared kernel shape, the route's fixed cost); a library that
+  cannot plan on the host (most SpMM ones) is left out, as a CPU library is;
 - **the block tensor-core kernel** (``spmm-cuda-blocktc``, and ``spmm-cuda-auto`` where it ran
   it, row-major X), which plans only on its device: the launch planned here as the backend
   plans it, registers from ``regs`` (``kernel instance -> registers``, :func:`read_regs`; 128
@@ -91,6 +98,10 @@ class ScoredCase:
     table: str = ""
     """A chooser's selection table (``notes['selection_table']``, JSON)."""
     not_modelled: str = ""
+    timing_mode: str = "latency"
+    """The timing protocol's mode the case was measured in (``latency``: each call alone, the
+    L2 flushed where the data fits; ``throughput``: calls back to back): the prediction is for
+    the same mode (``model.throughput``)."""
 
     @property
     def error(self) -> float | None:
@@ -149,11 +160,12 @@ def results_files(paths: Iterable[str | Path]) -> list[Path]:
     return out
 
 
-@lru_cache(maxsize=8)
+@lru_cache(maxsize=2)
 def suite_csr(suite: str, matrix: str, scale: float = 1.0, seed: int = 0):
     """The canonical float64 CSR of ``matrix``, an entry of ``suite`` (``seed6``,
     ``population-held-out#...``: the part after ``#`` is ignored) at ``scale``, generated with
-    ``seed``; the last few kept."""
+    ``seed``; the last two kept (a run's cases are scored matrix by matrix, and a seed6 matrix
+    at scale 1 holds up to 99 M nonzeros: more would hold gigabytes no case asks for again)."""
     from sparsescope.matrices.suites import build_entry, find_entry, split_suite_name
     from sparsescope.ops.base import canonical_csr
 
@@ -165,13 +177,13 @@ def suite_csr(suite: str, matrix: str, scale: float = 1.0, seed: int = 0):
 _GENERATED = re.compile(r"^generated:(\w+)\((.*)\)$")
 
 
-@lru_cache(maxsize=8)
+@lru_cache(maxsize=2)
 def source_csr(source: str):
     """The canonical float64 CSR of a matrix a run recorded as ``generated:KIND(rows=R,
     cols=C, nnz=N, seed=S, PARAM=V, ...)`` (its ``MatrixRecord.source``), generated again with
     the same generator, sizes, seed and parameters; a file path or ``suitesparse:`` name is
-    read as ``sparsescope run`` reads it. The last few kept (scoring asks for each matrix once
-    per variant)."""
+    read as ``sparsescope run`` reads it. The last two kept (scoring asks for each matrix once
+    per variant, matrix by matrix)."""
     import ast
 
     from sparsescope.ops.base import canonical_csr
@@ -303,7 +315,9 @@ def score_run(path: str | Path, *, matrices: Sequence[str] = (),
               notes: list[str] | None = None) -> list[ScoredCase]:
     """The scored cases of one results file (see :func:`score_runs`), for every op alike:
     each case's basis decided by :func:`case_basis` from its backend, never its op's name."""
+    from sparsescope.backends.format_cache import FORMATS
     from sparsescope.context.device import rates_context, sass_status
+    from sparsescope.context.predict import forget_plans
     from sparsescope.results.io import read_runset
 
     rs = read_runset(path)
@@ -332,7 +346,15 @@ def score_run(path: str | Path, *, matrices: Sequence[str] = (),
     for matrix, mine in by_matrix.items():
         built: dict[tuple, Any] = {}
         for c in mine:
-            out.append(_score_case(rs, c, rates, device, regs or {}, built))
+            scored = _score_case(rs, c, rates, device, regs or {}, built)
+            if scored is not None:
+                out.append(scored)
+        # no case asks for this matrix's plans again: drop them, the model's answers and the
+        # host formats kept for it before the next (a seed6 matrix at scale 1 packs into
+        # gigabytes: two of them at once did not fit a 23 GB host)
+        built.clear()
+        forget_plans()
+        FORMATS.clear()
         if progress:
             progress(f"{rs.device.name} {matrix}: {len(mine)} {op_title(mine[0].op)} cases "
                      "scored")
@@ -348,15 +370,17 @@ BLOCKTC_PLAN = "blocktc"
 def case_basis(case) -> str:
     """How a stored case is scored: :data:`BLOCKTC_PLAN` (it ran the block tensor-core kernel
     on row-major X), :data:`STORED` (a backend of :data:`KEEP_STORED`), :data:`PLANNED` (any
-    other own kernel, of any op), or "" (not scored: a library, or a chooser, whose host plan
-    need not pick the kernel it ran)."""
+    other own kernel, of any op; a chooser's case, as the own kernel it ``selected``; a GPU
+    library), or "" (not scored: a CPU backend, or a chooser that names no own kernel)."""
     if ran_blocktc(case):
         return BLOCKTC_PLAN
     if case.backend in KEEP_STORED:
         return STORED
-    if "selected" in case.notes or not _own(case.backend):
-        return ""
-    return PLANNED
+    if "selected" in case.notes:
+        return PLANNED if _own(case.notes["selected"]) else ""
+    if _own(case.backend) or _gpu_library(case.backend):
+        return PLANNED
+    return ""
 
 
 def op_title(op: str) -> str:
@@ -368,14 +392,15 @@ def op_title(op: str) -> str:
     return entry.title if entry is not None else op
 
 
-def _score_case(rs, c, rates, device, regs, built) -> ScoredCase:
-    """One case scored by its :func:`case_basis`; ``built``: the op cases of this matrix made
-    so far, by (dtype, index width, parameters)."""
+def _score_case(rs, c, rates, device, regs, built) -> ScoredCase | None:
+    """One case scored by its :func:`case_basis` (None: a library the host cannot plan);
+    ``built``: the op cases of this matrix made so far, by (dtype, index width, parameters)."""
     params = c.params
     common = dict(gpu=rs.device.name, matrix=c.matrix, backend=c.backend,
                   measured_ms=_median_ms(c), op=c.op, k=getattr(params, "k", None),
                   layout=getattr(params, "layout", ""), selected=c.notes.get("selected", ""),
-                  table=c.notes.get("selection_table", ""))
+                  table=c.notes.get("selection_table", ""),
+                  timing_mode=getattr(c, "timing_mode", None) or "latency")
     basis = case_basis(c)
     if basis == BLOCKTC_PLAN:
         p = predict_blocktc_case(run_csr(rs, c.matrix), int(params.k), rates,
@@ -388,6 +413,8 @@ def _score_case(rs, c, rates, device, regs, built) -> ScoredCase:
             p = plan.prediction
             return ScoredCase(**common, predicted_ms=p.predicted_ms if p else None,
                               limiter=p.limiter if p else "", not_modelled=plan.not_modelled)
+        if not _own(c.notes.get("selected", c.backend)):
+            return None   # a library that plans only on its device: not the model's to score
         why = f"{plan.not_modelled}, and the run stored no prediction"
     p = c.prediction   # kept as the run stored it, or the backend cannot plan on the host
     return ScoredCase(**common, basis=STORED,
@@ -397,20 +424,49 @@ def _score_case(rs, c, rates, device, regs, built) -> ScoredCase:
 
 
 def _planned(rs, c, device, built):
-    """``context.predict_plan`` of the case's backend on the op case rebuilt as the run built
-    it (the matrix, the parameters, the value type and the backend's index width)."""
+    """``context.predict_plan`` of the case's backend (a chooser's: the kernel it selected) on
+    the op case rebuilt as the run built it (the matrix, the parameters, the value type and the
+    backend's index width), in the timing mode the case was measured in."""
     from sparsescope.context.predict import predict_plan
     from sparsescope.ops.registry import get_op
 
     dtype = "float64" if c.value_bytes == 8 else "float32"
-    backend = _backend(c.backend)
+    backend = _chosen(c) if "selected" in c.notes else _backend(c.backend)
     index_bytes = int(backend.capability.index_bytes[0])
     key = (c.op, dtype, index_bytes, repr(c.params))
     if key not in built:
         built[key] = get_op(c.op).make_case(run_csr(rs, c.matrix), c.params, value_dtype=dtype,
                                             index_bytes=index_bytes)
+    timing = getattr(c.measurement, "config", None)
     return predict_plan(built[key], backend, device, name=c.backend, value_dtype=dtype,
-                        index_bytes=index_bytes)
+                        index_bytes=index_bytes, timing=timing)
+
+
+def _chosen(case):
+    """The backend a chooser's case ran: ``notes['selected']`` with ``notes['selected_params']``
+    (JSON) as its options."""
+    from sparsescope.backends.runner import BackendChoice
+
+    name = case.notes["selected"]
+    params = json.loads(case.notes.get("selected_params") or "{}")
+    options = tuple(sorted(params.items()))
+    label = f"{name}[{','.join(f'{k}={v}' for k, v in options)}]" if options else name
+    return BackendChoice(name, options, label).create()
+
+
+@lru_cache(maxsize=64)
+def _gpu_library(label: str) -> bool:
+    """A library backend (not ours) that runs on a GPU, by its label (``name[opt=v,...]``
+    for a variant); False for a name this checkout does not know."""
+    from sparsescope.errors import SparsescopeError
+    from sparsescope.registry import is_own
+
+    if is_own(label):
+        return False
+    try:
+        return _backend(label).capability.device == "gpu"
+    except (SparsescopeError, KeyError, TypeError, ValueError):
+        return False
 
 
 def _own(label: str) -> bool:
@@ -425,16 +481,20 @@ def _own(label: str) -> bool:
 
 
 def _backend(label: str):
-    """The backend of a case label: a named variant with its options, or the plain backend."""
+    """The backend of a case label: a named variant of ``SPMV_OWN`` with its options, a
+    ``name[opt=v,...]`` label with those options (``nvmath-cusparse-i32[alg=2,preprocess=0]``),
+    or the plain backend."""
     from sparsescope.backends.registry import get_backend
     from sparsescope.backends.runner import BackendChoice
-    from sparsescope.backends.variants import SPMV_OWN
+    from sparsescope.backends.variants import SPMV_OWN, parse_variant
 
     name, _, variant = label.partition("[")
     if not variant:
         return get_backend(name)
-    options = SPMV_OWN[variant.rstrip("]")][1]
-    return BackendChoice(name, tuple(options.items()), label).create()
+    if variant.rstrip("]") in SPMV_OWN:
+        options = SPMV_OWN[variant.rstrip("]")][1]
+        return BackendChoice(name, tuple(options.items()), label).create()
+    return parse_variant(label).create()
 
 
 def ran_blocktc(case) -> bool:

@@ -173,8 +173,9 @@ def summary_text(cases: Sequence[ScoredCase]) -> str:
 
 
 def _errors(cases: Iterable[ScoredCase]) -> dict[tuple, float]:
-    """(gpu, matrix, backend, k, layout) -> signed error."""
-    return {(c.gpu, c.matrix, c.backend, c.k, c.layout): c.error for c in _predicted(cases)}
+    """(gpu, matrix, backend, k, layout, timing mode) -> signed error."""
+    return {(c.gpu, c.matrix, c.backend, c.k, c.layout, c.timing_mode): c.error
+            for c in _predicted(cases)}
 
 
 def _pct(errors: list[float], f) -> float:
@@ -188,7 +189,7 @@ def comparison(cases: Sequence[ScoredCase], baseline: Sequence[ScoredCase]) -> s
     old, new = _errors(baseline), _errors(cases)
     groups: dict[tuple[str, str], list[tuple]] = defaultdict(list)
     for key in (k for k in new if k in old):
-        family = key[2].partition("[")[2].split("-")[0] or key[2]
+        family = key[2].partition("[")[2].rstrip("]").split("-")[0] or key[2]
         groups[(key[0], "all")].append(key)
         groups[(key[0], family)].append(key)
     lines = ["| GPU | kernels | cases | median abs error before | now | median signed before "

@@ -32,11 +32,13 @@ from __future__ import annotations
 # building blocks the research scripts in scripts/ use
 from sparsescope.analyze.readings import (
     Reading,
+    family_errors,
     l1_check_reading,
     memory_floor_reading,
     model_score,
     spmm_bounds_reading,
 )
+from sparsescope.analyze.score_family import family_comparison_markdown
 from sparsescope.analyze.score_runs import (
     RunsScore,
     ScoredCase,
@@ -135,7 +137,8 @@ __all__ = [
     # the model's figures for a GPU; stored runs read back
     "model_figures", "show_results", "compare_results", "results_readme",
     # stored runs against the model, and the scripts' building blocks
-    "Reading", "l1_check_reading", "memory_floor_reading", "model_score", "spmm_bounds_reading",
+    "Reading", "family_comparison_markdown", "family_errors", "l1_check_reading",
+    "memory_floor_reading", "model_score", "spmm_bounds_reading",
     "RunsScore", "ScoredCase", "blocktc_registers", "read_scores", "score_runs",
     "suite_csr", "get_backend", "get_spec", "load_suite", "hot_set_reach",
     "x_reuse_dram_floors", "is_own", "read_runset", "time_cuda", "TimingConfig",

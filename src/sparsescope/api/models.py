@@ -163,8 +163,8 @@ def what_if_matrices(files: Sequence[str] = (), suite: str | None = None, *,
                      scale: float = 1.0, names: Sequence[str] = (), seed: int = 0,
                      value_dtype: str = "float32", sass: bool = True, use_store: bool = True,
                      latency_ns: float | None = None, bw_gb_s: float | None = None,
-                     progress: bool = False, memory_budget: int | str | None = None
-                     ) -> ModelWhatIf:
+                     progress: bool = False, memory_budget: int | str | None = None,
+                     work_budget: int | str | None = None) -> ModelWhatIf:
     """Each backend's kernel (default: the GPU SpMV defaults of ``sparsescope run``; ``all``:
     every GPU SpMV backend) on each matrix of ``files`` or ``suite`` (``names``: only those
     entries), planned on this host and predicted on ``gpu`` (its stored ceilings over the
@@ -174,10 +174,15 @@ def what_if_matrices(files: Sequence[str] = (), suite: str | None = None, *,
     than one case). ``memory_budget`` (bytes, or text such as ``2GiB``; default
     :func:`default_memory_budget`): above it a format is planned on a row sample
     (``model.plan_sample``), and a matrix the model cannot hold at all is refused before it is
-    built (``MatrixTooLargeError``). Returns :class:`ModelWhatIf`: the cases with a summary
-    row each and auto's choice from its one candidate list."""
+    built (``MatrixTooLargeError``). ``work_budget`` (nonzeros, or text such as ``2M``;
+    default ``model.work_sample.WORK_BUDGET_NNZ``; 0: none): above it the model's row terms
+    run on a stratified sample of whole rows, scaled to the whole matrix
+    (``model.work_sample``), named in each case's assumptions and ``work_sample``. Returns
+    :class:`ModelWhatIf`: the cases with a summary row each and auto's choice from its one
+    candidate list."""
     from sparsescope.context import named_gpu
     from sparsescope.context.predict import plan_memory_budget
+    from sparsescope.model.work_sample import work_budget as work_budget_of
     from sparsescope.progress import CaseProgress
     from sparsescope.whatif import expand_backends, load_matrices, what_if
 
@@ -186,6 +191,7 @@ def what_if_matrices(files: Sequence[str] = (), suite: str | None = None, *,
             raise UsageError(f"{flag} must be finite and > 0, got {value}")
     budget = parse_bytes(memory_budget)
     budget = default_memory_budget() if budget is None else budget
+    work = _work_budget_nnz(work_budget)
     chosen = expand_backends(backends or default_backends("gpu", "spmv"))
     # the device the what-if predicts with, SASS or not, is the one auto's table is read with
     device = named_gpu(gpu, use_store=use_store, latency_ns=latency_ns, bw_gb_s=bw_gb_s,
@@ -195,7 +201,8 @@ def what_if_matrices(files: Sequence[str] = (), suite: str | None = None, *,
     count, loaded = load_matrices(files, suite, scale=scale, names=names, seed=seed)
     total = count * len(chosen)
     state = _Matrices(device, value_dtype, budget, AUTO_BACKEND in chosen, chosen)
-    with CaseProgress(total, enabled=progress and total > 1) as bar, plan_memory_budget(budget):
+    with (CaseProgress(total, enabled=progress and total > 1) as bar,
+          plan_memory_budget(budget), work_budget_of(work)):
         bar.note("loading the first matrix")
         result = what_if(
             state.noted(loaded, bar), chosen, device, value_dtype=value_dtype, sass=sass,
@@ -204,7 +211,29 @@ def what_if_matrices(files: Sequence[str] = (), suite: str | None = None, *,
     return ModelWhatIf(gpu=result.gpu, cases=result.cases,
                        summary=tuple(_summary_rows(result.cases, result.gpu, autos)),
                        auto=tuple(autos.values()), memory_budget_bytes=budget,
-                       plan_samples=state.samples)
+                       plan_samples=state.samples, work_samples=state.work_samples)
+
+
+def _work_budget_nnz(value: int | str | None) -> int | None:
+    """The work budget in nonzeros from ``value``: None for the default
+    (``model.work_sample.WORK_BUDGET_NNZ``), an integer, or text (``2000000``, ``2e6``,
+    ``2M``, ``500k``); 0 gives None: no budget, every term on the whole matrix. Anything else
+    is a :class:`UsageError`."""
+    from sparsescope.model.work_sample import WORK_BUDGET_NNZ
+
+    if value is None:
+        return WORK_BUDGET_NNZ
+    text = str(value).strip().lower().replace(",", "").replace("_", "")
+    scale = {"k": 10**3, "m": 10**6, "g": 10**9}.get(text[-1:], 1)
+    number = text[:-1] if scale > 1 else text
+    try:
+        count = float(number) * scale
+    except ValueError:
+        count = math.nan
+    if not (math.isfinite(count) and count >= 0 and count == int(count)):
+        raise UsageError(f"--work-budget must be a whole number of nonzeros >= 0 (e.g. "
+                         f"2000000, 2e6, 2M), got {value!r}")
+    return int(count) or None
 
 
 __all__ = ["AutoChoice", "CaseFigures", "ModelFigures", "ModelWhatIf", "SummaryRow",

@@ -13,9 +13,12 @@ class ProfileOutput:
     """What :func:`profile_case` ran and read back."""
 
     run: object
-    """``profile.collect.ProfileRun``: the report, its exports, the command, ncu's version."""
+    """``profile.collect.ProfileRun``: the report, its exports, the command, ncu's version, and
+    which launches were profiled (``run.selection``)."""
     profiles: tuple = ()
     """``profile.records.KernelProfile`` of each profiled launch."""
+    options: object = None
+    """``profile.collect.CollectOptions`` ncu ran with (groups or set, filters)."""
 
 
 def profile_case(suite: str, matrix: str, backend: str, out_dir: str | Path, *,
@@ -24,36 +27,43 @@ def profile_case(suite: str, matrix: str, backend: str, out_dir: str | Path, *,
                  kernel: str | None = None, kernel_name_base: str | None = None,
                  launch_skip: int | None = None, launch_count: int | None = None,
                  clock_control: str | None = None, cache_control: str | None = None,
-                 ncu: str | None = None, timeout_s: float | None = None,
-                 progress: bool = False) -> ProfileOutput:
+                 whole_program: bool = False, ncu: str | None = None,
+                 timeout_s: float | None = None, progress: bool = False) -> ProfileOutput:
     """Run one ``op`` case (``matrix`` of ``suite`` at ``scale``, ``backend`` or a variant
     ``BACKEND[opt=value]``, the op's ``params``) once under ncu through the one target
     program, write the report and its CSV exports into ``out_dir`` (checked before ncu runs),
-    and read them back. The collect options are ``profile.collect.CollectOptions``' (None:
-    its default)."""
+    and read them back. ncu profiles the backend's own kernels of the checked call
+    (``profile.kernel_selection.select_kernels``): ``kernel`` (matched on
+    ``kernel_name_base``) replaces the name filter, ``whole_program`` profiles every launch of
+    the program. The other collect options are ``profile.collect.CollectOptions``' (None: its
+    default)."""
     from sparsescope._outputs import check_out_dir
     from sparsescope.profile.collect import (
-        CollectOptions,
         profile_stem,
         resolve_op_params,
-        run_profile,
+        run_selected,
+        selected_options,
         target_command,
     )
+    from sparsescope.profile.kernel_selection import select_kernels
     from sparsescope.profile.read_csv import load_profiles_csv
     from sparsescope.progress import Status
 
     resolved = resolve_op_params(op, dict(params or {}))
     check_out_dir(out_dir)  # before ncu runs for minutes
-    given = {"groups": None if groups is None else tuple(groups), "section_set": section_set,
-             "kernel_filter": kernel, "kernel_name_base": kernel_name_base,
-             "launch_skip": launch_skip, "launch_count": launch_count,
-             "clock_control": clock_control, "cache_control": cache_control}
-    options = CollectOptions(**{k: v for k, v in given.items() if v is not None})
-    target = target_command(suite, matrix, backend, op=op, scale=scale, params=resolved)
+    selection = select_kernels(backend, kernel=kernel, kernel_name_base=kernel_name_base,
+                               whole_program=whole_program)
+    options = selected_options(
+        selection, groups=None if groups is None else tuple(groups), section_set=section_set,
+        launch_skip=launch_skip, launch_count=launch_count, clock_control=clock_control,
+        cache_control=cache_control)
+    target = target_command(suite, matrix, backend, op=op, scale=scale, params=resolved,
+                            one_call=selection.one_call)
     stem = profile_stem(suite, matrix, backend, resolved)
     with Status(f"profiling {backend} on {matrix} under ncu", progress):
-        run = run_profile(target, out_dir, stem, options, ncu=ncu, timeout_s=timeout_s)
-    return ProfileOutput(run, tuple(load_profiles_csv(run.raw_csv, run.details_csv)))
+        run = run_selected(target, out_dir, stem, options, selection, ncu=ncu,
+                           timeout_s=timeout_s)
+    return ProfileOutput(run, tuple(load_profiles_csv(run.raw_csv, run.details_csv)), options)
 
 
 def read_profile(file: str | Path, details: str | Path | None = None) -> list:

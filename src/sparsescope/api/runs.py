@@ -186,6 +186,8 @@ def _run(clock: StageClock, *, suite, files, scale, backends, out_dir, timing, l
          progress) -> RunOutput:
     """:func:`run`, its stages charged to ``clock`` (active)."""
     from sparsescope._outputs import out_dir_lock
+    from sparsescope.api.what_if_summary import default_memory_budget
+    from sparsescope.context.predict import plan_memory_budget
     from sparsescope.progress import CaseProgress
 
     backends = _checked_arguments(suite, files, scale, reference_gpu, op, op_params, backends,
@@ -210,9 +212,12 @@ def _run(clock: StageClock, *, suite, files, scale, backends, out_dir, timing, l
                 done.device, done.timing = device, timing
                 bar.note("loading the first matrix")
                 clock.split()  # the first case's time starts here, not with the run's
-                records, cases = _run_matrices(suite, files, scale, seed, strict, backends, op,
-                                               op_params, timing, bar.wrap(on_case), device,
-                                               done=done)
+                # auto's candidates are planned as `sparsescope model` plans them: on a row
+                # sample above the memory budget (the case itself runs the whole matrix)
+                with plan_memory_budget(default_memory_budget()):
+                    records, cases = _run_matrices(suite, files, scale, seed, strict, backends,
+                                                   op, op_params, timing, bar.wrap(on_case),
+                                                   device, done=done)
         except (Exception, KeyboardInterrupt) as exc:
             stopped = _keep_measured(exc, done, out, what)
             if stopped is None:
@@ -345,6 +350,7 @@ def _run_matrices(suite, files, scale, seed, strict, backends, op, op_params, ti
     what a run stopped part-way keeps."""
     from sparsescope import matrices
     from sparsescope.backends.runner import run_matrix
+    from sparsescope.matrices.ahead import one_ahead
     from sparsescope.ops.registry import params_for
 
     done = done if done is not None else _Progress()
@@ -359,16 +365,30 @@ def _run_matrices(suite, files, scale, seed, strict, backends, op, op_params, ti
         if on_case is not None:
             on_case(case)
 
-    for matrix in _tracked(loaded, names, done):
-        with stage("load"):
-            stats = matrices.compute_stats(matrix.csr)
+    ahead = _load_ahead(backends, model)
+    with_stats = one_ahead(loaded, lambda m: (m, matrices.compute_stats(m.csr)), ahead=ahead)
+    for matrix, stats in _tracked(with_stats, names, done):
         done.records.append(MatrixRecord(name=matrix.name, source=matrix.source,
                                          kind=matrix.kind, analog_of=matrix.analog_of,
                                          stats=stats))
         params = params_for(op, op_params, suite=None if files else suite, matrix=matrix.name)
         run_matrix(matrix, backends, op, params, config=timing, seed=seed, strict=strict,
-                   on_case=finished, model=model)
+                   on_case=finished, model=model, ahead=ahead)
     return done.records, done.cases
+
+
+def _load_ahead(backends, model) -> bool:
+    """Whether the next matrix loads while the current one's cases run
+    (``matrices.ahead.one_ahead``): on a GPU run that times nothing on the CPU."""
+    from sparsescope.backends.registry import get_backend
+
+    if model is None or getattr(model, "kind", "") != "gpu":
+        return False
+    try:
+        return all(get_backend(getattr(b, "name", b)).capability.device == "gpu"
+                   for b in backends)
+    except SparsescopeError:  # a name the registry does not know as such: load in turn
+        return False
 
 
 def _tracked(loaded, names: list[str], done: _Progress):

@@ -100,6 +100,10 @@ class ModelWhatIf:
     plan_samples: dict = field(default_factory=dict)
     """Matrix -> the row sample its formats were planned on (``RowSample.as_dict``), for the
     matrices above the budget."""
+    work_samples: dict = field(default_factory=dict)
+    """Matrix -> the stratified row sample the model's row terms ran on
+    (``model.work_sample.WorkSample.as_dict``: its size and the terms), for the matrices above
+    the work budget."""
 
     @property
     def plan_bytes_per_nnz(self) -> int:
@@ -136,6 +140,8 @@ class ModelWhatIf:
             doc["plan_sample"] = (self.plan_samples.get(case.matrix)
                                   if _packs_format(case.backend) else None)
             doc["memory_budget_bytes"] = self.memory_budget_bytes
+            if case.matrix in self.work_samples:  # absent at or below the work budget
+                doc["work_sample"] = self.work_samples[case.matrix]
             if case.backend == AUTO_BACKEND and case.matrix in choices:
                 doc["auto_choice"] = choices[case.matrix].as_dict()
             out.append(doc)
@@ -315,10 +321,12 @@ class _Matrices:
         self.auto: dict[str, AutoChoice] = {}
         self.found: dict[str, tuple] = {}
         self.samples: dict[str, dict] = {}
+        self.work_samples: dict[str, dict] = {}
 
     def noted(self, loaded, bar):
         """The matrices, the bar saying which one is being planned."""
         from sparsescope.model.plan_sample import row_sample, sample_target
+        from sparsescope.model.work_sample import sample_for
 
         for matrix in loaded:
             csr = matrix.csr
@@ -329,6 +337,9 @@ class _Matrices:
             target = sample_target(int(csr.nnz), self.budget)
             if target is not None:
                 self.samples[matrix.name] = row_sample(csr.indptr, target).as_dict()
+            work = sample_for(csr.indptr)
+            if work is not None:
+                self.work_samples[matrix.name] = work.as_dict()
             if self.want_auto and self.device.modelled:
                 choice, found, stats = _auto_choice(matrix, self.device, self.value_dtype)
                 self.auto[matrix.name] = choice

@@ -142,13 +142,19 @@ def resident_blocks(kernel, block: int) -> int:
 CSRMV_V3 = {4: (4096, 32, 1.82), 8: (3072, 47, 2.42)}
 
 
-def cusparse_csrmv_shape(nnz: int, index_bytes: int, launches: int, library: str = ""):
+def cusparse_csrmv_shape(nnz: int, index_bytes: int, launches: int, library: str = "",
+                         row_search: bool | None = None, fixup: bool = False):
     """The declared :class:`~sparsescope.model.kernel_shape.KernelShape` of cuSPARSE's CSR SpMV:
     nonzeros split evenly over 512-thread blocks (``CSRMV_V3`` nonzeros per block), each thread
     loading its share at once (one iteration), as many blocks per SM as its registers allow,
     and the warp instructions a nonzero costs (the profile's count). ``library``: the route
     that calls it (``cupy``, ``torch``, ``nvmath``), whose measured fixed cost per call the
-    model charges (``KernelShape.library``)."""
+    model charges (``KernelShape.library``). ``row_search``: whether the call runs
+    ``csr_partition_kernel`` (not preprocessed; None: the wrappers' unplanned
+    ``cusparseSpMV``, which always does); ``fixup``: whether it ends in
+    ``spmv_fixup_kernel_v2`` (``CSR_ALG2``)."""
+    if row_search is None:
+        row_search = library in ("cupy", "torch")
     from sparsescope.model.kernel_shape import KernelShape
 
     per_block, regs, instructions = CSRMV_V3.get(index_bytes, CSRMV_V3[4])
@@ -158,6 +164,7 @@ def cusparse_csrmv_shape(nnz: int, index_bytes: int, launches: int, library: str
                        rounds_per_iteration=2, setup_rounds=1,
                        resident_blocks_per_sm=blocks_per_sm(regs, 512), launches=launches,
                        library=library, instructions_per_nonzero=instructions,
+                       row_search=row_search, fixup=fixup,
                        source="declared from the H200 profile of cuSPARSE's csrmv_v3 "
                               "(grid, block, registers, instructions; SASS not read)")
 

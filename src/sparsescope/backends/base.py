@@ -77,6 +77,17 @@ class Backend(ABC):
         """Why this backend cannot run the case's parameters (e.g. a layout), or ``""``."""
         return ""
 
+    def check_tolerance(self, case: Any) -> float | None:
+        """The tolerance this backend's output is checked at when its arithmetic is declared
+        coarser than the case's value type (TF32 products of float32 data), derived from that
+        arithmetic's unit roundoff; None (the default): the case's own tolerance."""
+        return None
+
+    def prefetch_case(self, case: Any, value_dtype: str, index_bytes: int) -> None:  # noqa: B027
+        """Start, in the background, the host work :meth:`prepare_case` will need (packing the
+        matrix into the backend's format), so that it runs while earlier cases are timed.
+        The runner calls it at the start of a matrix on a GPU run. Nothing by default."""
+
     @abstractmethod
     def prepare_case(self, case: Any, value_dtype: str, index_bytes: int) -> Any:
         """Convert the case's matrix and inputs to the backend's format (on its device)."""

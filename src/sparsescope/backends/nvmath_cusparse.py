@@ -367,7 +367,8 @@ class NvmathCusparseI32(SpmvBackend):
         """cuSPARSE's csrmv (:func:`_gpu.cusparse_csrmv_shape`), the planned route's fixed
         cost (``library="nvmath"``); its launches: :func:`planned_launches`."""
         return _gpu.cusparse_csrmv_shape(prepared.nnz, 4, launches=planned_launches(
-            prepared.preprocessed, self.alg), library=LIBRARY)
+            prepared.preprocessed, self.alg), library=LIBRARY,
+            row_search=not prepared.preprocessed, fixup=self.alg == 2)
 
     def host_plan(self, csr, value_dtype, index_bytes, sms):
         value_bytes = int(np.dtype(_gpu.VALUE_DTYPES[value_dtype]).itemsize)
@@ -376,7 +377,8 @@ class NvmathCusparseI32(SpmvBackend):
                 _gpu.cusparse_csrmv_shape(csr.nnz, index_bytes,
                                           launches=planned_launches(bool(self.preprocess),
                                                                     self.alg),
-                                          library=LIBRARY))
+                                          library=LIBRARY, row_search=not self.preprocess,
+                                          fixup=self.alg == 2))
 
     def notes(self, prepared: PreparedNvmathSpmv) -> dict[str, str]:
         return {"call": "cusparseSpMV (nvmath.bindings.cusparse), planned once in prepare",

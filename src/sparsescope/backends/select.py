@@ -44,9 +44,17 @@ import scipy.sparse as sp
 
 from sparsescope.backends.spmv_blocked_format import BLOCK_WIDTHS, blocks_per_nonzero
 from sparsescope.backends.spmv_delta16_format import encode_delta16
-from sparsescope.backends.spmv_sell_format import default_long_row, sell_padding_ratio
+from sparsescope.backends.spmv_sell_format import (
+    C,
+    default_long_row,
+    sell_order,
+    sell_padding_ratio,
+    slice_lengths,
+    virtual_rows,
+)
 from sparsescope.backends.spmv_tiling import TileSet, row_tiles
 from sparsescope.model.spmv import spmv_traffic
+from sparsescope.model.work_sample import WorkSample, sample_for
 
 #: Rule 1: SELL when its padding adds at most this share of stored entries ...
 SELL_MAX_PADDING = 1.10
@@ -196,9 +204,28 @@ def _sample(tiles: TileSet, indices: np.ndarray, count: int) -> tuple[TileSet, n
     return sub, (np.concatenate(parts) if parts else np.zeros(0, np.int32))
 
 
+def sampled_padding_ratio(sample: WorkSample, sigma: int, long_row: int) -> float:
+    """:func:`~sparsescope.backends.spmv_sell_format.sell_padding_ratio` of the matrix whose
+    work sample is ``sample`` (``model.work_sample``): the sample's rows cut at ``long_row``
+    (the whole matrix's cut) and sorted within ``sigma``, each slice's stored entries counted
+    its first row's weight, over the weighted nonzeros::
+
+        padding = sum_s w_s x C x slice length_s / sum_r w_r x L_r"""
+    lengths = np.diff(sample.indptr)
+    nnz = float(np.dot(sample.row_weight, lengths))
+    if nnz == 0:
+        return 1.0
+    source, _, v_len = virtual_rows(lengths, long_row)
+    order = sell_order(v_len, sigma)
+    slices = slice_lengths(v_len[order])
+    weights = sample.row_weight[source[order]][::C]
+    return float(np.dot(weights, slices) * C / nnz)
+
+
 def matrix_statistics(csr: sp.csr_matrix) -> MatrixStatistics:
     """Measure the statistics of a canonical CSR matrix. Cost: a pass over the row pointers,
-    one over the tiles, and an encoding of :data:`SAMPLE_TILES` tiles."""
+    one over the tiles, and an encoding of :data:`SAMPLE_TILES` tiles. Above the model's work
+    budget (``model.work_sample``), the SELL padding (a sort of every row) on its sample."""
     rows, cols = (int(n) for n in csr.shape)
     lengths = np.diff(csr.indptr).astype(np.int64)
     nnz = int(csr.nnz)
@@ -209,7 +236,10 @@ def matrix_statistics(csr: sp.csr_matrix) -> MatrixStatistics:
         if sub_cols.size:
             escape = encode_delta16(sub, None, sub_cols, rows, cols).escape_fraction
     int32 = spmv_traffic(rows, cols, nnz, value_bytes=4, index_bytes=4).total_bytes
-    padding = sell_padding_ratio(lengths, SELL_SIGMA)
+    long_row = default_long_row(lengths)
+    sample = sample_for(csr.indptr)
+    padding = (sell_padding_ratio(lengths, SELL_SIGMA, long_row) if sample is None
+               else sampled_padding_ratio(sample, SELL_SIGMA, long_row))
     d16 = delta16_sell_bytes(rows, cols, nnz, padding, escape)
     width, blocked = best_blocking(csr, padding, escape, d16)
     return MatrixStatistics(
@@ -220,7 +250,7 @@ def matrix_statistics(csr: sp.csr_matrix) -> MatrixStatistics:
         escape_fraction=float(escape), delta16_byte_ratio=d16 / int32 if int32 else 1.0,
         sell_padding_ratio=padding, block_width=width,
         blocked_byte_ratio=blocked / int32 if int32 and width > 1 else 1.0,
-        sell_long_row=default_long_row(lengths))
+        sell_long_row=long_row)
 
 
 def wave_fill(slices: int, warps_per_sm: int, sm_count: int) -> float:

@@ -38,6 +38,7 @@ from sparsescope.backends.select import (
     select_kernel,
 )
 from sparsescope.model.last_matrix import LastMatrixAnswers
+from sparsescope.model.work_sample import sample_key
 
 #: The own SpMV kernels ``cuda-spmv-auto`` chooses among: every candidate of :func:`candidates`
 #: is one of them, with its launch parameters. The one declaration: ``spmv_auto.CHOICES``
@@ -427,7 +428,7 @@ _STATISTICS = LastMatrixAnswers()
 def statistics_of(csr: sp.csr_matrix) -> MatrixStatistics:
     """``select.matrix_statistics`` of ``csr``, kept for the last matrix (three passes over
     10^8 nonzeros took 14 s: auto's choice, and the what-if's account of it, ask again)."""
-    return _STATISTICS.get((csr.indptr, csr.indices), (csr.shape,),
+    return _STATISTICS.get((csr.indptr, csr.indices), (csr.shape, sample_key(csr.indptr)),
                            lambda: matrix_statistics(csr))
 
 

@@ -68,10 +68,13 @@ def block_starts(indptr: np.ndarray, indices: np.ndarray, width: int,
                  segment: int = SEGMENT) -> np.ndarray:
     """Entry indices (sorted) where the greedy blocks of width ``width`` start.
 
-    ``next[k]`` = the first entry of k's segment whose column is >= col[k] + width (a search in
-    the sorted keys ``segment_id * (max_col + width + 1) + col``); the starts are the chains
-    ``first, next[first], ...`` of every segment, followed in as many vectorised passes as the
-    longest segment has blocks (<= ``segment``).
+    ``next[k]`` = the first entry of k's segment whose column is >= col[k] + width, else the
+    segment's end. Columns rise strictly along a row, so that entry is at most ``width``
+    places on: ``next[k] = k + 1 + #{d in 1..width-1 : k + d in k's segment and col[k + d] <
+    col[k] + width}`` (the condition holds for a prefix of the d's), ``width - 1`` vectorised
+    passes instead of a binary search per entry. The starts are the chains ``first,
+    next[first], ...`` of every segment, followed in as many vectorised passes as the longest
+    segment has blocks (<= ``segment``), and marked in one array instead of sorted.
     """
     indptr = np.asarray(indptr, dtype=np.int64)
     nnz = int(indptr[-1])
@@ -83,19 +86,22 @@ def block_starts(indptr: np.ndarray, indices: np.ndarray, width: int,
     seg_first = np.cumsum(pieces) - pieces
     seg_start = indptr[seg_row] + (np.arange(seg_row.size) - seg_first[seg_row]) * segment
     seg_end = np.minimum(seg_start + segment, indptr[seg_row + 1])
-    seg_of = np.repeat(np.arange(seg_start.size, dtype=np.int64), seg_end - seg_start)
-    cols = np.asarray(indices, dtype=np.int64)
-    stride = int(cols.max()) + width + 1
-    keys = seg_of * stride + cols
-    following = np.searchsorted(keys, keys + width, side="left")
-    starts = []
+    # entries left in k's segment after k
+    left = np.repeat(seg_end, seg_end - seg_start) - np.arange(nnz, dtype=np.int64) - 1
+    cols = np.asarray(indices)
+    following = np.arange(1, nnz + 1, dtype=np.int64)
+    for d in range(1, width):
+        inside = np.zeros(nnz, dtype=bool)
+        inside[:nnz - d] = cols[d:].astype(np.int64) - cols[:nnz - d] < width
+        following += inside & (left >= d)
+    is_start = np.zeros(nnz, dtype=bool)
     active, end = seg_start, seg_end
     while active.size:
-        starts.append(active)
+        is_start[active] = True
         nxt = following[active]
         keep = nxt < end
         active, end = nxt[keep], end[keep]
-    return np.sort(np.concatenate(starts))
+    return np.flatnonzero(is_start)
 
 
 def to_row_blocks(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray,
@@ -183,8 +189,10 @@ def pack_blocked(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, shap
     sell = pack_sell(rb.indptr, rb.cols, ids, sigma=sigma, long_row=long_row, tpr=tpr)
     packed = encode_sell16(sell, rows, ncols)
     valid = sell.cols >= 0
-    stored = np.zeros((sell.padded, width), dtype=np.float64)
-    stored[valid] = rb.vals[sell.vals[valid].astype(np.int64)]
+    # each slot's block (padding reads block 0, then is zeroed): one gather, no masked copy
+    stored = np.take(rb.vals, np.where(valid, sell.vals, 0).astype(np.int64), axis=0) \
+        if rb.blocks else np.zeros((sell.padded, width), dtype=np.float64)
+    stored[~valid] = 0.0
     steps = sell.padded // C
     ordered = stored.reshape(steps, C, width).transpose(0, 2, 1).reshape(-1)
     return SellBlocked(packed=packed, vals=np.ascontiguousarray(ordered), width=int(width),

@@ -11,7 +11,6 @@ builders check the sizes); float32 or float64 values.
 from __future__ import annotations
 
 import functools
-import threading
 from abc import abstractmethod
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -21,6 +20,7 @@ import scipy.sparse as sp
 
 from sparsescope.backends import _gpu
 from sparsescope.backends.base import Capability, SpmvBackend
+from sparsescope.backends.format_cache import FORMATS, FormatCache  # noqa: F401 - re-exported
 from sparsescope.model.kernel_shape import KernelShape
 from sparsescope.model.traffic import Traffic
 from sparsescope.timing.types import Measurement, TimingConfig
@@ -136,37 +136,6 @@ def padded(array: np.ndarray, dtype, fill=0) -> np.ndarray:
     return out
 
 
-class FormatCache:
-    """Host formats of the last matrix prepared, by ``format_key``: a sweep over kernel
-    variants builds each packing once per matrix, not once per variant (packing 100 M nonzeros
-    takes seconds). Only the last matrix is kept, so the cache holds one matrix's formats."""
-
-    def __init__(self) -> None:
-        self._matrix: tuple = ()
-        self._formats: dict[tuple, Any] = {}
-        # planners on several threads (select_predicted) share the cache; builds run unlocked
-        self._lock = threading.Lock()
-
-    def get(self, csr: sp.csr_matrix, key: tuple, build) -> Any:
-        # the same object with the same arrays: a matrix changed in place gets new formats
-        identity = (id(csr), csr.data.ctypes.data, csr.indices.ctypes.data, csr.nnz, csr.shape)
-        with self._lock:
-            if identity != self._matrix:
-                self._matrix, self._formats = identity, {}
-            found = self._formats.get(key)
-        if found is None:
-            found = build(csr)
-            with self._lock:
-                if identity == self._matrix:
-                    found = self._formats.setdefault(key, found)
-        return found
-
-    def clear(self) -> None:
-        with self._lock:
-            self._matrix, self._formats = (), {}
-
-
-FORMATS = FormatCache()
 
 
 class OwnSpmvBackend(SpmvBackend):
@@ -205,6 +174,15 @@ class OwnSpmvBackend(SpmvBackend):
 
     def availability(self) -> tuple[bool, str]:
         return _gpu.cupy_cuda_status()
+
+    def prefetch_case(self, case: Any, value_dtype: str, index_bytes: int) -> None:
+        """Pack the case's matrix into this kernel's format on a background thread
+        (``format_cache``), dropping the formats of any other matrix first."""
+        csr = case.matrix
+        if index_bytes != 4 or max(*csr.shape, csr.nnz) > MAX_NNZ:
+            return  # prepare refuses it, in turn, with the reason
+        FORMATS.retain(csr)
+        FORMATS.prefetch(csr, self.format_key(), self.build_format)
 
     def prepare(self, matrix_csr: sp.csr_matrix, value_dtype: str,
                 index_bytes: int) -> PreparedOwn:

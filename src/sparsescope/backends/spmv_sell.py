@@ -42,6 +42,7 @@ from sparsescope.backends.spmv_device import (
 from sparsescope.backends.spmv_sell16_format import Sell16, encode_sell16
 from sparsescope.backends.spmv_sell_format import C, Sell, default_long_row, pack_sell
 from sparsescope.model.kernel_shape import KernelShape
+from sparsescope.model.last_matrix import LastMatrixAnswers
 from sparsescope.model.traffic import Traffic
 
 SELL_BLOCK = 256
@@ -53,6 +54,8 @@ TPRS = (1, 2, 4, 8)
 #: Steps per SASS iteration the escape share is declared for: UNROLL 2, 3, 4, unrolled again
 #: by the compiler up to 8 steps (``sass.kernel_shape``).
 ITERATION_STEPS = (1, 2, 3, 4, 6, 8)
+_LONG_ROWS = LastMatrixAnswers()
+"""``default_long_row`` of the last matrix (:meth:`CudaSpmvSell.resolved_for`)."""
 
 
 class CudaSpmvSell(OwnSpmvBackend):
@@ -83,7 +86,9 @@ class CudaSpmvSell(OwnSpmvBackend):
         (``context.predict.planned_call``) cuts them as the whole matrix would."""
         if self.params["long_row"] is not None:
             return self
-        cut = default_long_row(np.diff(np.asarray(csr.indptr, dtype=np.int64)))
+        # one percentile of the rows a matrix, however many SELL backends plan on it
+        cut = _LONG_ROWS.get((csr.indptr,), "long_row", lambda: default_long_row(
+            np.diff(np.asarray(csr.indptr, dtype=np.int64))))
         return type(self)(l2_window=self.l2_window, breakdown=self.breakdown,
                           **{**self.params, "long_row": cut})
 

@@ -151,8 +151,12 @@ CUSPARSE_SPMV = _library_variants("nvmath-cusparse-i32", (0, 1, 2), (0, 1, 2))
 #: helps, cuSPARSE's documentation says) without it (``backends.spmm_nvmath``).
 CUSPARSE_SPMM = _library_variants("spmm-nvmath-i32", (0, 1, 2, 3), (1, 3))
 
+#: The dense peer of SpMM in both math modes (``backends.spmm_dense``): FP32 and TF32.
+DENSE_SPMM = {f"math={m}": ("spmm-cublas-dense", {"math": m}) for m in ("fp32", "tf32")}
+
 #: Set name -> variants.
 VARIANT_SETS = {"cusparse-spmv": CUSPARSE_SPMV, "cusparse-spmm": CUSPARSE_SPMM,
+                "dense-spmm": DENSE_SPMM,
                 "spmv-own": SPMV_OWN,
                 "seed6-sweep": {label: SPMV_OWN[label] for label in SEED6_SWEEP},
                 "selection": {label: SPMV_OWN[label] for label in SELECTION_SWEEP},
@@ -162,21 +166,43 @@ _SPEC = re.compile(r"^(?P<name>[a-z0-9-]+)\[(?P<opts>[^\]]*)\]$")
 
 
 def parse_variant(text: str) -> BackendChoice:
-    """``BACKEND[opt=value,opt=value]`` (integer values) -> a :class:`BackendChoice` labelled
-    with ``text``; a :class:`UsageError` for any other shape."""
+    """``BACKEND[opt=value,opt=value]`` -> a :class:`BackendChoice` labelled with ``text``;
+    a :class:`UsageError` for any other shape. Values are integers, or one of the words the
+    backend's class declares for that option (``TEXT_OPTIONS``: ``math`` of
+    ``spmm-cublas-dense[math=tf32]``)."""
     match = _SPEC.match(text.strip())
     if match is None:
         raise UsageError(f"--variant wants BACKEND[opt=value,...], got {text!r}")
     options = []
     for part in filter(None, (p.strip() for p in match["opts"].split(","))):
-        key, sep, value = part.partition("=")
-        try:
-            options.append((key.strip(), int(value)))
-        except ValueError:
-            raise UsageError(f"--variant {text!r}: {part!r} is not opt=integer") from None
+        key, sep, value = (s.strip() for s in part.partition("="))
         if not sep:
             raise UsageError(f"--variant {text!r}: {part!r} is not opt=integer")
+        try:
+            options.append((key, int(value)))
+            continue
+        except ValueError:
+            pass
+        words = _text_options(match["name"]).get(key)
+        if not words:
+            raise UsageError(f"--variant {text!r}: {part!r} is not opt=integer")
+        if value not in words:
+            raise UsageError(f"--variant {text!r}: {key} must be one of {', '.join(words)}, "
+                             f"got {value!r}")
+        options.append((key, value))
     return BackendChoice(match["name"], tuple(options), text.strip())
+
+
+def _text_options(backend: str) -> dict[str, tuple[str, ...]]:
+    """Option -> the words backend ``backend``'s class accepts for it (its ``TEXT_OPTIONS``);
+    empty for a backend that declares none or is not known (its integers still parse)."""
+    from sparsescope.registry import load_backend_factory
+
+    try:
+        factory = load_backend_factory(backend)
+    except Exception:  # an unknown name is reported where the backend is built
+        return {}
+    return dict(getattr(factory, "TEXT_OPTIONS", {}) or {})
 
 
 def backend_choice(text: str) -> BackendChoice:

@@ -79,6 +79,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="memory the host plans may hold (e.g. 2GiB, 500MB; default: a "
                              "quarter of the available memory, at most 2 GiB); above it a "
                              "format is planned on a row sample of the matrix, and said so")
+    whatif.add_argument("--work-budget", metavar="NNZ",
+                        help="nonzeros above which the model's row terms (iterations, "
+                             "instructions, refetches, the statistics' padding, the L1's SMs) "
+                             "run on a stratified sample of about that many nonzeros of whole "
+                             "rows, scaled to the whole matrix, and said so (e.g. 2000000, "
+                             "2e6, 2M; default 2M, chosen by the sampling error; 0: every "
+                             "term on the whole matrix)")
     add_plugin_option(whatif)
     case = p.add_argument_group("one case")
     case.add_argument("--rows", type=int)
@@ -119,6 +126,10 @@ def _score_parser() -> argparse.ArgumentParser:
     p.add_argument("--by-kind", action="store_true",
                    help="also the median measured / predicted of each variant on each matrix "
                         "kind (rmat of rmat-20)")
+    p.add_argument("--by-family", action="store_true",
+                   help="also the error per GPU, timing mode and backend family (our kernels; "
+                        "the libraries) and per backend, against issue 36's targets (median "
+                        "|error| <= 10 %%, p90 <= 25 %%); with --baseline, before and now")
     p.add_argument("--baseline", metavar="SCORE.json",
                    help="an earlier `model score --json` of the same runs (another commit's "
                         "model): per GPU and kernel family, both errors on the cases both "
@@ -171,7 +182,8 @@ def handle(args: argparse.Namespace) -> tuple[object, str]:
     given = [flag for flag, value in (("--backend", args.backends), ("--matrix", args.entries),
                                       ("--no-sass", args.no_sass), ("--no-store", args.no_store),
                                       ("--details", args.details),
-                                      ("--memory-budget", args.memory_budget))
+                                      ("--memory-budget", args.memory_budget),
+                                      ("--work-budget", args.work_budget))
              if value]
     if given:
         raise UsageError(f"{', '.join(given)} need{'s' if len(given) == 1 else ''} a MATRIX "
@@ -272,7 +284,8 @@ def _what_if(args: argparse.Namespace) -> tuple[list, str]:
         chosen.files, chosen.suite, gpu=args.gpu, backends=args.backends, scale=chosen.scale,
         names=chosen.entries, seed=args.seed, value_dtype=args.dtype, sass=not args.no_sass,
         use_store=not args.no_store, latency_ns=args.latency_ns, bw_gb_s=args.bw_gb_s,
-        progress=not args.json, memory_budget=args.memory_budget)
+        progress=not args.json, memory_budget=args.memory_budget,
+        work_budget=args.work_budget)
     text = _summary_text(result, args.dtype)
     if args.details:
         text += "\n\n" + _details_text(result)
@@ -310,6 +323,14 @@ def _summary_text(result, dtype: str) -> str:
                          f"{sample['total_nnz']:,} nonzeros ({sample['windows']:,} windows of "
                          f"{sample['window_rows']:,} rows), scaled to the whole matrix; the "
                          f"time modelled on the whole matrix")
+        work = result.work_samples.get(matrix)
+        if work:
+            lines.append(f"  above the work budget of {work['budget_nnz']:,} nonzeros "
+                         f"(--work-budget), the model's row terms on a stratified sample: "
+                         f"{work['sample_nnz']:,} of {work['total_nnz']:,} nonzeros "
+                         f"({work['windows']:,} of {work['total_windows']:,} windows of "
+                         f"{work['window_rows']:,} rows), scaled to the whole matrix: "
+                         f"{'; '.join(work['terms'])}")
         width = max(len("backend"), *(len(r.backend) for r in rows))
         limit = max(len("limiter"), *(len(r.limiter_label or "not modelled") for r in rows))
         lines.append(f"  {'backend':<{width}}  {'predicted':>12}  {'limiter':<{limit}}  "
@@ -397,7 +418,8 @@ def handle_score(args: argparse.Namespace) -> tuple[object, str]:
                                      ("--l1-check", args.l1_check)) if on]
     if len(studies) > 1:
         raise UsageError(f"{' and '.join(studies)}: one reading at a time")
-    addons = [flag for flag, on in (("--by-kind", args.by_kind), ("--baseline", args.baseline),
+    addons = [flag for flag, on in (("--by-kind", args.by_kind), ("--by-family", args.by_family),
+                                    ("--baseline", args.baseline),
                                     ("--shortlist", args.shortlist),
                                     ("--from-json", args.from_json)) if on]
     if studies and addons:
@@ -427,6 +449,7 @@ def handle_score(args: argparse.Namespace) -> tuple[object, str]:
     else:
         reading = api.model_score(args.results, matrices=args.entries, from_json=args.from_json,
                                   baseline=args.baseline, by_kind=args.by_kind,
+                                  by_family=args.by_family,
                                   shortlist=args.shortlist, call_probe=args.call_probe,
                                   regs=args.regs, sass=not args.no_sass, progress=progress)
     return reading.doc, reading.text

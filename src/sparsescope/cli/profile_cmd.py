@@ -5,8 +5,13 @@
                         [--rows-selected N] [--weights scalar|per-nnz]
                         [--out-of-range error|zero]                               (slice)
                         [--groups stalls,memory | --set full]
-                        [--kernel NAME|regex:EXPR] [--launch-skip N] [--launch-count N]
+                        [--kernel NAME|regex:EXPR] [--whole-program]
+                        [--launch-skip N] [--launch-count N]
                         [--clock-control base|none] [--cache-control all|none] [--out DIR]
+
+By default ncu profiles the backend's own kernels of the one checked call (ours by name, a
+library's by its documented name pattern; no fill, copy or preparation launch) and the metric
+groups something reads (``profile.metrics.DEFAULT_GROUPS``); the output says which.
     sparsescope profile read FILE [--details DETAILS.csv] [--json]
     sparsescope profile report FILE... [--details D.csv ...] [--kernel NAME] [--all-launches]
                               [--labels a,b] [--results RESULTS.json | --store] [--out DIR]
@@ -42,12 +47,21 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scale", type=float, default=1.0, help="suite scale factor")
     what = parser.add_mutually_exclusive_group()
     what.add_argument("--groups", default=",".join(DEFAULT_GROUPS),
-                      help="comma-separated metric groups: " + ", ".join(METRIC_GROUPS))
+                      help="comma-separated metric groups (default: "
+                      + ",".join(DEFAULT_GROUPS) + "); known: " + ", ".join(METRIC_GROUPS))
     what.add_argument("--set", dest="section_set", help="an ncu section set instead, e.g. full")
-    parser.add_argument("--kernel", help="ncu --kernel-name: a name or regex:EXPR")
-    parser.add_argument("--kernel-name-base", choices=NAME_BASES, default="function")
-    parser.add_argument("--launch-skip", type=int, default=0)
-    parser.add_argument("--launch-count", type=int)
+    parser.add_argument("--kernel", help="ncu --kernel-name: a name or regex:EXPR, instead of "
+                        "the backend's own kernels ('regex:.' for every kernel of the call)")
+    parser.add_argument("--kernel-name-base", choices=NAME_BASES,
+                        help="what --kernel matches (default function: no namespace, no "
+                        "template arguments)")
+    parser.add_argument("--whole-program", action="store_true",
+                        help="profile the launches of the whole target program (preparation, "
+                        "poisoning fill, helper kernels), not only the checked call's")
+    parser.add_argument("--launch-skip", type=int, default=0,
+                        help="launches to skip of those the filters keep")
+    parser.add_argument("--launch-count", type=int,
+                        help="launches to profile of those the filters keep (default all)")
     parser.add_argument("--clock-control", choices=CLOCK_CONTROLS, default="base")
     parser.add_argument("--cache-control", choices=CACHE_CONTROLS, default="all")
     parser.add_argument("--out", default=DEFAULT_OUT, help="folder for the report and exports")
@@ -117,26 +131,34 @@ def _run(args):
         section_set=args.section_set, kernel=args.kernel,
         kernel_name_base=args.kernel_name_base, launch_skip=args.launch_skip,
         launch_count=args.launch_count, clock_control=args.clock_control,
-        cache_control=args.cache_control, ncu=args.ncu, timeout_s=args.timeout,
-        progress=not args.json)
-    run, profiles = done.run, done.profiles
+        cache_control=args.cache_control, whole_program=args.whole_program, ncu=args.ncu,
+        timeout_s=args.timeout, progress=not args.json)
+    run, profiles, options = done.run, done.profiles, done.options
+    collected = options.collected()
     result = {
         "report": str(run.report_path), "raw_csv": str(run.raw_csv),
         "details_csv": str(run.details_csv),
         "source_csv": None if run.source_csv is None else str(run.source_csv),
         "log": str(run.log_path), "command": list(run.command), "ncu_version": run.ncu_version,
+        "kernel_selection": run.selection.as_dict(), "collected": collected,
         "passes": [{"kernel": k, "passes": n} for k, n in run.passes],
         "profile_wall_s": run.profile_wall_s, "export_wall_s": run.export_wall_s,
         "kernels": [p.summary() for p in profiles],
     }
     passes = ", ".join(f"{k} {n}" for k, n in run.passes) or "n/a"
+    what = (f"set {collected['set']}" if collected["set"] else
+            f"groups {', '.join(collected['groups'])} (sections: "
+            f"{', '.join(collected['sections']) or 'none'})")
     text = "\n".join([f"report:  {run.report_path}", f"exports: {run.raw_csv}, {run.details_csv}"
                       + (f", {run.source_csv}" if run.source_csv else ""),
+                      f"kernels profiled: {run.selection.describe()}",
+                      f"collected: {what}",
                       f"ncu: {run.ncu_version or 'version unknown'}; profiling "
                       f"{run.profile_wall_s:.1f} s, exports {run.export_wall_s:.1f} s; "
                       f"passes per launch: {passes}",
                       _kernel_lines(profiles)])
     return result, text
+
 
 
 def _op_params(args) -> dict:

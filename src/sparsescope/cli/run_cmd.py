@@ -26,7 +26,12 @@ per matrix, loading or generating it and its float64 reference; per case,
 packing the backend's format, one run checked against float64, the model's
 prediction (on a GPU, from each own kernel's SASS, read once per kernel), then
 --warmups + --repeats timed calls, each after a cache flush when --flush is on
-(or auto, and the working set fits); last, the report and its figures.
+(or auto, and the working set fits); last, the report and its figures. On a
+GPU run the next matrix loads, and each own kernel's format is packed, on
+background threads while earlier cases are timed (stage times then count the
+wait); cuda-spmv-auto plans its candidates on a row sample of a matrix whose
+plans would exceed the memory budget, as `sparsescope model` does, and times
+its shortlist on the whole matrix.
 
 Cheaper: --scale 0.05 (smaller matrices, same structure), --backend B (one
 backend, not all), --warmups 1 --repeats 5 (fewer calls, a wider spread),

@@ -125,14 +125,15 @@ def plan_refusal(backend: Any, name: str, case: Any, value_dtype: str, index_byt
 
 
 def predict_plan(case: Any, backend: Any, device: Any, *, name: str = "",
-                 value_dtype: str = "float32", index_bytes: int | None = None
-                 ) -> PlannedPrediction:
+                 value_dtype: str = "float32", index_bytes: int | None = None,
+                 timing: Any = None) -> PlannedPrediction:
     """Plan ``backend``'s call of ``case`` on the host (``backend.host_plan_case``: its
     format's bytes and kernel shape for the device's SM count, nothing uploaded) and predict
     it with :func:`predict_call` on ``device``; never raises for a case the model cannot take
     (its reason instead). A chooser among kernels (an auto backend) is handed ``device`` first,
     so that it chooses by the same rates. The plan and the prediction are kept for the matrix
-    (module docstring): asked again, neither is made again."""
+    (module docstring): asked again, neither is made again. ``timing``: the ``TimingConfig``
+    the call is predicted for (its mode and flush; None: the latency mode's defaults)."""
     name = name or backend.name
     index_bytes = int(backend.capability.index_bytes[0]) if index_bytes is None else index_bytes
     if not device.modelled:
@@ -155,6 +156,11 @@ def predict_plan(case: Any, backend: Any, device: Any, *, name: str = "",
             f"{csr.shape[1]:,}, {csr.nnz:,} nonzeros)"))
     shape, extra = refined_shape(shape, device)
     extra += _residency_notes(shape)
+    work = _work_sample(case.matrix)
+    if work is not None:
+        extra.append(f"the model's row terms on a stratified row sample (model.work_sample): "
+                     f"{work.describe()}; scaled to the whole matrix: "
+                     f"{'; '.join(work.as_dict()['terms'])}")
     if plan.sample is not None:
         extra.append(f"format planned on a row sample (memory budget "
                      f"{_gib(_BUDGET[0])}; a plan of the whole matrix holds about "
@@ -162,16 +168,19 @@ def predict_plan(case: Any, backend: Any, device: Any, *, name: str = "",
                      f"{plan.sample.describe()}; its bytes scaled by nonzeros (values, "
                      "indices, padding) and rows (row pointers, y), its grid by its "
                      "decomposition; the time predicted on the whole matrix")
-    flushed = flush_assumed(None, traffic, device)
-    if not flushed:
+    flushed = flush_assumed(timing, traffic, device)
+    mode = getattr(timing, "mode", "latency")
+    if not flushed and mode == "latency":
         extra.append(f"L2 not flushed: the working set ({int(traffic.total_bytes):,} B) "
                      f"exceeds the L2 ({device.rates.l2_bytes:,} B), as the timing protocol "
                      "decides")
     kernel = getattr(shape, "kernel", "")
     source = getattr(shape, "source", "")
     start = time.perf_counter()
-    prediction = _LAST.prediction(case, traffic, shape, device, flushed, lambda: predict_call(
-        case, traffic, shape, device, flushed=flushed, who=name, refine=False))
+    prediction = _LAST.prediction(case, traffic, shape, device, (flushed, mode),
+                                  lambda: predict_call(case, traffic, shape, device,
+                                                       flushed=flushed, timing=timing, who=name,
+                                                       refine=False))
     predict_s = time.perf_counter() - start
     if prediction.predicted_ms is None:
         return PlannedPrediction(plan_s=plan_s, kernel=kernel, kernel_source=source,
@@ -180,6 +189,22 @@ def predict_plan(case: Any, backend: Any, device: Any, *, name: str = "",
                              predict_s=predict_s,
                              assumptions=tuple(a for a in (device.origin, *extra) if a),
                              plan_sample=plan.sample.as_dict() if plan.sample else {})
+
+
+def _work_sample(csr: Any):
+    """The work sample the model's row terms of ``csr`` run on, or None."""
+    from sparsescope.model.work_sample import sample_for
+
+    indptr = getattr(csr, "indptr", None)
+    return None if indptr is None else sample_for(indptr)
+
+
+def _work_key(csr: Any):
+    """What a kept plan or prediction of ``csr`` depends on of the work budget."""
+    from sparsescope.model.work_sample import sample_key
+
+    indptr = getattr(csr, "indptr", None)
+    return None if indptr is None else sample_key(indptr)
 
 
 def _residency_notes(shape: Any) -> list[str]:
@@ -303,7 +328,7 @@ class _LastMatrix:
     def prediction(self, case, traffic, shape, device, flushed, compute) -> ModelPrediction:
         try:
             key = (traffic, shape, flushed, id(device), case.op, case.params,
-                   getattr(case.inputs, "dtype", None))
+                   getattr(case.inputs, "dtype", None), _work_key(case.matrix))
             hash(key)
         except TypeError:  # an unhashable plan (a plug-in's own shape): not kept
             COUNTS["predictions"] += 1
@@ -324,10 +349,11 @@ _LAST = _LastMatrix()
 def forget_plans() -> None:
     """Drop the kept plans and predictions, and the model's answers kept for the last matrix
     (x gathers, row lengths, warp iterations): the next prediction is computed afresh."""
-    from sparsescope.model import iterations, onchip, xgather
+    from sparsescope.model import iterations, onchip, work_sample, xgather
 
     _LAST.clear()
-    for kept in (xgather.X_GATHERS, iterations.ROW_LENGTHS, onchip.WARP_ITERATIONS):
+    for kept in (xgather.X_GATHERS, iterations.ROW_LENGTHS, onchip.WARP_ITERATIONS,
+                 work_sample.SAMPLES):
         kept.clear()
 
 
@@ -337,7 +363,8 @@ def planned_call(case: Any, backend: Any, device: Any, value_dtype: str,
     (module docstring); a backend that packs a host format (``build_format``) plans on a row
     sample above the memory budget. Never raises (the error is in the plan)."""
     budget = _BUDGET[0]
-    key = (_backend_key(backend), value_dtype, int(index_bytes), id(device), budget)
+    key = (_backend_key(backend), value_dtype, int(index_bytes), id(device), budget,
+           _work_key(case.matrix))
 
     def make() -> HostPlan:
         backend.use_model(device)

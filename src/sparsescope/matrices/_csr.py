@@ -143,22 +143,47 @@ def within_row_pairs(indptr: np.ndarray, nnz: int) -> np.ndarray:
     return inner
 
 
+#: Entries the row checks compare at a time: their temporaries (a boolean each) stay in cache.
+CHECK_CHUNK = 1 << 22
+
+
 def first_row_defects(indptr: np.ndarray, indices: np.ndarray) -> tuple[int, int]:
     """Positions (0-based, in storage order) of the first unsorted and first duplicate entry.
 
     An entry at position p+1 is *unsorted* when ``indices[p+1] < indices[p]`` in the same row and a
     *duplicate* when they are equal (duplicates are only all found once rows are sorted).
-    Returns -1 for "none". Cost: two vectorised passes over ``indices``.
+    Returns -1 for "none". ``indptr`` must be non-decreasing from 0 to ``len(indices)``.
+
+    One pass, :data:`CHECK_CHUNK` entries at a time, in the arrays' own integer types::
+
+        suspect(p) = indices[p+1] <= indices[p]  and  p+1 is not the first entry of a row
+
+    and only the suspects (none in canonical rows) are told apart into unsorted and duplicate.
     """
     nnz = len(indices)
     if nnz < 2:
         return -1, -1
-    step = np.diff(indices)
-    inner = within_row_pairs(indptr, nnz)
-    unsorted = np.flatnonzero((step < 0) & inner)
-    dups = np.flatnonzero((step == 0) & inner)
-    return (int(unsorted[0]) + 1 if len(unsorted) else -1,
-            int(dups[0]) + 1 if len(dups) else -1)
+    starts = np.asarray(indptr[1:-1])
+    unsorted = dup = -1
+    for lo in range(0, nnz - 1, CHECK_CHUNK):
+        hi = min(nnz - 1, lo + CHECK_CHUNK)          # pairs (p, p + 1) for lo <= p < hi
+        suspect = indices[lo + 1:hi + 1] <= indices[lo:hi]
+        if not suspect.any():
+            continue
+        # a pair that crosses into a new row (p + 1 = a row's start) is no defect
+        first, last = np.searchsorted(starts, np.array([lo + 1, hi + 1], starts.dtype))
+        suspect[starts[first:last] - 1 - lo] = False
+        where = np.flatnonzero(suspect) + lo
+        if where.size == 0:
+            continue
+        equal = indices[where + 1] == indices[where]
+        if unsorted < 0 and not equal.all():
+            unsorted = int(where[np.argmin(equal)]) + 1
+        if dup < 0 and equal.any():
+            dup = int(where[np.argmax(equal)]) + 1
+        if unsorted >= 0 and dup >= 0:
+            break
+    return unsorted, dup
 
 
 def first_repeat(keys: np.ndarray) -> tuple[int, int]:
@@ -203,7 +228,15 @@ def finish_csr(matrix: sp.csr_matrix) -> sp.csr_matrix:
 
 
 def check_finite(values: np.ndarray) -> int:
-    """Index of the first NaN or infinite value, or -1."""
+    """Index of the first NaN or infinite value, or -1.
+
+    First their sum, with no temporary: a NaN or an infinity makes it NaN or infinite, so a
+    finite sum clears every value; only a non-finite one (a bad value, or finite values whose
+    sum overflows) pays the elementwise pass that finds the first."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        total = np.add.reduce(values, axis=None) if values.size else 0.0
+    if np.isfinite(total):
+        return -1
     bad = ~np.isfinite(values)
     if not bad.any():
         return -1

@@ -1,18 +1,33 @@
 """SciPy ``.npz`` files written by :func:`scipy.sparse.save_npz`.
 
-The arrays are read with :func:`numpy.load` (no pickles) and checked before any SciPy object is
-built, so a damaged file gets a :class:`MatrixFormatError` naming the 0-based entry index rather
-than a crash later: index ranges, pointer monotonicity, non-finite values. ``csr``, ``csc`` and
-``coo`` layouts are checked entry by entry; ``bsr`` and ``dia`` are converted by SciPy. Unsorted
-indices within a CSR row or CSC column, and duplicates, are canonicalized with a
-:class:`MatrixWarning` (or refused with ``strict=True``); COO entry order is free, as in Matrix
-Market files. A ``shape`` whose CSR arrays cannot fit in memory is refused before they are built.
+The arrays are read from the zip as ``.npy`` members (no pickles) and checked before any SciPy
+object is built, so a damaged file gets a :class:`MatrixFormatError` naming the 0-based entry
+index rather than a crash later: index ranges, pointer monotonicity, non-finite values.
+``csr``, ``csc`` and ``coo`` layouts are checked entry by entry; ``bsr`` and ``dia`` are
+converted by SciPy. Unsorted indices within a CSR row or CSC column, and duplicates, are
+canonicalized with a :class:`MatrixWarning` (or refused with ``strict=True``); COO entry order
+is free, as in Matrix Market files. A ``shape`` whose CSR arrays cannot fit in memory is
+refused before they are built.
+
+**Reading** (:class:`_Members`): each member's ``.npy`` header is parsed first and its payload
+read only when the reader asks for it, straight into the array it becomes: a stored
+(uncompressed, as :func:`~sparsescope.matrices.write_matrix` writes) member by ``readinto``
+from its offset in the file, :data:`READ_CHUNK_BYTES` at a time, the zip's CRC-32 of each
+chunk computed on a second thread while the next is read; a deflated member through
+:mod:`zipfile`, whose zlib inflation (one stream, one core) bounds it. The checks then take
+the arrays in their stored types (an int32 file's indices stay int32: no int64 copies) in
+single vectorised passes (:mod:`sparsescope.matrices._csr`).
 """
 
 from __future__ import annotations
 
 import math
+import struct
 import zipfile
+import zlib
+from collections.abc import Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -38,12 +53,141 @@ _REQUIRED = {
 }
 
 
-def _load_arrays(p: str, path: str | Path) -> dict[str, np.ndarray]:
-    try:
-        with np.load(path, allow_pickle=False) as archive:
-            return {key: archive[key] for key in archive.files}
-    except (zipfile.BadZipFile, ValueError, OSError, EOFError) as exc:
-        raise MatrixFormatError(p, f"not a scipy.sparse .npz file: {exc}") from None
+#: Bytes of a stored member read, and checked against its CRC-32, at a time.
+READ_CHUNK_BYTES = 64 << 20
+#: Bytes of an ``.npy`` header numpy itself accepts without ``allow_pickle``.
+MAX_HEADER_BYTES = 10_000
+#: Errors of a damaged or foreign container (zipfile, the .npy header, zlib), each reported as
+#: "not a scipy.sparse .npz file" naming the file; RuntimeError: an encrypted member.
+_CONTAINER_ERRORS = (zipfile.BadZipFile, ValueError, OSError, EOFError, RuntimeError,
+                     NotImplementedError, zlib.error, struct.error)
+
+
+class _Members(Mapping):
+    """The ``.npy`` members of an open ``.npz``, by name without ``.npy``: each header parsed
+    on opening, each payload read on first use (module docstring); a damaged payload is a
+    :class:`MatrixFormatError` naming the file."""
+
+    def __init__(self, p: str, archive: zipfile.ZipFile, raw) -> None:
+        self._p, self._archive, self._raw = p, archive, raw
+        self._headers: dict[str, tuple] = {}
+        self._arrays: dict[str, np.ndarray] = {}
+        for name in dict.fromkeys(archive.namelist()):
+            header = _npy_header(archive, archive.getinfo(name))
+            if header is not None:  # np.load would hand back the bytes: nothing reads them
+                self._headers[name[:-4] if name.endswith(".npy") else name] = header
+
+    def __getitem__(self, key: str) -> np.ndarray:
+        if key not in self._arrays:
+            try:
+                self._arrays[key] = _read_member(self._archive, self._raw, *self._headers[key])
+            except _CONTAINER_ERRORS as exc:
+                raise MatrixFormatError(self._p, f"not a scipy.sparse .npz file: {exc}") \
+                    from None
+        return self._arrays[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._headers)
+
+    def __len__(self) -> int:
+        return len(self._headers)
+
+    def size(self, key: str) -> int:
+        """Elements the header of ``key`` declares (its payload not read)."""
+        return math.prod(self._headers[key][1])
+
+
+@contextmanager
+def _open_members(p: str, path: str | Path) -> Iterator[_Members]:
+    """The file's :class:`_Members`, open for the block; a damaged container or header is a
+    :class:`MatrixFormatError` naming the file."""
+    with ExitStack() as stack:
+        try:
+            archive = stack.enter_context(zipfile.ZipFile(path))
+            raw = stack.enter_context(open(path, "rb", buffering=0))
+            members = _Members(p, archive, raw)
+        except _CONTAINER_ERRORS as exc:
+            raise MatrixFormatError(p, f"not a scipy.sparse .npz file: {exc}") from None
+        yield members
+
+
+def _npy_header(archive: zipfile.ZipFile, info: zipfile.ZipInfo):
+    """(info, shape, fortran order, dtype, header bytes) of an ``.npy`` member; None for a
+    member that is not one (no NPY magic). Refuses object arrays, as ``np.load`` does without
+    pickles, and a payload size other than the header's shape x item size."""
+    from numpy.lib import format as npy
+
+    with archive.open(info) as member:
+        if member.read(len(npy.MAGIC_PREFIX)) != npy.MAGIC_PREFIX:
+            return None
+    with archive.open(info) as member:
+        version = npy.read_magic(member)
+        if version == (1, 0):
+            shape, fortran, dtype = npy.read_array_header_1_0(member, MAX_HEADER_BYTES)
+        elif version == (2, 0):
+            shape, fortran, dtype = npy.read_array_header_2_0(member, MAX_HEADER_BYTES)
+        else:
+            raise ValueError(f"member {info.filename!r}: .npy format version {version} is not "
+                             "read here (1.0 and 2.0 are)")
+        header_bytes = member.tell()
+    if dtype.hasobject:
+        raise ValueError(f"member {info.filename!r} holds Python objects (refused: no pickles)")
+    payload = math.prod(shape) * dtype.itemsize
+    if info.file_size != header_bytes + payload:
+        raise ValueError(f"member {info.filename!r}: its header declares {payload:,} bytes of "
+                         f"{dtype} {tuple(shape)}, the member holds "
+                         f"{info.file_size - header_bytes:,}")
+    return info, tuple(shape), fortran, dtype, header_bytes
+
+
+def _read_member(archive: zipfile.ZipFile, raw, info: zipfile.ZipInfo, shape: tuple,
+                 fortran: bool, dtype: np.dtype, header_bytes: int) -> np.ndarray:
+    """The member's array, its payload read into it in place (module docstring)."""
+    flat = np.empty(math.prod(shape), dtype=dtype)
+    view = memoryview(flat.view(np.uint8)) if flat.nbytes else memoryview(b"")
+    if info.compress_type == zipfile.ZIP_STORED and not info.flag_bits & 0x1:
+        _read_stored(raw, info, header_bytes, view)
+    else:  # inflated by zipfile, which checks the CRC once the member is read to its end
+        with archive.open(info) as member:
+            member.read(header_bytes)
+            done = 0
+            while done < len(view):
+                got = member.readinto(view[done:done + READ_CHUNK_BYTES])
+                if not got:
+                    raise EOFError(f"member {info.filename!r} ends after {done:,} of "
+                                   f"{len(view):,} payload bytes")
+                done += got
+            member.read(1)  # reach the end: zipfile compares the CRC there
+    if fortran:
+        return flat.reshape(shape[::-1]).transpose()
+    return flat.reshape(shape)
+
+
+def _read_stored(raw, info: zipfile.ZipInfo, header_bytes: int, view: memoryview) -> None:
+    """Read a stored member's payload into ``view`` from its offset in the file, and check the
+    member's CRC-32 (its header and payload), each chunk's on a second thread."""
+    raw.seek(info.header_offset)
+    local = raw.read(30)
+    if len(local) < 30 or local[:4] != b"PK\x03\x04":
+        raise zipfile.BadZipFile(f"bad local header of member {info.filename!r}")
+    name_bytes, extra_bytes = struct.unpack("<HH", local[26:30])
+    raw.seek(info.header_offset + 30 + name_bytes + extra_bytes)
+    crc = [zlib.crc32(raw.read(header_bytes))]
+
+    def chain(chunk: memoryview) -> None:  # one worker: the chunks in their order
+        crc[0] = zlib.crc32(chunk, crc[0])
+
+    with ThreadPoolExecutor(1) as pool:
+        done = 0
+        while done < len(view):
+            got = raw.readinto(view[done:done + READ_CHUNK_BYTES])
+            if not got:
+                raise EOFError(f"member {info.filename!r} ends after {done:,} of "
+                               f"{len(view):,} payload bytes")
+            pool.submit(chain, view[done:done + got])
+            done += got
+    if crc[0] != info.CRC:
+        raise zipfile.BadZipFile(f"Bad CRC-32 for file {info.filename!r}")
 
 
 def _layout(p: str, value: np.ndarray) -> str:
@@ -70,7 +214,9 @@ def _shape(p: str, value: np.ndarray) -> tuple[int, int]:
     return shape
 
 
-def _int_array(p: str, arrays: dict, key: str) -> np.ndarray:
+def _int_array(p: str, arrays: Mapping, key: str) -> np.ndarray:
+    """The integer array ``key``, 1-D: native int32 and int64 as stored (no copy), any other
+    integer type as int64 (an unsigned 64-bit value past 2**63-1 refused)."""
     array = arrays[key]
     if array.ndim != 1 or not np.issubdtype(array.dtype, np.integer):
         raise MatrixFormatError(
@@ -82,7 +228,9 @@ def _int_array(p: str, arrays: dict, key: str) -> np.ndarray:
             k = int(too_big[0])
             raise MatrixFormatError(p, f"array '{key}' holds {int(array[k])}, past the largest "
                                        "index 2**63-1", index=k)
-    return array.astype(np.int64, copy=False)
+    if array.dtype in (np.dtype(np.int32), np.dtype(np.int64)):
+        return array
+    return array.astype(np.int64)
 
 
 def _read_bsr(p: str, arrays: dict, shape: tuple[int, int]) -> sp.csr_matrix:
@@ -134,7 +282,7 @@ def _values(p: str, arrays: dict) -> np.ndarray:
         raise MatrixFormatError(p, "complex values are not supported")
     if not (np.issubdtype(data.dtype, np.number) or data.dtype == bool):
         raise MatrixFormatError(p, f"array 'data' has non-numeric dtype {data.dtype}")
-    values = data.astype(np.float64)
+    values = data.astype(np.float64, copy=False)  # float64 as stored: no copy
     bad = check_finite(values)
     if bad >= 0:
         raise MatrixFormatError(p, f"value {values[bad]} is not finite (NaN or infinity)",
@@ -145,7 +293,11 @@ def _values(p: str, arrays: dict) -> np.ndarray:
 def read_npz(path: str | Path, *, strict: bool = False) -> sp.csr_matrix:
     """Read a ``scipy.sparse.save_npz`` file into canonical CSR."""
     p = str(path)
-    arrays = _load_arrays(p, path)
+    with _open_members(p, path) as arrays:
+        return _read_arrays(p, arrays, strict)
+
+
+def _read_arrays(p: str, arrays: _Members, strict: bool) -> sp.csr_matrix:
     if "format" not in arrays or "shape" not in arrays:
         raise MatrixFormatError(
             p, "not a scipy.sparse .npz file: arrays 'format' and 'shape' are missing "
@@ -154,7 +306,7 @@ def read_npz(path: str | Path, *, strict: bool = False) -> sp.csr_matrix:
     shape = _shape(p, arrays["shape"])
     if shape[0] == 0 or shape[1] == 0:
         raise MatrixFormatError(p, f"empty matrix: shape {shape[0]} x {shape[1]}")
-    stored = int(np.size(arrays["data"])) if "data" in arrays else 0
+    stored = arrays.size("data") if "data" in arrays else 0
     check_memory(p, f"array 'shape' declares {shape[0]:,} x {shape[1]:,} ({layout}, "
                     f"{stored:,} stored entries)", csr_memory_parts(shape[0], shape[1], stored))
     if layout == "bsr":
@@ -198,18 +350,21 @@ def _check_pointers(p, indptr, indices, count: int, unit: str, stored: int, data
         raise MatrixFormatError(
             p, f"inconsistent arrays: indptr runs {int(indptr[0])}..{int(indptr[-1])}, "
                f"indices has {len(indices)} entries, data {data_text}")
-    drops = np.flatnonzero(np.diff(indptr) < 0)
-    if len(drops):
-        k = int(drops[0])
+    drops = indptr[1:] < indptr[:-1]  # compared, not subtracted: no overflow, no int64 copy
+    if drops.any():
+        k = int(np.argmax(drops))
         raise MatrixFormatError(
             p, f"indptr decreases at {unit} {k} ({int(indptr[k])} -> {int(indptr[k + 1])})")
 
+
 def _check_range(p: str, index: np.ndarray, limit: int, what: str) -> None:
-    bad = np.flatnonzero((index < 0) | (index >= limit))
-    if len(bad):
-        k = int(bad[0])
-        raise MatrixFormatError(p, f"{what} index {int(index[k])} out of range 0..{limit - 1}",
-                                index=k)
+    """Every ``index`` in 0..limit-1: two reductions (min, max) over the array, and the first
+    offender's position only when one is out of range."""
+    if not len(index) or (index.min() >= 0 and index.max() < limit):
+        return
+    k = int(np.argmax((index < 0) | (index >= limit)))
+    raise MatrixFormatError(p, f"{what} index {int(index[k])} out of range 0..{limit - 1}",
+                            index=k)
 
 
 def _read_coo(p, arrays, values, shape, strict) -> sp.csr_matrix:
@@ -229,7 +384,7 @@ def _read_coo(p, arrays, values, shape, strict) -> sp.csr_matrix:
     matrix.has_sorted_indices = True
     if dup < 0:
         return make_csr(matrix.data, matrix.indices, matrix.indptr, matrix.shape)
-    later, earlier = first_repeat(rows * shape[1] + cols)
+    later, earlier = first_repeat(rows.astype(np.int64) * shape[1] + cols)
     report_defect(
         p, f"duplicate entry (row {int(rows[later])}, column {int(cols[later])}): it repeats "
            f"entry {earlier}; duplicates are summed", strict=strict, index=later)
@@ -247,7 +402,9 @@ def _read_compressed(p, arrays, values, shape, layout, strict) -> sp.csr_matrix:
     if unsorted < 0 and dup < 0 and layout == "csr":
         return make_csr(values, indices, indptr, shape)
     container = sp.csr_matrix if layout == "csr" else sp.csc_matrix
-    matrix = container((values, indices, indptr), shape=shape)
+    # SciPy sorts its arrays in place: the messages below name the stored positions
+    stored = (indices.copy(), indptr.copy()) if unsorted >= 0 else (indices, indptr)
+    matrix = container((values, *stored), shape=shape)
     if unsorted >= 0:
         owner = int(np.searchsorted(indptr, unsorted, side="right")) - 1
         report_defect(

@@ -21,7 +21,24 @@ costs what that route costs on a tiny matrix, measured with the same protocol by
 kernels (memset, partition, product) and the waits between them -- a cost no count of empty
 launches reproduces (cuSPARSE took about 15 us on a 5,300-nonzero matrix where our kernel took
 5 us; without this term the model predicted cuSPARSE 47-53 % too fast on every real
-matrix, issue 36). Not measured on the device::
+matrix, issue 36). What the call does beyond that probe is added (:func:`library_extra_us`)::
+
+    overhead (library) = probe + (launches - probe launches) x next_launch_us
+                         + (levels(rows) x search - levels(32) x probe search) x level
+    levels(n) = ceil(log2(n + 1))          (a binary search over the n + 1 row offsets)
+    level     = DRAM latency (timed alone: the flush left the offsets in DRAM), the L2
+                latency back to back (the previous call's search left them there)
+
+The probe (``backends.library_probe``: the route's own backend on a 32 x 32 matrix) has
+:data:`PROBE_CALLS`' launches and search: CuPy's ``csr @ x`` and PyTorch's ``sparse.mm`` call
+``cusparseSpMV`` unplanned, so every call runs ``csr_partition_kernel`` -- a binary search of
+the row offsets for each block's first row, one dependent load per level, deeper for more rows
+-- while the planned ``nvmath`` probe was preprocessed once and searches nothing. A planned call
+without the preprocessing (``nvmath-cusparse-i32[preprocess=0]``) adds the partition's launch
+and its whole search; ``CSR_ALG2`` adds the fix-up's launch (its dependent loads are the
+``fixup`` chain of ``model.predict``). On the H200's real development set the partitioned
+calls were measured 20-50 % slower than the probe-only prediction, and their excess grew with
+log2(rows), not with the nonzeros. Not measured on the device::
 
     overhead (library) = launches x call_us      (each of the library's launches paid as a
                                                   lone call: its kernels wait for each other
@@ -39,8 +56,19 @@ next_launch_us``) for a library's. No term is fitted to a matrix.
 
 from __future__ import annotations
 
+import math
+
 from sparsescope.model.prediction import PredictionTerm
 from sparsescope.model.throughput import is_throughput
+
+#: Rows of the probe matrix the library routes' fixed costs are measured on
+#: (``backends.library_probe.PROBE_ROWS``).
+PROBE_ROWS = 32
+#: Library route -> (kernel launches, whether it searches the row offsets) of its probe's call,
+#: as the probe's backend declares them (``backends.library_probe.LIBRARY_PROBES``: CuPy's
+#: memset, partition and csrmv; PyTorch's output fill, memset, partition and csrmv; nvmath's
+#: preprocessed memset and csrmv).
+PROBE_CALLS = {"cupy": (3, True), "torch": (4, True), "nvmath": (2, False)}
 
 
 def _launches_x(rates, launches: int, per: str) -> tuple[float, str] | None:
@@ -72,21 +100,66 @@ def _measured_library(rates, library: str, throughput: bool) -> float | None:
     return float(value) if value is not None else None
 
 
-def call_overhead_us(rates, launches: int, library: str = "") -> tuple[float, str]:
+def search_levels(rows: int) -> int:
+    """Levels of a binary search over ``rows + 1`` row offsets: ceil(log2(rows + 1)). Hand
+    check: 32 rows -> 6; 1,000 -> 10; 325,729 -> 19."""
+    return max(0, math.ceil(math.log2(max(1, int(rows)) + 1)))
+
+
+def search_level_ns(rates) -> float:
+    """One level of the row search: a dependent load of the row offsets, from DRAM after the
+    latency mode's flush, from the L2 back to back (module docstring)."""
+    dram = rates.dram_latency_ns
+    if is_throughput(rates) and getattr(rates, "l2_latency_ns", None):
+        return min(rates.l2_latency_ns, dram)
+    return dram
+
+
+def library_extra_us(rates, library: str, launches: int, rows: int,
+                     row_search: bool) -> tuple[float, str]:
+    """(microseconds, how) a library call costs beyond its route's probe (module docstring):
+    its launches beyond the probe's at ``next_launch_us`` (``launch_us`` without it) and its
+    row search's levels beyond the probe's at :func:`search_level_ns`; (0, "") for a route
+    whose probe is not known. Hand check (DRAM 336 ns, next launch 1.6 us): nvmath not
+    preprocessed, 3 launches, 1,000 rows -> 1.6 + 10 x 0.336 = 4.96 us; cupy, 3 launches,
+    1,000 rows -> (10 - 6) x 0.336 = 1.34 us."""
+    if library not in PROBE_CALLS:
+        return 0.0, ""
+    probe_launches, probe_search = PROBE_CALLS[library]
+    further = getattr(rates, "next_launch_us", None) or getattr(rates, "launch_us", None) or 0.0
+    extra_launches = max(0, int(launches) - probe_launches)
+    levels = search_levels(rows) if row_search else 0
+    probe_levels = search_levels(PROBE_ROWS) if probe_search else 0
+    level_ns = search_level_ns(rates)
+    us = extra_launches * further + (levels - probe_levels) * level_ns * 1e-3
+    parts = []
+    if extra_launches:
+        parts.append(f"{extra_launches} launch(es) beyond the probe's x {further:.1f} us")
+    if levels != probe_levels:
+        parts.append(f"row search {levels} levels (probe {probe_levels}) x {level_ns:,.0f} ns")
+    return us, "; ".join(parts)
+
+
+def call_overhead_us(rates, launches: int, library: str = "", rows: int = 0,
+                     row_search: bool = False) -> tuple[float, str]:
     """(microseconds, how) of a call of ``launches`` kernel launches on the device of ``rates``
     (a ``DeviceRates``), in the rates' timing mode; ``library``: the library route the call
-    goes through ("" for our own kernels). Hand checks: call 3.7 us, next launch 1.5 us,
-    2 launches -> 5.2 us (latency), 3.0 us (throughput); a library measured at 12.0 us ->
-    12.0 us whatever its launches; not measured, 3 launches -> 3 x 3.7 = 11.1 us."""
+    goes through ("" for our own kernels), on a matrix of ``rows`` rows, searching its row
+    offsets (``row_search``) or not. Hand checks: call 3.7 us, next launch 1.5 us,
+    2 launches -> 5.2 us (latency), 3.0 us (throughput); a library measured at 12.0 us, a
+    call like its probe -> 12.0 us; not measured, 3 launches -> 3 x 3.7 = 11.1 us."""
     launches = max(1, int(launches))
     throughput = is_throughput(rates)
     if library:
         measured = _measured_library(rates, library, throughput)
         if measured is not None:
             mode = "back to back" if throughput else "alone"
-            return measured, (f"the {library} cuSPARSE call's fixed cost, timed {mode} on a tiny "
-                              f"matrix through the timing protocol: {measured:.1f} us "
-                              "(sparsescope ceilings: library_call_us)")
+            extra, how = (library_extra_us(rates, library, launches, rows, row_search)
+                          if rows else (0.0, ""))
+            return measured + extra, (
+                f"the {library} cuSPARSE call's fixed cost, timed {mode} on a tiny matrix "
+                f"through the timing protocol: {measured:.1f} us (sparsescope ceilings: "
+                f"library_call_us)" + (f" + {extra:.1f} us ({how})" if how else ""))
         for per in (("next_launch_us", "launch_us") if throughput else ("call_us", "launch_us")):
             found = _launches_x(rates, launches, per)
             if found is not None:

@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import heapq
 import math
+from collections.abc import Callable
+from dataclasses import replace
 
 import numpy as np
 
 from sparsescope.model.kernel_shape import KernelShape
 from sparsescope.model.last_matrix import LastMatrixAnswers
+from sparsescope.model.work_sample import WorkSample, sample_for, stand_in, unit_weights
 
 
 def block_iterations(indptr: np.ndarray, shape: KernelShape) -> np.ndarray:
@@ -21,8 +24,12 @@ def block_iterations(indptr: np.ndarray, shape: KernelShape) -> np.ndarray:
     32 / threads_per_row rows run in lock step), a block its longest warp's. nnz: every thread
     gets ceil(nnz / threads) nonzeros, so every block takes ``row_iterations`` of that with one
     thread. Hand check (rows, 1 thread per row, 1 per iteration, 64-thread blocks): 128 rows of
-    length 1 except row 70 of length 9 -> blocks [1, 9].
+    length 1 except row 70 of length 9 -> blocks [1, 9]. Above the work budget, the blocks of
+    the matrix's work sample, each repeated by its weight (``model.work_sample.stand_in``).
     """
+    sample = sample_for(indptr)
+    if sample is not None:
+        return _sampled_block_iterations(indptr, shape, sample)
     lengths = kernel_row_lengths(indptr, shape)
     if shape.decomposition == "nnz":
         threads = max(1, shape.grid_blocks * shape.block_threads)
@@ -37,6 +44,28 @@ def block_iterations(indptr: np.ndarray, shape: KernelShape) -> np.ndarray:
     return _group_max(warps, shape.warps_per_block)
 
 
+def block_maxima(indptr: np.ndarray, shape: KernelShape,
+                 per_row: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+    """Per block of a kernel that takes whole rows (``decomposition`` ``rows``), the largest
+    ``per_row(lengths)`` of its rows (the rows as :func:`kernel_row_lengths` walks them; a
+    warp's rows run in lock step, a block's warps until its longest is done); above the work
+    budget, of the matrix's work sample, each block repeated by its weight (the kernel the
+    sample stands for, ``model.work_sample``). A loop count of its own per row (a CSR kernel's
+    short windows, ``model.csr_windows``) gets the sample this way too. Hand check: rows of
+    lengths [1, 9, 2, 2], ``per_row`` = L, 2 rows a warp, 1 warp a block -> [9, 2]."""
+    sample = sample_for(indptr)
+    if sample is None:
+        lengths, weights = kernel_row_lengths(indptr, shape), None
+    else:
+        lengths, weights = sampled_row_lengths(indptr, shape, sample)
+    rows_per_warp = max(1, 32 // max(1, shape.threads_per_row))
+    blocks = _group_max(_group_max(np.asarray(per_row(lengths)), rows_per_warp),
+                        shape.warps_per_block)
+    if weights is None:
+        return blocks
+    return stand_in(blocks, unit_weights(weights, rows_per_warp * shape.warps_per_block))
+
+
 def kernel_row_lengths(indptr: np.ndarray, shape: KernelShape) -> np.ndarray:
     """The entries of each row the kernel's loop walks: ``ceil(L x entries_per_nonzero)``
     (a 1 x B block format stores B entries a block: more than the row's nonzeros when its
@@ -45,10 +74,78 @@ def kernel_row_lengths(indptr: np.ndarray, shape: KernelShape) -> np.ndarray:
     takes them as they are). Hand check: lengths [4, 1], 1.5 entries a nonzero -> [6, 2].
     Kept for the last matrix (``model.last_matrix``; read-only): the predictions of one
     matrix's kernels ask it twice each, most of them with the same cut and window."""
-    key = (shape.entries_per_nonzero, shape.decomposition == "nnz",
-           shape.split_long_rows if shape.decomposition != "nnz" else 0,
-           shape.sort_window if shape.decomposition != "nnz" else 0)
-    return ROW_LENGTHS.get((indptr,), key, lambda: _readonly(_row_lengths(indptr, shape)))
+    return ROW_LENGTHS.get((indptr,), _length_key(shape),
+                           lambda: _readonly(_row_lengths(indptr, shape)))
+
+
+def sampled_row_lengths(indptr: np.ndarray, shape: KernelShape,
+                        sample: WorkSample) -> tuple[np.ndarray, np.ndarray]:
+    """(the rows of ``sample`` as the kernel walks them (:func:`kernel_row_lengths` of the
+    sample's own rows), the weight of each: its source row's, a cut row's pieces each)."""
+    key = ("sample", sample.budget_nnz, sample.seed, *_length_key(shape))
+
+    def make():
+        lengths = _row_lengths(sample.indptr, shape)
+        weights = sample.row_weight
+        if shape.decomposition != "nnz" and shape.split_long_rows > 0:
+            walked = np.diff(sample.indptr)
+            if shape.entries_per_nonzero != 1.0:
+                walked = np.ceil(walked * shape.entries_per_nonzero).astype(np.int64)
+            weights = np.repeat(weights, np.maximum(1, -(-walked // shape.split_long_rows)))
+        return _readonly(lengths), _readonly(np.asarray(weights, dtype=np.float64))
+
+    return ROW_LENGTHS.get((indptr,), key, make)
+
+
+def walked_entries(indptr: np.ndarray, shape: KernelShape, sample: WorkSample) -> int:
+    """Entries the kernel's loop walks in all, the matrix's: its nonzeros (one entry each), or
+    the sample's weighted sum of ``ceil(L x entries_per_nonzero)``."""
+    if shape.entries_per_nonzero == 1.0:
+        return sample.total_nnz
+    lengths, weights = sampled_row_lengths(indptr, replace(shape, decomposition="nnz"), sample)
+    return round(float(np.dot(weights, lengths)))
+
+
+def _sampled_block_iterations(indptr: np.ndarray, shape: KernelShape,
+                              sample: WorkSample) -> np.ndarray:
+    if shape.decomposition == "nnz":
+        threads = max(1, shape.grid_blocks * shape.block_threads)
+        per_thread = np.array([math.ceil(walked_entries(indptr, shape, sample) / threads)])
+        each = int(row_iterations(per_thread, 1, shape.nnz_per_iteration,
+                                  shape.remainder_step)[0])
+        return np.full(max(1, shape.grid_blocks), each, dtype=np.int64)
+    return block_maxima(indptr, shape, lambda lengths: row_iterations(
+        lengths, shape.threads_per_row, shape.nnz_per_iteration, shape.remainder_step))
+
+
+def sampled_warp_iterations(indptr: np.ndarray, shape: KernelShape
+                            ) -> tuple[np.ndarray, np.ndarray] | None:
+    """(main, remainder) iterations of each warp of the kernel the work sample stands for
+    (each sampled warp repeated by its weight), or None at or below the work budget
+    (``model.onchip.warp_iterations`` computes them on the whole matrix)."""
+    sample = sample_for(indptr)
+    if sample is None:
+        return None
+    if shape.decomposition == "nnz":
+        warps = max(1, shape.grid_blocks * shape.warps_per_block)
+        per_thread = np.array([math.ceil(walked_entries(indptr, shape, sample)
+                                         / max(1, warps * 32))])
+        main, rem = split_iterations(per_thread, 1, shape.nnz_per_iteration,
+                                     shape.remainder_step)
+        return np.full(warps, main[0]), np.full(warps, rem[0])
+    lengths, weights = sampled_row_lengths(indptr, shape, sample)
+    main, rem = split_iterations(lengths, shape.threads_per_row, shape.nnz_per_iteration,
+                                 shape.remainder_step)
+    rows_per_warp = max(1, 32 // shape.threads_per_row)
+    each = unit_weights(weights, rows_per_warp)
+    return (stand_in(_group_max(main, rows_per_warp), each),
+            stand_in(_group_max(rem, rows_per_warp), each))
+
+
+def _length_key(shape: KernelShape) -> tuple:
+    return (shape.entries_per_nonzero, shape.decomposition == "nnz",
+            shape.split_long_rows if shape.decomposition != "nnz" else 0,
+            shape.sort_window if shape.decomposition != "nnz" else 0)
 
 
 def _readonly(array: np.ndarray) -> np.ndarray:

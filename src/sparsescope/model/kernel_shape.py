@@ -85,6 +85,10 @@ class KernelShape:
     """Whether the last launch is ``spmv_fixup``: rows cut by the decomposition summed from the
     partial slots the first launch wrote. Beyond its launch it waits on its own two dependent
     loads: the split-row list from DRAM, then the partial slots from the L2."""
+    row_search: bool = False
+    """Whether the call searches the row offsets before its product (cuSPARSE's
+    ``csr_partition_kernel``, run by every call that was not preprocessed: a binary search for
+    each block's first row), a dependent load per level (``model.call_overhead``)."""
     staged: bool = False
     """Streams staged in shared memory by cp.async ahead of use (decoupled access / execute):
     their round trip overlaps the gathers instead of preceding them."""

@@ -41,11 +41,13 @@ import numpy as np
 from sparsescope.model.iterations import (
     _group_max,
     kernel_row_lengths,
+    sampled_warp_iterations,
     split_iterations,
 )
 from sparsescope.model.kernel_shape import KernelShape
 from sparsescope.model.last_matrix import LastMatrixAnswers
 from sparsescope.model.prediction import PredictionTerm
+from sparsescope.model.work_sample import sample_key
 
 
 def warp_iterations(indptr: np.ndarray, shape: KernelShape) -> tuple[np.ndarray, np.ndarray]:
@@ -56,7 +58,8 @@ def warp_iterations(indptr: np.ndarray, shape: KernelShape) -> tuple[np.ndarray,
     key = (shape.entries_per_nonzero, shape.decomposition, shape.split_long_rows,
            shape.sort_window, shape.threads_per_row, shape.nnz_per_iteration,
            shape.remainder_step,
-           shape.grid_blocks * shape.warps_per_block if shape.decomposition == "nnz" else 0)
+           shape.grid_blocks * shape.warps_per_block if shape.decomposition == "nnz" else 0,
+           sample_key(indptr))
     return WARP_ITERATIONS.get((indptr,), key, lambda: _readonly(*_warp_iterations(indptr,
                                                                                 shape)))
 
@@ -72,6 +75,9 @@ WARP_ITERATIONS = LastMatrixAnswers()
 
 
 def _warp_iterations(indptr: np.ndarray, shape: KernelShape) -> tuple[np.ndarray, np.ndarray]:
+    sampled = sampled_warp_iterations(indptr, shape)  # above the work budget (model.work_sample)
+    if sampled is not None:
+        return sampled
     lengths = kernel_row_lengths(indptr, shape)
     if shape.decomposition == "nnz":
         warps = max(1, shape.grid_blocks * shape.warps_per_block)

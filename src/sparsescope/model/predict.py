@@ -18,16 +18,23 @@ The kernel needs at least the time of each of these (each a :class:`PredictionTe
                 t_iter (t_iter + the MVA's queueing per iteration) while the rest of
                 the kernel runs (the memory term's time), at t_iter after that
                 (:func:`longest_block`)
-    block time = setup rounds x DRAM latency + iterations x t_iter
+    block time = setup rounds x stream round + iterations x t_iter
+                (a CSR kernel's lane: its main-loop iterations plus its short windows -- single
+                steps and peeled copies -- at one stream and one x round each,
+                ``model.csr_windows``)
     compute   = flops / FP32 rate
 
-    t_iter    = rounds x round latency: the streams' round at DRAM latency (overlapped with
-                the gathers when staged by cp.async one chunk ahead: the longer of the
-                two), each further round (the x gathers) at
+    t_iter    = rounds x round latency: the streams' round (overlapped with the gathers when
+                staged by cp.async one chunk ahead: the longer of the two), each further round
+                (the x gathers) at
                 L2 latency + P(a warp's gather misses) x (DRAM latency - L2 latency),
                 P = 1 - h^s for an L2 hit rate h and s sectors per gather instruction;
                 plus, for a loop that holds another loop (the tile kernels), the warp's own
-                instruction path (:func:`instruction_path_ns`)
+                instruction path (:func:`instruction_path_ns`). The stream round is the DRAM
+                latency after the latency mode's flush, the L2's for what a warm L2 kept back
+                to back (P scaled alike), and the L2's for the stream loads after an
+                iteration's first stop where a lane's row opens one DRAM access unit an
+                iteration (``model.residency``)
 
     memory    = the block-iterations through a closed queueing network of the DRAM and L2
                 (demand per iteration = the dram / l2 term's time / iterations) and the round
@@ -42,8 +49,9 @@ Beside the prediction, ``inputs['gather_floor_ms']`` is the format's memory floo
 beat with the on-chip strategies the floor names, so the report reads each case against it.
 
 ``overhead`` is the backend's fixed cost per call measured on the device (the same call on a
-tiny matrix), or the timing protocol's measured cost of a call of that many empty launches
-(``model.call_overhead``), plus, for a call that ends in ``spmv_fixup``, that kernel's two
+tiny matrix, plus what a library call does beyond that probe: further launches and the search
+of more row offsets, ``model.call_overhead``), or the timing protocol's measured cost of a call
+of that many empty launches, plus, for a call that ends in ``spmv_fixup``, that kernel's two
 dependent loads (DRAM latency + L2 latency): it starts only when the first launch has
 finished. Every rate and latency is the device's measured ceiling where one was measured
 (``sparsescope ceilings``) and the datasheet otherwise; no constant is fitted to a matrix or a
@@ -59,6 +67,7 @@ import numpy as np
 
 from sparsescope.hardware.specs import tf32_tensor_gflops
 from sparsescope.model.call_overhead import call_overhead_us, overhead_assumptions
+from sparsescope.model.csr_windows import window_block_iterations
 from sparsescope.model.gathers import SECTOR_BYTES, GatherFloor, gather_floor, l2_sector_rate
 from sparsescope.model.iterations import (  # noqa: F401  (re-exported: the loop counts)
     _cut,
@@ -80,6 +89,7 @@ from sparsescope.model.littles_law import warps_per_sm_required
 from sparsescope.model.onchip import sm_work
 from sparsescope.model.prediction import ModelPrediction, PredictionTerm
 from sparsescope.model.queueing import MvaResult, mva
+from sparsescope.model.residency import LoadLatencies, dram_access_bytes, load_latencies
 from sparsescope.model.row_windows import csr_refetches
 from sparsescope.model.throughput import throughput_assumption, warm_dram_term
 from sparsescope.model.traffic import Traffic
@@ -147,6 +157,10 @@ class DeviceRates:
     """The timing protocol's mode the prediction is for (``timing.modes``): ``throughput``
     overlaps a call's launches with the previous call's and keeps the L2 warm
     (``model.throughput``)."""
+    dram_access_bytes: int = 32
+    """Bytes one DRAM access delivers to the L2 (the memory type's pseudo-channel width x
+    burst length, ``model.residency.dram_access_bytes``; 64 on HBM3): a lane reading its row
+    opens one access unit per this many bytes (``model.residency``)."""
 
 
 def device_rates(spec, ceilings=None) -> DeviceRates:
@@ -179,6 +193,7 @@ def device_rates(spec, ceilings=None) -> DeviceRates:
     l2w, l2w_src = pick((getattr(c, "l2_write_bw_gb_s", None), "measured L2 write bandwidth"))
     share = getattr(c, "flush_writeback_share", None)  # 0.0 is a measurement, not a gap
     clock, clock_src = pick((getattr(spec, "sm_clock_mhz", None), "spec (boost clock)"))
+    access, access_src = dram_access_bytes(getattr(spec, "memory", "") or "")
     tensor = (tf32_tensor_gflops(spec.sm_count, spec.compute_capability, clock)
               if clock and getattr(spec, "compute_capability", None) else None)
     return DeviceRates(
@@ -197,50 +212,59 @@ def device_rates(spec, ceilings=None) -> DeviceRates:
         library_call_us=dict(getattr(c, "library_call_us", None) or {}),
         library_call_throughput_us=dict(getattr(c, "library_call_throughput_us", None) or {}),
         compute_capability=str(getattr(spec, "compute_capability", "") or ""),
-        sources={"dram_bw": dram_src, "l2_bw": l2bw_src, "dram_latency": lat_src,
-                 "l2_latency": l2lat_src, "fp32": fp32_src, "launch": launch_src,
+        dram_access_bytes=access,
+        sources={"dram_access": access_src, "dram_bw": dram_src, "l2_bw": l2bw_src,
+                 "dram_latency": lat_src, "l2_latency": l2lat_src, "fp32": fp32_src,
+                 "launch": launch_src,
                  "dram_gathers": dgather_src, "l2_gathers": lgather_src,
                  "l2_write_bw": l2w_src, "sm_clock": clock_src,
                  "tf32_tensor": ("datasheet dense TF32 per SM and clock x spec clock" if tensor
                                  else "unknown")})
 
 
-def iteration_ns(shape: KernelShape, rates: DeviceRates, xg: XGather) -> tuple[float, float]:
-    """(t_iter, x round latency) in ns (module docstring)::
+def iteration_ns(shape: KernelShape, rates: DeviceRates, xg: XGather,
+                 trips: LoadLatencies | None = None) -> tuple[float, float]:
+    """(t_iter, x round latency) in ns (module docstring), a stream load's round trip
+    ``stream`` and the x misses' scale ``m`` from ``trips`` (``model.residency``: the DRAM
+    latency and 1 for a call timed alone after the flush, less where the L2 is warm)::
 
-        x round = L2 latency + (1 - h^s) (DRAM latency - L2 latency)
-        t_iter  = DRAM latency + (rounds - 1) x x round
-        staged  : max(DRAM latency, (rounds - 1) x x round)   (the streams copied by cp.async
+        x round = L2 latency + m (1 - h^s) (DRAM latency - L2 latency)
+        t_iter  = stream + (rounds - 1) x x round
+        staged  : max(stream, (rounds - 1) x x round)   (the streams copied by cp.async
                   one chunk ahead, double-buffered: a chunk waits for its copy, issued one
                   chunk earlier, or for its own gathers, whichever is longer)
 
     or, where the shape carries the loop's issue schedule (read from its SASS), the schedule's
-    steady-state iteration walked with stream loads at the DRAM latency and gathers at the x
+    steady-state iteration walked with stream loads at ``stream`` (those after the iteration's
+    first stop at ``trips.reuse_ns`` where a lane's row puts them on chip) and gathers at the x
     round (``model.issue_schedule``): the warp stops at each use of a load in flight. A share
     p of iterations that wait for one more dependent stream load (delta16's escape columns,
     declared from the format) adds that round trip::
 
-        t_iter = walk(every-iteration path) + p x DRAM latency
+        t_iter = walk(every-iteration path) + p x stream
 
     Hand check: DRAM 350 ns, L2 150 ns, h = 0.5, s = 1, 2 rounds, not staged -> x round 250 ns,
     t_iter 600 ns.
     """
     dram = rates.dram_latency_ns
     l2 = min(rates.l2_latency_ns, dram) if rates.l2_latency_ns else dram
+    stream = trips.stream_ns if trips is not None else dram
+    scale = trips.x_miss_scale if trips is not None else 1.0
     warp_gathers = max(1.0, xg.gathers / 32.0)
     sectors = min(32.0, max(1.0, xg.l2_requests / warp_gathers))
-    miss = 1.0 - xg.l2_hit_rate ** sectors
+    miss = (1.0 - xg.l2_hit_rate ** sectors) * scale
     x_round = l2 + miss * (dram - l2)
     if shape.issue_schedule is not None and not shape.staged:
-        t_iter = shape.issue_schedule.walk(dram, x_round).iteration_ns
-        return t_iter + escape_share(shape) * dram, x_round
+        reuse = trips.reuse_ns if trips is not None else None
+        t_iter = shape.issue_schedule.walk(stream, x_round, reuse).iteration_ns
+        return t_iter + escape_share(shape) * stream, x_round
     gathers = max(0, shape.rounds_per_iteration - 1) * x_round
     path = instruction_path_ns(shape, rates)
     if shape.staged:
         # double-buffered: the next chunk's copy leaves when this chunk starts, so a chunk
         # lasts at least the copy's round trip, however fast its gathers
-        return max(dram, gathers), x_round
-    return dram + gathers + path, x_round
+        return max(stream, gathers), x_round
+    return stream + gathers + path, x_round
 
 
 #: Cycles between a warp's dependent instructions (FP32 and integer pipelines on Volta to
@@ -310,18 +334,26 @@ def predict_spmv(indptr: np.ndarray, indices: np.ndarray, cols: int, traffic: Tr
         bandwidth.append(_l2_term(streams, xg, rates, sm.spill_bytes, refetch,
                                   onchip_fill_bytes(shape, cols, value_bytes)))
     stations = bandwidth + ([sm.term] if sm.term is not None else [])
-    iters = block_iterations(indptr, shape)
-    t_iter, x_round = iteration_ns(shape, rates, xg)
-    latency, memory, queue = _loop_terms(iters, t_iter, shape, rates, per_sm, stations)
-    longest = int(iters.max()) if iters.size else 0
-    setup_ns = shape.setup_rounds * rates.dram_latency_ns
+    # where the loop's dependent loads find their data (model.residency)
+    trips = load_latencies(rates, shape, streams + xg.dram_bytes,
+                           max(traffic.values_bytes, traffic.indices_bytes) / max(1, nnz))
+    t_iter, x_round = iteration_ns(shape, rates, xg, trips)
+    if shape.row_windows:   # a CSR lane's short windows are not main-loop iterations
+        iters = window_block_iterations(indptr, shape,
+                                        (trips.stream_ns + x_round) / max(t_iter, 1e-9))
+    else:
+        iters = block_iterations(indptr, shape)
+    latency, memory, queue = _loop_terms(iters, t_iter, shape, rates, per_sm, stations,
+                                         trips.stream_ns)
+    longest = float(iters.max()) if iters.size else 0.0
+    setup_ns = shape.setup_rounds * trips.stream_ns
     terms = [*stations, latency, memory,
              longest_block(longest, setup_ns, t_iter,
                            t_iter + sum(queue.residence_s.values()) * 1e9,
                            memory.time_ms * 1e6),
              PredictionTerm("compute", traffic.flops / (rates.fp32_gflops * 1e6),
                             f"{traffic.flops:,} flops / {rates.fp32_gflops:,.0f} GFLOP/s")]
-    overhead, overhead_src = _overhead(shape, rates, overhead_ms)
+    overhead, overhead_src = _overhead(shape, rates, overhead_ms, max(0, len(indptr) - 1))
     terms.append(PredictionTerm("overhead", overhead, overhead_src))
     bound = max((t for t in terms if t.name in BINDING_TERMS), key=lambda t: t.time_ms)
     limiter = queue.dominant if bound.name == "memory" else bound.name
@@ -336,6 +368,7 @@ def predict_spmv(indptr: np.ndarray, indices: np.ndarray, cols: int, traffic: Tr
         "resident_warps_per_sm": float(per_sm * shape.warps_per_block),
         "blocks": float(iters.size), "customers": float(queue.customers),
         "iteration_ns": t_iter, "x_round_ns": x_round, "latency_ns": rates.dram_latency_ns,
+        "stream_round_ns": trips.stream_ns,
         "loaded_iteration_ns": queue.cycle_s * 1e9,
         # where one loaded iteration goes: each station's residence and the round trips
         # (model.term_labels names the memory system's leading part from them)
@@ -364,7 +397,7 @@ def predict_spmv(indptr: np.ndarray, indices: np.ndarray, cols: int, traffic: Tr
     return ModelPrediction(
         predicted_ms=overhead + bound.time_ms, limiter=limiter, terms=tuple(terms),
         inputs=inputs, kernel=f"{traffic.format}, {shape.label}", staged=shape.staged,
-        assumptions=(_assumptions(shape, rates, xg, flushed) + floor_note
+        assumptions=(_assumptions(shape, rates, xg, flushed) + (trips.source,) + floor_note
                      + overhead_assumptions(rates, shape.library, shape.launches)
                      + throughput_assumption(rates)))
 
@@ -465,20 +498,21 @@ def _x_gathers(indptr, indices, cols: int, shape: KernelShape,
 
 
 def _loop_terms(iters: np.ndarray, t_iter: float, shape: KernelShape, rates: DeviceRates,
-                per_sm: int, bandwidth: list[PredictionTerm]):
+                per_sm: int, bandwidth: list[PredictionTerm], setup_round_ns: float):
     """(latency term, memory term, MVA result): the blocks' loop iterations against
-    the unloaded latency alone (Little's law), and through the DRAM and L2 queues (MVA)."""
+    the unloaded latency alone (Little's law), and through the DRAM and L2 queues (MVA); each
+    setup round takes ``setup_round_ns`` (a stream load's round trip)."""
     slots = rates.sm_count * per_sm
     cycles = max(1.0, float(iters.sum()))
     demands = {t.name: t.time_ms * 1e-3 / cycles for t in bandwidth}
-    block_ns = shape.setup_rounds * rates.dram_latency_ns + iters * t_iter
+    block_ns = shape.setup_rounds * setup_round_ns + iters * t_iter
     waves = math.ceil(iters.size / max(1, slots))
     latency = PredictionTerm("latency", wave_makespan(block_ns, slots) * 1e-6,
                              f"{iters.size:,} blocks ({shape.setup_rounds} setup round(s) + "
                              f"{int(iters.sum()):,} block-iterations x {t_iter:,.0f} ns in all) "
                              f"dispatched in launch order to {rates.sm_count} SMs x {per_sm} "
                              f"slots ({waves:,} round(s)): the last block's finish")
-    delay = _delay_ns(t_iter, iters, shape, rates.dram_latency_ns)
+    delay = _delay_ns(t_iter, iters, shape, setup_round_ns)
     queue = per_sm_mva(demands, delay * 1e-9, rates.sm_count, per_sm, int(iters.size))
     utilization = queue.throughput_per_s * demands.get("dram", 0.0)
     stations = ", ".join(demands)
@@ -596,10 +630,11 @@ def _l2_term(stream_bytes: float, xg: XGather, rates: DeviceRates,
 
 
 def _overhead(shape: KernelShape, rates: DeviceRates,
-              overhead_ms: float | None) -> tuple[float, str]:
+              overhead_ms: float | None, rows: int) -> tuple[float, str]:
     if overhead_ms is not None:
         return overhead_ms, "measured: this backend's call on a tiny matrix on this device"
-    us, how = call_overhead_us(rates, shape.launches, shape.library)
+    us, how = call_overhead_us(rates, shape.launches, shape.library, rows=rows,
+                               row_search=shape.row_search)
     if shape.fixup:
         chain_ns = rates.dram_latency_ns + (rates.l2_latency_ns or rates.dram_latency_ns)
         us += chain_ns * 1e-3

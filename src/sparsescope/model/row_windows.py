@@ -33,6 +33,7 @@ import math
 import numpy as np
 
 from sparsescope.model.gathers import SECTOR_BYTES
+from sparsescope.model.work_sample import sample_for
 
 
 def window_refetches(indptr: np.ndarray, threads: int, windows: tuple[int, ...],
@@ -54,8 +55,14 @@ def window_refetches(indptr: np.ndarray, threads: int, windows: tuple[int, ...],
     if not float(entry_bytes).is_integer():   # mixed widths: count every boundary unaligned
         entry_bytes = 0
     e = int(entry_bytes)
-    n = np.diff(indptr) // max(1, threads)
-    phase = (indptr[:-1] * e) % SECTOR_BYTES if e else np.zeros_like(n)
+    return float(_refetches_of(np.diff(indptr) // max(1, threads), indptr[:-1], threads,
+                               windows, e))
+
+
+def _refetches_of(n: np.ndarray, starts: np.ndarray, threads: int, windows: tuple[int, ...],
+                  e: int) -> int:
+    """:func:`window_refetches` of rows of ``n`` entries a lane starting at entry ``starts``."""
+    phase = (starts * e) % SECTOR_BYTES if e else np.zeros_like(n)
     # rows are alike: evaluate each (entries a lane, phase) pair once, weighted by its rows
     short = n < _TABLE_ROWS
     key = n[short] * SECTOR_BYTES + phase[short]
@@ -65,7 +72,7 @@ def window_refetches(indptr: np.ndarray, threads: int, windows: tuple[int, ...],
                            threads, windows, e)
     if not short.all():
         extra += _row_refetches(n[~short], phase[~short], None, threads, windows, e)
-    return float(extra)
+    return extra
 
 
 #: Rows with fewer entries a lane than this are counted by kind (entries, phase).
@@ -121,9 +128,29 @@ def _unaligned(first: np.ndarray, width: int, count: np.ndarray,
 
 def csr_refetches(indptr: np.ndarray, threads: int, windows: tuple[int, ...],
                   value_bytes: float, index_bytes: float) -> float:
-    """:func:`window_refetches` of the value and the index stream, in sectors."""
+    """:func:`window_refetches` of the value and the index stream, in sectors. Above the work
+    budget (``model.work_sample``), of the sample's rows at their places in the matrix, each
+    group of rows of one weight counted that many times."""
+    sample = sample_for(indptr)
+    if sample is not None:
+        return _sampled_refetches(sample, threads, windows, value_bytes, index_bytes)
     values = window_refetches(indptr, threads, windows, value_bytes)
     if index_bytes == value_bytes:
         return 2 * values
     return values + window_refetches(indptr, threads, windows, index_bytes)
 
+
+def _sampled_refetches(sample, threads: int, windows: tuple[int, ...], value_bytes: float,
+                       index_bytes: float) -> float:
+    if len(windows) < 2 or sample.rows.size == 0:
+        return 0.0
+    n = np.diff(sample.indptr) // max(1, threads)
+    total = 0.0
+    for weight in np.unique(sample.row_weight).tolist():
+        rows = sample.row_weight == weight
+        for width in (value_bytes, index_bytes):
+            if width <= 0:
+                continue
+            e = int(width) if float(width).is_integer() else 0
+            total += weight * _refetches_of(n[rows], sample.starts[rows], threads, windows, e)
+    return total

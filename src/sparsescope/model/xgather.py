@@ -61,6 +61,7 @@ from sparsescope.model.gathers import SECTOR_BYTES, sector_index
 from sparsescope.model.hot_set import pinned_columns
 from sparsescope.model.l1_cache import l1_hit_share
 from sparsescope.model.last_matrix import LastMatrixAnswers
+from sparsescope.model.work_sample import L1_SAMPLED_SMS, L1_SMS_BELOW_BUDGET, sample_for
 
 _HASH = np.uint32(0x9E3779B1)           # Fibonacci hashing: sector * _HASH mod 2^32
 
@@ -305,13 +306,16 @@ def _x_gather(indptr, indices, *, cols: int, l2_bytes: int, stream_bytes_per_nnz
     l1_share, l1_sampled = 0.0, False
     if l1 is not None:
         cache, per_block = l1
+        # above the work budget, fewer SMs, each followed as far (model.work_sample)
+        above = sample_for(arrays[0]) is not None
+        sms = L1_SAMPLED_SMS if above else L1_SMS_BELOW_BUDGET
+        l1_nnz = sample_nnz * sms // L1_SMS_BELOW_BUDGET
         l1_share, l1_sampled = X_GATHERS.get(
             arrays, ("l1", int(cols), cache, per_block, threads_per_row, value_bytes,
-                     onchip_entries,
-                     sample_nnz),
+                     onchip_entries, sample_nnz, sms),
             lambda: l1_hit_share(indptr, indices, cache=cache, threads_per_row=threads_per_row,
                                  per_block=per_block, value_bytes=value_bytes,
-                                 skip_columns=skip, sample_nnz=sample_nnz))
+                                 skip_columns=skip, sample_nnz=l1_nnz, sampled_sms=sms))
         req = SectorRequests(req.requests * (1.0 - l1_share), req.sampled or l1_sampled,
                              req.sample_fraction)
     rate = 1.0 if nnz <= max_exact_nnz else min(1.0, sample_nnz / nnz)
@@ -332,6 +336,9 @@ def _x_gather(indptr, indices, *, cols: int, l2_bytes: int, stream_bytes_per_nnz
         unit = (f"per warp instruction less the {100 * l1_share:.1f} % an SM's L1 of "
                 f"{l1[0].bytes // 1024} KB serves across its blocks ({l1[0].resident_blocks} "
                 f"resident; model.l1_cache)")
+        if above:
+            unit += (f" (above the work budget: {L1_SAMPLED_SMS} sampled SMs, each followed "
+                     f"through about {sample_nnz // L1_SMS_BELOW_BUDGET:,} gathers)")
     method = (f"x gathers of {nnz:,} nonzeros: L2 sector requests {unit}, "
               f"{lane_mapping(threads_per_row)}; DRAM sectors = distinct + HOTL reuse misses "
               f"of an LRU L2 of {l2_bytes:,} B shared with {stream_bytes_per_nnz:g} B/nnz of "

@@ -191,6 +191,14 @@ class Op(ABC):
                   tolerance: float | None = None, strict: bool = False) -> OpCase:
         """Validate, build the inputs and the float64 reference (raises before any launch)."""
 
+    def at_index_width(self, case: OpCase, index_bytes: int, value_dtype: str) -> OpCase | None:
+        """``case`` for backends of index width ``index_bytes``: the same matrix, inputs and
+        float64 reference (none depends on the width), its byte models counted again; None
+        when the op builds the case anew (the default). A run then computes one reference per
+        matrix, not one per index width (a second float64 product of 10^8 nonzeros is
+        seconds)."""
+        return None
+
     def plan_case(self, csr: sp.spmatrix, params: Mapping[str, Any] | OpParams | None = None,
                   *, value_dtype: str = "float32", index_bytes: int = 4) -> OpCase:
         """The case a host plan needs (``context.predict.plan_case``): by default the whole

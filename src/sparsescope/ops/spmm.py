@@ -151,15 +151,36 @@ class SpmmOp(Op):
                       csr_spmm_traffic(*csr.shape, csr.nnz, params.k, value_bytes=vb,
                                        index_bytes=index_bytes))
 
+    def at_index_width(self, case, index_bytes, value_dtype):
+        """``case`` with the byte models of ``index_bytes`` (X and the reference are the
+        same at every index width)."""
+        from dataclasses import replace
+
+        from sparsescope.model.spmm import spmm_traffic
+        from sparsescope.model.traffic import csr_spmm_traffic
+
+        vb = np.dtype(value_dtype).itemsize
+        rows, cols = case.matrix.shape
+        nnz, k = int(case.matrix.nnz), case.params.k
+        return replace(case,
+                       traffic=spmm_traffic(rows, cols, nnz, k, layout=case.params.layout,
+                                            value_bytes=vb, index_bytes=index_bytes),
+                       csr_traffic=csr_spmm_traffic(rows, cols, nnz, k, value_bytes=vb,
+                                                    index_bytes=index_bytes))
+
     def check(self, out, case) -> Correctness:
         return check_output(out, case.reference, case.tolerance)
 
     def predict(self, case, traffic, shape, rates, *, flushed):
         """:func:`sparsescope.model.own_spmm.predict_own_spmm` for an own kernel's launch
-        (``SpmmLaunch``, or ``BlockTcLaunch`` for the tensor-core kernel); "not modelled" for a
-        kernel that declares none."""
+        (``SpmmLaunch``, or ``BlockTcLaunch`` for the tensor-core kernel); the dense GEMM's
+        roofline (``ops.spmm_dense.predict_dense_gemm``) for a ``DenseGemmShape``; "not
+        modelled" for a kernel that declares none."""
         from sparsescope.model.own_spmm import OWN_SPMM_LAUNCHES, predict_own_spmm
+        from sparsescope.ops.spmm_dense import DenseGemmShape, predict_dense_gemm
 
+        if isinstance(shape, DenseGemmShape):  # spmm-cublas-dense: the dense GEMM's roofline
+            return predict_dense_gemm(traffic, shape, rates, flushed=bool(flushed))
         if not isinstance(shape, OWN_SPMM_LAUNCHES):
             return super().predict(case, traffic, shape, rates, flushed=flushed)
         csr = case.matrix

@@ -116,6 +116,23 @@ class SpmvOp(Op):
                       csr_spmv_traffic(*csr.shape, csr.nnz, value_bytes=vb,
                                        index_bytes=index_bytes))
 
+    def at_index_width(self, case, index_bytes, value_dtype):
+        """``case`` with the byte models of ``index_bytes`` (x and the reference are the
+        same at every index width)."""
+        from dataclasses import replace
+
+        from sparsescope.model.spmv import spmv_traffic
+        from sparsescope.model.traffic import csr_spmv_traffic
+
+        vb = np.dtype(value_dtype).itemsize
+        rows, cols = case.matrix.shape
+        nnz = int(case.matrix.nnz)
+        return replace(case,
+                       traffic=spmv_traffic(rows, cols, nnz, value_bytes=vb,
+                                            index_bytes=index_bytes),
+                       csr_traffic=csr_spmv_traffic(rows, cols, nnz, value_bytes=vb,
+                                                    index_bytes=index_bytes))
+
     def plan_case(self, csr, params=None, *, value_dtype="float32", index_bytes=4) -> OpCase:
         """The matrix, its parameters, the value type and its byte counts, without the input
         vector, the float64 reference and the cancellation check (:meth:`make_case` copies

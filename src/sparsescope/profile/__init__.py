@@ -8,9 +8,10 @@ RuleMessage, InstructionSample), ``read_report`` / ``read_csv`` (the two readers
 ``hotspots`` (hottest SASS instructions, through the SASS stage's stall map), ``ceilings``
 (measured / spec / ncu-peak ceilings), ``latency`` (Little's law, DAE estimates),
 ``instruction_roofline`` and ``classic_roofline`` (Ding & Williams; FLOP/byte), ``section``
-(files -> the launches, ceilings and hotspots a section shows), ``collect`` (ncu command lines,
-running, errors, passes), ``target`` (the program ncu profiles). No module imports a GPU
-library; ``ncu_report`` is imported where it is used.
+(files -> the launches, ceilings and hotspots a section shows), ``kernel_selection`` (which
+launches a case's profile holds: the backend's own kernels of the checked call), ``collect``
+(ncu command lines, running, errors, passes), ``target`` (the program ncu profiles). No
+module imports a GPU library; ``ncu_report`` is imported where it is used.
 """
 
 from sparsescope.profile.errors import ProfileError

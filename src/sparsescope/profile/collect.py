@@ -19,13 +19,15 @@ import subprocess
 import time
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from sparsescope._atomic import write_text_atomic
 from sparsescope._tools import find_tool, searched_places
 from sparsescope.errors import UnknownNameError, UsageError
 from sparsescope.profile.errors import ProfileError
+from sparsescope.profile.kernel_selection import KernelSelection
 from sparsescope.profile.metrics import DEFAULT_GROUPS, METRIC_GROUPS, group_metrics
 
 CLOCK_CONTROLS = ("base", "none")
@@ -75,6 +77,9 @@ class CollectOptions:
     """``--launch-skip``: matching launches to skip first (e.g. warm-up calls)."""
     launch_count: int | None = None
     """``--launch-count``: matching launches to profile; None profiles all."""
+    profile_from_start: bool = True
+    """False: ``--profile-from-start off``, only launches inside the program's profiler range
+    (``cudaProfilerStart``/``Stop``; the target's ``--profile-call``) are profiled."""
     clock_control: str = "base"
     """``--clock-control``: ``base`` locks clocks to base (repeatable), ``none`` leaves them."""
     cache_control: str = "all"
@@ -101,6 +106,14 @@ class CollectOptions:
             raise UsageError(f"launch skip must be >= 0, got {self.launch_skip}")
         if self.launch_count is not None and self.launch_count < 1:
             raise UsageError(f"launch count must be >= 1, got {self.launch_count}")
+
+    def collected(self) -> dict:
+        """What ncu collects, for the record: ``{"set", "groups", "sections"}`` (the section
+        set, or the metric groups and the ncu sections they add)."""
+        if self.section_set is not None:
+            return {"set": self.section_set, "groups": [], "sections": []}
+        return {"set": None, "groups": list(self.groups),
+                "sections": list(group_metrics(self.groups)[1])}
 
     @property
     def collects_source(self) -> bool:
@@ -130,6 +143,8 @@ def build_ncu_command(ncu: str | Path, report_path: str | Path, target: Sequence
         cmd += ["--launch-skip", str(options.launch_skip)]
     if options.launch_count is not None:
         cmd += ["--launch-count", str(options.launch_count)]
+    if not options.profile_from_start:
+        cmd += ["--profile-from-start", "off"]
     if options.import_source:
         cmd += ["--import-source", "yes"]
     return cmd + list(options.extra_args) + list(target)
@@ -198,19 +213,29 @@ def target_argv(*parts: str) -> list[str]:
 
 
 def target_command(suite: str, matrix: str, backend: str, *, op: str = "spmv",
-                   scale: float = 1.0, params: Mapping[str, object] | None = None
-                   ) -> list[str]:
+                   scale: float = 1.0, params: Mapping[str, object] | None = None,
+                   one_call: bool = False) -> list[str]:
     """The program ncu profiles: one case through ``python -m sparsescope.target case``, with
     every parameter spelled out (defaults filled in), prepared, run once and checked against
     float64, not timed: ncu replays each launch itself, and the timing protocol's kernel
-    breakdown would compete with ncu for CUPTI. A backend that does not implement ``op`` is a
-    :class:`UsageError`, before ncu starts."""
+    breakdown would compete with ncu for CUPTI. ``one_call``: the checked call runs inside a
+    profiler range (``--profile-call``; ncu then needs ``--profile-from-start off``). A
+    backend that does not implement ``op`` is a :class:`UsageError`, before ncu starts."""
     check_backend_op(backend, op)
     command = target_argv("case", "--op", op, "--suite", suite, "--matrix", matrix,
                           "--backend", backend, "--scale", repr(scale))
     for name, value in resolve_op_params(op, params).items():
         command += ["--param", f"{name}={_param_text(value)}"]
-    return command + ["--check-only"]
+    return command + ["--check-only"] + (["--profile-call"] if one_call else [])
+
+
+def selected_options(selection: KernelSelection, **given: object) -> CollectOptions:
+    """:class:`CollectOptions` of ``given`` (None values: the defaults) with the selection's name
+    filter, its name base and its scope (``--profile-from-start off`` for one call)."""
+    chosen = {k: v for k, v in given.items() if v is not None}
+    return CollectOptions(**chosen, kernel_filter=selection.kernel_filter,
+                          kernel_name_base=selection.name_base,
+                          profile_from_start=not selection.one_call)
 
 
 @dataclass(frozen=True)
@@ -275,7 +300,7 @@ def interpret_ncu_output(result: NcuResult, report_path: str | Path,
             msg = f"ncu profiled no kernel ({NO_KERNELS_MARK}): the program launched none"
         if available:
             msg += "; kernels the program launched: " + ", ".join(available)
-        raise ProfileError("no_kernels", msg)
+        raise ProfileError("no_kernels", msg, available=tuple(available))
     if result.returncode != 0 or error_lines:
         detail = "\n".join(error_lines) or _program_output(text) or "(no output)"
         raise ProfileError("ncu_failed", f"ncu exited with code {result.returncode}:\n{detail}")
@@ -302,7 +327,9 @@ class ProfileRun:
     profile_wall_s: float | None = None
     """Wall time of the profiling run (the program under ncu), s."""
     export_wall_s: float | None = None
-    """Wall time of the CSV exports and the version query after it, s."""
+    """Wall time of the CSV exports and the version query (run side by side), s."""
+    selection: KernelSelection | None = None
+    """Which launches were profiled and why (:func:`run_selected`); None when not recorded."""
 
 
 def ncu_version(ncu: str | Path) -> str:
@@ -344,19 +371,47 @@ def run_profile(target: Sequence[str], out_dir: str | Path, stem: str, options: 
                             + result.output)
     interpret_ncu_output(result, report, options.kernel_filter)
     started = time.perf_counter()
-    raw = _export(binary, report, "raw", out / f"{stem}_raw.csv", timeout_s)
-    details = _export(binary, report, "details", out / f"{stem}_details.csv", timeout_s)
-    source, notes = None, {}
-    if options.collects_source:
-        try:
-            source = _export(binary, report, "source", out / f"{stem}_source.csv", timeout_s)
-        except ProfileError as exc:  # the report itself is fine; keep it and say what is missing
-            notes["source"] = str(exc)
-            warnings.warn(f"source page not exported: {exc}", stacklevel=2)
-    version = ncu_version(binary)
-    return ProfileRun(report, raw, details, source, log, tuple(command), version, notes,
+    pages = ["raw", "details"] + (["source"] if options.collects_source else [])
+    # each export is its own ncu process reading the report: side by side, their wall time is
+    # the longest one's, not the sum (a second or more each)
+    with ThreadPoolExecutor(max_workers=len(pages) + 1) as pool:
+        exports = {page: pool.submit(_export, binary, report, page,
+                                     out / f"{stem}_{page}.csv", timeout_s) for page in pages}
+        version = pool.submit(ncu_version, binary)
+        raw, details = exports["raw"].result(), exports["details"].result()
+        source, notes = None, {}
+        if "source" in exports:
+            try:
+                source = exports["source"].result()
+            except ProfileError as exc:  # the report itself is fine; keep it, say what is missing
+                notes["source"] = str(exc)
+                warnings.warn(f"source page not exported: {exc}", stacklevel=2)
+        ncu_text = version.result()
+    return ProfileRun(report, raw, details, source, log, tuple(command), ncu_text, notes,
                       passes=passes_from_output(result.output), profile_wall_s=profile_wall_s,
                       export_wall_s=time.perf_counter() - started)
+
+
+def run_selected(target: Sequence[str], out_dir: str | Path, stem: str, options: CollectOptions,
+                 selection: KernelSelection, *, ncu: str | Path | None = None,
+                 timeout_s: float | None = None,
+                 env: Mapping[str, str] | None = None) -> ProfileRun:
+    """:func:`run_profile` of the launches ``selection`` chose (``options`` built by
+    :func:`selected_options`), the selection recorded on the run. A name filter derived from
+    the backend that matched none of the launches ncu saw is dropped and the case profiled
+    again, every launch of the call (the reason and the kernels ncu listed kept in the
+    selection); a user's filter that matches nothing stays an error."""
+    try:
+        run = run_profile(target, out_dir, stem, options, ncu=ncu, timeout_s=timeout_s, env=env)
+    except ProfileError as exc:
+        if exc.reason != "no_kernels" or not selection.derived or not exc.available:
+            raise
+        shown = ", ".join(exc.available[:8]) + (", ..." if len(exc.available) > 8 else "")
+        selection = selection.without_names(f"{selection.kernel_filter} matched none of the "
+                                            f"launches ncu saw: {shown}")
+        options = replace(options, kernel_filter=None, kernel_name_base="function")
+        run = run_profile(target, out_dir, stem, options, ncu=ncu, timeout_s=timeout_s, env=env)
+    return replace(run, selection=selection)
 
 
 def profile_stem(suite: str, matrix: str, backend: str,

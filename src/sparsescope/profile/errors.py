@@ -21,13 +21,17 @@ class ProfileError(SparsescopeError):
     Attributes:
         reason: one of :data:`REASONS`.
         path: the file concerned (report or export), when there is one.
+        available: for ``no_kernels``, the kernels the program launched (ncu's "Available
+            Kernels" list), when ncu printed them.
     """
 
     exit_code = 8
 
-    def __init__(self, reason: str, message: str, *, path: str | None = None) -> None:
+    def __init__(self, reason: str, message: str, *, path: str | None = None,
+                 available: tuple[str, ...] = ()) -> None:
         if reason not in REASONS:
             raise ValueError(f"unknown ProfileError reason {reason!r}")
         self.reason = reason
         self.path = None if path is None else str(path)
+        self.available = tuple(available)
         super().__init__(f"{self.path}: {message}" if self.path else message)

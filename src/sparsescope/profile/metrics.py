@@ -205,6 +205,11 @@ FP64_PEAK_FMA_PER_CYCLE = ("sm__sass_thread_inst_executed_op_dfma_pred_on.sum.pe
 
 # --- metric groups --------------------------------------------------------------------------------
 
+#: ncu's count of replay passes of one launch (the raw page holds it for every launch, whatever
+#: was collected): ``--set full`` took 38 on the H200 (``spmv_full_raw.csv``, ``scalar_raw.csv``).
+REPLAY_PASSES = "profiler__replayer_passes"
+
+
 @dataclass(frozen=True)
 class MetricGroup:
     """A named set of metrics (``ncu --metrics``) and sections (``ncu --section``) to collect."""
@@ -216,15 +221,36 @@ class MetricGroup:
     sections: tuple[str, ...] = ()
     """Section identifiers passed as ``--section``: needed where a quantity is defined by a
     section (source-level sector counts) and to get ncu's rule messages for it."""
+    read_by: str = ""
+    """What reads what the group collects (the audit behind :data:`DEFAULT_GROUPS`)."""
 
+
+# Replay passes per group (what ``profile run`` costs: every pass replays the launch and
+# restores the memory it wrote). What the H200 recordings tell (``profiler__replayer_passes``):
+#
+# - ``ncu_metrics_*_analog.csv``: 18 passes per launch for a ``--metrics`` list without sections
+#   or SASS-patched (``smsp__sass_*``) metrics that holds every counter of ``launch``,
+#   ``occupancy``, ``stalls`` and ``instruction-roofline`` but the clock and peak rates (no
+#   passes: ``*.peak_sustained``, ``*.per_second``) and the FLOP counters (``smsp__sass_*``);
+# - ``spmv_full_raw.csv``: ``--set full``, every section, 38 passes, 2 of them PC sampling
+#   (``smsp__pcsamp_aggregated_passes``, which ``source`` needs);
+# - issue 35 (H200, webbase-1M): the five groups of before (``memory`` holding the
+#   MemoryWorkloadAnalysis_Tables and SourceCounters sections) took 34.
+#
+# One group's own cost is not in the recordings: ncu packs the counters of every requested
+# metric into passes together (a group's passes alone are not the difference of two runs), and
+# no recording collected one group alone. ``benchmarks/profile_speed.py --each-group`` profiles
+# a case once per group on a GPU and prints each group's passes from the report.
 
 _LAUNCH = MetricGroup(
     "launch", "launch configuration, resources and duration (seed 4.1 rows 1-3)",
     ("launch__block_size", *BLOCK_DIMS, "launch__grid_size", *GRID_DIMS, REGISTERS_PER_THREAD,
      "launch__shared_mem_per_block", "launch__shared_mem_per_block_static",
-     "launch__shared_mem_per_block_dynamic", "launch__thread_count",
-     "launch__waves_per_multiprocessor", "launch__sm_count", DURATION_NS, *SM_CLOCK_HZ),
+     "launch__shared_mem_config_size", "launch__waves_per_multiprocessor", "launch__sm_count",
+     DURATION_NS, *SM_CLOCK_HZ),
     ("LaunchStats",),
+    "records (block, grid, registers, duration), analyze (waves, shared memory, "
+    "l1_check's carveout), the rooflines (SM count and clock); launch attributes cost no pass",
 )
 _OCCUPANCY = MetricGroup(
     "occupancy", "theoretical and achieved occupancy and what limits it",
@@ -233,22 +259,47 @@ _OCCUPANCY = MetricGroup(
      "launch__occupancy_limit_registers", "launch__occupancy_limit_shared_mem",
      "launch__occupancy_limit_warps", "launch__occupancy_limit_barriers", REGISTERS_PER_THREAD),
     ("Occupancy",),
+    "the report's top-level table, analyze's occupancy limits, case counters",
 )
 _STALLS = MetricGroup(
     "stalls", "warp stall reasons per issued instruction, scheduler statistics (seed 4.1-4.2)",
     (CPI, *(stall_metric(r) for r in STALL_REASONS), *ELIGIBLE_WARPS,
-     "smsp__warps_active.avg.per_cycle_active", "smsp__issue_active.avg.per_cycle_active",
-     *NO_ELIGIBLE_PCT, *IPC, *SM_THROUGHPUT_PCT, DRAM_THROUGHPUT_PCT[0]),
+     "smsp__issue_active.avg.per_cycle_active", *NO_ELIGIBLE_PCT, *IPC, *SM_THROUGHPUT_PCT,
+     DRAM_THROUGHPUT_PCT[0]),
     ("WarpStateStats", "SchedulerStats"),
+    "the stall table, bars and pies, Little's law, analyze's diagnosis; the sections add "
+    "their rule messages (CPIStall, IssueSlotUtilization)",
 )
 _MEMORY = MetricGroup(
     "memory", "coalescing, sectors per request, bank conflicts, cache hit rates (seed 4.3)",
     (*BYTES_PER_SECTOR_LD, *BYTES_PER_SECTOR_ST, *GLOBAL_LD_SECTORS, *GLOBAL_ST_SECTORS,
      *GLOBAL_LD_REQUESTS, *GLOBAL_ST_REQUESTS, *SHARED_LD_WAVEFRONTS, *SHARED_ST_WAVEFRONTS,
-     *SHARED_LD_CONFLICTS, *SHARED_ST_CONFLICTS, SHARED_LD_INST[1], SHARED_ST_INST[1],
-     *L1_HIT_RATE_PCT, *L2_HIT_RATE_PCT, "dram__bytes_read.sum", "dram__bytes_write.sum"),
-    # SourceCounters defines the theoretical/excessive sector counts behind "excessive sectors".
-    ("MemoryWorkloadAnalysis_Tables", "SourceCounters"),
+     *SHARED_LD_CONFLICTS, *SHARED_ST_CONFLICTS,
+     # the hardware counters, not the SASS-patched smsp__sass_* twins: the same counts, and
+     # the instruction-roofline group collects them anyway
+     SHARED_LD_INST[0], SHARED_ST_INST[0],
+     *L1_HIT_RATE_PCT, *L2_HIT_RATE_PCT, "dram__bytes_read.sum", "dram__bytes_write.sum",
+     L2_SECTOR_OPS[1][0]),
+    (),
+    "the memory table (seed 4.3), case counters (DRAM bytes), the profiled-cases README table "
+    "(L2 sectors), analyze's evidence",
+)
+_SOURCE = MetricGroup(
+    "source", "per-instruction executions, L2 sectors and warp-stall samples (SASS hotspots)",
+    (),
+    # SourceCounters defines the theoretical/excessive sector counts behind "excessive sectors"
+    # and the source page (``--page source``) the hotspots table reads.
+    ("SourceCounters",),
+    "the hottest-instructions table and the SASS stall map (the source page), the memory "
+    "table's excessive sectors, the uncoalesced-access rules",
+)
+_MEMORY_TABLES = MetricGroup(
+    "memory-tables", "ncu's memory workload tables (every unit and operation)",
+    (),
+    ("MemoryWorkloadAnalysis_Tables",),
+    "nothing of sparsescope's reads the tables' metrics (the memory group collects the ones "
+    "the report shows); their rule messages (MemoryCacheAccessPattern, SharedMemoryConflicts) "
+    "join the rule list when collected",
 )
 _INSTRUCTION_ROOFLINE = MetricGroup(
     "instruction-roofline",
@@ -262,13 +313,21 @@ _INSTRUCTION_ROOFLINE = MetricGroup(
      # FLOPs and the FMA peaks for the classic (FLOP/byte) hierarchical roofline
      *(f"{flop_counter(op)}.sum.per_cycle_elapsed" for ops in FLOP_OPS.values() for op, _ in ops),
      SM_CYCLES_ELAPSED[0], *FP32_PEAK_FMA_PER_CYCLE, *FP64_PEAK_FMA_PER_CYCLE),
+    (),
+    "the instruction, shared-memory and FLOP/byte rooflines, the SpMM and slice sections' "
+    "rooflines, Little's law (DRAM sectors)",
 )
 
 #: Group name -> group. ``--set full`` collects all of them (and much more) at once.
 METRIC_GROUPS: dict[str, MetricGroup] = {
-    g.name: g for g in (_LAUNCH, _OCCUPANCY, _STALLS, _MEMORY, _INSTRUCTION_ROOFLINE)
+    g.name: g for g in (_LAUNCH, _OCCUPANCY, _STALLS, _MEMORY, _SOURCE, _INSTRUCTION_ROOFLINE,
+                        _MEMORY_TABLES)
 }
-DEFAULT_GROUPS = tuple(METRIC_GROUPS)
+#: What ``profile run`` collects unless told otherwise: every group something reads.
+#: ``memory-tables`` is left out: nothing reads its metrics, and its section is one of the two
+#: (with SourceCounters) that the 18-pass counter recording lacks and the 34-pass default of
+#: issue 35 held; ask for it by name (``--groups ...,memory-tables``).
+DEFAULT_GROUPS = ("launch", "occupancy", "stalls", "memory", "source", "instruction-roofline")
 
 
 def group_metrics(names: tuple[str, ...] | list[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:

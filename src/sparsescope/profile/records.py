@@ -80,7 +80,8 @@ class KernelProfile:
         return None if entry is None else str(entry[0])
 
     def summary(self) -> dict:
-        """The fields ``sparsescope profile read --json`` prints for this kernel."""
+        """The fields ``sparsescope profile read --json`` prints for this kernel (with ncu's
+        replay passes of the launch, ``profiler__replayer_passes``, where recorded)."""
         return {
             "index": self.index,
             "name": self.name,
@@ -93,6 +94,7 @@ class KernelProfile:
             "achieved_occupancy_pct": self.achieved_occupancy_pct,
             "theoretical_occupancy_pct": self.theoretical_occupancy_pct,
             "duration_ns": self.duration_ns,
+            "replay_passes": _int_or_none(self.value(M.REPLAY_PASSES)),
         }
 
 

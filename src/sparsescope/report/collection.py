@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sparsescope._atomic import write_bytes_atomic, write_json_atomic, write_text_atomic
+from sparsescope.report.collection_break_even import FIGURE as BREAK_EVEN_FIGURE
+from sparsescope.report.collection_break_even import break_even_part
 from sparsescope.report.collection_data import (
     AUTO,
     WORST_N,
@@ -46,8 +48,9 @@ from sparsescope.results.records import RunSet
 
 LISTED_NOT_OK = 50
 BASIS = ("Times are each case's median. Best library = the fastest timed backend that is not "
-         "ours; best own = the fastest timed own kernel other than cuda-spmv-auto (the kernels "
-         "auto picks among). Speedup = best library time / best own time. Auto's regret = "
+         "ours nor the dense baseline (set against the sparse backends in the dense "
+         "break-even); best own = the fastest timed own kernel other than cuda-spmv-auto (the "
+         "kernels auto picks among). Speedup = best library time / best own time. Auto's regret = "
          "(auto time - best own time) / best own time; its geomean is geomean(auto / best own) "
          "- 1. % of peak: the best own case's bytes by its own format (as the backend "
          "declared them) over its time, against the device's peak bandwidth.")
@@ -245,13 +248,16 @@ def write_collection_report(runset: RunSet, out_dir: str | os.PathLike) -> Colle
     figures = {n: Picture(f"figures/{n}.png", FIGURES[n][1], FIGURES[n][2], png, why)
                for n, (png, why) in drawn.items()}
     predicted, drawn[PREDICTION_FIGURE], prediction_json = prediction_part(runset)
+    dense, dense_png, dense_json = break_even_part(runset, col.pages)
+    if dense_png is not None:
+        drawn[BREAK_EVEN_FIGURE] = dense_png
     title = f"Collection report: {runset.suite} on {col.summary['device']}"
     blocks = [*_summary_blocks(col), Heading("Matrices"),
               text(f"One row per matrix{' and op parameters' if col.multi_op else ''} "
                    f"({len(col.rows):,}); the matrix name links to its page. In the HTML "
                    "page, click a header to sort."),
               _main_grid(col, col.rows, sortable=True, ident="matrices"),
-              *_speedup_blocks(col, figures), *predicted, *_auto_blocks(col),
+              *_speedup_blocks(col, figures), *dense, *predicted, *_auto_blocks(col),
               *_kind_blocks(col),
               *_worst_blocks(col), *_not_ok_blocks(col)]
     markdown, page = render_markdown(title, blocks), render_html(title, blocks)
@@ -263,7 +269,8 @@ def write_collection_report(runset: RunSet, out_dir: str | os.PathLike) -> Colle
         pblocks = _page_blocks(col, name, by_matrix.get(name, []))
         pages[f"{stem}.md"] = render_markdown(f"Matrix {name}", pblocks)
         pages[f"{stem}.html"] = render_html(f"Matrix {name}", pblocks, css)
-    tables = {**_tables(col), "collection_predictions": json_safe(prediction_json)}
+    tables = {**_tables(col), "collection_predictions": json_safe(prediction_json),
+              **({BREAK_EVEN_FIGURE: json_safe(dense_json)} if dense_json else {})}
 
     fig_paths = tuple(write_bytes_atomic(out / "figures" / f"{n}.png", png)
                       for n, (png, _) in drawn.items() if png is not None)

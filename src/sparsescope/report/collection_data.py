@@ -3,9 +3,11 @@
 A *group* is one (matrix, op, op parameters) triple: one row of the main table per group, so
 one row per matrix for SpMV, which takes no parameter. In a group:
 
-* best library: the fastest timed backend that is not ours (``registry.is_own``): the wrappers
-  and every planned cuSPARSE variant (``nvmath-cusparse-i32[alg=...]``) alike, named with the
-  cuSPARSE algorithm that ran (:func:`backend_label`);
+* best library: the fastest timed backend that is not ours (``registry.is_own``) nor a dense
+  baseline (``registry.is_dense``, set against the sparse ones in the dense break-even,
+  ``report.collection_break_even``): the wrappers and every planned cuSPARSE variant
+  (``nvmath-cusparse-i32[alg=...]``) alike, named with the cuSPARSE algorithm that ran
+  (:func:`backend_label`);
 * best own: the fastest timed own kernel other than the choosers ``cuda-spmv-auto`` and
   ``cuda-spmv-auto-rules`` (the kernels they pick among); auto itself only when it is the one
   own kernel timed;
@@ -25,7 +27,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-from sparsescope.registry import is_own
+from sparsescope.registry import is_dense, is_own
 from sparsescope.results.case_models import bandwidths, model_of
 from sparsescope.results.records import CaseResult, MatrixRecord, RunSet
 
@@ -178,7 +180,8 @@ def _group_row(key: tuple, cases: list[CaseResult], matrix: MatrixRecord | None,
     times: dict[str, float] = {}
     for c in timed:  # one time per backend label: the fastest when a label repeats
         times[c.backend] = min(times.get(c.backend, math.inf), c.time_ms)
-    library = [c for c in timed if not is_own(c.backend)]
+    # a dense baseline is set against the sparse backends in the break-even instead
+    library = [c for c in timed if not is_own(c.backend) and not is_dense(c.backend)]
     own = [c for c in timed if is_own(c.backend) and c.backend not in CHOOSERS]
     auto = min((c for c in timed if c.backend == AUTO), key=lambda c: c.time_ms, default=None)
     best_lib = min(library, key=lambda c: c.time_ms, default=None)

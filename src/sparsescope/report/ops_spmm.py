@@ -1,7 +1,8 @@
 """The SpMM sections: time, GFLOP/s, effective bandwidth and % of the roofline bound of every
 timed case; our kernel against the best peer at each (matrix, k, layout), with the nearest
 profiled case where a loss was not profiled; the arithmetic-intensity-against-k table of each
-matrix (``model.spmm``); their figure.
+matrix (``model.spmm``); their figure; the dense break-even where ``spmm-cublas-dense`` was
+timed beside a sparse backend (``report.break_even``).
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from typing import Any
 
 from sparsescope.model.spmm import NOT_A_FLOOR, intensity_table, memory_bound, spmm_bound_ms
 from sparsescope.model.spmv import GB
+from sparsescope.registry import is_dense
+from sparsescope.report.break_even_render import spmm_break_even
 from sparsescope.report.ops_common import (
     OpsReport,
     OpView,
@@ -207,7 +210,9 @@ def spmm_sections(runset: RunSet, views: Sequence[OpView], profiles: Sequence[An
     ``fig_dir`` when given, and the tables ``ops_spmm``, ``ops_spmm_peers``,
     ``ops_spmm_intensity`` and ``ops_spmm_profiled``."""
     rows = spmm_rows(runset, views)
-    peers = peer_rows(views, spmm_key)
+    # the dense peer is set against the sparse backends in the break-even, not counted among
+    # the sparse libraries our kernels are compared with
+    peers = peer_rows([v for v in views if not is_dense(v.case.backend)], spmm_key)
     intensity, ai_rows = intensity_markdown(runset, views)
     kernels = profiled_cases(views, profiles, labels, spmm_key)
     text = timed_markdown(["matrix", "k", "layout", "backend",
@@ -233,11 +238,15 @@ def spmm_sections(runset: RunSet, views: Sequence[OpView], profiles: Sequence[An
     choice, choice_rows = auto_choice_markdown(views)
     if choice:
         parts.append(("SpMM: how spmm-cuda-auto chose", choice))
+    dense, dense_figures, dense_tables = spmm_break_even(views, fig_dir)
+    if dense:
+        parts.append(("SpMM: the dense break-even", dense))
     sections = with_profiled("SpMM", parts, kernels)
-    return OpsReport(sections, figures,
+    return OpsReport(sections, (*figures, *dense_figures),
                      {"ops_spmm": rows, "ops_spmm_peers": peers,
                       "ops_spmm_intensity": ai_rows, "ops_spmm_profiled": kernels,
-                      **({"ops_spmm_auto_choice": choice_rows} if choice else {})})
+                      **({"ops_spmm_auto_choice": choice_rows} if choice else {}),
+                      **dense_tables})
 
 
 def auto_choice_markdown(views: Sequence[OpView]) -> tuple[str, list[dict]]:

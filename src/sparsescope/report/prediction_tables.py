@@ -24,6 +24,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sparsescope.analyze.score_family import (  # noqa: F401 - percentile re-exported
+    LIBRARIES,
+    OURS,
+    error_summary,
+    percentile,
+)
 from sparsescope.model.prediction import OLDER_THAN_MODEL, ModelPrediction, signed_error_pct
 from sparsescope.registry import is_own
 from sparsescope.report.context import ok_cases
@@ -91,18 +97,6 @@ class PredictionSummary:
     """Cases that beat their prediction by more than 25 % (model defects)."""
     slower: int
     """Cases more than 25 % slower than predicted."""
-
-
-def percentile(values: Sequence[float], q: float) -> float | None:
-    """The ``q``-th percentile, linear between the two nearest ranks (NumPy's default).
-    Hand check: [10, 20, 30, 40] at 90 -> rank 2.7 -> 30 + 0.7 x 10 = 37."""
-    if not values:
-        return None
-    ordered = sorted(values)
-    rank = (len(ordered) - 1) * q / 100.0
-    lo = math.floor(rank)
-    hi = min(lo + 1, len(ordered) - 1)
-    return ordered[lo] + (ordered[hi] - ordered[lo]) * (rank - lo)
 
 
 def case_error_pct(case: CaseResult) -> float | None:
@@ -259,18 +253,21 @@ def summary_lines(s: PredictionSummary) -> list[str]:
 
 
 #: the two families the accuracy targets are stated for (issue 36), by ``PredictionRow.own``
-FAMILIES = ((True, "our kernels"), (False, "libraries"))
+FAMILIES = ((True, OURS), (False, LIBRARIES))
 
 
 def family_lines(rows: Sequence[PredictionRow]) -> list[str]:
     """One sentence per family (our kernels; the libraries) with its own median and 90th
-    percentile |error|, when the rows hold modelled cases of both: one family's error must
-    not hide behind the other's."""
-    groups = {name: summarize([r for r in rows if r.own is own]) for own, name in FAMILIES}
-    if not all(g.modelled for g in groups.values()):
+    percentile |error| (``analyze.score_family``: the one definition ``model score
+    --by-family`` and ``scripts/family_errors.py`` share), when the rows hold modelled cases
+    of both: one family's error must not hide behind the other's."""
+    groups = {name: error_summary([r.error_pct for r in rows
+                                   if r.error_pct is not None and r.own is own])
+              for own, name in FAMILIES}
+    if not all(g.cases for g in groups.values()):
         return []
-    return [f"{name.capitalize()}: {g.modelled} modelled, median |error| "
-            f"{g.median_abs_error_pct:.1f} %, 90th percentile {g.p90_abs_error_pct:.1f} %."
+    return [f"{name.capitalize()}: {g.cases} modelled, median |error| "
+            f"{g.median_abs_pct:.1f} %, 90th percentile {g.p90_abs_pct:.1f} %."
             for name, g in groups.items()]
 
 

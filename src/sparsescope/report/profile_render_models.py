@@ -60,7 +60,7 @@ def missing_note(items, profiles: Sequence[KernelProfile], names: Sequence[str])
 def hotspots_section(hotspots: Sequence[KernelHotspots] | None) -> str:
     if not hotspots:
         return ("No per-instruction samples: give a `.ncu-rep` profiled with the SourceCounters "
-                "section (the `memory` group or `--set full`), or a raw CSV with its "
+                "section (the `source` group, a default, or `--set full`), or a raw CSV with its "
                 "`_source.csv` export beside it.")
     parts = []
     for h in hotspots:

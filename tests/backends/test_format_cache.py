@@ -1,0 +1,103 @@
+"""``backends.format_cache``: each format built once per matrix, some in the background; the
+formats of two matrices kept (the matrix and its plans' row sample); failures not cached."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from sparsescope.backends.format_cache import FormatCache, build_threads
+
+
+def _csr(n: int = 30, seed: int = 0) -> sp.csr_matrix:
+    return sp.random(n, n, density=0.2, format="csr", random_state=seed)
+
+
+def test_a_prefetched_format_is_built_once_and_waited_for():
+    cache, csr = FormatCache(), _csr()
+    release, calls = threading.Event(), []
+
+    def build(m):
+        calls.append(threading.current_thread().name)
+        release.wait(5)
+        return ("fmt", m.nnz)
+
+    assert cache.prefetch(csr, ("k",), build)
+    assert not cache.prefetch(csr, ("k",), build)  # under way: not started again
+    got = []
+    waiter = threading.Thread(target=lambda: got.append(cache.get(csr, ("k",), build)))
+    waiter.start()
+    release.set()
+    waiter.join(5)
+    assert got == [("fmt", csr.nnz)]
+    assert cache.get(csr, ("k",), build) == ("fmt", csr.nnz)
+    assert len(calls) == 1 and calls[0].startswith("sparsescope-format-")
+    assert cache.builds == 1
+
+
+def test_a_failed_background_build_is_built_again_in_line():
+    cache, csr, tries = FormatCache(), _csr(), []
+
+    def build(m):
+        tries.append(threading.current_thread().name)
+        if len(tries) == 1:
+            raise MemoryError("no room beside the other builds")
+        return "fmt"
+
+    cache.prefetch(csr, ("k",), build)
+    for _ in range(500):  # the background build fails first
+        if tries:
+            break
+        threading.Event().wait(0.01)
+    assert cache.get(csr, ("k",), build) == "fmt"
+    assert tries[1] == threading.current_thread().name
+
+
+def test_an_in_line_error_reaches_the_caller_and_is_not_kept():
+    cache, csr = FormatCache(), _csr()
+
+    def broken(m):
+        raise ValueError("does not fit INT32")
+
+    with pytest.raises(ValueError, match="INT32"):
+        cache.get(csr, ("k",), broken)
+    assert cache.get(csr, ("k",), lambda m: "fmt") == "fmt"
+
+
+def test_two_matrices_are_kept_and_retain_keeps_one():
+    cache = FormatCache()
+    whole, sample, nxt = _csr(40, 1), _csr(10, 2), _csr(40, 3)
+    built = []
+
+    def build(m):
+        built.append(m.shape[0])
+        return m.shape
+
+    cache.get(whole, ("a",), build)
+    cache.get(sample, ("a",), build)  # the row sample sits beside the matrix ...
+    cache.get(whole, ("a",), build)   # ... which keeps its format
+    assert built == [40, 10]
+    cache.get(nxt, ("a",), build)     # a third matrix drops the least recently used
+    cache.get(sample, ("a",), build)
+    assert built == [40, 10, 40, 10]
+    cache.retain(nxt)
+    cache.get(sample, ("a",), build)
+    assert built[-1] == 10 and len(built) == 5
+
+
+def test_a_matrix_changed_in_place_gets_new_formats():
+    cache, csr = FormatCache(), _csr()
+    first = cache.get(csr, ("k",), lambda m: m.nnz)
+    csr.data = np.ones(csr.nnz + 0)  # a new buffer: a new identity
+    assert cache.get(csr, ("k",), lambda m: -1) == -1 and first == csr.nnz
+
+
+def test_build_threads_leave_a_core_and_fit_in_half_the_memory():
+    assert build_threads(1000, cores=16, memory=128 << 30) == 8
+    assert build_threads(1000, cores=2, memory=24 << 30) == 1
+    # 10^8 nonzeros at 160 bytes each, two to a half of 64 GiB: 2 builders
+    assert build_threads(10**8, cores=16, memory=64 << 30) == 2
+    assert build_threads(10**9, cores=16, memory=8 << 30) == 1
