@@ -156,10 +156,15 @@ def pack_sell(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, *, sigm
     position[order] = np.arange(nv, dtype=np.int64)           # row slot of each virtual row
     base = slice_ptr[position // per] * C + position % per    # its first lane's first entry
     half = -(-v_len // tpr)                                   # entries of the first lane
-    v_of = np.repeat(np.arange(nv, dtype=np.int64), v_len)
-    k = np.arange(nnz, dtype=np.int64) - v_start[v_of]
-    part = k // half[v_of]                                    # lane part * per walks part
-    dest = base[v_of] + C * (k - part * half[v_of]) + part * per
+    # entry k of a virtual row goes to base + C (k - j half) + j per in lane part j = k // half,
+    # i.e. to C p + (base - C v_start + j (per - C half)) for its position p in the CSR arrays:
+    # each (virtual row, part) is a run of consecutive entries with one offset, so the
+    # destinations are one repeat of the runs' offsets plus C p (no per-entry gathers)
+    j = np.arange(tpr, dtype=np.int64)
+    run_len = np.clip(v_len[:, None] - j[None, :] * half[:, None], 0, half[:, None])
+    run_off = (base - C * v_start)[:, None] + j[None, :] * (per - C * half)[:, None]
+    dest = np.repeat(run_off.ravel(), run_len.ravel())
+    dest += C * np.arange(nnz, dtype=np.int64)
     total = int(slice_ptr[-1]) * C
     cols = np.full(total, -1, dtype=np.int32)
     vals = np.zeros(total, dtype=np.float64)
