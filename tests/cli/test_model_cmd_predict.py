@@ -70,7 +70,9 @@ def test_h200_differs_by_its_bandwidth(banded, capsys):
     [h100] = predict(capsys, *argv, "--gpu", "H100")
     [h200] = predict(capsys, *argv, "--gpu", "H200")
     assert h200["gpu"] == "H200"
-    assert h100["predicted_ms"] != h200["predicted_ms"]
+    # the memory term moves with the bandwidth; on this 400-row matrix the longest block's
+    # round trips through the L1 (model.l1_wavefronts, by the SM clock) bound the call on both
+    assert terms(h100)["memory"] > terms(h200)["memory"]
     # the dram term is bytes / bandwidth: datasheet 3,350 GB/s against 4,800 GB/s
     ratio = get_spec("H200").peak_bw_gb_s / get_spec("H100").peak_bw_gb_s
     assert terms(h100)["dram"] / terms(h200)["dram"] == pytest.approx(ratio)

@@ -18,15 +18,17 @@ from sparsescope.whatif import what_if
 #: with the code of commit a97b141, before the what-if was sped up (its caches, the x-gather
 #: parts kept per matrix, the L1 model's sort-based passes). The CSR kernels' (marked) were
 #: recorded again when issue 36 changed their model on purpose: a lane's short windows
-#: (model.csr_windows) and its row's reuse of a DRAM access (model.residency).
+#: (model.csr_windows) and its row's reuse of a DRAM access (model.residency); those marked
+#: l1_wavefronts when the longest block's gathers went through its SM's L1
+#: (model.l1_wavefronts).
 RECORDED_A97B141 = {
     "powerlaw-2000-20000": {
-        "cuda-csr-scalar": 0.0034098531343283583,   # issue 36, below
+        "cuda-csr-scalar": 0.0034301472545168435,   # issue 36, below; l1_wavefronts
         "cuda-csr-vector": 0.002809853134328358,    # issue 36
         "cuda-spmv-adaptive": 0.0010102376119402985,
         "cuda-spmv-auto": 0.0010100465671641792,
-        "cuda-spmv-blocked16": 0.0034902805970149255,
-        "cuda-spmv-delta16": 0.0033927713432835823,
+        "cuda-spmv-blocked16": 0.003706050770732718,   # issue 36: l1_wavefronts
+        "cuda-spmv-delta16": 0.0033995203251543983,    # issue 36: l1_wavefronts
         "cuda-spmv-delta16-tiles": 0.0009863570149253732,
         "cuda-spmv-merge": 0.0016103761194029855,
         "cuda-spmv-sell": 0.0034184501492537313,
@@ -47,8 +49,8 @@ RECORDED_A97B141 = {
         "cuda-csr-vector": 0.0021453755223880605,   # issue 36
         "cuda-spmv-adaptive": 0.0009455307462686569,
         "cuda-spmv-auto": 0.000945454328358209,
-        "cuda-spmv-blocked16": 0.0021628226865671647,
-        "cuda-spmv-delta16": 0.002138292537313433,
+        "cuda-spmv-blocked16": 0.0022395930709112936,  # issue 36: l1_wavefronts
+        "cuda-spmv-delta16": 0.0021463822564387488,    # issue 36: l1_wavefronts
         "cuda-spmv-delta16-tiles": 0.0009359785074626866,
         "cuda-spmv-merge": 0.0015455832835820896,
         "cuda-spmv-sell": 0.0021484155223880598,

@@ -188,7 +188,7 @@ class CudaSpmvSell(OwnSpmvBackend):
                            rounds_per_iteration=2, setup_rounds=1, sort_window=sell.sigma,
                            entries_per_nonzero=(width * fmt.blocks / fmt.nnz
                                                 if blocked and fmt.nnz else 1.0),
-                           split_long_rows=sell.long_row * width,
+                           split_long_rows=sell.long_row * width, block_width=width,
                            staged=stage > 0, launches=1 + (sell.split_rows.size > 0),
                            fixup=bool(sell.split_rows.size > 0),
                            escape_share=escapes, cuda_source=SOURCE,

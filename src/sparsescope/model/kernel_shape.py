@@ -63,6 +63,9 @@ class KernelShape:
     aside: ``B x blocks / nnz`` for a 1 x B block format (fill values of blocks whose columns
     are not all nonzeros), 1 otherwise. ``nnz_per_iteration`` and ``split_long_rows`` count
     these entries."""
+    block_width: int = 1
+    """Columns of one stored entry of a 1 x B block format (B: the loop gathers x[c .. c + B)
+    of a block at column c, one instruction each; ``model.l1_wavefronts``), 1 otherwise."""
     sort_window: int = 0
     """Rows sorted by length within windows of this many rows before the split (SELL-C-sigma's
     sigma); 0: the matrix's own row order."""

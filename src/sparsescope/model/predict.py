@@ -85,6 +85,7 @@ from sparsescope.model.kernel_shape import (
     resident_blocks,
 )
 from sparsescope.model.l1_cache import L1Cache, l1_data_bytes
+from sparsescope.model.l1_wavefronts import BlockWavefronts, longest_block_wavefronts
 from sparsescope.model.littles_law import warps_per_sm_required
 from sparsescope.model.onchip import sm_work
 from sparsescope.model.prediction import ModelPrediction, PredictionTerm
@@ -347,10 +348,12 @@ def predict_spmv(indptr: np.ndarray, indices: np.ndarray, cols: int, traffic: Tr
                                          trips.stream_ns)
     longest = float(iters.max()) if iters.size else 0.0
     setup_ns = shape.setup_rounds * trips.stream_ns
+    lines = longest_block_wavefronts(indptr, indices, shape, value_bytes)
     terms = [*stations, latency, memory,
-             longest_block(longest, setup_ns, t_iter,
-                           t_iter + sum(queue.residence_s.values()) * 1e9,
-                           memory.time_ms * 1e6),
+             l1_bound_block(longest_block(longest, setup_ns, t_iter,
+                                          t_iter + sum(queue.residence_s.values()) * 1e9,
+                                          memory.time_ms * 1e6),
+                            lines, longest, setup_ns, t_iter, rates),
              PredictionTerm("compute", traffic.flops / (rates.fp32_gflops * 1e6),
                             f"{traffic.flops:,} flops / {rates.fp32_gflops:,.0f} GFLOP/s")]
     overhead, overhead_src = _overhead(shape, rates, overhead_ms, max(0, len(indptr) - 1))
@@ -421,6 +424,39 @@ def longest_block(iterations: int, setup_ns: float, t_iter: float, loaded_ns: fl
                           f"longest block: {setup_ns:,.0f} ns setup + {shared:,.0f} iterations "
                           f"x {loaded_ns:,.0f} ns (loaded, while the rest runs) + "
                           f"{alone:,.0f} x {t_iter:,.0f} ns (alone)")
+
+
+def l1_bound_block(block: PredictionTerm, lines: BlockWavefronts | None, iterations: float,
+                   setup_ns: float, t_iter: float, rates: DeviceRates) -> PredictionTerm:
+    """The imbalance term at least the longest block's time with its gathers' lines through
+    its SM's L1 (``model.l1_wavefronts``): its ``n`` warps are customers of a closed network,
+    each of its ``iterations`` a round trip ``t_iter`` (delay) and the iteration's share of
+    the block's W lines at one a cycle (one queue), solved exactly by MVA::
+
+        D         = W / (n x iterations) / SM clock
+        X         = mva({l1: D}, t_iter, n)            (warp-iterations per second)
+        imbalance = max(longest block, setup + n x iterations / X)
+
+    With no lines (D = 0) the block walks at t_iter (the round trips alone); with many, at the
+    pipe's W / clock. ``block`` unchanged without the lines or a clock. Hand check: one warp,
+    4 iterations, W = 2,400 lines at 1,200 MHz (D = 500 ns), t_iter 500 ns, setup 100 ns ->
+    X = 1 / 1,000 ns, 100 + 4 x 1,000 = 4,100 ns."""
+    if lines is None or not rates.sm_clock_mhz or lines.wavefronts <= 0 or iterations <= 0:
+        return block
+    cycles = lines.warps * iterations
+    demand_s = lines.time_ns(rates.sm_clock_mhz) / cycles * 1e-9
+    queue = mva({"l1": demand_s}, t_iter * 1e-9, lines.warps)
+    time_ms = setup_ns * 1e-6 + cycles / queue.throughput_per_s * 1e3
+    if time_ms <= block.time_ms:
+        return block
+    return PredictionTerm("imbalance", time_ms,
+                          f"longest block, its x gathers through its SM's L1: {setup_ns:,.0f} ns "
+                          f"setup + {lines.warps} warps x {iterations:,.0f} iterations / X = "
+                          f"{queue.throughput_per_s / 1e9:,.3f} G/s (MVA: {t_iter:,.0f} ns round "
+                          f"trips and {lines.wavefronts:,.0f} lines, "
+                          f"{lines.lines_per_gather:.1f} a gather, at one a cycle of "
+                          f"{rates.sm_clock_mhz:,.0f} MHz), above the round trips' "
+                          f"{block.time_ms * 1e3:,.2f} us")
 
 
 def flush_writeback(rates: DeviceRates, fetched_bytes: float) -> float:
