@@ -150,17 +150,25 @@ def _read_member(archive: zipfile.ZipFile, raw, info: zipfile.ZipInfo, shape: tu
     else:  # inflated by zipfile, which checks the CRC once the member is read to its end
         with archive.open(info) as member:
             member.read(header_bytes)
-            done = 0
-            while done < len(view):
-                got = member.readinto(view[done:done + READ_CHUNK_BYTES])
-                if not got:
-                    raise EOFError(f"member {info.filename!r} ends after {done:,} of "
-                                   f"{len(view):,} payload bytes")
-                done += got
+            _read_chunks(member.readinto, view, info.filename)
             member.read(1)  # reach the end: zipfile compares the CRC there
     if fortran:
         return flat.reshape(shape[::-1]).transpose()
     return flat.reshape(shape)
+
+
+def _read_chunks(readinto, view: memoryview, name: str, each=None) -> None:
+    """Fill ``view`` by ``readinto`` in chunks of :data:`READ_CHUNK_BYTES`, handing each chunk
+    read to ``each``; a member that ends early is an EOFError naming it."""
+    done = 0
+    while done < len(view):
+        got = readinto(view[done:done + READ_CHUNK_BYTES])
+        if not got:
+            raise EOFError(f"member {name!r} ends after {done:,} of {len(view):,} payload "
+                           f"bytes")
+        if each is not None:
+            each(view[done:done + got])
+        done += got
 
 
 def _read_stored(raw, info: zipfile.ZipInfo, header_bytes: int, view: memoryview) -> None:
@@ -178,14 +186,7 @@ def _read_stored(raw, info: zipfile.ZipInfo, header_bytes: int, view: memoryview
         crc[0] = zlib.crc32(chunk, crc[0])
 
     with ThreadPoolExecutor(1) as pool:
-        done = 0
-        while done < len(view):
-            got = raw.readinto(view[done:done + READ_CHUNK_BYTES])
-            if not got:
-                raise EOFError(f"member {info.filename!r} ends after {done:,} of "
-                               f"{len(view):,} payload bytes")
-            pool.submit(chain, view[done:done + got])
-            done += got
+        _read_chunks(raw.readinto, view, info.filename, lambda chunk: pool.submit(chain, chunk))
     if crc[0] != info.CRC:
         raise zipfile.BadZipFile(f"Bad CRC-32 for file {info.filename!r}")
 
