@@ -120,7 +120,8 @@ def test_one_run_through_the_fake_ncu(bench, fake_ncu, tmp_path, capsys):
         "after", 0, 4, [40], ["csrmv_v3_kernel", "spmv_csr_scalar"])
     assert row["selection"].startswith("our kernels (")
     assert row["groups"] == list(M.DEFAULT_GROUPS)
-    assert row["wall_s"] >= row["ncu_wall_s"] > 0
+    # the fake ncu answers in milliseconds: its wall may round to 0.0
+    assert row["wall_s"] > 0 and row["wall_s"] >= row["ncu_wall_s"] >= 0
     # ncu was given the case in the after tree's code, every run in a fresh process
     [profiled] = [c for c in fake_ncu.calls() if c.startswith("--export ")]
     assert "--profile-from-start off" in profiled and profiled.endswith("--profile-call")
