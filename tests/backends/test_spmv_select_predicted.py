@@ -252,7 +252,7 @@ def test_rules_variant_needs_no_device_rates():
 
 def test_planning_on_threads_gives_the_one_thread_answer(monkeypatch):
     from sparsescope.backends import select_predicted
-    from sparsescope.backends.spmv_device import FORMATS
+    from sparsescope.backends.format_cache import FORMATS
     from sparsescope.context.predict import forget_plans
 
     csr = generate("banded", 3000, 45_000, seed=6)
@@ -279,7 +279,7 @@ def test_format_cache_builds_each_format_once_across_threads():
     import threading
     import time as clock
 
-    from sparsescope.backends.spmv_device import FormatCache
+    from sparsescope.backends.format_cache import FormatCache
 
     cache, csr, built = FormatCache(), sp.random(20, 20, density=0.2, format="csr"), []
 

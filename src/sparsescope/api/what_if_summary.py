@@ -23,23 +23,12 @@ DEFAULT_BUDGET_CAP_BYTES = 2 * 2**30
 def default_memory_budget() -> int:
     """``min(DEFAULT_BUDGET_CAP_BYTES, available memory / 4)`` (``MemAvailable`` of
     /proc/meminfo, else the physical memory; the cap where neither is known)."""
-    available = _available_memory_bytes()
-    if available is None:
+    from sparsescope.hardware.cpuinfo import available_ram_bytes
+
+    available = available_ram_bytes()
+    if not available:  # the platform reports neither
         return DEFAULT_BUDGET_CAP_BYTES
     return int(min(DEFAULT_BUDGET_CAP_BYTES, available // 4))
-
-
-def _available_memory_bytes() -> int | None:
-    try:
-        with open("/proc/meminfo") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    from sparsescope.matrices._csr import physical_memory_bytes
-
-    return physical_memory_bytes()
 
 
 @dataclass(frozen=True)

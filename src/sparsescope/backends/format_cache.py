@@ -22,7 +22,6 @@ hand and the row sample its plans run on (``context.predict``), which used to ev
 
 from __future__ import annotations
 
-import os
 import queue
 import threading
 from collections import OrderedDict
@@ -47,19 +46,14 @@ def build_threads(nnz: int, *, cores: int | None = None, memory: int | None = No
     """Background builders for a matrix of ``nnz`` nonzeros: at most the cores less one (the
     run's own thread keeps one) and 8, and no more than half the host's memory holds at
     :data:`BUILD_BYTES_PER_NONZERO` a nonzero; at least 1."""
+    from sparsescope.hardware.cpuinfo import logical_cores, total_ram_bytes
+
     if cores is None:
-        cores = os.cpu_count() or 1
+        cores = logical_cores() or 1
     if memory is None:
-        memory = _host_memory()
+        memory = total_ram_bytes()
     by_memory = memory // (2 * BUILD_BYTES_PER_NONZERO * max(nnz, 1)) if memory else 8
     return int(max(1, min(cores - 1, 8, by_memory)))
-
-
-def _host_memory() -> int:
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):
-        return 0
 
 
 class _Builders:

@@ -20,7 +20,7 @@ import scipy.sparse as sp
 
 from sparsescope.backends import _gpu
 from sparsescope.backends.base import Capability, SpmvBackend
-from sparsescope.backends.format_cache import FORMATS, FormatCache  # noqa: F401 - re-exported
+from sparsescope.backends.format_cache import FORMATS
 from sparsescope.model.kernel_shape import KernelShape
 from sparsescope.model.traffic import Traffic
 from sparsescope.timing.types import Measurement, TimingConfig

@@ -4,7 +4,7 @@ its rows, its bytes and grid scaled back to the whole matrix, the time predicted
 A host plan packs the kernel's format (SELL slices, 16-bit offsets, 1 x B blocks, tiles) to
 read its bytes and its kernel's shape. Packing holds several arrays of the matrix's size at
 once: up to :data:`PACK_PEAK_BYTES_PER_NNZ` bytes a nonzero at the peak of one build, and each
-built format stays cached beside the others (``backends.spmv_device.FORMATS``). ``sparsescope
+built format stays cached beside the others (``backends.format_cache.FORMATS``). ``sparsescope
 model --backend all`` on a 10^7-nonzero power-law matrix held 3.35 GB (2026-11-27, this
 repository's 2-core machine), and was killed for memory at 10^8 (issue 33). So::
 
