@@ -36,6 +36,25 @@ work needs), and the 2-worker rate is held by this
 machine's 2 cores: each worker's first case spends about 1.3 s finding no GPU, and the host
 work of the cases (reference, check) of two workers shares 2 cores with the client and the
 scheduler. On a GPU host (16 cores for 1-2 GPUs) every worker has cores to spare.
+
+Each run also gives the workers' first use apart from their cases (``sweep.warm_up``: the
+warm-up's seconds, summed and the largest, where the ceilings came from, the warm cases) and
+the Dask tasks that held several short cases (``sweep.batching``). Measured 2026-11-27 on the
+same 2-core machine (load 2-2.6), defaults (12 matrices, 3 backends, 0.2 s), the code before
+(HEAD 9afa864: every worker measured its device's ceilings again, here the CPU's, about 1.3 s
+each) and after (the client's ceilings shared, the warm cases dealt out over the workers):
+
+| code | workers | cases/min | engine wall s | busy s | first use s (max) | vs 1 worker |
+| --- | --- | --- | --- | --- | --- | --- |
+| before | 1 | 205.2 | 10.52 | 9.37 | (not recorded) | 1.00 |
+| before | 2 | 215.5 | 10.02 | 17.37 | (not recorded) | 1.05 |
+| after | 1 | 221.9 | 9.73 | 8.39 | 0.03 (0.03) | 1.00 |
+| after | 2 | 281.5 | 7.67 | 11.93 | 0.87 (0.54) | 1.27 |
+
+With ``--matrices 16 --backends 3 --gpu-s 0.05 --nnz-max 3e5`` (short cases, batched once
+their times are known): 2 workers 330.6 -> 443.7 cases/min, busy 12.15 -> 6.67 s, 14 tasks
+of several cases. The GPU measurement is ``bash scripts/device.sh sweep-gpus`` (its
+``scaling.md`` has the same columns).
 """
 
 from __future__ import annotations
@@ -88,7 +107,19 @@ def sweep_once(folder: Path, out: Path, backends: list[str], workers: int) -> di
             "cases_per_min": round(60 * result.ran / engine.wall_s, 1),
             "engine_wall_s": round(engine.wall_s, 2), "busy_s": round(engine.busy_s, 2),
             "total_s": round(total, 2),
-            "prefetched": getattr(engine, "prefetched", None)}
+            "prefetched": getattr(engine, "prefetched", None),
+            # each worker's first use apart from its cases (None: code before it was recorded)
+            "first_use_s": _rounded(getattr(engine, "first_use_s", None)),
+            "first_use_max_s": _rounded(max((r.get("seconds", 0.0) for r in
+                                             getattr(engine, "first_use", ())), default=None)),
+            "ceilings": sorted({r.get("ceilings", "") for r in getattr(engine, "first_use", ())}),
+            "warm_cases": sum(len(r.get("warm_cases", ())) for r in
+                              getattr(engine, "first_use", ())),
+            "batched_tasks": getattr(engine, "batched", None)}
+
+
+def _rounded(value):
+    return None if value is None else round(value, 2)
 
 
 def main() -> int:
@@ -126,11 +157,14 @@ def main() -> int:
     result = {"cpus": os.cpu_count(), "matrices": args.matrices, "nnz": sizes,
               "backends": args.backends, "gpu_s": args.gpu_s, "runs": runs}
     print(json.dumps(result, indent=2))
-    print("\n| workers | cases/min | engine wall s | vs 1 worker | share of ideal | prefetched |")
-    print("| --- | --- | --- | --- | --- | --- |")
+    print("\n| workers | cases/min | engine wall s | busy s | first use s (max) | vs 1 worker "
+          "| share of ideal | prefetched | batched |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in runs:
         print(f"| {r['workers']} | {r['cases_per_min']} | {r['engine_wall_s']} | "
-              f"{r['vs_1_worker']} | {r['share_of_ideal']} | {r['prefetched']} |")
+              f"{r['busy_s']} | {r['first_use_s']} ({r['first_use_max_s']}) | "
+              f"{r['vs_1_worker']} | {r['share_of_ideal']} | {r['prefetched']} | "
+              f"{r['batched_tasks']} |")
     return 0
 
 

@@ -35,14 +35,15 @@
 #                         own SpMV kernels (a variant set) against cuSPARSE and auto through
 #                         `run --variants`. Writes env.txt [, pytest_gpu.log], run.log,
 #                         results.json, report.md, show.txt. Exit status: the run's.
-#   seed6-speed [--profile] {BEFORE_SRC=.before/src, RUN_LIMIT_S=330}
+#   seed6-speed [--profile] {BEFORE_SRC=.before/src, AFTER_SRC=src, RUN_LIMIT_S=330}
 #                         issue 35: `run --suite seed6 --backend all` at full scale from an
 #                         older source tree (BEFORE_SRC: `git archive REV src | tar -x -C
 #                         .before`, carried) and from this tree, one after the other on this
 #                         machine, each with cold caches of its own (store, generated
 #                         matrices, SASS, CuPy and CUDA caches), then each one's stage
 #                         breakdown; with --profile also benchmarks/profile_speed.py (both
-#                         trees). A run at scale 0.02 of this tree goes first (smoke.log):
+#                         trees). AFTER_SRC: the tree timed after (a snapshot beside a
+#                         working tree others are editing; its REVISION file names it). A run at scale 0.02 of this tree goes first (smoke.log):
 #                         when it fails, nothing else runs. Writes env.txt, timings.txt,
 #                         {before,after}_results.json.gz, {before,after}_stages.txt,
 #                         logs.tgz (smoke, before, after logs [, profile_speed.md]) [,
@@ -88,14 +89,20 @@
 #   sweep [SOURCE]        a sweep in process and on a one-worker Dask LocalCluster, then a
 #                         re-run that must resume. Writes env.txt, inprocess.json, local.json,
 #                         resume.json, collection.md, results.json.
-#   sweep-gpus [COUNT ...] {SOURCE=.real-dev, LIMIT_S=240, GPU_TESTS=1}
+#   sweep-gpus [COUNT ...] {SOURCE=.real-dev, LIMIT_S=240, GPU_TESTS=1, BACKENDS=, BEFORE=, AFTER=src}
 #                         issue 35: every GPU-marked test first (pytest -m gpu -n 4; GPU_TESTS=0
 #                         skips them), then one `sweep SOURCE --cluster cuda` per GPU count
 #                         (default 1 2 4; CUDA_VISIBLE_DEVICES 0..COUNT-1), each into a fresh
-#                         store with cold caches of its own; cases/min from the engine's wall
-#                         and the speedup over one GPU. Carry .device-wheels (dask, the
-#                         dask-cuda tar) and .real-dev. Writes env.txt, pytest_gpu.log,
-#                         sweep_N.json, scaling.md, sweep_logs.tgz (each sweep's stderr).
+#                         store with cold caches of its own; cases/min from the engine's wall,
+#                         the speedup over one GPU, the workers' busy time and their first use
+#                         (warm-up seconds, where the ceilings came from, warm cases, batched
+#                         tasks). BACKENDS="a b": those backends (default: the op's defaults;
+#                         "all" for a larger collection of cases). BEFORE=.before/src: that
+#                         tree's sweep too, before this one's, per count (carry .before).
+#                         AFTER=.after/src: the tree timed as after (default src).
+#                         Carry .device-wheels (dask, the dask-cuda tar) and .real-dev. Writes
+#                         env.txt, pytest_gpu.log, sweep_N.json (sweep_before_N.json,
+#                         sweep_after_N.json with BEFORE), scaling.md, sweep_logs.tgz.
 #   sweep-scale cpu|gpu [LIMIT]
 #                         issue 15's scale measurements (carry out/sweep-scale too). Writes
 #                         env.txt, summary.txt, store.sqlite.gz, bundle.tgz.
@@ -378,23 +385,25 @@ PY
 
 recipe_seed6_speed() {
     out_dir /tmp/ss-seed6-speed
-    local before="${BEFORE_SRC:-.before/src}" limit="${RUN_LIMIT_S:-330}" profile=0 label src
+    local before="${BEFORE_SRC:-.before/src}" after="${AFTER_SRC:-src}"
+    local limit="${RUN_LIMIT_S:-330}" profile=0 label src
     [ "${1:-}" = "--profile" ] && profile=1
     if [ ! -d "$before/sparsescope" ]; then
         echo "seed6-speed: no older tree at $before (git archive REV src | tar -x -C .before)"
         return 2
     fi
     wheels
-    env_file "$OUT/env.txt" "before_src $before ($(cat "$before/../REVISION" 2>/dev/null))"
+    env_file "$OUT/env.txt" "before_src $before ($(cat "$before/../REVISION" 2>/dev/null))" \
+        "after_src $after ($(cat "$after/../REVISION" 2>/dev/null || git rev-parse --short HEAD))"
     : > "$OUT/timings.txt"
     # a small run of this tree first: a broken tree stops here, not after the long runs
-    if ! $PY -m sparsescope run --suite seed6 --scale 0.02 --backend all --no-store \
-            --out /tmp/ss-speed-smoke > "$OUT/smoke.log" 2>&1; then
+    if ! PYTHONPATH="$after" $PY -m sparsescope run --suite seed6 --scale 0.02 --backend all \
+            --no-store --out /tmp/ss-speed-smoke > "$OUT/smoke.log" 2>&1; then
         echo "seed6-speed: the smoke run failed:"; tail -n 20 "$OUT/smoke.log"
         return 1
     fi
     for label in before after; do
-        src="$before"; [ "$label" = after ] && src=src
+        src="$before"; [ "$label" = after ] && src="$after"
         local home="/tmp/ss-speed-$label"
         rm -rf "$home"; mkdir -p "$home"
         local start=$(date +%s.%N)
@@ -841,36 +850,55 @@ recipe_sweep_gpus() {
         rc=$?
         tail -n 3 "$OUT/pytest_gpu.log"
     fi
+    local bargs=() trees=("after:${AFTER:-src}") spec tag tree name b
+    for b in ${BACKENDS:-}; do bargs+=(--backend "$b"); done
+    [ -n "${BEFORE:-}" ] && trees=("before:$BEFORE" "after:${AFTER:-src}")
     for g in "${counts[@]}"; do
-        home="/tmp/ss-gpus-$g"
-        rm -rf "$home"; mkdir -p "$home"
-        CUDA_VISIBLE_DEVICES="$(seq -s, 0 $((g - 1)))" SPARSESCOPE_STORE="$home/store.sqlite" \
-            SPARSESCOPE_CACHE="$home/cache" CUPY_CACHE_DIR="$home/cupy" \
-            CUDA_CACHE_PATH="$home/cuda" timeout -s INT "$limit" $PY -m sparsescope sweep \
-            "$source" --cluster cuda --out "$home/out" --json \
-            > "$OUT/sweep_$g.json" 2> "/tmp/ss-gpus-logs/sweep_$g.log"
-        echo "gpus $g: rc $?"
+        for spec in "${trees[@]}"; do  # before and after one after the other, per count
+            tag="${spec%%:*}" tree="${spec#*:}"
+            name="sweep_$g"
+            [ -n "${BEFORE:-}" ] && name="sweep_${tag}_$g"
+            home="/tmp/ss-gpus-$name"
+            rm -rf "$home"; mkdir -p "$home"
+            CUDA_VISIBLE_DEVICES="$(seq -s, 0 $((g - 1)))" \
+                PYTHONPATH="$tree${PYTHONPATH#src}" SPARSESCOPE_STORE="$home/store.sqlite" \
+                SPARSESCOPE_CACHE="$home/cache" CUPY_CACHE_DIR="$home/cupy" \
+                CUDA_CACHE_PATH="$home/cuda" timeout -s INT "$limit" $PY -m sparsescope sweep \
+                "$source" "${bargs[@]}" --cluster cuda --out "$home/out" --json \
+                > "$OUT/$name.json" 2> "/tmp/ss-gpus-logs/$name.log"
+            echo "$name ($tree): rc $?"
+        done
     done
     tar -czf "$OUT/sweep_logs.tgz" -C /tmp/ss-gpus-logs .
-    $PY - "$OUT" "${counts[@]}" > "$OUT/scaling.md" <<'PY'
+    $PY - "$OUT" "${BEFORE:+before after}" "${counts[@]}" > "$OUT/scaling.md" <<'PY'
 import json, sys
-out, counts = sys.argv[1], sys.argv[2:]
-rows, base = [], None
-for g in counts:
-    try:
-        d = json.load(open(f"{out}/sweep_{g}.json"))
-    except Exception as exc:
-        rows.append(f"| {g} | unreadable: {exc} | | | | |")
-        continue
-    t = d.get("throughput") or {}
-    rate = t.get("cases_per_min")
-    base = base if base is not None else rate
-    speed = f"{rate / base:.2f}x" if rate and base else ""
-    rows.append(f"| {g} | {d.get('ran')} | {t.get('wall_s')} | {rate} | {speed} | "
-                f"{t.get('overhead_pct')} |")
-print("| GPUs | cases run | engine wall s | cases/min | vs 1 GPU | overhead % |")
-print("| ---: | ---: | ---: | ---: | ---: | ---: |")
-print("\n".join(rows))
+out, tags, counts = sys.argv[1], sys.argv[2].split() or [""], sys.argv[3:]
+for tag in tags:
+    rows, base = [], None
+    for g in counts:
+        path = f"{out}/sweep_{tag + '_' if tag else ''}{g}.json"
+        try:
+            d = json.load(open(path))
+        except Exception as exc:
+            rows.append(f"| {g} | unreadable: {exc} |" + " |" * 10)
+            continue
+        t = d.get("throughput") or {}
+        rate = t.get("cases_per_min")
+        base = base if base is not None else rate
+        speed = f"{rate / base:.2f}x" if rate and base else ""
+        first = t.get("first_use") or []
+        ceilings = ", ".join(sorted({r.get("ceilings", "") for r in first})) or "-"
+        warm = sum(len(r.get("warm_cases") or ()) for r in first)
+        rows.append(f"| {g} | {d.get('ran')} | {t.get('wall_s')} | {rate} | {speed} | "
+                    f"{t.get('busy_s')} | {t.get('first_use_s', '-')} | "
+                    f"{t.get('first_use_max_s', '-')} | {ceilings} | {warm} | "
+                    f"{t.get('batched_tasks', '-')} | {t.get('overhead_pct')} |")
+    if tag:
+        print(f"\n{tag}:\n")
+    print("| GPUs | cases run | engine wall s | cases/min | vs 1 GPU | busy s | first use s "
+          "| first use max s | ceilings | warm cases | batched tasks | overhead % |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: |")
+    print("\n".join(rows))
 PY
     cat "$OUT/scaling.md"
     return "$rc"

@@ -1,7 +1,8 @@
 """Every backend of an SpMM run side by side: per (matrix, k, layout), each backend's median
-ms, and each own backend's speedup over the best cuSPARSE configuration (the fastest
-``spmm-torch-*`` / ``spmm-cupy-*`` case of the same matrix, k and layout); the notes named by
-``--note`` (e.g. ``fill``) beside them; a skipped or failed case shows its outcome.
+ms, and each own backend's speedup over the best library configuration (the fastest sparse
+library case of the same matrix, k and layout: ``is_sparse_library``, never the dense peer);
+the notes named by ``--note`` (e.g. ``fill``) beside them; a skipped or failed case shows its
+outcome.
 
     python scripts/spmm_backend_table.py RESULTS [--note fill] [--json FILE]
 
@@ -18,9 +19,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-from sparsescope.api import is_own, read_runset
-
-LIBRARY = ("spmm-torch-", "spmm-cupy-")
+from sparsescope.api import is_own, is_sparse_library, read_runset
 
 
 def table(path: Path, notes: tuple[str, ...] = ()) -> dict:
@@ -40,7 +39,7 @@ def table(path: Path, notes: tuple[str, ...] = ()) -> dict:
             backends.append(c.backend)
     rows, ratios = [], defaultdict(list)
     for (matrix, k, layout), by in sorted(groups.items()):
-        lib = [v[0] for b, v in by.items() if b.startswith(LIBRARY) and isinstance(v[0], float)]
+        lib = [v[0] for b, v in by.items() if is_sparse_library(b) and isinstance(v[0], float)]
         best = min(lib) if lib else None
         speedup = {}
         for b, (ms, _) in by.items():
@@ -68,7 +67,7 @@ def markdown(t: dict, notes: tuple[str, ...] = ()) -> str:
         cells += [r["notes"].get(b, {}).get(n, "") or "-" for b in own for n in notes]
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
-    lines += [f"- {b}: geomean {g:.3f}x over the best cuSPARSE on "
+    lines += [f"- {b}: geomean {g:.3f}x over the best library on "
               f"{sum(b in r['speedup'] for r in t['rows'])} cases"
               for b, g in sorted(t["geomean"].items())]
     return "\n".join(lines) + "\n"

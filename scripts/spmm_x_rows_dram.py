@@ -19,7 +19,7 @@ import json
 import statistics
 from pathlib import Path
 
-from sparsescope.api import is_own, suite_csr, x_reuse_dram_floors
+from sparsescope.api import is_sparse_library, suite_csr, x_reuse_dram_floors
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
         best = min(floors, key=lambda f: f.floor_ms)
         best_ms, best_slab = best.floor_ms, best.slab
         t = measured.get(k, {})
-        libs = [v for b, v in t.items() if not is_own(b)]
+        libs = [v for b, v in t.items() if is_sparse_library(b)]
         line = f"k={k}: smallest floor {1e3 * best_ms:,.0f} us (slab {best_slab})"
         auto = t.get("spmm-cuda-auto")
         if auto:

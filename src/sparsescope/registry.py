@@ -147,6 +147,14 @@ def is_dense(backend: str) -> bool:
     return backend.split("[", 1)[0] in DENSE_BACKENDS
 
 
+def is_sparse_library(backend: str) -> bool:
+    """Whether ``backend`` is a sparse library baseline: not ours (:func:`is_own`) and not a
+    dense baseline (:func:`is_dense`). "The best library" every comparison sets our kernels
+    against is the fastest of these (cuSPARSE through PyTorch, CuPy or nvmath, Ginkgo, a
+    plug-in's); the dense baselines enter only the dense break-even."""
+    return not is_own(backend) and not is_dense(backend)
+
+
 def load(ref: Any) -> Any:
     """The object a ``"module:Name"`` string names (anything else is returned as it is)."""
     if not isinstance(ref, str):

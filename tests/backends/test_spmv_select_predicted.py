@@ -221,6 +221,7 @@ def test_timed_choice_keeps_the_fastest_measured(monkeypatch):
     monkeypatch.setattr(CudaSpmvAuto, "select", lambda self, csr, vd, sms: (
         spmv_auto.Selection("slow", {}, "predicted-fastest", "table"), table))
     monkeypatch.setattr("sparsescope.backends._gpu.device_sm_count", lambda: 132)
+    monkeypatch.setattr("sparsescope.backends._gpu.device_l2_bytes", lambda lib: 50 << 20)
     _Fake.prepared = []
     csr = sp.random(50, 40, density=0.2, format="csr", random_state=4)
     auto = CudaSpmvAuto(trial=True)
@@ -231,7 +232,11 @@ def test_timed_choice_keeps_the_fastest_measured(monkeypatch):
     assert notes["selected"] == "fast" and notes["selection_rule"] == "predicted-then-timed"
     assert float(notes["selection_s"]) >= 0.0  # a duration, recorded (never a bound)
     assert notes["selection_reason"].endswith("timed here (median of 3 calls): slow 900.0 us, "
-                                              "fast 500.0 us, middle 700.0 us")
+                                              "fast 500.0 us, middle 700.0 us, on the whole "
+                                              "matrix")
+    assert notes["selection_trial_nnz"] == str(csr.nnz)
+    assert float(notes["selection_predict_s"]) + float(notes["selection_trial_s"]) == \
+        pytest.approx(float(notes["selection_s"]), abs=0.011)  # each rounded to 0.01 s
     rows = json.loads(notes["selection_table"])
     assert [r["label"] for r in rows] == ["slow", "fast", "middle", "far"]
     assert [r["trial_ms"] for r in rows] == [0.9, 0.5, 0.7, None]
@@ -345,3 +350,42 @@ def test_the_trial_can_be_turned_off_for_a_process(monkeypatch):
                               profile_call=False)
     assert target.run_one(args) == 0 and seen["trial"] is False
     assert AUTO_TRIAL_ENV not in __import__("os").environ  # nothing left for later cases
+
+
+def test_a_large_matrix_is_trialled_on_a_row_sample_and_only_the_kept_one_prepared_whole(
+        monkeypatch):
+    """Above the trial's size (4 x the L2 in stored entries) the shortlist is prepared and
+    timed on a row sample of whole rows, and only the kernel kept is prepared on the whole
+    matrix; the reason says so."""
+    monkeypatch.setattr(spmv_auto, "CHOICES", {n: _fake(n) for n in ("fast", "slow",
+                                                                       "middle")})
+    monkeypatch.setattr(spmv_auto, "TRIAL_TIMING", TimingConfig(warmups=0, repeats=3))
+    table = [pred("slow", 0.100), pred("fast", 0.105), pred("middle", 0.108)]
+    monkeypatch.setattr(CudaSpmvAuto, "select", lambda self, csr, vd, sms: (
+        spmv_auto.Selection("slow", {}, "predicted-fastest", "table"), table))
+    monkeypatch.setattr("sparsescope.backends._gpu.device_sm_count", lambda: 132)
+    # 4 x 4,000 bytes of L2 / (4 + 4) bytes an entry = 2,000 nonzeros a trial
+    monkeypatch.setattr("sparsescope.backends._gpu.device_l2_bytes", lambda lib: 4_000)
+    sizes = []
+    original = _Fake.prepare
+
+    def prepare(self, csr, value_dtype, index_bytes):
+        sizes.append((self.name, csr.shape[0], csr.nnz))
+        return original(self, csr, value_dtype, index_bytes)
+
+    monkeypatch.setattr(_Fake, "prepare", prepare)
+    _Fake.prepared = []
+    csr = generate("banded", 3000, 30_000, seed=3)
+    auto = CudaSpmvAuto(trial=True)
+    prepared = auto.prepare(csr, "float32", 4)
+    assert [name for name, _, _ in sizes] == ["slow", "fast", "middle", "fast"]
+    sampled = {(rows, nnz) for _, rows, nnz in sizes[:3]}
+    assert len(sampled) == 1  # one sample for the three
+    rows, nnz = sampled.pop()
+    assert rows < 3000 and 1_000 <= nnz < 30_000
+    assert sizes[3] == ("fast", 3000, csr.nnz)  # the kept one, whole
+    notes = auto.notes(prepared)
+    assert notes["selection_trial_nnz"] == str(nnz)
+    assert f"on a row sample of {nnz:,} of {csr.nnz:,} nonzeros" in notes["selection_reason"]
+    x = np.arange(3000, dtype=np.float32)
+    np.testing.assert_allclose(auto.run(prepared, x), csr @ x, rtol=1e-5)

@@ -90,3 +90,18 @@ def test_float32_spmv_passes_the_float32_tolerance_and_a_dropped_nonzero_fails_i
     dropped.data[-1] = 0.0
     assert not check_output(dropped.astype(np.float32) @ x, y_ref,
                             DEFAULT_TOLERANCE["float32"]).passed
+
+
+def test_reference_and_cancellation_in_one_pass_leave_the_matrix_as_it_was():
+    """A = [[1, -1], [2, 0]], x = [1, 1]: A x = [0, 2], |A| |x| = [2, 2], so kappa =
+    sqrt(8) / 2 = sqrt(2); the float32 values are not touched by the in-place |.|."""
+    from sparsescope.ops.spmv import reference_and_cancellation
+
+    a = sp.csr_matrix(np.array([[1.0, -1.0], [2.0, 0.0]], dtype=np.float32))
+    y, kappa = reference_and_cancellation(a, np.ones(2, dtype=np.float32))
+    np.testing.assert_array_equal(y, [0.0, 2.0])
+    assert y.dtype == np.float64 and kappa == pytest.approx(np.sqrt(2.0))
+    np.testing.assert_array_equal(a.data, np.array([1.0, -1.0, 2.0], dtype=np.float32))
+    _, none = reference_and_cancellation(sp.csr_matrix((3, 2), dtype=np.float32),
+                                         np.ones(2, dtype=np.float32))
+    assert none == 1.0

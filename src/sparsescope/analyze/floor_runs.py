@@ -20,7 +20,7 @@ from pathlib import Path
 from sparsescope.analyze.score_runs import run_csr, run_rates
 from sparsescope.analyze.score_summary import geomean
 from sparsescope.model.predict import format_floor
-from sparsescope.registry import is_own
+from sparsescope.registry import is_own, is_sparse_library
 
 AUTO = "cuda-spmv-auto"
 
@@ -67,8 +67,8 @@ def floor_rows(path: str | Path, matrices: Sequence[str] = (),
         own = [c for c in cases if is_own(c.backend) and not c.backend.startswith(AUTO)]
         picks = {"own": min(own, key=_median_ms) if own else None,
                  "auto": next((c for c in cases if c.backend == AUTO), None),
-                 "library": min((c for c in cases if not is_own(c.backend)), key=_median_ms,
-                                default=None)}
+                 "library": min((c for c in cases if is_sparse_library(c.backend)),
+                                key=_median_ms, default=None)}
         row = {"gpu": rs.device.name, "matrix": matrix, "nnz": csr.nnz}
         for role, case in picks.items():
             floor = case_floor(case, csr, rates) if case is not None else None

@@ -70,7 +70,11 @@ class SweepOutput:
                 "client_max_rss_mb": round(max_rss_mb(), 1), "left": e.left,
                 "aborted": e.aborted, "cluster": e.cluster, "matrices_loaded": e.probes,
                 "matrices_prefetched": e.prefetched, "shared_cores": e.shared_cores,
-                "outputs_rewritten": not self.outputs_kept}
+                "outputs_rewritten": not self.outputs_kept,
+                "first_use_s": round(e.first_use_s, 6),
+                "first_use_max_s": round(max((float(r.get("seconds", 0.0))
+                                              for r in e.first_use), default=0.0), 6),
+                "first_use": e.first_use, "batched_tasks": e.batched}
 
 
 def sweep(sources: Sequence[str], *, out_dir: str | Path, backends: Sequence[str] | None = None,
@@ -110,6 +114,7 @@ def sweep(sources: Sequence[str], *, out_dir: str | Path, backends: Sequence[str
     from sparsescope.ops.registry import get_op, params_for
     from sparsescope.results.store import ResultsStore
     from sparsescope.sweep.cluster import check_arguments
+    from sparsescope.sweep.first_use import plan_for as first_use_plan
     from sparsescope.sweep.sources import expand_sources
     from sparsescope.sweep.tasks import plan_tasks
 
@@ -138,12 +143,14 @@ def sweep(sources: Sequence[str], *, out_dir: str | Path, backends: Sequence[str
                   else f"{context.device_name} ({timing.mode})")
         writer = _CaseWriter(store)
         memo = SourceMemo(store, matrix_sources)
+        plan = first_use_plan(context, chosen)
         with _sigterm_as_interrupt():
             entries, ran, stored, engine, stop = _sweep_cases(
                 store, writer, tasks, device, timing, retry_failed, progress, on_case, dict(
                     cluster=cluster, scheduler=scheduler, workers=workers,
                     case_timeout_s=case_timeout_s, seed=seed, quiet=quiet,
-                    time_limit_s=time_limit_s, known=memo.known, on_probe=memo.learnt))
+                    time_limit_s=time_limit_s, known=memo.known, on_probe=memo.learnt,
+                    first_use_plan=plan))
         start = time.perf_counter()
         # cases kept in memory while the store was locked (a stopped sweep waits less)
         writer.flush(STORE_WAIT_S if stop is None else min(STORE_WAIT_S, 2.0))

@@ -438,10 +438,14 @@ def select_by_prediction(csr: sp.csr_matrix, device: Any, *, value_dtype: str = 
                          ) -> tuple[Selection, list[CandidatePrediction]]:
     """(the selection, every candidate's prediction): the fastest predicted candidate on
     ``device`` (a ``context.DeviceContext``), the prediction table as its reason; the rules of
-    :mod:`select` when none could be predicted."""
+    :mod:`select` when none could be predicted. The candidates are planned under
+    ``choice_samples.chooser_plans`` (on a row sample above 4 M nonzeros)."""
+    from sparsescope.backends.choice_samples import chooser_plans
+
     stats = stats or statistics_of(csr)
-    table = predict_candidates(csr, device, candidates(stats), value_dtype=value_dtype,
-                               classes=classes)
+    with chooser_plans():  # a large matrix's candidates planned on a row sample
+        table = predict_candidates(csr, device, candidates(stats), value_dtype=value_dtype,
+                                   classes=classes)
     order = ranked(table)
     if not order or order[0].predicted_ms is None:
         fallback = select_kernel(stats, device.rates.sm_count)

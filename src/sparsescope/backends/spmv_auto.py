@@ -23,6 +23,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from sparsescope.backends.base import Capability, SpmvBackend
+from sparsescope.backends.choice_samples import packed_apart, trial_matrix
 from sparsescope.backends.format_cache import FORMATS
 from sparsescope.backends.select import Selection, select_for, select_kernel
 from sparsescope.backends.select_predicted import (
@@ -62,6 +63,13 @@ class PreparedAuto:
     selection_s: float = 0.0
     """Seconds the choice took: statistics, every candidate's plan and prediction, the trial,
     and the chosen kernel's upload."""
+    predict_s: float = 0.0
+    """Of which the statistics, the candidates' plans and predictions."""
+    trial_s: float = 0.0
+    """Of which the trial and the chosen kernel's preparation on the whole matrix."""
+    trial_nnz: int | None = None
+    """Nonzeros of the matrix the trial timed on (a row sample of a large matrix); None: no
+    trial."""
 
 
 class CudaSpmvAuto(SpmvBackend):
@@ -110,6 +118,7 @@ class CudaSpmvAuto(SpmvBackend):
 
         start = time.perf_counter()
         selection, table = self.select(matrix_csr, value_dtype, device_sm_count())
+        predicted = time.perf_counter()
         short = shortlist(table) if self.trial else []
         if len(short) > 1:  # one candidate or none within the margin: it is the selection
             chosen = self._timed_choice(matrix_csr, value_dtype, index_bytes, selection, table,
@@ -119,33 +128,59 @@ class CudaSpmvAuto(SpmvBackend):
             chosen = PreparedAuto(selection, backend,
                                   backend.prepare(matrix_csr, value_dtype, index_bytes), table)
         chosen.selection_s = time.perf_counter() - start
+        chosen.predict_s = predicted - start
+        chosen.trial_s = chosen.selection_s - chosen.predict_s
         return chosen
 
     def _timed_choice(self, csr: sp.csr_matrix, value_dtype: str, index_bytes: int,
                       selection: Selection, table: list, short: list) -> PreparedAuto:
         """Each candidate of the shortlist ``short`` prepared and timed (:data:`TRIAL_TIMING`)
-        on a random x; the fastest measured is kept, the others' device memory is freed."""
+        on a random x, on the whole matrix or a row sample of it
+        (``choice_samples.trial_matrix``); the fastest measured is kept and prepared on the
+        whole matrix, the others' device memory is freed."""
+        from sparsescope.backends._gpu import VALUE_DTYPES, device_l2_bytes
         from sparsescope.ops.spmv import make_x
 
+        value_bytes = np.dtype(VALUE_DTYPES[value_dtype]).itemsize
+        trial_on = trial_matrix(csr, device_l2_bytes("cupy"), value_bytes)
+        backends = {e.candidate.label: CHOICES[e.candidate.backend](breakdown=False,
+                                                                    **e.candidate.params)
+                    for e in short}
+        first = backends[short[0].candidate.label]
+        if trial_on.sampled:
+            # the likeliest winner packed whole while the others are timed on the sample
+            if hasattr(first, "build_format"):
+                FORMATS.prefetch(csr, first.format_key(), first.build_format)
+            formats = packed_apart(list(backends.values()), trial_on.csr)
+        else:
+            for later in list(backends.values())[1:]:  # packed beside the first's timing
+                if hasattr(later, "build_format"):
+                    FORMATS.prefetch(csr, later.format_key(), later.build_format)
+            formats = {}
         x = make_x(csr.shape[1], seed=1, dtype=value_dtype)
-        for entry in short[1:]:  # packed beside the first candidate's timing (format_cache)
-            later = CHOICES[entry.candidate.backend](breakdown=False, **entry.candidate.params)
-            if hasattr(later, "build_format"):
-                FORMATS.prefetch(csr, later.format_key(), later.build_format)
 
         def prepare_and_time(cand):
-            backend = CHOICES[cand.backend](breakdown=False, **cand.params)
-            prepared = backend.prepare(csr, value_dtype, index_bytes)
+            backend = backends[cand.label]
+            fmt = formats.get(backend.format_key()) if hasattr(backend, "format_key") else None
+            if fmt is not None and index_bytes == 4:  # prepare's own checks: INT32 only
+                prepared = backend.upload(fmt, trial_on.csr, value_dtype)
+            else:
+                prepared = backend.prepare(trial_on.csr, value_dtype, index_bytes)
             return backend, prepared, backend.time(prepared, x, TRIAL_TIMING).time_ms
 
         trial = time_shortlist(short, table, TRIAL_MARGIN, TRIAL_TIMING.repeats,
                                prepare_and_time)
         cand, backend, prepared, table = (trial.candidate, trial.backend, trial.prepared,
                                           trial.table)
+        if trial_on.sampled:  # the sample's device arrays freed before the whole is uploaded
+            trial.prepared = prepared = None
+            formats.clear()
+            prepared = backend.prepare(csr, value_dtype, index_bytes)
         backend.breakdown = self.breakdown
         chosen = Selection(cand.backend, dict(cand.params), "predicted-then-timed",
-                           f"{selection.reason}. {trial.words}", selection.statistics)
-        return PreparedAuto(chosen, backend, prepared, table)
+                           f"{selection.reason}. {trial.words}, {trial_on.describe()}",
+                           selection.statistics)
+        return PreparedAuto(chosen, backend, prepared, table, trial_nnz=int(trial_on.csr.nnz))
 
     def poison_output(self, prepared: PreparedAuto) -> bool:
         return prepared.backend.poison_output(prepared.prepared)
@@ -176,8 +211,13 @@ class CudaSpmvAuto(SpmvBackend):
 
     def notes(self, prepared: PreparedAuto) -> dict[str, str]:
         s = prepared.selection
-        return selection_notes(prepared.backend.notes(prepared.prepared), s.backend, s.params,
-                               s.rule, s.reason, prepared.selection_s, prepared.table)
+        notes = selection_notes(prepared.backend.notes(prepared.prepared), s.backend, s.params,
+                                s.rule, s.reason, prepared.selection_s, prepared.table)
+        notes["selection_predict_s"] = f"{prepared.predict_s:.2f}"
+        notes["selection_trial_s"] = f"{prepared.trial_s:.2f}"
+        if prepared.trial_nnz is not None:
+            notes["selection_trial_nnz"] = str(prepared.trial_nnz)
+        return notes
 
 
 class CudaSpmvAutoRules(CudaSpmvAuto):

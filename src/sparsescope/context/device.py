@@ -140,18 +140,20 @@ def _gpu_context(spec, ceilings, *, driver: str = "", origin: str, sass: bool = 
                          measured_utc=measured_utc)
 
 
-def cpu_context(*, store: bool = True) -> DeviceContext:
+def cpu_context(*, store: bool = True, ceilings: Any = None) -> DeviceContext:
     """The host CPU: its spec and ceilings (best of several trials, cached per machine in the
-    store; measured afresh when ``store`` is False), not modelled."""
+    store; measured afresh when ``store`` is False; ``ceilings`` given: these, measured on
+    this machine by another process of the same sweep), not modelled."""
     from sparsescope.hardware import detect
     from sparsescope.results.ceilings_cache import lookup_cpu_ceilings
 
-    ceilings = lookup_cpu_ceilings(use_store=store).ceilings
+    if ceilings is None:
+        ceilings = lookup_cpu_ceilings(use_store=store).ceilings
     return DeviceContext(spec=detect.cpu_spec(ceilings), ceilings=ceilings, reason=CPU_RUN)
 
 
 def present_device(kind: str = "gpu", *, store: bool = True,
-                   library_probes: Any = None) -> DeviceContext:
+                   library_probes: Any = None, ceilings: Any = None) -> DeviceContext:
     """The device that will run backends of ``kind`` (``gpu`` or ``cpu``).
 
     ``gpu`` on a machine with a GPU: the spec table's entry for the detected GPU (or a spec
@@ -161,7 +163,9 @@ def present_device(kind: str = "gpu", *, store: bool = True,
     Otherwise the host CPU (:func:`cpu_context`; GPU backends then skip as unavailable).
     ``library_probes``: library route -> probe of its call, whose fixed cost the ceilings
     measure too (``hardware.gpu_ceilings.library_call_costs``; made by
-    ``backends.library_probe``, which this stage cannot import).
+    ``backends.library_probe``, which this stage cannot import). ``ceilings``: the device's
+    ceilings as another process measured them on an identical device (a sweep's workers share
+    one measurement per GPU model and driver, ``sweep.first_use``): used, not measured again.
     """
     from sparsescope.errors import SparsescopeError
     from sparsescope.hardware import detect
@@ -169,13 +173,14 @@ def present_device(kind: str = "gpu", *, store: bool = True,
 
     gpu = detect.detect_gpu() if kind == "gpu" else None
     if gpu is None:
-        return cpu_context(store=store)
+        return cpu_context(store=store, ceilings=ceilings)
     from sparsescope.hardware.gpu_ceilings import measure_gpu_ceilings
 
     spec = _reported_l2(detect.spec_for_detected(gpu), gpu)
     try:
-        ceilings = (measure_gpu_ceilings(library_probes=library_probes) if library_probes
-                    else measure_gpu_ceilings())
+        if ceilings is None:
+            ceilings = (measure_gpu_ceilings(library_probes=library_probes) if library_probes
+                        else measure_gpu_ceilings())
     except SparsescopeError as exc:
         ceilings = MeasuredCeilings(device=gpu.name, method={"not_measured": str(exc)})
     return replace(_gpu_context(spec, ceilings, driver=gpu.driver, check_tools=False,

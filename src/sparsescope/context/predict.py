@@ -241,6 +241,11 @@ def plan_memory_budget(budget_bytes: int | None):
         _BUDGET[0] = before
 
 
+def current_plan_budget() -> int | None:
+    """The plan memory budget in force (:func:`plan_memory_budget`; None: no limit)."""
+    return _BUDGET[0]
+
+
 def _plan_bytes_per_nnz() -> int:
     from sparsescope.model.plan_sample import PLAN_BYTES_PER_NNZ
 

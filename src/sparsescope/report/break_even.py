@@ -40,6 +40,16 @@ MIN_FIT_MATRICES = 3
 
 MATH_TITLES = {"fp32": "FP32", "tf32": "TF32"}
 
+#: How the report names a dense baseline wherever it lists backends (:func:`backend_title`).
+DENSE_ROLE = "dense break-even peer"
+
+
+def backend_title(backend: str) -> str:
+    """``backend`` as a report's backend column shows it: a dense baseline (``registry.
+    is_dense``) with its role, ``spmm-cublas-dense (dense break-even peer)``, so it is never
+    read as a sparse library; any other backend as it is."""
+    return f"{backend} ({DENSE_ROLE})" if is_dense(backend) else backend
+
 
 @dataclass(frozen=True)
 class BreakEvenRow:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sparsescope._atomic import write_bytes_atomic, write_json_atomic, write_text_atomic
+from sparsescope.report.break_even import backend_title
 from sparsescope.report.collection_break_even import FIGURE as BREAK_EVEN_FIGURE
 from sparsescope.report.collection_break_even import break_even_part
 from sparsescope.report.collection_data import (
@@ -47,10 +48,11 @@ from sparsescope.report.table_types import json_safe
 from sparsescope.results.records import RunSet
 
 LISTED_NOT_OK = 50
-BASIS = ("Times are each case's median. Best library = the fastest timed backend that is not "
-         "ours nor the dense baseline (set against the sparse backends in the dense "
-         "break-even); best own = the fastest timed own kernel other than cuda-spmv-auto (the "
-         "kernels auto picks among). Speedup = best library time / best own time. Auto's regret = "
+BASIS = ("Times are each case's median. Best library = the fastest timed sparse library "
+         "backend: not ours, and not a dense peer (the matrix stored dense, set against the "
+         "sparse backends in the dense break-even only); best own = the fastest timed own "
+         "kernel other than cuda-spmv-auto (the kernels auto picks among). Speedup = best "
+         "library time / best own time. Auto's regret = "
          "(auto time - best own time) / best own time; its geomean is geomean(auto / best own) "
          "- 1. % of peak: the best own case's bytes by its own format (as the backend "
          "declared them) over its time, against the device's peak bandwidth.")
@@ -107,6 +109,9 @@ def _summary_blocks(col: Collection) -> list:
              ("skipped", f"{s['skipped']:,}"), ("failed", f"{s['failed']:,}"),
              ("Library backends", ", ".join(s["library_backends"]) or "–"),
              ("Own backends", ", ".join(s["own_backends"]) or "–"),
+             *([("Dense peers (the break-even only)",
+                 ", ".join(backend_title(b) for b in s["dense_peers"]))]
+               if s["dense_peers"] else []),
              ("Best own over best library, geomean",
               num(s["best_own_geomean_speedup_x"], ".3f", "x").text),
              ("Own at least as fast as the library",
@@ -176,7 +181,7 @@ def _not_ok_blocks(col: Collection) -> list:
                   [[Cell(r["outcome"]), Cell(r["reason"]), num(r["cases"], ",d"),
                     Cell(r["example"])] for r in col.reasons])
     listed = [[_matrix_link(c["matrix"], col.pages[c["matrix"]]), Cell(c["op"]),
-               Cell(c["params"] or "–"), Cell(c["backend"]), Cell(c["outcome"]),
+               Cell(c["params"] or "–"), Cell(backend_title(c["backend"])), Cell(c["outcome"]),
                Cell(c["reason"])] for c in col.not_ok[:LISTED_NOT_OK]]
     more = len(col.not_ok) - len(listed)
     tail = (f"The first {len(listed)} of {len(col.not_ok)}; all of them in "
@@ -200,8 +205,9 @@ def _page_blocks(col: Collection, name: str, mine: list[GroupRow]) -> list:
                    grid(["", "Value"], [False, False], [[Cell(k), Cell(v)] for k, v in facts])]
     if mine:
         blocks += [Heading("Best times"), _main_grid(col, mine, sortable=False, prefix="")]
-    rows = [[Cell(c.op), Cell(c.params or "–"), Cell(c.backend), Cell(c.outcome),
-             num(c.time_ms), num(c.pct_peak_own_bytes, ".3g"), num(c.rel_err, ".2e"),
+    rows = [[Cell(c.op), Cell(c.params or "–"), Cell(backend_title(c.backend)),
+             Cell(c.outcome), num(c.time_ms), num(c.pct_peak_own_bytes, ".3g"),
+             num(c.rel_err, ".2e"),
              Cell(c.selected or "–"), Cell(c.reason or "–")] for c in col.cases.get(name, [])]
     blocks += [Heading("Cases"),
                grid(["Op", "Params", "Backend", "Outcome", "Time ms", "% of peak (own bytes)",

@@ -3,11 +3,11 @@
 A *group* is one (matrix, op, op parameters) triple: one row of the main table per group, so
 one row per matrix for SpMV, which takes no parameter. In a group:
 
-* best library: the fastest timed backend that is not ours (``registry.is_own``) nor a dense
-  baseline (``registry.is_dense``, set against the sparse ones in the dense break-even,
-  ``report.collection_break_even``): the wrappers and every planned cuSPARSE variant
-  (``nvmath-cusparse-i32[alg=...]``) alike, named with the cuSPARSE algorithm that ran
-  (:func:`backend_label`);
+* best library: the fastest timed sparse library backend (``registry.is_sparse_library``: not
+  ours, not a dense baseline; a dense baseline is set against the sparse ones in the dense
+  break-even, ``report.collection_break_even``, and nowhere else): the wrappers and every
+  planned cuSPARSE variant (``nvmath-cusparse-i32[alg=...]``) alike, named with the cuSPARSE
+  algorithm that ran (:func:`backend_label`);
 * best own: the fastest timed own kernel other than the choosers ``cuda-spmv-auto`` and
   ``cuda-spmv-auto-rules`` (the kernels they pick among); auto itself only when it is the one
   own kernel timed;
@@ -27,7 +27,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-from sparsescope.registry import is_dense, is_own
+from sparsescope.registry import is_dense, is_own, is_sparse_library
 from sparsescope.results.case_models import bandwidths, model_of
 from sparsescope.results.records import CaseResult, MatrixRecord, RunSet
 
@@ -108,7 +108,8 @@ class Collection:
     summary: dict
     rows: list[GroupRow]
     backends: list[str]
-    """Timed backends: libraries first, then ours, auto last."""
+    """Timed sparse backends: libraries first, then ours, auto last (a dense baseline is in
+    ``summary["dense_peers"]`` and the break-even only)."""
     quantiles: list[dict]
     """Per backend: its speedups over the best library (p10, p50, p90, geomean)."""
     auto: dict
@@ -180,8 +181,7 @@ def _group_row(key: tuple, cases: list[CaseResult], matrix: MatrixRecord | None,
     times: dict[str, float] = {}
     for c in timed:  # one time per backend label: the fastest when a label repeats
         times[c.backend] = min(times.get(c.backend, math.inf), c.time_ms)
-    # a dense baseline is set against the sparse backends in the break-even instead
-    library = [c for c in timed if not is_own(c.backend) and not is_dense(c.backend)]
+    library = [c for c in timed if is_sparse_library(c.backend)]
     own = [c for c in timed if is_own(c.backend) and c.backend not in CHOOSERS]
     auto = min((c for c in timed if c.backend == AUTO), key=lambda c: c.time_ms, default=None)
     best_lib = min(library, key=lambda c: c.time_ms, default=None)
@@ -274,7 +274,8 @@ def _reasons(not_ok: list[CaseResult]) -> list[dict]:
 
 
 def _backend_order(cases) -> list[str]:
-    names = {c.backend for c in cases if _timed(c)}
+    """The timed sparse backends: libraries first, then ours, auto last."""
+    names = {c.backend for c in cases if _timed(c) and not is_dense(c.backend)}
     return sorted(names, key=lambda b: (is_own(b), b == AUTO, b))
 
 
@@ -317,8 +318,10 @@ def build_collection(runset: RunSet) -> Collection:
         "matrices": len(names), "groups": len(rows), "cases": len(runset.cases),
         "ok": outcomes.get("ok", 0), "skipped": outcomes.get("skipped", 0),
         "failed": outcomes.get("failed", 0), "ops": sorted({c.op for c in runset.cases}),
-        "library_backends": [b for b in backends if not is_own(b)],
+        "library_backends": [b for b in backends if is_sparse_library(b)],
         "own_backends": [b for b in backends if is_own(b)],
+        "dense_peers": sorted({c.backend for c in runset.cases
+                               if _timed(c) and is_dense(c.backend)}),
         "best_own_geomean_speedup_x": geomean(r.speedup_x for r in rows),
         "own_at_least_library_matrices": sum(r.speedup_x >= 1.0 for r in with_speedup),
         "compared_matrices": len(with_speedup),

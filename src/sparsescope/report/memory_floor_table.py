@@ -15,7 +15,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
-from sparsescope.registry import is_own
+from sparsescope.registry import is_own, is_sparse_library
 from sparsescope.report.context import CaseView, ReportContext
 from sparsescope.report.table_types import Column, Table
 
@@ -61,7 +61,7 @@ def _row(matrix: str, views: list[CaseView]) -> MemoryFloorRow | None:
     if not own:
         return None
     best = min(own, key=lambda v: v.case.time_ms)
-    others = [v for v in views if not is_own(v.case.backend)]
+    others = [v for v in views if is_sparse_library(v.case.backend)]
     other = min(others, key=lambda v: v.case.time_ms) if others else None
     inputs = best.case.prediction.inputs
     floor = case_floor_ms(best)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from sparsescope.model.case_model import CaseModel
-from sparsescope.registry import is_own
+from sparsescope.registry import is_own, is_sparse_library
 from sparsescope.report.collection_data import backend_label
 from sparsescope.results.case_models import bandwidths, model_of, model_traffic
 from sparsescope.results.records import CaseResult, MatrixRecord, RunSet
@@ -99,14 +99,15 @@ def slice_key(v: OpView) -> tuple:
 
 
 def peer_rows(views: Sequence[OpView], key) -> list[dict]:
-    """Per group (``key(view)``): the fastest own backend against the fastest peer."""
+    """Per group (``key(view)``): the fastest own backend against the fastest peer, a sparse
+    library (``registry.is_sparse_library``: a dense baseline is only in the break-even)."""
     groups: dict[tuple, list[OpView]] = {}
     for v in views:
         groups.setdefault(key(v), []).append(v)
     rows = []
     for group, members in groups.items():
         own = [v for v in members if is_own(v.case.backend)]
-        peers = [v for v in members if not is_own(v.case.backend)]
+        peers = [v for v in members if is_sparse_library(v.case.backend)]
         if not own or not peers:
             continue
         best_own = min(own, key=lambda v: v.time_ms)

@@ -1,5 +1,6 @@
 """The SpMM sections: time, GFLOP/s, effective bandwidth and % of the roofline bound of every
-timed case; our kernel against the best peer at each (matrix, k, layout), with the nearest
+timed case (a dense baseline named as the break-even peer it is); our kernel against the best
+sparse library at each (matrix, k, layout), with the nearest
 profiled case where a loss was not profiled; the arithmetic-intensity-against-k table of each
 matrix (``model.spmm``); their figure; the dense break-even where ``spmm-cublas-dense`` was
 timed beside a sparse backend (``report.break_even``).
@@ -13,7 +14,7 @@ from typing import Any
 
 from sparsescope.model.spmm import NOT_A_FLOOR, intensity_table, memory_bound, spmm_bound_ms
 from sparsescope.model.spmv import GB
-from sparsescope.registry import is_dense
+from sparsescope.report.break_even import backend_title
 from sparsescope.report.break_even_render import spmm_break_even
 from sparsescope.report.ops_common import (
     OpsReport,
@@ -197,7 +198,7 @@ def spmm_figure(runset: RunSet, views: Sequence[OpView], path: Path) -> Path:
         mine = [v for v in views if v.case.backend == backend]
         right.plot([v.traffic.arithmetic_intensity for v in mine],
                    [v.traffic.flops / (v.time_ms * 1e-3) / GB for v in mine], "o",
-                   label=backend)
+                   label=backend_title(backend))
     right.set(xscale="log", yscale="log", xlabel="AI (FLOP/byte)", ylabel="GFLOP/s",
               title="Timed cases on the roofline")
     right.legend(fontsize=7)
@@ -210,16 +211,15 @@ def spmm_sections(runset: RunSet, views: Sequence[OpView], profiles: Sequence[An
     ``fig_dir`` when given, and the tables ``ops_spmm``, ``ops_spmm_peers``,
     ``ops_spmm_intensity`` and ``ops_spmm_profiled``."""
     rows = spmm_rows(runset, views)
-    # the dense peer is set against the sparse backends in the break-even, not counted among
-    # the sparse libraries our kernels are compared with
-    peers = peer_rows([v for v in views if not is_dense(v.case.backend)], spmm_key)
+    peers = peer_rows(views, spmm_key)
     intensity, ai_rows = intensity_markdown(runset, views)
     kernels = profiled_cases(views, profiles, labels, spmm_key)
     text = timed_markdown(["matrix", "k", "layout", "backend",
                            f"ms{mode_suffix(runset.timing)}", "GFLOP/s", "GB/s", "AI",
                            "bound ms", "% of bound", "memory bound ms", "by",
-                           "% of memory bound", "rel err", "precision"], rows, "SpMM", peers,
-                          kernels, bool(profiles))
+                           "% of memory bound", "rel err", "precision"],
+                          [{**r, "backend": backend_title(r["backend"])} for r in rows], "SpMM",
+                          peers, kernels, bool(profiles))
     dram_bw, l2_bw = memory_rates(runset)
     peak = runset.device.peak_bw_gb_s
     text = (f"bound = max(compulsory bytes / {peak:g} GB/s, flops / FP32 peak) "

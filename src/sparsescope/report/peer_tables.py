@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from sparsescope.registry import is_own
+from sparsescope.registry import is_own, is_sparse_library
 from sparsescope.report.collection_data import backend_label
 from sparsescope.report.context import CaseView, ReportContext
 from sparsescope.report.table_types import Column, Table
@@ -40,7 +40,7 @@ def _rows(ctx: ReportContext) -> list[PeerRow]:
     rows = []
     for matrix, views in by_matrix.items():
         own = [v for v in views if is_own(v.case.backend)]
-        peers = [v for v in views if not is_own(v.case.backend)]
+        peers = [v for v in views if is_sparse_library(v.case.backend)]
         if not own or not peers:
             continue
         best, peer = (min(group, key=lambda v: v.case.time_ms) for group in (own, peers))

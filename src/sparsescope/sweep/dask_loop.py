@@ -16,6 +16,16 @@ restricted to a worker that died waited for ever once every worker had died and 
 under new addresses: Dask reschedules such a task only on a worker it names.) A worker that
 joins later gets a lane of its own at the next liveness check.
 
+A sweep of GPU backends starts with a warm-up (``sweep.warm_up``): one task per worker, placed
+on it (a loose restriction: Dask runs it elsewhere if that worker dies), that builds the
+worker's device context from the sweep's shared ceilings, runs its share of the host's warm
+cases and starts loading its first matrix; that matrix's probe waits beside it. Cases are
+held until every warm-up of their host is done (its kernels are then in the host's caches);
+the probes and loads go on meanwhile. Each warm-up's record is the worker's first use.
+
+The cases of a matrix go out one to a task, or in batches where this sweep's own times show
+them short (``sweep.batching``); a batch whose worker died is split and each case run alone.
+
 Every wait is bounded by the clock: past the deadline what is queued is cancelled; a cluster
 left with no live worker for ``engine.NO_WORKER_GRACE_S`` ends the sweep, the cases in flight
 reported failed with the reason.
@@ -27,15 +37,17 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from sparsescope.sweep import prefetch, worker
+from sparsescope.sweep import first_use, prefetch, warm_up, worker
+from sparsescope.sweep.batching import CaseTimes, batches
 from sparsescope.sweep.outcomes import Probe, SweepResult
 from sparsescope.sweep.source_facts import largest_first
 from sparsescope.sweep.sources import MatrixSource, source_hash
 from sparsescope.sweep.tasks import SweepTask
 
-#: Dask priorities (higher runs first on a worker): the background load of the next matrix
-#: starts as soon as the worker is free, then the current matrix's cases, then the next probe.
-PREFETCH_PRIORITY, CASE_PRIORITY, PROBE_PRIORITY = 2, 1, 0
+#: Dask priorities (higher runs first on a worker): the warm-up first, then the background
+#: load of the next matrix as soon as the worker is free, then the current matrix's cases,
+#: then the next probe.
+WARM_PRIORITY, PREFETCH_PRIORITY, CASE_PRIORITY, PROBE_PRIORITY = 3, 2, 1, 0
 
 #: How long the client waits to fetch a finished task's result (seconds; a result is a few
 #: kB). A worker that dies holding a result the client has not fetched yet loses it: Dask
@@ -92,26 +104,72 @@ class DaskLoop:
     def __init__(self, client, groups: dict[MatrixSource, list[SweepTask]], *,
                  sort: Callable, report: Callable, decode_probe: Callable,
                  decode_case: Callable, on_probe: Callable | None, options: dict,
-                 prefetch_next: bool) -> None:
+                 prefetch_next: bool, plan: first_use.FirstUsePlan | None = None,
+                 decode_warm: Callable[[dict], None] | None = None) -> None:
         from distributed import as_completed
 
         self.client, self.groups, self.options = client, groups, options
         self.sort, self.report = sort, report
         self.decode_probe, self.decode_case, self.on_probe = decode_probe, decode_case, on_probe
         self.prefetch_next = prefetch_next
+        self.plan, self.decode_warm = plan, decode_warm
         self.waiting = largest_first(groups)[::-1]  # popped from the end: largest first
         self.probes: dict[Any, MatrixSource] = {}
-        self.cases: dict[Any, tuple[SweepTask, Any]] = {}
+        self.cases: dict[Any, tuple[tuple[SweepTask, ...], Probe]] = {}
         self.finished = as_completed()
         self.lanes: set[str] = set()
         self.prefetched = 0
+        self.warming: dict[Any, str] = {}
+        """Warm-up future -> the worker it was placed on."""
+        self.hosts: dict[str, str] = {}
+        """Worker address -> its host."""
+        self.unwarmed: dict[str, int] = {}
+        """Host -> its warm-ups not finished (its cases are held until none is left)."""
+        self.held: list[tuple[MatrixSource, Probe, Any, str]] = []
+        """Probed matrices whose host is still warming: (source, probe, probe future, host)."""
+        self.first_probes: set[Any] = set()
+        """Probes placed beside a warm-up: one that fails with it is queued again."""
+        self.times = CaseTimes()
+        self.batched = 0
+        """Tasks that held more than one case."""
 
-    def start(self, workers: Sequence[str]) -> None:
-        """A lane for each worker: as many first probes as workers, which Dask spreads over
-        the idle ones (one when the cluster has no worker yet)."""
+    def start(self, workers: Sequence[str] | dict[str, dict]) -> None:
+        """A lane for each worker. Without a warm-up: as many first probes as workers, which
+        Dask spreads over the idle ones (one when the cluster has no worker yet). With one
+        (``workers``: the scheduler's worker info, for their hosts): each worker's warm-up,
+        its first matrix's probe beside it."""
         self.lanes.update(workers)
-        for _ in range(max(1, len(workers))):
-            self.assign(None)
+        if self.plan is None or not workers:
+            for _ in range(max(1, len(workers))):
+                self.assign(None)
+            return
+        info = workers if isinstance(workers, dict) else {}
+        by_host: dict[str, list[str]] = {}
+        for address in sorted(workers):
+            host = str((info.get(address) or {}).get("host", address))
+            self.hosts[address] = host
+            by_host.setdefault(host, []).append(address)
+        for host, addresses in by_host.items():
+            dealt = warm_up.shares(self.plan.warm, len(addresses))
+            for address, share in zip(addresses, dealt, strict=True):
+                self._warm(address, host, share)
+
+    def _warm(self, address: str, host: str, share: tuple[SweepTask, ...]) -> None:
+        """``address``'s warm-up with its ``share`` of the warm cases, and its first
+        matrix's probe beside it (that matrix loading in the background meanwhile)."""
+        options = self.options
+        src = self.waiting.pop() if self.waiting else None
+        future = self.client.submit(
+            warm_up.warm_up_task, self.plan, share, options["timing"],
+            case_timeout_s=options["case_timeout_s"], seed=options["seed"],
+            factories=[_factory(t) for t in share],
+            prefetch_src=src if self.prefetch_next else None,
+            workers=[address], allow_other_workers=True, pure=False, priority=WARM_PRIORITY)
+        self.warming[future] = address
+        self.unwarmed[host] = self.unwarmed.get(host, 0) + 1
+        self.finished.add(future)
+        if src is not None:
+            self.first_probes.add(self._probe(src, (future,)))
 
     def assign(self, after=None) -> None:
         """The next matrix, largest first: beside ``after`` (the future of the probe whose
@@ -126,37 +184,91 @@ class DaskLoop:
             fire_and_forget(self.client.submit(prefetch.start, src, *beside, pure=False,
                                                priority=PREFETCH_PRIORITY))
             self.prefetched += 1
+        self._probe(src, beside)
+
+    def _probe(self, src: MatrixSource, beside: tuple):
         future = self.client.submit(prefetch.probe, src, *beside, retries=1, pure=False,
                                     priority=PROBE_PRIORITY)
         self.probes[future] = src
         self.finished.add(future)
+        return future
 
     def handle(self, future) -> None:
         """One finished future: a probe's matrix gets its cases and its worker the next
         matrix; a case is reported. A result lost with its worker is left for Dask to compute
         again (the future watched again)."""
-        if future not in self.probes and future not in self.cases:
+        if future not in self.probes and future not in self.cases and \
+                future not in self.warming:
             return  # cancelled and forgotten
         data = self._fetch(future)
         if data is _LOST:
             return
-        if future in self.probes:
+        if future in self.warming:
+            self._warmed(future, data)
+        elif future in self.probes:
             src = self.probes.pop(future)
-            probe = self._probed(data, src)
-            if probe.matrix is None:  # unreadable, or its worker died: nothing to place beside
-                self.sort(self.groups[src], probe)
+            if isinstance(data, BaseException) and future in self.first_probes:
+                self.waiting.append(src)  # failed with its warm-up: probed again, next
                 self.assign(None)
-            else:
-                self._submit_cases(src, probe, future)
-                self.assign(future)
+            elif not self._probed_matrix(src, self._probed(data, src), future, data):
+                return  # held until its host is warm: the probe's result is kept
         else:
-            task, probe = self.cases.pop(future)
-            if isinstance(data, BaseException):  # KilledWorker, or an error past its retry
-                case = worker.failed_case(task, _error_text(data))
-            else:
-                case = self.decode_case(data)
-            self.report(SweepResult(task, probe.hash, probe.matrix, case))
+            self._case_done(future, data)
+        self.first_probes.discard(future)
         future.release()
+
+    def _probed_matrix(self, src: MatrixSource, probe: Probe, future, data) -> bool:
+        """A probed matrix's cases submitted and its worker given the next matrix, or (False)
+        held while its host warms up."""
+        if probe.matrix is None:  # unreadable, or its worker died: nothing to place beside
+            self.sort(self.groups[src], probe)
+            self.assign(None)
+            return True
+        host = self.hosts.get(data.get("worker") or "", "")
+        if self.unwarmed.get(host, 0) > 0:
+            self.held.append((src, probe, future, host))
+            return False
+        self._submit_cases(src, probe, future)
+        self.assign(future)
+        return True
+
+    def _warmed(self, future, data) -> None:
+        """A worker's warm-up done: its first-use record kept; once its host's last one is,
+        the cases held for that host go out."""
+        address = self.warming.pop(future)
+        if isinstance(data, BaseException):
+            data = warm_up.FirstUse(worker=address, host=self.hosts.get(address, ""),
+                                    seconds=0.0, error=_error_text(data)).to_dict()
+        if self.decode_warm is not None:
+            self.decode_warm(data)
+        host = self.hosts.get(address, "")
+        self.unwarmed[host] = self.unwarmed.get(host, 1) - 1
+        if self.unwarmed[host] > 0:
+            return
+        ready = [entry for entry in self.held if entry[3] == host]
+        self.held = [entry for entry in self.held if entry[3] != host]
+        for src, probe, probed, _ in ready:
+            self._submit_cases(src, probe, probed)
+            self.assign(probed)
+            probed.release()
+
+    def _case_done(self, future, data) -> None:
+        """A task of cases finished: each reported (its time kept for batching); a batch
+        that failed as a whole is split, each case run again alone."""
+        tasks, probe = self.cases.pop(future)
+        if isinstance(data, BaseException) and len(tasks) > 1:
+            for task in tasks:  # anywhere: its matrix is loaded where it runs
+                self._submit((task,), probe, {"worker": None})
+            return
+        if isinstance(data, BaseException):  # KilledWorker, or an error past its retry
+            self.report(SweepResult(tasks[0], probe.hash, probe.matrix,
+                                    worker.failed_case(tasks[0], _error_text(data))))
+            return
+        nnz = probe.matrix.stats.nnz if probe.matrix is not None else 0
+        for task, item in zip(tasks, data if isinstance(data, list) else [data], strict=True):
+            case = self.decode_case(item)
+            self.times.add(task, nnz, item["seconds"])
+            self.report(SweepResult(task, probe.hash, probe.matrix, case))
 
     def _fetch(self, future):
         """The future's result, its error (an exception, returned), or :data:`_LOST` when it
@@ -181,17 +293,28 @@ class DaskLoop:
         return probe
 
     def _submit_cases(self, src: MatrixSource, probe: Probe, probed) -> None:
-        """The cases of ``src`` to run, each beside its matrix (``probed``: the probe's
-        future; see the module docstring)."""
+        """The cases of ``src`` to run, beside its matrix (``probed``: the probe's future;
+        see the module docstring), one to a task or batched (``sweep.batching``)."""
+        tasks = self.sort(self.groups[src], probe)
+        for batch in batches(tasks, probe.matrix.stats.nnz, self.times):
+            self._submit(batch, probe, probed)
+
+    def _submit(self, batch: tuple[SweepTask, ...], probe: Probe, probed) -> None:
         options = self.options
-        for task in self.sort(self.groups[src], probe):
-            submitted = self.client.submit(
-                prefetch.run_task_beside, probed, task, options["timing"],
-                case_timeout_s=options["case_timeout_s"], factory=_factory(task),
-                seed=options["seed"], submitted_at=time.time(), retries=1, pure=False,
-                priority=CASE_PRIORITY)
-            self.cases[submitted] = (task, probe)
-            self.finished.add(submitted)
+        common = dict(case_timeout_s=options["case_timeout_s"], seed=options["seed"],
+                      submitted_at=time.time(), plan=self.plan, retries=1,
+                      pure=False, priority=CASE_PRIORITY)
+        if len(batch) == 1:
+            submitted = self.client.submit(prefetch.run_task_beside, probed, batch[0],
+                                           options["timing"], factory=_factory(batch[0]),
+                                           **common)
+        else:
+            submitted = self.client.submit(prefetch.run_batch_beside, probed, batch,
+                                           options["timing"],
+                                           factories=[_factory(t) for t in batch], **common)
+            self.batched += 1
+        self.cases[submitted] = (batch, probe)
+        self.finished.add(submitted)
 
     def new_workers(self, seen: set[str]) -> None:
         """A lane (one more matrix handed out) for each worker that joined since the start;
@@ -200,20 +323,27 @@ class DaskLoop:
             self.lanes.add(address)
             self.assign(None)
 
+    def busy(self) -> bool:
+        """Whether anything is in flight or held (a deadline then cancels it)."""
+        return bool(self.probes or self.cases or self.warming or self.held)
+
     def cancel(self) -> None:
-        """Cancel every future in flight (the time limit): their cases are left for a
-        re-run."""
-        self.client.cancel([*self.probes, *self.cases])
+        """Cancel every future in flight (the time limit): their cases, and those held for
+        a warm-up, are left for a re-run."""
+        self.client.cancel([*self.probes, *self.cases, *self.warming,
+                            *(entry[2] for entry in self.held)])
 
     def abandon(self, reason: str) -> None:
         """The cluster has no worker: every case in flight, and every case of a matrix being
-        probed, reported failed with ``reason``; the matrices waiting are left."""
+        probed or held for a warm-up, reported failed with ``reason``; the matrices waiting
+        are left."""
         self.cancel()
         why = f"{reason}; run again with --retry-failed"
-        for src in self.probes.values():
+        for src in [*self.probes.values(), *(entry[0] for entry in self.held)]:
             digest = source_hash(src)
             for task in self.groups[src]:
                 self.report(SweepResult(task, digest, None, worker.failed_case(task, why)))
-        for task, probe in self.cases.values():
-            self.report(SweepResult(task, probe.hash, probe.matrix,
-                                    worker.failed_case(task, why)))
+        for tasks, probe in self.cases.values():
+            for task in tasks:
+                self.report(SweepResult(task, probe.hash, probe.matrix,
+                                        worker.failed_case(task, why)))

@@ -21,6 +21,12 @@ is a ``failed`` case with the error; ``on_result`` is called in the client for e
 it finishes. A cluster we start lets a case kill one worker and be retried elsewhere, not four
 (:func:`~sparsescope.sweep.cluster.allowed_failures`).
 
+A sweep of GPU backends first does each worker's first use (``sweep.warm_up``): the device
+context built from the ceilings the client measured (one measurement per GPU model and driver,
+not one per worker) and, on a host of several workers, the warm cases that compile the
+sweep's kernels into the host's caches once; :attr:`EngineStats.first_use` keeps what it cost
+each worker, apart from the cases.
+
 Every wait is bounded by the clock (issue 33: a sweep whose workers kept dying waited for
 ever): the client polls its futures, so ``time_limit_s`` stops the sweep on time even while no
 case finishes, and a cluster left with no live worker for :data:`NO_WORKER_GRACE_S` ends the
@@ -34,12 +40,13 @@ from __future__ import annotations
 import math
 import sys
 import time
+import uuid
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from sparsescope.errors import UsageError
 from sparsescope.results.records import CaseResult
-from sparsescope.sweep import host_cores, worker
+from sparsescope.sweep import first_use, host_cores, warm_up, worker
 from sparsescope.sweep.cluster import CLUSTERS, check_arguments, dask_client
 from sparsescope.sweep.outcomes import Probe, SweepResult
 from sparsescope.sweep.sources import MatrixSource
@@ -96,6 +103,16 @@ class EngineStats:
     shared_cores: str = ""
     """Why the CPU timings of this sweep may be disturbed (its CPU cases ran beside each
     other on too few cores: ``host_cores.shared_cores_warning``), or empty."""
+    first_use: list[dict] = field(default_factory=list)
+    """Each worker's first use (``warm_up.FirstUse`` as a dict: its warm-up's seconds, stage
+    by stage, where its ceilings came from, its warm cases); its seconds are in ``busy_s``."""
+    batched: int = 0
+    """Dask tasks that held several short cases of one matrix (``sweep.batching``)."""
+
+    @property
+    def first_use_s(self) -> float:
+        """The workers' first use, summed (worker time, like ``busy_s``)."""
+        return sum(float(record.get("seconds", 0.0)) for record in self.first_use)
 
     @property
     def overhead(self) -> float:
@@ -180,12 +197,21 @@ def _groups(tasks: Sequence[SweepTask]) -> dict[MatrixSource, list[SweepTask]]:
     return groups
 
 
+def _warm_record(data: dict, stats: EngineStats) -> None:
+    stats.busy_s += float(data.get("seconds", 0.0))
+    stats.first_use.append(data)
+
+
 def _in_process(groups, claims: _Claims, *, timing, case_timeout_s, seed, stats, deadline,
-                on_probe) -> None:
+                on_probe, plan=None) -> None:
     """One matrix after another, each case as it comes (the next matrix loading in the
-    background when no CPU backend is timed); past ``deadline`` the rest is left."""
+    background when no CPU backend is timed); past ``deadline`` the rest is left. With a
+    ``plan`` (GPU backends) the device context is built first, from the client's ceilings,
+    and recorded as the first use; no warm cases: one process has none to share them with."""
     from sparsescope.sweep import prefetch
 
+    if plan is not None:
+        _warm_record(warm_up.warm_up_task(plan, (), timing, seed=seed), stats)
     sources = list(groups)
     # no CPU timing to disturb, and a core to spare: load the next matrix meanwhile
     ahead = not timed_on_cpu(groups) and host_cores.physical_cores() >= 2
@@ -204,7 +230,7 @@ def _in_process(groups, claims: _Claims, *, timing, case_timeout_s, seed, stats,
 
 
 def _on_dask(client, groups, claims: _Claims, *, timing, case_timeout_s, seed, stats,
-             deadline, on_probe) -> None:
+             deadline, on_probe, plan=None) -> None:
     """The groups on the cluster (``sweep.dask_loop``): past ``deadline`` (a
     ``time.perf_counter`` value), checked by the clock whether or not a case finishes, what
     is queued is cancelled; a cluster with no live worker for :data:`NO_WORKER_GRACE_S` ends
@@ -222,15 +248,16 @@ def _on_dask(client, groups, claims: _Claims, *, timing, case_timeout_s, seed, s
                     decode_probe=lambda data: _decoded_probe(data, stats),
                     decode_case=lambda data: _decoded_case(data, stats), on_probe=on_probe,
                     options=dict(timing=timing, case_timeout_s=case_timeout_s, seed=seed),
-                    prefetch_next=not on_cpu and host_cores.room_to_prefetch(load))
-    loop.start(sorted(workers))
+                    prefetch_next=not on_cpu and host_cores.room_to_prefetch(load),
+                    plan=plan, decode_warm=lambda data: _warm_record(data, stats))
+    loop.start(workers)
     alive = Liveness(client)
     try:
         while not loop.finished.is_empty():
             batch = loop.finished.next_batch(block=False)
             for future in batch:
                 loop.handle(future)
-            if (loop.probes or loop.cases) and _past(deadline, stats):
+            if loop.busy() and _past(deadline, stats):
                 loop.cancel()
                 return
             if not batch:
@@ -244,6 +271,26 @@ def _on_dask(client, groups, claims: _Claims, *, timing, case_timeout_s, seed, s
                 time.sleep(POLL_S)
     finally:
         stats.prefetched = loop.prefetched
+        stats.batched = loop.batched
+
+
+def _first_use_plan(plan: first_use.FirstUsePlan | None,
+                    groups: dict[MatrixSource, list[SweepTask]]
+                    ) -> first_use.FirstUsePlan | None:
+    """``plan`` with the sweep's warm cases, for a sweep with a GPU backend (none where CuPy
+    shares compiled kernels through its disk cache: ``warm_up.kernels_shared_on_disk``); None
+    for one of CPU backends alone (no device context to build, nothing compiled)."""
+    from sparsescope.sweep.source_facts import size_hint
+
+    def on_gpu(task: SweepTask) -> bool:
+        return _backend_device(task) == "gpu"
+
+    if not any(on_gpu(task) for group in groups.values() for task in group):
+        return None
+    plan = plan or first_use.FirstUsePlan(sweep_id=uuid.uuid4().hex[:12])
+    if warm_up.kernels_shared_on_disk():  # each worker's first cases read the disk caches
+        return replace(plan, warm=())
+    return replace(plan, warm=warm_up.warm_cases(groups, size_hint, on_gpu))
 
 
 def execute(tasks: Sequence[SweepTask], *, cluster: str | None = None,
@@ -252,15 +299,18 @@ def execute(tasks: Sequence[SweepTask], *, cluster: str | None = None,
             done: Collection[tuple] = frozenset(), case_timeout_s: float | None = None,
             seed: int = 0, quiet: bool = False, time_limit_s: float | None = None,
             known: Mapping[MatrixSource, str] | None = None,
-            on_probe: Callable[[MatrixSource, str], None] | None = None) -> EngineStats:
+            on_probe: Callable[[MatrixSource, str], None] | None = None,
+            first_use_plan: first_use.FirstUsePlan | None = None) -> EngineStats:
     """Run ``tasks`` (see the module docstring); ``done``: keys (:func:`~sparsescope.sweep.
     tasks.task_key`) already stored, reported as ``stored`` without running. ``known``:
     content hashes of sources known without loading them (a matrix whose every case is in
     ``done`` is then not loaded; none left to run: no cluster). ``on_probe(source, hash)``:
     called in the client when a worker has loaded a source (or found it unreadable).
     ``time_limit_s``: submit nothing after this many seconds of sweeping, cancel what is
-    queued (cases running then are lost, not stored) and return; a re-run resumes. Returns
-    where the wall time went and how many tasks were left (:class:`EngineStats`)."""
+    queued (cases running then are lost, not stored) and return; a re-run resumes.
+    ``first_use_plan``: the client's ceilings for the workers (``first_use.plan_for``; a
+    sweep of GPU backends without one measures once per GPU kind and host). Returns where the
+    wall time went and how many tasks were left (:class:`EngineStats`)."""
     check_arguments(cluster, scheduler, workers)
     # NaN passes a plain `<= 0`: every case would then time out at once
     if case_timeout_s is not None and not (math.isfinite(case_timeout_s) and case_timeout_s > 0):
@@ -278,18 +328,23 @@ def execute(tasks: Sequence[SweepTask], *, cluster: str | None = None,
 
     claims = _Claims(done, timed_on_result)
     groups = claims.skip_stored(_groups(tasks), known or {})
+    plan = _first_use_plan(first_use_plan, groups) if groups else None
     options = dict(timing=timing, case_timeout_s=case_timeout_s, seed=seed, stats=stats,
-                   on_probe=on_probe)
+                   on_probe=on_probe, plan=plan)
     start = time.perf_counter()
-    if not groups:  # every case stored: nothing loaded, no cluster
-        stats.workers = 0
-    elif cluster is None and scheduler is None:
-        _in_process(groups, claims, **options, deadline=_deadline(start, time_limit_s))
-    else:
-        with dask_client(cluster, scheduler, workers, quiet) as client:
-            stats.cluster = cluster or "scheduler"
-            start = time.perf_counter()  # the cluster's start-up is not the sweep's overhead
-            _on_dask(client, groups, claims, **options, deadline=_deadline(start, time_limit_s))
+    try:
+        if not groups:  # every case stored: nothing loaded, no cluster
+            stats.workers = 0
+        elif cluster is None and scheduler is None:
+            _in_process(groups, claims, **options, deadline=_deadline(start, time_limit_s))
+        else:
+            with dask_client(cluster, scheduler, workers, quiet) as client:
+                stats.cluster = cluster or "scheduler"
+                start = time.perf_counter()  # the cluster's start-up is not the sweep's
+                _on_dask(client, groups, claims, **options,
+                         deadline=_deadline(start, time_limit_s))
+    finally:
+        first_use.remove_share(plan)
     stats.wall_s = time.perf_counter() - start
     stats.left = len(tasks) - stats.reported
     return stats

@@ -85,3 +85,9 @@ def run_task_beside(_probed: dict, task, timing, **options) -> dict:
     probe of the task's matrix (a Dask data dependency: its matrix is loaded there; if that
     worker dies, Dask probes the matrix again elsewhere and runs the case there)."""
     return worker.run_task(task, timing, **options)
+
+
+def run_batch_beside(_probed: dict, tasks, timing, **options) -> list[dict]:
+    """``worker.run_batch(tasks, timing, **options)`` beside ``_probed``, as
+    :func:`run_task_beside` (a batch of short cases of one matrix: ``sweep.batching``)."""
+    return worker.run_batch(tasks, timing, **options)

@@ -5,9 +5,12 @@
   loaded (``ResultsStore.remember_sources``), so a resumed sweep finds a source's stored cases
   without loading it, and starts no cluster when every case is stored (issue 35: a 2-GPU sweep
   with all 350 cases stored took 38 s to run nothing).
-* :func:`size_hint`: about how many nonzeros the source holds, read from the file's size or
-  the suite's table: a cluster takes the largest matrices first, so that the last ones to
-  finish are small (no GPU left alone with one large matrix at the end).
+* :func:`size_hint`: how many nonzeros the source holds, read from the file's header where
+  that is cheap (a Matrix Market size line, the ``.npy`` header of an ``.npz`` member: exact
+  stored entries, a symmetric file's doubled) or the suite's table, else estimated from the
+  file's size: a cluster takes the largest matrices first, so that the last ones to finish
+  are small (no GPU left alone with one large matrix at the end). A compressed ``.npz`` (what
+  ``scripts/real_matrices.py`` writes) shrinks by its structure: its size alone misorders.
 
 An identity is ``None`` when the client cannot tell (a file it cannot see, a SuiteSparse
 matrix not in the cache yet): the source is then loaded, as before.
@@ -101,7 +104,8 @@ def known_hashes(sources: Iterable[MatrixSource], remembered: dict[str, tuple[st
 
 def size_hint(src: MatrixSource) -> float:
     """About how many entries ``src`` holds (0 when unknown): a suite entry's own count, a
-    file's bytes over :data:`BYTES_PER_ENTRY` of its type."""
+    file's header count (:func:`header_entries`), else its bytes over
+    :data:`BYTES_PER_ENTRY` of its type."""
     if src.kind == "suite":
         return _suite_nnz(src.ref)
     path = _suitesparse_file(src) if src.kind == "suitesparse" else Path(src.ref)
@@ -114,7 +118,41 @@ def size_hint(src: MatrixSource) -> float:
     name = path.name.lower()
     suffix = next((s for s in sorted(BYTES_PER_ENTRY, key=len, reverse=True)
                    if name.endswith(s)), ".mtx")
-    return size / BYTES_PER_ENTRY[suffix]
+    counted = header_entries(path, suffix)
+    return counted if counted is not None else size / BYTES_PER_ENTRY[suffix]
+
+
+def header_entries(path: Path, suffix: str) -> float | None:
+    """The entries a file's header declares, without reading its body: a Matrix Market size
+    line's count (doubled for a symmetric or skew-symmetric file, which stores one triangle),
+    the element count of an ``.npz``'s ``data`` member (scipy's ``save_npz``; read from its
+    ``.npy`` header through the zip stream, compressed or not); None for another type or a
+    header that does not read (the worker reports the file's error)."""
+    try:
+        if suffix in (".mtx", ".mtx.gz"):
+            from sparsescope.matrices.mtx_header import read_header
+
+            header = read_header(path)
+            return float(header.entries * (1 if header.symmetry == "general" else 2))
+        if suffix == ".npz":
+            return _npz_data_size(path)
+    except Exception:  # noqa: BLE001 (any damage: the size estimate stands in)
+        return None
+    return None
+
+
+def _npz_data_size(path: Path) -> float | None:
+    """Elements of the ``data.npy`` member of an ``.npz`` (its header alone)."""
+    import math
+    import zipfile
+
+    from numpy.lib import format as npy
+
+    with zipfile.ZipFile(path) as archive, archive.open("data.npy") as member:
+        version = npy.read_magic(member)
+        read = npy.read_array_header_1_0 if version == (1, 0) else npy.read_array_header_2_0
+        shape, _, _ = read(member)
+    return float(math.prod(shape))
 
 
 def _suite_nnz(ref: str) -> float:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import concurrent.futures
 import contextvars
 import sys
+import threading
 import time
 from dataclasses import replace
 from typing import Any
@@ -27,7 +28,7 @@ from typing import Any
 from sparsescope.errors import SparsescopeError
 from sparsescope.results.records import CaseResult, MatrixRecord
 from sparsescope.stages import StageClock, stage
-from sparsescope.sweep import matrix_cache
+from sparsescope.sweep import first_use, matrix_cache
 from sparsescope.sweep.sources import MatrixSource, source_hash
 from sparsescope.sweep.tasks import SweepTask
 from sparsescope.timing.types import TimingConfig
@@ -84,27 +85,29 @@ def _ensure_backend(op: str, name: str, factory: Any) -> None:
         registry.register_backend(op, name, factory)
 
 
-_MODEL_DEVICES: dict[str, Any] = {}
+_MODEL_DEVICES: dict[tuple[str, str], Any] = {}
+_MODEL_LOCK = threading.Lock()
 
 
-def _model_device(kind: str):
+def model_device(kind: str):
     """The device this worker's cases are predicted for (a ``context.DeviceContext``), once
-    per worker process and device kind: its own GPU with ceilings measured here (each worker
-    pins its own GPU), or the reason a CPU case is not modelled."""
+    per worker process, sweep and device kind: its own GPU (each worker pins its own) with
+    the ceilings of the sweep's plan (``sweep.first_use``: the client's measurement, or one
+    per GPU kind and host; measured here without a plan), or the reason a CPU case is not
+    modelled. Built by the worker's warm-up, before its first case, where there is one."""
     from sparsescope.backends.runner import sass_timed
-    from sparsescope.context import CPU_BACKEND, not_modelled_context, present_device
+    from sparsescope.context import CPU_BACKEND, not_modelled_context
 
-    if kind not in _MODEL_DEVICES:
-        if kind != "gpu":
-            _MODEL_DEVICES[kind] = not_modelled_context(CPU_BACKEND)
-        else:
-            with stage("device"):  # the first case on this worker measures the ceilings
-                from sparsescope.backends.library_probe import library_call_probes
-
-                # every library route's fixed cost: a worker does not know its tasks ahead
-                _MODEL_DEVICES[kind] = sass_timed(present_device(
-                    "gpu", store=False, library_probes=library_call_probes()))
-    return _MODEL_DEVICES[kind]
+    plan = first_use.installed()
+    key = (kind, plan.sweep_id if plan is not None else "")
+    with _MODEL_LOCK:  # a timed-out case's thread and the next case: one build
+        if key not in _MODEL_DEVICES:
+            if kind != "gpu":
+                _MODEL_DEVICES[key] = not_modelled_context(CPU_BACKEND)
+            else:
+                with stage("device"):
+                    _MODEL_DEVICES[key] = sass_timed(first_use.gpu_context(plan))
+        return _MODEL_DEVICES[key]
 
 
 def _run(task: SweepTask, timing: TimingConfig, seed: int) -> CaseResult:
@@ -123,18 +126,21 @@ def _run(task: SweepTask, timing: TimingConfig, seed: int) -> CaseResult:
     case = matrix_cache.shared_case(task.source, matrix, task.op, task.params,
                                     backend.capability.index_bytes[0], seed)
     return run_case(matrix, backend, task.op, config=timing, seed=seed, case=case,
-                    model=_model_device(backend.capability.device))
+                    model=model_device(backend.capability.device))
 
 
 def run_task(task: SweepTask, timing: TimingConfig, *, case_timeout_s: float | None = None,
-             factory: Any = None, seed: int = 0, submitted_at: float | None = None) -> dict:
+             factory: Any = None, seed: int = 0, submitted_at: float | None = None,
+             plan: Any = None) -> dict:
     """Run one case: ``{"case": its CaseResult as a dict, "seconds": the worker's time on
     it, "finished_at": when it ended here (``time.time``)}``. A loading or runner error is a
     ``failed`` case with the error; past ``case_timeout_s`` the case is ``failed``. The case
     carries its stage times, with its queue time when ``submitted_at`` (the client's
-    ``time.time()`` at submission) is given."""
+    ``time.time()`` at submission) is given. ``plan``: the sweep's
+    ``first_use.FirstUsePlan`` (installed here: the ceilings this worker predicts with)."""
     from sparsescope.results.io import record_to_dict
 
+    first_use.install(plan)
     started_at = time.time()
     clock = StageClock()
     with clock.active():
@@ -143,6 +149,17 @@ def run_task(task: SweepTask, timing: TimingConfig, *, case_timeout_s: float | N
     case = replace(case, stages=replace(clock.total(), queue_s=queue_s))
     return {"case": record_to_dict(case), "seconds": case.stages.wall_s,
             "finished_at": time.time()}
+
+
+def run_batch(tasks, timing: TimingConfig, *, factories=(), submitted_at: float | None = None,
+              **options) -> list[dict]:
+    """:func:`run_task` of each of ``tasks`` in turn (a batch of short cases of one matrix,
+    ``sweep.batching``), each with its own factory, time and queue time (the queue time of a
+    case after the first includes the batch's cases before it, as it would have waited behind
+    them on this worker)."""
+    factories = list(factories) or [None] * len(tasks)
+    return [run_task(task, timing, factory=factory, submitted_at=submitted_at, **options)
+            for task, factory in zip(tasks, factories, strict=True)]
 
 
 def received_case(data: dict, path: str = "case", now=time.time) -> CaseResult:

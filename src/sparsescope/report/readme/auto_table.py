@@ -1,7 +1,7 @@
 """An op's auto kernel against the best library configuration, per (k, layout) group.
 
-Per (matrix, k, layout) triple where the auto backend and at least one library backend both
-ran::
+Per (matrix, k, layout) triple where the auto backend and at least one sparse library backend
+(``registry.is_sparse_library``: never the dense break-even peer) both ran::
 
     speedup = fastest library median / auto's median
 
@@ -39,7 +39,7 @@ class AutoGroup:
 
 def auto_groups(cases: list[dict]) -> tuple[str, tuple[AutoGroup, ...]]:
     """(the auto backend, its groups), or ("", ()) when no auto of :data:`AUTOS` ran."""
-    from sparsescope.registry import is_own
+    from sparsescope.registry import is_sparse_library
 
     times: dict[tuple, dict[str, float]] = {}
     for c in cases:
@@ -54,7 +54,7 @@ def auto_groups(cases: list[dict]) -> tuple[str, tuple[AutoGroup, ...]]:
         return "", ()
     triples = []
     for (_, k, layout), t in times.items():
-        lib = [v for b, v in t.items() if not is_own(b)]
+        lib = [v for b, v in t.items() if is_sparse_library(b)]
         if auto in t and lib:
             triples.append((k, layout, min(lib) / t[auto]))
 

@@ -11,6 +11,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from sparsescope.report.break_even import backend_title
 from sparsescope.report.readme.auto_table import AutoGroup, auto_groups
 from sparsescope.report.readme.facts import RunFacts, run_facts
 from sparsescope.report.readme.files import FolderFiles, read_json, scan
@@ -98,7 +99,7 @@ def _speedup_lines(found: tuple[tuple[str, Speedups], ...]) -> list[str]:
     lines = ["### Geomean speedup over the run's baseline (baseline median / backend median, "
              "per matrix and op parameters, within one run)", ""]
     for path, s in found:
-        cells = "; ".join(f"{b} {g:.2f}x ({n})" for b, g, n in s.geomean)
+        cells = "; ".join(f"{backend_title(b)} {g:.2f}x ({n})" for b, g, n in s.geomean)
         lines += [f"- `{path}` over `{s.baseline}` ({s.rows} rows): {cells}"]
     return lines + [""]
 

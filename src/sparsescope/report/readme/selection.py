@@ -5,6 +5,9 @@ Per matrix, every time is the median of the case's samples::
 
     regret = auto / fastest own - 1        auto speedup = best library / auto
 
+(best library: the fastest sparse library case, ``registry.is_sparse_library``; a dense
+baseline is never one.)
+
 and over the matrices the geomean of each ratio. "The fastest prediction alone" is the time of
 the candidate auto's ``selection_table`` predicted fastest, where the run timed that variant.
 """
@@ -85,7 +88,7 @@ def _variant_label(backend: str, params: dict) -> str | None:
 
 def selection_rows(cases: list[dict]) -> tuple[SelectionRow, ...]:
     """One row per matrix that auto ran on, in the run's order."""
-    from sparsescope.registry import is_own
+    from sparsescope.registry import is_own, is_sparse_library
 
     by: dict[str, dict[str, dict]] = {}
     for c in cases:
@@ -97,7 +100,7 @@ def selection_rows(cases: list[dict]) -> tuple[SelectionRow, ...]:
             continue
         times = {b: _median_us(c) for b, c in found.items()}
         own = {b: t for b, t in times.items() if is_own(b) and b not in (AUTO, RULES)}
-        lib = {b: t for b, t in times.items() if not is_own(b)}
+        lib = {b: t for b, t in times.items() if is_sparse_library(b)}
         if not own or not lib:
             continue
         notes = found[AUTO].get("notes") or {}
