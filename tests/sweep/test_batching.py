@@ -191,20 +191,29 @@ def test_a_host_of_one_worker_warms_nothing_and_is_not_held_by_another_host(loop
     assert len(client.of(prefetch.run_task_beside)) == 1
 
 
-def test_a_batch_that_fails_as_a_whole_is_split_and_each_case_run_alone(loop_parts,
-                                                                        monkeypatch):
+def _one_batch(loop_parts, monkeypatch, backends, seconds, nnz):
+    """A loop over one matrix of ``nnz`` nonzeros whose cases (``backends``) each took
+    ``seconds`` on a larger matrix, started on one worker and probed: (loop, its tasks, the one
+    batch it handed out)."""
     (src,) = _sources(("a", 0))
     monkeypatch.setattr(dask_loop, "largest_first", lambda groups: [src])
-    tasks = [_task(b, src) for b in ("x", "y", "z")]
+    tasks = [_task(b, src) for b in backends]
     loop = loop_parts.make({src: tasks}, None)
-    for task in tasks:  # each known to take 10 ms on a larger matrix
-        loop.times.add(task, 1e6, 0.01)
+    for task in tasks:
+        loop.times.add(task, 1e6, seconds)
     loop.start(["tcp://a:1"])
-    client = loop_parts.client
-    probe = client.of(prefetch.probe)[0]
-    probe.value = {"hash": "h", "nnz": 500, "worker": "tcp://a:1"}
+    probe = loop_parts.client.of(prefetch.probe)[0]
+    probe.value = {"hash": "h", "nnz": nnz, "worker": "tcp://a:1"}
     loop.handle(probe)
-    (batch,) = client.of(prefetch.run_batch_beside)
+    (batch,) = loop_parts.client.of(prefetch.run_batch_beside)
+    return loop, tasks, batch
+
+
+def test_a_batch_that_fails_as_a_whole_is_split_and_each_case_run_alone(loop_parts,
+                                                                        monkeypatch):
+    # each known to take 10 ms on a larger matrix
+    loop, tasks, batch = _one_batch(loop_parts, monkeypatch, ("x", "y", "z"), 0.01, 500)
+    client = loop_parts.client
     assert [t.backend for t in batch.args[1]] == ["x", "y", "z"] and loop.batched == 1
 
     batch.value = RuntimeError("KilledWorker: its worker died")
@@ -220,18 +229,7 @@ def test_a_batch_that_fails_as_a_whole_is_split_and_each_case_run_alone(loop_par
 
 
 def test_a_batchs_cases_are_each_reported_and_their_times_kept(loop_parts, monkeypatch):
-    (src,) = _sources(("a", 0))
-    monkeypatch.setattr(dask_loop, "largest_first", lambda groups: [src])
-    tasks = [_task(b, src) for b in ("x", "y")]
-    loop = loop_parts.make({src: tasks}, None)
-    for task in tasks:
-        loop.times.add(task, 1e6, 0.02)
-    loop.start(["tcp://a:1"])
-    client = loop_parts.client
-    probe = client.of(prefetch.probe)[0]
-    probe.value = {"hash": "h", "nnz": 700, "worker": "tcp://a:1"}
-    loop.handle(probe)
-    (batch,) = client.of(prefetch.run_batch_beside)
+    loop, tasks, batch = _one_batch(loop_parts, monkeypatch, ("x", "y"), 0.02, 700)
     batch.value = [{"seconds": 0.004}, {"seconds": 0.006}]
     loop.handle(batch)
     assert [r.task.backend for r in loop_parts.reported] == ["x", "y"]
