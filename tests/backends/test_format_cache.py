@@ -101,3 +101,34 @@ def test_build_threads_leave_a_core_and_fit_in_half_the_memory():
     # 10^8 nonzeros at 160 bytes each, two to a half of 64 GiB: 2 builders
     assert build_threads(10**8, cores=16, memory=64 << 30) == 2
     assert build_threads(10**9, cores=16, memory=8 << 30) == 1
+
+
+def test_a_large_matrix_s_builds_keep_their_bound_in_a_pool_a_small_one_grew():
+    """Four threads exist after a small matrix's builds; a large matrix's builds, bounded at
+    two, never run three at once."""
+    import threading
+    import time
+
+    from sparsescope.backends.format_cache import _Builders
+
+    builders = _Builders()
+    done = threading.Barrier(5)
+    for _ in range(4):  # the small matrix: 4 threads, 4 at once
+        builders.submit(lambda: done.wait(timeout=5), 4)
+    done.wait(timeout=5)
+    assert len(builders._threads) == 4 and builders.most_running == 4
+    builders.most_running = 0
+    finished = []
+    lock = threading.Lock()
+
+    def large():
+        time.sleep(0.05)
+        with lock:
+            finished.append(1)
+
+    for _ in range(6):
+        builders.submit(large, 2)
+    deadline = time.monotonic() + 5
+    while len(finished) < 6 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert len(finished) == 6 and builders.most_running == 2

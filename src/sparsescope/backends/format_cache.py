@@ -58,12 +58,20 @@ def build_threads(nnz: int, *, cores: int | None = None, memory: int | None = No
 
 class _Builders:
     """Daemon threads that run format builds in the order asked (an interrupted run does not
-    wait for builds nobody will read). Grows to the number asked, never shrinks."""
+    wait for builds nobody will read). The threads grow to the most asked and never shrink,
+    so each job carries its own bound: it starts only while fewer than ``threads`` builds run
+    (a large matrix's builds stay within the memory :func:`build_threads` allows it even where
+    a smaller matrix's grew the pool first)."""
 
     def __init__(self) -> None:
         self._jobs: queue.SimpleQueue = queue.SimpleQueue()
         self._threads: list[threading.Thread] = []
         self._lock = threading.Lock()
+        self._turn = threading.Condition()
+        self.running = 0
+        """Builds under way."""
+        self.most_running = 0
+        """The most builds that ran at once (for tests and benchmarks)."""
 
     def submit(self, job: Callable[[], None], threads: int) -> None:
         with self._lock:
@@ -72,11 +80,22 @@ class _Builders:
                                           name=f"sparsescope-format-{len(self._threads)}")
                 thread.start()
                 self._threads.append(thread)
-        self._jobs.put(job)
+        self._jobs.put((job, max(1, int(threads))))
 
     def _work(self) -> None:
         while True:
-            self._jobs.get()()
+            job, bound = self._jobs.get()
+            with self._turn:
+                while self.running >= bound:
+                    self._turn.wait()
+                self.running += 1
+                self.most_running = max(self.most_running, self.running)
+            try:
+                job()
+            finally:
+                with self._turn:
+                    self.running -= 1
+                    self._turn.notify_all()
 
 
 class FormatCache:

@@ -368,8 +368,10 @@ def planned_call(case: Any, backend: Any, device: Any, value_dtype: str,
     (module docstring); a backend that packs a host format (``build_format``) plans on a row
     sample above the memory budget. Never raises (the error is in the plan)."""
     budget = _BUDGET[0]
-    key = (_backend_key(backend), value_dtype, int(index_bytes), id(device), budget,
-           _work_key(case.matrix))
+    # keyed by the sample the budget asks for, not the budget: two budgets that both plan the
+    # whole matrix (a run's and a chooser's, below 4 M nonzeros) share one plan
+    key = (_backend_key(backend), value_dtype, int(index_bytes), id(device),
+           _sample_size(case.matrix, budget), _work_key(case.matrix))
 
     def make() -> HostPlan:
         backend.use_model(device)
@@ -398,22 +400,29 @@ def planned_call(case: Any, backend: Any, device: Any, value_dtype: str,
     return _LAST.get("_plans", case.matrix, key, make, "plan_hits", "plans", device)
 
 
-def _plan_sample(csr: Any, budget: int | None):
-    """(RowSample, its CSR) when plans of ``csr`` would exceed ``budget``, else None; made
-    once per matrix and budget."""
+def _sample_size(csr: Any, budget: int | None) -> int | None:
+    """Nonzeros plans of ``csr`` are made on under ``budget`` (``model.plan_sample
+    .sample_target``); None: the whole matrix."""
     if budget is None:
         return None
-    from sparsescope.model.plan_sample import row_sample, sample_matrix, sample_target
+    from sparsescope.model.plan_sample import sample_target
 
-    target = sample_target(int(csr.nnz), int(budget))
+    return sample_target(int(csr.nnz), int(budget))
+
+
+def _plan_sample(csr: Any, budget: int | None):
+    """(RowSample, its CSR) when plans of ``csr`` would exceed ``budget``, else None; made
+    once per matrix and sample size."""
+    target = _sample_size(csr, budget)
     if target is None:
         return None
+    from sparsescope.model.plan_sample import row_sample, sample_matrix
 
     def make():
         rows = row_sample(csr.indptr, target)
         return rows, sample_matrix(csr, rows)
 
-    return _LAST.get("_sample", csr, (budget,), make, "sample_hits", "samples")
+    return _LAST.get("_sample", csr, (target,), make, "sample_hits", "samples")
 
 
 def plan_case(op: str, csr: Any, params: Any, *, value_dtype: str = "float32",
