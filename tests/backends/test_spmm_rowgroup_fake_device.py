@@ -40,6 +40,11 @@ def _timed(ms: float):
                                                       clock="fake")
 
 
+def _inner_timed(self, prepared, config):
+    """``SpmmCudaTransposed.time`` on the fake device: its inner kernel's (fake) time."""
+    return self.rowgroup.time(prepared.inner, config)
+
+
 class _DevArray(np.ndarray):
     """A NumPy array posing as a cupy.ndarray: ``.get()`` and ``.data.ptr``."""
 
@@ -247,23 +252,26 @@ def test_auto_chooses_by_prediction_and_keeps_the_table(fake_device, layout):
     case = _run(matrix, _auto(trial=False), 64, layout)
     assert case.outcome == "ok", case.reason
     table = json.loads(case.notes["selection_table"])
-    assert [row["backend"] for row in table] == ["spmm-cuda-rowgroup", "spmm-cuda-rowwarp",
-                                                 "spmm-cuda-blocktc"]
+    assert [row["backend"] for row in table] == [
+        "spmm-cuda-rowgroup", "spmm-cuda-rowwarp", "spmm-cuda-blocktc",
+        *(["spmm-cuda-colmajor"] if layout == "col" else [])]
     assert table[2]["predicted_ms"] is None and "fill" in table[2]["not_modelled"]
-    fastest = min(table[:2], key=lambda row: row["predicted_ms"])["backend"]
+    predicted = [row for row in table if row["predicted_ms"] is not None]
+    fastest = min(predicted, key=lambda row: row["predicted_ms"])["backend"]
     assert case.notes["selection_rule"] == "spmm-predicted"
     assert case.notes["selection_reason"].startswith(
         "layout col" if layout == "col" else "predicted on T:")
-    want = "spmm-cuda-transposed" if layout == "col" else fastest
-    assert case.notes["selected"] == want
-    if layout == "col":
+    if layout == "col" and fastest != "spmm-cuda-colmajor":
+        assert case.notes["selected"] == "spmm-cuda-transposed"
         assert case.notes["row_major_kernel"] == fastest
+    else:
+        assert case.notes["selected"] == fastest
     # the same predictions as the pure function's, for the same plans
     from sparsescope.context import rates_context
     from sparsescope.ops.registry import get_op
 
-    row_case = get_op("spmm").make_case(matrix.csr, {"k": 64, "layout": "row"}, seed=1)
-    direct = predict_candidates(row_case, "float32", 4, rates_context(_rates()), sm_count=132,
+    plan_case = get_op("spmm").make_case(matrix.csr, {"k": 64, "layout": layout}, seed=1)
+    direct = predict_candidates(plan_case, "float32", 4, rates_context(_rates()), sm_count=132,
                                 full_warps=2, flushed=True)
     assert [p.predicted_ms for p in direct] == [row["predicted_ms"] for row in table]
 
@@ -365,12 +373,17 @@ def test_auto_predicts_and_times_the_tensor_core_kernel_on_a_dense_weight(fake_d
 
     from sparsescope.backends import spmm_auto
     from sparsescope.backends.spmm_blocktc import SpmmCudaBlockTc
+    from sparsescope.backends.spmm_colmajor import SpmmCudaColMajor
     from sparsescope.backends.spmm_cuda import SpmmCudaRowWarp
     from sparsescope.backends.spmm_rowgroup import SpmmCudaRowGroup
+    from sparsescope.backends.spmm_transposed import SpmmCudaTransposed
 
     monkeypatch.setattr(SpmmCudaRowGroup, "time", _timed(0.5))
     monkeypatch.setattr(SpmmCudaRowWarp, "time", _timed(0.4))
     monkeypatch.setattr(SpmmCudaBlockTc, "time", _timed(0.1))
+    # column-major X: the trial times the whole call, the transposes around the inner kernel
+    monkeypatch.setattr(SpmmCudaTransposed, "time", _inner_timed)
+    monkeypatch.setattr(SpmmCudaColMajor, "time", _timed(0.3))
     monkeypatch.setattr(spmm_auto, "TRIAL_MARGIN", 1e6)
     rng = np.random.default_rng(8)
     weight = sp.random(200, 96, density=0.6, format="csr", random_state=rng)

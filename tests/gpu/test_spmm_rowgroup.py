@@ -50,7 +50,8 @@ def test_matches_float64_on_awkward_matrices(awkward_matrices, layout, backend):
                     elif backend == "spmm-cuda-auto":
                         assert case.notes["selected"] in (
                             "spmm-cuda-rowwarp", "spmm-cuda-rowgroup",
-                            "spmm-cuda-transposed", "spmm-cuda-blocktc")
+                            "spmm-cuda-transposed", "spmm-cuda-blocktc",
+                            *(("spmm-cuda-colmajor",) if layout == "col" else ()))
                         assert case.notes["selection_reason"]
     assert not failures, failures
 
@@ -157,8 +158,10 @@ def test_auto_choices_on_known_shapes():
         case = _run(short_rows, "spmm-cuda-auto", k, layout, "float32", 4, timed=True)
         assert case.outcome == "ok", case.reason
         table = json.loads(case.notes["selection_table"])
-        assert {row["backend"] for row in table} == {"spmm-cuda-rowgroup", "spmm-cuda-rowwarp",
-                                                     "spmm-cuda-blocktc"}
+        # column-major X: the row-major kernels between the transposes, and colmajor
+        assert {row["backend"] for row in table} == {
+            "spmm-cuda-rowgroup", "spmm-cuda-rowwarp", "spmm-cuda-blocktc",
+            *(("spmm-cuda-colmajor",) if layout == "col" else ())}
         # 5 nonzeros a row over 20,000 columns: the block kernel declines (fill ~ 26)
         declined = [row for row in table if row["backend"] == "spmm-cuda-blocktc"]
         assert declined[0]["predicted_ms"] is None and "fill" in declined[0]["not_modelled"]

@@ -69,15 +69,19 @@ def test_one_pass_and_no_tensor_peak():
     assert one.inputs["mma"] == 40 and one.inputs["warp_instructions"] == 5 * 2 * (6 + 4 + 14)
 
 
-def test_transposes_add_their_bytes_and_launches():
+def test_transposes_add_their_kernels_and_launches():
+    """Between the device transposes the block kernel's own terms are unchanged; the
+    transposes (``model.transpose``) and their two launches are added after it
+    (``model.own_spmm``)."""
+    from sparsescope.model.own_spmm import predict_own_spmm
+
     base = predict_blocktc(_launch(), _rates(), flushed=False)
     wrapped = with_transposes(_launch(), 32, 24, 64)
-    assert wrapped.around_bytes == 2 * (24 + 32) * 64 * 4 and wrapped.launches == 3
-    p = predict_blocktc(wrapped, _rates(), flushed=False)
-    dram = {t.name: t.time_ms for t in p.terms}["dram"]
-    assert dram == pytest.approx({t.name: t.time_ms for t in base.terms}["dram"]
-                                 + wrapped.around_bytes / 1e9)
-    assert p.predicted_ms >= base.predicted_ms + 2 * 0.002   # two launches, more bytes
+    assert wrapped.transposes == ((64, 24), (32, 64)) and wrapped.launches == 3
+    p = predict_own_spmm(None, None, 24, 64, wrapped, _rates(), flushed=False)
+    assert p.term("dram").time_ms == base.term("dram").time_ms
+    assert p.predicted_ms == pytest.approx(base.predicted_ms + 2 * 0.002
+                                           + p.term("transposes").time_ms)
 
 
 def test_split_and_batch_shorten_the_rounds():

@@ -123,7 +123,9 @@ def test_rowwarp_and_rowgroup_launches_from_their_plans():
         .startswith("(A x 2 slab(s)")
 
 
-def test_with_transposes_adds_the_bytes_and_two_launches():
+def test_with_transposes_adds_the_two_transposes_and_their_launches():
     launch = with_transposes(_launch(), rows=10, cols=20, k=8)
-    assert launch.around_bytes == 1920 and launch.launches == 3
+    # X (k x cols) before the kernel, Y (rows x k) after it; no bytes folded into the kernel
+    assert launch.transposes == ((8, 20), (10, 8)) and launch.launches == 3
+    assert launch.around_bytes == 0
     assert launch.label.endswith("+ device transposes")

@@ -1,21 +1,23 @@
 """``spmm-cuda-auto``: pick an own SpMM kernel by its predicted time on the present device, run
 it; ``spmm-cuda-auto-rules``: pick it by the rules below instead.
 
-By prediction (:func:`predict_candidates`): each candidate kernel (``spmm-cuda-rowgroup``,
-``spmm-cuda-rowwarp`` where it takes the case, ``spmm-cuda-blocktc`` -- 16 x 8 blocks on tensor
-cores, 3xTF32 -- where the block fill is at most its limit, float32) is planned on the host and
-its launch predicted by :func:`~sparsescope.model.own_spmm.predict_own_spmm` (the CSR kernels'
-model, or the block kernel's) with the device's rates (the run's,
-handed over by :meth:`SpmmCudaAuto.use_model`, else the present GPU's stored ceilings over its
-datasheet), its registers read from the compiled kernel. Candidates predicted within
-:data:`TRIAL_MARGIN` of the fastest are timed on the device (:data:`TRIAL_TIMING`) and the
-fastest measured is kept, as ``cuda-spmv-auto`` does (and a family whose model is not
-scored yet, :data:`UNSCORED`, is timed against the best scored one); the reason kept is the
-prediction table (``selection_table``: every candidate's prediction and trial time, as JSON).
-Column-major X
-runs the chosen row-major kernel between two device transposes (rule 1 below); the transposes
-cost every candidate the same, so the row-major case decides. Without device rates the rules
-decide, and the reason says so.
+By prediction (:func:`predict_candidates`, :mod:`.spmm_auto_candidates`): each candidate
+kernel (``spmm-cuda-rowgroup``, ``spmm-cuda-rowwarp`` where it takes the case,
+``spmm-cuda-blocktc`` -- 16 x 8 blocks on tensor cores, 3xTF32 -- where the block fill is at
+most its limit, float32) is planned on the host and its launch predicted by
+:func:`~sparsescope.model.own_spmm.predict_own_spmm` (the CSR kernels' model, or the block
+kernel's) with the device's rates (the run's, handed over by :meth:`SpmmCudaAuto.use_model`,
+else the present GPU's stored ceilings over its datasheet), its registers read from the
+compiled kernel. Column-major X has two strategies, both candidates: each row-major kernel
+between two device transposes (``spmm-cuda-transposed``; the transposes' own time,
+``model.transpose``, added to the kernel's), and ``spmm-cuda-colmajor`` on X as it is (its
+sector-per-value gathers in the same model). Candidates predicted within
+:data:`TRIAL_MARGIN` of the fastest are timed on the device (:data:`TRIAL_TIMING`), each as
+the whole call of the case's layout (transposes included), and the fastest measured is kept,
+as ``cuda-spmv-auto`` does (and a family whose model is not scored yet, :data:`UNSCORED`, is
+timed against the best scored one); the reason kept is the prediction table
+(``selection_table``: every candidate's prediction and trial time, as JSON). Without device
+rates the rules decide, and the reason says so.
 
 The rules (``spmm-cuda-auto-rules``; :func:`choose_spmm_kernel`, a pure function of numbers),
 first match wins (``G`` is the rowgroup kernel's lanes per row slice for this k,
@@ -42,7 +44,11 @@ lengths; the thresholds are widths of the machine and the kernels, none fitted t
    itself, so a power-law row no longer sends the matrix to rowwarp).
 6. otherwise -> ``spmm-cuda-rowwarp`` (its existing defaults).
 
-These rules were written from the kernels' layouts; measurement has corrected them once
+Rule 1 is the rule the prediction no longer follows: the transposes cost about 2,000 warp
+instructions a 32 x 32 tile whatever k, so at k = 8 they cost 4x what their bytes do, and a
+graph of a few nonzeros a row ran 95.8 us through them against 49.5 us in
+``spmm-cuda-colmajor`` (issue 37). These rules were written from the kernels' layouts;
+measurement has corrected them once
 (``v3``): v2's rule "a row of >= 1,024 nonzeros -> rowwarp" ran 2.2-2.3x slower than rowgroup
 on the tuning part's power-law graphs graph-12 and graph-15 (mean degree 4, 1-2 M rows) at
 k = 8 and 32 on an H100 (results/h100/spmm-tuning), and was dropped. They are to be replaced
@@ -59,11 +65,10 @@ from typing import Any
 
 import numpy as np
 
-from sparsescope.backends import _gpu, spmm_blocktc, spmm_cuda, spmm_rowgroup
+from sparsescope.backends import _gpu
 from sparsescope.backends.base import Capability, OpBackend
 from sparsescope.backends.select_predicted import (
     Candidate,
-    CandidatePrediction,
     prediction_context,
     prediction_table,
     ranked,
@@ -71,31 +76,33 @@ from sparsescope.backends.select_predicted import (
     shortlist,
     time_shortlist,
 )
-from sparsescope.backends.spmm_blocktc import (
-    SpmmCudaBlockTc,
-    block_format_of,
-    blocktc_launch,
-    fill_declined,
-    plan_blocktc,
-    sampled_fill,
+from sparsescope.backends.spmm_auto_candidates import (  # noqa: F401  (re-exported)
+    BALANCED_MIN_SLICE,
+    BLOCKTC,
+    COLMAJOR,
+    ROWGROUP,
+    ROWWARP,
+    TRANSPOSED,
+    blocktc_candidate,
+    candidate_launch,
+    candidate_names,
+    candidate_plans,
+    case_launch,
+    planned_candidates,
+    predict_candidates,
+    rowwarp_supports,
 )
+from sparsescope.backends.spmm_blocktc import SpmmCudaBlockTc
 from sparsescope.backends.spmm_colmajor import SpmmCudaColMajor
 from sparsescope.backends.spmm_cuda import (
     MAX_CHUNKS,
-    SLICE_UNIT,
     TARGET_WARPS_PER_SM,
     SpmmCudaRowWarp,
-    choose_slab,
     compiled_registers,
-    launch_shape,
-    plan_rowwarp,
-    rowwarp_launch,
 )
 from sparsescope.backends.spmm_rowgroup import (
     SpmmCudaRowGroup,
     choose_slab_cols,
-    plan_rowgroup,
-    rowgroup_launch,
     rowgroup_shape,
     vector_width,
 )
@@ -103,11 +110,6 @@ from sparsescope.backends.spmm_transposed import SpmmCudaTransposed
 from sparsescope.ops.base import OpCase
 from sparsescope.timing.types import Measurement, TimingConfig
 
-ROWWARP = "spmm-cuda-rowwarp"
-ROWGROUP = "spmm-cuda-rowgroup"
-COLMAJOR = "spmm-cuda-colmajor"
-TRANSPOSED = "spmm-cuda-transposed"
-BLOCKTC = "spmm-cuda-blocktc"
 #: Backend name -> class, for the names the rule or the prediction may return.
 CHOICES: dict[str, type[OpBackend]] = {
     ROWWARP: SpmmCudaRowWarp, ROWGROUP: SpmmCudaRowGroup, COLMAJOR: SpmmCudaColMajor,
@@ -126,19 +128,13 @@ MODEL_ERROR = 0.49
 #: errors of +-e, a candidate predicted r times the fastest may still be faster while
 #: r < (1 + e) / (1 - e) (2.92 for e = 0.49).
 TRIAL_MARGIN = (1 + MODEL_ERROR) / (1 - MODEL_ERROR) - 1
-BALANCED_MIN_SLICE = SLICE_UNIT
-"""rowgroup's balanced candidate: slices cut at the slice rule's own target (nnz / (SMs x 32)),
-floored at a warp's width instead of MIN_SLICE_NNZ (1,024). On a power-law graph of 30,000
-rows (graph-04 of the tuning part) the default floor leaves slices of 1,024 nonzeros that one
-group walks 8 at a time while the other warps are done: the model's imbalance term (and the
-H200: rowgroup 140 us against cuSPARSE's 57 us at k = 32). Cutting costs a zero fill of Y and
-atomics for the cut rows, which the model leaves out, so the trial decides."""
-UNSCORED = (BLOCKTC,)
+UNSCORED = (BLOCKTC, COLMAJOR)
 """Candidate families whose model has not been scored over a population yet: when one of them
 is the fastest prediction, the best-predicted other candidate is timed beside it whatever the
 margin. The block tensor-core model's first run put it 4x ahead of rowgroup on a 1,024 x 4,096
 weight at k = 32 where it ran 1.4x slower (results/h200/spmm-tuning/2026-11-25-blocktc-batched,
-weights-06): MODEL_ERROR was measured on the CSR kernels only."""
+weights-06): MODEL_ERROR was measured on the CSR kernels only. The colmajor kernel (column-major
+X read as it is) has no committed timing yet."""
 
 
 def with_challenger(short: list, table: list) -> tuple[list, str]:
@@ -159,12 +155,6 @@ def with_challenger(short: list, table: list) -> tuple[list, str]:
 AUTO_TRIAL_ENV = "SPARSESCOPE_AUTO_TRIAL"
 TRIAL_TIMING = TimingConfig(warmups=3, repeats=10)
 PREDICTED_RULE = "spmm-predicted"
-
-
-def rowwarp_supports(k: int, value_dtype: str) -> bool:
-    """Whether rowwarp's default slab gives at most MAX_CHUNKS loads a lane (k = 255: 8, yes;
-    k = 4095: 128, no)."""
-    return launch_shape(choose_slab(k), value_dtype)[2] <= MAX_CHUNKS
 
 
 def row_lengths(indptr: np.ndarray) -> tuple[float, int]:
@@ -209,99 +199,6 @@ def choose_spmm_kernel(k: int, layout: str, value_dtype: str, nnz: int, rows: in
         return ROWGROUP, f"k = {k} needs more than {MAX_CHUNKS} rowwarp loads a lane"
     return ROWWARP, (f"rows average {mean_row:.1f} >= {WARP_SLOTS} nonzeros, k = {k}: "
                      f"rowwarp's defaults")
-
-
-def candidate_plans(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, index_bytes: int,
-                    sm_count: int, full_warps: int) -> list[tuple[Candidate, Any]]:
-    """(candidate, host plan) of each CSR candidate: rowgroup at its default launch;
-    rowgroup with balanced slices (``min_slice`` = :data:`BALANCED_MIN_SLICE`) when that cuts
-    more than the default does; rowwarp where it takes k (:func:`rowwarp_supports`)."""
-    plans: list[tuple[Candidate, Any]] = [(Candidate(ROWGROUP), plan_rowgroup(
-        indptr, nnz, k, value_dtype, index_bytes, sm_count, full_warps=full_warps))]
-    balanced = plan_rowgroup(indptr, nnz, k, value_dtype, index_bytes, sm_count,
-                             full_warps=full_warps, min_slice=BALANCED_MIN_SLICE)
-    if balanced.plan.n_slices > plans[0][1].plan.n_slices:
-        plans.append((Candidate(ROWGROUP, {"min_slice": BALANCED_MIN_SLICE}), balanced))
-    if rowwarp_supports(k, value_dtype):
-        plans.append((Candidate(ROWWARP), plan_rowwarp(indptr, nnz, k, value_dtype, index_bytes,
-                                                      sm_count)))
-    return plans
-
-
-def blocktc_candidate(csr: Any, k: int, value_dtype: str, sm_count: int):
-    """``(launch, "")`` of the block tensor-core kernel for the time model, or ``(None,
-    reason)`` where it is not a candidate: float64, or a 16 x 8 block fill above
-    ``spmm_blocktc.MAX_FILL`` -- screened on sampled block rows first
-    (:func:`~sparsescope.backends.spmm_blocktc.sampled_fill`, above twice the limit: out),
-    then counted exactly while the blocks are built."""
-    limit = spmm_blocktc.MAX_FILL
-    if value_dtype != "float32":
-        return None, "tensor-core path: float32 only"
-    if csr.nnz == 0:
-        return None, "no nonzeros"
-    screen = sampled_fill(csr.indptr, csr.indices, int(csr.shape[1]))
-    if screen > 2 * limit:
-        return None, f"16x8 block fill ~{screen:.1f} on sampled block rows > 2 x {limit:g}"
-    fmt = block_format_of(csr)   # the blocks prepare builds too: built once
-    declined = fill_declined(fmt.blocks, csr.nnz, limit)
-    if declined:
-        return None, declined
-    plan = plan_blocktc(fmt.block_rows, fmt.blocks, csr.nnz, k, sm_count)
-    return (fmt, plan), ""
-
-
-def candidate_launch(name: str, plan: Any, registers=None, shape: tuple[int, int, int] = (0, 0, 0)):
-    """The time model's launch of one candidate plan; ``registers(source, kernel)`` reads the
-    compiled kernel's registers (None: the launch bound's cap); ``shape`` (rows, cols, k) for
-    the block kernel."""
-    if name == BLOCKTC:
-        fmt, host = plan
-        regs = registers(spmm_blocktc.SOURCE, host.kernel) if registers else None
-        return blocktc_launch(host, fmt.block_ptr, *shape, passes=3, registers=regs)
-    if name == ROWGROUP:
-        regs = registers(spmm_rowgroup.SOURCE, plan.kernel) if registers else None
-        return rowgroup_launch(plan, regs)
-    regs = registers(spmm_cuda.SOURCE, plan.kernel) if registers else None
-    return rowwarp_launch(plan, regs)
-
-
-def predict_candidates(case: OpCase, value_dtype: str, index_bytes: int, device: Any, *,
-                       sm_count: int, full_warps: int, flushed: bool,
-                       registers=None) -> list[CandidatePrediction]:
-    """Every row-major candidate of the row-major SpMM ``case`` predicted on ``device`` (a
-    ``context.DeviceContext``) through the one entry point (``context.predict_call``: the
-    SpMM op's ``predict``, ``model.own_spmm.predict_own_spmm``), in :func:`candidate_plans`'
-    order, then the block tensor-core kernel (:func:`blocktc_candidate`); a candidate the model
-    fails on, or that declines the case, is listed with the reason."""
-    from sparsescope.context import predict_call
-
-    csr, k = case.matrix, case.params.k
-    shape = (int(csr.shape[0]), int(csr.shape[1]), k)
-    out = []
-
-    def predict(cand, plan, start):
-        try:
-            launch = candidate_launch(cand.backend, plan, registers, shape)
-        except Exception as exc:  # a candidate the model cannot take is never chosen
-            out.append(CandidatePrediction(cand, None, not_modelled=f"{type(exc).__name__}: "
-                                                                    f"{exc}"))
-            return
-        p = predict_call(case, case.csr_traffic, launch, device, flushed=flushed,
-                         who=cand.label, refine=False)
-        out.append(CandidatePrediction(cand, p.predicted_ms, p.limiter,
-                                       not_modelled=p.not_modelled,
-                                       plan_s=time.perf_counter() - start))
-
-    for cand, plan in candidate_plans(csr.indptr, csr.nnz, k, value_dtype, index_bytes,
-                                      sm_count, full_warps):
-        predict(cand, plan, time.perf_counter())
-    start = time.perf_counter()
-    plan, declined = blocktc_candidate(csr, k, value_dtype, sm_count)
-    if plan is None:
-        out.append(CandidatePrediction(Candidate(BLOCKTC), None, not_modelled=declined))
-    else:
-        predict(Candidate(BLOCKTC), plan, start)
-    return out
 
 
 @dataclass
@@ -360,28 +257,29 @@ class SpmmCudaAuto(OpBackend):
     def prepare(self, case: OpCase, value_dtype: str, index_bytes: int) -> PreparedSpmmAuto:
         start = time.perf_counter()
         sm_count = _gpu.device_sm_count()
-        row_case = replace(case, params=replace(case.params, layout="row"))
         table: list = []
         rule = RULE
         device = prediction_context(self._model) if self.by == "prediction" else None
+        col = case.params.layout == "col"
         if device is None:
             why = "" if self.by == "rules" else "no device rates to predict with; by the rules: "
             inner, reason = self._rules(case, value_dtype, sm_count, why)
-            backend, prepared, params = CHOICES[inner](), None, {}
+            backend, prepared, params = self._backend(Candidate(inner), case.params.layout), \
+                None, {}
+            if col:   # rule 1: transposes around the row-major pick
+                reason = (f"layout col: X transposed on the device for the row-major kernel, Y "
+                          f"transposed back; row-major kernel {inner}: {reason}")
         else:
             cand, reason, table, backend, prepared = self._by_prediction(
-                row_case, value_dtype, index_bytes, sm_count, device)
+                case, value_dtype, index_bytes, sm_count, device)
             inner, params = cand.backend, dict(cand.params)
             rule = PREDICTED_RULE if not any(p.trial_ms for p in table) else \
                 "spmm-predicted-then-timed"
-        chosen = inner
-        if case.params.layout == "col":   # transposes around the row-major pick
-            layout_reason = ("layout col: X transposed on the device for the row-major kernel, "
-                             "Y transposed back (column-major gathers waste a sector a value)")
-            backend = SpmmCudaTransposed(inner=backend)
-            prepared = None   # the transposed backend prepares its inner kernel itself
-            chosen = TRANSPOSED
-            reason = f"{layout_reason}; row-major kernel {inner}: {reason}"
+            if col:
+                reason = (f"layout col: each row-major kernel predicted between device "
+                          f"transposes (X before, Y after), {COLMAJOR} on column-major X as it "
+                          f"is; {reason}")
+        chosen = backend.name
         if prepared is None:
             prepared = backend.prepare(case, value_dtype, index_bytes)
         mean, longest = row_lengths(case.matrix.indptr)
@@ -389,33 +287,44 @@ class SpmmCudaAuto(OpBackend):
         return PreparedSpmmAuto(chosen, reason, backend, prepared, stats, rule, table,
                                 time.perf_counter() - start, params)
 
-    def _by_prediction(self, row_case: OpCase, value_dtype: str, index_bytes: int,
+    @staticmethod
+    def _backend(cand: Candidate, layout: str) -> OpBackend:
+        """The backend that runs ``cand`` on X of ``layout``: the kernel itself, or for
+        column-major X a row-major kernel between the device transposes."""
+        backend = CHOICES[cand.backend](**cand.params)
+        if layout == "col" and cand.backend != COLMAJOR:
+            return SpmmCudaTransposed(inner=backend)
+        return backend
+
+    def _by_prediction(self, case: OpCase, value_dtype: str, index_bytes: int,
                        sm_count: int, device: Any):
-        """(candidate, reason, table, backend, its prepared row case or None): the fastest
-        prediction, or the fastest of the trial when several lie within the margin."""
+        """(candidate, reason, table, backend, its prepared case or None): the fastest
+        prediction, or the fastest of the trial when several lie within the margin, each
+        timed as the whole call of the case's layout."""
         from sparsescope.timing.host import should_flush
 
-        rates = device.rates
-        flushed = should_flush(TRIAL_TIMING, int(row_case.traffic.compulsory_bytes),
+        rates, layout = device.rates, case.params.layout
+        flushed = should_flush(TRIAL_TIMING, int(case.traffic.compulsory_bytes),
                                rates.l2_bytes)
-        table = predict_candidates(row_case, value_dtype, index_bytes, device,
+        table = predict_candidates(case, value_dtype, index_bytes, device,
                                    sm_count=sm_count,
                                    full_warps=_gpu.device_full_block_warps(), flushed=flushed,
                                    registers=compiled_registers)
         order = [p for p in ranked(table) if p.predicted_ms is not None]
         if not order:
-            inner, reason = self._rules(row_case, value_dtype, sm_count,
+            inner, reason = self._rules(case, value_dtype, sm_count,
                                         "no candidate could be predicted; by the rules: ")
-            return Candidate(inner), reason, table, CHOICES[inner](), None
+            return Candidate(inner), reason, table, self._backend(Candidate(inner), layout), None
         reason = f"predicted on {rates.name}: {prediction_table(table)}"
         short = shortlist(table, margin=TRIAL_MARGIN) if self.trial else []
         short, challenger = with_challenger(short, table) if self.trial else (short, "")
         if len(short) < 2:
             best = order[0].candidate
-            return best, reason, table, CHOICES[best.backend](**best.params), None
+            return best, reason, table, self._backend(best, layout), None
+
         def prepare_and_time(cand):
-            backend = CHOICES[cand.backend](**cand.params)
-            prepared = backend.prepare(row_case, value_dtype, index_bytes)
+            backend = self._backend(cand, layout)
+            prepared = backend.prepare(case, value_dtype, index_bytes)
             return backend, prepared, backend.time(prepared, TRIAL_TIMING).time_ms
 
         trial = time_shortlist(short, table, TRIAL_MARGIN, TRIAL_TIMING.repeats,
@@ -443,16 +352,19 @@ class SpmmCudaAuto(OpBackend):
 
     def host_plan_case(self, case: Any, value_dtype: str, index_bytes: int, sms: int):
         """(the CSR bytes, the launch of the candidate predicted fastest on the device of
-        :meth:`use_model`, or of the rules' pick for ``spmm-cuda-auto-rules``), planned on the
-        host for ``sms`` SMs (the cross-GPU what-if): the registers of each launch bound's cap
-        (no compiled kernel here), no trial. Column-major X, or no device rates: (None,
-        None)."""
+        :meth:`use_model` -- for column-major X a row-major kernel with its transposes, or
+        colmajor's -- or of the rules' pick for ``spmm-cuda-auto-rules`` on row-major X),
+        planned on the host for ``sms`` SMs (the cross-GPU what-if): the registers of each
+        launch bound's cap (no compiled kernel here), no trial. No device rates, or the rules
+        on column-major X: (None, None)."""
         from sparsescope.timing.host import should_flush
 
         device = self._model
-        if device is None or device.rates is None or case.params.layout != "row":
+        if device is None or device.rates is None:
             return None, None
         if self.by == "rules":
+            if case.params.layout != "row":
+                return None, None
             inner, _ = self._rules(case, value_dtype, sms)
             chosen = CHOICES[inner]()
             chosen.use_model(device)
@@ -465,16 +377,10 @@ class SpmmCudaAuto(OpBackend):
         order = [p for p in ranked(table) if p.predicted_ms is not None]
         if not order:
             return None, None
-        best, csr = order[0].candidate, case.matrix
-        if best.backend == BLOCKTC:
-            plan, _ = blocktc_candidate(csr, case.params.k, value_dtype, sms)
-        else:
-            plan = next(plan for cand, plan in candidate_plans(
-                csr.indptr, csr.nnz, case.params.k, value_dtype, index_bytes, sms, full_warps)
-                if cand == best)
-        launch = candidate_launch(best.backend, plan, None,
-                                  (int(csr.shape[0]), int(csr.shape[1]), case.params.k))
-        return case.csr_traffic, launch
+        best = order[0].candidate
+        plan = next(plan for cand, plan, _ in planned_candidates(
+            case, value_dtype, index_bytes, sms, full_warps) if cand == best)
+        return case.csr_traffic, case_launch(case, best, plan)
 
     def kernel_shape(self, case: Any, prepared: Any):
         """The chosen kernel's launch, for the time model."""

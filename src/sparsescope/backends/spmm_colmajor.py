@@ -133,6 +133,29 @@ def plan_colmajor(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, index_
     return ColMajorPlan(name, tile, plan, blocks, tiles, block, notes)
 
 
+LAUNCH_BOUND_MINB = 1
+"""``__launch_bounds__(256)`` of spmm_colmajor.cu: no minimum of blocks, so the cap is the
+hardware's (65,536 / 256 = 256 registers a thread; the float32 k = 8 instance uses 61)."""
+
+
+def colmajor_launch(host: ColMajorPlan, registers: int | None = None):
+    """A colmajor plan as the SpMM time model's launch (``model.spmm_predict``, column-major
+    X): 32 slices a warp (a lane each), one group a slice, C columns a slab (grid.y = the
+    column tiles), C scalar loads a nonzero (VEC 1), BATCH X rows in flight a lane, and a
+    round trip for pairs once a lane has used the 32-byte sector of its indices and values
+    (``32 / max(index, value bytes)`` pairs: the loads between hit L1). Registers: the
+    compiled kernel's, else the launch bound's cap (:data:`LAUNCH_BOUND_MINB`)."""
+    from sparsescope.model.spmm_predict import SpmmLaunch, plan_fields
+
+    tile, batch = host.tile
+    fields = plan_fields(host.plan, host.notes, registers, LAUNCH_BOUND_MINB)
+    widest = max(fields["index_bytes"], fields["value_bytes"])
+    return SpmmLaunch(
+        kernel=host.kernel, slices_per_warp=32, groups_per_slice=1, slab_cols=tile,
+        slabs=host.tiles, vec=1, chunks=tile, stage_pairs=max(1, 32 // widest), batch=batch,
+        block_warps=host.warps, x_layout="col", label=f"colmajor {host.kernel}", **fields)
+
+
 @dataclass
 class PreparedColMajor:
     rows: int
@@ -203,6 +226,18 @@ class SpmmCudaColMajor(OwnSpmmKernel):
     def run(self, prepared: PreparedColMajor) -> np.ndarray:
         self._launch(prepared)
         return np.ascontiguousarray(prepared.y.get().T)  # rows x k (Y was k x rows)
+
+    def kernel_shape(self, case: OpCase, prepared: PreparedColMajor | None):
+        """The launch for the SpMM time model, with the compiled kernel's registers."""
+        from sparsescope.backends.spmm_cuda import compiled_registers
+
+        if prepared is None:
+            return None
+        return colmajor_launch(prepared.host, compiled_registers(SOURCE, prepared.host.kernel))
+
+    def host_launch(self, case: OpCase, value_dtype: str, index_bytes: int, sms: int,
+                    rates: Any) -> Any:
+        return colmajor_launch(self.plan(case, value_dtype, index_bytes, sms), None)
 
     def notes(self, prepared: PreparedColMajor) -> dict[str, str]:
         return dict(prepared.host.notes)

@@ -3,9 +3,11 @@
 Column-major X is the worst layout for a CSR SpMM: a nonzero's X row ``X[j, :]`` is ``k``
 values ``cols`` apart, one 32-byte sector each, where row-major X gives them side by side
 (``k x 4 / 32`` sectors). Measured on the H200 (results/h200/spmm), every column-major kernel,
-cuSPARSE's and ``spmm-cuda-colmajor``, runs 5-10x slower than the row-major rowgroup kernel on
-the same matrix and k. So this backend transposes instead, on the device and inside the timed
-call::
+cuSPARSE's and ``spmm-cuda-colmajor``, ran 5-10x slower than the row-major rowgroup kernel on
+the same matrix and k there. So this backend transposes instead, on the device and inside the
+timed call (the transposes cost a fixed ~2,100 warp instructions a 32 x 32 tile, which at small
+k on short rows can outweigh the product: ``spmm-cuda-auto`` then times ``spmm-cuda-colmajor``
+beside it, ``backends.spmm_auto_candidates``, ``model.transpose``)::
 
     X_row = transpose(X_col)          (kernels/transpose.cu: 32 x 32 tiles through shared memory)
     Y_row = inner(A, X_row)           (a row-major kernel: rowgroup by default; spmm-cuda-auto

@@ -28,6 +28,21 @@ of these terms (a :class:`~sparsescope.model.prediction.PredictionTerm` each)::
     compute = 2 nnz k / FP32 (FP64) rate
     predicted = overhead (model.call_overhead) + max(memory, imbalance, compute)
 
+Column-major X (``x_layout = "col"``: ``spmm-cuda-colmajor``, a lane a row slice, C columns
+a thread, slabs = ceil(k / C) column tiles): the k values a nonzero gathers lie in k columns,
+``cols`` values apart, a 32-byte sector each; neighbouring columns j of one X column share a
+sector (8 float32 values), so the unit of reuse is the sector ``j // (32 / value bytes)``::
+
+    l2      = (A x slabs + Y) / L2 bw + g_col x k / L2 random-gather rate
+              g_col = sum over blocks of the distinct sectors j // (32 / value bytes) of the
+                      block's slices (per column of X)
+    X from DRAM = cols x k x value bytes when one tile of X (cols x C values) fits the L2,
+                  else the LRU model with a sector of each of the tile's C columns as the unit
+
+Its lanes walk their slices alone (32 slices a warp, one group a slice), C scalar loads of X a
+nonzero (VEC 1, CHUNKS C), BATCH nonzeros' X in flight, and a round trip for pairs once a lane
+has used the 32-byte sector of its indices (8 int32 pairs: the loads between hit L1).
+
 A warp's time is its rounds of loads, each a round trip::
 
     t_warp = (1 + pair rounds) x DRAM latency + x rounds x x_round
@@ -62,7 +77,7 @@ import numpy as np
 from sparsescope.model.call_overhead import overhead_term
 from sparsescope.model.kernel_shape import REGISTERS_PER_SM
 from sparsescope.model.prediction import ModelPrediction, PredictionTerm
-from sparsescope.model.spmm import x_sectors_per_nonzero, x_slice_reads
+from sparsescope.model.spmm import SECTOR_BYTES, x_sectors_per_nonzero, x_slice_reads
 from sparsescope.model.throughput import warm_dram_term
 
 #: Registers are allocated to a warp in units of this many (Volta to Hopper).
@@ -90,7 +105,12 @@ class OwnLaunch:
     launches: int = 1
     """Kernel launches of one call (a zero fill and the transposes each count one)."""
     around_bytes: int = 0
-    """Bytes moved outside the SpMM kernel in the call (device transposes of X and Y)."""
+    """Bytes moved outside the SpMM kernel in the call, charged to its DRAM and L2 terms (none
+    of our calls has any now: the device transposes are :attr:`transposes`)."""
+    transposes: tuple[tuple[int, int], ...] = ()
+    """(rows, cols) of each input a device transpose re-lays in the call, one kernel each
+    before or after the SpMM kernel: their time (``model.transpose``) is added to the
+    kernel's by ``model.own_spmm.predict_own_spmm``."""
     cuda_source: str = ""
     """Empty: the launch is not refined from SASS by the SpMV refiner."""
     label: str = ""
@@ -122,6 +142,9 @@ class SpmmLaunch(OwnLaunch):
     index_bytes: int = 4
     zero_fill: bool = False
     """Rows cut into several slices: Y zero-filled first (one memset more) and summed."""
+    x_layout: str = "row"
+    """``row``: X row-major (an X row slice of ``slab_cols`` values a gather); ``col``: X
+    column-major (``spmm-cuda-colmajor``: each of a nonzero's values its own sector)."""
 
     @property
     def n_slices(self) -> int:
@@ -224,20 +247,34 @@ def block_gathers(slice_ptr, indices, slices_per_block: int, *,
                                       f"({how}): {distinct / counted:.2f} of the nonzeros")
 
 
+def sector_columns(indices, value_bytes: int) -> np.ndarray:
+    """The sector of one column of column-major X each nonzero gathers: ``j // (32 / value
+    bytes)`` (float32: 8 neighbouring j share a sector). [0, 7, 8, 17] -> [0, 0, 1, 2]."""
+    return np.asarray(indices, dtype=np.int64) // max(1, SECTOR_BYTES // value_bytes)
+
+
 def x_dram_bytes(indptr, indices, cols: int, k: int, launch: SpmmLaunch,
                  l2_bytes: int) -> tuple[float, str]:
     """(bytes of X read from DRAM, how): X once (cols x k x value bytes) when one slab of X
     (cols x slab x value bytes) fits the L2, else per slab the LRU model's misses of X row
-    slices (``model.spmm.x_slice_reads``, as ``model.spmm.x_reuse_dram_floors``)."""
+    slices (``model.spmm.x_slice_reads``, as ``model.spmm.x_reuse_dram_floors``). Column-major
+    X: the unit is a sector of each of the tile's ``slab_cols`` columns (``slab_cols x 32``
+    bytes), indexed by :func:`sector_columns`."""
     vb = launch.value_bytes
     once = float(cols * k * vb)
-    unit = launch.slab_cols * vb
-    if cols * unit <= l2_bytes or len(indices) == 0:
+    if cols * launch.slab_cols * vb <= l2_bytes or len(indices) == 0:
         return once, "X read once (one slab of X fits the L2)"
-    g = x_slice_reads(indptr, indices, cols, l2_bytes, unit)
+    if launch.x_layout == "col":
+        per = SECTOR_BYTES // vb
+        unit = launch.slab_cols * SECTOR_BYTES
+        g = x_slice_reads(indptr, sector_columns(indices, vb), -(-cols // per), l2_bytes, unit)
+    else:
+        unit = launch.slab_cols * vb
+        g = x_slice_reads(indptr, indices, cols, l2_bytes, unit)
     misses = max(once, launch.slabs * g.dram_sectors * unit)
-    return misses, (f"X slab of {cols * unit / 1e6:,.0f} MB > L2: LRU reuse model, "
-                    f"{g.dram_sectors / max(1, g.distinct_sectors):.2f} reads of each row slice")
+    return misses, (f"X slab of {cols * launch.slab_cols * vb / 1e6:,.0f} MB > L2: LRU reuse "
+                    f"model, {g.dram_sectors / max(1, g.distinct_sectors):.2f} reads of each "
+                    f"{'sector' if launch.x_layout == 'col' else 'row slice'}")
 
 
 def issue_term(instructions: float, rates) -> PredictionTerm:
@@ -266,10 +303,16 @@ def predict_spmm(indptr, indices, cols: int, k: int, launch: SpmmLaunch, rates, 
     fetched = a_dram + x_dram + launch.around_bytes
     writeback = flush_writeback(rates, fetched) if flushed else 0.0
     dram_bytes = fetched + y_bytes + writeback
-    per_slab, l1_how = block_gathers(launch.slice_ptr, indices,
+    col = launch.x_layout == "col"
+    per_slab, l1_how = block_gathers(launch.slice_ptr,
+                                     sector_columns(indices, vb) if col else indices,
                                      launch.slices_per_warp * launch.block_warps)
-    gathers = per_slab * launch.slabs
-    sectors = gathers * x_sectors_per_nonzero(launch.slab_cols, vb)
+    if col:   # a sector request for each of the k columns, none streams after it
+        gathers = per_slab * k
+        sectors = gathers
+    else:
+        gathers = per_slab * launch.slabs
+        sectors = gathers * x_sectors_per_nonzero(launch.slab_cols, vb)
     x_l2_bytes = sectors * 32
     dram = warm_dram_term(PredictionTerm(
         "dram", dram_bytes / (rates.dram_bw_gb_s * 1e6),
@@ -347,15 +390,13 @@ def predict_spmm(indptr, indices, cols: int, k: int, launch: SpmmLaunch, rates, 
                      f"{rates.sources.get('dram_latency')}"))
 
 
-def with_transposes(launch: SpmmLaunch, rows: int, cols: int, k: int) -> SpmmLaunch:
-    """``launch`` between two device transposes (``spmm-cuda-transposed``): X read and
-    written once more, Y written and read once more, two launches more::
-
-        around = 2 (cols + rows) k x value bytes
-
-    Hand check: rows 10, cols 20, k 8, 4 B -> 1,920 B."""
-    around = 2 * (cols + rows) * k * launch.value_bytes
-    return replace(launch, around_bytes=launch.around_bytes + around,
+def with_transposes(launch: OwnLaunch, rows: int, cols: int, k: int) -> OwnLaunch:
+    """``launch`` between two device transposes (``spmm-cuda-transposed``): X (k x cols
+    column-major, i.e. a k x cols row-major input) before the kernel, Y (rows x k) after it,
+    two launches more; their time is ``model.transpose``'s, added to the kernel's (they run
+    one after another on the stream). Hand check: rows 10, cols 20, k 8 -> transposes
+    ((8, 20), (10, 8)), launches + 2."""
+    return replace(launch, transposes=launch.transposes + ((k, cols), (rows, k)),
                    launches=launch.launches + 2,
                    label=f"{launch.label or launch.kernel} + device transposes")
 

@@ -1,0 +1,197 @@
+"""The kernels ``spmm-cuda-auto`` chooses among, planned on the host and predicted on a device
+(``context.predict_call``: the SpMM op's ``predict``, ``model.own_spmm.predict_own_spmm``).
+
+The candidates of a case, by X's layout (:func:`candidate_names`)::
+
+    row-major X    rowgroup (default slices; balanced slices where they cut more), rowwarp
+                   (where it takes k), blocktc (float32, block fill within its limit)
+    column-major X each of those between two device transposes (``spmm-cuda-transposed``: X
+                   re-laid row-major before the kernel, Y re-laid column-major after it, their
+                   time ``model.transpose``'s), and ``spmm-cuda-colmajor`` on X as it is
+
+Column-major X has two strategies, and which is faster depends on the matrix and k, not on the
+layout alone: the transposes cost every value of X and Y twice more (about 2,000 warp
+instructions a 32 x 32 tile, so ``2 (rows + cols) / 32`` tiles whatever k; 0.14 ms at k = 8
+on a graph of a million rows and columns on the H200) while the direct kernel gathers a
+sector per value (``nnz x k`` sector requests). Few nonzeros a row and small k favour the
+direct kernel (the issue 37 graph at k = 8: colmajor 49.5 us, transposes + row-major 95.8
+us), many nonzeros a row or large k the transposes. Both are planned and predicted for every
+case, and the trial times those the model cannot rank apart.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from sparsescope.backends import spmm_blocktc, spmm_colmajor, spmm_cuda, spmm_rowgroup
+from sparsescope.backends.select_predicted import Candidate, CandidatePrediction
+from sparsescope.backends.spmm_blocktc import (
+    block_format_of,
+    blocktc_launch,
+    fill_declined,
+    plan_blocktc,
+    sampled_fill,
+)
+from sparsescope.backends.spmm_colmajor import colmajor_launch, plan_colmajor
+from sparsescope.backends.spmm_cuda import (
+    MAX_CHUNKS,
+    SLICE_UNIT,
+    choose_slab,
+    launch_shape,
+    plan_rowwarp,
+    rowwarp_launch,
+)
+from sparsescope.backends.spmm_rowgroup import plan_rowgroup, rowgroup_launch
+from sparsescope.ops.base import OpCase
+
+ROWWARP = "spmm-cuda-rowwarp"
+ROWGROUP = "spmm-cuda-rowgroup"
+COLMAJOR = "spmm-cuda-colmajor"
+TRANSPOSED = "spmm-cuda-transposed"
+BLOCKTC = "spmm-cuda-blocktc"
+ROW_MAJOR_KERNELS = (ROWGROUP, ROWWARP, BLOCKTC)
+"""The row-major kernels: candidates of row-major X, and between the transposes of
+column-major X."""
+BALANCED_MIN_SLICE = SLICE_UNIT
+"""rowgroup's balanced candidate: slices cut at the slice rule's own target (nnz / (SMs x 32)),
+floored at a warp's width instead of MIN_SLICE_NNZ (1,024). On a power-law graph of 30,000
+rows (graph-04 of the tuning part) the default floor leaves slices of 1,024 nonzeros that one
+group walks 8 at a time while the other warps are done: the model's imbalance term (and the
+H200: rowgroup 140 us against cuSPARSE's 57 us at k = 32). Cutting costs a zero fill of Y and
+atomics for the cut rows, which the model leaves out, so the trial decides."""
+
+
+def rowwarp_supports(k: int, value_dtype: str) -> bool:
+    """Whether rowwarp's default slab gives at most MAX_CHUNKS loads a lane (k = 255: 8, yes;
+    k = 4095: 128, no)."""
+    return launch_shape(choose_slab(k), value_dtype)[2] <= MAX_CHUNKS
+
+
+def candidate_names(layout: str) -> tuple[str, ...]:
+    """The kernel families auto plans for X's ``layout`` (the module docstring): row ->
+    rowgroup, rowwarp, blocktc; col -> the same between the transposes, then colmajor."""
+    return ROW_MAJOR_KERNELS + ((COLMAJOR,) if layout == "col" else ())
+
+
+def candidate_plans(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, index_bytes: int,
+                    sm_count: int, full_warps: int) -> list[tuple[Candidate, Any]]:
+    """(candidate, host plan) of each CSR row-major candidate: rowgroup at its default launch;
+    rowgroup with balanced slices (``min_slice`` = :data:`BALANCED_MIN_SLICE`) when that cuts
+    more than the default does; rowwarp where it takes k (:func:`rowwarp_supports`)."""
+    plans: list[tuple[Candidate, Any]] = [(Candidate(ROWGROUP), plan_rowgroup(
+        indptr, nnz, k, value_dtype, index_bytes, sm_count, full_warps=full_warps))]
+    balanced = plan_rowgroup(indptr, nnz, k, value_dtype, index_bytes, sm_count,
+                             full_warps=full_warps, min_slice=BALANCED_MIN_SLICE)
+    if balanced.plan.n_slices > plans[0][1].plan.n_slices:
+        plans.append((Candidate(ROWGROUP, {"min_slice": BALANCED_MIN_SLICE}), balanced))
+    if rowwarp_supports(k, value_dtype):
+        plans.append((Candidate(ROWWARP), plan_rowwarp(indptr, nnz, k, value_dtype, index_bytes,
+                                                      sm_count)))
+    return plans
+
+
+def blocktc_candidate(csr: Any, k: int, value_dtype: str, sm_count: int):
+    """``(launch, "")`` of the block tensor-core kernel for the time model, or ``(None,
+    reason)`` where it is not a candidate: float64, or a 16 x 8 block fill above
+    ``spmm_blocktc.MAX_FILL`` -- screened on sampled block rows first
+    (:func:`~sparsescope.backends.spmm_blocktc.sampled_fill`, above twice the limit: out),
+    then counted exactly while the blocks are built."""
+    limit = spmm_blocktc.MAX_FILL
+    if value_dtype != "float32":
+        return None, "tensor-core path: float32 only"
+    if csr.nnz == 0:
+        return None, "no nonzeros"
+    screen = sampled_fill(csr.indptr, csr.indices, int(csr.shape[1]))
+    if screen > 2 * limit:
+        return None, f"16x8 block fill ~{screen:.1f} on sampled block rows > 2 x {limit:g}"
+    fmt = block_format_of(csr)   # the blocks prepare builds too: built once
+    declined = fill_declined(fmt.blocks, csr.nnz, limit)
+    if declined:
+        return None, declined
+    plan = plan_blocktc(fmt.block_rows, fmt.blocks, csr.nnz, k, sm_count)
+    return (fmt, plan), ""
+
+
+def candidate_launch(name: str, plan: Any, registers=None, shape: tuple[int, int, int] = (0, 0, 0)):
+    """The time model's launch of one candidate plan; ``registers(source, kernel)`` reads the
+    compiled kernel's registers (None: the launch bound's cap); ``shape`` (rows, cols, k) for
+    the block kernel."""
+    if name == BLOCKTC:
+        fmt, host = plan
+        regs = registers(spmm_blocktc.SOURCE, host.kernel) if registers else None
+        return blocktc_launch(host, fmt.block_ptr, *shape, passes=3, registers=regs)
+    if name == ROWGROUP:
+        regs = registers(spmm_rowgroup.SOURCE, plan.kernel) if registers else None
+        return rowgroup_launch(plan, regs)
+    if name == COLMAJOR:
+        regs = registers(spmm_colmajor.SOURCE, plan.kernel) if registers else None
+        return colmajor_launch(plan, regs)
+    regs = registers(spmm_cuda.SOURCE, plan.kernel) if registers else None
+    return rowwarp_launch(plan, regs)
+
+
+def planned_candidates(case: OpCase, value_dtype: str, index_bytes: int, sm_count: int,
+                       full_warps: int) -> list[tuple[Candidate, Any, str]]:
+    """(candidate, host plan or None, why not) of every candidate of ``case`` in
+    :func:`candidate_names`' order: the CSR row-major plans, blocktc's (or the reason it
+    declines), and for column-major X colmajor's."""
+    csr, k = case.matrix, case.params.k
+    out: list[tuple[Candidate, Any, str]] = [
+        (cand, plan, "") for cand, plan in candidate_plans(
+            csr.indptr, csr.nnz, k, value_dtype, index_bytes, sm_count, full_warps)]
+    plan, declined = blocktc_candidate(csr, k, value_dtype, sm_count)
+    out.append((Candidate(BLOCKTC), plan, declined))
+    if case.params.layout == "col":
+        out.append((Candidate(COLMAJOR), plan_colmajor(csr.indptr, csr.nnz, k, value_dtype,
+                                                       index_bytes, sm_count), ""))
+    return out
+
+
+def case_launch(case: OpCase, cand: Candidate, plan: Any, registers=None):
+    """The launch of ``cand`` for ``case`` as the model reads it: the kernel's own, between
+    the two device transposes (``model.spmm_predict.with_transposes``) when X is
+    column-major and the kernel reads row-major X."""
+    from sparsescope.model.spmm_predict import with_transposes
+
+    csr, k = case.matrix, case.params.k
+    rows, cols = int(csr.shape[0]), int(csr.shape[1])
+    launch = candidate_launch(cand.backend, plan, registers, (rows, cols, k))
+    if case.params.layout == "col" and cand.backend != COLMAJOR:
+        launch = with_transposes(launch, rows, cols, k)
+    return launch
+
+
+def predict_candidates(case: OpCase, value_dtype: str, index_bytes: int, device: Any, *,
+                       sm_count: int, full_warps: int, flushed: bool,
+                       registers=None) -> list[CandidatePrediction]:
+    """Every candidate of ``case`` (:func:`planned_candidates`; for column-major X each
+    row-major kernel with its transposes, :func:`case_launch`) predicted on ``device`` (a
+    ``context.DeviceContext``) through the one entry point (``context.predict_call``); a
+    candidate the model fails on, or that declines the case, is listed with the reason."""
+    from sparsescope.context import predict_call
+
+    out = []
+    start = time.perf_counter()
+    for cand, plan, declined in planned_candidates(case, value_dtype, index_bytes, sm_count,
+                                                   full_warps):
+        if plan is None:
+            out.append(CandidatePrediction(cand, None, not_modelled=declined))
+            start = time.perf_counter()
+            continue
+        try:
+            launch = case_launch(case, cand, plan, registers)
+        except Exception as exc:  # a candidate the model cannot take is never chosen
+            out.append(CandidatePrediction(cand, None, not_modelled=f"{type(exc).__name__}: "
+                                                                    f"{exc}"))
+            start = time.perf_counter()
+            continue
+        p = predict_call(case, case.csr_traffic, launch, device, flushed=flushed,
+                         who=cand.label, refine=False)
+        out.append(CandidatePrediction(cand, p.predicted_ms, p.limiter,
+                                       not_modelled=p.not_modelled,
+                                       plan_s=time.perf_counter() - start))
+        start = time.perf_counter()
+    return out
