@@ -109,3 +109,69 @@ def test_a_shape_without_a_schedule_adds_its_instruction_path():
     assert instruction_path_ns(tile, _rates()) == 0.0
     # a staged kernel's instructions issue while its next copy is in flight
     assert instruction_path_ns(replace(tile, staged=True), rates) == 0.0
+
+
+#: CHAIN with the instructions the warp issues up to each step: one each.
+COUNTED = IssueSchedule(steps=(IssueStep(load=0, issued=1), IssueStep(load=1, reads=(0,), issued=1),
+                               IssueStep(reads=(1,), issued=1)), kinds=(STREAM, GATHER))
+
+
+def test_the_walk_charges_each_instruction_its_issue_interval():
+    # 5 ns an instruction: c leaves at 5 (arrives 355), the gather issues at 355 (arrives
+    # 505), the add at 505; the next iteration's c leaves at 510: 505 ns an iteration
+    walk = COUNTED.walk(350.0, 150.0, issue_ns=5.0)
+    assert walk.iteration_ns == pytest.approx(505.0)
+    assert (walk.stream_stops, walk.gather_stops) == (1.0, 1.0)
+    assert COUNTED.instructions == 3
+    # no interval, or steps that count no instructions: the walk of the loads alone
+    assert COUNTED.walk(350.0, 150.0).iteration_ns == pytest.approx(500.0)
+    assert CHAIN.walk(350.0, 150.0, issue_ns=5.0).iteration_ns == pytest.approx(500.0)
+    # the stops a warp makes are counted at unit latencies without issue time
+    assert COUNTED.stops() == CHAIN.stops()
+
+
+def test_instructions_issued_while_a_load_is_in_flight_are_hidden_until_they_outlast_it():
+    # LDG c; ten independent instructions; FADD s, c (11 issued up to it); 4 after it (tail)
+    body = IssueSchedule(steps=(IssueStep(load=0, issued=1), IssueStep(reads=(0,), issued=11)),
+                         kinds=(STREAM,), tail=4)
+    assert body.instructions == 16
+    # 5 ns each: c arrives at 5 + 350; the add waits for it (its 55 ns of issue hidden), the
+    # tail adds 20 ns: 355 + 20 = 375 ns an iteration, one stream stop
+    walk = body.walk(350.0, 150.0, issue_ns=5.0)
+    assert walk.iteration_ns == pytest.approx(375.0)
+    assert walk.stream_stops == 1.0
+    # 40 ns each: the add's 11 instructions (440 ns) outlast c's 350 ns: no stop, 16 x 40 ns
+    walk = body.walk(350.0, 150.0, issue_ns=40.0)
+    assert walk.iteration_ns == pytest.approx(640.0)
+    assert walk.stream_stops == 0.0
+
+
+def test_iteration_ns_charges_the_dependent_issue_cycles_at_the_sm_clock():
+    from sparsescope.model.predict import DEPENDENT_ISSUE_CYCLES, issue_interval_ns
+
+    rates = replace(_rates(), sm_clock_mhz=2000.0)
+    # 4 cycles at 2,000 MHz: 2 ns an instruction; none without a clock
+    assert DEPENDENT_ISSUE_CYCLES == 4
+    assert issue_interval_ns(rates) == pytest.approx(2.0)
+    assert issue_interval_ns(_rates()) == 0.0
+    shape = KernelShape(kernel="k", decomposition="rows", block_threads=256, grid_blocks=1,
+                        issue_schedule=COUNTED)
+    # c leaves at 2 (arrives 352), the gather at 352 (arrives 502), the add at 502: 502 ns
+    assert iteration_ns(shape, rates, _l2_hits())[0] == pytest.approx(502.0)
+    assert iteration_ns(shape, _rates(), _l2_hits())[0] == pytest.approx(500.0)
+
+
+def test_the_own_kernels_schedules_count_the_instructions_of_their_walked_body():
+    """The SASS-read schedules (``sass.issue_order``) carry each step's instructions: SELL's
+    8-step loop runs every block each iteration, so its walk counts all of the loop's
+    instructions; delta16's leaves out the escape blocks the loop goes around."""
+    from sparsescope.sass.kernel_shape import kernel_mlps_of, sass_tools_available
+
+    if not sass_tools_available():
+        pytest.skip("no CUDA compiler and cuobjdump here: the own kernels' SASS cannot be read")
+    sell, delta = "spmv_sell<float, 0, 1, 1, 4, 6, 1>", "spmv_sell<float, 1, 1, 1, 4, 6, 1>"
+    mlps = kernel_mlps_of("spmv_own.cu", (sell, delta), "sm_90")
+    counts = {k: (m.schedule.instructions, m.loop_instructions) for k, m in mlps.items()}
+    assert counts[sell][0] == counts[sell][1] > 100
+    assert 0 < counts[delta][0] < counts[delta][1]
+    assert all(step.issued >= 1 for step in mlps[sell].schedule.steps)

@@ -200,3 +200,26 @@ def test_the_hub_kernels_declare_their_on_chip_copies():
         assert fmt.ntiles == 90
         shape = backend.host_shape(fmt, a, "float32", 132)
         assert (shape.onchip_x_entries, shape.onchip_x_copies) == (abs(hub), copies)
+
+
+def test_the_walked_schedule_charges_the_warps_issue_path_in_the_prediction():
+    """``model.predict.issue_interval_ns``: 4 cycles at 1,000 MHz, 4 ns an instruction. A
+    ``LDG c; LDG x[c]; FADD s, x`` loop issued one instruction a step: c leaves 4 ns into the
+    iteration, the gather waits for it and the add for x, so the path adds the first 4 ns and
+    the rest hides behind the loads: 4 ns an iteration, whatever the x round."""
+    from sparsescope.model.issue_schedule import GATHER, STREAM, IssueSchedule, IssueStep
+
+    n = 2000
+    a, traffic, base = _random_case(n)
+    steps = (IssueStep(load=0, issued=1), IssueStep(load=1, reads=(0,), issued=1),
+             IssueStep(reads=(1,), issued=1))
+    counted = dataclasses.replace(base, issue_schedule=IssueSchedule(steps=steps,
+                                                                     kinds=(STREAM, GATHER)))
+    uncounted = dataclasses.replace(base, issue_schedule=IssueSchedule(
+        steps=tuple(dataclasses.replace(s, issued=0) for s in steps), kinds=(STREAM, GATHER)))
+    p = predict_spmv(a.indptr, a.indices, n, traffic, counted, RATES, flushed=True)
+    q = predict_spmv(a.indptr, a.indices, n, traffic, uncounted, RATES, flushed=True)
+    assert p.inputs["issue_path_ns"] == pytest.approx(4.0)
+    assert q.inputs["issue_path_ns"] == 0.0
+    assert p.inputs["iteration_ns"] == pytest.approx(q.inputs["iteration_ns"] + 4.0)
+    assert p.predicted_ms > q.predicted_ms

@@ -19,6 +19,19 @@ the same span).
 Hand check (:func:`IssueSchedule.walk`): ``LDG c; LDG x[c]; FADD s, x`` with stream latency
 350 ns and gather latency 150 ns: the gather waits for ``c`` (t = 350), the add for ``x``
 (t = 500): T = 500 ns, one stream and one gather stop.
+
+**Issue.** A warp also spends time on the instructions themselves: it issues at most one a
+cycle, and one that reads the result of the instruction before it waits for that pipeline's
+latency. Where the steps carry how many instructions the warp issues before each of them
+(``IssueStep.issued``, from the SASS; the body's rest after the last step: ``tail``), each
+takes ``issue_ns`` on the warp's path, overlapping the loads in flight but not a stop::
+
+    t = max(t + issued x issue_ns, arrival of every load the step reads)
+    (after the last step: t += tail x issue_ns)
+
+A stop is then a wait beyond the issue time. Hand check: ``LDG c; LDG x[c]; FADD s, x`` issued
+one instruction each, 5 ns an instruction, streams 350 ns, gathers 150 ns: c leaves at 5 and
+arrives at 355, the gather issues at 355 (and arrives at 505), the add at 505: T = 505 ns.
 """
 
 from __future__ import annotations
@@ -42,6 +55,10 @@ class IssueStep:
     carried: tuple[int, ...] = ()
     """Loads of the previous iteration (issued at this step or after it in the body) whose
     results it reads: the software pipeline."""
+    issued: int = 0
+    """Warp instructions the warp issues from the step before (the loop's top for the first
+    step) up to and including this one (SASS, NOPs left out); 0: not counted (issue taken as
+    free, the walk of the loads alone)."""
 
 
 @dataclass(frozen=True)
@@ -64,6 +81,14 @@ class IssueSchedule:
     """Per load: :data:`STREAM` (columns, values, pointers) or :data:`GATHER` (x)."""
     source: str = ""
     """Where the steps were read (``SASS of spmv_sell<...> (sm_90, nvrtc 13.5)``)."""
+    tail: int = 0
+    """Warp instructions of the body after its last step, up to the back edge (SASS)."""
+
+    @property
+    def instructions(self) -> int:
+        """Warp instructions of the walked body: the steps' ``issued`` and the ``tail`` (0 for a
+        schedule that does not count them)."""
+        return sum(step.issued for step in self.steps) + self.tail
 
     def stops(self) -> IssueWalk:
         """The walk with one unit of latency for every load: how many times an iteration
@@ -72,12 +97,14 @@ class IssueSchedule:
         return self.walk(1.0, 1.0)
 
     def walk(self, stream_ns: float, gather_ns: float,
-             reuse_ns: float | None = None) -> IssueWalk:
+             reuse_ns: float | None = None, issue_ns: float = 0.0) -> IssueWalk:
         """The iteration's steady-state length and stops (module docstring), stream loads
         taking ``stream_ns`` and gathers ``gather_ns``. ``reuse_ns``: the latency of a stream
         load issued after the iteration's first stop, when the loads before that stop opened
         every memory unit the iteration's streams read (a lane walking its own row: the
         later loads read what the first ones brought on chip); None: ``stream_ns`` for all.
+        ``issue_ns``: the warp's time per instruction it issues (module docstring, Issue); 0,
+        or steps that count none, leave the walk of the loads alone.
         Hand check: ``LDG c; FADD s, c; LDG v; FADD s, v`` with 350 ns streams, reuse 150 ns:
         350 + 150 = 500 ns (700 ns without reuse)."""
         arrival = [float("-inf")] * len(self.kinds)  # of each load's latest issue
@@ -87,6 +114,8 @@ class IssueSchedule:
                 start, stops = t, {STREAM: 0, GATHER: 0}
             opened = False   # has this iteration stopped yet (its first loads are out)
             for step in self.steps:
+                # the instructions up to this one issue first, one issue_ns each
+                t += step.issued * issue_ns
                 # reads: issued earlier this iteration; carried: issued last iteration, not yet
                 # issued again (they lie at or after this step) -- both are the latest issue
                 ready, last = t, -1
@@ -103,6 +132,7 @@ class IssueSchedule:
                     else:
                         latency = reuse_ns if opened and reuse_ns is not None else stream_ns
                     arrival[step.load] = t + latency
+            t += self.tail * issue_ns
         return IssueWalk(iteration_ns=(t - start) / SPAN_ITERATIONS,
                          stream_stops=stops[STREAM] / SPAN_ITERATIONS,
                          gather_stops=stops[GATHER] / SPAN_ITERATIONS)

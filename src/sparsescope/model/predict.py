@@ -30,9 +30,12 @@ The kernel needs at least the time of each of these (each a :class:`PredictionTe
                 L2 latency + P(a warp's gather misses) x (DRAM latency - L2 latency),
                 P = 1 - h^s for an L2 hit rate h and s sectors per gather instruction;
                 plus, for a loop that holds another loop (the tile kernels), the warp's own
-                instruction path (:func:`instruction_path_ns`). The stream round is the DRAM
-                latency after the latency mode's flush, the L2's for what a warm L2 kept back
-                to back (P scaled alike), and the L2's for the stream loads after an
+                instruction path (:func:`instruction_path_ns`); where the SASS gives the
+                loop's issue schedule, its walk, each instruction the warp issues taking
+                DEPENDENT_ISSUE_CYCLES / SM clock between its stops
+                (:func:`issue_interval_ns`, ``model.issue_schedule``). The stream round is
+                the DRAM latency after the latency mode's flush, the L2's for what a warm L2
+                kept back to back (P scaled alike), and the L2's for the stream loads after an
                 iteration's first stop where a lane's row opens one DRAM access unit an
                 iteration (``model.residency``)
 
@@ -224,7 +227,8 @@ def device_rates(spec, ceilings=None) -> DeviceRates:
 
 
 def iteration_ns(shape: KernelShape, rates: DeviceRates, xg: XGather,
-                 trips: LoadLatencies | None = None) -> tuple[float, float]:
+                 trips: LoadLatencies | None = None, *, issue: bool = True
+                 ) -> tuple[float, float]:
     """(t_iter, x round latency) in ns (module docstring), a stream load's round trip
     ``stream`` and the x misses' scale ``m`` from ``trips`` (``model.residency``: the DRAM
     latency and 1 for a call timed alone after the flush, less where the L2 is warm)::
@@ -237,12 +241,17 @@ def iteration_ns(shape: KernelShape, rates: DeviceRates, xg: XGather,
 
     or, where the shape carries the loop's issue schedule (read from its SASS), the schedule's
     steady-state iteration walked with stream loads at ``stream`` (those after the iteration's
-    first stop at ``trips.reuse_ns`` where a lane's row puts them on chip) and gathers at the x
-    round (``model.issue_schedule``): the warp stops at each use of a load in flight. A share
-    p of iterations that wait for one more dependent stream load (delta16's escape columns,
-    declared from the format) adds that round trip::
+    first stop at ``trips.reuse_ns`` where a lane's row puts them on chip), gathers at the x
+    round and each instruction the warp issues at :func:`issue_interval_ns` where the schedule
+    counts them (``model.issue_schedule``): the warp stops at each use of a load in flight,
+    and between stops it issues its instructions one after another. A share p of iterations
+    that wait for one more dependent stream load (delta16's escape columns, declared from the
+    format) adds that round trip::
 
-        t_iter = walk(every-iteration path) + p x stream
+        t_iter = walk(every-iteration path; issue interval) + p x stream
+
+    ``issue`` False: the round trips alone, without the warp's instruction path (the share
+    of ``t_iter`` that is issue: ``inputs['issue_path_ns']``).
 
     Hand check: DRAM 350 ns, L2 150 ns, h = 0.5, s = 1, 2 rounds, not staged -> x round 250 ns,
     t_iter 600 ns.
@@ -257,10 +266,11 @@ def iteration_ns(shape: KernelShape, rates: DeviceRates, xg: XGather,
     x_round = l2 + miss * (dram - l2)
     if shape.issue_schedule is not None and not shape.staged:
         reuse = trips.reuse_ns if trips is not None else None
-        t_iter = shape.issue_schedule.walk(stream, x_round, reuse).iteration_ns
+        interval = issue_interval_ns(rates) if issue else 0.0
+        t_iter = shape.issue_schedule.walk(stream, x_round, reuse, interval).iteration_ns
         return t_iter + escape_share(shape) * stream, x_round
     gathers = max(0, shape.rounds_per_iteration - 1) * x_round
-    path = instruction_path_ns(shape, rates)
+    path = instruction_path_ns(shape, rates) if issue else 0.0
     if shape.staged:
         # double-buffered: the next chunk's copy leaves when this chunk starts, so a chunk
         # lasts at least the copy's round trip, however fast its gathers
@@ -269,8 +279,28 @@ def iteration_ns(shape: KernelShape, rates: DeviceRates, xg: XGather,
 
 
 #: Cycles between a warp's dependent instructions (FP32 and integer pipelines on Volta to
-#: Hopper): an instruction that reads the one before issues this many cycles after it.
+#: Hopper): an instruction that reads the one before issues this many cycles after it. The
+#: model charges every instruction on a warp's own path this much (:func:`issue_interval_ns`,
+#: :func:`instruction_path_ns`). ncu's warp states on our kernels agree (H200,
+#: results/h200/profile): cycles per issued instruction outside its global-memory waits (long
+#: scoreboard) and outside waiting for another warp to issue (not selected) -- the issue cycle
+#: itself, fixed-latency dependences, branches, shared memory -- are 25.72 - 21.76 - 0.61 = 3.4
+#: for ``spmv_sell`` on the cage15 analog and 24.10 - 13.08 - 3.38 = 7.6 for ``spmv_tile`` on
+#: cant.
 DEPENDENT_ISSUE_CYCLES = 4
+
+
+def issue_interval_ns(rates: DeviceRates) -> float:
+    """A warp's time per instruction it issues on its own path, between its memory stops::
+
+        issue interval = DEPENDENT_ISSUE_CYCLES / SM clock
+
+    0 without a clock (the walk of the loads alone). Hand check: 4 cycles at 1,980 MHz ->
+    2.02 ns; ``spmv_sell<float, 0, 1, 1, 4, 6, 1>``'s 155 instructions an 8-step iteration:
+    313 ns, of which the stops hide what issues while a load is in flight."""
+    if not rates.sm_clock_mhz:
+        return 0.0
+    return DEPENDENT_ISSUE_CYCLES * 1e3 / rates.sm_clock_mhz
 
 
 def instruction_path_ns(shape: KernelShape, rates: DeviceRates) -> float:
@@ -339,7 +369,9 @@ def predict_spmv(indptr: np.ndarray, indices: np.ndarray, cols: int, traffic: Tr
     trips = load_latencies(rates, shape, streams + xg.dram_bytes,
                            max(traffic.values_bytes, traffic.indices_bytes) / max(1, nnz))
     t_iter, x_round = iteration_ns(shape, rates, xg, trips)
+    t_loads = iteration_ns(shape, rates, xg, trips, issue=False)[0]   # its round trips alone
     if shape.row_windows:   # a CSR lane's short windows are not main-loop iterations
+        # (each one stream and one x round, model.csr_windows: in units of t_iter)
         iters = window_block_iterations(indptr, shape,
                                         (trips.stream_ns + x_round) / max(t_iter, 1e-9))
     else:
@@ -370,7 +402,8 @@ def predict_spmv(indptr: np.ndarray, indices: np.ndarray, cols: int, traffic: Tr
         "x_l2_hit_rate": xg.l2_hit_rate, "flush_writeback_bytes": writeback,
         "resident_warps_per_sm": float(per_sm * shape.warps_per_block),
         "blocks": float(iters.size), "customers": float(queue.customers),
-        "iteration_ns": t_iter, "x_round_ns": x_round, "latency_ns": rates.dram_latency_ns,
+        "iteration_ns": t_iter, "issue_path_ns": t_iter - t_loads,
+        "x_round_ns": x_round, "latency_ns": rates.dram_latency_ns,
         "stream_round_ns": trips.stream_ns,
         "loaded_iteration_ns": queue.cycle_s * 1e9,
         # where one loaded iteration goes: each station's residence and the round trips

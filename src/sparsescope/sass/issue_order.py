@@ -26,10 +26,14 @@ conditional, and the path says nothing of it) or when the loop holds another loo
 (``spmv_tile``'s tile loop and its row-pointer loop: how many times the inner one runs per
 iteration is the matrix's, not the code's); the declared rounds stand there.
 
+**Issue.** Each step carries the instructions the warp issues up to it since the step before
+(``IssueStep.issued``; the rest of the body after the last step: ``IssueSchedule.tail``), NOPs
+left out: the walk charges each its issue interval (``model.predict.issue_interval_ns``).
+
 What it cannot see: a use that waits on another load's scoreboard than its own (a warp has
-six, so a kernel with more loads in flight may wait earlier than here), issue slots and
-dual-issue, and waits through shared memory (``LDGSTS`` then ``LDS``): a staged kernel keeps
-its declared rounds.
+six, so a kernel with more loads in flight may wait earlier than here), which instructions
+depend on the one before (every one is charged the same interval) and dual-issue, and waits
+through shared memory (``LDGSTS`` then ``LDS``): a staged kernel keeps its declared rounds.
 """
 
 from __future__ import annotations
@@ -76,12 +80,16 @@ def issue_schedule(ins: tuple[Instruction, ...], cfg: ControlFlow, du: DefUse, l
     loads = [i for i in body if ins[i].is_global_load]
     number = {i: k for k, i in enumerate(loads)}
     steps = []
+    issued = 0  # instructions since the last step (the walk's issue time; NOPs are padding)
     for i in body:
+        issued += ins[i].opcode != "NOP"
         needs = sorted({d for defs in du.reaching[i].values() for d in defs if d in number})
         if i not in number and not needs:
             continue
         steps.append(IssueStep(load=number.get(i, -1),
                                reads=tuple(number[d] for d in needs if d < i),
-                               carried=tuple(number[d] for d in needs if d >= i)))
+                               carried=tuple(number[d] for d in needs if d >= i),
+                               issued=issued))
+        issued = 0
     kinds = tuple(GATHER if i in gathers else STREAM for i in loads)
-    return IssueSchedule(steps=tuple(steps), kinds=kinds, source=source)
+    return IssueSchedule(steps=tuple(steps), kinds=kinds, source=source, tail=issued)
