@@ -74,11 +74,11 @@ def test_trial_formats_are_packed_once_a_format_and_kept_out_of_the_cache():
 def test_a_large_matrix_s_candidates_are_planned_on_the_model_s_row_sample(monkeypatch):
     """Above WHOLE_PLAN_NNZ every candidate (each packs a format: tiles, SELL, blocks) is
     planned on the sample (counted), and the run's own budget is back in force afterwards."""
-    csr = generate("banded", 6000, 60_000, seed=7)
+    csr = generate("banded", 3000, 24_000, seed=7)
     gpu = gpu_rates("H100", use_store=False)
     forget_plans()
-    monkeypatch.setattr(choice_samples, "WHOLE_PLAN_NNZ", 20_000)
-    monkeypatch.setattr("sparsescope.model.plan_sample.SAMPLE_NNZ", 10_000)
+    monkeypatch.setattr(choice_samples, "WHOLE_PLAN_NNZ", 8_000)
+    monkeypatch.setattr("sparsescope.model.plan_sample.SAMPLE_NNZ", 4_000)
     before = COUNTS["sampled_plans"]
     selection, table = select_by_prediction(csr, gpu)
     assert COUNTS["sampled_plans"] - before == len(table) == 14  # every candidate packs
