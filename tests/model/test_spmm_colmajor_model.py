@@ -5,17 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_spmm_predict import RATES  # the toy device of the SpMM model's tests
 
 from sparsescope.backends.spmm_colmajor import colmajor_launch, plan_colmajor
 from sparsescope.backends.spmm_rowgroup import plan_rowgroup, rowgroup_launch
-from sparsescope.model.predict import DeviceRates
 from sparsescope.model.spmm_predict import predict_spmm, sector_columns, x_dram_bytes
 
-RATES = DeviceRates(
-    name="T", sm_count=2, max_threads_per_sm=2048, max_blocks_per_sm=32, l2_bytes=1 << 20,
-    dram_bw_gb_s=1000.0, l2_bw_gb_s=2000.0, dram_latency_ns=400.0, l2_latency_ns=200.0,
-    fp32_gflops=1000.0, dram_gather_gsectors_s=None, l2_gather_gsectors_s=10.0, launch_us=2.0,
-    sm_clock_mhz=1000.0)
 # 4 x 40: rows of cols [0, 1, 9], [17], [], [8, 30, 31]
 INDPTR = np.array([0, 3, 4, 4, 7])
 INDICES = np.array([0, 1, 9, 17, 8, 30, 31])
