@@ -153,6 +153,12 @@ def simulated(monkeypatch):
         lib = SimulatedLib(call_ms)
         monkeypatch.setattr(cuda_timing, "_library", lambda name: lib)
         monkeypatch.setattr(cuda_timing, "_flush_buffers", {})
+        # the simulated hold lasts as long as asked and the host's queueing is real time: a
+        # loaded machine could queue a batch slower than the first hold and the protocol would
+        # rightly take it again (tests/timing/test_timing_cuda_protocol.py tests that); here a
+        # hold no host outlasts keeps each sample one batch, whatever the load
+        monkeypatch.setattr(cuda_timing, "HOLD_START_S", 3600.0)
+        monkeypatch.setattr(cuda_timing, "HOLD_MAX_S", 3600.0)
         return lib
     return install
 
