@@ -34,6 +34,12 @@ def test_families_by_backend_name():
     assert sf.family_of("cuda-spmv-auto") == sf.OURS
     assert sf.family_of("nvmath-cusparse-i32[alg=2]") == sf.LIBRARIES
     assert sf.family_of("torch-cusparse-i64") == sf.LIBRARIES
+    # the dense break-even peer is scored apart: it never moves the libraries' numbers
+    assert sf.family_of("spmm-cublas-dense") == sf.DENSE
+    assert sf.family_of("spmm-cublas-dense[math=tf32]") == sf.DENSE
+    rows = sf.family_summaries([err("spmm-cublas-dense", 40.0), err("spmm-cupy-i32", 4.0)])
+    assert [(r.family, r.backend, r.cases) for r in rows if r.backend == "all"] == [
+        (sf.LIBRARIES, "all", 1), (sf.DENSE, "all", 1)]
 
 
 def test_family_rows_per_gpu_mode_and_backend():
