@@ -58,6 +58,23 @@ def test_selection_regret_and_variant_names():
     assert r.rules_us / r.best_own_us == pytest.approx(1.25)
 
 
+def test_selection_rows_take_spmv_cases_and_each_timing_mode_apart():
+    """An SpMM run of the same matrix in the folder is another op's (its own kernels and
+    libraries are not SpMV's); a throughput run of the matrix is a row of its own."""
+    spmv = [_case("m", "cuda-spmv-sell", 0.016), _case("m", "cuda-spmv-auto", 0.0168),
+            _case("m", "torch-cusparse-i32", 0.040)]
+    spmm = [dict(_case("m", "spmm-cuda-rowgroup", 0.001), op="spmm"),
+            dict(_case("m", "spmm-torch-i32", 0.0005), op="spmm")]
+    fast = [dict(c, timing_mode="throughput", measurement={"samples_ms": [ms / 2] * 3})
+            for c, ms in zip(spmv, (0.016, 0.0168, 0.040), strict=True)]
+    rows = selection_rows(spmv + spmm + fast)
+    assert [(r.matrix, r.best_own, r.best_lib) for r in rows] == [
+        ("m", "cuda-spmv-sell", "torch-cusparse-i32"),
+        ("m (throughput)", "cuda-spmv-sell", "torch-cusparse-i32")]
+    assert rows[0].best_own_us == pytest.approx(16.0) and rows[1].best_own_us == \
+        pytest.approx(8.0)
+
+
 def test_selection_summary_geomeans_and_the_slower_count():
     cases = []
     for m, own, auto, rules, lib in (("m1", 10.0, 11.0, 10.0, 22.0), ("m2", 10.0, 10.0, 12.1,

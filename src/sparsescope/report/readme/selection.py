@@ -87,13 +87,17 @@ def _variant_label(backend: str, params: dict) -> str | None:
 
 
 def selection_rows(cases: list[dict]) -> tuple[SelectionRow, ...]:
-    """One row per matrix that auto ran on, in the run's order."""
+    """One row per matrix (and timing mode) that auto ran on, in the run's order: its SpMV
+    cases only (auto is the SpMV chooser; an SpMM case of the same matrix in the folder is
+    another op's), a matrix timed in the throughput mode named ``MATRIX (throughput)``."""
     from sparsescope.registry import is_own, is_sparse_library
 
     by: dict[str, dict[str, dict]] = {}
     for c in cases:
-        if c["outcome"] == "ok":
-            by.setdefault(c["matrix"], {})[c["backend"]] = c
+        if c["outcome"] == "ok" and c.get("op", "spmv") == "spmv":
+            mode = c.get("timing_mode") or "latency"
+            key = c["matrix"] if mode == "latency" else f"{c['matrix']} ({mode})"
+            by.setdefault(key, {})[c["backend"]] = c
     rows = []
     for matrix, found in by.items():
         if AUTO not in found:
