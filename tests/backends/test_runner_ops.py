@@ -262,3 +262,18 @@ def test_values_beyond_the_value_types_range_skip_the_case_with_the_number():
                           "finite value 3.4e+38; run it in float64")
     f64 = run_case(matrix, ScipyCpuBackend(), "spmv", config=QUICK, value_dtype="float64")
     assert f64.outcome == "ok" and f64.correctness.passed
+
+
+def test_the_runner_tells_a_backend_the_runs_timing_protocol(square):
+    """``use_timing`` is told the run's config before the backend prepares (auto's trial
+    then times in the run's mode)."""
+    told = []
+
+    class Listening(ScipyCpuBackend):
+        def use_timing(self, config):
+            told.append(config.mode)
+
+    throughput = TimingConfig(warmups=0, repeats=2, flush_l2=False, mode="throughput")
+    result = run_case(square, Listening(), "spmv", config=throughput)
+    assert told == ["throughput"] and result.outcome == "ok"
+    assert result.timing_mode == "throughput"

@@ -389,3 +389,33 @@ def test_a_large_matrix_is_trialled_on_a_row_sample_and_only_the_kept_one_prepar
     assert f"on a row sample of {nnz:,} of {csr.nnz:,} nonzeros" in notes["selection_reason"]
     x = np.arange(3000, dtype=np.float32)
     np.testing.assert_allclose(auto.run(prepared, x), csr @ x, rtol=1e-5)
+
+
+def test_the_trial_times_in_the_runs_timing_mode(monkeypatch):
+    """A throughput run tells auto its mode (the runner's ``use_timing``): the shortlist is
+    timed back to back, and the reason says so; a latency run keeps the latency trial."""
+    modes = []
+
+    class Recording(_Fake):
+        def time(self, prepared, x, config):
+            modes.append((self.name, config.mode))
+            return super().time(prepared, x, config)
+
+    monkeypatch.setattr(spmv_auto, "CHOICES", {n: type(n, (Recording,), {"name": n})
+                                               for n in ("fast", "slow")})
+    monkeypatch.setattr(spmv_auto, "TRIAL_TIMING", TimingConfig(warmups=0, repeats=3))
+    table = [pred("slow", 0.100), pred("fast", 0.105)]
+    monkeypatch.setattr(CudaSpmvAuto, "select", lambda self, csr, vd, sms: (
+        spmv_auto.Selection("slow", {}, "predicted-fastest", "table"), table))
+    monkeypatch.setattr("sparsescope.backends._gpu.device_sm_count", lambda: 132)
+    monkeypatch.setattr("sparsescope.backends._gpu.device_l2_bytes", lambda lib: 50 << 20)
+    csr = sp.random(50, 40, density=0.2, format="csr", random_state=4)
+    auto = CudaSpmvAuto(trial=True)
+    auto.use_timing(TimingConfig(mode="throughput"))
+    prepared = auto.prepare(csr, "float32", 4)
+    assert modes == [("slow", "throughput"), ("fast", "throughput")]
+    assert "back to back (throughput mode)" in prepared.selection.reason
+    modes.clear()
+    auto.use_timing(TimingConfig())
+    assert "back to back" not in auto.prepare(csr, "float32", 4).selection.reason
+    assert modes == [("slow", "latency"), ("fast", "latency")]

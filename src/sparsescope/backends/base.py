@@ -73,6 +73,11 @@ class Backend(ABC):
         ``context.DeviceContext``); a backend that chooses its kernel by prediction keeps it.
         Nothing by default."""
 
+    def use_timing(self, config: Any) -> None:  # noqa: B027  (optional hook, no-op by default)
+        """Told, before it prepares, the run's timing protocol (a ``timing.types.TimingConfig``:
+        its ``mode``, latency or throughput); a backend that times candidates before it chooses
+        times them as the run will time it. Nothing by default."""
+
     def unsupported_params(self, case: Any) -> str:
         """Why this backend cannot run the case's parameters (e.g. a layout), or ``""``."""
         return ""

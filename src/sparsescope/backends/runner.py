@@ -201,6 +201,9 @@ def run_case(matrix: Matrix, backend: str | BackendChoice | Backend, op: str = "
     if model is not None:
         model = sass_timed(model)
         instance.use_model(model)
+    tell_timing = getattr(instance, "use_timing", None)  # a plug-in may not subclass Backend
+    if tell_timing is not None:
+        tell_timing(config)
     result = _checked_and_timed(instance, case, base, config=config, value_dtype=value_dtype,
                                 index_bytes=index_bytes, timed=timed, model=model)
     if result.reason.startswith(OUT_OF_MEMORY):

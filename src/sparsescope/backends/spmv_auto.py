@@ -44,7 +44,10 @@ from sparsescope.timing.types import Measurement, TimingConfig
 #: so that a profile holds the chosen kernel's launch, not the trial's.
 AUTO_TRIAL_ENV = "SPARSESCOPE_AUTO_TRIAL"
 #: How the shortlisted candidates are timed before the choice (the L2 flushed as the timing
-#: protocol decides by the working set, as in the measurement that follows).
+#: protocol decides by the working set, as in the measurement that follows), in the run's
+#: timing mode (:meth:`CudaSpmvAuto.use_timing`): back to back in a throughput run, where a
+#: kernel in one launch can win that loses a latency run (the tile kernels' finish=1 on the
+#: real development set, results/h100/real-dev/2026-11-28-throughput-finish).
 TRIAL_TIMING = TimingConfig(warmups=3, repeats=10)
 
 #: Backend name -> class, for the names the selection may return: the kernels of
@@ -87,6 +90,17 @@ class CudaSpmvAuto(SpmvBackend):
         before choosing; False: the fastest prediction alone (default: on, unless the
         environment sets :data:`AUTO_TRIAL_ENV` to 0, as the ncu target does)."""
         self._model = None
+
+    def use_timing(self, config: TimingConfig) -> None:
+        """The trial times in the run's timing mode (:data:`TRIAL_TIMING` otherwise)."""
+        self._trial_mode = getattr(config, "mode", "latency") or "latency"
+
+    def trial_timing(self) -> TimingConfig:
+        """:data:`TRIAL_TIMING` in the mode the run told (:meth:`use_timing`)."""
+        from dataclasses import replace
+
+        mode = getattr(self, "_trial_mode", "latency")
+        return TRIAL_TIMING if mode == TRIAL_TIMING.mode else replace(TRIAL_TIMING, mode=mode)
 
     def availability(self) -> tuple[bool, str]:
         return CudaSpmvAdaptive().availability()
@@ -166,10 +180,10 @@ class CudaSpmvAuto(SpmvBackend):
                 prepared = backend.upload(fmt, trial_on.csr, value_dtype)
             else:
                 prepared = backend.prepare(trial_on.csr, value_dtype, index_bytes)
-            return backend, prepared, backend.time(prepared, x, TRIAL_TIMING).time_ms
+            return backend, prepared, backend.time(prepared, x, timing).time_ms
 
-        trial = time_shortlist(short, table, TRIAL_MARGIN, TRIAL_TIMING.repeats,
-                               prepare_and_time)
+        timing = self.trial_timing()
+        trial = time_shortlist(short, table, TRIAL_MARGIN, timing.repeats, prepare_and_time)
         cand, backend, prepared, table = (trial.candidate, trial.backend, trial.prepared,
                                           trial.table)
         if trial_on.sampled:  # the sample's device arrays freed before the whole is uploaded
@@ -177,8 +191,9 @@ class CudaSpmvAuto(SpmvBackend):
             formats.clear()
             prepared = backend.prepare(csr, value_dtype, index_bytes)
         backend.breakdown = self.breakdown
+        mode = ", back to back (throughput mode)" if timing.mode != "latency" else ""
         chosen = Selection(cand.backend, dict(cand.params), "predicted-then-timed",
-                           f"{selection.reason}. {trial.words}, {trial_on.describe()}",
+                           f"{selection.reason}. {trial.words}{mode}, {trial_on.describe()}",
                            selection.statistics)
         return PreparedAuto(chosen, backend, prepared, table, trial_nnz=int(trial_on.csr.nnz))
 
