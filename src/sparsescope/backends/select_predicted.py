@@ -30,6 +30,7 @@ from typing import Any
 import scipy.sparse as sp
 
 from sparsescope import registry
+from sparsescope.backends.choice_samples import chooser_plans
 from sparsescope.backends.select import (
     BLOCKED_PARAMS,
     MatrixStatistics,
@@ -440,8 +441,6 @@ def select_by_prediction(csr: sp.csr_matrix, device: Any, *, value_dtype: str = 
     ``device`` (a ``context.DeviceContext``), the prediction table as its reason; the rules of
     :mod:`select` when none could be predicted. The candidates are planned under
     ``choice_samples.chooser_plans`` (on a row sample above 4 M nonzeros)."""
-    from sparsescope.backends.choice_samples import chooser_plans
-
     stats = stats or statistics_of(csr)
     with chooser_plans():  # a large matrix's candidates planned on a row sample
         table = predict_candidates(csr, device, candidates(stats), value_dtype=value_dtype,

@@ -90,17 +90,17 @@ class CudaSpmvAuto(SpmvBackend):
         before choosing; False: the fastest prediction alone (default: on, unless the
         environment sets :data:`AUTO_TRIAL_ENV` to 0, as the ncu target does)."""
         self._model = None
+        self._trial_mode = TRIAL_TIMING.mode
 
     def use_timing(self, config: TimingConfig) -> None:
-        """The trial times in the run's timing mode (:data:`TRIAL_TIMING` otherwise)."""
-        self._trial_mode = getattr(config, "mode", "latency") or "latency"
+        """The trial times in the run's timing mode (:data:`TRIAL_TIMING`'s until told)."""
+        self._trial_mode = config.mode
 
     def trial_timing(self) -> TimingConfig:
         """:data:`TRIAL_TIMING` in the mode the run told (:meth:`use_timing`)."""
         from dataclasses import replace
 
-        mode = getattr(self, "_trial_mode", "latency")
-        return TRIAL_TIMING if mode == TRIAL_TIMING.mode else replace(TRIAL_TIMING, mode=mode)
+        return replace(TRIAL_TIMING, mode=self._trial_mode)
 
     def availability(self) -> tuple[bool, str]:
         return CudaSpmvAdaptive().availability()
@@ -187,7 +187,7 @@ class CudaSpmvAuto(SpmvBackend):
         cand, backend, prepared, table = (trial.candidate, trial.backend, trial.prepared,
                                           trial.table)
         if trial_on.sampled:  # the sample's device arrays freed before the whole is uploaded
-            trial.prepared = prepared = None
+            trial.prepared = prepared = None  # the last references to them
             formats.clear()
             prepared = backend.prepare(csr, value_dtype, index_bytes)
         backend.breakdown = self.breakdown
