@@ -84,6 +84,31 @@ def test_out_of_memory_skips_the_case_and_frees_the_device(small_matrix, freed, 
     assert freed == [1]
 
 
+def test_the_backend_is_gone_before_its_memory_is_freed(small_matrix, monkeypatch):
+    """What a backend keeps on itself is handed back: nothing in the runner (a bound method
+    such as the timing-mode hand-over) may keep the instance alive when the pools are freed."""
+    import gc
+    import weakref
+
+    made, alive_at_free = [], []
+
+    class Kept(_OomOnPrepare):
+        name = "oom-kept"
+
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            made.append(weakref.ref(self))
+
+    def free():
+        gc.collect()
+        alive_at_free.append(made[0]() is not None)
+
+    monkeypatch.setattr(runner, "free_device_memory", free)
+    monkeypatch.setitem(registry.BACKENDS, ("spmv", Kept.name), Kept)
+    assert run_case(small_matrix, Kept.name, config=CONFIG).outcome == "skipped"
+    assert alive_at_free == [False]
+
+
 def test_a_case_that_fits_frees_nothing(small_matrix, freed):
     assert run_case(small_matrix, "scipy-cpu", config=CONFIG).outcome == "ok"
     assert freed == []

@@ -201,9 +201,10 @@ def run_case(matrix: Matrix, backend: str | BackendChoice | Backend, op: str = "
     if model is not None:
         model = sass_timed(model)
         instance.use_model(model)
-    tell_timing = getattr(instance, "use_timing", None)  # a plug-in may not subclass Backend
-    if tell_timing is not None:
-        tell_timing(config)
+    if hasattr(instance, "use_timing"):  # a plug-in may not subclass Backend
+        # called, not kept: a bound method held here would keep the instance (and the device
+        # memory it holds) alive past the out-of-memory release below
+        instance.use_timing(config)
     result = _checked_and_timed(instance, case, base, config=config, value_dtype=value_dtype,
                                 index_bytes=index_bytes, timed=timed, model=model)
     if result.reason.startswith(OUT_OF_MEMORY):
