@@ -14,13 +14,14 @@
 # writes env.txt first (date, commit, GPU, driver, library versions).
 #
 # Recipes (ARGS in brackets; environment overrides in braces):
-#   real-dev [latency|throughput ...] {BUDGET_S=560, PYTEST_WORKERS=4}
+#   real-dev [latency|throughput ...] {BUDGET_S=560, PYTEST_WORKERS=4, VARIANTS=}
 #                         issue 36: every GPU-marked test first (pytest -m gpu -n W), then
 #                         `run` on the real development set (.real-dev/, built here by
 #                         scripts/real_matrices.py --format npz; carry it with
 #                         .device-wheels-min and .device-wheels-nvmath), every default GPU
 #                         backend plus the planned cuSPARSE variants (--variants
-#                         cusparse-spmv), in each timing mode named (default latency), each
+#                         cusparse-spmv) and each of VARIANTS (space-separated --variant
+#                         specs), in each timing mode named (default latency), each
 #                         stopped by SIGINT at the budget with its measured cases kept. Writes
 #                         env.txt, pytest_gpu.log, MODE.log, MODE_results.json.gz,
 #                         MODE_show.txt, family_errors.md.
@@ -290,7 +291,9 @@ recipe_real_dev() {
     for mode in "${@:-latency}"; do
         left=$(( budget - ($(date +%s) - start) - 15 ))
         [ "$left" -lt 30 ] && { echo "no time left for $mode"; break; }
+        # shellcheck disable=SC2046
         timeout -s INT "$left" $PY -m sparsescope run "${matrices[@]}" --variants cusparse-spmv \
+            $(for v in ${VARIANTS:-}; do printf -- '--variant %s ' "$v"; done) \
             --backend all --timing-mode "$mode" --out "/tmp/real-dev-$mode" --no-store \
             > "$OUT/$mode.log" 2>&1
         echo "$mode: rc=$? after $(( $(date +%s) - start )) s"

@@ -326,8 +326,11 @@ def test_finishing_tiles_plan_one_launch_and_map_each_slot_to_its_split_row():
         _, finished = CudaSpmvAdaptive(finish=1).host_plan(matrix, "float32", 4, 132)
         assert finished.launches == 1 and finished.kernel.endswith(", 0, 1, 0>")
         assert plain.kernel.endswith(", 1, 0, 0, 0>")
-        assert not finished.fixup
+        assert not finished.fixup and not plain.finish_split
     assert plain.launches == 2 and plain.fixup
+    assert finished.finish_split  # the long row is finished by its last tile's chain
+    _, whole = CudaSpmvAdaptive(finish=1).host_plan(a, "float32", 4, 132)
+    assert not whole.finish_split  # nothing split (four short rows): no chain to wait on
 
 
 def test_delta16_declares_the_share_of_iterations_that_meet_an_escape():

@@ -71,6 +71,27 @@ def test_short_pieces_only_where_they_cut_a_row_shorter_than_the_default():
         for tpr, cut in ((2, 32), (2, 64), (4, 64), (4, 128))]
 
 
+def test_one_launch_tiles_only_where_a_row_may_be_cut():
+    """Whole-row tiles hold 256 x iters chunks of 4 aligned nonzeros: a row of n nonzeros
+    starting r = s mod 4 into its chunk fits alone while n <= 4 x 256 x iters - r, so a row of
+    1,021 never splits at iters 1 and one of 1,022 may (started 3 into a chunk)."""
+    from sparsescope.backends.select_predicted import rows_may_split
+    from sparsescope.backends.spmv_tiling import row_tiles
+
+    assert [rows_may_split(stats(max_nnz_per_row=n), 1) for n in (1021, 1022)] == [False, True]
+    assert [rows_may_split(stats(max_nnz_per_row=n), 2) for n in (2045, 2046)] == [False, True]
+    # the tiling agrees: a 1,022-nonzero row after a 3-nonzero row is cut, a 1,021 one is not
+    for n, cut in ((1021, False), (1022, True)):
+        tiles = row_tiles(np.array([0, 3, 3 + n]), 256)
+        assert bool(tiles.split_rows.size) is cut
+    finished = [c.params for c in candidates(stats(max_nnz_per_row=1500))
+                if c.params.get("finish")]
+    assert finished == [{"iters": 1, "finish": 1}]
+    assert [c.params["iters"] for c in candidates(stats(max_nnz_per_row=5000))
+            if c.params.get("finish")] == [1, 2]
+    assert not any(c.params.get("finish") for c in candidates(stats()))
+
+
 def test_the_model_sees_the_tail_that_short_pieces_remove():
     """An R-MAT graph (20,000 rows, one row of about 18,000 nonzeros, 99th-percentile rows of
     hundreds): at the default cut a few warps walk many times their neighbours' steps and the

@@ -290,6 +290,11 @@ def test_overhead_is_measured_or_launches(banded):
                     shape=dataclasses.replace(SHAPE, launches=2, fixup=True))
     assert fixup.term("overhead").time_ms == pytest.approx(5.8e-3)
     assert fixup.term("overhead").formula.endswith("then the partial slots from L2 (600 ns)")
+    # split rows finished in the one launch: one launch, and the finishing tile's chain of
+    # 2 DRAM + 3 L2 trips: 2 x 400 + 3 x 200 = 1,400 ns
+    finished = predict(banded, rates=protocol, shape=dataclasses.replace(SHAPE, finish_split=True))
+    assert finished.term("overhead").time_ms == pytest.approx(3.7e-3 + 1.4e-3)
+    assert finished.term("overhead").formula.endswith("3 x L2 latency, 1,400 ns)")
 
 
 def test_a_flushed_l2_adds_its_write_back(banded):

@@ -38,6 +38,8 @@ from sparsescope.backends.select import (
     matrix_statistics,
     select_kernel,
 )
+from sparsescope.backends.spmv_device import BLOCK
+from sparsescope.backends.spmv_tiled import ITERS as ADAPTIVE_ITERS
 from sparsescope.model.last_matrix import LastMatrixAnswers
 from sparsescope.model.work_sample import sample_key
 
@@ -173,7 +175,12 @@ def candidates(stats: MatrixStatistics) -> list[Candidate]:
     """The kernels the prediction chooses among, for a matrix with ``stats``:
 
     - whole-row tiles (``cuda-spmv-adaptive``) of 1,024 and 2,048 nonzeros, and merge-path
-      tiles (``cuda-spmv-merge``);
+      tiles (``cuda-spmv-merge``); where a row may be longer than a whole-row tile
+      (:func:`rows_may_split`), the whole-row tiles in one launch too (``finish=1``: the tile
+      that stores a split row's last partial sums the row, no ``spmv_fixup`` launch; it won
+      in the throughput mode where a few rows thousands long cut the matrix, and lost
+      elsewhere, results/h100/real-dev/2026-11-28-throughput-finish, so the model and the
+      trial choose);
     - SELL-32-256 slices with INT32 columns (``cuda-spmv-sell``) and with 16-bit offsets
       (``cuda-spmv-delta16``), each at :data:`SELL_TPRS` threads per row and
       :data:`SELL_LAUNCHES`;
@@ -188,6 +195,8 @@ def candidates(stats: MatrixStatistics) -> list[Candidate]:
     if stats.nnz == 0:
         return out
     out += [Candidate("cuda-spmv-adaptive", {"iters": 2}), Candidate("cuda-spmv-merge")]
+    out += [Candidate("cuda-spmv-adaptive", {"iters": iters, "finish": 1})
+            for iters in ADAPTIVE_ITERS if rows_may_split(stats, iters)]
     for backend in ("cuda-spmv-sell", "cuda-spmv-delta16"):
         out += [Candidate(backend, {"tpr": tpr, "unroll": unroll, "minb": minb})
                 for tpr in SELL_TPRS for unroll, minb in SELL_LAUNCHES]
@@ -200,6 +209,14 @@ def candidates(stats: MatrixStatistics) -> list[Candidate]:
         out.append(Candidate("cuda-spmv-blocked16",
                              {**BLOCKED_PIPELINED, "block": stats.block_width}))
     return out
+
+
+def rows_may_split(stats: MatrixStatistics, iters: int) -> bool:
+    """Whether a row may be cut by whole-row tiles of ``iters`` chunks a thread: a tile holds
+    ``BLOCK x iters`` aligned 4-nonzero chunks, and a row starting ``s mod 4`` entries into its
+    first chunk fits alone while ``nnz <= 4 x BLOCK x iters - s mod 4``; so a row of more than
+    ``4 x BLOCK x iters - 3`` nonzeros may be cut (``spmv_tiling.row_tiles``)."""
+    return stats.max_nnz_per_row > 4 * BLOCK * iters - 3
 
 
 def short_piece_long_rows(stats: MatrixStatistics) -> list[tuple[int, int]]:

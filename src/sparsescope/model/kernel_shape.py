@@ -88,6 +88,12 @@ class KernelShape:
     """Whether the last launch is ``spmv_fixup``: rows cut by the decomposition summed from the
     partial slots the first launch wrote. Beyond its launch it waits on its own two dependent
     loads: the split-row list from DRAM, then the partial slots from the L2."""
+    finish_split: bool = False
+    """Whether split rows are finished inside the one launch (the tile kernels' ``finish=1``):
+    the tile that stores a row's last partial waits, after its own work, on a chain of five
+    dependent trips -- its partial's fence (L2), the row's slot and partial range (two loads,
+    from DRAM after a flush), the row's counter atomic (L2), the partials themselves (L2) --
+    instead of a ``spmv_fixup`` launch."""
     row_search: bool = False
     """Whether the call searches the row offsets before its product (cuSPARSE's
     ``csr_partition_kernel``, run by every call that was not preprocessed: a binary search for

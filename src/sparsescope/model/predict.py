@@ -709,6 +709,13 @@ def _overhead(shape: KernelShape, rates: DeviceRates,
         us += chain_ns * 1e-3
         how += (f" + spmv_fixup's own dependent loads: split rows from DRAM, then the partial "
                 f"slots from L2 ({chain_ns:,.0f} ns)")
+    if shape.finish_split:
+        l2_ns = rates.l2_latency_ns or rates.dram_latency_ns
+        chain_ns = 2 * rates.dram_latency_ns + 3 * l2_ns
+        us += chain_ns * 1e-3
+        how += (f" + the finishing tile's chain after its work: its partial's fence, the split "
+                f"row's slot and range from DRAM, the counter atomic and the partials from L2 "
+                f"(2 x DRAM + 3 x L2 latency, {chain_ns:,.0f} ns)")
     return us * 1e-3, how
 
 

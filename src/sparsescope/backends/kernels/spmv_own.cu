@@ -183,24 +183,33 @@ __device__ __forceinline__ int block_exclusive_scan(int v, int* warp_sums, int* 
 }
 
 // A split row's last partial finishes it (FINISH = 1), so no spmv_fixup launch is needed: the
-// thread that stores a partial makes it visible (__threadfence); after the tile's barrier, its
-// thread 0 counts the tile's (at most two) partials on their split rows' counters; the count
-// that completes a row reads every partial of the row (L2, in slot order: the sum does not
-// depend on which tile came last), stores y and zeroes the counter for the next call (the
-// threadFenceReduction pattern of the CUDA samples). Not inlined, and called once a tile after
-// the reduction: the tile loop keeps its registers and its SASS loop its loads.
+// thread that stores a partial makes it visible (__threadfence); after the tile's barrier, the
+// tile's warp 0 counts the tile's (at most two) partials on their split rows' counters (lane 0's
+// atomic); the count that completes a row has the warp read every partial of the row from L2,
+// lane-strided, and sum them as spmv_fixup does (lane sums, then an xor shuffle: the same sum,
+// whichever tile came last), store y and zero the counter for the next call (the
+// threadFenceReduction pattern of the CUDA samples). A warp, not one thread: a row cut into P
+// tiles costs ceil(P / 32) loads a lane, not a chain of P (an arrowhead's dense row is cut into
+// hundreds). Not inlined, and called once a tile after the reduction: the tile loop keeps its
+// registers and its SASS loop its loads. Called by a whole warp (the shuffles).
 template <typename T>
 __device__ __noinline__ void finish_split(const int slot, const int* __restrict__ slot_split,
                                           const int* __restrict__ split_ptr,
                                           const int* __restrict__ split_row,
                                           int* __restrict__ split_count,
                                           const T* partials, T* __restrict__ y) {
+    const int lane = threadIdx.x & 31;
     const int s = __ldg(slot_split + slot);
     const int begin = __ldg(split_ptr + s), end = __ldg(split_ptr + s + 1);
-    if (atomicAdd(split_count + s, 1) == end - begin - 1) {
-        __threadfence();
-        T sum = T(0);
-        for (int k = begin; k < end; ++k) sum += __ldcg(partials + k);
+    int last = 0;
+    if (lane == 0) last = atomicAdd(split_count + s, 1) == end - begin - 1;
+    if (!__shfl_sync(FULL_MASK, last, 0)) return;  // the whole warp leaves together
+    __threadfence();
+    T sum = T(0);
+    for (int k = begin + lane; k < end; k += 32) sum += __ldcg(partials + k);
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) sum += __shfl_xor_sync(FULL_MASK, sum, off);
+    if (lane == 0) {
         y[__ldg(split_row + s)] = sum;
         split_count[s] = 0;
     }
@@ -409,7 +418,7 @@ spmv_tile(const int ntiles, const int4* __restrict__ tiles, const int* __restric
     }
     if (FINISH && (head >= 0 || tail >= 0)) {
         __syncthreads();  // both partials stored and fenced
-        if (tid == 0) {
+        if (tid < 32) {  // warp 0, whole (BLOCK >= 32): finish_split shuffles
             if (head >= 0)
                 finish_split<T>(head, slot_split, split_ptr, split_row, split_count, partials, y);
             if (tail >= 0 && tail != head)
