@@ -78,8 +78,13 @@ def test_candidate_names_per_layout():
                            "spmm-cuda-colmajor"]),
 ])
 def test_planned_candidates_per_layout_and_k(k, layout, dtype, labels):
+    from sparsescope.backends.select_predicted import Candidate
+    from sparsescope.backends.spmm_colmajor import short_slices
+
     csr = _matrix(60, 50, seed=2).csr
     found = planned_candidates(_case(csr, k, layout), dtype, 4, 132, 8)
+    if layout == "col":  # 60 rows run in one wave: colmajor with short slices too
+        labels = [*labels, Candidate(COLMAJOR, short_slices(60, csr.nnz, k)).label]
     assert [c.label for c, _, _ in found] == labels
     declined = {c.backend: why for c, plan, why in found if plan is None}
     assert set(declined) == {BLOCKTC}   # fill above its limit, or float64
@@ -190,8 +195,11 @@ def test_the_trial_times_whole_column_major_calls_and_keeps_the_fastest(
     assert case.notes["selection_rule"] == "spmm-predicted-then-timed"
     trial = {row["label"]: row["trial_ms"]
              for row in json.loads(case.notes["selection_table"])}
+    short = [label for label in trial if label.startswith("spmm-cuda-colmajor[")]
+    assert len(short) == 1  # 300 rows run in one wave: short slices are a candidate too
     assert trial == {"spmm-cuda-rowgroup": 0.2, "spmm-cuda-rowwarp": 0.3,
-                     "spmm-cuda-blocktc": None, "spmm-cuda-colmajor": colmajor_ms}
+                     "spmm-cuda-blocktc": None, "spmm-cuda-colmajor": colmajor_ms,
+                     short[0]: colmajor_ms}
     kernels = [launch[0] for launch in fake_device]
     if selected == "spmm-cuda-colmajor":   # the gate ran the kept kernel on X as it is
         assert kernels[-1] == "spmm_colmajor"
@@ -258,7 +266,9 @@ def test_the_what_if_plans_column_major_auto():
 
     auto = SpmmCudaAuto(trial=False)
     auto.use_model(_context())
-    for csr, k, direct in ((_graph(20_000, 3), 8, True), (_band(5_000, 40), 128, False)):
+    # the band at k = 128: 20,000 rows x 16 column tiles, more lanes than one wave of 132 SMs
+    # holds, so colmajor has no short-slice plan and the transposes win
+    for csr, k, direct in ((_graph(20_000, 3), 8, True), (_band(20_000, 40), 128, False)):
         traffic, launch = auto.host_plan_case(_case(csr, k, "col"), "float32", 4, 132)
         assert traffic is not None and launch is not None
         assert (getattr(launch, "x_layout", "row") == "col") == direct

@@ -427,6 +427,57 @@ def test_emulated_colmajor_matches_the_reference(k):
     np.testing.assert_allclose(y, csr @ x, rtol=1e-12, atol=1e-12)
 
 
+def test_colmajor_short_slices_and_deep_batches():
+    """short_slices: deep = min(8, 2 x BATCH); S = max(deep, round_up(ceil(nnz / rows), deep))."""
+    from sparsescope.backends.spmm_colmajor import short_slices
+
+    assert colmajor_tile(8, batch=4) == (8, 4)
+    with pytest.raises(ValueError, match="batch must be 1 to 8"):
+        colmajor_tile(8, batch=16)
+    assert short_slices(13_436, 99_000, 8) == {"slice_nnz": 8, "batch": 4}  # mean 7.4 -> 8
+    assert short_slices(1_000, 21_000, 8) == {"slice_nnz": 24, "batch": 4}  # mean 21 -> 24
+    assert short_slices(1_000, 3_000, 1) == {"slice_nnz": 8, "batch": 8}    # BATCH 8 already
+    assert short_slices(0, 0, 3) == {"slice_nnz": 8, "batch": 8}            # k = 3: BATCH 4
+    plan = plan_colmajor(np.array([0, 3, 3, 100, 110]), 110, 8, "float32", 4, 132,
+                         slice_nnz=8, batch=4)
+    # rows of 3, 0, 97, 10 cut at 8: 1 + 1 + 13 + 2 slices, two rows cut
+    assert (plan.plan.n_slices, plan.plan.split_rows) == (17, 2)
+    assert plan.kernel == "spmm_colmajor<float, int, 8, 4>"
+    assert plan.notes["slice_rule"] == "S = 8 (given)"
+
+
+@pytest.mark.parametrize("k", [1, 8, 33])
+def test_emulated_colmajor_with_short_slices_matches_the_reference(k):
+    from sparsescope.backends.spmm_colmajor import short_slices
+
+    csr = _matrix(37, 60, seed=k, long_row=55)
+    x = np.asfortranarray(np.random.default_rng(k).random((60, k)) * 2 - 1)
+    short = short_slices(csr.shape[0], csr.nnz, k)
+    plan = plan_colmajor(csr.indptr, csr.nnz, k, "float64", 8, 132, **short)
+    assert plan.plan.split_rows > 1 and plan.tile[1] == short["batch"]
+    y = emulate_colmajor(csr, x, k, plan)
+    np.testing.assert_allclose(y, csr @ x, rtol=1e-12, atol=1e-12)
+
+
+def test_auto_plans_short_slices_only_on_a_grid_of_one_wave():
+    from sparsescope.backends.spmm_auto_candidates import SM_THREADS, colmajor_plans
+
+    small = _matrix(37, 60, seed=1, long_row=55)
+    found = colmajor_plans(small.indptr, small.nnz, 8, "float32", 4, 132)
+    assert [c.params for c, _ in found] == [{}, short_slices_of(small, 8)]
+    # one SM's worth of lanes and a row more: two waves' worth on a 1-SM device, no short plan
+    rows = SM_THREADS + 1
+    many = sp.random(rows, 64, density=0.05, format="csr", random_state=2)
+    assert [c.params for c, _ in colmajor_plans(many.indptr, many.nnz, 8, "float32", 4, 1)] == [{}]
+    assert len(colmajor_plans(many.indptr, many.nnz, 8, "float32", 4, 2)) == 2
+
+
+def short_slices_of(csr, k):
+    from sparsescope.backends.spmm_colmajor import short_slices
+
+    return short_slices(csr.shape[0], csr.nnz, k)
+
+
 # -- spmm-cuda-auto's rule ---------------------------------------------------------------------
 
 from sparsescope.backends.spmm_auto import (  # noqa: E402

@@ -35,7 +35,7 @@ from sparsescope.backends.spmm_blocktc import (
     plan_blocktc,
     sampled_fill,
 )
-from sparsescope.backends.spmm_colmajor import colmajor_launch, plan_colmajor
+from sparsescope.backends.spmm_colmajor import colmajor_launch, plan_colmajor, short_slices
 from sparsescope.backends.spmm_cuda import (
     MAX_CHUNKS,
     SLICE_UNIT,
@@ -62,6 +62,31 @@ rows (graph-04 of the tuning part) the default floor leaves slices of 1,024 nonz
 group walks 8 at a time while the other warps are done: the model's imbalance term (and the
 H200: rowgroup 140 us against cuSPARSE's 57 us at k = 32). Cutting costs a zero fill of Y and
 atomics for the cut rows, which the model leaves out, so the trial decides."""
+
+
+SM_THREADS = 2048
+"""The most threads an SM holds (sm_70, sm_80, sm_90; 1,536 on sm_86 and sm_89): colmajor's
+grid of at most ``SMs x SM_THREADS`` lanes runs in one wave, where its longest lane, not its
+bytes, sets the time."""
+
+
+def colmajor_plans(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, index_bytes: int,
+                   sm_count: int) -> list[tuple[Candidate, Any]]:
+    """(candidate, host plan) of colmajor: at the slice rule's S and BATCH; and, where that
+    grid runs in one wave (``slices x column tiles <= SMs x SM_THREADS``) and
+    :func:`~sparsescope.backends.spmm_colmajor.short_slices` cuts its lanes' rounds, with
+    short slices and deep batches. The zero fill and atomics of the rows cut are not in the
+    model: the trial decides (a 13,436-row matrix of 99,000 nonzeros at k = 8 on an H100:
+    colmajor 18.0 us, cuSPARSE's CSR_ALG3 8.2 us, results/h100/real-dev/2026-11-28-spmm)."""
+    rows = int(np.asarray(indptr).size - 1)
+    plain = plan_colmajor(indptr, nnz, k, value_dtype, index_bytes, sm_count)
+    out = [(Candidate(COLMAJOR), plain)]
+    short = short_slices(rows, nnz, k)
+    one_wave = plain.plan.n_slices * plain.tiles <= sm_count * SM_THREADS
+    if one_wave and (short["slice_nnz"] < plain.plan.slice_nnz or short["batch"] > plain.tile[1]):
+        out.append((Candidate(COLMAJOR, short), plan_colmajor(
+            indptr, nnz, k, value_dtype, index_bytes, sm_count, **short)))
+    return out
 
 
 def rowwarp_supports(k: int, value_dtype: str) -> bool:
@@ -145,8 +170,8 @@ def planned_candidates(case: OpCase, value_dtype: str, index_bytes: int, sm_coun
     plan, declined = blocktc_candidate(csr, k, value_dtype, sm_count)
     out.append((Candidate(BLOCKTC), plan, declined))
     if case.params.layout == "col":
-        out.append((Candidate(COLMAJOR), plan_colmajor(csr.indptr, csr.nnz, k, value_dtype,
-                                                       index_bytes, sm_count), ""))
+        out += [(cand, plan, "") for cand, plan in colmajor_plans(
+            csr.indptr, csr.nnz, k, value_dtype, index_bytes, sm_count)]
     return out
 
 

@@ -49,21 +49,45 @@ SLICE_MEAN_FACTOR = 2
 twice what the average lane does, whatever the row-length distribution's tail."""
 
 
-def colmajor_tile(k: int) -> tuple[int, int]:
+def colmajor_tile(k: int, batch: int | None = None) -> tuple[int, int]:
     """(C, BATCH)::
 
         C     = smallest power of two >= k, at most MAX_TILE_COLS (8)
         BATCH = min(MAX_BATCH, X_LOADS_IN_FLIGHT / C)
 
     k = 1 -> (1, 8); k = 3 -> (4, 4); k = 6 -> (8, 2); k = 8 -> (8, 2); k = 256 -> (8, 2);
-    k = 2 -> (2, 8). Columns past k in the last tile are masked (k = 3: 3 of 4).
+    k = 2 -> (2, 8). Columns past k in the last tile are masked (k = 3: 3 of 4). ``batch``
+    (1 to MAX_BATCH) replaces the BATCH rule: k = 8, batch 4 -> (8, 4).
     """
     if k < 1:
         raise ValueError(f"k must be >= 1, got {k}")
+    if batch is not None and not 1 <= batch <= MAX_BATCH:
+        raise ValueError(f"batch must be 1 to {MAX_BATCH}, got {batch}")
     tile = 1
     while tile < k and tile < MAX_TILE_COLS:
         tile *= 2
-    return tile, min(MAX_BATCH, X_LOADS_IN_FLIGHT // tile)
+    return tile, batch if batch is not None else min(MAX_BATCH, X_LOADS_IN_FLIGHT // tile)
+
+
+def short_slices(rows: int, nnz: int, k: int) -> dict[str, int]:
+    """The launch parameters of colmajor on a grid too small to fill the device: twice the
+    pairs a batch (``deep = min(MAX_BATCH, 2 x BATCH)``, so ``deep x C`` loads of X in flight a
+    lane), and slices of at most the mean row rounded up to whole batches::
+
+        slice_nnz = max(deep, round_up(ceil(nnz / rows), deep))
+
+    A lane walks its slice one batch after another, each batch a dependent round trip (the
+    pairs' gathers wait on the pairs): a warp takes ``ceil(longest slice / BATCH)`` round trips.
+    On a grid of a few warps an SM, nothing hides them; the default rule (twice the mean
+    row, at least 32 pairs) leaves a 32-pair lane 16 rounds at k = 8, where a mean-row lane
+    takes 4. Deeper batches halve every lane's rounds, shorter slices cut the longest; the
+    cost is a zero fill of Y and atomics for the rows cut, which the trial weighs. k = 8
+    (C 8, BATCH 2): deep 4; 13,436 rows, 99,000 nonzeros (mean 7.4) -> slice_nnz 8; k = 1
+    (BATCH 8 already): deep 8."""
+    tile, batch = colmajor_tile(k)
+    deep = min(MAX_BATCH, 2 * batch)
+    mean = -(-max(0, nnz) // max(1, rows))
+    return {"slice_nnz": max(deep, -(-mean // deep) * deep), "batch": deep}
 
 
 def colmajor_slice_nnz(rows: int, nnz: int, min_slice: int | None = None) -> int:
@@ -113,12 +137,15 @@ class ColMajorPlan:
 
 
 def plan_colmajor(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, index_bytes: int,
-                  sm_count: int, *, warps: int | None = None,
-                  min_slice: int | None = None) -> ColMajorPlan:
-    """The whole host plan of one call (pure)."""
+                  sm_count: int, *, warps: int | None = None, min_slice: int | None = None,
+                  slice_nnz: int | None = None, batch: int | None = None) -> ColMajorPlan:
+    """The whole host plan of one call (pure). ``slice_nnz``: S as given, instead of
+    :func:`colmajor_slice_nnz`'s rule; ``batch``: BATCH as given (:func:`colmajor_tile`)."""
     rows = int(np.asarray(indptr).size - 1)
-    tile = colmajor_tile(k)
-    plan = slice_plan(indptr, colmajor_slice_nnz(rows, nnz, min_slice))
+    tile = colmajor_tile(k, batch)
+    if slice_nnz is not None and slice_nnz < 1:
+        raise ValueError(f"slice_nnz must be >= 1, got {slice_nnz}")
+    plan = slice_plan(indptr, slice_nnz or colmajor_slice_nnz(rows, nnz, min_slice))
     blocks, tiles, block = colmajor_grid(plan.n_slices, k, tile[0], sm_count, warps)
     name = colmajor_kernel_name(value_dtype, index_bytes, tile)
     notes = {"kernel": name, "tile_cols": str(tile[0]), "pairs_per_batch": str(tile[1]),
@@ -129,7 +156,8 @@ def plan_colmajor(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, index_
              "column_tiles": str(tiles), "sm_count": str(sm_count),
              "index_dtype": np.dtype(_gpu.INDEX_DTYPES[index_bytes]).name,
              "value_dtype": value_dtype,
-             "slice_rule": f"S = max(32, round_up({SLICE_MEAN_FACTOR} x nnz / rows, 32))"}
+             "slice_rule": (f"S = {slice_nnz} (given)" if slice_nnz else
+                            f"S = max(32, round_up({SLICE_MEAN_FACTOR} x nnz / rows, 32))")}
     return ColMajorPlan(name, tile, plan, blocks, tiles, block, notes)
 
 
@@ -180,9 +208,16 @@ class SpmmCudaColMajor(OwnSpmmKernel):
         description="own CSR SpMM: column-major X and Y, a lane per row slice, C columns a "
                     "thread (NVRTC)")
 
-    def __init__(self, *, warps: int | None = None, min_slice: int | None = None) -> None:
+    def __init__(self, *, warps: int | None = None, min_slice: int | None = None,
+                 slice_nnz: int | None = None, batch: int | None = None) -> None:
         self.warps = warps
         self.min_slice = min_slice
+        self.slice_nnz = slice_nnz
+        """S as given (:func:`short_slices`), else the slice rule's."""
+        self.batch = batch
+        """BATCH as given, else :func:`colmajor_tile`'s."""
+        if batch is not None:
+            colmajor_tile(1, batch)  # validated here: a bad variant fails before any case
 
     def unsupported_params(self, case: OpCase) -> str:
         if case.params.layout != "col":
@@ -194,7 +229,8 @@ class SpmmCudaColMajor(OwnSpmmKernel):
              sm_count: int) -> ColMajorPlan:
         csr = case.matrix
         return plan_colmajor(csr.indptr, csr.nnz, case.params.k, value_dtype, index_bytes,
-                             sm_count, warps=self.warps, min_slice=self.min_slice)
+                             sm_count, warps=self.warps, min_slice=self.min_slice,
+                             slice_nnz=self.slice_nnz, batch=self.batch)
 
     def prepare(self, case: OpCase, value_dtype: str, index_bytes: int) -> PreparedColMajor:
         import cupy
