@@ -4,7 +4,11 @@ library case of the same matrix, k and layout: ``is_sparse_library``, never the 
 the notes named by ``--note`` (e.g. ``fill``) beside them; a skipped or failed case shows its
 outcome.
 
-    python scripts/spmm_backend_table.py RESULTS [--note fill] [--json FILE]
+    python scripts/spmm_backend_table.py RESULTS [--note fill] [--json FILE] [--groups]
+
+``--groups``: instead, issue 37 item 3's summary per (k, layout): ``spmm-cuda-auto`` over the
+best library (geomean, lowest, cases below 1.0x) and auto's regret against the fastest other
+own kernel, ``auto / fastest own - 1`` (median, largest).
 
 RESULTS is a run's or a sweep's ``results.json`` (or ``.json.gz``).
 """
@@ -73,17 +77,49 @@ def markdown(t: dict, notes: tuple[str, ...] = ()) -> str:
     return "\n".join(lines) + "\n"
 
 
+AUTO = "spmm-cuda-auto"
+
+
+def groups_markdown(t: dict) -> str:
+    """Per (k, layout) of :func:`table`'s rows with auto and a library timed: auto over the best
+    library (geomean, lowest and where, below 1.0x) and auto's regret against the fastest own
+    kernel other than itself (median, largest and where)."""
+    by: dict[tuple, list] = defaultdict(list)
+    for r in t["rows"]:
+        ms = r["ms"]
+        auto = ms.get(AUTO)
+        own = [v for b, v in ms.items() if is_own(b) and b != AUTO and isinstance(v, float)]
+        if AUTO in r["speedup"] and own and isinstance(auto, float):
+            by[(r["k"], r["layout"])].append((r["speedup"][AUTO], auto / min(own) - 1,
+                                              r["matrix"]))
+    lines = ["| k | layout | cases | auto over the best library: geomean | lowest | below 1.0x "
+             "| auto's regret: median | largest |", "|---:|---|---:|---:|---|---:|---:|---|"]
+    for (k, layout), cases in sorted(by.items()):
+        speed = [c[0] for c in cases]
+        low = min(cases, key=lambda c: c[0])
+        worst = max(cases, key=lambda c: c[1])
+        lines.append(
+            f"| {k} | {layout} | {len(cases)} | "
+            f"{math.exp(sum(map(math.log, speed)) / len(speed)):.2f}x | "
+            f"{low[0]:.2f}x ({low[2]}) | {sum(x < 1 for x in speed)} | "
+            f"{100 * statistics.median(c[1] for c in cases):+.1f} % | "
+            f"{100 * worst[1]:+.1f} % ({worst[2]}) |")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("results", type=Path)
     parser.add_argument("--note", action="append", default=[],
                         help="a note of the own backends' cases to show (repeatable)")
     parser.add_argument("--json", type=Path, help="also write the table as JSON here")
+    parser.add_argument("--groups", action="store_true",
+                        help="the per (k, layout) summary of auto instead of the table")
     args = parser.parse_args(argv)
     t = table(args.results, tuple(args.note))
     if args.json:
         args.json.write_text(json.dumps(t, indent=1))
-    sys.stdout.write(markdown(t, tuple(args.note)))
+    sys.stdout.write(groups_markdown(t) if args.groups else markdown(t, tuple(args.note)))
     return 0
 
 

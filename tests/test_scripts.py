@@ -55,6 +55,27 @@ def test_spmm_backend_table_on_the_committed_blocktc_run(committed, tmp_path):
     assert len(t["rows"]) == 36 and 0 < t["geomean"]["spmm-cuda-auto"]
 
 
+def test_spmm_groups_on_the_committed_real_dev_run(committed, capsys):
+    """--groups: per (k, layout), auto over the best library and its regret, from the cases'
+    medians; checked for one group against the table's own rows."""
+    import math
+    import statistics
+
+    script = load("spmm_backend_table")
+    results = committed("results/h100/real-dev/2026-11-28-spmm/spmm_results.json.gz")
+    assert script.main([str(results), "--groups"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 2 + 4  # k 8 and 64, row and col
+    rows = [r for r in script.table(results)["rows"]
+            if (r["k"], r["layout"]) == (8, "col") and "spmm-cuda-auto" in r["speedup"]]
+    speed = [r["speedup"]["spmm-cuda-auto"] for r in rows]
+    line = next(x for x in lines if x.startswith("| 8 | col |"))
+    cells = [c.strip() for c in line.strip("|").split("|")]
+    assert cells[2] == str(len(rows))
+    assert cells[3] == f"{math.exp(statistics.fmean(map(math.log, speed))):.2f}x"
+    assert cells[5] == str(sum(x < 1 for x in speed))
+
+
 def test_selection_compare_on_the_committed_held_out_runs(committed):
     """The short-piece run against the run before it, on the 66 held-out matrices: rmat-29's
     speedup is read from each run's own times (best library / auto). The two runs' selection
