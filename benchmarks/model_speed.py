@@ -23,6 +23,14 @@ tree), timed by the clock, with its CPU seconds (user + system) and peak RSS fro
 - the reader on a deflated copy of the 10^7 power-law file (``save_npz(compressed=True)``):
   zlib's inflation, one stream on one core, bounds it.
 
+``--breakdown`` (on by default) adds, for each 150 K-nonzero file, one more cold ``model`` run
+in a fresh process that records where the SASS step's time goes: every CUDA tool it starts
+(compiler, disassembler, ``cuobjdump``, ``c++filt``) with its wall time and thread, the step's
+wall and CPU time (``context.predict.prefetch_sass``, the first call: every kernel of the
+what-if) and the cache's work counts. ``--files`` runs a subset of the files; ``--keep-earlier``
+with ``--write`` keeps the page it replaces below the new one, as written then (the rows of
+files not run again stay readable).
+
 ``--accuracy`` (the tree of the work budget only) adds, on the two 10^7 files, every
 prediction of ``--backend all`` with the model's row terms on a stratified sample
 (``--work-budget``, ``model.work_sample``) against the whole computation (``--work-budget 0``),
@@ -74,6 +82,59 @@ out = {c.backend: c.prediction.predicted_ms for c in res.cases if c.prediction i
 for a in res.auto:
     out.update({"auto: " + c["label"]: c.get("predicted_ms") for c in a.candidates})
 print(json.dumps({"ms": out, "work": res.work_samples}))
+"""
+#: One cold what-if in a fresh process (``SPARSESCOPE_CACHE`` empty), every subprocess it
+#: starts recorded (tool, start, wall, thread) and the SASS step timed: the first call of
+#: ``context.predict.prefetch_sass`` (wall, and CPU of this process and its children).
+BREAKDOWN = """
+import contextlib, io, json, os, resource, subprocess, sys, threading, time
+T0 = time.perf_counter()
+runs, step = [], {}
+real_init, real_wait = subprocess.Popen.__init__, subprocess.Popen.wait
+def init(self, args, *a, **k):
+    self._bench_t = time.perf_counter()
+    real_init(self, args, *a, **k)
+    self._bench_args = [str(x) for x in args]
+def wait(self, *a, **k):
+    code = real_wait(self, *a, **k)
+    if not getattr(self, "_bench_done", False):
+        self._bench_done = True
+        args = self._bench_args
+        runs.append({"tool": os.path.basename(args[0]), "version": "--version" in args,
+                     "start_s": round(self._bench_t - T0, 3),
+                     "wall_s": round(time.perf_counter() - self._bench_t, 3),
+                     "thread": threading.current_thread().name})
+    return code
+subprocess.Popen.__init__, subprocess.Popen.wait = init, wait
+def cpu():
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+from sparsescope.context import predict
+real_prefetch = predict.prefetch_sass
+def prefetch_sass(shapes, device):
+    first = not step
+    if first:
+        step.update(start_s=time.perf_counter() - T0, cpu=cpu())
+    try:
+        return real_prefetch(shapes, device)
+    finally:
+        if first:
+            step.update(end_s=time.perf_counter() - T0, cpu_s=cpu() - step.pop("cpu"),
+                        kernels=sum(1 for s in shapes if getattr(s, "cuda_source", "")))
+predict.prefetch_sass = prefetch_sass
+from sparsescope.cli import main
+with contextlib.redirect_stdout(io.StringIO()):
+    code = main(["model", sys.argv[1], "--backend", "all", "--gpu", "H100", "--json"])
+try:
+    from sparsescope.sass.sass_cache import COUNTS
+    counts = dict(COUNTS)
+except ImportError:
+    counts = {}
+print(json.dumps({"exit": code, "total_s": round(time.perf_counter() - T0, 3),
+                  "cpu_s": round(cpu(), 3),
+                  "step": {k: round(v, 3) for k, v in step.items()}, "runs": runs,
+                  "counts": counts}))
 """
 MODEL = ["--backend", "all", "--gpu", "H100", "--json"]
 TARGET_SMALL_S = 2.0
@@ -185,13 +246,28 @@ def versions(env: dict) -> dict:
             "nvcc": (nvcc.strip().splitlines() or ["none"])[-2] if nvcc else "none"}
 
 
+def sass_breakdown(path: Path, env: dict) -> dict:
+    """Where a cold what-if's SASS step goes (:data:`BREAKDOWN`), in a fresh process with an
+    empty SASS cache."""
+    with tempfile.TemporaryDirectory(prefix="model-speed-cache-") as cache:
+        cold = {**env, "SPARSESCOPE_CACHE": cache,
+                "SPARSESCOPE_STORE": str(Path(cache) / "store.sqlite")}
+        done = subprocess.run([sys.executable, "-c", BREAKDOWN, str(path)], env=cold,
+                              capture_output=True, text=True)
+    if done.returncode != 0:
+        tail = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
+        return {"error": tail[:300]}
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def run(label: str, work: Path, repeats: int, limit_gib: float, skip_large: bool,
-        large_timeout_s: float) -> dict:
+        large_timeout_s: float, only: list[str] | None = None,
+        breakdown: bool = True) -> dict:
     env = dict(os.environ)
     results: dict = {"label": label, "date_utc": datetime.now(UTC).isoformat(
         timespec="seconds"), "machine": machine(), "versions": versions(env), "paths": {}}
     paths = results["paths"]
-    names = [n for n in FILES if not (skip_large and n.endswith("100m"))]
+    names = [n for n in (only or FILES) if not (skip_large and n.endswith("100m"))]
     files = {n: generate(work, n) for n in names}
     results["files"] = {n: stored_as(files[n]) for n in names}
     # a tree without the SASS disk cache compiles in every run: "warm" is the same as "cold"
@@ -219,6 +295,8 @@ def run(label: str, work: Path, repeats: int, limit_gib: float, skip_large: bool
                                                           limit, timeout_s=large_timeout_s)
                 continue
             paths[f"{name} model (SASS cold)"] = timed(["model", path, *MODEL], cached)
+            if breakdown:
+                results.setdefault("breakdown", {})[name] = sass_breakdown(files[name], env)
             paths[f"{name} model (SASS warm)"] = best(
                 [timed(["model", path, *MODEL], cached) for _ in range(repeats)])
             paths[f"{name} model --no-sass"] = best(
@@ -330,9 +408,54 @@ def table(before: dict, after: dict) -> str:
                       f"(<= {cap:.2f} s)")
         lines.append(f"| {key} | {_cell(before['paths'].get(key))} | "
                      f"{_cell(after['paths'].get(key))} | {target} |")
+    if before.get("breakdown") or after.get("breakdown"):
+        lines += ["", *breakdown_table(before, after)]
     if after.get("accuracy"):
         lines += ["", *accuracy_table(after["accuracy"])]
     return "\n".join(lines) + "\n"
+
+
+def _tool_runs(runs: list[dict], tools: tuple[str, ...]) -> str:
+    """``1 x 0.96 s`` / ``2 side by side: 1.87 + 0.55 s`` for the runs of ``tools`` (their
+    ``--version`` calls left out)."""
+    picked = [r for r in runs if r["tool"] in tools and not r["version"]]
+    if not picked:
+        return "none"
+    walls = " + ".join(f"{r['wall_s']:.2f}" for r in picked)
+    threads = len({r["thread"] for r in picked})
+    how = f", {threads} threads" if threads > 1 else ""
+    return f"{len(picked)} ({walls} s{how})"
+
+
+def breakdown_table(before: dict, after: dict) -> list[str]:
+    """Where the cold what-if's SASS step goes, per small file, before and after."""
+    lines = ["Where a cold what-if's SASS step goes (`--breakdown`: one more `model FILE "
+             "--backend all --gpu H100` per tree with an empty SASS cache, every CUDA tool "
+             "it starts recorded): the step is the first `context.predict.prefetch_sass` call "
+             "(every own kernel the what-if and auto's candidates predict), its wall and CPU "
+             "time (the process and its children); tool runs with their wall times (threads "
+             "that ran them side by side).",
+             "", "| file | tree | SASS step wall | its CPU | own kernels planned | instances "
+             "compiled | compiler runs | disassembler runs | other tool runs | whole command |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    names = list(dict.fromkeys([*before.get("breakdown", {}), *after.get("breakdown", {})]))
+    for name in names:
+        for side in (before, after):
+            b = side.get("breakdown", {}).get(name)
+            if b is None:
+                continue
+            if "error" in b:
+                lines.append(f"| {name} | {side['label']} | failed: {b['error']} |||||||| ")
+                continue
+            step, runs = b["step"], b["runs"]
+            other = _tool_runs(runs, ("cuobjdump", "c++filt"))
+            lines.append(
+                f"| {name} | {side['label']} | {step['end_s'] - step['start_s']:.2f} s "
+                f"({step['start_s']:.2f} -> {step['end_s']:.2f} s) | {step['cpu_s']:.2f} s | "
+                f"{step['kernels']} | {b['counts'].get('instances', '-')} | "
+                f"{_tool_runs(runs, ('nvcc',))} | {_tool_runs(runs, ('nvdisasm',))} | "
+                f"{other} | {b['total_s']:.2f} s (CPU {b['cpu_s']:.2f} s) |")
+    return lines
 
 
 def accuracy_table(acc: dict) -> list[str]:
@@ -359,6 +482,22 @@ def accuracy_table(acc: dict) -> list[str]:
     return lines
 
 
+EARLIER = "## Earlier sitting (the page this one replaced, kept as written then)"
+
+
+def earlier_section(page: str) -> str:
+    """The page being replaced, below :data:`EARLIER`, its own title dropped and any earlier
+    sitting it kept left out (one sitting back is kept, not a chain)."""
+    body = page.split(f"\n{EARLIER}\n", 1)[0].rstrip()
+    lines = body.splitlines()
+    if lines and lines[0].startswith("# "):
+        lines = lines[1:]
+    text = "\n".join(lines).strip()
+    # its headings one level down, under this one
+    text = "\n".join("#" + ln if ln.startswith("## ") else ln for ln in text.splitlines())
+    return f"\n{EARLIER}\n\n{text}\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--label", default="after")
@@ -377,19 +516,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--accuracy", action="store_true",
                         help="also the sampled predictions against the whole computation "
                              "(a tree with the work budget)")
+    parser.add_argument("--files", nargs="+", choices=list(FILES), metavar="NAME",
+                        help=f"run only these files ({', '.join(FILES)})")
+    parser.add_argument("--no-breakdown", action="store_true",
+                        help="leave out the cold SASS step's breakdown of the small files")
+    parser.add_argument("--keep-earlier", action="store_true",
+                        help="with --table --write: keep the page replaced below the new one")
     args = parser.parse_args(argv)
     if args.table:
         before, after = (json.loads(Path(p).read_text()) for p in args.table)
         text = table(before, after)
         if args.write:
-            Path(args.write).parent.mkdir(parents=True, exist_ok=True)
-            Path(args.write).write_text(text)
+            page = Path(args.write)
+            if args.keep_earlier and page.exists():
+                text += earlier_section(page.read_text())
+            page.parent.mkdir(parents=True, exist_ok=True)
+            page.write_text(text)
         print(text)
         return 0
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     results = run(args.label, work, args.repeats, args.limit_gib, args.skip_large,
-                  args.large_timeout_s)
+                  args.large_timeout_s, args.files, not args.no_breakdown)
     if args.accuracy:
         results["accuracy"] = accuracy(work)
     text = json.dumps(results, indent=1)

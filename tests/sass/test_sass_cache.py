@@ -29,11 +29,11 @@ def fake_compiler(monkeypatch, tmp_path):
     monkeypatch.setattr(sass_cache, "toolchain", lambda: "fake nvcc 1.0; fake nvdisasm 1.0")
     programs: list[tuple[str, ...]] = []
 
-    def compile_mlps(source_name, expressions, arch):
-        programs.append(tuple(expressions))
-        return {e: _mlp(e) for e in expressions}
+    def compile_program(program, arch):
+        programs.append(tuple(e for _, exprs in program.parts for e in exprs))
+        return {(s, e): _mlp(e) for s, exprs in program.parts for e in exprs}
 
-    monkeypatch.setattr(ks, "_compile_mlps", compile_mlps)
+    monkeypatch.setattr(ks, "_compile_program", compile_program)
     ks.kernel_mlp_of.cache_clear()
     yield programs
     ks.kernel_mlp_of.cache_clear()

@@ -80,6 +80,33 @@ def test_analysis_and_listing_give_the_same(h200_fixtures):
     assert kernel_mlp(analyse_listing(vec)) == kernel_mlp(vec)
 
 
+def test_an_analysis_hands_its_def_use_to_the_mlp(h200_fixtures, monkeypatch):
+    """kernel_mlp of an analysis walks the kernel's def-use once (the analysis's), and gives
+    what it gives when it walks it again itself."""
+    from dataclasses import replace
+
+    from sparsescope.sass import analysis, dataflow, mlp
+
+    source = (h200_fixtures / "spmv_kernels.cu").read_text()
+    path = h200_fixtures / "spmv_kernels_sm90.nvdisasm.txt"
+    walks = []
+    real = dataflow.reaching_definitions
+
+    def counted(ins, cfg):
+        walks.append(len(ins))
+        return real(ins, cfg)
+
+    monkeypatch.setattr(analysis, "reaching_definitions", counted)
+    monkeypatch.setattr(mlp, "reaching_definitions", counted)
+    for listing in read_listing(path):
+        walks.clear()
+        found = analyse_listing(listing, source=source)
+        handed = kernel_mlp(found, gather_param="x")
+        assert walks == [len(listing.instructions)]
+        again = kernel_mlp(replace(found, defuse=None, raw_chains=None), gather_param="x")
+        assert len(walks) == 2 and again == handed and handed.gathers_per_iteration > 0
+
+
 def test_kernel_without_loop():
     m = kernel_mlp(_kernel([
         "S2R R0, SR_TID.X", "LDC.64 R2, c[0x0][0x218]", "LDC.64 R4, c[0x0][0x220]",

@@ -435,12 +435,13 @@ def plan_case(op: str, csr: Any, params: Any, *, value_dtype: str = "float32",
 
 
 def prefetch_sass(shapes, device: Any) -> None:
-    """Read the SASS of every own kernel among ``shapes`` not yet read, one compile per
-    source (``sass.kernel_shape.prefetch``), on ``device``'s architecture; nothing when the
-    device has no SASS refiner."""
+    """Read the SASS of every own kernel among ``shapes`` not yet read, on ``device``'s
+    architecture, in as few compiler runs as ``sass.kernel_shape.prefetch_all`` needs (one for
+    every source that can share it, cut only for idle cores: ``sass.programs``); nothing when
+    the device has no SASS refiner."""
     if device.refine is None or device.spec is None:
         return
-    from sparsescope.sass.kernel_shape import prefetch
+    from sparsescope.sass.kernel_shape import prefetch_all
 
     arch = "sm_" + str(device.spec.compute_capability).replace(".", "")
     by_source: dict[str, list[str]] = {}
@@ -448,16 +449,5 @@ def prefetch_sass(shapes, device: Any) -> None:
         source = getattr(shape, "cuda_source", "")
         if source and getattr(shape, "kernel", ""):
             by_source.setdefault(source, []).append(shape.kernel)
-    if len(by_source) < 2:
-        for source, kernels in by_source.items():
-            prefetch(source, kernels, arch)
-        return
-    # one compiler process per source, side by side (a cold cache: two nvcc runs of about
-    # 1.5 s each were 3.3 s of `model --backend all` at 150 k nonzeros on two cores)
-    from concurrent.futures import ThreadPoolExecutor
-
-    from sparsescope.hardware.cpuinfo import logical_cores
-
-    workers = max(1, min(len(by_source), logical_cores() or 1))
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        list(pool.map(lambda item: prefetch(item[0], item[1], arch), by_source.items()))
+    if by_source:
+        prefetch_all(by_source, arch)

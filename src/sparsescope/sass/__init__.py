@@ -13,8 +13,10 @@ The Markdown section of an analysis is the report stage's
 
 Modules: :mod:`.extract` (tools, compiling), :mod:`.listing` (listing readers),
 :mod:`.instructions`, :mod:`.resources`, :mod:`.occupancy`, :mod:`.cfg`, :mod:`.dataflow`,
-:mod:`.params`, :mod:`.stall_map`, :mod:`.analysis`. Nothing here imports a GPU library; the
-CUDA command-line tools are run on use.
+:mod:`.params`, :mod:`.stall_map`, :mod:`.analysis`; own kernels' shapes from their SASS:
+:mod:`.kernel_shape`, compiled in :mod:`.programs` (the instances of every source in as few
+compiler runs as idle cores want), kept on disk by :mod:`.sass_cache`. Nothing here imports a
+GPU library; the CUDA command-line tools are run on use.
 """
 
 from sparsescope.sass.analysis import (

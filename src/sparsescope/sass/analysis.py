@@ -10,13 +10,14 @@ from __future__ import annotations
 import contextlib
 import tempfile
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from sparsescope.sass.cfg import ControlFlow, build_cfg
 from sparsescope.sass.dataflow import (
     DefUse,
     LoadSlice,
+    RawChain,
     load_slices_and_chains,
     reaching_definitions,
 )
@@ -90,6 +91,11 @@ class KernelAnalysis:
     """Loads on the longest producer -> consumer path (2 for ``col -> x``; 3 for
     ``rowptr -> col -> x``; 0 without chains)."""
     stall_map: StallMap | None = None
+    defuse: DefUse | None = field(default=None, compare=False, repr=False)
+    """The def-use the analysis found (``dataflow.reaching_definitions``), kept so that
+    :func:`~sparsescope.sass.mlp.kernel_mlp` does not walk the kernel again."""
+    raw_chains: tuple[RawChain, ...] | None = field(default=None, compare=False, repr=False)
+    """Its producer -> consumer load chains as indices (``dataflow.load_slices_and_chains``)."""
 
     @property
     def instruction_count(self) -> int:
@@ -244,7 +250,7 @@ def analyse_listing(listing: KernelListing, *, demangled: str | None = None,
     return KernelAnalysis(listing.name, demangled, listing.arch, listing.listing_format, ins,
                           resources, class_histogram(ins), compute_to_memory_ratio(ins), cfg,
                           params, base, tuple(refs[k] for k in sorted(refs)), tuple(chains),
-                          _depth(edges), stall_map)
+                          _depth(edges), stall_map, du, tuple(raw))
 
 
 def iter_analyses(path: str | Path, *, kernel: str | None = None, arch: str | None = None,

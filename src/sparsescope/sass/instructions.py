@@ -24,6 +24,7 @@ their text names only; they never take part in the address analysis.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -160,8 +161,10 @@ def _strip_reg(token: str) -> str:
     return token.lstrip("-!|~").split(".")[0].rstrip("|")
 
 
-def _regs_of(operand: str, width: int) -> list[str]:
-    """Registers named in ``operand``; an unsuffixed register counts ``width`` registers."""
+@functools.lru_cache(maxsize=8192)
+def _regs_of(operand: str, width: int) -> tuple[str, ...]:
+    """Registers named in ``operand``; an unsuffixed register counts ``width`` registers.
+    Kept per (operand, width): a listing names the same few operands thousands of times."""
     out: list[str] = []
     for kind, num, pair in _REG.findall(operand):
         if num in ("Z", "T"):
@@ -171,7 +174,7 @@ def _regs_of(operand: str, width: int) -> list[str]:
         if kind in ("P", "UP"):
             w = 1
         out.extend(f"{kind}{n + k}" for k in range(w))
-    return out
+    return tuple(out)
 
 
 def _size_regs(mods: tuple[str, ...]) -> int:

@@ -54,6 +54,8 @@ import re
 import tempfile
 import threading
 import warnings
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from fractions import Fraction
 
@@ -62,6 +64,13 @@ from sparsescope.errors import MissingDependencyError, SparsescopeError
 from sparsescope.model.kernel_shape import KernelShape
 from sparsescope.sass import sass_cache
 from sparsescope.sass.mlp import KernelMLP, _short_name, kernel_mlp
+from sparsescope.sass.programs import (
+    Program,
+    idle_cores,
+    plan_programs,
+    program_text,
+    without_namespace,
+)
 
 #: NVRTC options CuPy's RawModule gets from the backends (``hardware._gpu_runtime.raw_module``).
 OPTIONS = ("-std=c++17",)
@@ -84,67 +93,108 @@ def sass_tools_available() -> bool:
     return compiler and find_tool("cuobjdump") is not None
 
 
-def _compile_mlps(source_name: str, expressions: tuple[str, ...], arch: str
-                  ) -> dict[str, KernelMLP]:
-    """Compile the instances in one program, disassemble once, measure each (raises)."""
+def _compile_program(program: Program, arch: str) -> dict[tuple[str, str], KernelMLP]:
+    """Compile ``program`` (``sass.programs``), disassemble its cubin once, measure each
+    instance; (source, name expression) -> its :class:`KernelMLP` (raises)."""
     from sparsescope.hardware._gpu_runtime import kernel_source
     from sparsescope.sass.analysis import analyse_listing
     from sparsescope.sass.extract import compile_cuda, iter_kernels
 
-    text = kernel_source(source_name)
+    texts = {source: kernel_source(source) for source in program.sources}
+    unit = program_text(program, texts)
     with tempfile.TemporaryDirectory(prefix="sparsescope-shape-") as folder:
-        compiled = compile_cuda(text, arch, out_dir=folder, options=OPTIONS,
-                                name_expressions=expressions)
+        compiled = compile_cuda(unit.text, arch, out_dir=folder, options=OPTIONS,
+                                name_expressions=tuple(unit.names.values()))
         pairs = list(iter_kernels(compiled.cubin))
     compiler = f"{compiled.compiler} {compiled.version}".strip()
     out = {}
-    for expr in expressions:
-        lowered = compiled.lowered_names.get(expr)
+    for (source, expr), name in unit.names.items():
+        lowered = compiled.lowered_names.get(name)
         found = [(e, lst) for e, lst in pairs if e.name == lowered or
-                 (not lowered and _same_name(_short_name(e.demangled), expr))]
+                 (not lowered and _same_name(_short_name(e.demangled), name))]
         if not found:
             continue
         entry, listing = found[0]
-        analysis = analyse_listing(listing, demangled=entry.demangled, resources=entry.resources,
-                                   source=text)
-        out[expr] = replace(kernel_mlp(analysis, gather_param=GATHER_PARAM), kernel=expr,
-                            arch=arch, compiler=compiler)
+        # the names the source compiled alone would show (its parameters, the schedule's
+        # source), read against the source's own text
+        demangled = without_namespace(entry.demangled, unit.namespaces.get(source, ""))
+        analysis = analyse_listing(listing, demangled=demangled, resources=entry.resources,
+                                   source=texts[source])
+        out[(source, expr)] = replace(kernel_mlp(analysis, gather_param=GATHER_PARAM),
+                                      kernel=expr, arch=arch, compiler=compiler)
     return out
+
+
+def _run_program(program: Program, arch: str) -> dict[tuple[str, str], KernelMLP]:
+    """:func:`_compile_program`, counted; a program of several sources that fails is compiled
+    again a source at a time, so that a failure is its own source's (a warning naming its
+    instances, which stay unread)."""
+    try:
+        found = _compile_program(program, arch)
+    except MissingDependencyError:
+        raise
+    except (SparsescopeError, OSError) as exc:
+        if len(program.parts) > 1:
+            out: dict[tuple[str, str], KernelMLP] = {}
+            for part in program.parts:
+                out.update(_run_program(Program((part,)), arch))
+            return out
+        source, exprs = program.parts[0]
+        warnings.warn(f"no SASS for {', '.join(exprs)} of {source}: {exc}", stacklevel=3)
+        return {}
+    sass_cache.count("programs")
+    sass_cache.count("instances", program.instances)
+    return found
+
+
+def read_instances(wanted: Mapping[str, Sequence[str]], arch: str = "sm_90",
+                   cores: int | None = None) -> dict[str, dict[str, KernelMLP | None]]:
+    """:func:`kernel_mlp_of` of every instance of every source in ``wanted`` (source name ->
+    name expressions): each read from the SASS cache folder (``sass.sass_cache``: the same
+    source, instance, architecture, toolchain and reading code), the rest compiled in the
+    programs of ``sass.programs.plan_programs`` (one for all the sources that can share it,
+    cut for ``cores`` idle cores: :func:`~sparsescope.sass.programs.idle_cores` by default),
+    side by side, each disassembled once, then stored there. None for an instance when tools
+    are missing or its source does not compile (a warning)."""
+    from sparsescope.hardware._gpu_runtime import kernel_source
+
+    asked = {s: tuple(dict.fromkeys(exprs)) for s, exprs in wanted.items()}
+    found: dict[tuple[str, str], KernelMLP] = {}
+    try:
+        texts = {s: kernel_source(s) for s in asked}
+        keys = {(s, e): sass_cache.entry_key(texts[s], e, arch, OPTIONS, GATHER_PARAM)
+                for s, exprs in asked.items() for e in exprs}
+        for instance, key in keys.items():
+            hit = sass_cache.load(key)
+            if isinstance(hit, KernelMLP):
+                found[instance] = hit
+        missing = [(s, [e for e in exprs if (s, e) not in found]) for s, exprs in asked.items()]
+        missing = [(s, exprs) for s, exprs in missing if exprs]
+        if missing:
+            programs = plan_programs(missing, texts, idle_cores() if cores is None else cores)
+            if len(programs) == 1:
+                compiled = [_run_program(programs[0], arch)]
+            else:
+                # compilers and disassemblers are processes: threads wait for them side by side
+                with ThreadPoolExecutor(max_workers=len(programs)) as pool:
+                    compiled = list(pool.map(lambda p: _run_program(p, arch), programs))
+            for result in compiled:
+                for instance, mlp in result.items():
+                    sass_cache.store(keys[instance], mlp)
+                found.update(result)
+    except MissingDependencyError:
+        found = {}
+    except (SparsescopeError, OSError) as exc:
+        warnings.warn(f"no SASS for {', '.join(asked)}: {exc}", stacklevel=2)
+    return {s: {e: found.get((s, e)) for e in exprs} for s, exprs in asked.items()}
 
 
 def kernel_mlps_of(source_name: str, name_expressions: tuple[str, ...] | list[str],
                    arch: str = "sm_90") -> dict[str, KernelMLP | None]:
-    """:func:`kernel_mlp_of` of several instances of one source: each read from the SASS
-    cache folder (``sass.sass_cache``: the same source, instance, architecture, toolchain and
-    reading code), the rest compiled in one program and disassembled once (about the time of
-    one), then stored there. None for each when tools are missing or the program does not
-    compile."""
-    from sparsescope.hardware._gpu_runtime import kernel_source
-
-    expressions = tuple(dict.fromkeys(name_expressions))
-    found: dict[str, KernelMLP] = {}
-    try:
-        text = kernel_source(source_name)
-        keys = {e: sass_cache.entry_key(text, e, arch, OPTIONS, GATHER_PARAM)
-                for e in expressions}
-        for expr, key in keys.items():
-            hit = sass_cache.load(key)
-            if isinstance(hit, KernelMLP):
-                found[expr] = hit
-        missing = tuple(e for e in expressions if e not in found)
-        if missing:
-            compiled = _compile_mlps(source_name, missing, arch)
-            sass_cache.count("programs")
-            sass_cache.count("instances", len(missing))
-            for expr, mlp in compiled.items():
-                sass_cache.store(keys[expr], mlp)
-            found.update(compiled)
-    except MissingDependencyError:
-        found = {}
-    except (SparsescopeError, OSError) as exc:
-        warnings.warn(f"no SASS for {', '.join(expressions)} of {source_name}: {exc}",
-                      stacklevel=2)
-    return {e: found.get(e) for e in expressions}
+    """:func:`read_instances` of one source: its instances read from the SASS cache folder,
+    the rest compiled together (one program, or one per idle core for many instances:
+    ``sass.programs``) and stored."""
+    return read_instances({source_name: name_expressions}, arch)[source_name]
 
 
 _MEMO: dict[tuple[str, str, str], KernelMLP | None] = {}
@@ -152,18 +202,26 @@ _MEMO: dict[tuple[str, str, str], KernelMLP | None] = {}
 _MEMO_LOCK = threading.Lock()
 
 
-def prefetch(source_name: str, name_expressions, arch: str = "sm_90") -> None:
-    """Read the SASS of every instance of ``source_name`` not yet answered in this process, in
-    one program (:func:`kernel_mlps_of`): the candidates of an auto choice, planned first, cost
-    one compile instead of one each."""
-    wanted = [e for e in dict.fromkeys(name_expressions)
-              if (source_name, e, arch) not in _MEMO]
-    if not wanted:
+def prefetch_all(wanted: Mapping[str, Sequence[str]], arch: str = "sm_90") -> None:
+    """Read the SASS of every instance in ``wanted`` (source name -> name expressions) not yet
+    answered in this process, in as few programs as :func:`read_instances` compiles: the
+    kernels of a what-if and the candidates of an auto choice, planned first, cost one
+    compile (or one per idle core) instead of one a source or a kernel."""
+    todo = {s: [e for e in dict.fromkeys(exprs) if (s, e, arch) not in _MEMO]
+            for s, exprs in wanted.items()}
+    todo = {s: exprs for s, exprs in todo.items() if exprs}
+    if not todo:
         return
-    found = kernel_mlps_of(source_name, wanted, arch)
+    found = read_instances(todo, arch)
     with _MEMO_LOCK:
-        for expr, mlp in found.items():
-            _MEMO.setdefault((source_name, expr, arch), mlp)
+        for source, mlps in found.items():
+            for expr, mlp in mlps.items():
+                _MEMO.setdefault((source, expr, arch), mlp)
+
+
+def prefetch(source_name: str, name_expressions, arch: str = "sm_90") -> None:
+    """:func:`prefetch_all` of one source."""
+    prefetch_all({source_name: name_expressions}, arch)
 
 
 def kernel_mlp_of(source_name: str, name_expression: str, arch: str = "sm_90"
@@ -178,7 +236,7 @@ def kernel_mlp_of(source_name: str, name_expression: str, arch: str = "sm_90"
     compile (a wrong name expression) gives None with a warning. Kept per (source, expression,
     arch) for the process (``kernel_mlp_of.cache_clear()`` forgets it, and the toolchain) and
     on disk across processes (``sass.sass_cache``); a compile takes about 1 s (NVRTC 0.1-0.8
-    s, nvdisasm 0.6 s, the analysis 0.02 s), a disk read about a millisecond.
+    s, nvdisasm 0.3-0.5 s, the analysis 0.02 s), a disk read about a millisecond.
     """
     key = (source_name, name_expression, arch)
     if key not in _MEMO:

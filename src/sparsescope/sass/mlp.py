@@ -322,14 +322,17 @@ def kernel_mlp(kernel, *, gather_param: str | None = None, loop: int | None = No
     arch = getattr(kernel, "arch", "") or ""
     if not ins:
         return KernelMLP(name, False, 0, 0, 0, 1, 0, False, (), arch=arch)
-    du = reaching_definitions(ins, cfg)
+    # an analysis hands over the def-use and load chains it found (the same walk of ``ins``)
+    du = getattr(kernel, "defuse", None) or reaching_definitions(ins, cfg)
     gathers = _gathers(kernel, ins, du, gather_param)
     if loop is None:
         loop = work_loop(cfg, ins, gathers) if gathers else cfg.hot_loop
     body, lp = _body(cfg, len(ins), loop)
     loads = [i for i in body if ins[i].is_global_load]
     inside = set(loads)
-    _, chains = load_slices_and_chains(ins, du)
+    chains = getattr(kernel, "raw_chains", None)
+    if chains is None:
+        _, chains = load_slices_and_chains(ins, du)
     edges: dict[int, set[int]] = {}
     for c in chains:
         if c.producer in inside and c.consumer in inside and \
