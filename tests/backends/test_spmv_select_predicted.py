@@ -27,6 +27,7 @@ from sparsescope.backends.select_predicted import (
 )
 from sparsescope.backends.spmv_auto import CudaSpmvAuto, CudaSpmvAutoRules
 from sparsescope.matrices import generate
+from sparsescope.ops.registry import get_op
 from sparsescope.timing.types import Measurement, TimingConfig
 from sparsescope.whatif import gpu_rates, predict_case
 
@@ -175,6 +176,29 @@ def test_select_by_prediction_picks_the_fastest_prediction():
     alone = predict_case("m", csr, spmv_auto.CHOICES[fastest.candidate.backend](
         **fastest.candidate.params), gpu)
     assert alone.prediction.predicted_ms == pytest.approx(fastest.predicted_ms)
+
+
+def test_a_throughput_run_ranks_the_candidates_by_their_throughput_predictions():
+    """Auto's candidates are predicted in the run's timing mode: back to back with a warm L2,
+    each is predicted faster than alone after a flush, and the table is the one the what-if
+    makes of each kernel in that mode."""
+    from sparsescope.context import predict_plan
+
+    csr = generate("banded", 3000, 60_000, seed=1)
+    gpu = gpu_rates("H200", use_store=False)
+    throughput = TimingConfig(mode="throughput")
+    _, latency_table = select_by_prediction(csr, gpu)
+    selection, table = select_by_prediction(csr, gpu, timing=throughput)
+    assert selection.reason.startswith(
+        f"fastest predicted of {len(table)} candidates on H200, throughput mode")
+    for fast, alone in zip(table, latency_table, strict=True):
+        assert fast.candidate == alone.candidate
+        assert fast.predicted_ms < alone.predicted_ms
+    first = table[0].candidate
+    backend = spmv_auto.CHOICES[first.backend](**first.params)
+    case = get_op("spmv").make_case(csr, None, seed=0)
+    direct = predict_plan(case, backend, gpu, timing=throughput).prediction
+    assert direct.predicted_ms == pytest.approx(table[0].predicted_ms)
 
 
 def test_no_prediction_falls_back_to_the_rules(monkeypatch):

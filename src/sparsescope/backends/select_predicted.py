@@ -250,7 +250,8 @@ def spmv_plan_case(csr: sp.csr_matrix, value_dtype: str = "float32"):
 
 def predict_candidates(csr: sp.csr_matrix, device: Any, found: list[Candidate], *,
                        value_dtype: str = "float32", case: Any = None,
-                       classes: dict[str, type] | None = None) -> list[CandidatePrediction]:
+                       classes: dict[str, type] | None = None,
+                       timing: Any = None) -> list[CandidatePrediction]:
     """Each candidate planned and predicted on ``device`` (a ``context.DeviceContext``)
     through the one entry point (``context.predict_plan``), in the order given, in three
     steps: every candidate planned (``context.planned_call``, kept for the matrix: a kernel
@@ -261,7 +262,8 @@ def predict_candidates(csr: sp.csr_matrix, device: Any, found: list[Candidate], 
     formats are planned on :func:`plan_workers` threads (the packers and the model spend
     their time in NumPy, which releases the GIL). ``case``: the SpMV case of ``csr``
     (:func:`spmv_plan_case`, built here when not given); ``classes``: name -> class (default
-    :func:`kernel_classes`)."""
+    :func:`kernel_classes`); ``timing``: the ``TimingConfig`` predicted for (its mode: a
+    throughput run's candidates are ranked by their back-to-back times; None: latency)."""
     from concurrent.futures import ThreadPoolExecutor
 
     from sparsescope.context.predict import planned_call, predict_plan, prefetch_sass
@@ -282,7 +284,8 @@ def predict_candidates(csr: sp.csr_matrix, device: Any, found: list[Candidate], 
     def one(i: int) -> CandidatePrediction:
         cand, backend = found[i], backends[i]
         start = time.perf_counter()
-        planned = predict_plan(case, backend, device, name=cand.label, value_dtype=value_dtype)
+        planned = predict_plan(case, backend, device, name=cand.label, value_dtype=value_dtype,
+                               timing=timing)
         p = planned.prediction
         floor = p.inputs.get("gather_floor_ms") if p is not None else None
         return CandidatePrediction(cand, p.predicted_ms if p is not None else None,
@@ -452,16 +455,17 @@ def statistics_of(csr: sp.csr_matrix) -> MatrixStatistics:
 
 def select_by_prediction(csr: sp.csr_matrix, device: Any, *, value_dtype: str = "float32",
                          stats: MatrixStatistics | None = None,
-                         classes: dict[str, type] | None = None
+                         classes: dict[str, type] | None = None, timing: Any = None
                          ) -> tuple[Selection, list[CandidatePrediction]]:
     """(the selection, every candidate's prediction): the fastest predicted candidate on
-    ``device`` (a ``context.DeviceContext``), the prediction table as its reason; the rules of
-    :mod:`select` when none could be predicted. The candidates are planned under
-    ``choice_samples.chooser_plans`` (on a row sample above 4 M nonzeros)."""
+    ``device`` (a ``context.DeviceContext``) in ``timing``'s mode (None: latency), the
+    prediction table as its reason; the rules of :mod:`select` when none could be predicted.
+    The candidates are planned under ``choice_samples.chooser_plans`` (on a row sample above 4
+    M nonzeros)."""
     stats = stats or statistics_of(csr)
     with chooser_plans():  # a large matrix's candidates planned on a row sample
         table = predict_candidates(csr, device, candidates(stats), value_dtype=value_dtype,
-                                   classes=classes)
+                                   classes=classes, timing=timing)
     order = ranked(table)
     if not order or order[0].predicted_ms is None:
         fallback = select_kernel(stats, device.rates.sm_count)
@@ -470,6 +474,8 @@ def select_by_prediction(csr: sp.csr_matrix, device: Any, *, value_dtype: str = 
                          f"no candidate could be predicted ({why}); by the rules: "
                          f"{fallback.reason}", stats), table
     best = order[0]
+    mode = getattr(timing, "mode", "latency")
+    where = f"{device.rates.name}, {mode} mode" if mode != "latency" else device.rates.name
     return Selection(best.candidate.backend, dict(best.candidate.params), "predicted-fastest",
-                     f"fastest predicted of {len(table)} candidates on {device.rates.name} "
+                     f"fastest predicted of {len(table)} candidates on {where} "
                      f"({device.origin}): {prediction_table(table)}", stats), table

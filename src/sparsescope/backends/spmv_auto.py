@@ -124,7 +124,8 @@ class CudaSpmvAuto(SpmvBackend):
             return Selection(selection.backend, selection.params, selection.rule,
                              f"no device rates to predict with; by the rules: "
                              f"{selection.reason}", selection.statistics), []
-        return select_by_prediction(csr, device, value_dtype=value_dtype, classes=CHOICES)
+        return select_by_prediction(csr, device, value_dtype=value_dtype, classes=CHOICES,
+                                    timing=self.trial_timing())
 
     def prepare(self, matrix_csr: sp.csr_matrix, value_dtype: str,
                 index_bytes: int) -> PreparedAuto:
