@@ -8,7 +8,9 @@ outcome.
 
 ``--groups``: instead, issue 37 item 3's summary per (k, layout): ``spmm-cuda-auto`` over the
 best library (geomean, lowest, cases below 1.0x) and auto's regret against the fastest other
-own kernel, ``auto / fastest own - 1`` (median, largest).
+own kernel, ``auto / fastest own - 1`` (median, largest); then which candidate auto kept (its
+selection table's fastest trial, else its fastest prediction) and, per candidate with options,
+its trial time over its plain kernel's (median, range) where both were timed.
 
 RESULTS is a run's or a sweep's ``results.json`` (or ``.json.gz``).
 """
@@ -20,7 +22,7 @@ import json
 import math
 import statistics
 import sys
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
 from sparsescope.api import is_own, is_sparse_library, read_runset
@@ -107,6 +109,38 @@ def groups_markdown(t: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def kept_markdown(path: Path) -> str:
+    """Per (k, layout): the candidates ``spmm-cuda-auto`` kept (label: cases), and for each
+    candidate with options the ratio of its trial time to its plain kernel's in the same
+    selection table (median, lowest, highest, cases)."""
+    kept: dict[tuple, Counter] = defaultdict(Counter)
+    ratios: dict[tuple, list] = defaultdict(list)
+    for c in read_runset(path).cases:
+        if c.backend != AUTO or c.outcome != "ok" or "selection_table" not in c.notes:
+            continue
+        key = (int(c.params.k), str(c.params.layout))
+        table = json.loads(c.notes["selection_table"])
+        timed = [r for r in table if r.get("trial_ms")]
+        pool = timed or [r for r in table if r.get("predicted_ms")]
+        field = "trial_ms" if timed else "predicted_ms"
+        if pool:
+            kept[key][min(pool, key=lambda r: r[field])["label"]] += 1
+        plain = {r["backend"]: r["trial_ms"] for r in timed if r["label"] == r["backend"]}
+        for r in timed:
+            if r["label"] != r["backend"] and r["backend"] in plain:
+                ratios[key + (r["label"].split("[")[0],)].append(r["trial_ms"] / plain[r["backend"]])
+    lines = ["| k | layout | candidates auto kept (cases) |", "|---:|---|---|"]
+    for (k, layout), counts in sorted(kept.items()):
+        lines.append(f"| {k} | {layout} | " + "; ".join(
+            f"`{label}` {n}" for label, n in counts.most_common()) + " |")
+    lines += ["", "| k | layout | kernel | its variant's trial / its plain trial: median | "
+              "lowest | highest | cases |", "|---:|---|---|---:|---:|---:|---:|"]
+    for (k, layout, kernel), v in sorted(ratios.items()):
+        lines.append(f"| {k} | {layout} | `{kernel}[...]` | {statistics.median(v):.2f} | "
+                     f"{min(v):.2f} | {max(v):.2f} | {len(v)} |")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("results", type=Path)
@@ -119,7 +153,10 @@ def main(argv: list[str] | None = None) -> int:
     t = table(args.results, tuple(args.note))
     if args.json:
         args.json.write_text(json.dumps(t, indent=1))
-    sys.stdout.write(groups_markdown(t) if args.groups else markdown(t, tuple(args.note)))
+    if args.groups:
+        sys.stdout.write(groups_markdown(t) + "\n" + kept_markdown(args.results))
+    else:
+        sys.stdout.write(markdown(t, tuple(args.note)))
     return 0
 
 

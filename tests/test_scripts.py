@@ -64,8 +64,12 @@ def test_spmm_groups_on_the_committed_real_dev_run(committed, capsys):
     script = load("spmm_backend_table")
     results = committed("results/h100/real-dev/2026-11-28-spmm/spmm_results.json.gz")
     assert script.main([str(results), "--groups"]) == 0
-    lines = capsys.readouterr().out.splitlines()
+    out = capsys.readouterr().out
+    lines = out.split("\n\n")[0].splitlines()
     assert len(lines) == 2 + 4  # k 8 and 64, row and col
+    # which candidate auto kept: as many cases a group as auto ran there
+    kept = next(x for x in out.split("\n\n")[1].splitlines() if x.startswith("| 8 | col |"))
+    assert sum(int(part.split()[-1]) for part in kept.split("|")[3].split(";")) == 32
     rows = [r for r in script.table(results)["rows"]
             if (r["k"], r["layout"]) == (8, "col") and "spmm-cuda-auto" in r["speedup"]]
     speed = [r["speedup"]["spmm-cuda-auto"] for r in rows]
