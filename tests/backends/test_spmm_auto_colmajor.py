@@ -274,3 +274,41 @@ def test_the_what_if_plans_column_major_auto():
         assert (getattr(launch, "x_layout", "row") == "col") == direct
         assert bool(launch.transposes) != direct
         assert launch.transposes in ((), ((k, csr.shape[1]), (csr.shape[0], k)))
+
+
+def test_a_throughput_run_predicts_and_times_the_candidates_back_to_back(
+        fake_device, monkeypatch):  # noqa: F811
+    """The runner tells auto the run's timing mode: its candidates are predicted in that mode
+    (back to back, warm L2: faster than alone after a flush) and its trial times each in it."""
+    from sparsescope.backends import spmm_auto
+    from sparsescope.backends.runner import run_case
+    from sparsescope.backends.spmm_colmajor import SpmmCudaColMajor
+    from sparsescope.backends.spmm_transposed import SpmmCudaTransposed
+    from sparsescope.timing.types import Measurement, TimingConfig
+
+    modes = []
+
+    def timed(self, prepared, config):
+        modes.append(config.mode)
+        return Measurement(samples_ms=(0.05,), config=config, clock="fake")
+
+    monkeypatch.setattr(SpmmCudaColMajor, "time", timed)
+    monkeypatch.setattr(SpmmCudaTransposed, "time", timed)
+    monkeypatch.setattr(spmm_auto, "TRIAL_MARGIN", 1e6)   # every candidate within the margin
+    tables = {}
+    for mode in ("latency", "throughput"):
+        modes.clear()
+        case = run_case(_matrix(300, 200, seed=3), _auto(trial=True), "spmm",
+                        {"k": 8, "layout": "col"}, config=TimingConfig(warmups=0, repeats=1,
+                                                                       mode=mode),
+                        seed=8, timed=False)
+        assert case.outcome == "ok", case.reason
+        assert modes and set(modes) == {mode}
+        assert ("back to back (throughput mode)" in case.notes["selection_reason"]) == (
+            mode == "throughput")
+        tables[mode] = {r["label"]: r["predicted_ms"]
+                        for r in json.loads(case.notes["selection_table"])}
+    assert tables["throughput"].keys() == tables["latency"].keys()
+    for label, ms in tables["throughput"].items():
+        if ms is not None:
+            assert ms < tables["latency"][label], label

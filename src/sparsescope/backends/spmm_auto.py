@@ -231,6 +231,16 @@ class SpmmCudaAuto(OpBackend):
         """Time the candidates within :data:`TRIAL_MARGIN` before choosing (default: on,
         unless the environment sets :data:`AUTO_TRIAL_ENV` to 0)."""
         self._model = None
+        self._trial_mode = TRIAL_TIMING.mode
+
+    def use_timing(self, config: TimingConfig) -> None:
+        """The candidates are predicted and timed in the run's timing mode (back to back in a
+        throughput run; :data:`TRIAL_TIMING`'s until told)."""
+        self._trial_mode = config.mode
+
+    def trial_timing(self) -> TimingConfig:
+        """:data:`TRIAL_TIMING` in the mode the run told (:meth:`use_timing`)."""
+        return replace(TRIAL_TIMING, mode=self._trial_mode)
 
     def availability(self) -> tuple[bool, str]:
         return _gpu.cupy_cuda_status()
@@ -303,13 +313,12 @@ class SpmmCudaAuto(OpBackend):
         timed as the whole call of the case's layout."""
         from sparsescope.timing.host import should_flush
 
-        rates, layout = device.rates, case.params.layout
-        flushed = should_flush(TRIAL_TIMING, int(case.traffic.compulsory_bytes),
-                               rates.l2_bytes)
+        rates, layout, timing = device.rates, case.params.layout, self.trial_timing()
+        flushed = should_flush(timing, int(case.traffic.compulsory_bytes), rates.l2_bytes)
         table = predict_candidates(case, value_dtype, index_bytes, device,
                                    sm_count=sm_count,
                                    full_warps=_gpu.device_full_block_warps(), flushed=flushed,
-                                   registers=compiled_registers)
+                                   registers=compiled_registers, timing=timing)
         order = [p for p in ranked(table) if p.predicted_ms is not None]
         if not order:
             inner, reason = self._rules(case, value_dtype, sm_count,
@@ -325,11 +334,11 @@ class SpmmCudaAuto(OpBackend):
         def prepare_and_time(cand):
             backend = self._backend(cand, layout)
             prepared = backend.prepare(case, value_dtype, index_bytes)
-            return backend, prepared, backend.time(prepared, TRIAL_TIMING).time_ms
+            return backend, prepared, backend.time(prepared, timing).time_ms
 
-        trial = time_shortlist(short, table, TRIAL_MARGIN, TRIAL_TIMING.repeats,
-                               prepare_and_time)
-        return (trial.candidate, f"{reason}. {trial.words}{challenger}", trial.table,
+        trial = time_shortlist(short, table, TRIAL_MARGIN, timing.repeats, prepare_and_time)
+        mode = ", back to back (throughput mode)" if timing.mode != "latency" else ""
+        return (trial.candidate, f"{reason}. {trial.words}{mode}{challenger}", trial.table,
                 trial.backend, trial.prepared)
 
     def poison_output(self, prepared: PreparedSpmmAuto) -> bool:
@@ -371,9 +380,10 @@ class SpmmCudaAuto(OpBackend):
             return chosen.host_plan_case(case, value_dtype, index_bytes, sms)
         rates = device.rates
         full_warps = _gpu.full_block_warps(rates.max_threads_per_sm, rates.max_blocks_per_sm)
-        flushed = should_flush(TRIAL_TIMING, int(case.traffic.compulsory_bytes), rates.l2_bytes)
+        timing = self.trial_timing()
+        flushed = should_flush(timing, int(case.traffic.compulsory_bytes), rates.l2_bytes)
         table = predict_candidates(case, value_dtype, index_bytes, device, sm_count=sms,
-                                   full_warps=full_warps, flushed=flushed)
+                                   full_warps=full_warps, flushed=flushed, timing=timing)
         order = [p for p in ranked(table) if p.predicted_ms is not None]
         if not order:
             return None, None

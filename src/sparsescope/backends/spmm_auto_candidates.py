@@ -190,12 +190,13 @@ def case_launch(case: OpCase, cand: Candidate, plan: Any, registers=None):
 
 
 def predict_candidates(case: OpCase, value_dtype: str, index_bytes: int, device: Any, *,
-                       sm_count: int, full_warps: int, flushed: bool,
+                       sm_count: int, full_warps: int, flushed: bool, timing: Any = None,
                        registers=None) -> list[CandidatePrediction]:
     """Every candidate of ``case`` (:func:`planned_candidates`; for column-major X each
     row-major kernel with its transposes, :func:`case_launch`) predicted on ``device`` (a
-    ``context.DeviceContext``) through the one entry point (``context.predict_call``); a
-    candidate the model fails on, or that declines the case, is listed with the reason."""
+    ``context.DeviceContext``) through the one entry point (``context.predict_call``), in
+    ``timing``'s mode (a ``TimingConfig``; None: latency); a candidate the model fails on, or
+    that declines the case, is listed with the reason."""
     from sparsescope.context import predict_call
 
     out = []
@@ -214,7 +215,7 @@ def predict_candidates(case: OpCase, value_dtype: str, index_bytes: int, device:
             start = time.perf_counter()
             continue
         p = predict_call(case, case.csr_traffic, launch, device, flushed=flushed,
-                         who=cand.label, refine=False)
+                         timing=timing, who=cand.label, refine=False)
         out.append(CandidatePrediction(cand, p.predicted_ms, p.limiter,
                                        not_modelled=p.not_modelled,
                                        plan_s=time.perf_counter() - start))
