@@ -125,12 +125,14 @@ def _checked_dtype(value_dtype: str) -> None:
 
 def predict_case(matrix_name: str, csr, backend_name: str | Any, gpu: DeviceContext, *,
                  value_dtype: str = "float32", label: str = "", op: str = "spmv",
-                 params: Any = None, case: Any = None) -> WhatIfCase:
+                 params: Any = None, case: Any = None, timing: Any = None) -> WhatIfCase:
     """Plan the call of ``backend_name`` (a registered name, or a backend instance with its
     own parameters, recorded as ``label``) on ``csr`` (canonical float64 CSR) for ``op`` with
     ``params`` on the host and predict its time on ``gpu`` (a ``DeviceContext``); never raises
     for a case the model cannot take (its reason instead). ``case``: the op's case of ``csr``
-    already built at the backend's index width (the what-if builds it once per width)."""
+    already built at the backend's index width (the what-if builds it once per width).
+    ``timing``: the ``TimingConfig`` whose mode the call is predicted in (None: latency); the
+    backend is told it first (``Backend.use_timing``), so an auto backend chooses in it."""
     from sparsescope.backends.registry import get_backend
     from sparsescope.ops.registry import get_op
 
@@ -143,8 +145,10 @@ def predict_case(matrix_name: str, csr, backend_name: str | Any, gpu: DeviceCont
     if case is None:
         case = get_op(op).make_case(csr, params, value_dtype=value_dtype,
                                     index_bytes=index_bytes)
+    if timing is not None and hasattr(backend, "use_timing"):  # a plug-in may not subclass Backend
+        backend.use_timing(timing)
     plan = predict_plan(case, backend, gpu, name=backend_name, value_dtype=value_dtype,
-                        index_bytes=index_bytes)
+                        index_bytes=index_bytes, timing=timing)
     return WhatIfCase(matrix=matrix_name, backend=backend_name, gpu=gpu.name, op=case.op,
                       params=case.params.as_dict(), prediction=plan.prediction,
                       not_modelled=plan.not_modelled, kernel=plan.kernel,
@@ -179,12 +183,14 @@ def load_matrices(files: Sequence[str] = (), suite: str | None = None, *, scale:
 def what_if(matrix_list: Iterable, backends: Sequence[str], gpu: str | DeviceContext, *,
             value_dtype: str = "float32", use_store: bool = True, sass: bool = True,
             op: str = "spmv", op_params: dict[str, Sequence] | None = None,
-            on_case: Callable[[WhatIfCase], None] | None = None) -> WhatIf:
+            on_case: Callable[[WhatIfCase], None] | None = None,
+            timing: Any = None) -> WhatIf:
     """Predict every backend of ``op`` on every matrix (``matrices.Matrix`` records, loaded
     lazily) for every parameter set of ``op_params`` (as ``sparsescope run`` expands them) on
     GPU ``gpu`` (a name, or the :class:`~sparsescope.context.DeviceContext` of
     :func:`gpu_rates`). ``backends`` may say ``all``; ``on_case`` is called with each case as
-    it is predicted (progress)."""
+    it is predicted (progress); ``timing``: the ``TimingConfig`` whose mode every case is
+    predicted in (None: latency)."""
     from sparsescope.backends.registry import get_backend
     from sparsescope.context.predict import plan_case
     from sparsescope.ops.registry import params_for
@@ -208,7 +214,7 @@ def what_if(matrix_list: Iterable, backends: Sequence[str], gpu: str | DeviceCon
                     built[width] = plan_case(op, csr, params, value_dtype=value_dtype,
                                              index_bytes=width)
                 case = predict_case(matrix.name, csr, name, device, value_dtype=value_dtype,
-                                    case=built[width])
+                                    case=built[width], timing=timing)
                 cases.append(case)
                 if on_case is not None:
                     on_case(case)

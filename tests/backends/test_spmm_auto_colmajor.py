@@ -312,3 +312,22 @@ def test_a_throughput_run_predicts_and_times_the_candidates_back_to_back(
     for label, ms in tables["throughput"].items():
         if ms is not None:
             assert ms < tables["latency"][label], label
+
+
+def test_the_transposed_backend_and_the_layout_refusals_in_the_host_what_if():
+    """The cross-GPU what-if plans spmm-cuda-transposed on the host (rowgroup's launch between
+    the two transposes: slower than rowgroup alone on row-major X), and a kernel that does not
+    read column-major X is refused with its own reason, not 'cannot plan'."""
+    from sparsescope.backends.spmm_rowgroup import SpmmCudaRowGroup
+    from sparsescope.backends.spmm_transposed import SpmmCudaTransposed
+    from sparsescope.context import predict_plan
+
+    csr, device = _graph(3000, 3), _context()
+    col = predict_plan(_case(csr, 8, "col"), SpmmCudaTransposed(), device).prediction
+    row = predict_plan(_case(csr, 8, "row"), SpmmCudaRowGroup(), device).prediction
+    assert col is not None and row is not None
+    assert col.term("transposes").time_ms > 0 and col.predicted_ms > row.predicted_ms
+    refused = predict_plan(_case(csr, 8, "col"), SpmmCudaRowGroup(), device)
+    assert refused.prediction is None
+    assert refused.not_modelled.startswith(
+        "spmm-cuda-rowgroup: the rowgroup SpMM kernel reads row-major X only")

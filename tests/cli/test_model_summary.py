@@ -89,7 +89,7 @@ def test_auto_explains_its_choice_from_one_candidate_list(runs):
     assert auto["predicted_ms"] == choice["predicted_ms"] == fastest["predicted_ms"]
     assert auto["summary"]["note"] == f"chose {fastest['label']}"
     assert f"cuda-spmv-auto chose {fastest['label']}, the fastest predicted of its " \
-           f"{len(choice['candidates'])} candidates:" in text
+           f"{len(choice['candidates'])} candidates in the latency mode:" in text
     # every backend predicted faster is named with why auto leaves it out
     faster = {c["backend"] for c in cases if c["predicted_ms"] is not None
               and c["backend"] != "cuda-spmv-auto"

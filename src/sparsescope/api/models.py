@@ -164,10 +164,14 @@ def what_if_matrices(files: Sequence[str] = (), suite: str | None = None, *,
                      value_dtype: str = "float32", sass: bool = True, use_store: bool = True,
                      latency_ns: float | None = None, bw_gb_s: float | None = None,
                      progress: bool = False, memory_budget: int | str | None = None,
-                     work_budget: int | str | None = None) -> ModelWhatIf:
-    """Each backend's kernel (default: the GPU SpMV defaults of ``sparsescope run``; ``all``:
-    every GPU SpMV backend) on each matrix of ``files`` or ``suite`` (``names``: only those
-    entries), planned on this host and predicted on ``gpu`` (its stored ceilings over the
+                     work_budget: int | str | None = None,
+                     timing_mode: str = "latency", op: str = "spmv",
+                     op_params: dict[str, Sequence] | None = None) -> ModelWhatIf:
+    """Each backend's kernel of ``op`` (default: the GPU defaults of ``sparsescope run --op``;
+    ``all``: every GPU backend of ``op``) on each matrix of ``files`` or ``suite`` (``names``:
+    only those entries) for every combination of ``op_params`` (as ``sparsescope run``
+    expands them: SpMM's ``k`` and ``layout``; default: the op's defaults), planned on this
+    host and predicted on ``gpu`` (its stored ceilings over the
     datasheet unless ``use_store`` is False; ``latency_ns`` / ``bw_gb_s`` replace the DRAM
     latency / bandwidth). ``sass`` False keeps the backends' declared kernel shapes.
     ``progress``: a bar over the cases on stderr when it is a terminal (and there is more
@@ -177,13 +181,19 @@ def what_if_matrices(files: Sequence[str] = (), suite: str | None = None, *,
     built (``MatrixTooLargeError``). ``work_budget`` (nonzeros, or text such as ``2M``;
     default ``model.work_sample.WORK_BUDGET_NNZ``; 0: none): above it the model's row terms
     run on a stratified sample of whole rows, scaled to the whole matrix
-    (``model.work_sample``), named in each case's assumptions and ``work_sample``. Returns
-    :class:`ModelWhatIf`: the cases with a summary row each and auto's choice from its one
-    candidate list."""
+    (``model.work_sample``), named in each case's assumptions and ``work_sample``.
+    ``timing_mode`` (``timing.types.TIMING_MODES``, as ``sparsescope run --timing-mode``):
+    every case predicted in it (``throughput``: calls back to back, the L2 warm, the launches
+    overlapped, ``model.throughput``), auto choosing in it; another mode is a
+    :class:`UsageError`. Returns :class:`ModelWhatIf`: the cases with a summary row each and
+    auto's choice from its one candidate list, in that mode (SpMV's ``cuda-spmv-auto``;
+    ``spmm-cuda-auto`` chooses in its host plan, its row naming the kernel)."""
     from sparsescope.context import named_gpu
     from sparsescope.context.predict import plan_memory_budget
     from sparsescope.model.work_sample import work_budget as work_budget_of
+    from sparsescope.ops.registry import params_for
     from sparsescope.progress import CaseProgress
+    from sparsescope.timing.types import TimingConfig
     from sparsescope.whatif import expand_backends, load_matrices, what_if
 
     for flag, value in (("--latency-ns", latency_ns), ("--bw-gb-s", bw_gb_s)):
@@ -192,26 +202,31 @@ def what_if_matrices(files: Sequence[str] = (), suite: str | None = None, *,
     budget = parse_bytes(memory_budget)
     budget = default_memory_budget() if budget is None else budget
     work = _work_budget_nnz(work_budget)
-    chosen = expand_backends(backends or default_backends("gpu", "spmv"))
+    timing = TimingConfig(mode=timing_mode).checked()  # a bad mode: one line, before any work
+    chosen = expand_backends(backends or default_backends("gpu", op), op)
+    params_list = params_for(op, op_params)  # a value the op refuses: before any work
     # the device the what-if predicts with, SASS or not, is the one auto's table is read with
     device = named_gpu(gpu, use_store=use_store, latency_ns=latency_ns, bw_gb_s=bw_gb_s,
                        sass=sass)
     if suite and not files:
         _check_suite(suite, scale, names, budget)
     count, loaded = load_matrices(files, suite, scale=scale, names=names, seed=seed)
-    total = count * len(chosen)
-    state = _Matrices(device, value_dtype, budget, AUTO_BACKEND in chosen, chosen)
+    total = count * len(chosen) * len(params_list)
+    state = _Matrices(device, value_dtype, budget, AUTO_BACKEND in chosen, chosen, timing, op,
+                      params_list)
     with (CaseProgress(total, enabled=progress and total > 1) as bar,
           plan_memory_budget(budget), work_budget_of(work)):
         bar.note("loading the first matrix")
         result = what_if(
             state.noted(loaded, bar), chosen, device, value_dtype=value_dtype, sass=sass,
-            on_case=lambda case: bar.advance(f"{case.matrix} {case.backend}"))
+            on_case=lambda case: bar.advance(f"{case.matrix} {case.backend}"), timing=timing,
+            op=op, op_params=op_params)
     autos = {m: _left_out(c, result.cases, *state.found[m]) for m, c in state.auto.items()}
     return ModelWhatIf(gpu=result.gpu, cases=result.cases,
                        summary=tuple(_summary_rows(result.cases, result.gpu, autos)),
                        auto=tuple(autos.values()), memory_budget_bytes=budget,
-                       plan_samples=state.samples, work_samples=state.work_samples)
+                       plan_samples=state.samples, work_samples=state.work_samples,
+                       timing_mode=timing.mode)
 
 
 def _work_budget_nnz(value: int | str | None) -> int | None:

@@ -48,9 +48,24 @@ class SummaryRow:
     note: str = ""
     """auto: its choice; a backend predicted faster than auto's choice: why auto leaves it out;
     not modelled: why."""
+    params: dict = field(default_factory=dict)
+    """The op's parameters of the case (SpMM: ``k``, ``layout``); empty for SpMV. The summary
+    has a table per matrix and parameter set."""
+
+    @property
+    def group(self) -> str:
+        """The table the row belongs to: the matrix, with the parameters where there are any
+        (``pl  k=8 layout=row``)."""
+        return params_group(self.matrix, self.params)
 
     def as_dict(self) -> dict:
         return asdict(self)
+
+
+def params_group(matrix: str, params: dict) -> str:
+    """``matrix`` and the op's parameters as one table's title (``OpParams.label``'s form)."""
+    label = " ".join(f"{k}={v}" for k, v in params.items())
+    return f"{matrix}  {label}" if label else matrix
 
 
 @dataclass(frozen=True)
@@ -93,6 +108,10 @@ class ModelWhatIf:
     """Matrix -> the stratified row sample the model's row terms ran on
     (``model.work_sample.WorkSample.as_dict``: its size and the terms), for the matrices above
     the work budget."""
+    timing_mode: str = "latency"
+    """The timing mode every case was predicted in (``timing.types.TIMING_MODES``): latency,
+    each call on its own with the L2 flushed where the working set fits; throughput, calls
+    back to back with the L2 warm (``model.throughput``). auto chose in it too."""
 
     @property
     def plan_bytes_per_nnz(self) -> int:
@@ -117,14 +136,16 @@ class ModelWhatIf:
         return queue_shares(prediction)
 
     def case_docs(self) -> list[dict]:
-        """The ``--json`` records: each case's own (``WhatIfCase.as_dict``) with its
-        ``summary`` row, its ``plan_sample`` (or None) and, for auto, ``auto_choice``."""
-        rows = {(r.matrix, r.backend): r for r in self.summary}
+        """The ``--json`` records: each case's own (``WhatIfCase.as_dict``) with the
+        ``timing_mode`` it was predicted in, its ``summary`` row, its ``plan_sample`` (or None)
+        and, for auto, ``auto_choice``."""
+        rows = {(r.group, r.backend): r for r in self.summary}
         choices = {a.matrix: a for a in self.auto}
         out = []
         for case in self.cases:
             doc = case.as_dict()
-            row = rows.get((case.matrix, case.backend))
+            doc["timing_mode"] = self.timing_mode
+            row = rows.get((params_group(case.matrix, case.params), case.backend))
             doc["summary"] = row.as_dict() if row is not None else None
             doc["plan_sample"] = (self.plan_samples.get(case.matrix)
                                   if _packs_format(case.backend) else None)
@@ -138,6 +159,17 @@ class ModelWhatIf:
 
 
 AUTO_BACKEND = "cuda-spmv-auto"
+
+
+def chooses_by(backend: str) -> str:
+    """How ``backend`` chooses its kernel (an auto backend's ``by``: ``prediction`` or
+    ``rules``; its case's kernel is the one it chose), or "" for a backend of one kernel."""
+    from sparsescope.backends.registry import get_backend
+
+    try:
+        return getattr(get_backend(backend), "by", None) or ""
+    except Exception:  # noqa: BLE001 - a backend that cannot be built chooses nothing here
+        return ""
 
 
 def _packs_format(backend: str) -> bool:
@@ -186,6 +218,12 @@ def _summary_rows(cases, device, auto: dict[str, AutoChoice]) -> list[SummaryRow
         choice = auto.get(case.matrix)
         if p is not None and case.backend == AUTO_BACKEND and choice is not None:
             note = f"chose {choice.chosen}"
+        elif p is not None and case.kernel and (by := chooses_by(case.backend)):
+            # a chooser without a candidate table here (spmm-cuda-auto, the rules): its host
+            # plan's kernel, chosen in the what-if's timing mode (SpMV's auto accounts for its
+            # choice with its table: AutoChoice, above)
+            note = (f"chose {case.kernel}, the fastest predicted of its candidates"
+                    if by == "prediction" else f"chose {case.kernel} by its rules")
         elif p is not None and choice is not None:
             for left in choice.left_out:
                 if left["backend"] == case.backend:
@@ -195,16 +233,19 @@ def _summary_rows(cases, device, auto: dict[str, AutoChoice]) -> list[SummaryRow
             predicted_ms=p.predicted_ms if p is not None else None,
             limiter=binding_term(p) if p is not None else "",
             limiter_label=limiter_label(p) if p is not None else "",
-            confidence=level, confidence_reason=why, note=note))
-    order = {m: i for i, m in enumerate(dict.fromkeys(c.matrix for c in cases))}
-    return sorted(rows, key=lambda r: (order[r.matrix], r.predicted_ms is None,
+            confidence=level, confidence_reason=why, note=note, params=dict(case.params)))
+    order = {g: i for i, g in enumerate(dict.fromkeys(r.group for r in rows))}
+    return sorted(rows, key=lambda r: (order[r.group], r.predicted_ms is None,
                                        r.predicted_ms or 0.0))
 
 
-def _auto_choice(matrix, device, value_dtype: str) -> tuple[AutoChoice, list, Any]:
+def _auto_choice(matrix, device, value_dtype: str,
+                 timing: Any = None) -> tuple[AutoChoice, list, Any]:
     """(auto's choice on ``matrix``, its candidates, the matrix statistics) from the same
-    candidate list its plan used: the predictions are kept for the matrix
-    (``context.predict``), so asking again finds them and plans nothing."""
+    candidate list its plan used, in ``timing``'s mode (a ``TimingConfig``; None: latency),
+    the mode its plan was told: the predictions are kept for the matrix
+    (``context.predict``, keyed by the mode), so asking again finds them and plans
+    nothing."""
     from sparsescope.backends.select_predicted import (
         Candidate,
         candidates,
@@ -215,7 +256,7 @@ def _auto_choice(matrix, device, value_dtype: str) -> tuple[AutoChoice, list, An
 
     stats = statistics_of(matrix.csr)
     selection, table = select_by_prediction(matrix.csr, device, value_dtype=value_dtype,
-                                            stats=stats, classes=CHOICES)
+                                            stats=stats, classes=CHOICES, timing=timing)
     chosen = Candidate(selection.backend, dict(selection.params))
     found = [p for p in table if p.candidate == chosen]
     return AutoChoice(matrix=matrix.name, chosen=chosen.label,
@@ -303,10 +344,15 @@ class _Matrices:
     cases are predicted (the plans still kept), auto's choice and the plan sample read."""
 
     def __init__(self, device, value_dtype: str, budget: int, auto: bool,
-                 names: Sequence[str] = ()) -> None:
+                 names: Sequence[str] = (), timing: Any = None, op: str = "spmv",
+                 params_list: Sequence[Any] = (None,)) -> None:
         self.device, self.value_dtype, self.budget, self.want_auto = (device, value_dtype,
                                                                        budget, auto)
         self.names = tuple(names)
+        self.timing = timing
+        """The ``TimingConfig`` the what-if predicts in: auto's choice is read in its mode."""
+        self.op, self.params_list = op, tuple(params_list)
+        """The op and its parameter sets the backends are planned for ahead."""
         self.auto: dict[str, AutoChoice] = {}
         self.found: dict[str, tuple] = {}
         self.samples: dict[str, dict] = {}
@@ -321,7 +367,8 @@ class _Matrices:
             csr = matrix.csr
             _check_fits(matrix.name, *csr.shape, int(csr.nnz), self.budget)
             bar.note(f"planning {matrix.name}")
-            _plan_ahead(csr, self.names, self.device, self.value_dtype, self.want_auto)
+            _plan_ahead(csr, self.names, self.device, self.value_dtype, self.want_auto,
+                        self.op, self.params_list)
             yield matrix
             target = sample_target(int(csr.nnz), self.budget)
             if target is not None:
@@ -330,18 +377,21 @@ class _Matrices:
             if work is not None:
                 self.work_samples[matrix.name] = work.as_dict()
             if self.want_auto and self.device.modelled:
-                choice, found, stats = _auto_choice(matrix, self.device, self.value_dtype)
+                choice, found, stats = _auto_choice(matrix, self.device, self.value_dtype,
+                                                    self.timing)
                 self.auto[matrix.name] = choice
                 self.found[matrix.name] = (found, stats)
             bar.note("loading the next matrix")
 
 
-def _plan_ahead(csr, names: Sequence[str], device, value_dtype: str, auto: bool) -> None:
-    """Plan every backend of the what-if, and auto's candidates, before any is predicted, so
-    that their kernels' SASS is read in one compile per source (``context.prefetch_sass``):
-    with the SASS cache empty, 2 compiles for ``--backend all`` instead of one a kernel. The
-    plans are kept for the matrix (``context.planned_call``): the what-if finds them. Nothing
-    without a SASS refiner (``--no-sass``, no compiler)."""
+def _plan_ahead(csr, names: Sequence[str], device, value_dtype: str, auto: bool,
+                op: str = "spmv", params_list: Sequence[Any] = (None,)) -> None:
+    """Plan every backend of the what-if (for ``op`` with each of ``params_list``), and
+    auto's candidates, before any is predicted, so that their kernels' SASS is read in one
+    compile per source (``context.prefetch_sass``): with the SASS cache empty, 2 compiles for
+    ``--backend all`` instead of one a kernel. The plans are kept for the matrix
+    (``context.planned_call``): the what-if finds them. Nothing without a SASS refiner
+    (``--no-sass``, no compiler)."""
     if device.refine is None or not device.modelled:
         return
     from sparsescope.backends.registry import get_backend
@@ -352,18 +402,24 @@ def _plan_ahead(csr, names: Sequence[str], device, value_dtype: str, auto: bool)
     backends = []
     for name in names:
         backend = get_backend(name)
-        # a chooser's plan predicts its candidates: planned below, it comes after them
-        if backend.capability.device == "gpu" and not hasattr(backend, "select"):
+        # a chooser's plan predicts its candidates: planned below (SpMV) or when predicted
+        # (SpMM), it comes after them
+        if backend.capability.device == "gpu" and getattr(backend, "by", None) is None:
             backends.append(backend)
     if auto:
         backends += [CHOICES[c.backend](breakdown=False, **c.params)
                      for c in candidates(statistics_of(csr))]
-    cases: dict[int, Any] = {}
+    cases: dict[tuple, Any] = {}
     shapes = []
     for backend in backends:
         width = int(backend.capability.index_bytes[0])
-        if width not in cases:
-            cases[width] = plan_case("spmv", csr, None, value_dtype=value_dtype,
-                                     index_bytes=width)
-        shapes.append(planned_call(cases[width], backend, device, value_dtype, width).shape)
+        # auto's candidates are SpMV kernels: planned for the SpMV case
+        plan_op = op if op in backend.capability.ops else "spmv"
+        for params in (params_list if plan_op == op else (None,)):
+            key = (plan_op, width, params)
+            if key not in cases:
+                cases[key] = plan_case(key[0], csr, params, value_dtype=value_dtype,
+                                       index_bytes=width)
+            shapes.append(planned_call(cases[key], backend, device, value_dtype,
+                                       width).shape)
     prefetch_sass([s for s in shapes if s is not None], device)

@@ -231,16 +231,19 @@ class SpmmCudaAuto(OpBackend):
         """Time the candidates within :data:`TRIAL_MARGIN` before choosing (default: on,
         unless the environment sets :data:`AUTO_TRIAL_ENV` to 0)."""
         self._model = None
-        self._trial_mode = TRIAL_TIMING.mode
+        self.timing_mode = TRIAL_TIMING.mode
+        """The run's timing mode (:meth:`use_timing`): the candidates are predicted and timed
+        in it. Public, so that a plan kept for the matrix (``context.predict``) is one per
+        mode."""
 
     def use_timing(self, config: TimingConfig) -> None:
         """The candidates are predicted and timed in the run's timing mode (back to back in a
         throughput run; :data:`TRIAL_TIMING`'s until told)."""
-        self._trial_mode = config.mode
+        self.timing_mode = config.mode
 
     def trial_timing(self) -> TimingConfig:
         """:data:`TRIAL_TIMING` in the mode the run told (:meth:`use_timing`)."""
-        return replace(TRIAL_TIMING, mode=self._trial_mode)
+        return replace(TRIAL_TIMING, mode=self.timing_mode)
 
     def availability(self) -> tuple[bool, str]:
         return _gpu.cupy_cuda_status()

@@ -149,6 +149,19 @@ class SpmmCudaTransposed(OwnSpmmKernel):
         csr = case.matrix
         return with_transposes(inner, csr.shape[0], csr.shape[1], case.params.k)
 
+    def host_launch(self, case: OpCase, value_dtype: str, index_bytes: int, sms: int,
+                    rates: Any) -> Any:
+        """The inner kernel's host launch on the row-major case, between the two transposes
+        (the cross-GPU what-if); None when the inner kernel cannot plan without its device."""
+        from sparsescope.model.spmm_predict import with_transposes
+
+        row_case = replace(case, params=replace(case.params, layout="row"))
+        inner = self.rowgroup.host_launch(row_case, value_dtype, index_bytes, sms, rates)
+        if inner is None:
+            return None
+        csr = case.matrix
+        return with_transposes(inner, csr.shape[0], csr.shape[1], case.params.k)
+
     def notes(self, prepared: PreparedTransposed) -> dict[str, str]:
         return {**self.rowgroup.notes(prepared.inner), "transpose_kernel": prepared.kernel,
                 "row_major_kernel": self.rowgroup.name,

@@ -90,17 +90,20 @@ class CudaSpmvAuto(SpmvBackend):
         before choosing; False: the fastest prediction alone (default: on, unless the
         environment sets :data:`AUTO_TRIAL_ENV` to 0, as the ncu target does)."""
         self._model = None
-        self._trial_mode = TRIAL_TIMING.mode
+        self.timing_mode = TRIAL_TIMING.mode
+        """The run's timing mode (:meth:`use_timing`): the candidates are predicted and timed
+        in it. Public, so that a plan kept for the matrix (``context.predict``) is one per
+        mode."""
 
     def use_timing(self, config: TimingConfig) -> None:
         """The trial times in the run's timing mode (:data:`TRIAL_TIMING`'s until told)."""
-        self._trial_mode = config.mode
+        self.timing_mode = config.mode
 
     def trial_timing(self) -> TimingConfig:
         """:data:`TRIAL_TIMING` in the mode the run told (:meth:`use_timing`)."""
         from dataclasses import replace
 
-        return replace(TRIAL_TIMING, mode=self._trial_mode)
+        return replace(TRIAL_TIMING, mode=self.timing_mode)
 
     def availability(self) -> tuple[bool, str]:
         return CudaSpmvAdaptive().availability()

@@ -12,14 +12,26 @@ import argparse
 import sys
 from dataclasses import asdict
 
-from sparsescope.cli import add_json_flag
-from sparsescope.cli.op_options import add_plugin_option
+from sparsescope.cli import _Parser, add_json_flag
+from sparsescope.cli.op_options import (
+    DEFAULT_OP,
+    add_op_options,
+    add_plugin_option,
+    add_timing_mode_option,
+    op_params_given,
+)
 from sparsescope.errors import UsageError
 
+#: The ops the what-if offers: those with a time model (slice has none; its --rows would also
+#: be the one-case --rows).
+WHAT_IF_OPS = ("spmv", "spmm")
 
-class _ModelParser(argparse.ArgumentParser):
+
+class _ModelParser(_Parser):
     """``model``'s parser: ``model score ...`` goes to the score parser (``model`` itself takes
-    MATRIX positionals, so ``score`` cannot be an argparse sub-command beside them)."""
+    MATRIX positionals, so ``score`` cannot be an argparse sub-command beside them). A
+    ``_Parser``, as every sub-command's is, so an argument error under ``--json`` is the error
+    document too."""
 
     score_parser: argparse.ArgumentParser
 
@@ -40,7 +52,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "backend's predicted time, what limits it and how far to trust it, fastest "
                     "first; cuda-spmv-auto's choice from its candidates and why it leaves out "
                     "a backend predicted faster), every term (DRAM, L2, latency, memory system, "
-                    "imbalance, compute, overhead) and assumption with --details. Above "
+                    "imbalance, compute, overhead) and assumption with --details. "
+                    "--timing-mode throughput predicts as `run --timing-mode throughput` "
+                    "times (back to back, the L2 warm); --op spmm with --k/--layout the SpMM "
+                    "backends, a table per (matrix, k, layout). Above "
                     "--memory-budget the formats are planned on a row sample of the matrix, "
                     "and the output says so. `sparsescope model score RESULTS...`: "
                     "stored runs scored against the model as it is now (see `sparsescope "
@@ -65,8 +80,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         metavar="NAME", help="only this entry of the suite (repeatable)")
     whatif.add_argument("--seed", type=int, default=0, help="generator seed for suites")
     whatif.add_argument("--backend", dest="backends", action="append", metavar="B",
-                        help="backend to predict (repeatable; 'all': every GPU SpMV backend; "
-                             "default: the GPU defaults of `sparsescope run`)")
+                        help="backend to predict (repeatable; 'all': every GPU backend of "
+                             "--op; default: the GPU defaults of `sparsescope run --op`)")
     whatif.add_argument("--dtype", choices=("float32", "float64"), default="float32",
                         help="value type (default float32)")
     whatif.add_argument("--no-store", action="store_true",
@@ -86,6 +101,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "rows, scaled to the whole matrix, and said so (e.g. 2000000, "
                              "2e6, 2M; default 2M, chosen by the sampling error; 0: every "
                              "term on the whole matrix)")
+    add_timing_mode_option(whatif, stored="Every backend predicted in this mode, and "
+                                          "cuda-spmv-auto choosing in it, as a run with the "
+                                          "same --timing-mode times them")
+    add_op_options(whatif, "operation whose backends are predicted (default spmv; spmm: "
+                           "Y = A X, every combination of --k and --layout a case)",
+                   ops=WHAT_IF_OPS, plugin=False)
     add_plugin_option(whatif)
     case = p.add_argument_group("one case")
     case.add_argument("--rows", type=int)
@@ -183,7 +204,10 @@ def handle(args: argparse.Namespace) -> tuple[object, str]:
                                       ("--no-sass", args.no_sass), ("--no-store", args.no_store),
                                       ("--details", args.details),
                                       ("--memory-budget", args.memory_budget),
-                                      ("--work-budget", args.work_budget))
+                                      ("--work-budget", args.work_budget),
+                                      ("--timing-mode", args.timing_mode != "latency"),
+                                      ("--op", args.op != DEFAULT_OP), ("--k", args.k),
+                                      ("--layout", args.layout))
              if value]
     if given:
         raise UsageError(f"{', '.join(given)} need{'s' if len(given) == 1 else ''} a MATRIX "
@@ -278,6 +302,7 @@ def _what_if(args: argparse.Namespace) -> tuple[list, str]:
     if one_case:
         raise UsageError(f"{', '.join(one_case)} describe one case without a matrix; leave "
                          f"them out with MATRIX or --suite")
+    op_params = op_params_given(args)  # checked by the op's own table, before any work
     chosen = api.matrix_selection(args.suite, args.matrices, scale=args.scale,
                                   entries=args.entries)
     result = api.what_if_matrices(
@@ -285,7 +310,8 @@ def _what_if(args: argparse.Namespace) -> tuple[list, str]:
         names=chosen.entries, seed=args.seed, value_dtype=args.dtype, sass=not args.no_sass,
         use_store=not args.no_store, latency_ns=args.latency_ns, bw_gb_s=args.bw_gb_s,
         progress=not args.json, memory_budget=args.memory_budget,
-        work_budget=args.work_budget)
+        work_budget=args.work_budget, timing_mode=args.timing_mode, op=args.op,
+        op_params=op_params)
     text = _summary_text(result, args.dtype)
     if args.details:
         text += "\n\n" + _details_text(result)
@@ -303,27 +329,41 @@ def _time(ms: float | None) -> str:
     return f"{ms * 1e3:,.2f} us" if ms < 1.0 else f"{ms:,.3f} ms"
 
 
+#: The what-if's header words for each timing mode (``timing.types.TIMING_MODES``).
+_MODE_WORDS = {
+    "latency": "latency mode (each call on its own, the L2 flushed where the working set "
+               "fits; --timing-mode)",
+    "throughput": "throughput mode (calls back to back, the L2 warm; --timing-mode)",
+}
+
+
 def _summary_text(result, dtype: str) -> str:
     """The summary: per matrix a table (backend, predicted time, limiter, confidence), fastest
     first, then auto's choice from its candidate list and why it leaves out a backend
     predicted faster."""
     spec = result.gpu.spec
     budget = result.memory_budget_bytes
-    lines = [f"what-if on {spec.name} ({spec.vendor_name}), {dtype} values; planned on this "
-             f"host, nothing run", result.gpu.origin,
+    mode_words = _MODE_WORDS.get(result.timing_mode, f"{result.timing_mode} mode")
+    lines = [f"what-if on {spec.name} ({spec.vendor_name}), {dtype} values, {mode_words}; planned "
+             f"on this host, nothing run",
+             result.gpu.origin,
              f"memory budget of the host plans: {budget / 2**30:,.2f} GiB (--memory-budget; "
              f"a plan of every backend holds about {result.plan_bytes_per_nnz} B a nonzero)"]
     autos = {a.matrix: a for a in result.auto}
-    for matrix in dict.fromkeys(r.matrix for r in result.summary):
-        rows = [r for r in result.summary if r.matrix == matrix]
-        lines += ["", matrix]
-        sample = result.plan_samples.get(matrix)
+    mode = result.timing_mode
+    said: set[str] = set()  # the matrices whose samples are said (once, at their first table)
+    for group in dict.fromkeys(r.group for r in result.summary):
+        rows = [r for r in result.summary if r.group == group]
+        matrix = rows[0].matrix
+        lines += ["", group]
+        first, said = matrix not in said, said | {matrix}
+        sample = result.plan_samples.get(matrix) if first else None
         if sample:
             lines.append(f"  formats planned on a row sample: {sample['sample_nnz']:,} of "
                          f"{sample['total_nnz']:,} nonzeros ({sample['windows']:,} windows of "
                          f"{sample['window_rows']:,} rows), scaled to the whole matrix; the "
                          f"time modelled on the whole matrix")
-        work = result.work_samples.get(matrix)
+        work = result.work_samples.get(matrix) if first else None
         if work:
             lines.append(f"  above the work budget of {work['budget_nnz']:,} nonzeros "
                          f"(--work-budget), the model's row terms on a stratified sample: "
@@ -344,7 +384,12 @@ def _summary_text(result, dtype: str) -> str:
         lines += [f"  confidence {text}" for text in levels]
         auto = autos.get(matrix)
         if auto is not None:
-            lines += _auto_lines(auto)
+            lines += _auto_lines(auto, mode)
+        # an SpMM auto's choice, from its host plan (SpMV auto's: its table, above)
+        lines += [f"  {r.backend} {r.note}"
+                  + (f" in the {mode} mode" if r.note.endswith("candidates") else "")
+                  for r in rows if r.predicted_ms is not None and r.note.startswith("chose ")
+                  and r.backend != "cuda-spmv-auto"]
         for r in rows:
             if r.predicted_ms is None:
                 lines.append(f"  {r.backend}: not modelled: {r.note}")
@@ -352,15 +397,16 @@ def _summary_text(result, dtype: str) -> str:
     return "\n".join(lines)
 
 
-def _auto_lines(auto) -> list[str]:
-    """auto's choice with its candidate list (the one its plan used), and the backends
-    predicted faster that it leaves out, grouped by why."""
+def _auto_lines(auto, mode: str = "latency") -> list[str]:
+    """auto's choice with its candidate list (the one its plan used, predicted in the
+    what-if's timing ``mode``), and the backends predicted faster that it leaves out, grouped
+    by why."""
     if auto.rule != "predicted-fastest":
         lines = [f"  cuda-spmv-auto chose {auto.chosen}: {auto.reason}"]
     else:
         done = [c for c in auto.candidates if c["predicted_ms"] is not None]
         lines = [f"  cuda-spmv-auto chose {auto.chosen}, the fastest predicted of its "
-                 f"{len(auto.candidates)} candidates:"]
+                 f"{len(auto.candidates)} candidates in the {mode} mode:"]
         width = max(len(c["label"]) for c in auto.candidates)
         best = min((c["predicted_ms"] for c in done), default=None)
         for c in sorted(done, key=lambda c: c["predicted_ms"]):

@@ -9,6 +9,9 @@ from typing import Any
 
 from sparsescope import registry
 
+#: The op a command runs when ``--op`` is not given.
+DEFAULT_OP = "spmv"
+
 
 def op_param_specs() -> dict[str, tuple[Any, tuple[str, ...]]]:
     """Every parameter a registered op takes (its ``Op.params``, ``ops.base.ParamSpec``) ->
@@ -46,15 +49,22 @@ def _option_help(spec, ops: tuple[str, ...], repeatable: bool) -> str:
     return f"{', '.join(ops)}: {spec.help or spec.name.replace('_', ' ')}{extra}"
 
 
-def add_op_options(p: argparse.ArgumentParser, op_help: str, *, repeatable: bool = True) -> None:
+def add_op_options(p, op_help: str, *, repeatable: bool = True,
+                   ops: tuple[str, ...] | None = None, plugin: bool = True) -> None:
     """``--op`` and one option per op parameter (:func:`op_param_specs`), each repeatable
     (every combination is a case) unless ``repeatable`` is False (one case: a profile).
     Values stay text here: the op's own parameter table converts and checks them
-    (:func:`op_params_given`). Also ``--plugin`` (:func:`add_plugin_option`), so a case may
-    name a plug-in's backend."""
-    p.add_argument("--op", choices=tuple(registry.OPS), default="spmv", help=op_help)
-    for name, (spec, ops) in op_param_specs().items():
-        kwargs: dict[str, Any] = {"dest": name, "help": _option_help(spec, ops, repeatable)}
+    (:func:`op_params_given`). ``ops``: only these ops (``--op``'s choices) and their
+    parameters (default: every registered op). Also ``--plugin`` (:func:`add_plugin_option`),
+    so a case may name a plug-in's backend, unless ``plugin`` is False (the command adds it
+    itself)."""
+    offered = tuple(op for op in registry.OPS if ops is None or op in ops)
+    p.add_argument("--op", choices=offered, default=DEFAULT_OP, help=op_help)
+    for name, (spec, takers) in op_param_specs().items():
+        takers = tuple(op for op in takers if op in offered)
+        if not takers:
+            continue
+        kwargs: dict[str, Any] = {"dest": name, "help": _option_help(spec, takers, repeatable)}
         if repeatable:
             kwargs["action"] = "append"
         if spec.kind is int:
@@ -64,7 +74,8 @@ def add_op_options(p: argparse.ArgumentParser, op_help: str, *, repeatable: bool
         elif spec.choices:
             kwargs["metavar"] = "|".join(map(str, spec.choices))
         p.add_argument(option_name(name), **kwargs)
-    add_plugin_option(p)
+    if plugin:
+        add_plugin_option(p)
 
 
 PLUGIN_HELP = ("load backends from a plug-in: a module name or the path of a .py file whose "
@@ -118,13 +129,20 @@ def add_variant_options(p: argparse.ArgumentParser) -> None:
                                        "kernel sweep; sparsescope.backends.variants)")
 
 
-def add_timing_mode_option(p: argparse.ArgumentParser) -> None:
-    """``--timing-mode latency|throughput`` (``sparsescope.timing.modes``)."""
-    p.add_argument("--timing-mode", choices=("latency", "throughput"), default="latency",
-                   help="latency (default): each call timed on its own, the L2 flushed where "
-                        "the working set fits; throughput: calls back to back in one event "
-                        "pair, the L2 warm, time per call = total / calls (as published SpMV "
-                        "results are timed). Stored with every case")
+TIMING_MODE_HELP = ("latency (default): each call timed on its own, the L2 flushed where the "
+                    "working set fits; throughput: calls back to back in one event pair, the L2 "
+                    "warm, time per call = total / calls (as published SpMV results are timed)")
+
+
+def add_timing_mode_option(p, *, stored: str = "Stored with every case") -> None:
+    """``--timing-mode latency|throughput`` (``timing.types.TIMING_MODES``; ``sparsescope
+    .timing.modes``), default latency, on ``p`` (a parser or an argument group); ``stored``
+    ends the help with what the command does with the mode (``run``: stores it with every
+    case; ``model``: predicts every backend in it)."""
+    from sparsescope.timing.types import TIMING_MODES
+
+    p.add_argument("--timing-mode", choices=TIMING_MODES, default=TIMING_MODES[0],
+                   help=f"{TIMING_MODE_HELP}. {stored}")
 
 
 def variants_given(args: argparse.Namespace) -> list:

@@ -118,6 +118,8 @@ def plan_refusal(backend: Any, name: str, case: Any, value_dtype: str, index_byt
     if cap.device != "gpu":
         return f"{name} is a CPU backend: the time model is the GPU's"
     refused = cap.unsupported_reason(case.op, value_dtype, index_bytes)
+    if not refused and hasattr(backend, "unsupported_params"):  # a layout it does not read
+        refused = backend.unsupported_params(case)
     csr = case.matrix
     if not refused and index_bytes == 4 and max(csr.nnz, *csr.shape) > _INT32_MAX:
         refused = "32-bit indices cannot address this matrix"
