@@ -55,29 +55,28 @@ def test_spmm_backend_table_on_the_committed_blocktc_run(committed, tmp_path):
     assert len(t["rows"]) == 36 and 0 < t["geomean"]["spmm-cuda-auto"]
 
 
-def test_spmm_groups_on_the_committed_real_dev_run(committed, capsys):
+def test_spmm_groups_on_the_committed_real_dev_run(committed):
     """--groups: per (k, layout), auto over the best library and its regret, from the cases'
-    medians; checked for one group against the table's own rows."""
+    medians, checked for one group against the table's own rows; and which candidate auto
+    kept, as many a group as auto ran there."""
     import math
     import statistics
 
     script = load("spmm_backend_table")
-    results = committed("results/h100/real-dev/2026-11-28-spmm/spmm_results.json.gz")
-    assert script.main([str(results), "--groups"]) == 0
-    out = capsys.readouterr().out
-    lines = out.split("\n\n")[0].splitlines()
-    assert len(lines) == 2 + 4  # k 8 and 64, row and col
-    # which candidate auto kept: as many cases a group as auto ran there
-    kept = next(x for x in out.split("\n\n")[1].splitlines() if x.startswith("| 8 | col |"))
-    assert sum(int(part.split()[-1]) for part in kept.split("|")[3].split(";")) == 32
-    rows = [r for r in script.table(results)["rows"]
+    results = committed("results/h200/real-dev/2026-11-28-spmm-colmajor/spmm_results.json.gz")
+    t = script.table(results)
+    lines = script.groups_markdown(t).splitlines()
+    assert len(lines) == 2 + 2  # k 8 and 64, column-major X
+    rows = [r for r in t["rows"]
             if (r["k"], r["layout"]) == (8, "col") and "spmm-cuda-auto" in r["speedup"]]
     speed = [r["speedup"]["spmm-cuda-auto"] for r in rows]
-    line = next(x for x in lines if x.startswith("| 8 | col |"))
-    cells = [c.strip() for c in line.strip("|").split("|")]
-    assert cells[2] == str(len(rows))
+    cells = [c.strip() for c in lines[2].strip("|").split("|")]
+    assert cells[:3] == ["8", "col", str(len(rows))]
     assert cells[3] == f"{math.exp(statistics.fmean(map(math.log, speed))):.2f}x"
     assert cells[5] == str(sum(x < 1 for x in speed))
+    kept = script.kept_markdown(results).splitlines()
+    counts = next(x for x in kept if x.startswith("| 8 | col |")).split("|")[3]
+    assert sum(int(part.split()[-1]) for part in counts.split(";")) == len(rows)
 
 
 def test_selection_compare_on_the_committed_held_out_runs(committed):
