@@ -295,3 +295,21 @@ def test_model_without_score_keeps_its_what_if_arguments(capsys):
     """``model`` still takes MATRIX positionals and its own options; ``score`` is routed."""
     assert main(["model", "--gpu", "H100", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["gpu"].startswith("H100")
+
+
+def test_a_chooser_s_kernel_is_read_from_its_notes_in_a_run_before_selected_params():
+    """A run made before choosers recorded ``selected_params`` (results/h200/model): the
+    chosen kernel's parameters are read from its own notes, so cant's auto is scored as the
+    staged blocked16 it ran (stage 4, blocks of 3), not the default launch."""
+    from sparsescope.analyze.score_runs import _recorded_params
+
+    cant = {"selected": "cuda-spmv-blocked16", "sigma": "256", "long_row": "176",
+            "unroll": "4", "minb": "6", "hint": "1", "stage": "4", "threads_per_row": "1",
+            "block_width": "3", "padding_ratio": "1.0302", "value_dtype": "float32"}
+    assert _recorded_params("cuda-spmv-blocked16", cant) == {
+        "sigma": 256, "long_row": 176, "unroll": 4, "minb": 6, "hint": 1, "tpr": 1,
+        "stage": 4, "block": 3}
+    # recorded: taken as it is
+    assert _recorded_params("cuda-spmv-blocked16", {**cant, "selected_params": '{"stage": 0}'}
+                            ) == {"stage": 0}
+    assert _recorded_params("no-such-backend", cant) == {}

@@ -442,13 +442,40 @@ def _planned(rs, c, device, built):
                         index_bytes=index_bytes, timing=timing)
 
 
+#: Notes an own kernel records under another name than its parameter's (a run made before
+#: choosers recorded ``selected_params``: the chosen kernel's notes are all there is).
+_NOTE_OF_PARAM = {"tpr": "threads_per_row", "block": "block_width"}
+
+
+def _recorded_params(name: str, notes: dict) -> dict:
+    """The parameters of the kernel ``name`` a chooser ran, from a case's notes: its
+    ``selected_params`` (JSON); in a run made before those were recorded, each of the kernel's
+    parameters (its class's ``defaults``) that its own notes give as an integer (cant's
+    blocked16 in results/h200/model: ``stage`` 4, so the staged ``spmv_sell_dae`` ran, not the
+    default launch). A name this checkout does not know: none."""
+    if notes.get("selected_params"):
+        return json.loads(notes["selected_params"])
+    from sparsescope.errors import SparsescopeError
+
+    try:
+        defaults = getattr(_backend(name), "defaults", None) or {}
+    except (SparsescopeError, KeyError, TypeError, ValueError):
+        return {}
+    params = {}
+    for key in defaults:
+        text = str(notes.get(_NOTE_OF_PARAM.get(key, key), ""))
+        if text.lstrip("-").isdigit():
+            params[key] = int(text)
+    return params
+
+
 def _chosen(case):
-    """The backend a chooser's case ran: ``notes['selected']`` with ``notes['selected_params']``
-    (JSON) as its options."""
+    """The backend a chooser's case ran: ``notes['selected']`` with its recorded parameters
+    (:func:`_recorded_params`) as its options."""
     from sparsescope.backends.runner import BackendChoice
 
     name = case.notes["selected"]
-    params = json.loads(case.notes.get("selected_params") or "{}")
+    params = _recorded_params(name, case.notes)
     options = tuple(sorted(params.items()))
     label = f"{name}[{','.join(f'{k}={v}' for k, v in options)}]" if options else name
     return BackendChoice(name, options, label).create()
