@@ -223,3 +223,32 @@ def test_the_walked_schedule_charges_the_warps_issue_path_in_the_prediction():
     assert q.inputs["issue_path_ns"] == 0.0
     assert p.inputs["iteration_ns"] == pytest.approx(q.inputs["iteration_ns"] + 4.0)
     assert p.predicted_ms > q.predicted_ms
+
+
+def test_a_partial_last_round_runs_at_its_own_concurrency():
+    """4 SMs x 2 slots = 8 slots, 10 blocks of 3 iterations: the last 2 blocks (a partial
+    round) run at X(2 blocks), the first 8 at X(10 blocks); a grid of whole rounds (8 blocks)
+    is all at X(8)."""
+    from sparsescope.model.prediction import PredictionTerm
+    from sparsescope.model.predict import _loop_terms
+
+    shape = KernelShape(kernel="k", decomposition="nnz", block_threads=256, grid_blocks=10,
+                        nnz_per_iteration=4, rounds_per_iteration=2, setup_rounds=1)
+    bandwidth = [PredictionTerm("dram", 30 * 1e-6 * 1e3, "")]   # 30 iterations x 1 us: 30 us
+    iters = np.full(10, 3)
+    _, memory, queue = _loop_terms(iters, 500.0, shape, RATES, 2, bandwidth, 400.0)
+    demands = {"dram": 1e-6}
+    from sparsescope.model.predict import _delay_ns
+
+    delay = _delay_ns(500.0, iters, shape, 400.0) * 1e-9
+    full = per_sm_mva(demands, delay, 4, 2, 10)
+    tail = per_sm_mva(demands, delay, 4, 2, 2)
+    assert queue.throughput_per_s == pytest.approx(full.throughput_per_s)
+    assert memory.time_ms == pytest.approx((24 / full.throughput_per_s
+                                            + 6 / tail.throughput_per_s) * 1e3)
+    assert "the last 2 blocks (a partial round)" in memory.formula
+    whole = np.full(8, 3)
+    bandwidth8 = [PredictionTerm("dram", 24 * 1e-6 * 1e3, "")]
+    _, memory8, queue8 = _loop_terms(whole, 500.0, shape, RATES, 2, bandwidth8, 400.0)
+    assert memory8.time_ms == pytest.approx(24 / queue8.throughput_per_s * 1e3)
+    assert "partial round" not in memory8.formula

@@ -570,7 +570,14 @@ def _loop_terms(iters: np.ndarray, t_iter: float, shape: KernelShape, rates: Dev
                 per_sm: int, bandwidth: list[PredictionTerm], setup_round_ns: float):
     """(latency term, memory term, MVA result): the blocks' loop iterations against
     the unloaded latency alone (Little's law), and through the DRAM and L2 queues (MVA); each
-    setup round takes ``setup_round_ns`` (a stream load's round trip)."""
+    setup round takes ``setup_round_ns`` (a stream load's round trip).
+
+    A grid of more blocks than slots (``blocks = q x slots + r``, 0 < r < slots) ends with a
+    partial round: its last ``r`` blocks in launch order run at their own concurrency, not
+    the full one (pwtk's 852 blocks on 792 slots: a tail of 60)::
+
+        memory = head iterations / X(all blocks) + tail iterations / X(r blocks)
+    """
     slots = rates.sm_count * per_sm
     cycles = max(1.0, float(iters.sum()))
     demands = {t.name: t.time_ms * 1e-3 / cycles for t in bandwidth}
@@ -582,15 +589,27 @@ def _loop_terms(iters: np.ndarray, t_iter: float, shape: KernelShape, rates: Dev
                              f"dispatched in launch order to {rates.sm_count} SMs x {per_sm} "
                              f"slots ({waves:,} round(s)): the last block's finish")
     delay = _delay_ns(t_iter, iters, shape, setup_round_ns)
-    queue = per_sm_mva(demands, delay * 1e-9, rates.sm_count, per_sm, int(iters.size))
+    blocks = int(iters.size)
+    queue = per_sm_mva(demands, delay * 1e-9, rates.sm_count, per_sm, blocks)
     utilization = queue.throughput_per_s * demands.get("dram", 0.0)
     stations = ", ".join(demands)
-    memory = PredictionTerm("memory", cycles / queue.throughput_per_s * 1e3,
+    tail = blocks % slots if blocks > slots else 0
+    time_s, tail_how = cycles / queue.throughput_per_s, ""
+    if tail:
+        # the partial last round: fewer customers, so each iteration waits less in the queues
+        # but fewer iterations are in flight
+        alone = per_sm_mva(demands, delay * 1e-9, rates.sm_count, per_sm, tail)
+        head = float(iters[:blocks - tail].sum())
+        tail_iters = float(iters[blocks - tail:].sum())
+        time_s = head / queue.throughput_per_s + tail_iters / alone.throughput_per_s
+        tail_how = (f"; the last {tail:,} blocks (a partial round) at their own X = "
+                    f"{alone.throughput_per_s / 1e9:,.3f} G iterations/s")
+    memory = PredictionTerm("memory", time_s * 1e3,
                             f"{int(cycles):,} block-iterations / X = "
                             f"{queue.throughput_per_s / 1e9:,.3f} G iterations/s (MVA per SM: "
                             f"{queue.customers:,} resident blocks through {stations} and "
                             f"{delay:,.0f} ns of round trips per iteration; "
-                            f"{100 * utilization:.0f} % DRAM utilization)")
+                            f"{100 * utilization:.0f} % DRAM utilization){tail_how}")
     return latency, memory, queue
 
 
