@@ -19,16 +19,6 @@ ARGS = ["--backend", "all", "--gpu", "H100", "--no-sass", "--no-store"]
 
 
 @pytest.fixture(scope="module")
-def powerlaw(tmp_path_factory):
-    """A 2,000-row power-law matrix (20,000 nonzeros) as .mtx."""
-    from sparsescope.matrices import generate, write_matrix
-
-    path = tmp_path_factory.mktemp("summary") / "pl.mtx"
-    write_matrix(generate("powerlaw", 2000, 20000, seed=0), path)
-    return path
-
-
-@pytest.fixture(scope="module")
 def runs(powerlaw):
     """(text, json) of one what-if of every backend, run once for the module."""
     import contextlib

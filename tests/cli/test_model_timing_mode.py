@@ -18,16 +18,6 @@ ARGS = ["--backend", "cupy-cusparse-i32", "--backend", "cuda-spmv-auto", "--gpu"
         "--no-sass", "--no-store"]
 
 
-@pytest.fixture(scope="module")
-def powerlaw(tmp_path_factory):
-    """A 2,000-row power-law matrix (20,000 nonzeros) as .mtx."""
-    from sparsescope.matrices import generate, write_matrix
-
-    path = tmp_path_factory.mktemp("model_mode") / "pl.mtx"
-    write_matrix(generate("powerlaw", 2000, 20000, seed=0), path)
-    return path
-
-
 def _timing_mode_action(command: str):
     parser = build_parser(["sparsescope.cli.model_cmd", "sparsescope.cli.run_cmd"])
     sub = next(a for a in parser._actions if a.dest == "command" or a.choices
