@@ -45,6 +45,13 @@ SETS: dict[str, tuple[str, tuple[str, ...]]] = {
                    ("results/h100/model/results.json.gz",)),
     "kernels-h200": ("the seed6 analogs, H200: the own kernels' variants",
                      ("results/h200/kernels/results.json.gz",)),
+    "real-dev-h100": ("the real development set, H100 (no retuning), latency and throughput "
+                      "modes, with the one-launch and persistent tile variants",
+                      tuple(f"results/h100/real-dev/2026-11-28-finish-warp/{mode}_results.json.gz"
+                            for mode in ("latency", "throughput"))),
+    "real-dev-h200-throughput": (
+        "the real development set, H200, throughput mode, auto ranking in that mode",
+        ("results/h200/real-dev/2026-11-28-throughput-ranked/throughput_results.json.gz",)),
 }
 
 
