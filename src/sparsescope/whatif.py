@@ -145,8 +145,10 @@ def predict_case(matrix_name: str, csr, backend_name: str | Any, gpu: DeviceCont
     if case is None:
         case = get_op(op).make_case(csr, params, value_dtype=value_dtype,
                                     index_bytes=index_bytes)
-    if timing is not None and hasattr(backend, "use_timing"):  # a plug-in may not subclass Backend
-        backend.use_timing(timing)
+    if timing is not None:
+        from sparsescope.backends.base import tell_timing
+
+        tell_timing(backend, timing)
     plan = predict_plan(case, backend, gpu, name=backend_name, value_dtype=value_dtype,
                         index_bytes=index_bytes, timing=timing)
     return WhatIfCase(matrix=matrix_name, backend=backend_name, gpu=gpu.name, op=case.op,

@@ -145,6 +145,14 @@ class Backend(ABC):
         return replace(base, y_read_bytes=base.y_written_bytes)
 
 
+def tell_timing(backend: Any, config: Any) -> None:
+    """Hand ``backend`` the run's timing protocol (:meth:`Backend.use_timing`) where it takes
+    one: a plug-in need not subclass :class:`Backend`. Called, never kept as a bound method:
+    that would keep the backend, and the device memory it holds, alive."""
+    if hasattr(backend, "use_timing"):
+        backend.use_timing(config)
+
+
 class SpmvBackend(Backend):
     """A backend of ``y = A x`` written to the SpMV contract (the matrix and x, not the case)."""
 

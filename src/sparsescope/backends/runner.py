@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from sparsescope.backends.base import Backend
+from sparsescope.backends.base import Backend, tell_timing
 from sparsescope.backends.gpu_memory import OUT_OF_MEMORY, free_device_memory, is_out_of_memory
 from sparsescope.backends.registry import get_backend
 from sparsescope.context import CPU_BACKEND, DeviceContext, flush_assumed, predict_call
@@ -201,10 +201,7 @@ def run_case(matrix: Matrix, backend: str | BackendChoice | Backend, op: str = "
     if model is not None:
         model = sass_timed(model)
         instance.use_model(model)
-    if hasattr(instance, "use_timing"):  # a plug-in may not subclass Backend
-        # called, not kept: a bound method held here would keep the instance (and the device
-        # memory it holds) alive past the out-of-memory release below
-        instance.use_timing(config)
+    tell_timing(instance, config)
     result = _checked_and_timed(instance, case, base, config=config, value_dtype=value_dtype,
                                 index_bytes=index_bytes, timed=timed, model=model)
     if result.reason.startswith(OUT_OF_MEMORY):
