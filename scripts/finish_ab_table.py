@@ -1,4 +1,4 @@
-"""The table of `scripts/device.sh finish-ab` (and of `scripts/finish_throughput.sh`): per
+"""The table of `scripts/device.sh finish-ab` (and of `VARIANTS=... device.sh real-dev`): per
 matrix and tile kernel, the median with ``spmv_fixup`` as a second launch (finish=0, also a
 tile backend named without ``finish``: its default) and with the last tile finishing each split
 row (finish=1), their ratio, and the best cuSPARSE beside them.

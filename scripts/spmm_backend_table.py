@@ -128,7 +128,8 @@ def kept_markdown(path: Path) -> str:
         plain = {r["backend"]: r["trial_ms"] for r in timed if r["label"] == r["backend"]}
         for r in timed:
             if r["label"] != r["backend"] and r["backend"] in plain:
-                ratios[key + (r["label"].split("[")[0],)].append(r["trial_ms"] / plain[r["backend"]])
+                kernel = r["label"].split("[")[0]
+                ratios[key + (kernel,)].append(r["trial_ms"] / plain[r["backend"]])
     lines = ["| k | layout | candidates auto kept (cases) |", "|---:|---|---|"]
     for (k, layout), counts in sorted(kept.items()):
         lines.append(f"| {k} | {layout} | " + "; ".join(

@@ -229,8 +229,8 @@ def test_a_partial_last_round_runs_at_its_own_concurrency():
     """4 SMs x 2 slots = 8 slots, 10 blocks of 3 iterations: the last 2 blocks (a partial
     round) run at X(2 blocks), the first 8 at X(10 blocks); a grid of whole rounds (8 blocks)
     is all at X(8)."""
+    from sparsescope.model.predict import _delay_ns, _loop_terms
     from sparsescope.model.prediction import PredictionTerm
-    from sparsescope.model.predict import _loop_terms
 
     shape = KernelShape(kernel="k", decomposition="nnz", block_threads=256, grid_blocks=10,
                         nnz_per_iteration=4, rounds_per_iteration=2, setup_rounds=1)
@@ -238,8 +238,6 @@ def test_a_partial_last_round_runs_at_its_own_concurrency():
     iters = np.full(10, 3)
     _, memory, queue = _loop_terms(iters, 500.0, shape, RATES, 2, bandwidth, 400.0)
     demands = {"dram": 1e-6}
-    from sparsescope.model.predict import _delay_ns
-
     delay = _delay_ns(500.0, iters, shape, 400.0) * 1e-9
     full = per_sm_mva(demands, delay, 4, 2, 10)
     tail = per_sm_mva(demands, delay, 4, 2, 2)

@@ -179,7 +179,7 @@ def candidates(stats: MatrixStatistics) -> list[Candidate]:
       (:func:`rows_may_split`), the whole-row tiles in one launch too (``finish=1``: the tile
       that stores a split row's last partial sums the row, no ``spmv_fixup`` launch; it won
       in the throughput mode where a few rows thousands long cut the matrix, and lost
-      elsewhere, results/h100/real-dev/2026-11-28-throughput-finish, so the model and the
+      elsewhere, results/h100/real-dev/2026-11-28-finish-warp, so the model and the
       trial choose);
     - SELL-32-256 slices with INT32 columns (``cuda-spmv-sell``) and with 16-bit offsets
       (``cuda-spmv-delta16``), each at :data:`SELL_TPRS` threads per row and

@@ -47,7 +47,7 @@ AUTO_TRIAL_ENV = "SPARSESCOPE_AUTO_TRIAL"
 #: protocol decides by the working set, as in the measurement that follows), in the run's
 #: timing mode (:meth:`CudaSpmvAuto.use_timing`): back to back in a throughput run, where a
 #: kernel in one launch can win that loses a latency run (the tile kernels' finish=1 on the
-#: real development set, results/h100/real-dev/2026-11-28-throughput-finish).
+#: real development set, results/h100/real-dev/2026-11-28-finish-warp).
 TRIAL_TIMING = TimingConfig(warmups=3, repeats=10)
 
 #: Backend name -> class, for the names the selection may return: the kernels of
