@@ -82,6 +82,14 @@
 #                         the block tensor-core SpMM kernel: its instances' registers, its GPU
 #                         tests, a sweep of pruned weights. Writes env.txt, regs.txt,
 #                         pytest_blocktc.log, command.txt, sweep.log, results.json.gz, table.md.
+#   break-even {ENTRIES, KS="32 256", LAYOUTS="row col", BUDGET_S=480}
+#                         issue 37 item 4: the dense break-even of SpMM on the pruned-weights
+#                         entries of suite spmm-population (default all 24, 50-98 % sparse):
+#                         `run --op spmm` of auto, the CuPy, PyTorch and planned cuSPARSE
+#                         SpMM (default plan, CSR_ALG2, CSR_ALG3) and the dense cuBLAS peer in
+#                         FP32 and TF32, stopped by SIGINT at the budget with its measured
+#                         cases kept. Carry .device-wheels-min and .device-wheels-nvmath.
+#                         Writes env.txt, run.log, results.json.gz, show.txt, break_even.md.
 #   spmm-population [SUITE] [LIMIT] [--gpu-tests] {SOURCES, KS, LAYOUTS, BACKENDS}
 #                         issue 18's SpMM sweep in parts of at most 10 minutes, resumed from
 #                         the carried store (carry out/spmm-pop too). Writes env.txt,
@@ -754,6 +762,32 @@ recipe_spmm_blocktc() {
     fi
 }
 
+recipe_break_even() {
+    out_dir /tmp/ss-break-even
+    local start entries=() matrices k layout args=()
+    start=$(date +%s)
+    wheels
+    $PY -m pip install -q --no-index --no-deps .device-wheels-nvmath/*.whl 2>&1 | tail -1
+    for k in $(seq 0 23); do entries+=("$(printf 'weights-%02d' "$k")"); done
+    matrices="suite:spmm-population#$(IFS=,; echo "${ENTRIES:-${entries[*]}}")"
+    for k in ${KS:-32 256}; do args+=(--k "$k"); done
+    for layout in ${LAYOUTS:-row col}; do args+=(--layout "$layout"); done
+    env_file "$OUT/env.txt" "matrices $matrices"
+    local cmd=("$PY" -m sparsescope run --matrix "$matrices" --op spmm "${args[@]}"
+               --backend spmm-cuda-auto --backend spmm-cupy-i32 --backend spmm-torch-i32
+               --backend spmm-nvmath-i32 --variant "spmm-nvmath-i32[alg=2]"
+               --variant "spmm-nvmath-i32[alg=3]" --variants dense-spmm
+               --out /tmp/break-even --no-store)
+    echo "${cmd[*]}" | tee -a "$OUT/env.txt"
+    timeout -s INT "$(( ${BUDGET_S:-480} - ($(date +%s) - start) ))" "${cmd[@]}" \
+        > "$OUT/run.log" 2>&1
+    echo "run: rc=$? after $(( $(date +%s) - start )) s" | tee -a "$OUT/env.txt"
+    gzip -c /tmp/break-even/results.json > "$OUT/results.json.gz"
+    $PY -m sparsescope results show /tmp/break-even/results.json > "$OUT/show.txt" 2>&1
+    cp /tmp/break-even/report.md "$OUT/report.md" 2>/dev/null
+    tail -n 5 "$OUT/run.log"
+}
+
 recipe_spmm_population() {
     out_dir /tmp/ss-spmm
     local suite="${1:-spmm-population-held-out}" limit="${2:-380}" tests="${3:-}"
@@ -971,7 +1005,7 @@ PY
 
 # -- dispatch -----------------------------------------------------------------------------------
 RECIPES=(list gpu-tests real-dev kernels model seed6 seed6-speed profile profile-cases ab-kernel
-         finish-ab ops spmm-blocktc spmm-population sweep sweep-gpus sweep-scale)
+         finish-ab ops break-even spmm-blocktc spmm-population sweep sweep-gpus sweep-scale)
 if [[ " ${RECIPES[*]} " != *" $RECIPE "* ]]; then
     echo "unknown recipe '$RECIPE'; recipes: ${RECIPES[*]}" >&2
     exit 2
