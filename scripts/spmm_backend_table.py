@@ -12,6 +12,11 @@ own kernel, ``auto / fastest own - 1`` (median, largest); then which candidate a
 selection table's fastest trial, else its fastest prediction) and, per candidate with options,
 its trial time over its plain kernel's (median, range) where both were timed.
 
+``--dense S``: instead, issue 37 item 4's summary per (k, layout) over the matrices at least S
+sparse (1 - nnz / (rows x cols), to 0.05 %: a generated "80 %" layer rounds its nonzeros up): ``spmm-cuda-auto``'s time over the dense cuBLAS peer's in
+FP32 and in TF32 (``registry.is_dense``; geomean, highest, cases where auto is not faster),
+and auto over the best sparse library (geomean, lowest, below 1.0x).
+
 RESULTS is a run's or a sweep's ``results.json`` (or ``.json.gz``).
 """
 
@@ -25,7 +30,7 @@ import sys
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from sparsescope.api import is_own, is_sparse_library, read_runset
+from sparsescope.api import is_dense, is_own, is_sparse_library, read_runset
 
 
 def table(path: Path, notes: tuple[str, ...] = ()) -> dict:
@@ -142,6 +147,53 @@ def kept_markdown(path: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _geomean(values: list[float]) -> float:
+    return math.exp(sum(map(math.log, values)) / len(values))
+
+
+def dense_markdown(path: Path, min_sparsity: float) -> str:
+    """Per (k, layout), over the matrices at least ``min_sparsity`` sparse: auto / dense FP32
+    and auto / dense TF32 (geomean, highest and where, cases >= 1: auto not faster), and auto
+    over the best sparse library (geomean, lowest, below 1.0x)."""
+    runset = read_runset(path)
+    shapes = {m.name: m.stats for m in runset.matrices}
+    by: dict[tuple, dict] = defaultdict(dict)
+    for c in runset.cases:
+        ok = c.op == "spmm" and c.outcome == "ok" and c.measurement is not None
+        st = shapes.get(c.matrix)
+        if not ok or st is None or 1 - st.nnz / (st.rows * st.cols) < min_sparsity - 5e-4:
+            continue
+        role = ("fp32" if c.notes.get("precision", "").split(" ")[0] != "TF32" else "tf32") \
+            if is_dense(c.backend) else "lib" if is_sparse_library(c.backend) else \
+            "auto" if c.backend == AUTO else None
+        if role:
+            ms = float(statistics.median(c.measurement.samples_ms))
+            group = by[(int(c.params.k), str(c.params.layout))].setdefault(c.matrix, {})
+            group[role] = min(ms, group.get(role, math.inf))
+    lines = [f"Matrices at least {100 * min_sparsity:.0f} % sparse.", "",
+             "| k | layout | matrices | auto / dense FP32: geomean | highest | auto not faster "
+             "| auto / dense TF32: geomean | highest | auto not faster | auto over the best "
+             "library: geomean | lowest | below 1.0x |",
+             "|---:|---|---:|---:|---|---:|---:|---|---:|---:|---|---:|"]
+    for (k, layout), matrices in sorted(by.items()):
+        cells = [str(k), layout]
+        full = {m: v for m, v in matrices.items() if {"auto", "fp32", "tf32", "lib"} <= set(v)}
+        cells.append(str(len(full)))
+        if not full:
+            continue
+        for math_mode in ("fp32", "tf32"):
+            ratio = {m: v["auto"] / v[math_mode] for m, v in full.items()}
+            worst = max(ratio, key=ratio.get)
+            cells += [f"{_geomean(list(ratio.values())):.2f}", f"{ratio[worst]:.2f} ({worst})",
+                      str(sum(r >= 1 for r in ratio.values()))]
+        speed = {m: v["lib"] / v["auto"] for m, v in full.items()}
+        low = min(speed, key=speed.get)
+        cells += [f"{_geomean(list(speed.values())):.2f}x", f"{speed[low]:.2f}x ({low})",
+                  str(sum(x < 1 for x in speed.values()))]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("results", type=Path)
@@ -150,7 +202,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="also write the table as JSON here")
     parser.add_argument("--groups", action="store_true",
                         help="the per (k, layout) summary of auto instead of the table")
+    parser.add_argument("--dense", type=float, metavar="S",
+                        help="the dense break-even summary over matrices at least S sparse")
     args = parser.parse_args(argv)
+    if args.dense is not None:
+        sys.stdout.write(dense_markdown(args.results, args.dense))
+        return 0
     t = table(args.results, tuple(args.note))
     if args.json:
         args.json.write_text(json.dumps(t, indent=1))

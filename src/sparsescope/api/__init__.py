@@ -110,7 +110,7 @@ from sparsescope.matrices.io import read_matrix, write_matrix
 from sparsescope.model.hot_set import hot_set_reach
 from sparsescope.model.spmm import x_reuse_dram_floors
 from sparsescope.progress import quiet_tqdm
-from sparsescope.registry import is_own, is_sparse_library, op_entry
+from sparsescope.registry import is_dense, is_own, is_sparse_library, op_entry
 from sparsescope.results.io import read_runset
 from sparsescope.timing.cuda import time_cuda
 from sparsescope.timing.types import TimingConfig
@@ -141,6 +141,6 @@ __all__ = [
     "memory_floor_reading", "model_score", "spmm_bounds_reading",
     "RunsScore", "ScoredCase", "blocktc_registers", "read_scores", "score_runs",
     "suite_csr", "get_backend", "get_spec", "load_suite", "hot_set_reach",
-    "x_reuse_dram_floors", "is_own", "is_sparse_library", "read_runset", "time_cuda",
+    "x_reuse_dram_floors", "is_dense", "is_own", "is_sparse_library", "read_runset", "time_cuda",
     "TimingConfig",
 ]
