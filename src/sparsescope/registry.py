@@ -112,6 +112,7 @@ OWN_KERNELS: dict[tuple[str, str], Any] = {
     ("spmm", "spmm-cuda-rowgroup"): _B + "spmm_rowgroup:SpmmCudaRowGroup",
     ("spmm", "spmm-cuda-blocktc"): _B + "spmm_blocktc:SpmmCudaBlockTc",
     ("spmm", "spmm-cuda-colmajor"): _B + "spmm_colmajor:SpmmCudaColMajor",
+    ("spmm", "spmm-cuda-rowtile"): _B + "spmm_rowtile:SpmmCudaRowTile",
     ("spmm", "spmm-cuda-transposed"): _B + "spmm_transposed:SpmmCudaTransposed",
     ("spmm", "spmm-cuda-auto"): _B + "spmm_auto:SpmmCudaAuto",
     ("spmm", "spmm-cuda-auto-rules"): _B + "spmm_auto:SpmmCudaAutoRules",

@@ -69,11 +69,13 @@ def test_candidate_names_per_layout():
     (8, "row", "float32", ["spmm-cuda-rowgroup", "spmm-cuda-rowwarp", "spmm-cuda-blocktc"]),
     (8, "col", "float32", ["spmm-cuda-rowgroup", "spmm-cuda-rowwarp", "spmm-cuda-blocktc",
                            "spmm-cuda-colmajor"]),
+    # k = 256 and 4095: the row-tile kernel too (last), its tiles of 16 / 64 rows staging 200 /
+    # 50 X rows for the 234 nonzeros
     (256, "col", "float32", ["spmm-cuda-rowgroup", "spmm-cuda-rowwarp", "spmm-cuda-blocktc",
-                             "spmm-cuda-colmajor"]),
+                             "spmm-cuda-colmajor", "spmm-cuda-rowtile[ks=32,rows=16]"]),
     # k = 4095: rowwarp would need 128 loads a lane, not a candidate in either layout
     (4095, "col", "float32", ["spmm-cuda-rowgroup", "spmm-cuda-blocktc",
-                              "spmm-cuda-colmajor"]),
+                              "spmm-cuda-colmajor", "spmm-cuda-rowtile[ks=32,rows=64]"]),
     (8, "col", "float64", ["spmm-cuda-rowgroup", "spmm-cuda-rowwarp", "spmm-cuda-blocktc",
                            "spmm-cuda-colmajor"]),
 ])
@@ -83,8 +85,11 @@ def test_planned_candidates_per_layout_and_k(k, layout, dtype, labels):
 
     csr = _matrix(60, 50, seed=2).csr
     found = planned_candidates(_case(csr, k, layout), dtype, 4, 132, 8)
-    if layout == "col":  # 60 rows run in one wave: colmajor with short slices too
-        labels = [*labels, Candidate(COLMAJOR, short_slices(60, csr.nnz, k)).label]
+    if layout == "col":  # 60 rows run in one wave: colmajor with short slices too (before
+        # the row-tile kernel, planned last)
+        at = len(labels) - labels[-1].startswith("spmm-cuda-rowtile")
+        labels = [*labels[:at], Candidate(COLMAJOR, short_slices(60, csr.nnz, k)).label,
+                  *labels[at:]]
     assert [c.label for c, _, _ in found] == labels
     declined = {c.backend: why for c, plan, why in found if plan is None}
     assert set(declined) == {BLOCKTC}   # fill above its limit, or float64
@@ -266,9 +271,11 @@ def test_the_what_if_plans_column_major_auto():
 
     auto = SpmmCudaAuto(trial=False)
     auto.use_model(_context())
-    # the band at k = 128: 20,000 rows x 16 column tiles, more lanes than one wave of 132 SMs
-    # holds, so colmajor has no short-slice plan and the transposes win
-    for csr, k, direct in ((_graph(20_000, 3), 8, True), (_band(20_000, 40), 128, False)):
+    # the graph at k = 128: 20,000 rows x 16 column tiles, more lanes than one wave of 132 SMs
+    # holds, so colmajor has no short-slice plan and the transposes win; the band at k = 128:
+    # the row-tile kernel (its tiles span 40 columns more than their rows), on X as it is
+    for csr, k, direct in ((_graph(20_000, 3), 8, True), (_graph(20_000, 3), 128, False),
+                           (_band(20_000, 40), 128, True)):
         traffic, launch = auto.host_plan_case(_case(csr, k, "col"), "float32", 4, 132)
         assert traffic is not None and launch is not None
         assert (getattr(launch, "x_layout", "row") == "col") == direct

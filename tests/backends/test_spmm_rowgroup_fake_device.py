@@ -377,11 +377,13 @@ def test_auto_predicts_and_times_the_tensor_core_kernel_on_a_dense_weight(fake_d
     from sparsescope.backends.spmm_colmajor import SpmmCudaColMajor
     from sparsescope.backends.spmm_cuda import SpmmCudaRowWarp
     from sparsescope.backends.spmm_rowgroup import SpmmCudaRowGroup
+    from sparsescope.backends.spmm_rowtile import SpmmCudaRowTile
     from sparsescope.backends.spmm_transposed import SpmmCudaTransposed
 
     monkeypatch.setattr(SpmmCudaRowGroup, "time", _timed(0.5))
     monkeypatch.setattr(SpmmCudaRowWarp, "time", _timed(0.4))
     monkeypatch.setattr(SpmmCudaBlockTc, "time", _timed(0.1))
+    monkeypatch.setattr(SpmmCudaRowTile, "time", _timed(0.2))   # a candidate on this weight
     # column-major X: the trial times the whole call, the transposes around the inner kernel
     monkeypatch.setattr(SpmmCudaTransposed, "time", _inner_timed)
     monkeypatch.setattr(SpmmCudaColMajor, "time", _timed(0.3))

@@ -80,7 +80,9 @@ from sparsescope.backends.spmm_auto_candidates import (  # noqa: F401  (re-expor
     BALANCED_MIN_SLICE,
     BLOCKTC,
     COLMAJOR,
+    READS_COLUMN_MAJOR,
     ROWGROUP,
+    ROWTILE,
     ROWWARP,
     TRANSPOSED,
     blocktc_candidate,
@@ -106,6 +108,7 @@ from sparsescope.backends.spmm_rowgroup import (
     rowgroup_shape,
     vector_width,
 )
+from sparsescope.backends.spmm_rowtile import SpmmCudaRowTile
 from sparsescope.backends.spmm_transposed import SpmmCudaTransposed
 from sparsescope.ops.base import OpCase
 from sparsescope.timing.types import Measurement, TimingConfig
@@ -113,7 +116,7 @@ from sparsescope.timing.types import Measurement, TimingConfig
 #: Backend name -> class, for the names the rule or the prediction may return.
 CHOICES: dict[str, type[OpBackend]] = {
     ROWWARP: SpmmCudaRowWarp, ROWGROUP: SpmmCudaRowGroup, COLMAJOR: SpmmCudaColMajor,
-    TRANSPOSED: SpmmCudaTransposed, BLOCKTC: SpmmCudaBlockTc}
+    TRANSPOSED: SpmmCudaTransposed, BLOCKTC: SpmmCudaBlockTc, ROWTILE: SpmmCudaRowTile}
 WARP_SLOTS = 32
 """A warp's lanes: the row length below which rowwarp leaves nonzero slots idle."""
 WIDE_GROUP = 16
@@ -128,13 +131,14 @@ MODEL_ERROR = 0.49
 #: errors of +-e, a candidate predicted r times the fastest may still be faster while
 #: r < (1 + e) / (1 - e) (2.92 for e = 0.49).
 TRIAL_MARGIN = (1 + MODEL_ERROR) / (1 - MODEL_ERROR) - 1
-UNSCORED = (BLOCKTC, COLMAJOR)
+UNSCORED = (BLOCKTC, COLMAJOR, ROWTILE)
 """Candidate families whose model has not been scored over a population yet: when one of them
 is the fastest prediction, the best-predicted other candidate is timed beside it whatever the
 margin. The block tensor-core model's first run put it 4x ahead of rowgroup on a 1,024 x 4,096
 weight at k = 32 where it ran 1.4x slower (results/h200/spmm-tuning/2026-11-25-blocktc-batched,
 weights-06): MODEL_ERROR was measured on the CSR kernels only. The colmajor kernel (column-major
-X read as it is) has no committed timing yet."""
+X read as it is) has no committed timing yet, nor has the row-tile kernel (X staged in shared
+memory)."""
 
 
 def with_challenger(short: list, table: list) -> tuple[list, str]:
@@ -305,7 +309,7 @@ class SpmmCudaAuto(OpBackend):
         """The backend that runs ``cand`` on X of ``layout``: the kernel itself, or for
         column-major X a row-major kernel between the device transposes."""
         backend = CHOICES[cand.backend](**cand.params)
-        if layout == "col" and cand.backend != COLMAJOR:
+        if layout == "col" and cand.backend not in READS_COLUMN_MAJOR:
             return SpmmCudaTransposed(inner=backend)
         return backend
 
@@ -392,7 +396,7 @@ class SpmmCudaAuto(OpBackend):
             return None, None
         best = order[0].candidate
         plan = next(plan for cand, plan, _ in planned_candidates(
-            case, value_dtype, index_bytes, sms, full_warps) if cand == best)
+            case, value_dtype, index_bytes, sms, full_warps, rates) if cand == best)
         return case.csr_traffic, case_launch(case, best, plan)
 
     def kernel_shape(self, case: Any, prepared: Any):

@@ -8,6 +8,8 @@ The candidates of a case, by X's layout (:func:`candidate_names`)::
     column-major X each of those between two device transposes (``spmm-cuda-transposed``: X
                    re-laid row-major before the kernel, Y re-laid column-major after it, their
                    time ``model.transpose``'s), and ``spmm-cuda-colmajor`` on X as it is
+    either layout  ``spmm-cuda-rowtile`` (X staged in shared memory, either layout as it is)
+                   where its staged X is less than the gathers' (:func:`rowtile_candidate`)
 
 Column-major X has two strategies, and which is faster depends on the matrix and k, not on the
 layout alone: the transposes cost every value of X and Y twice more (about 2,000 warp
@@ -52,9 +54,12 @@ ROWGROUP = "spmm-cuda-rowgroup"
 COLMAJOR = "spmm-cuda-colmajor"
 TRANSPOSED = "spmm-cuda-transposed"
 BLOCKTC = "spmm-cuda-blocktc"
+ROWTILE = "spmm-cuda-rowtile"
 ROW_MAJOR_KERNELS = (ROWGROUP, ROWWARP, BLOCKTC)
 """The row-major kernels: candidates of row-major X, and between the transposes of
 column-major X."""
+READS_COLUMN_MAJOR = (COLMAJOR, ROWTILE)
+"""The kernels that read column-major X as it is (no transposes around them)."""
 BALANCED_MIN_SLICE = SLICE_UNIT
 """rowgroup's balanced candidate: slices cut at the slice rule's own target (nnz / (SMs x 32)),
 floored at a warp's width instead of MIN_SLICE_NNZ (1,024). On a power-law graph of 30,000
@@ -99,6 +104,38 @@ def candidate_names(layout: str) -> tuple[str, ...]:
     """The kernel families auto plans for X's ``layout`` (the module docstring): row ->
     rowgroup, rowwarp, blocktc; col -> the same between the transposes, then colmajor."""
     return ROW_MAJOR_KERNELS + ((COLMAJOR,) if layout == "col" else ())
+
+
+def rowtile_candidate(case: OpCase, value_dtype: str, index_bytes: int, sm_count: int,
+                      rates: Any = None) -> tuple[Any, str]:
+    """``((candidate, plan), "")`` of ``spmm-cuda-rowtile`` at the (R, KS) its rule picks for
+    the device (``rates``: its shared-memory-to-L2 ratio), or ``(None, why not)`` where its
+    staged X is not less than the gathers' (:func:`~sparsescope.backends.spmm_rowtile.
+    rowtile_pays`). Screened first at the largest R, whose tiles stage the fewest X rows (a
+    tile of 2R spans at most the chunks of its two halves), so a sparse graph costs one pass
+    over its column indices; the format is packed only for a candidate."""
+    from sparsescope.backends.spmm_rowtile import (
+        DEFAULT_CHUNK,
+        TILE_ROWS,
+        SpmmCudaRowTile,
+        choose_tile,
+        rowtile_pays,
+    )
+    from sparsescope.model.rowtile import smem_per_l2
+
+    csr, k = case.matrix, case.params.k
+    cols = int(csr.shape[1])
+    pays, why = rowtile_pays(csr.indptr, csr.indices, cols, max(TILE_ROWS), DEFAULT_CHUNK)
+    if not pays:
+        return None, why
+    rows, vec, _ = choose_tile(csr.indptr, csr.indices, cols, k, value_dtype, case.params.layout,
+                               sm_count, smem_per_l2(rates))
+    pays, why = rowtile_pays(csr.indptr, csr.indices, cols, rows, DEFAULT_CHUNK)
+    if not pays:
+        return None, why
+    options = {"rows": rows, "ks": 32 * vec}
+    plan = SpmmCudaRowTile(**options).plan(case, value_dtype, index_bytes, sm_count, rates)
+    return (Candidate(ROWTILE, options), plan), ""
 
 
 def candidate_plans(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, index_bytes: int,
@@ -154,15 +191,21 @@ def candidate_launch(name: str, plan: Any, registers=None, shape: tuple[int, int
     if name == COLMAJOR:
         regs = registers(spmm_colmajor.SOURCE, plan.kernel) if registers else None
         return colmajor_launch(plan, regs)
+    if name == ROWTILE:
+        from sparsescope.backends import spmm_rowtile
+
+        regs = registers(spmm_rowtile.SOURCE, plan.kernel) if registers else None
+        return spmm_rowtile.rowtile_launch(plan, regs)
     regs = registers(spmm_cuda.SOURCE, plan.kernel) if registers else None
     return rowwarp_launch(plan, regs)
 
 
 def planned_candidates(case: OpCase, value_dtype: str, index_bytes: int, sm_count: int,
-                       full_warps: int) -> list[tuple[Candidate, Any, str]]:
+                       full_warps: int, rates: Any = None) -> list[tuple[Candidate, Any, str]]:
     """(candidate, host plan or None, why not) of every candidate of ``case`` in
     :func:`candidate_names`' order: the CSR row-major plans, blocktc's (or the reason it
-    declines), and for column-major X colmajor's."""
+    declines), for column-major X colmajor's; then rowtile's where it stages less X than the
+    gathers (:func:`rowtile_candidate`, for the device of ``rates``; left out otherwise)."""
     csr, k = case.matrix, case.params.k
     out: list[tuple[Candidate, Any, str]] = [
         (cand, plan, "") for cand, plan in candidate_plans(
@@ -172,6 +215,9 @@ def planned_candidates(case: OpCase, value_dtype: str, index_bytes: int, sm_coun
     if case.params.layout == "col":
         out += [(cand, plan, "") for cand, plan in colmajor_plans(
             csr.indptr, csr.nnz, k, value_dtype, index_bytes, sm_count)]
+    found, _ = rowtile_candidate(case, value_dtype, index_bytes, sm_count, rates)
+    if found is not None:
+        out.append((*found, ""))
     return out
 
 
@@ -184,7 +230,7 @@ def case_launch(case: OpCase, cand: Candidate, plan: Any, registers=None):
     csr, k = case.matrix, case.params.k
     rows, cols = int(csr.shape[0]), int(csr.shape[1])
     launch = candidate_launch(cand.backend, plan, registers, (rows, cols, k))
-    if case.params.layout == "col" and cand.backend != COLMAJOR:
+    if case.params.layout == "col" and cand.backend not in READS_COLUMN_MAJOR:
         launch = with_transposes(launch, rows, cols, k)
     return launch
 
@@ -202,7 +248,7 @@ def predict_candidates(case: OpCase, value_dtype: str, index_bytes: int, device:
     out = []
     start = time.perf_counter()
     for cand, plan, declined in planned_candidates(case, value_dtype, index_bytes, sm_count,
-                                                   full_warps):
+                                                   full_warps, device.rates):
         if plan is None:
             out.append(CandidatePrediction(cand, None, not_modelled=declined))
             start = time.perf_counter()
