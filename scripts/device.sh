@@ -82,14 +82,16 @@
 #                         the block tensor-core SpMM kernel: its instances' registers, its GPU
 #                         tests, a sweep of pruned weights. Writes env.txt, regs.txt,
 #                         pytest_blocktc.log, command.txt, sweep.log, results.json.gz, table.md.
-#   break-even {ENTRIES, KS="32 256", LAYOUTS="row col", BUDGET_S=480}
+#   break-even {ENTRIES, KS="32 256", LAYOUTS="row col", BUDGET_S=480, EXTRA, GPU_TESTS}
 #                         issue 37 item 4: the dense break-even of SpMM on the pruned-weights
 #                         entries of suite spmm-population (default all 24, 50-98 % sparse):
 #                         `run --op spmm` of auto, the CuPy, PyTorch and planned cuSPARSE
 #                         SpMM (default plan, CSR_ALG2, CSR_ALG3) and the dense cuBLAS peer in
 #                         FP32 and TF32, stopped by SIGINT at the budget with its measured
-#                         cases kept. Carry .device-wheels-min and .device-wheels-nvmath.
-#                         Writes env.txt, run.log, results.json.gz, show.txt, break_even.md.
+#                         cases kept. EXTRA: more run arguments (e.g. "--backend
+#                         spmm-cuda-rowtile"); GPU_TESTS: test files run first (pytest -m gpu).
+#                         Carry .device-wheels-min and .device-wheels-nvmath. Writes env.txt,
+#                         [pytest_gpu.log,] run.log, results.json.gz, show.txt, report.md.
 #   spmm-population [SUITE] [LIMIT] [--gpu-tests] {SOURCES, KS, LAYOUTS, BACKENDS}
 #                         issue 18's SpMM sweep in parts of at most 10 minutes, resumed from
 #                         the carried store (carry out/spmm-pop too). Writes env.txt,
@@ -773,7 +775,15 @@ recipe_break_even() {
     for k in ${KS:-32 256}; do args+=(--k "$k"); done
     for layout in ${LAYOUTS:-row col}; do args+=(--layout "$layout"); done
     env_file "$OUT/env.txt" "matrices $matrices"
-    local cmd=("$PY" -m sparsescope run --matrix "$matrices" --op spmm "${args[@]}"
+    if [ -n "${GPU_TESTS:-}" ]; then
+        # shellcheck disable=SC2086
+        $PY -m pytest -q -m gpu $GPU_TESTS -p no:cacheprovider -n "${PYTEST_WORKERS:-4}" -rs \
+            > "$OUT/pytest_gpu.log" 2>&1
+        tail -n 3 "$OUT/pytest_gpu.log"
+    fi
+    local extra=()
+    read -r -a extra <<< "${EXTRA:-}"
+    local cmd=("$PY" -m sparsescope run --matrix "$matrices" --op spmm "${args[@]}" "${extra[@]}"
                --backend spmm-cuda-auto --backend spmm-cupy-i32 --backend spmm-torch-i32
                --backend spmm-nvmath-i32 --variant "spmm-nvmath-i32[alg=2]"
                --variant "spmm-nvmath-i32[alg=3]" --variants dense-spmm
