@@ -21,6 +21,7 @@ from sparsescope.backends.runner import run_case
 from sparsescope.backends.spmm_rowtile import (
     SpmmCudaRowTile,
     check_options,
+    choose_splits,
     choose_tile,
     launch_stages,
     plan_rowtile,
@@ -212,7 +213,7 @@ def test_copy_width():
 
 def test_options_are_checked_before_any_case():
     for bad in ({"rows": 12}, {"ks": 96}, {"chunk": 48}, {"warps": 3}, {"minb": 0},
-                {"stages": 5}, {"rows": 8, "warps": 16}):
+                {"stages": 5}, {"rows": 8, "warps": 16}, {"split": 0}, {"split": 65}):
         with pytest.raises(ValueError):
             check_options(**{"rows": None, "ks": None, "chunk": None, "warps": None,
                              "minb": None, **bad})
@@ -222,6 +223,7 @@ def test_options_are_checked_before_any_case():
     from sparsescope.errors import UsageError
 
     assert backend_choice("spmm-cuda-rowtile[rows=32,ks=64]").create().rows == 32
+    assert backend_choice("spmm-cuda-rowtile[split=4]").create().split == 4
     with pytest.raises(UsageError, match="rows must be one of"):
         backend_choice("spmm-cuda-rowtile[rows=24]")
 
@@ -247,7 +249,11 @@ def test_plan_geometry_and_notes():
     assert (plan.stages, plan.minb) == launch_stages(4, 16, 2, 32, 8, True) == (4, 4)
     assert plan.kernel == "spmm_rowtile<float, long long, 16, 2, 32, 8, 4, 1, 4>"
     assert (plan.tiles, plan.slices) == (7, 2)                 # ceil(97 / 16), ceil(100 / 64)
-    assert plan.notes["grid_blocks"] == "7 x 2" and plan.notes["block_threads"] == "256"
+    # 14 blocks on 528 slots; the busiest tile's 5 items (131 columns: 5 chunks): S 5 -> one
+    # wave of runs of 1 item, 1 x (1 + 1) = 2, below S 4 (1 x 3)
+    assert plan.splits == 5 and plan.notes["splits"] == "5"
+    assert plan.notes["grid_blocks"] == "7 x 2 x 5" and plan.notes["block_threads"] == "256"
+    assert plan.notes["launches"] == "2" and plan.notes["zero_fill"].startswith("memset")
     assert plan.smem_bytes == rowtile_smem_bytes(4, 16, 2, 32, 4, True)
     assert int(plan.notes["items"]) == plan.fmt.items <= 7 * 5   # 131 columns: 5 chunks
     assert plan.notes["x_copy_bytes"] == "4" and plan.notes["index_dtype"] == "int64"
@@ -275,6 +281,21 @@ def test_choose_tile_hand_worked():
     assert choose_tile(w.indptr, w.indices, 1024, 32, "float32", "row", 132, 16.0)[0] == 16
 
 
+def test_choose_splits_hand_worked():
+    """The docstring's cases: chain(S) = waves x (longest run + 1), slots 132 x 4 = 528."""
+    s, chains = choose_splits(np.full(32, 32), 4, 132, 4)   # 1,024-square, R 32, KS 64
+    assert s == 4 and (chains[1], chains[2], chains[4], chains[5]) == (33, 17, 9, 16)
+    s, chains = choose_splits(np.full(128, 128), 2, 132, 4)  # 4,096-square, R 32, KS 128
+    assert s == 2 and (chains[2], chains[3], chains[4]) == (65, 88, 66)
+    assert choose_splits(np.zeros(5, dtype=int), 1, 132, 4) == (1, {1: 1})
+    assert choose_splits(np.zeros(0, dtype=int), 1, 132, 4)[0] == 1
+    # a grid that already fills the device keeps S = 1 (no memset, no atomics)
+    assert choose_splits(np.full(2000, 8), 1, 132, 4)[0] == 1
+    # the longest tile bounds S; and so does max_splits
+    assert choose_splits(np.array([3, 1]), 1, 132, 4)[0] == 3
+    assert choose_splits(np.full(4, 500), 1, 132, 4, max_splits=16)[0] == 16
+
+
 def test_rowtile_pays_both_ways():
     w = sp.random(1024, 1024, density=0.2, format="csr", random_state=3)
     pays, why = rowtile_pays(w.indptr, w.indices, 1024, 32, 32)
@@ -296,7 +317,8 @@ def launch_rowtile(name: str, grid, block, args, shared_mem: int) -> None:
     staged into a NaN-filled buffer, its entries are read from the byte array as the kernel
     reads them ([item_base[i], item_base[i + 1]), whole 16-byte pieces), each tile row walks
     its entries between its two offsets; Y is stored for rows below `rows` and columns below
-    k only."""
+    k only. grid.z = S splits: block z walks items [n z / S, n (z + 1) / S) of its tile's n
+    and, S > 1, adds its tile into Y (which the host zeroed) or, its run empty, returns."""
     params = [p.strip() for p in re.fullmatch(r"spmm_rowtile<(.*)>", name).group(1).split(",")]
     t, _, r, vec, c, warps, stages, xcol, _ = params
     r, vec, c, warps, stages, xcol = (int(v) for v in (r, vec, c, warps, stages, xcol))
@@ -304,43 +326,44 @@ def launch_rowtile(name: str, grid, block, args, shared_mem: int) -> None:
     ks = 32 * vec
     assert tuple(block) == (32 * warps,) and r % warps == 0
     assert shared_mem == rowtile_smem_bytes(vb, r, vec, c, stages, bool(xcol))
-    rows, cols, k, tile_ptr, item_chunk, item_base, item_seg, entries, x, y = args
-    rows, cols, k = int(rows), int(cols), int(k)
-    assert grid == (-(-rows // r), -(-k // ks))
+    rows, cols, k, tile_ptr, item_chunk, item_base, item_seg, entries, x, y, splits = args
+    rows, cols, k, splits = int(rows), int(cols), int(k), int(splits)
+    assert tuple(grid) == (-(-rows // r), -(-k // ks), splits)
     dt = (np.dtype([("j", "<i4"), ("v", "<f4")]) if vb == 4 else
           np.dtype([("j", "<i4"), ("pad", "<i4"), ("v", "<f8")]))
     ent = np.asarray(entries).view(dt)
     seg_all = np.asarray(item_seg).reshape(-1, r + 2).astype(np.int64)
     xv = np.asarray(x)
     cw = 1 if xcol else copy_width(k, vb)
-    for tile in range(grid[0]):
-        for sl in range(grid[1]):
-            k0 = sl * ks
-            kk = min(ks, k - k0)
-            assert kk % cw == 0   # every copy lies whole in the slice
-            acc = np.zeros((r, ks))
-            for i in range(int(tile_ptr[tile]), int(tile_ptr[tile + 1])):
-                c0 = int(item_chunk[i]) * c
-                rows_in = min(c, cols - c0)
-                xs = np.full((c, ks), np.nan)
-                if xcol:   # X stored k x cols
-                    xs[:rows_in, :kk] = xv[k0:k0 + kk, c0:c0 + rows_in].T
-                else:
-                    xs[:rows_in, :kk] = xv[c0:c0 + rows_in, k0:k0 + kk]
-                b, e = int(item_base[i]), int(item_base[i + 1])
-                assert (e - b) * dt.itemsize % 16 == 0 and e - b <= r * c
-                es = ent[b:e]
-                seg = seg_all[i]
-                for row in range(r):
-                    q = slice(seg[row], seg[row + 1])
-                    acc[row] += es["v"][q].astype(np.float64) @ xs[es["j"][q]]
+    for tile, sl, z in np.ndindex(*grid):
+        k0 = sl * ks
+        kk = min(ks, k - k0)
+        assert kk % cw == 0   # every copy lies whole in the slice
+        acc = np.zeros((r, ks))
+        t0, n = int(tile_ptr[tile]), int(tile_ptr[tile + 1]) - int(tile_ptr[tile])
+        lo, hi = t0 + n * z // splits, t0 + n * (z + 1) // splits
+        if splits > 1 and lo == hi:
+            continue
+        for i in range(lo, hi):
+            c0 = int(item_chunk[i]) * c
+            rows_in = min(c, cols - c0)
+            xs = np.full((c, ks), np.nan)
+            if xcol:   # X stored k x cols
+                xs[:rows_in, :kk] = xv[k0:k0 + kk, c0:c0 + rows_in].T
+            else:
+                xs[:rows_in, :kk] = xv[c0:c0 + rows_in, k0:k0 + kk]
+            b, e = int(item_base[i]), int(item_base[i + 1])
+            assert (e - b) * dt.itemsize % 16 == 0 and e - b <= r * c
+            es = ent[b:e]
+            seg = seg_all[i]
             for row in range(r):
-                g = tile * r + row
-                if g < rows:
-                    if xcol:
-                        y[k0:k0 + kk, g] = acc[row, :kk]
-                    else:
-                        y[g, k0:k0 + kk] = acc[row, :kk]
+                q = slice(seg[row], seg[row + 1])
+                acc[row] += es["v"][q].astype(np.float64) @ xs[es["j"][q]]
+        for row in range(r):
+            g = tile * r + row
+            if g < rows:
+                out = (y[k0:k0 + kk, g] if xcol else y[g, k0:k0 + kk])
+                out[...] = out + acc[row, :kk] if splits > 1 else acc[row, :kk]
 
 
 def _emulated(csr, k, layout, dtype="float32", **options):
@@ -349,11 +372,14 @@ def _emulated(csr, k, layout, dtype="float32", **options):
     rng = np.random.default_rng(k)
     x = rng.random((csr.shape[1], k)) - 0.5
     y = np.full((k, csr.shape[0]) if layout == "col" else (csr.shape[0], k), np.nan)
+    if plan.splits > 1:
+        y[...] = 0.0   # the host's memset
     name = plan.kernel
-    launch_rowtile(name, (plan.tiles, plan.slices), (32 * plan.warps,),
+    launch_rowtile(name, (plan.tiles, plan.slices, plan.splits), (32 * plan.warps,),
                    (csr.shape[0], csr.shape[1], k, fmt.tile_ptr, fmt.item_chunk, fmt.item_base,
                     fmt.item_seg.reshape(-1), entries_array(fmt, dtype),
-                    np.ascontiguousarray(x.T if layout == "col" else x), y), plan.smem_bytes)
+                    np.ascontiguousarray(x.T if layout == "col" else x), y, plan.splits),
+                   plan.smem_bytes)
     got = y.T if layout == "col" else y
     return got, csr @ x
 
@@ -369,6 +395,33 @@ def test_emulated_kernel_matches_the_reference(name, csr, k, layout, options):
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.parametrize(("name", "csr"), AWKWARD, ids=[n for n, _ in AWKWARD])
+@pytest.mark.parametrize(("k", "layout", "dtype", "options"), [
+    (33, "row", "float32", {"split": 3, "rows": 8}), (70, "col", "float64", {"split": 2}),
+    (130, "col", "float32", {"split": 7, "rows": 64, "chunk": 16})])
+def test_emulated_splits_add_partial_tiles(name, csr, k, layout, dtype, options):
+    """S runs a tile (runs with no item among them on these matrices: a tile of fewer items
+    than S, a tile without any), each block adding its partial tile into the zeroed Y."""
+    got, want = _emulated(csr, k, layout, dtype, **options)
+    assert not np.isnan(got).any()
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+
+
+def test_emulated_splits_without_the_memset_fail():
+    """Y not zeroed before the atomics (NaN left by an earlier call): the sums show it."""
+    csr = AWKWARD[-3][1]
+    plan = plan_rowtile(csr, 8, "float32", 4, "row", 132, rows=16, split=3)
+    fmt = plan.fmt
+    y = np.full((csr.shape[0], 8), 1.0)   # stale values, no memset
+    x = np.ones((csr.shape[1], 8))
+    launch_rowtile(plan.kernel, (plan.tiles, plan.slices, 3), (256,),
+                   (csr.shape[0], csr.shape[1], 8, fmt.tile_ptr, fmt.item_chunk, fmt.item_base,
+                    fmt.item_seg.reshape(-1), entries_array(fmt, "float32"), x, y, 3),
+                   plan.smem_bytes)
+    assert not np.allclose(y, csr @ x)
+    np.testing.assert_allclose(y - 1.0, csr @ x, rtol=1e-6)
+
+
 def test_emulated_float64_and_a_dropped_item_shows():
     csr = AWKWARD[-3][1]
     got, want = _emulated(csr, 256, "row", "float64")
@@ -379,10 +432,10 @@ def test_emulated_float64_and_a_dropped_item_shows():
     tile_ptr[1:] -= 1   # tile 0 loses its last item
     y = np.zeros((csr.shape[0], 8))
     x = np.ones((csr.shape[1], 8))
-    launch_rowtile(plan.kernel, (plan.tiles, plan.slices), (256,),
+    launch_rowtile(plan.kernel, (plan.tiles, plan.slices, plan.splits), (256,),
                    (csr.shape[0], csr.shape[1], 8, tile_ptr, fmt.item_chunk, fmt.item_base,
-                    fmt.item_seg.reshape(-1), entries_array(fmt, "float32"), x, y),
-                   plan.smem_bytes)
+                    fmt.item_seg.reshape(-1), entries_array(fmt, "float32"), x, y,
+                    plan.splits), plan.smem_bytes)
     assert not np.allclose(y, csr @ x)
 
 
@@ -452,6 +505,25 @@ def test_large_shared_memory_is_opted_in_and_a_dropped_item_fails_the_gate(fake_
             super()._launch(p)
 
     assert _run(csr, Drops(rows=16), 8, "row").outcome == "failed"
+
+
+@pytest.mark.parametrize("layout", ["row", "col"])
+def test_split_launch_zeroes_y_every_call(fake_device, layout):
+    """S > 1: a memset before each launch, so repeated calls (warm-ups, timing) do not add up;
+    the launch grid is (tiles, slices, S) and S reaches the kernel."""
+    from sparsescope.ops.registry import get_op
+
+    csr = AWKWARD[-3][1]
+    case = get_op("spmm").make_case(csr, {"k": 40, "layout": layout}, seed=2)
+    backend = SpmmCudaRowTile(split=4, rows=16)
+    prepared = backend.prepare(case, "float32", 4)
+    first = backend.run(prepared)
+    second = backend.run(prepared)
+    np.testing.assert_array_equal(first, second)
+    np.testing.assert_allclose(first, csr @ np.asarray(case.inputs), rtol=1e-5, atol=1e-5)
+    assert fake_device[-1][1] == (prepared.host.tiles, prepared.host.slices, 4)
+    assert backend.notes(prepared)["zero_fill"].startswith("memset")
+    assert _run(csr, SpmmCudaRowTile(split=4), 40, layout).outcome == "ok"
 
 
 def test_runner_predicts_a_rowtile_case_with_its_model(fake_device):

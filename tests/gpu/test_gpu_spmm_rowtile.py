@@ -73,6 +73,32 @@ def test_every_option_matches(awkward_matrices, options, layout):
     assert not failures, failures
 
 
+@pytest.mark.parametrize("split", [2, 5])
+@pytest.mark.parametrize("layout", ["row", "col"])
+def test_splits_add_partial_tiles_atomically(awkward_matrices, split, layout):
+    """S > 1 (Y zeroed, partial tiles added by atomicAdd; runs without items among them) in
+    both layouts, value types and index widths, and the rule's own S on a weight whose grid
+    is smaller than the device; timed calls repeat the memset (the gate runs after them)."""
+    from sparsescope.backends.spmm_rowtile import SpmmCudaRowTile
+
+    failures = []
+    for matrix in [_weight(300, 1030, 0.3, 7), *awkward_matrices]:
+        for k in (7, 33, 256):
+            for dtype in ("float32", "float64"):
+                for index_bytes in (4, 8):
+                    case = _run(matrix, SpmmCudaRowTile(split=split), k, layout, dtype,
+                                index_bytes, timed=(k == 33))
+                    if case.outcome != "ok":
+                        failures.append((matrix.name, k, dtype, index_bytes, case.reason))
+                    elif case.notes["splits"] != str(split):
+                        failures.append((matrix.name, "splits", case.notes["splits"]))
+    assert not failures, failures
+    auto = _run(_weight(1024, 1024, 0.2, 8), "spmm-cuda-rowtile", 256, layout, "float32", 4,
+                timed=True)
+    assert auto.outcome == "ok" and int(auto.notes["splits"]) > 1, auto.notes
+    assert auto.notes["launches"] == "2"
+
+
 def test_large_shared_memory_blocks_run():
     """float64, R 64, C 64: 2 x (32 KB of X + 64 KB of entries) a block, opted in above 48 KB."""
     from sparsescope.backends.spmm_rowtile import SpmmCudaRowTile

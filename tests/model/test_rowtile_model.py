@@ -11,6 +11,7 @@ import scipy.sparse as sp
 from sparsescope.model.predict import DeviceRates
 from sparsescope.model.rowtile import (
     RowTileLaunch,
+    atomic_bytes,
     block_times_ns,
     entry_cost,
     format_bytes,
@@ -20,6 +21,8 @@ from sparsescope.model.rowtile import (
     rowtile_traffic,
     smem_per_l2,
     smem_wavefronts,
+    split_runs,
+    warp_chain_cycles,
     warp_instructions,
     x_staged_bytes,
 )
@@ -101,14 +104,32 @@ def test_item_work_hand_check():
 
 
 def test_block_times_hand_check():
-    """x_round 100 ns, 1,000 MHz, 4 schedulers, t_entry = max(6, 1 + 0.5) = 6 ns:
-    item 0 = max(100, 18, 53.4, 514 / 4) = 128.5; item 1 = max(100, 60, 110.7, 184) = 184;
-    tile 0 = 100 + 128.5 + 184; tile 1 (no item) = 100."""
-    assert block_times_ns(_launch(), 100.0, 1000.0, 4).tolist() == pytest.approx([412.5, 100.0])
-    # a 400 ns round trip binds each item with 2 stages; 3 stages keep two in flight: 200 each
-    assert block_times_ns(_launch(), 400.0, 1000.0, 4).tolist() == pytest.approx([1200, 400])
-    assert block_times_ns(_launch(stages=3), 400.0, 1000.0, 4).tolist() == pytest.approx(
-        [800, 400])
+    """x_round 100 ns, 1,000 MHz, 4 schedulers; the busiest warp's chain (one row a warp):
+    30 + entries x max(t_entry 6, (2 x 30 + 4) / 4 = 16) clocks: item 0 = max(100 + 78, 53.4,
+    514 / 4) = 178; item 1 = max(100 + 190, 110.7, 184) = 290; tile 0 = 100 + 178 + 290 = 568;
+    tile 1 (no item) = 100."""
+    assert warp_chain_cycles(_launch()).tolist() == [78.0, 190.0]
+    assert block_times_ns(_launch(), 100.0, 1000.0, 4).tolist() == pytest.approx([568, 100])
+    # the round trip is charged whole each item: more stages do not shorten the chain
+    four = block_times_ns(_launch(), 400.0, 1000.0, 4).tolist()
+    assert four == pytest.approx([400 + 478 + 590, 400])
+    assert block_times_ns(_launch(stages=3), 400.0, 1000.0, 4).tolist() == four
+    # two splits: tile 0's items one a block, tile 1's runs empty (the round trip alone)
+    assert block_times_ns(_launch(splits=2), 100.0, 1000.0, 4).tolist() == pytest.approx(
+        [278, 390, 100, 100])
+
+
+def test_split_runs_and_atomic_bytes():
+    assert split_runs(np.array([5, 0, 2]), 2).tolist() == [[2, 3], [0, 0], [1, 1]]
+    assert split_runs(np.array([5, 0, 2]), 1).tolist() == [[5], [0], [2]]
+    # S 3 on 2 items: one run empty, and every item in exactly one run
+    runs = split_runs(np.array([2, 7, 1]), 3)
+    assert runs.tolist() == [[0, 1, 1], [2, 2, 3], [0, 0, 1]] and runs.sum() == 10
+    assert atomic_bytes(_launch()) == 0.0
+    # S 2: 2 blocks with items (tile 0), each 8 rows x 32 columns added (read + write), and
+    # the memset of 16 x 32 float32
+    assert atomic_bytes(_launch(splits=2)) == 2 * 2 * 8 * 32 * 4 + 16 * 32 * 4
+    assert _launch(splits=3).blocks == 2 * 1 * 3
 
 
 def test_resident_blocks_hand_check():
@@ -169,3 +190,23 @@ def test_x_bytes_below_the_gathers_on_a_dense_weight():
     gathered = predict_spmm(w.indptr, w.indices, 512, 256, group, _rates(),
                             flushed=False).inputs["x_l2_bytes"]
     assert gathered > 4 * staged and w.nnz * 256 * 4 > 6 * staged
+
+
+def test_a_split_launch_shortens_the_chain_and_pays_memset_and_atomics():
+    """Tile 0's two items cut into two blocks: the slowest block holds one item, not two; the
+    call pays a second launch (the memset) and the partial tiles' L2 bytes; with the L2
+    flushed every item waits the DRAM round trip (its entries come from DRAM)."""
+    rates = _rates()
+    one = predict_rowtile(_launch(), rates, flushed=True)
+    two = predict_rowtile(_launch(splits=2, launches=2), rates, flushed=True)
+    t1 = {t.name: t.time_ms for t in one.terms}
+    t2 = {t.name: t.time_ms for t in two.terms}
+    assert one.inputs["x_round_ns"] == two.inputs["x_round_ns"] == 340.0
+    blocks = block_times_ns(_launch(splits=2), 340.0, 1980.0, 4)
+    assert t2["imbalance"] == pytest.approx(blocks.max() * 1e-6)
+    assert t2["imbalance"] < t1["imbalance"]
+    assert t2["overhead"] > t1["overhead"]
+    assert two.inputs["atomic_bytes"] == atomic_bytes(_launch(splits=2)) > 0
+    assert one.inputs["atomic_bytes"] == 0.0
+    l2_extra = (t2["l2"] - t1["l2"]) * 1e6 * rates.l2_bw_gb_s
+    assert l2_extra == pytest.approx(atomic_bytes(_launch(splits=2)) - 16 * 32 * 4)

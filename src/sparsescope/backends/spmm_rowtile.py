@@ -15,12 +15,15 @@ GPU and recorded in the case's notes:
   device's SM count and shared-memory-to-L2 bandwidth ratio (``model.rowtile.smem_per_l2``);
 * :func:`launch_stages`: (STAGES, MINB): as many stages in flight as cost no resident block,
   and the blocks per SM the kernel's registers are bounded for;
+* :func:`choose_splits`: S, the runs each tile's item chain is cut into (grid tiles x slices
+  x S), so that the grid fills the device several blocks an SM deep; S > 1 zeroes Y first (a
+  memset in the timed call) and adds the partial tiles atomically;
 * :func:`rowtile_pays`: whether the staged X is less than the gathers' (auto's candidate).
 
-Options (``spmm-cuda-rowtile[rows=32,ks=64,chunk=32,warps=8,stages=3,minb=4]``): ``rows`` R
-in :data:`TILE_ROWS`, ``ks`` in :data:`SLICE_COLS` (128 float32 only), ``chunk`` C in
-:data:`CHUNK_ROWS`, ``warps`` in :data:`BLOCK_WARPS` (dividing R), ``stages`` 2 to 4, ``minb``
-1 to 8.
+Options (``spmm-cuda-rowtile[rows=32,ks=64,chunk=32,warps=8,stages=3,minb=4,split=4]``):
+``rows`` R in :data:`TILE_ROWS`, ``ks`` in :data:`SLICE_COLS` (128 float32 only), ``chunk`` C
+in :data:`CHUNK_ROWS`, ``warps`` in :data:`BLOCK_WARPS` (dividing R), ``stages`` 2 to 4,
+``minb`` 1 to 8, ``split`` S 1 to :data:`MAX_SPLITS`.
 """
 
 from __future__ import annotations
@@ -79,6 +82,35 @@ nvcc 13.0 sm_90, R 8-64, VEC 1-4, both layouts and value types, without a bound:
 the accumulators taken out); :func:`launch_stages` bounds the rest."""
 STAGES = (2, 3, 4)
 """Items a block has in shared memory at once (one multiplied, the others on their way)."""
+MAX_SPLITS = 64
+"""The most runs a tile's items are cut into (a given ``split``; the rule stops at the most
+items a tile holds, and at this)."""
+
+
+def choose_splits(tile_items, slices: int, sm_count: int, resident: int,
+                  max_splits: int = MAX_SPLITS) -> tuple[int, dict[int, int]]:
+    """(S, the chain of each S considered): the runs each tile's items are cut into. A block
+    walks its items one after another, each an L2 round trip and a barrier, so a grid of
+    ``tiles x slices`` blocks that holds one block an SM leaves the SM nothing to overlap that
+    chain with. Cutting each tile's n items into S runs gives S times the blocks, each 1 / S of
+    the chain; the SMs hold ``slots = SMs x resident`` of them at once. S minimises the time
+    of the longest chains, counted in round trips (a block's run starts with one more, its
+    prologue's: more waves of shorter runs are not free)::
+
+        chain(S) = ceil(tiles x slices x S / slots) x (ceil(n_max / S) + 1)
+        S in 1 .. min(n_max, max_splits); ties: the smaller S (fewer atomics, no memset at 1)
+
+    Hand-worked: 1,024-square 80 % weight, k 256, R 32, KS 64: 32 tiles x 4 slices, 32 items
+    each, 132 SMs x 4: S 1 -> 33, 2 -> 17, 4 -> 9 (512 blocks), 5 -> 2 waves x 8 = 16: S = 4.
+    4,096-square, R 32, KS 128: 128 x 2 blocks, 128 items: S 2 -> 65, 3 -> 2 x 44 = 88, 4 ->
+    2 x 33 = 66: S = 2. No item at all: 1."""
+    items = np.asarray(tile_items, dtype=np.int64)
+    n_max = int(items.max()) if items.size else 0
+    base = max(1, int(items.size) * slices)
+    slots = max(1, sm_count * resident)
+    chains = {s: -(-base * s // slots) * (-(-n_max // s) + 1)
+              for s in range(1, max(1, min(n_max, max_splits)) + 1)}
+    return min(chains, key=lambda s: (chains[s], s)), chains
 
 
 def vec_options(k: int, value_dtype: str, layout: str, ks: int | None = None) -> tuple[int, ...]:
@@ -226,6 +258,8 @@ class RowTilePlan:
     value_dtype: str
     index_bytes: int
     notes: dict[str, str]
+    splits: int = 1
+    """S: runs each tile's items are cut into (grid.z); above 1 Y is zeroed and summed."""
 
     @property
     def tiles(self) -> int:
@@ -233,7 +267,7 @@ class RowTilePlan:
 
 
 def check_options(rows: int | None, ks: int | None, chunk: int | None, warps: int | None,
-                  minb: int | None, stages: int | None = None) -> None:
+                  minb: int | None, stages: int | None = None, split: int | None = None) -> None:
     """Raise ValueError for an option outside the module's sets (a variant fails before any
     case)."""
     for name, value, allowed in (("rows", rows, TILE_ROWS), ("ks", ks, SLICE_COLS),
@@ -245,17 +279,21 @@ def check_options(rows: int | None, ks: int | None, chunk: int | None, warps: in
         raise ValueError(f"rows {rows} is not a multiple of warps {warps or DEFAULT_WARPS}")
     if minb is not None and not 1 <= minb <= 8:
         raise ValueError(f"minb must be 1 to 8, got {minb}")
+    if split is not None and not 1 <= split <= MAX_SPLITS:
+        raise ValueError(f"split must be 1 to {MAX_SPLITS}, got {split}")
 
 
 def plan_rowtile(csr, k: int, value_dtype: str, index_bytes: int, layout: str, sm_count: int,
                  *, rho: float | None = None, rows: int | None = None, ks: int | None = None,
                  chunk: int | None = None, warps: int | None = None, minb: int | None = None,
-                 stages: int | None = None, pack=None) -> RowTilePlan:
+                 stages: int | None = None, split: int | None = None,
+                 pack=None) -> RowTilePlan:
     """The whole host plan of one call: (R, VEC) by :func:`choose_tile` unless given, the
     format (``pack(csr, R, C)``, default :func:`pack_rowtile` on the spot), the block and its
-    shared memory. ``rho``: the device's :func:`~sparsescope.model.rowtile.smem_per_l2`
+    shared memory, and the splits (:func:`choose_splits` for the blocks an SM holds, MINB,
+    unless ``split`` is given). ``rho``: the device's :func:`~sparsescope.model.rowtile.smem_per_l2`
     (None: the architectural 4)."""
-    check_options(rows, ks, chunk, warps, minb, stages)
+    check_options(rows, ks, chunk, warps, minb, stages, split)
     chunk = chunk or DEFAULT_CHUNK
     warps = warps or DEFAULT_WARPS
     rho = smem_per_l2(None) if rho is None else rho
@@ -273,13 +311,20 @@ def plan_rowtile(csr, k: int, value_dtype: str, index_bytes: int, layout: str, s
     if smem > MAX_SMEM_BYTES:
         raise ValueError(f"{smem:,} B of shared memory a block (at most {MAX_SMEM_BYTES:,})")
     slices = -(-k // (32 * vec))
+    tile_items = np.diff(fmt.tile_ptr)
+    splits = split or choose_splits(tile_items, slices, sm_count, minb)[0]
     name = rowtile_kernel_name(value_dtype, index_bytes, rows_, vec, chunk, warps, stages, col,
                                minb)
     x_rows = staged_x_rows(fmt)
     notes = {"kernel": name, "tile_rows": str(rows_), "slice_cols": str(32 * vec),
              "chunk_rows": str(chunk), "block_threads": str(32 * warps),
-             "grid_blocks": f"{fmt.tiles} x {slices}", "tiles": str(fmt.tiles),
-             "slices": str(slices), "items": str(fmt.items),
+             "grid_blocks": f"{fmt.tiles} x {slices} x {splits}", "tiles": str(fmt.tiles),
+             "slices": str(slices), "splits": str(splits), "items": str(fmt.items),
+             "items_per_block_max": str(-(-int(tile_items.max(initial=0)) // splits)),
+             "zero_fill": "memset of Y, atomicAdd" if splits > 1 else "none (Y stored)",
+             "launches": str(2 if splits > 1 else 1),
+             "split_rule": ("given" if split is not None else
+                            "least waves x longest run over S (slots: SMs x MINB)"),
              "chunks_skipped": str(fmt.tiles * max(1, -(-cols // chunk)) - fmt.items),
              "x_rows_staged": str(x_rows), "entries": str(fmt.entries),
              "smem_bytes": str(smem), "stages": str(stages), "minb": str(minb),
@@ -291,7 +336,7 @@ def plan_rowtile(csr, k: int, value_dtype: str, index_bytes: int, layout: str, s
              "tile_rule": ("given" if rows is not None and ks is not None else
                            "least max(shared-memory floor, L2 floor) over R and VEC")}
     return RowTilePlan(name, rows_, vec, chunk, warps, stages, minb, layout, k, slices, smem, fmt,
-                       value_dtype, index_bytes, notes)
+                       value_dtype, index_bytes, notes, splits)
 
 
 def staged_x_rows(fmt: RowTileFormat) -> int:
@@ -316,7 +361,7 @@ def rowtile_launch(plan: RowTilePlan, registers: int | None = None):
         item_entries=counts["entries"], item_staged=counts["staged"],
         item_warp_entries=counts["busiest"], item_entry_reads=counts["reads"],
         smem_bytes=plan.smem_bytes, index_bytes=plan.index_bytes, x_layout=plan.layout,
-        stages=plan.stages,
+        stages=plan.stages, splits=plan.splits, launches=2 if plan.splits > 1 else 1,
         block_warps=plan.warps, max_registers=registers or cap,
         registers_source=("the compiled kernel" if registers
                           else f"the launch bound's cap ({cap})"),
@@ -353,8 +398,9 @@ class SpmmCudaRowTile(OwnSpmmKernel):
 
     def __init__(self, *, rows: int | None = None, ks: int | None = None,
                  chunk: int | None = None, warps: int | None = None,
-                 stages: int | None = None, minb: int | None = None) -> None:
-        check_options(rows, ks, chunk, warps, minb, stages)
+                 stages: int | None = None, minb: int | None = None,
+                 split: int | None = None) -> None:
+        check_options(rows, ks, chunk, warps, minb, stages, split)
         self.rows = rows
         """R as given, else :func:`choose_tile`'s."""
         self.ks = ks
@@ -363,6 +409,8 @@ class SpmmCudaRowTile(OwnSpmmKernel):
         self.warps = warps
         self.stages = stages
         self.minb = minb
+        self.split = split
+        """S as given, else :func:`choose_splits`'."""
         self._model = None
 
     def unsupported_params(self, case: OpCase) -> str:
@@ -389,7 +437,7 @@ class SpmmCudaRowTile(OwnSpmmKernel):
         return plan_rowtile(case.matrix, case.params.k, value_dtype, index_bytes,
                             case.params.layout, sm_count, rho=self._rho(rates), rows=self.rows,
                             ks=self.ks, chunk=self.chunk, warps=self.warps, minb=self.minb,
-                            stages=self.stages, pack=pack)
+                            stages=self.stages, split=self.split, pack=pack)
 
     def prepare(self, case: OpCase, value_dtype: str, index_bytes: int) -> PreparedRowTile:
         import cupy
@@ -419,12 +467,17 @@ class SpmmCudaRowTile(OwnSpmmKernel):
             working_set_bytes=case.traffic.compulsory_bytes, kernel=kernel)
 
     def _launch(self, p: PreparedRowTile) -> None:
+        from sparsescope.backends.spmm_cuda import zero_fill_async
+
         h = p.host
         if p.rows == 0:
             return
-        p.kernel((h.tiles, h.slices), (32 * h.warps,),
-               (np.int64(p.rows), np.int64(p.cols), np.int32(p.k), p.tile_ptr, p.item_chunk,
-                p.item_base, p.item_seg, p.entries, p.x, p.y), shared_mem=h.smem_bytes)
+        if h.splits > 1:   # the partial tiles are added into Y: zero it in the same call
+            zero_fill_async(p.y)
+        p.kernel((h.tiles, h.slices, h.splits), (32 * h.warps,),
+                 (np.int64(p.rows), np.int64(p.cols), np.int32(p.k), p.tile_ptr, p.item_chunk,
+                  p.item_base, p.item_seg, p.entries, p.x, p.y, np.int32(h.splits)),
+                 shared_mem=h.smem_bytes)
 
     def run(self, prepared: PreparedRowTile) -> np.ndarray:
         self._launch(prepared)

@@ -32,26 +32,38 @@ Terms (each a lower bound on the time)::
                   pointers); passes = 1 when A and one slice of X fit the L2 together, else
                   slices; X from DRAM = cols x k x value bytes when one slice of X
                   (cols x KS values) fits the L2 beside A, else every stage from DRAM
-    l2      = (A x slices + X staged + Y) / L2 bw
+    l2      = (A x slices + X staged + Y out) / L2 bw
+              Y out = Y (S = 1), else Y's memset + the blocks' partial tiles added atomically
+                      (a read and a write a value: 2 x blocks with items x R x KS x vb)
     smem    = smem wavefronts / (SMs with a block x clock)
     issue   = warp instructions / (SMs with a block x schedulers x clock)
               per entry: X loads (1 vector load; VEC scalar ones column-major) + VEC FMAs
               + ENTRY_INSTRUCTIONS; per item and row ROW_INSTRUCTIONS; per item and warp
               ITEM_INSTRUCTIONS + the stage's copies (X, entries) a thread x COPY_INSTRUCTIONS
     latency = sum over blocks of t_block / min(blocks, SMs x resident blocks)
-              t_block = x_round + sum over its items of max(x_round / (STAGES - 1), busiest
-                        warp's entries x t_entry, item wavefronts / clock, item instructions /
-                        (schedulers x clock))        (:func:`block_times_ns`)
-              x_round = L2 latency + (X's DRAM share) x (DRAM latency - L2 latency): an item's
-                        stage is issued STAGES - 1 items ahead, so its round trip hides behind
-                        the items before it unless their work is shorter
+              blocks  = tiles x slices x S: each tile's items cut into S runs (the splits)
+              t_block = round + sum over its run's items of max(round + busiest warp's
+                        chain, item wavefronts / clock, item instructions / (schedulers x
+                        clock))        (:func:`block_times_ns`: the serial chain of a block)
+              round   = DRAM latency where the stage's entries come from DRAM (flushed L2,
+                        or the format larger than the L2), else L2 latency + (X's DRAM share)
+                        x (DRAM latency - L2 latency)
+              chain   = rows x SMEM_LATENCY (a row's offsets) + entries x (2 SMEM_LATENCY +
+                        FMA_LATENCY) / 4 (an entry's load, then its X load, then its FMA; the
+                        pair loop unrolled twice keeps four entries in flight)
+              An item's round trip is charged whole, not / (STAGES - 1): on the H200 (commit
+              7a68737, L2 flushed) the time an item of one-block-an-SM grids did not fall with
+              the stages (R 64: 2 stages 1,133 ns, 3 stages 1,197 ns an item, weights-05; 4
+              stages 600-900 ns for items of 10-130 entries), so the item chain is serial; only
+              the other resident blocks of the SM overlap it (the latency term's slots)
     memory  = the largest of dram, l2, smem, issue and latency: a block's stages overlap its
               work and the SM's pipes work side by side, so the slowest station binds (no
               queueing sum as for the gather kernels' rounds)
     imbalance = the slowest block's t_block x max(1, memory / latency): it keeps its SM slot
               until its last item, slowed as every block is when a station binds
     compute = 2 x entries x KS x slices / FP32 (FP64: half) rate   (lanes past k included)
-    predicted = overhead (model.call_overhead) + max(memory, imbalance, compute)
+    predicted = overhead (model.call_overhead, 2 launches where S > 1: the memset)
+                + max(memory, imbalance, compute)
 
 Resident blocks per SM: the fewest the shared memory (the block's dynamic bytes plus the 1 KB
 the driver reserves), the registers, the threads and the block limit allow. What the model
@@ -97,6 +109,11 @@ scalars of the next item to stage, the stage's addresses and the loops' bounds."
 COPY_INSTRUCTIONS = 8
 """Warp instructions a cp.async of the stage costs: its global and shared addresses, the
 bounds test, the copy."""
+SMEM_LATENCY_CYCLES = 30
+"""Clocks from a shared-memory load's issue to its value (Volta to Hopper: 28-33 in published
+microbenchmarks; the architecture's, not a fit to a case)."""
+FMA_LATENCY_CYCLES = 4
+"""Clocks of a dependent FP32/FP64 FMA (Volta to Hopper)."""
 BINDING = ("memory", "imbalance", "compute")
 
 
@@ -216,6 +233,9 @@ class RowTileLaunch(OwnLaunch):
     x_layout: str = "row"
     stages: int = 2
     """Items staged at once: STAGES - 1 on their way while one is multiplied."""
+    splits: int = 1
+    """S: runs each tile's items are cut into, a block each (grid.z); above 1 Y is zeroed by a
+    memset and the partial tiles added atomically."""
 
     @property
     def slice_cols(self) -> int:
@@ -231,7 +251,29 @@ class RowTileLaunch(OwnLaunch):
 
     @property
     def blocks(self) -> int:
-        return self.tiles * self.slices
+        return self.tiles * self.slices * self.splits
+
+
+def split_runs(tile_items, splits: int) -> np.ndarray:
+    """Items of each block's run, tiles x S (the kernel's cut: split z of a tile's n items
+    owns [n z / S, n (z + 1) / S)). Items [5, 0, 2], S 2 -> [[2, 3], [0, 0], [1, 1]]."""
+    n = np.asarray(tile_items, dtype=np.int64)[:, None]
+    z = np.arange(splits + 1, dtype=np.int64)[None, :]
+    return np.diff(n * z // splits, axis=1)
+
+
+def atomic_bytes(launch: RowTileLaunch) -> float:
+    """L2 bytes of the partial tiles where S > 1: each block with items adds R x KS values
+    (a read and a write each), the memset writes Y once more::
+
+        2 x blocks with items x R x KS x vb x slices' share + rows x k x vb   (S > 1; else 0)
+
+    (the last slice's KS past k counted at k: KS x slices -> k)."""
+    if launch.splits <= 1:
+        return 0.0
+    busy = int((split_runs(launch.tile_items, launch.splits) > 0).sum())
+    vb = launch.value_bytes
+    return 2.0 * busy * launch.tile_rows * launch.k * vb + launch.rows * launch.k * vb
 
 
 def x_staged_bytes(launch: RowTileLaunch) -> float:
@@ -327,32 +369,44 @@ def resident_blocks(launch: RowTileLaunch, rates) -> int:
                       regs // (per_warp * warps), rates.max_threads_per_sm // (32 * warps)))
 
 
-def block_times_ns(launch: RowTileLaunch, x_round_ns: float, clock_mhz_: float,
-                   schedulers: int) -> np.ndarray:
-    """t_block of each tile's blocks alone on an SM, ns::
+def warp_chain_cycles(launch: RowTileLaunch) -> np.ndarray:
+    """Clocks of each item's busiest warp walking its rows at latency (a warp alone; module
+    docstring)::
 
-        t_block = x_round + sum over its items of max(x_round / (STAGES - 1), busiest warp x
-                  t_entry, item wavefronts / clock, item instructions / (schedulers x clock))
+        chain = RPW x SMEM_LATENCY + busiest entries x max(t_entry, (2 SMEM_LATENCY +
+                FMA_LATENCY) / 4)
 
-    An item's stage was issued STAGES - 1 items earlier, so its round trip overlaps the items
-    before it (STAGES - 1 round trips in flight);
-    the item itself takes its busiest warp's entries (one warp issues an instruction and is
-    served a wavefront a clock: t_entry = max(instructions, wavefronts) of an entry plus its
-    share of the entry loads) and the block's wavefronts and instructions on the SM's one
-    shared-memory pipe and its schedulers."""
+    t_entry = max(instructions, wavefronts + entry-load share) of an entry (one warp issues an
+    instruction and is served a wavefront a clock). float32 VEC 1, R 8, 8 warps, 3 entries:
+    30 + 3 x max(6, 16) = 78."""
     per_entry, x_waves = entry_cost(launch)
     share = 0.5 if launch.value_bytes == 4 else 1.0
+    latency = (2 * SMEM_LATENCY_CYCLES + FMA_LATENCY_CYCLES) / 4
+    rpw = launch.tile_rows // max(1, launch.block_warps)
+    return (rpw * SMEM_LATENCY_CYCLES + np.asarray(launch.item_warp_entries, dtype=np.float64)
+            * max(per_entry, x_waves + share, latency))
+
+
+def block_times_ns(launch: RowTileLaunch, x_round_ns: float, clock_mhz_: float,
+                   schedulers: int) -> np.ndarray:
+    """t_block of each block (tile-major: tile t's S runs at t S .. t S + S - 1) alone on an
+    SM, ns -- the serial chain of its items::
+
+        t_block = round + sum over its run's items of max(round + warp chain, item wavefronts
+                  / clock, item instructions / (schedulers x clock))
+
+    Each item waits its stage's whole round trip (module docstring: the stages were not seen
+    to hide it), then its busiest warp's chain (:func:`warp_chain_cycles`); the block's
+    wavefronts and instructions on the SM's one shared-memory pipe and its schedulers bound it
+    from below. A run without items: the round trip of its first scalars alone."""
     ns = 1e3 / clock_mhz_
     waves, instructions = item_work(launch)
-    warp = (np.asarray(launch.item_warp_entries, dtype=np.float64)
-            * max(per_entry, x_waves + share) * ns)
-    per_round = x_round_ns / max(1, launch.stages - 1)
-    work = np.maximum.reduce([np.full(waves.shape, per_round), warp, waves * ns,
+    work = np.maximum.reduce([x_round_ns + warp_chain_cycles(launch) * ns, waves * ns,
                               instructions * ns / schedulers]) if waves.size else waves
-    items = np.asarray(launch.tile_items, dtype=np.int64)
-    ends = np.cumsum(items)
+    runs = split_runs(launch.tile_items, launch.splits).reshape(-1)
+    ends = np.cumsum(runs)
     summed = np.concatenate(([0.0], np.cumsum(work)))
-    return x_round_ns + summed[ends] - summed[ends - items]
+    return x_round_ns + summed[ends] - summed[ends - runs]
 
 
 def predict_rowtile(launch: RowTileLaunch, rates, *, flushed: bool) -> ModelPrediction:
@@ -372,16 +426,19 @@ def predict_rowtile(launch: RowTileLaunch, rates, *, flushed: bool) -> ModelPred
     x_dram = min(x_once, staged) if fits else staged
     fetched = a_dram + x_dram
     writeback = flush_writeback(rates, fetched) if flushed else 0.0
+    y_bytes *= 2 if launch.splits > 1 else 1   # the memset's Y, then the sums' Y
     dram_bytes = fetched + y_bytes + writeback
+    atomics = atomic_bytes(launch)
     terms = [warm_dram_term(PredictionTerm(
         "dram", dram_bytes / (rates.dram_bw_gb_s * 1e6),
         f"(A {a_dram:,.0f} B + X {x_dram:,.0f} B + Y {y_bytes:,.0f} B + write-back "
         f"{writeback:,.0f} B) / {rates.dram_bw_gb_s:,.0f} GB/s"), fetched + y_bytes, rates)]
     if rates.l2_bw_gb_s:
+        y_out = atomics or y_bytes
         terms.append(PredictionTerm(
-            "l2", (a_bytes * slices + staged + y_bytes) / (rates.l2_bw_gb_s * 1e6),
-            f"(A x {slices} slice(s) + {staged:,.0f} B of X staged + Y) / "
-            f"{rates.l2_bw_gb_s:,.0f} GB/s"))
+            "l2", (a_bytes * slices + staged + y_out) / (rates.l2_bw_gb_s * 1e6),
+            f"(A x {slices} slice(s) + {staged:,.0f} B of X staged + Y {y_out:,.0f} B"
+            f"{' (memset and atomics)' if atomics else ''}) / {rates.l2_bw_gb_s:,.0f} GB/s"))
     clock = clock_mhz(rates)
     blocks = launch.blocks
     active = max(1, min(rates.sm_count, blocks))
@@ -397,14 +454,17 @@ def predict_rowtile(launch: RowTileLaunch, rates, *, flushed: bool) -> ModelPred
     dram_ns = rates.dram_latency_ns
     l2_ns = min(rates.l2_latency_ns, dram_ns) if rates.l2_latency_ns else dram_ns
     hit = 1.0 - min(1.0, x_dram / staged) if staged else 1.0
-    x_round = l2_ns + (1.0 - hit) * (dram_ns - l2_ns)
+    # an item's entries are read by no earlier item: from DRAM where the L2 was flushed or
+    # cannot hold the format, and the item waits its slowest copy
+    x_round = dram_ns if (flushed or not fits) else l2_ns + (1.0 - hit) * (dram_ns - l2_ns)
     t_block = block_times_ns(launch, x_round, clock, rates.schedulers_per_sm)
     per_sm = resident_blocks(launch, rates)
     slots = rates.sm_count * per_sm
     total_ns = float(t_block.sum()) * slices
     latency = PredictionTerm("latency", total_ns / max(1, min(slots, blocks)) * 1e-6,
-                             f"{blocks:,} blocks' items ({total_ns / 1e6:,.3f} ms in all) / "
-                             f"min({rates.sm_count} SMs x {per_sm} blocks, blocks)")
+                             f"{blocks:,} blocks' item chains ({total_ns / 1e6:,.3f} ms in all, "
+                             f"S {launch.splits}) / min({rates.sm_count} SMs x {per_sm} blocks, "
+                             f"blocks)")
     terms.append(latency)
     stations = [t for t in terms if t.name in ("dram", "l2", "smem", "issue", "latency")]
     slowest = max(stations, key=lambda t: t.time_ms)
@@ -430,6 +490,7 @@ def predict_rowtile(launch: RowTileLaunch, rates, *, flushed: bool) -> ModelPred
               "x_dram_bytes": float(x_dram), "format_bytes": float(a_bytes),
               "smem_wavefronts": waves, "warp_instructions": instructions,
               "items": float(launch.items), "blocks": float(blocks),
+              "splits": float(launch.splits), "atomic_bytes": atomics,
               "resident_blocks_per_sm": float(per_sm), "x_round_ns": x_round,
               "registers": float(launch.max_registers), "loaded_round_factor": loaded,
               "flush_writeback_bytes": float(writeback)}

@@ -5,8 +5,8 @@
 //
 // Why: every other own kernel gathers a nonzero's X row slice from the L2 (nnz x k values a
 // call). A block here owns a TILE of R consecutive rows and a SLICE of KS = 32 VEC columns of
-// X and Y (grid (tiles, slices)); it walks the columns of A in CHUNKS of C, and for each chunk
-// its rows touch stages X[c0 .. c0 + C, k0 .. k0 + KS] in shared memory once, then every
+// X and Y (grid (tiles, slices, splits)); it walks the columns of A in CHUNKS of C, and for
+// each chunk its rows touch stages X[c0 .. c0 + C, k0 .. k0 + KS] in shared memory once, then every
 // nonzero of the tile in that chunk reads its X row from there. X crosses the L2 once per
 // (tile, chunk), (rows / R) x cols x k values at most, and chunks no row of the tile touches
 // are never loaded; the shared-memory reads (nnz x k values) and the FMAs are the floor.
@@ -47,6 +47,15 @@
 //   consecutive j of one column a warp (coalesced), into [j][KS + 1]: the odd row stride puts
 //   a warp's 32 stores of 32 rows on 32 banks. Y goes through shared memory ([c][R + 1]) and
 //   leaves R consecutive rows of a column at a time (coalesced) instead of one sector a value.
+//
+// Splits (grid.z = S, the runtime argument `splits`): a tile's items are a serial chain (each
+// item a stage round trip and a barrier), and a grid of tiles x slices blocks is often one
+// block an SM, nothing to overlap that chain with. So the items of each tile are cut into S
+// contiguous runs, split z owning items [n z / S, n (z + 1) / S) of the tile's n: S times the
+// blocks, each 1 / S of the chain, several resident on an SM. With S > 1 the host zeroes Y
+// first (a memset in the same call) and each block adds its partial tile into Y with atomicAdd
+// (float and double atomics: sm_60 and later); a block whose run is empty returns at once.
+// With S = 1 Y is stored as before (no memset, no atomics).
 //
 // Edges: rows past `rows` (the last tile) have no entries and are not stored; X rows past
 // `cols` (the last chunk) are never referenced by an entry and not loaded; columns past k in
@@ -154,7 +163,7 @@ __global__ void __launch_bounds__(WARPS * 32, MINB) spmm_rowtile(
         const I* __restrict__ tile_ptr, const I* __restrict__ item_chunk,
         const I* __restrict__ item_base, const unsigned short* __restrict__ item_seg,
         const RowTileEntry<T>* __restrict__ entries, const T* __restrict__ x,
-        T* __restrict__ y) {
+        T* __restrict__ y, const int splits) {
     using L = RowTileSmem<T, R, VEC, C, STAGES, XCOL>;
     using E = RowTileEntry<T>;
     constexpr int KS = L::KS;
@@ -171,8 +180,13 @@ __global__ void __launch_bounds__(WARPS * 32, MINB) spmm_rowtile(
     const long long tile = blockIdx.x;
     const int k0 = blockIdx.y * KS;
     const long long row0 = tile * R;
-    const long long first = (long long)__ldg(tile_ptr + tile);
-    const long long n_items = (long long)__ldg(tile_ptr + tile + 1) - first;
+    const long long tile_first = (long long)__ldg(tile_ptr + tile);
+    const long long tile_n = (long long)__ldg(tile_ptr + tile + 1) - tile_first;
+    // this split's run of the tile's items (all of them when splits == 1)
+    const long long first = tile_first + tile_n * blockIdx.z / splits;
+    const long long n_items = tile_first + tile_n * (blockIdx.z + 1) / splits - first;
+    const bool add = splits > 1;  // Y zeroed by the host: partial tiles are added atomically
+    if (add && n_items == 0) return;  // uniform over the block: no barrier is skipped by some
     // the widest copy of row-major X that divides k: every copy aligned and inside the slice
     const int cw = (sizeof(T) == 4 && k % 4 == 0) ? 4 : (k % 2 == 0 ? 2 : 1);
 
@@ -298,7 +312,9 @@ __global__ void __launch_bounds__(WARPS * 32, MINB) spmm_rowtile(
             const int c = p / R;
             const int r = p % R;
             if (c < kk && row0 + r < rows) {
-                y[(long long)(k0 + c) * rows + row0 + r] = ys[c * (R + 1) + r];
+                T* out = y + (long long)(k0 + c) * rows + row0 + r;
+                if (add) atomicAdd(out, ys[c * (R + 1) + r]);
+                else *out = ys[c * (R + 1) + r];
             }
         }
     } else {
@@ -307,7 +323,10 @@ __global__ void __launch_bounds__(WARPS * 32, MINB) spmm_rowtile(
 #pragma unroll
         for (int s = 0; s < RPW; ++s) {
             const long long row = row0 + warp * RPW + s;
-            if (row < rows && c < k) {
+            if (row < rows && c < k && add) {
+#pragma unroll
+                for (int v = 0; v < VEC; ++v) atomicAdd(y + row * k + c + v, acc[s][v]);
+            } else if (row < rows && c < k) {
                 V out;
                 T* parts = reinterpret_cast<T*>(&out);
 #pragma unroll
