@@ -355,12 +355,13 @@ _LAST = _LastMatrix()
 
 def forget_plans() -> None:
     """Drop the kept plans and predictions, and the model's answers kept for the last matrix
-    (x gathers, row lengths, warp iterations): the next prediction is computed afresh."""
-    from sparsescope.model import iterations, onchip, work_sample, xgather
+    (x gathers and the format floor's requests, row lengths, warp iterations, the longest
+    block's L1 lines): the next prediction is computed afresh."""
+    from sparsescope.model import iterations, l1_wavefronts, onchip, work_sample, xgather
 
     _LAST.clear()
     for kept in (xgather.X_GATHERS, iterations.ROW_LENGTHS, onchip.WARP_ITERATIONS,
-                 work_sample.SAMPLES):
+                 work_sample.SAMPLES, l1_wavefronts.WAVEFRONTS):
         kept.clear()
 
 

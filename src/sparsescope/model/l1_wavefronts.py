@@ -42,7 +42,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sparsescope.model.iterations import _cut, _sorted_in_windows
 from sparsescope.model.kernel_shape import KernelShape
+from sparsescope.model.last_matrix import LastMatrixAnswers
 
 #: Bytes of one L1 line (one tag-stage wavefront), Volta to Hopper.
 LINE_BYTES = 128
@@ -83,28 +85,65 @@ def counted(shape: KernelShape) -> bool:
             and (shape.entries_per_nonzero == 1.0 or shape.block_width > 1))
 
 
-def _virtual_rows(indptr: np.ndarray, shape: KernelShape
-                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(source row, first entry of the piece within its row, entries) of each row the kernel's
-    lanes walk, in lane order: a row's entries (``ceil(L x entries_per_nonzero)``, as
-    ``iterations.kernel_row_lengths`` counts them) cut at ``split_long_rows``, sorted longest
-    first within ``sort_window`` windows (stable)."""
+def _walked_lengths(indptr: np.ndarray, shape: KernelShape) -> np.ndarray:
+    """Entries of each row the kernel walks: ``ceil(L x entries_per_nonzero)``, as
+    ``iterations.kernel_row_lengths`` counts them, before the cut and the sort."""
     lengths = np.diff(np.asarray(indptr, dtype=np.int64))
     if shape.entries_per_nonzero != 1.0:
         lengths = np.ceil(lengths * shape.entries_per_nonzero).astype(np.int64)
-    row = np.arange(lengths.size, dtype=np.int64)
-    first = np.zeros(lengths.size, dtype=np.int64)
-    piece = int(shape.split_long_rows)
-    if piece > 0:
-        pieces = np.maximum(1, -(-lengths // piece))
-        row = np.repeat(row, pieces)
-        k = np.arange(row.size, dtype=np.int64) - (np.cumsum(pieces) - pieces)[row]
-        first, lengths = k * piece, np.minimum(lengths[row] - k * piece, piece)
+    return lengths
+
+
+def _lane_lengths(walked: np.ndarray, shape: KernelShape) -> np.ndarray:
+    """Entries of each row the kernel's lanes walk, in lane order: ``walked`` cut at
+    ``split_long_rows`` and sorted longest first within ``sort_window`` windows
+    (``iterations``' own cut and sort, so both count the same lanes)."""
+    lengths = walked
+    if shape.split_long_rows > 0:
+        lengths = _cut(lengths, int(shape.split_long_rows))
     if shape.sort_window > 1 and lengths.size:
-        window = np.arange(lengths.size, dtype=np.int64) // shape.sort_window
-        order = np.lexsort((-lengths, window))
-        row, first, lengths = row[order], first[order], lengths[order]
-    return row, first, lengths
+        lengths = _sorted_in_windows(lengths, int(shape.sort_window))
+    return lengths
+
+
+def _piece_ends(walked: np.ndarray, piece: int) -> np.ndarray | None:
+    """Where each row's pieces end in cut order (the cumulative count of pieces, a row of
+    ``L`` entries ``max(1, ceil(L / piece))`` of them); None without a cut."""
+    return np.cumsum(np.maximum(1, -(-walked // piece))) if piece > 0 else None
+
+
+def _virtual_rows(walked: np.ndarray, ends: np.ndarray | None, shape: KernelShape, lo: int,
+                  hi: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(source row, first entry of the piece within its row, entries) of the lanes ``lo`` to
+    ``hi`` in lane order: the rows' entries ``walked`` cut at ``split_long_rows`` into pieces
+    (a row's pieces in order, in place of the row; ``ends``: :func:`_piece_ends`), then sorted
+    longest first within ``sort_window`` windows, stable (as ``spmv_sell_format.sell_order``
+    packs them).
+
+    Only the windows holding lanes ``lo`` to ``hi`` are sorted: a stable sort of one window
+    orders its lanes as a stable sort of the whole by (window, -entries) does."""
+    piece = int(shape.split_long_rows)
+    total = walked.size if ends is None else (int(ends[-1]) if ends.size else 0)
+
+    def cut(positions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(row, first, entries) of the pieces at ``positions`` in cut order."""
+        if ends is None:
+            return positions, np.zeros(positions.size, dtype=np.int64), walked[positions]
+        row = np.searchsorted(ends, positions, side="right")
+        pieces = ends[row] - np.where(row > 0, ends[row - 1], 0)
+        first = (positions - (ends[row] - pieces)) * piece
+        return row, first, np.minimum(walked[row] - first, piece)
+
+    window = int(shape.sort_window)
+    if window <= 1:
+        return cut(np.arange(lo, hi, dtype=np.int64))
+    start = (lo // window) * window
+    stop = min(total, -(-hi // window) * window)
+    row, first, entries = cut(np.arange(start, stop, dtype=np.int64))
+    order = np.concatenate([w + np.argsort(-entries[w:w + window], kind="stable")
+                            for w in range(0, stop - start, window)])
+    take = order[lo - start:hi - start]
+    return row[take], first[take], entries[take]
 
 
 def block_columns(columns: np.ndarray, width: int) -> np.ndarray:
@@ -115,12 +154,16 @@ def block_columns(columns: np.ndarray, width: int) -> np.ndarray:
     columns = np.asarray(columns, dtype=np.int64)
     if width <= 1:
         return columns
+    # one search for every column (where a block starting there would end), then a walk over
+    # Python ints from one block's start to the next: a search a block was 147,000 calls,
+    # 0.5 s, on cant's longest blocks of 1 x 3 blocks
+    following = np.searchsorted(columns, columns + width, side="left").tolist()
     starts = []
     i = 0
     while i < columns.size:
-        starts.append(columns[i])
-        i = int(np.searchsorted(columns, columns[i] + width, side="left"))
-    return (np.asarray(starts, dtype=np.int64)[:, None] + np.arange(width)).reshape(-1)
+        starts.append(i)
+        i = following[i]
+    return (columns[starts][:, None] + np.arange(width)).reshape(-1)
 
 
 def _lane_columns(indptr, indices, row: int, first: int, entries: int, width: int,
@@ -155,31 +198,68 @@ def _warp_lines(lanes: list[np.ndarray], value_bytes: int) -> tuple[float, int]:
     return float(new.sum() + (lines[:, 0] >= 0).sum()) * scale, steps
 
 
+WAVEFRONTS = LastMatrixAnswers()
+"""The :class:`BlockWavefronts` of the last matrix, by the shape's lane layout (every
+candidate and backend of one matrix with the same cut, window, block and step shares one)."""
+
+
 def longest_block_wavefronts(indptr: np.ndarray, indices: np.ndarray, shape: KernelShape,
                              value_bytes: int = 4) -> BlockWavefronts | None:
     """The :class:`BlockWavefronts` of the kernel's longest block (module docstring), or None
-    for a kernel this module does not follow or an empty matrix."""
+    for a kernel this module does not follow or an empty matrix. Kept for the last matrix
+    (:data:`WAVEFRONTS`), by what of the shape it reads."""
     if not counted(shape) or len(indptr) < 2 or int(indptr[-1]) == 0:
         return None
-    row, first, lengths = _virtual_rows(indptr, shape)
+    key = (float(shape.entries_per_nonzero), int(shape.split_long_rows),
+           int(shape.sort_window), int(shape.block_width), int(shape.block_threads),
+           int(shape.nnz_per_iteration), int(value_bytes))
+    return WAVEFRONTS.get((indptr, indices), key,
+                          lambda: _longest_block(indptr, indices, shape, value_bytes))
+
+
+def _warp_maxima(indptr: np.ndarray, indices: np.ndarray, shape: KernelShape
+                 ) -> tuple[int, np.ndarray]:
+    """(lanes, the most entries a lane of each warp walks): the lanes of
+    :func:`_lane_lengths` in groups of 32, the last padded with empty lanes. Kept for the
+    matrix by the cut and window (:data:`WAVEFRONTS`): kernels that differ in their block or
+    step walk the same lanes."""
+    def make() -> tuple[int, np.ndarray]:
+        lengths = _lane_lengths(_walked_lengths(indptr, shape), shape)
+        padded = np.zeros(-(-lengths.size // 32) * 32, dtype=np.int64)
+        padded[:lengths.size] = lengths
+        most = padded.reshape(-1, 32).max(axis=1)
+        most.flags.writeable = False
+        return int(lengths.size), most
+
+    key = ("warps", float(shape.entries_per_nonzero), int(shape.split_long_rows),
+           int(shape.sort_window))
+    return WAVEFRONTS.get((indptr, indices), key, make)
+
+
+def _longest_block(indptr: np.ndarray, indices: np.ndarray, shape: KernelShape,
+                   value_bytes: int) -> BlockWavefronts | None:
+    lanes, most = _warp_maxima(indptr, indices, shape)
     width = max(1, int(shape.block_width))
     warps = max(1, shape.block_threads // 32)
     per_block = 32 * warps
-    blocks = -(-lengths.size // per_block)
-    padded = np.zeros(blocks * per_block, dtype=np.int64)
-    padded[:lengths.size] = lengths
-    steps = -(-padded.reshape(blocks, warps, 32).max(axis=2) // shape.nnz_per_iteration)
+    blocks = -(-lanes // per_block)
+    padded = np.zeros(blocks * warps, dtype=np.int64)
+    padded[:most.size] = most
+    steps = -(-padded.reshape(blocks, warps) // shape.nnz_per_iteration)
     longest = steps.max(axis=1)
     best = None
     rows_seen: dict[int, np.ndarray] = {}
+    walked = _walked_lengths(indptr, shape)
+    ends = _piece_ends(walked, int(shape.split_long_rows))
     for b in np.flatnonzero(longest == longest.max())[:MAX_BLOCKS]:
-        lo, hi = int(b) * per_block, min(lengths.size, (int(b) + 1) * per_block)
+        lo, hi = int(b) * per_block, min(lanes, (int(b) + 1) * per_block)
+        row, first, entries = _virtual_rows(walked, ends, shape, lo, hi)
         total, gathers, busy = 0.0, 0, 0
-        for w in range(lo, hi, 32):
-            lanes = [_lane_columns(indptr, indices, int(row[v]), int(first[v]),
-                                   int(lengths[v]), width, rows_seen)
-                     for v in range(w, min(hi, w + 32))]
-            lines, n = _warp_lines(lanes, value_bytes)
+        for w in range(0, hi - lo, 32):
+            cols = [_lane_columns(indptr, indices, int(row[v]), int(first[v]),
+                                  int(entries[v]), width, rows_seen)
+                    for v in range(w, min(hi - lo, w + 32))]
+            lines, n = _warp_lines(cols, value_bytes)
             total, gathers, busy = total + lines, gathers + n, busy + (n > 0)
         if best is None or total > best.wavefronts:
             best = BlockWavefronts(block=int(b), wavefronts=total, gathers=gathers,
