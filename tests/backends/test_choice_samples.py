@@ -28,27 +28,9 @@ def test_the_chooser_budget_is_the_tighter_of_the_runs_and_its_own():
     assert chooser_budget(5 * 10**9) == 1_200_000_000
 
 
-def test_the_trial_holds_one_l2_of_stored_entries_in_latency_mode_four_in_throughput():
-    assert trial_nnz(50 * 2**20, 4) == 52_428_800 // 8 == 6_553_600
-    assert trial_nnz(50 * 2**20, 8, "latency") == 52_428_800 // 12
-    assert trial_nnz(50 * 2**20, 4, "throughput") == 4 * 52_428_800 // 8 == 26_214_400
-
-
-def test_a_sampled_latency_trial_is_flushed_before_every_call_whatever_its_size():
-    """The automatic flush rule leaves a working set larger than the L2 unflushed; a sample of
-    one L2 must start each call cold as the whole matrix does, so its trial forces the flush.
-    A whole-matrix trial and a throughput trial keep the run's config."""
-    from sparsescope.backends.choice_samples import trial_timing_for
-    from sparsescope.timing.host import should_flush
-    from sparsescope.timing.types import TimingConfig
-
-    latency = TimingConfig(warmups=1, repeats=3)
-    forced = trial_timing_for(latency, sampled=True)
-    assert forced.flush_l2 is True and (forced.warmups, forced.repeats) == (1, 3)
-    assert should_flush(forced, 10**9, 50 * 2**20) and not should_flush(latency, 10**9, 50 * 2**20)
-    assert trial_timing_for(latency, sampled=False) is latency
-    throughput = TimingConfig(warmups=1, repeats=3, mode="throughput")
-    assert trial_timing_for(throughput, sampled=True) is throughput
+def test_the_trial_holds_four_l2s_of_stored_entries():
+    assert trial_nnz(50 * 2**20, 4) == 4 * 52_428_800 // 8 == 26_214_400
+    assert trial_nnz(50 * 2**20, 8) == 4 * 52_428_800 // 12
 
 
 def test_a_small_matrix_is_trialled_whole_a_large_one_on_whole_rows():
@@ -56,7 +38,7 @@ def test_a_small_matrix_is_trialled_whole_a_large_one_on_whole_rows():
     whole = trial_matrix(csr, l2_bytes=10**9, value_bytes=4)
     assert whole.csr is csr and not whole.sampled
     assert whole.describe() == "on the whole matrix"
-    part = trial_matrix(csr, l2_bytes=40_000, value_bytes=4)  # 5,000 nonzeros a trial
+    part = trial_matrix(csr, l2_bytes=10_000, value_bytes=4)  # 5,000 nonzeros a trial
     assert part.sampled and part.total_nnz == csr.nnz
     assert part.csr.shape[1] == csr.shape[1] and part.csr.shape[0] < csr.shape[0]
     assert 2_500 <= part.csr.nnz <= 0.5 * csr.nnz
@@ -64,10 +46,6 @@ def test_a_small_matrix_is_trialled_whole_a_large_one_on_whole_rows():
     lengths = np.diff(csr.indptr)
     assert np.diff(part.csr.indptr).max() == lengths.max()
     assert f"{part.csr.nnz:,} of {csr.nnz:,} nonzeros" in part.describe()
-    assert "1x the L2, flushed before each call" in part.describe()
-    back_to_back = trial_matrix(csr, l2_bytes=10_000, value_bytes=4, mode="throughput")
-    assert back_to_back.csr.nnz == pytest.approx(part.csr.nnz, rel=0.2)  # 4 x 10,000 / 8
-    assert "4x the L2, so timed" in back_to_back.describe()
 
 
 def test_trial_formats_are_packed_once_a_format_and_kept_out_of_the_cache():

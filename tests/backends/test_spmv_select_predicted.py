@@ -399,7 +399,7 @@ def test_the_trial_can_be_turned_off_for_a_process(monkeypatch):
 
 def test_a_large_matrix_is_trialled_on_a_row_sample_and_only_the_kept_one_prepared_whole(
         monkeypatch):
-    """Above the trial's size (one L2 of stored entries in the latency mode) the shortlist is prepared and
+    """Above the trial's size (4 x the L2 in stored entries) the shortlist is prepared and
     timed on a row sample of whole rows, and only the kernel kept is prepared on the whole
     matrix; the reason says so."""
     monkeypatch.setattr(spmv_auto, "CHOICES", {n: _fake(n) for n in ("fast", "slow",
@@ -409,8 +409,8 @@ def test_a_large_matrix_is_trialled_on_a_row_sample_and_only_the_kept_one_prepar
     monkeypatch.setattr(CudaSpmvAuto, "select", lambda self, csr, vd, sms: (
         spmv_auto.Selection("slow", {}, "predicted-fastest", "table"), table))
     monkeypatch.setattr("sparsescope.backends._gpu.device_sm_count", lambda: 132)
-    # latency mode: 16,000 bytes of L2 / (4 + 4) bytes an entry = 2,000 nonzeros a trial
-    monkeypatch.setattr("sparsescope.backends._gpu.device_l2_bytes", lambda lib: 16_000)
+    # 4 x 4,000 bytes of L2 / (4 + 4) bytes an entry = 2,000 nonzeros a trial
+    monkeypatch.setattr("sparsescope.backends._gpu.device_l2_bytes", lambda lib: 4_000)
     sizes = []
     original = _Fake.prepare
 
@@ -464,31 +464,3 @@ def test_the_trial_times_in_the_runs_timing_mode(monkeypatch):
     auto.use_timing(TimingConfig())
     assert "back to back" not in auto.prepare(csr, "float32", 4).selection.reason
     assert modes == [("slow", "latency"), ("fast", "latency")]
-
-
-def test_a_sampled_latency_trial_flushes_the_l2_before_every_call(monkeypatch):
-    """On a row sample (one L2 of entries, larger than the L2 with x and y) the automatic
-    flush would leave the L2 warm; the trial forces it, the whole-matrix trial does not."""
-    flushes = []
-
-    class Recording(_Fake):
-        def time(self, prepared, x, config):
-            flushes.append((self.name, config.flush_l2))
-            return super().time(prepared, x, config)
-
-    monkeypatch.setattr(spmv_auto, "CHOICES", {n: type(n, (Recording,), {"name": n})
-                                               for n in ("fast", "slow")})
-    monkeypatch.setattr(spmv_auto, "TRIAL_TIMING", TimingConfig(warmups=0, repeats=3))
-    table = [pred("slow", 0.100), pred("fast", 0.105)]
-    monkeypatch.setattr(CudaSpmvAuto, "select", lambda self, csr, vd, sms: (
-        spmv_auto.Selection("slow", {}, "predicted-fastest", "table"), table))
-    monkeypatch.setattr("sparsescope.backends._gpu.device_sm_count", lambda: 132)
-    monkeypatch.setattr("sparsescope.backends._gpu.device_l2_bytes", lambda lib: 16_000)
-    csr = generate("banded", 3000, 30_000, seed=3)  # 30,000 nonzeros: above 2,000
-    prepared = CudaSpmvAuto(trial=True).prepare(csr, "float32", 4)
-    assert flushes == [("slow", True), ("fast", True)]
-    assert "1x the L2, flushed before each call" in prepared.selection.reason
-    flushes.clear()
-    monkeypatch.setattr("sparsescope.backends._gpu.device_l2_bytes", lambda lib: 50 << 20)
-    CudaSpmvAuto(trial=True).prepare(csr, "float32", 4)
-    assert flushes == [("slow", None), ("fast", None)]  # whole matrix: the run's own rule

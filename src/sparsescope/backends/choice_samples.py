@@ -23,23 +23,13 @@ On the 2-core machine (H100 datasheet, 2026-11-27) the choice's plans took 3.2 s
 
 **The trial** (:func:`trial_matrix`): the shortlist is timed on a row sample (the same design:
 evenly spaced whole windows and the longest row's) large enough to be timed as the whole
-matrix is, from DRAM. How large depends on the run's timing mode
-(:data:`TRIAL_L2_MULTIPLES`):
+matrix is, from DRAM: its stored entries are :data:`TRIAL_L2_MULTIPLE` times the device's
+L2, so its format cannot stay on chip between calls whatever the flush::
 
-* throughput (calls back to back, nothing flushed): 4 L2s of stored entries, so that no
-  replacement policy keeps more than a quarter of the format on chip between two calls, as
-  for the whole matrix;
-* latency: one L2, timed with the L2 flushed before every call
-  (:func:`trial_timing_for`). The whole matrix, many L2s large, starts each call with its
-  format's head long evicted; the flushed sample starts cold too, so it needs no more entries
-  than it takes to fill the GPU for many waves (one L2 of FP32 entries is 7.9 M nonzeros on
-  an H200), and packing it costs a quarter of the 4-L2 sample's::
-
-    trial nnz = multiple(mode) x L2 bytes / (value bytes + 4 index bytes)
+    trial nnz = TRIAL_L2_MULTIPLE x L2 bytes / (value bytes + 4 index bytes)
     on the whole matrix while nnz <= trial nnz
 
-(H100, 50 MiB of L2, FP32: 6.6 M nonzeros in the latency mode, 26 M in the throughput mode.)
-The
+(H100, 50 MiB of L2, FP32: 26 M nonzeros; cage15 is timed on a quarter of its rows.) The
 candidates' formats for the trial are packed outside the format cache (the sample is not a
 matrix the run holds), a thread a format within the host's cores and memory; the kept
 candidate is then packed whole through the cache, where the run's own backend of that kernel
@@ -67,11 +57,9 @@ from sparsescope.model.plan_sample import (
 #: sample's small error in bytes a nonzero buys nothing; above it the packing grows with the
 #: matrix (1.5-3.7 s a format at 25 M on that machine) while the sample's stays.
 WHOLE_PLAN_NNZ = 4 * SAMPLE_NNZ
-#: A trial sample's stored entries, in multiples of the L2, per timing mode (module
-#: docstring): in the throughput mode at 4x no replacement policy keeps more than a quarter of
-#: the format on chip between two calls; in the latency mode the sample is flushed before
-#: every call, so one L2 suffices.
-TRIAL_L2_MULTIPLES = {"latency": 1, "throughput": 4}
+#: A trial sample's stored entries, in multiples of the L2 (module docstring): at 4x no
+#: replacement policy keeps more than a quarter of the format on chip between two calls.
+TRIAL_L2_MULTIPLE = 4
 #: Bytes of an index a trial sample's size counts (the candidates' formats hold INT32 or
 #: 16-bit column offsets; 4 bounds them).
 INDEX_BYTES = 4
@@ -95,23 +83,10 @@ def chooser_plans():
         yield
 
 
-def trial_nnz(l2_bytes: int, value_bytes: int, mode: str = "latency") -> int:
-    """Nonzeros a trial sample holds in timing mode ``mode`` (module docstring). Hand check:
-    50 MiB of L2, FP32 -> latency 52,428,800 / 8 = 6,553,600; throughput 4 x that =
-    26,214,400."""
-    return TRIAL_L2_MULTIPLES[mode] * int(l2_bytes) // (int(value_bytes) + INDEX_BYTES)
-
-
-def trial_timing_for(timing: Any, sampled: bool) -> Any:
-    """The trial's timing config (a ``TimingConfig``): on a sample in the latency mode the L2
-    is flushed before every call whatever the working set (module docstring), since the
-    sample of one L2 would not be flushed by the automatic rule (``timing.host.should_flush``:
-    only a working set that fits); otherwise ``timing`` as it is."""
-    from dataclasses import replace
-
-    if sampled and timing.mode == "latency":
-        return replace(timing, flush_l2=True)
-    return timing
+def trial_nnz(l2_bytes: int, value_bytes: int) -> int:
+    """Nonzeros a trial sample holds (module docstring). Hand check: 50 MiB of L2, FP32 ->
+    4 x 52,428,800 / 8 = 26,214,400."""
+    return TRIAL_L2_MULTIPLE * int(l2_bytes) // (int(value_bytes) + INDEX_BYTES)
 
 
 @dataclass(frozen=True)
@@ -121,7 +96,6 @@ class TrialMatrix:
     csr: sp.csr_matrix
     sampled: bool
     total_nnz: int
-    mode: str = "latency"
 
     def describe(self) -> str:
         """The trial's matrix in words, for the selection's reason."""
@@ -129,20 +103,16 @@ class TrialMatrix:
             return "on the whole matrix"
         return (f"on a row sample of {self.csr.nnz:,} of {self.total_nnz:,} nonzeros "
                 f"({self.csr.shape[0]:,} rows: evenly spaced windows and the longest row's; "
-                f"{TRIAL_L2_MULTIPLES[self.mode]}x the L2"
-                f"{', flushed before each call' if self.mode == 'latency' else ''}, "
-                f"so timed from DRAM as the whole matrix)")
+                f"{TRIAL_L2_MULTIPLE}x the L2, so timed from DRAM as the whole matrix)")
 
 
-def trial_matrix(csr: sp.csr_matrix, l2_bytes: int, value_bytes: int,
-                 mode: str = "latency") -> TrialMatrix:
-    """``csr`` itself while it holds at most :func:`trial_nnz` nonzeros (in timing mode
-    ``mode``), else its row sample of about that many (``model.plan_sample.row_sample``)."""
-    target = trial_nnz(l2_bytes, value_bytes, mode)
+def trial_matrix(csr: sp.csr_matrix, l2_bytes: int, value_bytes: int) -> TrialMatrix:
+    """``csr`` itself while it holds at most :func:`trial_nnz` nonzeros, else its row sample
+    of about that many (``model.plan_sample.row_sample``)."""
+    target = trial_nnz(l2_bytes, value_bytes)
     if target <= 0 or csr.nnz <= target:
-        return TrialMatrix(csr, False, int(csr.nnz), mode)
-    return TrialMatrix(sample_matrix(csr, row_sample(csr.indptr, target)), True, int(csr.nnz),
-                       mode)
+        return TrialMatrix(csr, False, int(csr.nnz))
+    return TrialMatrix(sample_matrix(csr, row_sample(csr.indptr, target)), True, int(csr.nnz))
 
 
 def packed_apart(backends: list[Any], csr: sp.csr_matrix) -> dict[tuple, Any]:

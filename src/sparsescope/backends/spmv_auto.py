@@ -23,7 +23,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from sparsescope.backends.base import Capability, SpmvBackend
-from sparsescope.backends.choice_samples import packed_apart, trial_matrix, trial_timing_for
+from sparsescope.backends.choice_samples import packed_apart, trial_matrix
 from sparsescope.backends.format_cache import FORMATS
 from sparsescope.backends.select import Selection, select_for, select_kernel
 from sparsescope.backends.select_predicted import (
@@ -160,9 +160,7 @@ class CudaSpmvAuto(SpmvBackend):
         from sparsescope.ops.spmv import make_x
 
         value_bytes = np.dtype(VALUE_DTYPES[value_dtype]).itemsize
-        timing = self.trial_timing()
-        trial_on = trial_matrix(csr, device_l2_bytes("cupy"), value_bytes, timing.mode)
-        timing = trial_timing_for(timing, trial_on.sampled)
+        trial_on = trial_matrix(csr, device_l2_bytes("cupy"), value_bytes)
         backends = {e.candidate.label: CHOICES[e.candidate.backend](breakdown=False,
                                                                     **e.candidate.params)
                     for e in short}
@@ -188,6 +186,7 @@ class CudaSpmvAuto(SpmvBackend):
                 prepared = backend.prepare(trial_on.csr, value_dtype, index_bytes)
             return backend, prepared, backend.time(prepared, x, timing).time_ms
 
+        timing = self.trial_timing()
         trial = time_shortlist(short, table, TRIAL_MARGIN, timing.repeats, prepare_and_time)
         cand, backend, prepared, table = (trial.candidate, trial.backend, trial.prepared,
                                           trial.table)
