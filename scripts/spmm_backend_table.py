@@ -151,11 +151,12 @@ def _geomean(values: list[float]) -> float:
     return math.exp(sum(map(math.log, values)) / len(values))
 
 
-def dense_markdown(path: Path, min_sparsity: float) -> str:
+def dense_markdown(results, min_sparsity: float) -> str:
     """Per (k, layout), over the matrices at least ``min_sparsity`` sparse: auto / dense FP32
     and auto / dense TF32 (geomean, highest and where, cases >= 1: auto not faster), and auto
-    over the best sparse library (geomean, lowest, below 1.0x)."""
-    runset = read_runset(path)
+    over the best sparse library (geomean, lowest, below 1.0x). ``results``: a results file,
+    or a run set already read (``read_runset``)."""
+    runset = read_runset(results) if isinstance(results, (str, Path)) else results
     shapes = {m.name: m.stats for m in runset.matrices}
     by: dict[tuple, dict] = defaultdict(dict)
     for c in runset.cases:

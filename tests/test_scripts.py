@@ -88,18 +88,19 @@ def test_spmm_dense_break_even_on_the_committed_weights_run(committed):
     from sparsescope.api import read_runset
 
     script = load("spmm_backend_table")
-    results = committed("results/h200/spmm-break-even/2026-11-28-weights/results.json.gz")
-    lines = script.dense_markdown(results, 0.8).splitlines()
+    runset = read_runset(committed(
+        "results/h200/spmm-break-even/2026-11-28-weights/results.json.gz"))
+    lines = script.dense_markdown(runset, 0.8).splitlines()
     rows = {tuple(c.strip() for c in x.strip("|").split("|")[:2]): x for x in lines[4:]}
     assert set(rows) == {("32", "row"), ("32", "col"), ("256", "row"), ("256", "col")}
     cells = [c.strip() for c in rows[("256", "row")].strip("|").split("|")]
     assert cells[2] == "16"  # 4 sides x (80, 90, 95, 98 %)
     med = {c.backend: statistics.median(c.measurement.samples_ms)
-           for c in read_runset(results).cases if c.matrix == "weights-20"
+           for c in runset.cases if c.matrix == "weights-20"
            and (int(c.params.k), c.params.layout) == (256, "row")}
     ratio = med["spmm-cuda-auto"] / med["spmm-cublas-dense[math=fp32]"]
     assert cells[4] == f"{ratio:.2f} (weights-20)"  # the highest ratio of the group
-    assert script.dense_markdown(results, 0.99).splitlines()[4:] == []  # none 99 % sparse
+    assert script.dense_markdown(runset, 0.99).splitlines()[4:] == []  # none 99 % sparse
 
 
 def test_selection_compare_on_the_committed_held_out_runs(committed):
