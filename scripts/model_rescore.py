@@ -12,10 +12,13 @@ p90 <= 25 % for our kernels and for the libraries, in each timing mode).
 ``score`` writes ``sparsescope model score``'s cases (``api.model_score``: every own kernel,
 chooser and GPU library re-planned and predicted with the run's own measured rates, in the
 timing mode each case was measured in) of each committed set of :data:`SETS` to
-``DIR/<set>.json.gz``; ``--set NAME`` picks some. ``compare`` reads two such folders and writes
-the Markdown: per set, per GPU, timing mode and family (and per backend), the cases both
-predicted, median and 90th-percentile |error| and the median signed error before and now
-(``model score --by-family --baseline``'s table), with the command lines that made it.
+``DIR/<set>.json.gz``; ``--set NAME`` picks some, and ``--run NAME=RESULTS`` adds a run that
+is not (yet) committed (a fresh device run: ``--run seed6-today=/path/results.json``), scored
+the same way. ``compare`` reads two such folders and writes the Markdown: per set found in
+both (the committed ones first, then the others by name), per GPU, timing mode and family (and
+per backend), the cases both predicted, median and 90th-percentile |error| and the median
+signed error before and now (``model score --by-family --baseline``'s table), with the command
+lines that made it.
 """
 from __future__ import annotations
 
@@ -26,6 +29,7 @@ import os
 import shlex
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from sparsescope.api import family_comparison_markdown, model_score, read_scores
@@ -55,21 +59,38 @@ SETS: dict[str, tuple[str, tuple[str, ...]]] = {
 }
 
 
-def score(out: Path, names: list[str]) -> None:
-    """Each set's ``model score`` cases to ``out/<set>.json.gz``."""
+def parse_run(text: str) -> tuple[str, Path]:
+    """``NAME=RESULTS`` of ``--run``: the set's name (not a committed set's) and its file,
+    made absolute (``score`` works from the repository root)."""
+    name, sep, path = text.partition("=")
+    if not sep or not name or not path or "/" in name or name in SETS:
+        raise argparse.ArgumentTypeError(
+            f"--run takes NAME=RESULTS with a new set name, got {text!r}")
+    return name, Path(path).resolve()
+
+
+def score(out: Path, names: list[str], runs: Sequence[tuple[str, Path]] = ()) -> None:
+    """Each set's ``model score`` cases to ``out/<set>.json.gz``: the committed ``names``,
+    then each ``(name, results file)`` of ``runs``."""
     out.mkdir(parents=True, exist_ok=True)
     # the runs name their matrix files relative to the checkout they ran in (.real-dev/...)
     os.chdir(ROOT)
-    for name in names:
+    wanted = [(name, [str(ROOT / p) for p in SETS[name][1]]) for name in names]
+    wanted += [(name, [str(path)]) for name, path in runs]
+    for name, paths in wanted:
         start = time.perf_counter()
-        paths = [str(ROOT / p) for p in SETS[name][1]]
         doc = model_score(paths).doc
-        kept = {"sources": [str(Path(p).relative_to(ROOT)) for p in doc["sources"]],
+        kept = {"sources": [_shown(Path(p)) for p in doc["sources"]],
                 "notes": doc["notes"], "cases": doc["cases"]}
         with gzip.open(out / f"{name}.json.gz", "wt") as fh:
             json.dump(kept, fh)
         print(f"{name}: {len(kept['cases'])} cases scored in "
               f"{time.perf_counter() - start:.0f} s", file=sys.stderr)
+
+
+def _shown(path: Path) -> str:
+    """A results file as the tables name it: relative to the repository where it lies there."""
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
 
 
 def compare(before: Path, now: Path, argv: list[str], notes: list[str]) -> str:
@@ -86,10 +107,18 @@ def compare(before: Path, now: Path, argv: list[str], notes: list[str]) -> str:
              "medians and 90th percentiles of |error| are linear between ranks "
              "(`analyze.score_family`); only cases both versions predicted are counted. "
              "Target: median |error| <= 10 % and p90 <= 25 % for each family.", ""]
-    for name, (what, paths) in SETS.items():
+    found = {p.name.removesuffix(".json.gz") for p in now.glob("*.json.gz")}
+    others = sorted(found - set(SETS))
+    for name in [*SETS, *others]:
         b, n = before / f"{name}.json.gz", now / f"{name}.json.gz"
         if not (b.is_file() and n.is_file()):
             continue
+        if name in SETS:
+            what, paths = SETS[name]
+        else:
+            with gzip.open(n, "rt") as fh:
+                paths = tuple(json.load(fh).get("sources", ()))
+            what = "a run given to `score --run`"
         lines += [f"## {name}: {what}", "",
                   "Runs: " + ", ".join(f"`{p}`" for p in paths) + ".", "",
                   family_comparison_markdown(read_scores(n), read_scores(b)), ""]
@@ -104,6 +133,10 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--out", required=True, type=Path)
     s.add_argument("--set", dest="sets", action="append", choices=sorted(SETS),
                    help="only this set (repeatable)")
+    s.add_argument("--run", dest="runs", action="append", type=parse_run, default=[],
+                   metavar="NAME=RESULTS",
+                   help="also score this results file as set NAME (repeatable); with --run "
+                        "alone, no committed set is scored unless --set names it")
     c = sub.add_parser("compare", help="the before/now Markdown of two score folders")
     c.add_argument("--before", required=True, type=Path)
     c.add_argument("--now", required=True, type=Path)
@@ -112,7 +145,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="a line said before the tables (which models the folders hold)")
     args = p.parse_args(argv)
     if args.command == "score":
-        score(args.out.resolve(), args.sets or list(SETS))
+        names = args.sets or ([] if args.runs else list(SETS))
+        score(args.out.resolve(), names, args.runs)
         return 0
     text = compare(args.before.resolve(), args.now.resolve(), argv, args.notes)
     if args.out:

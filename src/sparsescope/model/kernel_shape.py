@@ -164,6 +164,19 @@ class KernelShape:
         return f"{self.threads_per_row} thread{'s' if self.threads_per_row > 1 else ''} per row"
 
 
+def escape_iteration_share(shape: KernelShape) -> float:
+    """The declared share of iterations that wait for an escape column
+    (:attr:`KernelShape.escape_share`), for the largest declared iteration size not above the
+    shape's ``nnz_per_iteration`` (the smallest size when all are above it); 0 when none is
+    declared. Hand check: ``((4, 0.1), (8, 0.3))`` at 6 entries an iteration -> 0.1; at 2 ->
+    0.1; at 8 -> 0.3."""
+    if not shape.escape_share:
+        return 0.0
+    sizes = sorted(shape.escape_share)
+    fitting = [s for s in sizes if s[0] <= shape.nnz_per_iteration]
+    return float((fitting[-1] if fitting else sizes[0])[1])
+
+
 #: Registers of one SM (every NVIDIA GPU since Volta: 64 K 32-bit registers).
 REGISTERS_PER_SM = 65536
 #: Shared memory one SM can give its blocks (Hopper: 228 KB) and what each block costs beyond

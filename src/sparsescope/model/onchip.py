@@ -12,6 +12,20 @@ kernel's own decomposition of the nonzeros::
 
     warp instructions = sum over warps of (main_w x loop + rem_w x remainder + other)
 
+``loop`` is what one main-loop iteration *issues* (:func:`loop_issued_instructions`), not the
+loop body's size: where the SASS gives the loop's issue schedule (``model.issue_schedule``:
+the blocks every iteration runs), a warp issues that path, and the body's other blocks -- the
+code a warp branches around, delta16's escape columns -- only on the share ``p`` of its
+iterations that take them (``KernelShape.escape_share``, the share the iteration time already
+charges a dependent load for)::
+
+    loop = path + p x (body - path)          (path: the schedule's instructions)
+    loop = body                              (no schedule: staged, nested or conditional)
+
+(``spmv_sell<float, 1, 1, 1, 4, 6, 1>``, delta16: a 139-instruction body of which 91 run on
+every iteration; an analog without escapes, p = 0, issues 91 an iteration, which the body
+count overstated by half -- as ``smsp__inst_executed`` counts executed instructions.)
+
 ``main_w`` and ``rem_w`` are the iterations of the warp's main and remainder loops: a warp runs
 each loop as long as its longest lane needs it (SIMT), so they are the maxima over its rows
 (``rows``) or, for a nonzero split (``nnz``), every warp's ``row_iterations`` of
@@ -44,7 +58,7 @@ from sparsescope.model.iterations import (
     sampled_warp_iterations,
     split_iterations,
 )
-from sparsescope.model.kernel_shape import KernelShape
+from sparsescope.model.kernel_shape import KernelShape, escape_iteration_share
 from sparsescope.model.last_matrix import LastMatrixAnswers
 from sparsescope.model.prediction import PredictionTerm
 from sparsescope.model.work_sample import sample_key
@@ -97,6 +111,21 @@ def knows_instructions(shape: KernelShape) -> bool:
                 or shape.other_instructions)
 
 
+def loop_issued_instructions(shape: KernelShape) -> float:
+    """Warp instructions one main-loop iteration issues (module docstring)::
+
+        path + p x (loop_instructions - path)   where the issue schedule counts its path
+        loop_instructions                       otherwise
+
+    Hand check: a 139-instruction body whose schedule walks 91 of them, escape share 0.25 ->
+    91 + 0.25 x 48 = 103; no escapes -> 91; no schedule -> 139."""
+    schedule = shape.issue_schedule
+    path = schedule.instructions if schedule is not None and not shape.staged else 0
+    if not path or path >= shape.loop_instructions:
+        return float(shape.loop_instructions)
+    return path + escape_iteration_share(shape) * (shape.loop_instructions - path)
+
+
 def warp_instructions(indptr: np.ndarray, shape: KernelShape,
                       iterations: tuple[np.ndarray, np.ndarray] | None = None) -> float:
     """Warp instructions the kernel issues (module docstring); 0 when the shape knows none.
@@ -107,7 +136,8 @@ def warp_instructions(indptr: np.ndarray, shape: KernelShape,
     if not knows_instructions(shape):
         return 0.0
     main, rem = iterations if iterations is not None else warp_iterations(indptr, shape)
-    return float(main.sum() * shape.loop_instructions + rem.sum() * shape.remainder_instructions
+    return float(main.sum() * loop_issued_instructions(shape)
+                 + rem.sum() * shape.remainder_instructions
                  + main.size * shape.other_instructions)
 
 

@@ -85,6 +85,7 @@ from sparsescope.model.kernel_shape import (
     REGISTERS_PER_SM,
     SMEM_PER_SM,
     KernelShape,
+    escape_iteration_share,
     resident_blocks,
 )
 from sparsescope.model.l1_cache import L1Cache, l1_data_bytes
@@ -335,12 +336,9 @@ def round_trips(shape: KernelShape) -> float:
 def escape_share(shape: KernelShape) -> float:
     """The declared share of iterations that wait for an escape column, for the largest
     declared iteration size not above the shape's ``nnz_per_iteration`` (the smallest size
-    when all are above it); 0 when none is declared."""
-    if not shape.escape_share:
-        return 0.0
-    sizes = sorted(shape.escape_share)
-    fitting = [s for s in sizes if s[0] <= shape.nnz_per_iteration]
-    return float((fitting[-1] if fitting else sizes[0])[1])
+    when all are above it); 0 when none is declared (``kernel_shape.escape_iteration_share``,
+    which the issue term reads too)."""
+    return escape_iteration_share(shape)
 
 
 def predict_spmv(indptr: np.ndarray, indices: np.ndarray, cols: int, traffic: Traffic,
