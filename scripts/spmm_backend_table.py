@@ -13,9 +13,10 @@ selection table's fastest trial, else its fastest prediction) and, per candidate
 its trial time over its plain kernel's (median, range) where both were timed.
 
 ``--dense S``: instead, issue 37 item 4's summary per (k, layout) over the matrices at least S
-sparse (1 - nnz / (rows x cols), to 0.05 %: a generated "80 %" layer rounds its nonzeros up): ``spmm-cuda-auto``'s time over the dense cuBLAS peer's in
-FP32 and in TF32 (``registry.is_dense``; geomean, highest, cases where auto is not faster),
-and auto over the best sparse library (geomean, lowest, below 1.0x).
+sparse (1 - nnz / (rows x cols), to 0.05 %: a generated "80 %" layer rounds its nonzeros up):
+``spmm-cuda-auto``'s time over the dense cuBLAS peer's in FP32 and in TF32
+(``registry.is_dense``; geomean, highest, cases where auto is not faster), and auto over the
+best sparse library (geomean, lowest, below 1.0x).
 
 RESULTS is a run's or a sweep's ``results.json`` (or ``.json.gz``).
 """
