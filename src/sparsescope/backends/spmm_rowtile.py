@@ -45,8 +45,12 @@ from sparsescope.backends.spmm_rowtile_format import (  # noqa: F401  (re-export
     pack_rowtile,
     tile_x_rows,
 )
+from sparsescope.model.kernel_shape import (
+    REGISTERS_PER_SM,
+    SMEM_PER_SM,
+    SMEM_RESERVED_PER_BLOCK,
+)
 from sparsescope.model.rowtile import (
-    BLOCK_SMEM_RESERVED,
     SMEM_BYTES_PER_CLOCK,
     copy_width,
     entry_bytes,
@@ -73,9 +77,7 @@ MAX_SMEM_BYTES = 227 * 1024
 """Dynamic shared memory a block may opt in to (sm_90, sm_80: 227 KB, 163 KB)."""
 OPT_IN_BYTES = 48 * 1024
 """Above this a launch must raise the kernel's dynamic shared-memory limit first."""
-SM_BYTES = 228 * 1024
 SM_THREADS = 2048
-REGISTERS = 65536
 BASE_REGISTERS = 56
 """Registers a thread of the kernel needs besides its accumulators (the compiled instances,
 nvcc 13.0 sm_90, R 8-64, VEC 1-4, both layouts and value types, without a bound: 44-65 with
@@ -199,7 +201,8 @@ def register_blocks(warps: int, vec: int, tile_rows: int, value_bytes: int) -> i
     VEC 2: min(8, 3) = 3; R 8, VEC 1: 4."""
     threads = 32 * warps
     acc = (tile_rows // warps) * vec * value_bytes // 4
-    return max(1, min(SM_THREADS // threads, REGISTERS // (threads * (BASE_REGISTERS + acc))))
+    by_registers = REGISTERS_PER_SM // (threads * (BASE_REGISTERS + acc))
+    return max(1, min(SM_THREADS // threads, by_registers))
 
 
 def launch_stages(value_bytes: int, tile_rows: int, vec: int, chunk_rows: int, warps: int,
@@ -221,8 +224,8 @@ def launch_stages(value_bytes: int, tile_rows: int, vec: int, chunk_rows: int, w
     reg = register_blocks(warps, vec, tile_rows, value_bytes)
 
     def smem_blocks(n: int) -> int:
-        return SM_BYTES // (rowtile_smem_bytes(value_bytes, tile_rows, vec, chunk_rows, n,
-                                               col_major) + BLOCK_SMEM_RESERVED)
+        return SMEM_PER_SM // (rowtile_smem_bytes(value_bytes, tile_rows, vec, chunk_rows, n,
+                                               col_major) + SMEM_RESERVED_PER_BLOCK)
 
     if stages is None:
         stages = next((n for n in sorted(STAGES, reverse=True) if smem_blocks(n) >= reg),
@@ -353,7 +356,7 @@ def rowtile_launch(plan: RowTilePlan, registers: int | None = None):
     fmt, vb = plan.fmt, 4 if plan.value_dtype == "float32" else 8
     counts = item_counts(fmt, plan.warps, vb)
     c = fmt.chunk_rows
-    cap = min(255, REGISTERS // (32 * plan.warps * plan.minb))
+    cap = min(255, REGISTERS_PER_SM // (32 * plan.warps * plan.minb))
     return RowTileLaunch(
         kernel=plan.kernel, rows=fmt.rows, cols=fmt.cols, k=plan.k, tile_rows=plan.tile_rows,
         chunk_rows=c, vec=plan.vec, slices=plan.slices, tile_items=np.diff(fmt.tile_ptr),

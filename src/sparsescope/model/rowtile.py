@@ -79,7 +79,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from sparsescope.model.call_overhead import overhead_term
-from sparsescope.model.kernel_shape import REGISTERS_PER_SM, SMEM_PER_SM
+from sparsescope.model.kernel_shape import (
+    REGISTERS_PER_SM,
+    SMEM_PER_SM,
+    SMEM_RESERVED_PER_BLOCK,
+)
 from sparsescope.model.prediction import ModelPrediction, PredictionTerm
 from sparsescope.model.spmm_predict import OwnLaunch
 from sparsescope.model.throughput import warm_dram_term
@@ -91,8 +95,6 @@ L2_BYTES_PER_CLOCK_PER_SM = 32
 """Without a measured L2 bandwidth: a 32-byte sector a clock per SM, the L2's rate on Volta to
 Hopper (the H200's measured 7.96 TB/s is 30.5 bytes a clock on each of its 132 SMs at 1.98
 GHz). With it, :func:`smem_per_l2` uses the measurement."""
-BLOCK_SMEM_RESERVED = 1024
-"""Shared memory the driver reserves for each block (sm_80 and later)."""
 FP32_LANES_PER_SM = 128
 """FP32 FMA lanes an SM (Volta to Hopper): a clock from the FP32 rate where no clock is given."""
 ENTRY_INSTRUCTIONS = 4
@@ -365,8 +367,9 @@ def resident_blocks(launch: RowTileLaunch, rates) -> int:
     smem = int(getattr(rates, "shared_mem_per_sm_bytes", 0) or SMEM_PER_SM)
     regs = int(getattr(rates, "registers_per_sm", 0) or REGISTERS_PER_SM)
     warps = max(1, launch.block_warps)
-    return max(1, min(rates.max_blocks_per_sm, smem // (launch.smem_bytes + BLOCK_SMEM_RESERVED),
-                      regs // (per_warp * warps), rates.max_threads_per_sm // (32 * warps)))
+    by_smem = smem // (launch.smem_bytes + SMEM_RESERVED_PER_BLOCK)
+    return max(1, min(rates.max_blocks_per_sm, by_smem, regs // (per_warp * warps),
+                      rates.max_threads_per_sm // (32 * warps)))
 
 
 def warp_chain_cycles(launch: RowTileLaunch) -> np.ndarray:
