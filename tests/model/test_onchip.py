@@ -52,6 +52,28 @@ def test_split_iterations(length, threads, step, rs, expected):
     assert (int(main[0]), int(rem[0])) == expected
 
 
+@pytest.mark.parametrize("length, threads, step, rs, peeled, expected", [
+    # csr_scalar: 16 a step, straight-line copies of 8 and 4, then singles
+    (37, 1, 16, 1, 12, (2, 2)),   # tail 5: the 4-copy, 1 single
+    (47, 1, 16, 1, 12, (2, 5)),   # tail 15: the 8- and 4-copies, 3 singles
+    (32, 1, 16, 1, 12, (2, 0)),
+    (3, 1, 16, 1, 12, (0, 3)),
+    # spmv_sell UNROLL 4 as a 2 x 4 loop, its odd 4-step peeled, every step guarded
+    (19, 1, 8, 0, 4, (2, 1)),     # 19 -> 5 steps of 4: 2 loop iterations and the copy
+    (24, 1, 8, 0, 4, (3, 0)),
+    (1, 1, 8, 0, 4, (0, 1)),
+    (0, 1, 8, 0, 4, (0, 0)),
+    (19, 2, 8, 0, 4, (1, 1)),     # 10 a lane -> 12: 1 iteration and the copy
+    (37, 1, 16, 1, 16, (2, 5)),   # peeled a whole step or more: not a tail copy, ignored
+])
+def test_split_iterations_with_peeled_copies(length, threads, step, rs, peeled, expected):
+    main, rem = split_iterations(np.array([length]), threads, step, rs, peeled)
+    assert (int(main[0]), int(rem[0])) == expected
+    # where every step is guarded, loop and copies together take the steps of old
+    if not rs:
+        assert int(main[0] + rem[0]) == -(-length // (threads * step))
+
+
 def test_warp_iterations_take_each_warps_longest_row():
     # 1 thread a row: 32 rows a warp. Warp 0 holds rows 37 and 20 long (and 30 rows of 1);
     # warp 1 rows of 16: main max(2, 1, 0) = 2, remainder max(5, 4, 1) = 5; warp 1 (1, 0)

@@ -74,11 +74,25 @@ def test_shape_from_sass_takes_unroll_remainder_and_rounds():
     declared = _declared(setup_rounds=1, sort_window=7)
     got = shape_from_sass(declared, _mlp())
     assert (got.nnz_per_iteration, got.remainder_step, got.rounds_per_iteration) == (16, 1, 2)
+    # the 12 gathers outside every loop: copies of 8 + 4 nonzeros of the body
+    assert got.peeled_nonzeros == 12
     assert got.source == "SASS of csr_scalar<float, int> (sm_90, nvrtc 13.5)"
     # everything else is the backend's
-    assert replace(got, nnz_per_iteration=1, remainder_step=0, source=declared.source) == declared
+    assert replace(got, nnz_per_iteration=1, remainder_step=0, peeled_nonzeros=0,
+                   source=declared.source) == declared
     # the same from loads: 48 / 3 and 3 / 3
     assert shape_from_sass(declared, _mlp(), loads_per_nonzero=3) == got
+
+
+def test_peeled_nonzeros_are_copies_of_fewer_than_a_step():
+    # spmv_sell UNROLL 4: 8 gathers an 8-nonzero step, its odd 4-step peeled
+    sell = _mlp(loads_per_iteration=24, gathers_per_iteration=8, peeled_gathers=4,
+                remainder_span=None, remainder_loads_per_iteration=0,
+                remainder_gathers_per_iteration=0)
+    assert shape_from_sass(_declared(), sell, loads_per_nonzero=3).peeled_nonzeros == 4
+    # none peeled, or as many as a whole step (not a tail's copy): 0
+    assert shape_from_sass(_declared(), _mlp(peeled_gathers=0)).peeled_nonzeros == 0
+    assert shape_from_sass(_declared(), _mlp(peeled_gathers=16)).peeled_nonzeros == 0
 
 
 def test_shape_from_sass_carries_instructions_and_spills():

@@ -35,10 +35,10 @@ def block_iterations(indptr: np.ndarray, shape: KernelShape) -> np.ndarray:
         threads = max(1, shape.grid_blocks * shape.block_threads)
         per_thread = np.array([math.ceil(int(lengths.sum()) / threads)])
         each = int(row_iterations(per_thread, 1, shape.nnz_per_iteration,
-                                  shape.remainder_step)[0])
+                                  shape.remainder_step, shape.peeled_nonzeros)[0])
         return np.full(max(1, shape.grid_blocks), each, dtype=np.int64)
     per_row = row_iterations(lengths, shape.threads_per_row, shape.nnz_per_iteration,
-                             shape.remainder_step)
+                             shape.remainder_step, shape.peeled_nonzeros)
     rows_per_warp = max(1, 32 // shape.threads_per_row)
     warps = _group_max(per_row, rows_per_warp)
     return _group_max(warps, shape.warps_per_block)
@@ -112,10 +112,11 @@ def _sampled_block_iterations(indptr: np.ndarray, shape: KernelShape,
         threads = max(1, shape.grid_blocks * shape.block_threads)
         per_thread = np.array([math.ceil(walked_entries(indptr, shape, sample) / threads)])
         each = int(row_iterations(per_thread, 1, shape.nnz_per_iteration,
-                                  shape.remainder_step)[0])
+                                  shape.remainder_step, shape.peeled_nonzeros)[0])
         return np.full(max(1, shape.grid_blocks), each, dtype=np.int64)
     return block_maxima(indptr, shape, lambda lengths: row_iterations(
-        lengths, shape.threads_per_row, shape.nnz_per_iteration, shape.remainder_step))
+        lengths, shape.threads_per_row, shape.nnz_per_iteration, shape.remainder_step,
+        shape.peeled_nonzeros))
 
 
 def sampled_warp_iterations(indptr: np.ndarray, shape: KernelShape
@@ -131,11 +132,11 @@ def sampled_warp_iterations(indptr: np.ndarray, shape: KernelShape
         per_thread = np.array([math.ceil(walked_entries(indptr, shape, sample)
                                          / max(1, warps * 32))])
         main, rem = split_iterations(per_thread, 1, shape.nnz_per_iteration,
-                                     shape.remainder_step)
+                                     shape.remainder_step, shape.peeled_nonzeros)
         return np.full(warps, main[0]), np.full(warps, rem[0])
     lengths, weights = sampled_row_lengths(indptr, shape, sample)
     main, rem = split_iterations(lengths, shape.threads_per_row, shape.nnz_per_iteration,
-                                 shape.remainder_step)
+                                 shape.remainder_step, shape.peeled_nonzeros)
     rows_per_warp = max(1, 32 // shape.threads_per_row)
     each = unit_weights(weights, rows_per_warp)
     return (stand_in(_group_max(main, rows_per_warp), each),
@@ -167,33 +168,61 @@ def _row_lengths(indptr: np.ndarray, shape: KernelShape) -> np.ndarray:
 
 
 def row_iterations(lengths: np.ndarray, threads: int, step: int,
-                   remainder_step: int = 0) -> np.ndarray:
+                   remainder_step: int = 0, peeled: int = 0) -> np.ndarray:
     """Iterations a row of each length takes with ``threads`` threads loading ``step``
     nonzeros each per iteration, the last ``L mod (threads x step)`` taken ``remainder_step``
-    at a time (0: by a whole step): the sum of :func:`split_iterations`'s two loops::
+    at a time (0: by a whole step), ``peeled`` in straight-line chunks: the sum of
+    :func:`split_iterations`'s two loops::
 
         floor(L / (threads step)) + ceil((L mod (threads step)) / (threads remainder_step))
 
     Hand check: L = 37, 1 thread, step 16, remainder 1 -> 2 + 5 = 7; remainder 0 -> 3.
     """
-    main, rem = split_iterations(lengths, threads, step, remainder_step)
+    main, rem = split_iterations(lengths, threads, step, remainder_step, peeled)
     return main + rem
 
 
 def split_iterations(lengths: np.ndarray, threads: int, step: int,
-                     remainder_step: int = 0) -> tuple[np.ndarray, np.ndarray]:
+                     remainder_step: int = 0, peeled: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """(main, remainder) loop iterations of rows of each length, ``threads`` lanes a row,
     ``step`` nonzeros a lane per main iteration, the tail ``remainder_step`` at a time::
 
         main = floor(L / (threads step)),  rem = ceil((L mod (threads step)) / (threads rs))
 
     (``main = ceil(L / (threads step))``, ``rem = 0`` without a remainder loop: rs = 0 or
-    rs >= step). Hand check: L = 37, 1 thread, step 16, rs 1 -> (2, 5); rs 0 -> (3, 0)."""
+    rs >= step). With ``peeled`` nonzeros (< step) in straight-line copies of the body, chunks
+    of the powers of two in ``peeled`` (``c`` the smallest), a lane's tail ``t`` runs the
+    chunks of the bits of ``t // c`` that ``peeled`` has, each one remainder iteration (one
+    round of loads), then the rest ``rs`` at a time; without a remainder loop the body's steps
+    are guarded, so the lane's ``n = ceil(L / threads)`` is first rounded up to ``c``::
+
+        remainder loop:  main = floor(n / step), t = n mod step
+        guarded:         main = floor(ceil(n / c) c / step), t = ceil(n / c) c mod step
+        rem = popcount((t // c) & (peeled // c)) + ceil(rest / rs)   (rest: t less the chunks;
+              without a remainder loop a rest takes one more main iteration)
+
+    Hand checks: L = 37, 1 thread, step 16, rs 1 -> (2, 5); rs 0 -> (3, 0); peeled 12 (8 + 4),
+    rs 1 -> t = 5: the 4-chunk and 1 -> (2, 2); L = 19, step 8, peeled 4, no remainder loop ->
+    n rounded to 20, (2, 1). The csr_scalar and spmv_sell loops as ncu counts them on cage15
+    (results/h200/profile/2026-11-28-seed6-misses)."""
     lengths = np.asarray(lengths, dtype=np.int64)
     chunk = threads * step
-    if not remainder_step or remainder_step >= step:
-        return -(-lengths // chunk), np.zeros_like(lengths)
-    return lengths // chunk, -(-(lengths % chunk) // (threads * remainder_step))
+    remainder_loop = 0 < remainder_step < step
+    if not (0 < peeled < step):
+        if not remainder_loop:
+            return -(-lengths // chunk), np.zeros_like(lengths)
+        return lengths // chunk, -(-(lengths % chunk) // (threads * remainder_step))
+    smallest = peeled & -peeled
+    lane = -(-lengths // threads)
+    if not remainder_loop:
+        lane = -(-lane // smallest) * smallest
+    main, tail = lane // step, lane % step
+    taken = (tail // smallest) & (peeled // smallest)
+    rest = tail - taken * smallest
+    rem = np.bitwise_count(taken).astype(np.int64)
+    if remainder_loop:
+        return main, rem + -(-rest // remainder_step)
+    return main + (rest > 0), rem
 
 
 def _cut(lengths: np.ndarray, piece: int) -> np.ndarray:

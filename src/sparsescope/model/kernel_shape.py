@@ -37,6 +37,11 @@ class KernelShape:
     remainder_step: int = 0
     """Nonzeros per iteration of the remainder loop that takes a row's last nonzeros (fewer
     than ``threads_per_row x nnz_per_iteration``); 0: the same step as the main loop."""
+    peeled_nonzeros: int = 0
+    """Nonzeros a lane's straight-line copies of the loop body take in all, chunks of powers
+    of two (the SASS's gathers outside every loop: ``csr_scalar``'s 8 + 4 after its
+    16-a-step loop, ``spmv_sell``'s odd UNROLL step of its 2 x UNROLL loop); each runs once
+    where a lane's tail holds it (``model.iterations.split_iterations``). 0: none."""
     rounds_per_iteration: int = 2
     """Dependent round trips to memory per iteration: 2 for ``col[j] -> x[col[j]]``."""
     issue_schedule: IssueSchedule | None = None

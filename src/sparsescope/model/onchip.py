@@ -71,7 +71,7 @@ def warp_iterations(indptr: np.ndarray, shape: KernelShape) -> tuple[np.ndarray,
     depend on: the predictions of a matrix's kernels share most of them."""
     key = (shape.entries_per_nonzero, shape.decomposition, shape.split_long_rows,
            shape.sort_window, shape.threads_per_row, shape.nnz_per_iteration,
-           shape.remainder_step,
+           shape.remainder_step, shape.peeled_nonzeros,
            shape.grid_blocks * shape.warps_per_block if shape.decomposition == "nnz" else 0,
            sample_key(indptr))
     return WARP_ITERATIONS.get((indptr,), key, lambda: _readonly(*_warp_iterations(indptr,
@@ -97,10 +97,10 @@ def _warp_iterations(indptr: np.ndarray, shape: KernelShape) -> tuple[np.ndarray
         warps = max(1, shape.grid_blocks * shape.warps_per_block)
         per_thread = np.array([math.ceil(int(lengths.sum()) / max(1, warps * 32))])
         main, rem = split_iterations(per_thread, 1, shape.nnz_per_iteration,
-                                     shape.remainder_step)
+                                     shape.remainder_step, shape.peeled_nonzeros)
         return np.full(warps, main[0]), np.full(warps, rem[0])
     main, rem = split_iterations(lengths, shape.threads_per_row, shape.nnz_per_iteration,
-                                 shape.remainder_step)
+                                 shape.remainder_step, shape.peeled_nonzeros)
     rows_per_warp = max(1, 32 // shape.threads_per_row)
     return _group_max(main, rows_per_warp), _group_max(rem, rows_per_warp)
 

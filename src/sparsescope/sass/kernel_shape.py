@@ -306,13 +306,15 @@ def shape_from_sass(shape: KernelShape, mlp: KernelMLP,
         rem = nonzeros(mlp.remainder_loads_per_iteration, mlp.remainder_gathers_per_iteration)
     if rem >= step:
         rem = 0
+    peeled = _peeled_nonzeros(mlp, step)
     if shape.staged or mlp.staged or not mlp.gathers_per_iteration:
         rounds = shape.rounds_per_iteration
     else:
         rounds = min(MAX_ROUNDS, mlp.gather_rounds)
     where = ", ".join(p for p in (mlp.arch, mlp.compiler) if p)
     staged = shape.staged or mlp.staged
-    return replace(shape, nnz_per_iteration=step, remainder_step=rem, rounds_per_iteration=rounds,
+    return replace(shape, nnz_per_iteration=step, remainder_step=rem, peeled_nonzeros=peeled,
+                   rounds_per_iteration=rounds,
                    issue_schedule=None if staged else mlp.schedule,
                    loop_instructions=mlp.loop_instructions,
                    remainder_instructions=mlp.remainder_instructions if rem else 0,
@@ -324,6 +326,18 @@ def shape_from_sass(shape: KernelShape, mlp: KernelMLP,
                    registers=mlp.registers or shape.registers,
                    shared_bytes=mlp.shared_bytes or shape.shared_bytes,
                    source=f"SASS of {mlp.kernel}" + (f" ({where})" if where else ""))
+
+
+def _peeled_nonzeros(mlp: KernelMLP, step: int) -> int:
+    """Nonzeros the gathers outside every loop take (``KernelShape.peeled_nonzeros``): the
+    peeled gathers at the main loop's gathers a nonzero (``gathers_per_iteration / step``);
+    0 where that is not fewer than a step (not a copy of the body's tail) or there are none.
+    Hand check: csr_scalar, 16 gathers a 16-nonzero step, 12 peeled -> 12; spmv_sell UNROLL 4,
+    8 gathers an 8-nonzero step, 4 peeled -> 4."""
+    if step <= 0 or not mlp.gathers_per_iteration or not mlp.peeled_gathers:
+        return 0
+    peeled = round(mlp.peeled_gathers * step / mlp.gathers_per_iteration)
+    return peeled if 0 < peeled < step else 0
 
 
 def refine(shape: KernelShape, source_name: str, arch: str = "sm_90") -> KernelShape:
