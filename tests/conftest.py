@@ -21,10 +21,13 @@ SEED_TEXTS = FIXTURES / "seeds"
 
 
 def _lay_out(source: Path, target: Path) -> None:
-    """Copy ``source``'s files into ``target``, decompressing ``NAME.gz`` to ``NAME``."""
+    """Copy ``source``'s files into ``target``, decompressing ``NAME.gz`` to ``NAME``; a
+    subfolder (``profile_check/``) likewise into its own."""
     target.mkdir(parents=True)
     for path in sorted(source.iterdir()):
-        if path.suffix == ".gz":
+        if path.is_dir():
+            _lay_out(path, target / path.name)
+        elif path.suffix == ".gz":
             with gzip.open(path, "rb") as packed, open(target / path.stem, "wb") as plain:
                 shutil.copyfileobj(packed, plain)
         else:

@@ -11,7 +11,9 @@ same functions through ``sparsescope.api``.
 - :func:`spmm_bounds_reading`: an SpMM run against the best library and the memory bound
   (:mod:`~sparsescope.analyze.spmm_bounds`);
 - :func:`l1_check_reading`: the x-gather model's L2 requests against ncu's
-  (:mod:`~sparsescope.analyze.l1_check`).
+  (:mod:`~sparsescope.analyze.l1_check`);
+- :func:`profile_check_reading`: the time model's counts against ncu's, case by case, with the
+  term each miss feeds (:mod:`~sparsescope.analyze.profile_check`).
 """
 
 from __future__ import annotations
@@ -153,3 +155,15 @@ def l1_check_reading(folders: Sequence[str | Path]) -> Reading:
 
     rows = l1_check(folders)
     return Reading({"rows": rows}, l1_table(rows))
+
+
+def profile_check_reading(folders: Sequence[str | Path], *, progress: Progress = None) -> Reading:
+    """Every SpMV profile in ``folders`` (and below): the model's counts (warp instructions,
+    DRAM bytes read, blocks, loop iterations and instructions, the code outside the loops)
+    against ncu's, a verdict naming each count more than 10 % off (Markdown table; the JSON
+    document's ``rows`` hold both sides' counts, ``passed_over`` the exports not read)."""
+    from sparsescope.analyze.profile_check import profile_check, profile_table
+
+    rows, notes = profile_check(folders, progress=progress)
+    return Reading({"sources": [str(f) for f in folders], "rows": rows, "passed_over": notes},
+                   profile_table(rows, notes))

@@ -431,7 +431,7 @@ def _planned(rs, c, device, built):
     from sparsescope.ops.registry import get_op
 
     dtype = "float64" if c.value_bytes == 8 else "float32"
-    backend = _chosen(c) if "selected" in c.notes else _backend(c.backend)
+    backend = _chosen(c) if "selected" in c.notes else backend_of_label(c.backend)
     index_bytes = int(backend.capability.index_bytes[0])
     key = (c.op, dtype, index_bytes, repr(c.params))
     if key not in built:
@@ -458,7 +458,7 @@ def _recorded_params(name: str, notes: dict) -> dict:
     from sparsescope.errors import SparsescopeError
 
     try:
-        defaults = getattr(_backend(name), "defaults", None) or {}
+        defaults = getattr(backend_of_label(name), "defaults", None) or {}
     except (SparsescopeError, KeyError, TypeError, ValueError):
         return {}
     params = {}
@@ -491,7 +491,7 @@ def _gpu_library(label: str) -> bool:
     if is_own(label):
         return False
     try:
-        return _backend(label).capability.device == "gpu"
+        return backend_of_label(label).capability.device == "gpu"
     except (SparsescopeError, KeyError, TypeError, ValueError):
         return False
 
@@ -507,7 +507,7 @@ def _own(label: str) -> bool:
     return is_own(name)
 
 
-def _backend(label: str):
+def backend_of_label(label: str):
     """The backend of a case label: a named variant of ``SPMV_OWN`` with its options, a
     ``name[opt=v,...]`` label with those options (``nvmath-cusparse-i32[alg=2,preprocess=0]``),
     or the plain backend."""

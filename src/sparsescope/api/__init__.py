@@ -36,6 +36,7 @@ from sparsescope.analyze.readings import (
     l1_check_reading,
     memory_floor_reading,
     model_score,
+    profile_check_reading,
     spmm_bounds_reading,
 )
 from sparsescope.analyze.score_family import family_comparison_markdown
@@ -138,7 +139,7 @@ __all__ = [
     "model_figures", "show_results", "compare_results", "results_readme",
     # stored runs against the model, and the scripts' building blocks
     "Reading", "family_comparison_markdown", "family_errors", "l1_check_reading",
-    "memory_floor_reading", "model_score", "spmm_bounds_reading",
+    "memory_floor_reading", "model_score", "profile_check_reading", "spmm_bounds_reading",
     "RunsScore", "ScoredCase", "blocktc_registers", "read_scores", "score_runs",
     "suite_csr", "get_backend", "get_spec", "load_suite", "hot_set_reach",
     "x_reuse_dram_floors", "is_dense", "is_own", "is_sparse_library", "read_runset", "time_cuda",

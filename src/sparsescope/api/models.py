@@ -28,9 +28,9 @@ from sparsescope.api.what_if_summary import (
     _left_out,
     _Matrices,
     _summary_rows,
-    default_memory_budget,
     parse_bytes,
 )
+from sparsescope.context.predict import default_memory_budget
 from sparsescope.errors import UsageError
 from sparsescope.model import (
     CaseMetrics,

@@ -186,8 +186,7 @@ def _run(clock: StageClock, *, suite, files, scale, backends, out_dir, timing, l
          progress) -> RunOutput:
     """:func:`run`, its stages charged to ``clock`` (active)."""
     from sparsescope._outputs import out_dir_lock
-    from sparsescope.api.what_if_summary import default_memory_budget
-    from sparsescope.context.predict import plan_memory_budget
+    from sparsescope.context.predict import default_memory_budget, plan_memory_budget
     from sparsescope.progress import CaseProgress
 
     backends = _checked_arguments(suite, files, scale, reference_gpu, op, op_params, backends,

@@ -4,7 +4,8 @@ a matrix (or a suite) and backends, each kernel's predicted time on a GPU from t
 
 ``sparsescope model score RESULTS...``: stored runs scored against the model as it is now
 (:mod:`sparsescope.analyze.score_runs`), and the readings of stored runs and profiles that go
-with it (``--memory-floor``, ``--spmm-bounds``, ``--l1-check``)."""
+with it (``--memory-floor``, ``--spmm-bounds``, ``--l1-check``, ``--profile-check``:
+:mod:`sparsescope.cli.score_readings`)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,12 @@ from sparsescope.cli.op_options import (
     add_plugin_option,
     add_timing_mode_option,
     op_params_given,
+)
+from sparsescope.cli.score_readings import (
+    add_reading_options,
+    check_reading_arguments,
+    chosen_reading,
+    read_reading,
 )
 from sparsescope.errors import UsageError
 
@@ -170,28 +177,7 @@ def _score_parser() -> argparse.ArgumentParser:
                    help="also what an auto backend's shortlist would have timed under these "
                         "predictions, per matrix and parameters (with --baseline: under both); "
                         "meaningful on runs of auto's candidates (--variants auto-candidates)")
-    study = p.add_argument_group(
-        "readings instead of the score (each prints its own table)")
-    study.add_argument("--memory-floor", action="store_true",
-                       help="runs of an op with a memory floor (SpMV) against each format's "
-                            "floor: the fastest own kernel, auto and the best library, each "
-                            "against its format's floor (Markdown)")
-    study.add_argument("--spmm-bounds", action="store_true",
-                       help="an SpMM run: auto against the best library per (k, layout), and "
-                            "every case against the memory bound (issue 18's group)")
-    study.add_argument("--newer", action="append", default=[], metavar="RESULTS",
-                       help="with --spmm-bounds: a later run whose (matrix, k, layout) triples "
-                            "replace the first run's whole (repeatable)")
-    study.add_argument("--x-reuse", action="store_true",
-                       help="with --spmm-bounds: also the bound with X's capacity misses for "
-                            "the large graphs (rebuilds them)")
-    study.add_argument("--page", action="store_true",
-                       help="with --spmm-bounds: print the memory-bound page (Markdown) "
-                            "instead of the summary")
-    study.add_argument("--l1-check", action="append", default=[], metavar="PROFILE_DIR",
-                       help="the x-gather model's L2 requests against ncu's, with and without "
-                            "the L1, for every tile-kernel profile (*_raw.csv.gz) in the folder "
-                            "(repeatable; RESULTS not needed)")
+    add_reading_options(p)
     add_json_flag(p)
     p.set_defaults(handler=handle_score, command="model")
     return p
@@ -459,43 +445,19 @@ def _details_text(result) -> str:
 
 # -- model score ----------------------------------------------------------------------------
 def handle_score(args: argparse.Namespace) -> tuple[object, str]:
-    studies = [flag for flag, on in (("--memory-floor", args.memory_floor),
-                                     ("--spmm-bounds", args.spmm_bounds),
-                                     ("--l1-check", args.l1_check)) if on]
-    if len(studies) > 1:
-        raise UsageError(f"{' and '.join(studies)}: one reading at a time")
+    studies = chosen_reading(args)
     addons = [flag for flag, on in (("--by-kind", args.by_kind), ("--by-family", args.by_family),
                                     ("--baseline", args.baseline),
                                     ("--shortlist", args.shortlist),
                                     ("--from-json", args.from_json)) if on]
     if studies and addons:
         raise UsageError(f"{', '.join(addons)} go with the score, not with {studies[0]}")
-    for flag, on in (("--newer", args.newer), ("--x-reuse", args.x_reuse),
-                     ("--page", args.page)):
-        if on and not args.spmm_bounds:
-            raise UsageError(f"{flag} goes with --spmm-bounds")
-    if args.entries and (args.spmm_bounds or args.l1_check):
-        raise UsageError(f"--matrix goes with the score and --memory-floor, not with "
-                         f"{studies[0]}")
-    if not args.results and not args.l1_check:
-        raise UsageError("model score needs RESULTS (results files or folders)")
-    if args.l1_check and args.results:
-        raise UsageError("--l1-check reads profile folders, not RESULTS")
+    check_reading_arguments(args, studies)
     from sparsescope import api
 
     progress = None if args.json else (lambda msg: print(msg, file=sys.stderr, flush=True))
-    if args.l1_check:
-        reading = api.l1_check_reading(args.l1_check)
-    elif args.memory_floor:
-        reading = api.memory_floor_reading(args.results, matrices=args.entries,
-                                           progress=progress)
-    elif args.spmm_bounds:
-        reading = api.spmm_bounds_reading(args.results, newer=args.newer, x_reuse=args.x_reuse,
-                                          page=args.page)
-    else:
-        reading = api.model_score(args.results, matrices=args.entries, from_json=args.from_json,
-                                  baseline=args.baseline, by_kind=args.by_kind,
-                                  by_family=args.by_family,
-                                  shortlist=args.shortlist, call_probe=args.call_probe,
-                                  regs=args.regs, sass=not args.no_sass, progress=progress)
+    reading = read_reading(args, progress) or api.model_score(
+        args.results, matrices=args.entries, from_json=args.from_json, baseline=args.baseline,
+        by_kind=args.by_kind, by_family=args.by_family, shortlist=args.shortlist,
+        call_probe=args.call_probe, regs=args.regs, sass=not args.no_sass, progress=progress)
     return reading.doc, reading.text

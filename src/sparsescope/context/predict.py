@@ -230,6 +230,23 @@ _BUDGET: list = [None]
 """Bytes host plans may hold (:func:`plan_memory_budget`); None: no limit."""
 
 
+#: The default memory budget of host plans: a quarter of the memory available when the
+#: command starts, at most this (``model.plan_sample``: above it, formats are planned on a
+#: row sample).
+DEFAULT_BUDGET_CAP_BYTES = 2 * 2**30
+
+
+def default_memory_budget() -> int:
+    """``min(DEFAULT_BUDGET_CAP_BYTES, available memory / 4)`` (``MemAvailable`` of
+    /proc/meminfo, else the physical memory; the cap where neither is known)."""
+    from sparsescope.hardware.cpuinfo import available_ram_bytes
+
+    available = available_ram_bytes()
+    if not available:  # the platform reports neither
+        return DEFAULT_BUDGET_CAP_BYTES
+    return int(min(DEFAULT_BUDGET_CAP_BYTES, available // 4))
+
+
 @contextlib.contextmanager
 def plan_memory_budget(budget_bytes: int | None):
     """Within the block, a backend that packs a host format plans on a row sample of any
