@@ -14,7 +14,8 @@
 # writes env.txt first (date, commit, GPU, driver, library versions).
 #
 # Recipes (ARGS in brackets; environment overrides in braces):
-#   real-dev [latency|throughput ...] {BUDGET_S=560, PYTEST_WORKERS=4, VARIANTS=}
+#   real-dev [latency|throughput ...] {BUDGET_S=560, PYTEST_WORKERS=4, VARIANTS=,
+#                         SUITE=, VARIANT_SET=cusparse-spmv, GPU_TESTS=1}
 #                         issue 36: every GPU-marked test first (pytest -m gpu -n W), then
 #                         `run` on the real development set (.real-dev/, built here by
 #                         scripts/real_matrices.py --format npz; carry it with
@@ -24,7 +25,9 @@
 #                         specs), in each timing mode named (default latency), each
 #                         stopped by SIGINT at the budget with its measured cases kept. Writes
 #                         env.txt, pytest_gpu.log, MODE.log, MODE_results.json.gz,
-#                         MODE_show.txt, family_errors.md.
+#                         MODE_show.txt, family_errors.md. SUITE=NAME: that generated suite
+#                         at scale 1 instead (e.g. population-held-out); VARIANT_SET="": no
+#                         variant set; GPU_TESTS=0: no tests.
 #   gpu-tests [--seed6] [--cpu-tests] {PYTEST_WORKERS=4}
 #                         every GPU-marked test (pytest -m gpu -n W), [the CPU tests of the
 #                         GPU-facing stages,] and `sparsescope ceilings`; with --seed6 also
@@ -62,9 +65,9 @@
 #                         one targeted csrmv_v3 profile. Writes env.txt, timings.tsv,
 #                         profile.log, profiles_csv.tar.gz, profiles_rep.tar.gz.
 #   profile-cases SUITE#MATRIX:OP:K:BACKEND ...
-#                         `profile run` of named cases (groups launch, occupancy, stalls,
-#                         memory). Writes env.txt, profile.log, profiles.tar.gz (per case
-#                         NAME.json, the CSV exports and the .ncu-rep).
+#                         `profile run` of named cases (groups PROFILE_GROUPS, default
+#                         launch, occupancy, stalls, memory). Writes env.txt, profile.log,
+#                         profiles.tar.gz (per case NAME.json, the CSV exports, the .ncu-rep).
 #   ab-kernel A_FILE KERNEL_FILE -- RUN_ARGS...
 #                         A/B of one kernel source: `run RUN_ARGS` with KERNEL_FILE as A_FILE
 #                         (A) and as in the tree (B), A, B, A, B. Writes env.txt, A1/B1/A2/B2
@@ -291,18 +294,27 @@ recipe_real_dev() {
     start=$(date +%s)
     wheels
     $PY -m pip install -q --no-index --no-deps .device-wheels-nvmath/*.whl 2>&1 | tail -1
-    env_file "$OUT/env.txt" "matrices $(ls .real-dev/*.npz | wc -l) from .real-dev"
-    # shellcheck disable=SC2046
-    $PY -m pytest tests -m gpu -q -p no:cacheprovider -n "${PYTEST_WORKERS:-4}" \
-        $(timeout_flag 300) -rs 2>&1 | tee "$OUT/pytest_gpu.log" | tail -n 3
-    grep -qE "^FAILED|[0-9]+ failed|[0-9]+ error" "$OUT/pytest_gpu.log" && rc=1
-    local files=(.real-dev/*.npz) matrices=()
-    for f in "${files[@]}"; do matrices+=(--matrix "$f"); done
+    local matrices=() variant_set="${VARIANT_SET-cusparse-spmv}"
+    if [ -n "${SUITE:-}" ]; then
+        env_file "$OUT/env.txt" "suite $SUITE at scale 1"
+        matrices=(--suite "$SUITE" --scale 1)
+    else
+        env_file "$OUT/env.txt" "matrices $(ls .real-dev/*.npz | wc -l) from .real-dev"
+        local files=(.real-dev/*.npz)
+        for f in "${files[@]}"; do matrices+=(--matrix "$f"); done
+    fi
+    if [ "${GPU_TESTS:-1}" != 0 ]; then
+        # shellcheck disable=SC2046
+        $PY -m pytest tests -m gpu -q -p no:cacheprovider -n "${PYTEST_WORKERS:-4}" \
+            $(timeout_flag 300) -rs 2>&1 | tee "$OUT/pytest_gpu.log" | tail -n 3
+        grep -qE "^FAILED|[0-9]+ failed|[0-9]+ error" "$OUT/pytest_gpu.log" && rc=1
+    fi
     for mode in "${@:-latency}"; do
         left=$(( budget - ($(date +%s) - start) - 15 ))
         [ "$left" -lt 30 ] && { echo "no time left for $mode"; break; }
         # shellcheck disable=SC2046
-        timeout -s INT "$left" $PY -m sparsescope run "${matrices[@]}" --variants cusparse-spmv \
+        timeout -s INT "$left" $PY -m sparsescope run "${matrices[@]}" \
+            ${variant_set:+--variants "$variant_set"} \
             $(for v in ${VARIANTS:-}; do printf -- '--variant %s ' "$v"; done) \
             --backend all --timing-mode "$mode" --out "/tmp/real-dev-$mode" --no-store \
             > "$OUT/$mode.log" 2>&1
@@ -554,7 +566,8 @@ profile_cases() {  # $1: work folder, $2: ncu timeout s, $3...: SUITE#MATRIX:OP:
         [ "$op" = slice ] && extra=(--rows-selected "$k" --weights per-nnz)
         t0=$(date +%s)
         $PY -m sparsescope profile run --suite "$suite" --matrix "$matrix" --op "$op" \
-            --backend "$backend" "${extra[@]}" --groups launch,occupancy,stalls,memory \
+            --backend "$backend" "${extra[@]}" \
+            --groups "${PROFILE_GROUPS:-launch,occupancy,stalls,memory}" \
             --clock-control none --ncu "$ncu" --timeout "$limit" --out "$work/$name" --json \
             > "$work/$name.json" 2>> "$OUT/profile.log"
         echo "$name rc=$? $(( $(date +%s) - t0 )) s"

@@ -53,6 +53,12 @@ SETS: dict[str, tuple[str, tuple[str, ...]]] = {
                       "modes, with the one-launch and persistent tile variants",
                       tuple(f"results/h100/real-dev/2026-11-28-finish-warp/{mode}_results.json.gz"
                             for mode in ("latency", "throughput"))),
+    "seed6-h200-today": ("the seed6 analogs, H200, every default backend and the planned "
+                         "cuSPARSE, 2026-11-28",
+                         ("results/h200/gpu-tests/2026-11-28-seed6/seed6_results.json.gz",)),
+    "held-out-h200": ("the generated population's held-out third (66 matrices), H200, every "
+                      "default backend", ("results/h200/model/2026-11-28-held-out-population/"
+                                          "latency_results.json.gz",)),
     "real-dev-h200-throughput": (
         "the real development set, H200, throughput mode, auto ranking in that mode",
         ("results/h200/real-dev/2026-11-28-throughput-ranked/throughput_results.json.gz",)),
