@@ -42,12 +42,14 @@ from pathlib import Path
 
 from sparsescope.errors import UnknownNameError, UsageError
 from sparsescope.profile import metrics as M
-from sparsescope.profile.records import KernelProfile, short_kernel_name
+from sparsescope.profile.records import KernelProfile, short_kernel_name, without_parameters
 
 #: Launches that are not the call's kernel: CuPy/PyTorch fills and copies, memsets, the
 #: runner's poison of y, a library's row partition (cuSPARSE ``csr_partition_kernel``).
 HELPER_KERNEL = re.compile(r"fill|copy|memset|poison|partition", re.IGNORECASE)
 DRAM_READ = "dram__bytes_read.sum"
+#: The ops whose profiles the check reads (the model's loop counts are SpMV kernels').
+CHECKED_OPS = frozenset({"spmv"})
 _PROFILE_NAME = re.compile(r"^profile_(?P<suite>[^_]+)_(?P<rest>.+)$")
 _CASE_NAME = re.compile(r"^(?P<matrix>.+)\.(?P<op>[a-z]+)\d+\.(?P<backend>.+)$")
 _RAW = re.compile(r"_raw\.csv(\.gz)?$")
@@ -61,16 +63,7 @@ def kernel_instance(name: str) -> str:
     (the source page's casts, the return type, the parameter list and anonymous namespaces
     dropped; blanks made single)."""
     text = _CAST.sub("", _ANONYMOUS.sub("", name)).strip()
-    text = text.removeprefix("void ").strip()
-    depth = 0
-    for i, ch in enumerate(text):
-        if ch == "<":
-            depth += 1
-        elif ch == ">":
-            depth = max(0, depth - 1)
-        elif ch == "(" and depth == 0:
-            text = text[:i]
-            break
+    text = without_parameters(text.removeprefix("void ").strip())
     return re.sub(r"\s+", " ", text).strip()
 
 
@@ -302,12 +295,12 @@ def profiled_case(raw: Path) -> ProfiledCase | str:
             op = _known_backend(rest[at + 1:])
             if op is not None:
                 case = ProfiledCase(raw, rest[:at], rest[at + 1:], found["suite"])
-                return case if op == "spmv" else f"{name}: an {op} case; the check reads SpMV"
+                return case if op in CHECKED_OPS else f"{name}: an {op} case; the check reads SpMV"
         return f"{name}: no known backend at the end of the name"
     for text in (name, raw.parent.name):
         found = _CASE_NAME.match(text)
         if found:
-            if found["op"] != "spmv":
+            if found["op"] not in CHECKED_OPS:
                 return f"{name}: an {found['op']} case; the check reads SpMV"
             if _known_backend(found["backend"]) is None:
                 return f"{name}: unknown backend {found['backend']!r}"

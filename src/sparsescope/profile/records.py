@@ -128,6 +128,20 @@ class InstructionSample:
     source_line: int | None = None
 
 
+def without_parameters(name: str) -> str:
+    """A kernel name up to its parameter list (the first ``(`` outside template brackets):
+    ``spmv_sell<float, (int)0>(int, const int *)`` -> ``spmv_sell<float, (int)0>``."""
+    depth = 0
+    for i, ch in enumerate(name):
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth = max(0, depth - 1)
+        elif ch == "(" and depth == 0:
+            return name[:i]
+    return name
+
+
 def short_kernel_name(demangled: str) -> str:
     """``void cusparse::<unnamed>::csr_partition_kernel<long, long>(const T1 *, ...)`` ->
     ``csr_partition_kernel``; ``void csr_vector<8>(int, ...)`` -> ``csr_vector``.
@@ -136,18 +150,7 @@ def short_kernel_name(demangled: str) -> str:
     arguments, the namespaces and the return type, the way ncu's ``function`` name base does.
     ncu's CSV pages shorten ``cusparse::<unnamed>::`` to ``unnamed>::`` (an unmatched bracket):
     anonymous-namespace qualifiers in every spelling are dropped first."""
-    text = _ANONYMOUS.sub("", demangled).strip()
-    depth = 0
-    end = len(text)
-    for i, ch in enumerate(text):
-        if ch == "<":
-            depth += 1
-        elif ch == ">":
-            depth = max(0, depth - 1)
-        elif ch == "(" and depth == 0:
-            end = i
-            break
-    head = text[:end].rstrip()
+    head = without_parameters(_ANONYMOUS.sub("", demangled).strip()).rstrip()
     if head.endswith(">"):  # drop the template arguments, matching brackets from the right
         depth = 0
         for i in range(len(head) - 1, -1, -1):
