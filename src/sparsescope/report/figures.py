@@ -38,9 +38,24 @@ def _colors(rows: list[Any]) -> list[str]:
     return [COLORS[backends.index(getattr(r, "backend", "")) % len(COLORS)] for r in rows]
 
 
+#: Bars (cases) a figure names and values one by one. Past it the names run into one band
+#: nobody can read, and laying out their text is most of a large run's report (924 cases:
+#: 28,000 text draws, 58 of the report's 71 s): every k-th bar is named and the per-bar values
+#: are left to the caption and the tables.
+LABELLED_BARS = 24
+
+
+def each_labelled(count: int) -> bool:
+    """Whether a figure of ``count`` bars or points labels every one (:data:`LABELLED_BARS`)."""
+    return count <= LABELLED_BARS
+
+
 def _bar_labels(ax, labels: list[str]) -> None:
-    ax.set_xticks(range(len(labels)))
-    ax.set_xticklabels(labels, rotation=30 if len(labels) > 4 else 0, ha="right"
+    """Name the bars: each of them up to :data:`LABELLED_BARS`, else every
+    ``ceil(n / LABELLED_BARS)``-th. Hand check: 924 bars -> every 39th, 24 names."""
+    step = -(-len(labels) // LABELLED_BARS) if labels else 1
+    ax.set_xticks(range(0, len(labels), step))
+    ax.set_xticklabels(labels[::step], rotation=30 if len(labels) > 4 else 0, ha="right"
                        if len(labels) > 4 else "center", fontsize=9)
 
 
@@ -87,7 +102,7 @@ def plot_roofline(ctx: ReportContext, tables: Mapping[str, Table]):
     # Points of one run cluster tightly: label with the matrix only, alternating above and
     # below in throughput order so neighbours do not print on top of each other.
     order = sorted(range(len(rows)), key=lambda i: rows[i].gflops)
-    for rank, i in enumerate(order):
+    for rank, i in enumerate(order if each_labelled(len(rows)) else ()):
         ax.annotate(timing[i].matrix, (rows[i].ai_flop_per_byte, rows[i].gflops),
                     textcoords="offset points", xytext=(6, 4 if rank % 2 else -11), fontsize=8)
     ax.set_xlabel("Arithmetic intensity (FLOP/byte)")
@@ -107,7 +122,7 @@ def plot_bw_efficiency(ctx: ReportContext, tables: Mapping[str, Table]):
         return "no case was timed"
     fig, ax = _figure()
     bars = ax.bar(range(len(rows)), [r.eff_bw_gb_s for r in rows], color=_colors(rows))
-    for bar, r in zip(bars, rows, strict=True):
+    for bar, r in zip(bars, rows, strict=True) if each_labelled(len(rows)) else ():
         ax.annotate(f"{r.pct_of_peak_bw:.1f}%", (bar.get_x() + bar.get_width() / 2,
                     bar.get_height()), ha="center", va="bottom", fontsize=8)
     ax.axhline(ctx.bw_gb_s, color="k", lw=1.5, label=f"peak {_bw(ctx.bw_gb_s)} GB/s")
@@ -141,7 +156,7 @@ def plot_floor_vs_measured(ctx: ReportContext, tables: Mapping[str, Table]):
     ax.bar(x - 0.2, [r.floor_ms for r in rows], 0.4, color="tab:blue",
            label=f"physical floor at {_bw(ctx.bw_gb_s)} GB/s")
     bars = ax.bar(x + 0.2, [r.time_ms for r in rows], 0.4, color="tab:red", label="measured")
-    for bar, r in zip(bars, rows, strict=True):
+    for bar, r in zip(bars, rows, strict=True) if each_labelled(len(rows)) else ():
         ax.annotate(f"{r.gap_vs_floor_x:.1f}x", (bar.get_x() + bar.get_width() / 2,
                     bar.get_height()), ha="center", va="bottom", fontsize=8)
     ax.set_yscale("log")
@@ -164,7 +179,7 @@ def plot_nnz_vs_bw(ctx: ReportContext, tables: Mapping[str, Table]):
         pick = [i for i, r in enumerate(rows) if r.backend == backend]
         ax.scatter([rows[i].nnz for i in pick], [rows[i].eff_bw_gb_s for i in pick],
                    color=colors[pick[0]], label=backend, zorder=3)
-    for r in rows:
+    for r in rows if each_labelled(len(rows)) else ():
         ax.annotate(r.matrix, (r.nnz, r.eff_bw_gb_s), textcoords="offset points",
                     xytext=(4, 4), fontsize=8)
     ax.axhline(ctx.bw_gb_s, color="k", lw=1.5, label=f"peak {_bw(ctx.bw_gb_s)} GB/s")
@@ -198,7 +213,7 @@ def plot_gap_decomposition(ctx: ReportContext, tables: Mapping[str, Table]):
         share = np.array([100 * getattr(r, key) / r.time_ms for r in rows])
         ax.bar(x, share, bottom=bottom, color=color, label=label)
         bottom += share
-    for i, r in enumerate(rows):
+    for i, r in enumerate(rows if each_labelled(len(rows)) else ()):
         ax.annotate(f"{r.time_ms:.4f} ms", (i, 100), ha="center", va="bottom", fontsize=8)
     _bar_labels(ax, [r.label for r in rows])
     ax.set_ylim(0, 122)
@@ -271,7 +286,8 @@ def plot_dae_speedup(ctx: ReportContext, tables: Mapping[str, Table]):
     _bar_labels(ax, [r.label for r in rows])
     ax.set_ylabel("Predicted speedup (x)")
     ax.set_title("DAE speedup" + _warp_suffix(ctx))  # a GPU run's cases only
-    for i, r in enumerate(rows):  # below 1 a case gains nothing: never labelled a speedup
+    # below 1 a case gains nothing: never labelled a speedup
+    for i, r in enumerate(rows if each_labelled(len(rows)) else ()):
         ax.annotate(f"{r.bw_speedup_x:.2f}x" if r.bw_speedup_x >= 1 else "no gain",
                     (i - (0.2 if with_cpi else 0), r.bw_speedup_x), ha="center", va="bottom",
                     fontsize=8)
@@ -297,7 +313,7 @@ def plot_int32_vs_int64(ctx: ReportContext, tables: Mapping[str, Table]):
     x = np.arange(len(rows))
     left.bar(x - 0.2, [r.int64_mb for r in rows], 0.4, color="tab:red", label="INT64")
     bars = left.bar(x + 0.2, [r.int32_mb for r in rows], 0.4, color="tab:green", label="INT32")
-    for bar, r in zip(bars, rows, strict=True):
+    for bar, r in zip(bars, rows, strict=True) if each_labelled(len(rows)) else ():
         left.annotate(f"-{r.waste_pct:.1f}%", (bar.get_x(), r.int64_mb), ha="center",
                       va="bottom", fontsize=8)
     left.set_yscale("log")
@@ -337,7 +353,7 @@ def plot_seed_vs_ours(ctx: ReportContext, tables: Mapping[str, Table]):
            label="seed 000, section 3.1 (published)")
     bars = ax.bar(x + 0.2, [r.time_ms for r in rows], 0.4, color="tab:blue",
                   label=f"this run ({ctx.device_label})")
-    for bar, r in zip(bars, rows, strict=True):
+    for bar, r in zip(bars, rows, strict=True) if each_labelled(len(rows)) else ():
         ax.annotate(f"{r.ratio_x:.2f}x", (bar.get_x() + bar.get_width() / 2, bar.get_height()),
                     ha="center", va="bottom", fontsize=8)
     _bar_labels(ax, [r.matrix + (" (analog)" if r.analog else "") for r in rows])
