@@ -12,6 +12,7 @@ from sparsescope.model.kernel_shape import KernelShape
 from sparsescope.model.onchip import (
     issue_ms,
     knows_instructions,
+    loop_issued_instructions,
     sm_work,
     spill_bytes,
     split_iterations,
@@ -102,6 +103,18 @@ def test_warp_instructions_docstring_hand_check():
     s = shape(loop_instructions=89, remainder_instructions=17, other_instructions=145)
     # (2 x 89 + 5 x 17 + 145) + (89 + 145) = 408 + 234 = 642
     assert warp_instructions(indptr_of([1]), s, iterations) == 642.0
+
+
+def test_a_staged_loop_stages_on_all_but_a_warps_last_iteration():
+    iterations = (np.array([5, 1]), np.array([0, 0]))
+    s = shape(loop_instructions=405, other_instructions=125, staged=True,
+              staged_path=(145, 124))
+    # (5 x 145 + 4 x 124 + 125) + (145 + 0 + 125) = 1,346 + 270 = 1,616
+    assert warp_instructions(indptr_of([1]), s, iterations) == 1616.0
+    assert loop_issued_instructions(s) == 269.0          # an iteration that stages
+    # without the path read: the whole body every iteration
+    plain = shape(loop_instructions=405, other_instructions=125, staged=True)
+    assert warp_instructions(indptr_of([1]), plain, iterations) == 6 * 405 + 2 * 125
 
 
 def test_warp_instructions_per_nonzero_for_a_library_kernel():

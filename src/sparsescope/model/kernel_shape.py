@@ -106,6 +106,11 @@ class KernelShape:
     staged: bool = False
     """Streams staged in shared memory by cp.async ahead of use (decoupled access / execute):
     their round trip overlaps the gathers instead of preceding them."""
+    staged_path: tuple[int, int] | None = None
+    """A staged loop's (every-iteration, staging) instructions from its SASS
+    (``sass.staged_path``): a warp of ``n`` iterations issues ``n x every + (n - 1) x
+    staging`` in its loop (``model.onchip.warp_instructions``), not ``n`` whole bodies. None:
+    not staged, or not read."""
     x_in_l1: bool = True
     """The x gathers go through L1 (``ld.global.nc`` / default caching), which keeps a block's x
     sectors while it runs: one L2 request per distinct sector a block touches. False for

@@ -20,7 +20,12 @@ iterations that take them (``KernelShape.escape_share``, the share the iteration
 charges a dependent load for)::
 
     loop = path + p x (body - path)          (path: the schedule's instructions)
-    loop = body                              (no schedule: staged, nested or conditional)
+    loop = body                              (no schedule: nested or conditional)
+
+A staged loop (cp.async copies of the next chunk inside it, ``sass.staged_path``) issues its
+every-iteration blocks each iteration and its staging blocks on all but a warp's last::
+
+    loop_w = main_w x every + (main_w - 1) x staging
 
 (``spmv_sell<float, 1, 1, 1, 4, 6, 1>``, delta16: a 139-instruction body of which 91 run on
 every iteration; an analog without escapes, p = 0, issues 91 an iteration, which the body
@@ -117,8 +122,11 @@ def loop_issued_instructions(shape: KernelShape) -> float:
         path + p x (loop_instructions - path)   where the issue schedule counts its path
         loop_instructions                       otherwise
 
+    A staged loop's iteration that stages the next chunk: every + staging.
     Hand check: a 139-instruction body whose schedule walks 91 of them, escape share 0.25 ->
-    91 + 0.25 x 48 = 103; no escapes -> 91; no schedule -> 139."""
+    91 + 0.25 x 48 = 103; no escapes -> 91; no schedule -> 139; staged (145, 124) -> 269."""
+    if shape.staged_path is not None:  # an iteration that stages the next chunk
+        return float(sum(shape.staged_path))
     schedule = shape.issue_schedule
     path = schedule.instructions if schedule is not None and not shape.staged else 0
     if not path or path >= shape.loop_instructions:
@@ -130,14 +138,19 @@ def warp_instructions(indptr: np.ndarray, shape: KernelShape,
                       iterations: tuple[np.ndarray, np.ndarray] | None = None) -> float:
     """Warp instructions the kernel issues (module docstring); 0 when the shape knows none.
     Hand check: 2 warps of (main, rem) (2, 5) and (1, 0), loop 89, remainder 17, other 145
-    -> (2 x 89 + 5 x 17 + 145) + (89 + 145) = 642."""
+    -> (2 x 89 + 5 x 17 + 145) + (89 + 145) = 642; staged (145, 124), warps of 5 and 1
+    iterations, other 125 -> (5 x 145 + 4 x 124 + 125) + (145 + 125) = 1,616."""
     if shape.instructions_per_nonzero:
         return float(indptr[-1]) * shape.instructions_per_nonzero if len(indptr) else 0.0
     if not knows_instructions(shape):
         return 0.0
     main, rem = iterations if iterations is not None else warp_iterations(indptr, shape)
-    return float(main.sum() * loop_issued_instructions(shape)
-                 + rem.sum() * shape.remainder_instructions
+    if shape.staged_path is not None:  # a warp's last iteration stages nothing
+        every, staging = shape.staged_path
+        loop = float(main.sum() * every + np.maximum(main - 1, 0).sum() * staging)
+    else:
+        loop = float(main.sum() * loop_issued_instructions(shape))
+    return float(loop + rem.sum() * shape.remainder_instructions
                  + main.size * shape.other_instructions)
 
 

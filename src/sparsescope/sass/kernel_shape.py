@@ -316,6 +316,7 @@ def shape_from_sass(shape: KernelShape, mlp: KernelMLP,
     return replace(shape, nnz_per_iteration=step, remainder_step=rem, peeled_nonzeros=peeled,
                    rounds_per_iteration=rounds,
                    issue_schedule=None if staged else mlp.schedule,
+                   staged_path=mlp.staged_path if staged else None,
                    loop_instructions=mlp.loop_instructions,
                    remainder_instructions=mlp.remainder_instructions if rem else 0,
                    other_instructions=mlp.other_instructions + (

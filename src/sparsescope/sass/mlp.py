@@ -61,6 +61,7 @@ from sparsescope.sass.dataflow import (
 from sparsescope.sass.instructions import Instruction
 from sparsescope.sass.issue_order import issue_schedule
 from sparsescope.sass.listing import iter_listing_text
+from sparsescope.sass.staged_path import staged_path
 
 
 @dataclass(frozen=True)
@@ -112,6 +113,9 @@ class KernelMLP:
     loop_instructions: int = 0
     """Instructions of the measured loop's body (loops nested in it counted once), NOPs left
     out: what one warp issues per iteration (:func:`instruction_counts`)."""
+    staged_path: tuple[int, int] | None = None
+    """A staged (cp.async) loop's (every-iteration, staging) instructions
+    (:func:`~sparsescope.sass.staged_path.staged_path`); None otherwise."""
     remainder_instructions: int = 0
     """Instructions of the remainder loop's body."""
     other_instructions: int = 0
@@ -355,6 +359,7 @@ def kernel_mlp(kernel, *, gather_param: str | None = None, loop: int | None = No
         remainder_span=span, remainder_loads_per_iteration=rem_loads,
         remainder_gathers_per_iteration=rem_gathers, peeled_gathers=_peeled(cfg, gathers),
         schedule=issue_schedule(ins, cfg, du, lp, gathers, source=name) if lp else None,
+        staged_path=staged_path(ins, cfg, lp) if lp is not None else None,
         arch=arch, **_resources(kernel), **instruction_counts(cfg, ins, lp, span))
 
 
