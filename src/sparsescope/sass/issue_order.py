@@ -44,26 +44,32 @@ from sparsescope.sass.dataflow import DefUse
 from sparsescope.sass.instructions import Instruction
 
 
+def reaches(cfg: ControlFlow, loop: Loop, start: int, targets: set[int],
+            avoid: set[int]) -> bool:
+    """Whether a block of ``targets`` can be reached from block ``start`` within one iteration
+    of ``loop``: through its blocks, never back through its header, never through ``avoid``."""
+    inside = set(loop.blocks)
+    seen, stack = {start}, [start]
+    while stack:
+        b = stack.pop()
+        if b in targets:
+            return True
+        for s in cfg.blocks[b].successors:
+            if s in inside and s not in avoid and s not in seen \
+                    and cfg.blocks[s].start_address != loop.header_address:
+                seen.add(s)
+                stack.append(s)
+    return False
+
+
 def every_iteration_blocks(cfg: ControlFlow, loop: Loop) -> set[int]:
     """Blocks of ``loop`` on every path from its header to a back edge: a block ``b`` is one
     when, with ``b`` removed, no back edge's block can be reached from the header."""
     inside = set(loop.blocks)
     header = next(b for b in inside if cfg.blocks[b].start_address == loop.header_address)
     latches = {b for b in inside if cfg.blocks[b].end_address in loop.back_edge_addresses}
-
-    def reaches_latch(without: int) -> bool:
-        seen, stack = {header}, [header]
-        while stack:
-            b = stack.pop()
-            if b in latches:
-                return True
-            for s in cfg.blocks[b].successors:
-                if s in inside and s != without and s not in seen:
-                    seen.add(s)
-                    stack.append(s)
-        return False
-
-    return {header} | {b for b in inside if b != header and not reaches_latch(b)}
+    return {header} | {b for b in inside
+                       if b != header and not reaches(cfg, loop, header, latches, {b})}
 
 
 def issue_schedule(ins: tuple[Instruction, ...], cfg: ControlFlow, du: DefUse, loop: Loop,

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from sparsescope.sass.cfg import ControlFlow, Loop
 from sparsescope.sass.instructions import Instruction
-from sparsescope.sass.issue_order import every_iteration_blocks
+from sparsescope.sass.issue_order import every_iteration_blocks, reaches
 
 
 def staged_path(ins: tuple[Instruction, ...], cfg: ControlFlow, loop: Loop
@@ -39,28 +39,16 @@ def staged_path(ins: tuple[Instruction, ...], cfg: ControlFlow, loop: Loop
     header = next(b for b in inside if cfg.blocks[b].start_address == loop.header_address)
     latches = {b for b in inside if cfg.blocks[b].end_address in loop.back_edge_addresses}
 
-    def reaches(start: int, targets: set[int], avoid: set[int]) -> bool:
-        seen, stack = {start}, [start]
-        while stack:
-            b = stack.pop()
-            if b in targets:
-                return True
-            for s in cfg.blocks[b].successors:
-                if s in inside and s != header and s not in avoid and s not in seen:
-                    seen.add(s)
-                    stack.append(s)
-        return False
-
     def count(blocks) -> int:
         return sum(1 for i in cfg.instructions_of(blocks) if ins[i].opcode != "NOP")
 
     every = every_iteration_blocks(cfg, loop)
     into_nested = {b for b in inside - nested if b != header
-                   and not reaches(b, latches, nested)}
+                   and not reaches(cfg, loop, b, latches, nested)}
     copies = {b for b in inside - nested
               if any(ins[i].opcode == "LDGSTS" for i in cfg.instructions_of([b]))}
     if not copies:
         return None
     staging = {b for b in inside - nested - into_nested - every
-               if reaches(b, copies, nested | into_nested)}
+               if reaches(cfg, loop, b, copies, nested | into_nested)}
     return count(every), count(staging)
