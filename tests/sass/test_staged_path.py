@@ -16,13 +16,7 @@ FIXTURE = (Path(__file__).resolve().parents[1] / "fixtures" / "h200" / "profile_
 
 
 def _kernel(source: Path):
-    import gzip
-    import tempfile
-
-    with tempfile.TemporaryDirectory() as tmp:
-        plain = Path(tmp) / "source.csv"
-        plain.write_bytes(gzip.decompress(source.read_bytes()))
-        page = next(iter(read_source_page(plain)))
+    page = next(iter(read_source_page(source)))           # the export read gzipped
     ins = tuple(parse_instruction(r.address, r.sass) for r in page.rows)
     return ins, build_cfg(ins), [r.instructions_executed for r in page.rows]
 
