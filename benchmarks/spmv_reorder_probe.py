@@ -75,10 +75,10 @@ def main() -> int:
 
         def step(p=p, p_d=p_d, y_out=y_out, backend=backend):
             if p_d is None:
-                backend._launch(p)
+                backend.launch_call(p)
                 return
             cupy.take(x_d, p_d, out=p.x[:n])
-            backend._launch(p)
+            backend.launch_call(p)
             y_out[p_d] = p.y[:n]
 
         if p_d is not None:
@@ -95,7 +95,7 @@ def main() -> int:
         if corr.passed:
             if p_d is not None:
                 cupy.take(x_d, p_d, out=p.x[:n])
-            m = time_cuda(lambda p=p, b=backend: b._launch(p), config, library="cupy",
+            m = time_cuda(lambda p=p, b=backend: b.launch_call(p), config, library="cupy",
                           working_set_bytes=p.bytes_moved, breakdown=False)
             rec["spmv_us"] = m.median_ms * 1e3
             rec["spmv_cov"] = m.cov

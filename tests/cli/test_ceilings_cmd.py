@@ -116,7 +116,7 @@ def test_cpu_ceilings_json_says_whether_they_came_from_the_cache(no_gpu, own_sto
                                    "dram_gather_gsectors_s": None,
                                    "l2_gather_gsectors_s": None, "launch_us": None,
                                    "call_us": None, "next_launch_us": None,
-                                   "flush_writeback_share": None}
+                                   "pdl_launch_us": None, "flush_writeback_share": None}
     assert first["measured_utc"] == "2026-11-24T10:01:00+00:00"
     assert first["store"] == str(own_store) and first["store_error"] == ""
 

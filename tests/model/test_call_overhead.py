@@ -35,3 +35,39 @@ def test_the_term_is_in_milliseconds():
     term = overhead_term(RATES, 2)
     assert (term.name, term.time_ms) == ("overhead", pytest.approx(5.2e-3))
     assert term.formula.startswith("one call 3.7 us + 1 further launch(es) x 1.5 us")
+
+
+# -- programmatic dependent launch (PDL), the throughput mode --------------------------------
+THROUGHPUT = dataclasses.replace(RATES, timing_mode="throughput", pdl_launch_us=0.4)
+
+
+def test_a_programmatic_launch_back_to_back_costs_the_measured_pdl_launch():
+    # hand check of the docstring: 0.4 + 1 x 1.5 = 1.9 us for two launches
+    us, how = call_overhead_us(THROUGHPUT, 2, programmatic=True)
+    assert us == pytest.approx(1.9)
+    assert how.startswith("the first launch programmatic (PDL)")
+    assert call_overhead_us(THROUGHPUT, 1, programmatic=True)[0] == pytest.approx(0.4)
+
+
+def test_pdl_changes_nothing_alone_unmeasured_or_for_a_kernel_without_the_wait():
+    # the latency mode: a call timed alone has no call before it to overlap
+    alone = dataclasses.replace(THROUGHPUT, timing_mode="latency")
+    assert call_overhead_us(alone, 1, programmatic=True)[0] == pytest.approx(3.7)
+    # not measured (no cuda.bindings where the ceilings ran): the ordinary back-to-back cost
+    unmeasured = dataclasses.replace(THROUGHPUT, pdl_launch_us=None)
+    assert call_overhead_us(unmeasured, 2, programmatic=True)[0] == pytest.approx(3.0)
+    # a kernel that does not wait (SELL, CSR) keeps launches x next launch
+    assert call_overhead_us(THROUGHPUT, 2)[0] == pytest.approx(3.0)
+    # a library call is never launched programmatically
+    assert call_overhead_us(THROUGHPUT, 2, library="nvmath", programmatic=True)[0] == \
+        pytest.approx(3.0)
+
+
+def test_overlaps_previous_call_needs_the_mode_the_measurement_and_the_wait():
+    from sparsescope.model.call_overhead import overlaps_previous_call
+
+    assert overlaps_previous_call(THROUGHPUT, True)
+    assert not overlaps_previous_call(THROUGHPUT, False)
+    assert not overlaps_previous_call(dataclasses.replace(THROUGHPUT, timing_mode="latency"),
+                                      True)
+    assert not overlaps_previous_call(dataclasses.replace(THROUGHPUT, pdl_launch_us=None), True)

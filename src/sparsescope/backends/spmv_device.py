@@ -64,6 +64,13 @@ def fixup_kernel(value_dtype: str) -> str:
     return f"spmv_fixup<{cuda_type(value_dtype)}>"
 
 
+def programmatic_kernel(name: str) -> bool:
+    """Whether kernel ``name`` waits (``pdl_wait`` in ``spmv_own.cu``) before it reads x or
+    writes its outputs, so that it may be launched with programmatic dependent launch: the
+    tile kernel ``spmv_tile``."""
+    return name.startswith("spmv_tile<")
+
+
 @functools.cache
 def kernel_function(name: str):
     """The compiled ``cupy.RawKernel`` of one instantiation (one NVRTC module per name; only
@@ -216,11 +223,40 @@ class OwnSpmvBackend(SpmvBackend):
         return Launch(fixup_kernel(value_dtype), grid, FIXUP_BLOCK,
                       (np.int32(nsplit), split_rows, split_ptr) + prepared_args)
 
-    def _launch(self, p: PreparedOwn) -> None:
-        for step in p.launches:
-            kernel_function(step.kernel)((step.grid,), (step.block,), step.args)
+    def launch_call(self, p: PreparedOwn, programmatic: bool = False) -> None:
+        """The call's launches in order; ``programmatic``: the first with programmatic
+        dependent launch (``hardware.programmatic_launch``), for a kernel that waits
+        (:func:`programmatic_kernel`)."""
+        for i, step in enumerate(p.launches):
+            kernel = kernel_function(step.kernel)
+            if programmatic and i == 0:
+                import cupy
 
-    def _set_x(self, p: PreparedOwn, x: np.ndarray) -> None:
+                from sparsescope.hardware.programmatic_launch import launch_programmatic
+
+                launch_programmatic(kernel, step.grid, step.block, step.args,
+                                    cupy.cuda.get_current_stream().ptr)
+            else:
+                kernel((step.grid,), (step.block,), step.args)
+
+    def programmatic(self, p: PreparedOwn, config: TimingConfig) -> bool:
+        """Whether a timed call is launched with PDL: in the throughput mode (calls back to
+        back; a call timed alone has no call before it to overlap, and must not overlap the L2
+        flush), for a kernel that waits for it, where PDL can be launched. The case's notes
+        say which launch was timed (``launch``)."""
+        if config.mode != "throughput" or not p.launches:
+            return False
+        if not programmatic_kernel(p.launches[0].kernel):
+            return False
+        from sparsescope.hardware.programmatic_launch import available
+
+        ok, why = available()
+        p.notes["launch"] = ("programmatic dependent launch (PDL): each call starts while the "
+                             "previous one runs and waits before it reads x" if ok else
+                             f"ordinary launches (PDL not available: {why})")
+        return ok
+
+    def set_x(self, p: PreparedOwn, x: np.ndarray) -> None:
         if p.cols:
             p.x[:p.cols].set(np.ascontiguousarray(x, dtype=p.x.dtype))
 
@@ -232,8 +268,8 @@ class OwnSpmvBackend(SpmvBackend):
     def run(self, prepared: PreparedOwn, x: np.ndarray) -> np.ndarray:
         import cupy
 
-        self._set_x(prepared, x)
-        self._launch(prepared)
+        self.set_x(prepared, x)
+        self.launch_call(prepared)
         cupy.cuda.get_current_stream().synchronize()
         return prepared.y[:prepared.rows].get()
 
@@ -242,11 +278,12 @@ class OwnSpmvBackend(SpmvBackend):
 
         from sparsescope.timing.cuda import time_cuda
 
-        self._set_x(prepared, x)
+        self.set_x(prepared, x)
         p = prepared
+        programmatic = self.programmatic(p, config)
 
         def measure() -> Measurement:
-            return time_cuda(lambda: self._launch(p), config, library="cupy",
+            return time_cuda(lambda: self.launch_call(p, programmatic), config, library="cupy",
                              working_set_bytes=p.bytes_moved, breakdown=self.breakdown)
 
         if not self.l2_window:

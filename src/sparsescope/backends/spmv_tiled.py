@@ -178,6 +178,7 @@ class TiledBackend(OwnSpmvBackend):
                            launches=1 + (tiles.split_rows.size > 0 and not finish),
                            fixup=bool(tiles.split_rows.size > 0 and not finish),
                            finish_split=bool(tiles.split_rows.size > 0 and finish),
+                           programmatic_launch=True,
                            onchip_x_entries=abs(hub),
                            # shared memory: each persistent block fills its own copy; L1: each SM
                            onchip_x_copies=grid if hub > 0 else (sms if hub < 0 else 0),

@@ -36,6 +36,7 @@ FIGURES = (
     ("launch_us", "empty launch", "us"),
     ("call_us", "timed call of one empty launch", "us"),
     ("next_launch_us", "each further launch of a call", "us"),
+    ("pdl_launch_us", "PDL launch back to back", "us"),
     ("flush_writeback_share", "flush write-back", "share"),
 )
 

@@ -42,6 +42,12 @@ Protocol (each figure's ``method`` string repeats it):
   of a library call, its descriptors, workspace and kernels' waits included, which the model
   charges every cuSPARSE call of that route (``model.call_overhead``). A route not available
   here is left out, the method saying why.
+* PDL launch: the same protocol's throughput mode (calls back to back, nothing flushed)
+  timing one ``empty_pdl_kernel`` launched with programmatic dependent launch
+  (``hardware.programmatic_launch``) behind the one before (``pdl_launch_us``): the fixed cost
+  of a call that starts while the previous one still runs, which the tile kernels pay in the
+  throughput mode (``model.call_overhead``); not measured without ``cuda.bindings`` or before
+  sm_90, the method saying why.
 * flush write-back: ``read_stream`` over a buffer of L2/2 bytes, timed right after the timing
   protocol's flush (``+= 1`` over 2 x L2 int32s, which leaves the L2 full of dirty lines) and
   right after a clean eviction (a read of the 2 x L2 buffer); ``share = (t_dirty - t_clean) /
@@ -193,6 +199,28 @@ def _call_us(empty, samples: int) -> tuple[float, float]:
     return one, max(0.0, two - one)
 
 
+def _pdl_launch_us(empty_pdl, samples: int) -> tuple[float | None, str]:
+    """(pdl_launch_us, why not): the timing protocol's throughput mode (calls back to back, no
+    flush) timing one ``empty_pdl_kernel`` launched with programmatic dependent launch behind
+    the one before (``hardware.programmatic_launch``); the median of ``samples`` per-call
+    times. (None, the reason) where PDL cannot be launched here."""
+    from sparsescope.hardware.programmatic_launch import available, launch_programmatic
+    from sparsescope.timing.cuda import time_cuda
+    from sparsescope.timing.types import TimingConfig
+
+    ok, why = available()
+    if not ok:
+        return None, why
+    import cupy
+
+    def call() -> None:
+        launch_programmatic(empty_pdl, 1, 32, (), cupy.cuda.get_current_stream().ptr)
+
+    m = time_cuda(call, TimingConfig(warmups=3, repeats=samples, mode="throughput"),
+                  library="cupy", breakdown=False)
+    return 1e3 * float(np.median(m.samples_ms)), ""
+
+
 def library_call_costs(probes: Mapping[str, Callable[[Any], Any]], samples: int
                        ) -> tuple[dict[str, float], dict[str, float], dict[str, str]]:
     """(latency us, throughput us, why not) per library route: each probe (``probe(config)`` ->
@@ -292,9 +320,9 @@ def measure_gpu_ceilings(*, size_mb: float = 1024, repeats: int = 5, l2_passes: 
 
     name, l2, sms = _device_properties(cupy)
     module = _gpu_runtime.raw_module(SOURCE)
-    read, write, chase, fma, gather, empty = (module.get_function(n) for n in (
+    read, write, chase, fma, gather, empty, empty_pdl = (module.get_function(n) for n in (
         "read_stream", "write_stream", "pointer_chase", "fma_chains", "random_gather",
-        "empty_kernel"))
+        "empty_kernel", "empty_pdl_kernel"))
     timer = _Timer(cupy, repeats)
     sink = cupy.zeros(4, dtype=cupy.float32)
     threads, blocks = 256, sms * 8  # 2048 threads per SM: full occupancy on Hopper
@@ -314,6 +342,7 @@ def measure_gpu_ceilings(*, size_mb: float = 1024, repeats: int = 5, l2_passes: 
     del big
     launch_us = _launch_us(cupy, empty, fma, (blocks, threads, sink), repeats)
     call_us, next_launch_us = _call_us(empty, call_samples)
+    pdl_launch_us, no_pdl = _pdl_launch_us(empty_pdl, call_samples)
     library_us, library_tp_us, library_missing = library_call_costs(library_probes or {},
                                                                     call_samples)
     read_bw = nbytes / (read_ms * 1e-3) / 1e9
@@ -338,13 +367,15 @@ def measure_gpu_ceilings(*, size_mb: float = 1024, repeats: int = 5, l2_passes: 
         launch_us=launch_us,
         call_us=call_us,
         next_launch_us=next_launch_us,
+        pdl_launch_us=pdl_launch_us,
         flush_writeback_share=writeback,
         library_call_us=library_us,
         library_call_throughput_us=library_tp_us,
         method={**_methods(nbytes=nbytes, l2=l2, l2_bytes=l2_bytes, l2_passes=l2_passes,
                            launch=(blocks, threads), repeats=repeats, chase_steps=chase_steps,
                            dram_nodes=dram_nodes, l2_nodes=l2_nodes, fma_iters=fma_iters,
-                           gather_loads=gather_loads, call_samples=call_samples),
+                           gather_loads=gather_loads, call_samples=call_samples,
+                           no_pdl=no_pdl),
                 **library_methods(library_probes or {}, library_missing, call_samples)},
     )
 
@@ -370,7 +401,8 @@ def library_methods(probes: Mapping[str, Any], missing: Mapping[str, str],
 
 def _methods(*, nbytes: int, l2: int, l2_bytes: int, l2_passes: int, launch: tuple[int, int],
              repeats: int, chase_steps: int, dram_nodes: int, l2_nodes: int,
-             fma_iters: int, gather_loads: int, call_samples: int) -> dict[str, str]:
+             fma_iters: int, gather_loads: int, call_samples: int,
+             no_pdl: str = "") -> dict[str, str]:
     """The ``method`` string of each figure: the protocol with the sizes this run used."""
     blocks, threads = launch
     best = f"best of {repeats} CUDA-event-timed launches after 1 untimed"
@@ -410,4 +442,7 @@ def _methods(*, nbytes: int, l2: int, l2_bytes: int, l2_passes: int, launch: tup
                    f"call of one empty kernel; median of {call_samples} after 3 untimed",
         "next_launch_us": f"the same protocol timing a call of two empty kernels, less "
                           f"call_us; medians of {call_samples} each",
+        "pdl_launch_us": (f"the same protocol's throughput mode timing empty_pdl_kernel "
+                          f"launched with programmatic dependent launch behind itself; median "
+                          f"of {call_samples}" if no_pdl == "" else f"not measured: {no_pdl}"),
     }

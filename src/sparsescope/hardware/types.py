@@ -79,6 +79,12 @@ class MeasuredCeilings:
     """What each further launch of a call adds through the same protocol: the median of a call
     of two empty kernels less ``call_us``, microseconds (a launch queued behind another
     overlaps part of its cost)."""
+    pdl_launch_us: float | None = None
+    """A call of one empty kernel launched with programmatic dependent launch (PDL) behind the
+    same, back to back through the timing protocol's throughput mode, microseconds per call:
+    the fixed cost of a call that starts while the previous one runs (the tile kernels'
+    launch in the throughput mode, ``model.call_overhead``); None where PDL cannot be launched
+    (no ``cuda.bindings``, a device before sm_90)."""
     flush_writeback_share: float | None = None
     """What the timing protocol's L2 flush costs the next kernel: the extra time of a streaming
     read of L2/2 bytes right after the flush (whose dirty lines it evicts) over the same read

@@ -51,7 +51,17 @@ and the prediction's assumptions say so (:func:`overhead_assumptions`).
 The throughput mode (calls back to back, ``model.throughput``) replaces each by the
 back-to-back cost: ``launches x next_launch_us`` (else ``launches x launch_us``) for our
 kernels, the library's measured ``library_call_throughput_us`` (else ``launches x
-next_launch_us``) for a library's. No term is fitted to a matrix.
+next_launch_us``) for a library's. A kernel that waits before it touches what the previous call
+writes (``KernelShape.programmatic_launch``: the tile kernels) is launched there with
+programmatic dependent launch (``hardware.programmatic_launch``): it starts while the previous
+call still runs, so its launch costs what a PDL launch of an empty kernel behind another costs,
+measured (``pdl_launch_us``), and its setup round (the tile descriptor, then its columns) is
+made before the wait (:func:`overlaps_previous_call`)::
+
+    overhead (own, throughput, PDL) = pdl_launch_us + (launches - 1) x next_launch_us
+
+Where ``pdl_launch_us`` was not measured (no ``cuda.bindings``, a device before sm_90), the
+backend launches as usual and the model charges the usual cost. No term is fitted to a matrix.
 """
 
 from __future__ import annotations
@@ -140,16 +150,36 @@ def library_extra_us(rates, library: str, launches: int, rows: int,
     return us, "; ".join(parts)
 
 
+def overlaps_previous_call(rates, programmatic: bool) -> bool:
+    """Whether a call of a kernel that may be launched programmatically (``programmatic``:
+    ``KernelShape.programmatic_launch``) overlaps the previous call in the rates' mode: the
+    throughput mode, with a measured ``pdl_launch_us`` (the ceilings could launch so)."""
+    return (bool(programmatic) and is_throughput(rates)
+            and getattr(rates, "pdl_launch_us", None) is not None)
+
+
 def call_overhead_us(rates, launches: int, library: str = "", rows: int = 0,
-                     row_search: bool = False) -> tuple[float, str]:
+                     row_search: bool = False, programmatic: bool = False
+                     ) -> tuple[float, str]:
     """(microseconds, how) of a call of ``launches`` kernel launches on the device of ``rates``
     (a ``DeviceRates``), in the rates' timing mode; ``library``: the library route the call
     goes through ("" for our own kernels), on a matrix of ``rows`` rows, searching its row
-    offsets (``row_search``) or not. Hand checks: call 3.7 us, next launch 1.5 us,
-    2 launches -> 5.2 us (latency), 3.0 us (throughput); a library measured at 12.0 us, a
-    call like its probe -> 12.0 us; not measured, 3 launches -> 3 x 3.7 = 11.1 us."""
+    offsets (``row_search``) or not; ``programmatic``: its first kernel may be launched with
+    PDL (:func:`overlaps_previous_call`). Hand checks: call 3.7 us, next launch 1.5 us,
+    2 launches -> 5.2 us (latency), 3.0 us (throughput); the same with PDL measured at
+    0.4 us -> 0.4 + 1.5 = 1.9 us (throughput); a library measured at 12.0 us, a call like its
+    probe -> 12.0 us; not measured, 3 launches -> 3 x 3.7 = 11.1 us."""
     launches = max(1, int(launches))
     throughput = is_throughput(rates)
+    if not library and overlaps_previous_call(rates, programmatic):
+        further = getattr(rates, "next_launch_us", None) or getattr(rates, "launch_us", None)
+        further = further or 0.0
+        more = (f" + {launches - 1} further launch(es) x {further:.1f} us" if launches > 1
+                else "")
+        return rates.pdl_launch_us + (launches - 1) * further, (
+            f"the first launch programmatic (PDL), started behind the previous call: "
+            f"{rates.pdl_launch_us:.1f} us (measured: pdl_launch_us){more}, back to back "
+            f"(throughput)")
     if library:
         measured = _measured_library(rates, library, throughput)
         if measured is not None:

@@ -89,6 +89,11 @@ class KernelShape:
     """The library route whose call this is (``cupy``, ``torch``, ``nvmath``: cuSPARSE through
     it): the call's fixed cost is that route's measured ``library_call_us``
     (``model.call_overhead``); "" for our own kernels, whose fixed cost is their launches'."""
+    programmatic_launch: bool = False
+    """Whether the first kernel waits (``griddepcontrol.wait``) before its first read of x or
+    write of its outputs, so that back to back it may be launched with programmatic dependent
+    launch (PDL, ``hardware.programmatic_launch``): its launch and its setup round overlap the
+    previous call (``model.call_overhead``). The tile kernels (``spmv_tile``)."""
     fixup: bool = False
     """Whether the last launch is ``spmv_fixup``: rows cut by the decomposition summed from the
     partial slots the first launch wrote. Beyond its launch it waits on its own two dependent

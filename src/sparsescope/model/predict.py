@@ -69,7 +69,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from sparsescope.hardware.specs import tf32_tensor_gflops
-from sparsescope.model.call_overhead import call_overhead_us, overhead_assumptions
+from sparsescope.model.call_overhead import (
+    call_overhead_us,
+    overhead_assumptions,
+    overlaps_previous_call,
+)
 from sparsescope.model.csr_windows import window_block_iterations
 from sparsescope.model.gathers import SECTOR_BYTES, GatherFloor, gather_floor, l2_sector_rate
 from sparsescope.model.iterations import (  # noqa: F401  (re-exported: the loop counts)
@@ -149,6 +153,10 @@ class DeviceRates:
     next_launch_us: float | None = None
     """What each further launch of a call adds (measured: ``MeasuredCeilings.next_launch_us``),
     or None."""
+    pdl_launch_us: float | None = None
+    """A call of one empty kernel launched with programmatic dependent launch behind the same,
+    back to back (measured: ``MeasuredCeilings.pdl_launch_us``), or None: not measured, or PDL
+    not available where the ceilings ran."""
     compute_capability: str = ""
     """The device's compute capability (spec): its unified L1 / shared memory and carveouts
     (``model.l1_cache``); "" for none known, where a block's x is kept in L1 without limit."""
@@ -214,6 +222,7 @@ def device_rates(spec, ceilings=None) -> DeviceRates:
         tf32_tensor_gflops=tensor,
         flush_writeback_share=None if share is None else float(share),
         call_us=getattr(c, "call_us", None), next_launch_us=getattr(c, "next_launch_us", None),
+        pdl_launch_us=getattr(c, "pdl_launch_us", None),
         library_call_us=dict(getattr(c, "library_call_us", None) or {}),
         library_call_throughput_us=dict(getattr(c, "library_call_throughput_us", None) or {}),
         compute_capability=str(getattr(spec, "compute_capability", "") or ""),
@@ -374,10 +383,11 @@ def predict_spmv(indptr: np.ndarray, indices: np.ndarray, cols: int, traffic: Tr
                                         (trips.stream_ns + x_round) / max(t_iter, 1e-9))
     else:
         iters = block_iterations(indptr, shape)
+    setup_round = setup_round_ns(shape, rates, per_sm, iters.size, trips.stream_ns)
     latency, memory, queue = _loop_terms(iters, t_iter, shape, rates, per_sm, stations,
-                                         trips.stream_ns)
+                                         setup_round)
     longest = float(iters.max()) if iters.size else 0.0
-    setup_ns = shape.setup_rounds * trips.stream_ns
+    setup_ns = shape.setup_rounds * setup_round
     lines = longest_block_wavefronts(indptr, indices, shape, value_bytes)
     terms = [*stations, latency, memory,
              l1_bound_block(longest_block(longest, setup_ns, t_iter,
@@ -640,6 +650,20 @@ def per_sm_mva(demands_s: dict[str, float], delay_s: float, sms: int, per_sm: in
                      residence_s=one.residence_s, delay_s=delay_s)
 
 
+def setup_round_ns(shape: KernelShape, rates: DeviceRates, per_sm: int, blocks: int,
+                    stream_ns: float) -> float:
+    """A block's setup round: a stream load's round trip, or 0 where the call overlaps the
+    previous one (``call_overhead.overlaps_previous_call``: a PDL launch back to back) and its
+    grid is one wave (``blocks <= SMs x resident blocks``), so that every block loads its tile
+    descriptor and first columns before its wait, while the previous call still runs. Hand
+    check: 279 blocks on 132 SMs x 4, PDL measured, throughput -> 0; 1,000 blocks -> the
+    round trip."""
+    if (overlaps_previous_call(rates, shape.programmatic_launch)
+            and blocks <= rates.sm_count * max(1, per_sm)):
+        return 0.0
+    return stream_ns
+
+
 def _delay_ns(t_iter: float, iters: np.ndarray, shape: KernelShape, dram_ns: float) -> float:
     """Round trips per block-iteration: t_iter plus each block's setup rounds spread over its
     iterations."""
@@ -720,7 +744,8 @@ def _overhead(shape: KernelShape, rates: DeviceRates,
     if overhead_ms is not None:
         return overhead_ms, "measured: this backend's call on a tiny matrix on this device"
     us, how = call_overhead_us(rates, shape.launches, shape.library, rows=rows,
-                               row_search=shape.row_search)
+                               row_search=shape.row_search,
+                               programmatic=shape.programmatic_launch)
     if shape.fixup:
         chain_ns = rates.dram_latency_ns + (rates.l2_latency_ns or rates.dram_latency_ns)
         us += chain_ns * 1e-3

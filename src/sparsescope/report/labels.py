@@ -31,6 +31,7 @@ LABELS: dict[str, str] = {
     "launch_us": "empty kernel launch",
     "call_us": "timed call of one empty launch",
     "next_launch_us": "each further launch of a call",
+    "pdl_launch_us": "PDL launch back to back",
     "flush_writeback_share": "L2 flush write-back share",
     # Provenance.libraries keys (backends' library_versions)
     "cuda_runtime": "CUDA runtime",

@@ -139,6 +139,8 @@ def device_table(ctx: ReportContext, *, spmv: bool = True) -> Table:
         row("Empty kernel launch", "us", None, num(c.launch_us, ",.2f")),
         row("Timed call of one empty launch", "us", None, num(c.call_us, ",.2f")),
         row("Each further launch of a call", "us", None, num(c.next_launch_us, ",.2f")),
+        row("PDL launch back to back", "us", None, num(getattr(c, "pdl_launch_us", None),
+                                                        ",.2f")),
         row("L2 flush write-back share", "-", None, num(c.flush_writeback_share, ".2f")),
     ]
     rows = [r for r in rows if r.datasheet is not None or r.measured is not None]

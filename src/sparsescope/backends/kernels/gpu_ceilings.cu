@@ -85,3 +85,12 @@ extern "C" __global__ void random_gather(const float* __restrict__ p, const unsi
 
 // Nothing: the device-side cost of one launch between two events.
 extern "C" __global__ void empty_kernel() {}
+
+// Nothing, launched with programmatic dependent launch behind itself (pdl_launch_us): lets the
+// next launch start at once and waits for the previous one, as spmv_tile does (spmv_own.cu).
+extern "C" __global__ void empty_pdl_kernel() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}

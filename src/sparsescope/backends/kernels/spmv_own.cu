@@ -27,6 +27,26 @@
 
 #define FULL_MASK 0xffffffffu
 
+// Programmatic dependent launch (PDL, sm_90+): a call launched with the programmatic stream
+// serialization attribute (hardware/programmatic_launch.py) may start while the call before
+// it on the stream still runs. Each block lets the next call start at once
+// (launch_dependents: the next call launches once every block of this one has started) and
+// waits (griddepcontrol.wait: the grids before it completed, their writes visible) only
+// before its first read of x or write of y, partials or the split counters: its tile
+// descriptor, columns, values and row pointers (the matrix, which no call writes) are loaded
+// before the wait, so back to back their round trips overlap the previous call's tail.
+// Launched without the attribute both are no-ops: the grids before it completed at launch.
+__device__ __forceinline__ void pdl_launch_dependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
 template <int HINT> struct Stream;
 
 template <> struct Stream<0> {
@@ -275,7 +295,9 @@ spmv_tile(const int ntiles, const int4* __restrict__ tiles, const int* __restric
 
     Stream<HINT> s;
     s.init();
+    pdl_launch_dependents();
     if (HUB > 0) {
+        pdl_wait();  // x is read next
         for (int k = threadIdx.x; k < HUB; k += BLOCK) hub[k] = k < ncols ? __ldg(x + k) : T(0);
         __syncthreads();
     }
@@ -350,6 +372,7 @@ spmv_tile(const int ntiles, const int4* __restrict__ tiles, const int* __restric
         for (int e = 0; e < 4; ++e) any_col |= c[it].c[e];
     }
     const bool bad = __any_sync(FULL_MASK, any_col < 0);
+    if (HUB <= 0) pdl_wait();  // the gathers read x; y and partials are written after them
 #pragma unroll
     for (int it = 0; it < ITERS; ++it) {
         const long long q = q0 + it * BLOCK + tid;

@@ -1,0 +1,61 @@
+"""Programmatic dependent launch (PDL) without a GPU: the launch arguments' C types, which
+kernels may be launched so, and when a timed call is."""
+
+from __future__ import annotations
+
+import ctypes
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from sparsescope.backends.spmv_device import programmatic_kernel, tile_kernel
+from sparsescope.hardware.programmatic_launch import kernel_parameters
+
+
+def _device_array(ptr: int):
+    """What a cupy.ndarray shows a launch: its memory's address."""
+    return SimpleNamespace(data=SimpleNamespace(ptr=ptr))
+
+
+def test_arguments_go_by_address_or_by_value_in_their_own_width():
+    values, types = kernel_parameters((np.int32(7), _device_array(0x7F00), np.float64(0.5),
+                                       np.int64(2**40), np.float32(1.5), np.uint32(3)))
+    assert values == (7, 0x7F00, 0.5, 2**40, 1.5, 3)
+    assert types == (ctypes.c_int32, ctypes.c_void_p, ctypes.c_double, ctypes.c_int64,
+                     ctypes.c_float, ctypes.c_uint32)
+
+
+@pytest.mark.parametrize("bad", [3, 2.5, np.int16(1), "x"])
+def test_an_argument_of_unknown_device_width_is_refused(bad):
+    with pytest.raises(TypeError, match="argument 1 of a PDL launch"):
+        kernel_parameters((np.int32(1), bad))
+
+
+def test_only_the_tile_kernel_waits_before_it_reads_x():
+    assert programmatic_kernel(tile_kernel("float32", 0, 1, 2, finish=1))
+    assert not programmatic_kernel("spmv_sell<float, 0, 1, 1, 4, 6, 1>")
+    assert not programmatic_kernel("spmv_fixup<float>")
+    assert not programmatic_kernel("csr_scalar<float, int>")
+
+
+def test_a_timed_call_is_programmatic_only_back_to_back_and_where_pdl_launches(monkeypatch):
+    from sparsescope.backends.spmv_adaptive import CudaSpmvAdaptive
+    from sparsescope.backends.spmv_device import Launch, PreparedOwn
+    from sparsescope.hardware import programmatic_launch
+    from sparsescope.timing.types import TimingConfig
+
+    backend = CudaSpmvAdaptive()
+    prepared = PreparedOwn(rows=1, cols=1, nnz=1, value_dtype="float32", x=None, y=None,
+                           partials=None, bytes_moved=0, launches=[
+                               Launch(tile_kernel("float32", 0, 1, 1), 1, 256, ())])
+    throughput = TimingConfig(mode="throughput")
+    monkeypatch.setattr(programmatic_launch, "available", lambda: (True, ""))
+    assert backend.programmatic(prepared, throughput)
+    assert prepared.notes["launch"].startswith("programmatic dependent launch (PDL)")
+    assert not backend.programmatic(prepared, TimingConfig())  # latency: timed alone
+    monkeypatch.setattr(programmatic_launch, "available",
+                        lambda: (False, "cuda.bindings is not installed"))
+    assert not backend.programmatic(prepared, throughput)
+    assert prepared.notes["launch"] == ("ordinary launches (PDL not available: cuda.bindings "
+                                        "is not installed)")
