@@ -66,6 +66,35 @@ def _isolated_store(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("SPARSESCOPE_STORE", str(base / "store.sqlite"))
 
 
+#: The CPU ceilings this test process measured, once (``cpu_ceilings_measured_once``).
+_MEASURED_CEILINGS: list = []
+
+
+@pytest.fixture(scope="module")
+def cpu_ceilings_measured_once():
+    """For the module: ``hardware.cpu_ceilings.measure_cpu_ceilings`` measures for real the
+    first time a test of this process calls it with its default settings, and hands the same
+    record to every later call. For modules about what a CPU run writes and how it exits, not
+    about the ceilings: a ``--no-store`` run (or one with a store of its own) measures every
+    time, 1.1-1.3 s of copies and multi-threaded SGEMMs, which was most of those modules' time.
+    A call with explicit settings still measures as asked; a test that patches the function
+    itself wins for its duration."""
+    from sparsescope.hardware import cpu_ceilings
+
+    real = cpu_ceilings.measure_cpu_ceilings
+
+    def measure_once(**settings):
+        if settings:
+            return real(**settings)
+        if not _MEASURED_CEILINGS:
+            _MEASURED_CEILINGS.append(real())
+        return _MEASURED_CEILINGS[0]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(cpu_ceilings, "measure_cpu_ceilings", measure_once)
+        yield
+
+
 def _gpu_present() -> bool:
     """Probe a real device (not just an importable library)."""
     try:

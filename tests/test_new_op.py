@@ -102,6 +102,7 @@ def registered():
     registry.unregister(OP)
 
 
+@pytest.mark.usefixtures("cpu_ceilings_measured_once")
 def test_a_registered_op_runs_end_to_end(registered, tmp_path):
     out = api.run(suite="seed6", scale=0.005, op=OP, out_dir=tmp_path, store=False)
     cases = out.runset.cases
@@ -117,6 +118,7 @@ def test_a_registered_op_runs_end_to_end(registered, tmp_path):
     assert back.cases == cases and back.cases[0].params == TransposedParams(x_scale=1)
 
 
+@pytest.mark.usefixtures("cpu_ceilings_measured_once")
 def test_the_params_spec_is_the_command_line_option(registered, tmp_path, capsys):
     for command in ("run", "sweep"):
         with pytest.raises(SystemExit):

@@ -134,6 +134,7 @@ def test_sweep_cuda_floors_sit_at_the_dask_dask_cuda_pins():
     assert sorted(extras["sweep-cuda"]) == ["dask-cuda>=26.8", "distributed>=2026.7.1"]
 
 
+@pytest.mark.usefixtures("cpu_ceilings_measured_once")
 def test_cluster_cuda_without_dask_cuda_names_the_sweep_cuda_extra(tmp_path, capsys,
                                                                    monkeypatch):
     """The extra the README sends a GPU user to is the one the error names (exit 6)."""

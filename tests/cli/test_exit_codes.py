@@ -18,7 +18,7 @@ FAST = ["--warmups", "1", "--repeats", "3", "--flush", "off"]
 HEADER = "%%MatrixMarket matrix coordinate real general\n"
 
 
-pytestmark = pytest.mark.usefixtures("figures_not_drawn")
+pytestmark = pytest.mark.usefixtures("figures_not_drawn", "cpu_ceilings_measured_once")
 
 
 def _mtx(path, first_value: str):

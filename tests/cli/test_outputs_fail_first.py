@@ -24,7 +24,7 @@ UNWRITABLE_DIR = Path("/sys/sparsescope-test-out")
 UNWRITABLE_STORE = "/sys/x/store.sqlite"
 
 
-pytestmark = pytest.mark.usefixtures("figures_not_drawn")
+pytestmark = pytest.mark.usefixtures("figures_not_drawn", "cpu_ceilings_measured_once")
 
 
 @pytest.fixture

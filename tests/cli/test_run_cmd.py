@@ -13,9 +13,11 @@ from sparsescope.results.store import ResultsStore
 
 FAST = ["--warmups", "1", "--repeats", "3", "--flush", "off"]
 
+pytestmark = pytest.mark.usefixtures("cpu_ceilings_measured_once")
+
 
 @pytest.fixture(scope="module")
-def seed6_run(tmp_path_factory):
+def seed6_run(tmp_path_factory, cpu_ceilings_measured_once):
     out = tmp_path_factory.mktemp("run") / "seed6"
     rc = main(["run", "--suite", "seed6", "--scale", "0.002", "--out", str(out), "--no-store",
                "--json", *FAST])

@@ -27,7 +27,7 @@ GOOD = "%%MatrixMarket matrix coordinate real general\n3 3 3\n1 1 1.0\n2 2 2.0\n
 BAD_BODY = "%%MatrixMarket matrix coordinate real general\n3 3 2\n1 1 1.0\n4 2 2.0\n"
 BAD_HEADER = "%%MatrixMarket matrix coordinate real general\n3 three 2\n1 1 1.0\n"
 
-pytestmark = pytest.mark.usefixtures("figures_not_drawn")
+pytestmark = pytest.mark.usefixtures("figures_not_drawn", "cpu_ceilings_measured_once")
 
 
 @pytest.fixture

@@ -32,10 +32,10 @@ def test_an_argument_of_unknown_device_width_is_refused(bad):
         kernel_parameters((np.int32(1), bad))
 
 
-def test_only_the_tile_kernel_waits_before_it_reads_x():
+def test_only_the_tile_kernel_and_its_fixup_wait_before_they_read_x_or_the_partials():
     assert programmatic_kernel(tile_kernel("float32", 0, 1, 2, finish=1))
+    assert programmatic_kernel("spmv_fixup<float>")
     assert not programmatic_kernel("spmv_sell<float, 0, 1, 1, 4, 6, 1>")
-    assert not programmatic_kernel("spmv_fixup<float>")
     assert not programmatic_kernel("csr_scalar<float, int>")
 
 
@@ -54,6 +54,12 @@ def test_a_timed_call_is_programmatic_only_back_to_back_and_where_pdl_launches(m
     assert backend.programmatic(prepared, throughput)
     assert prepared.notes["launch"].startswith("programmatic dependent launch (PDL)")
     assert not backend.programmatic(prepared, TimingConfig())  # latency: timed alone
+    # a SELL call with its fix-up: the SELL kernel does not wait, so neither launches so
+    sell = PreparedOwn(rows=1, cols=1, nnz=1, value_dtype="float32", x=None, y=None,
+                       partials=None, bytes_moved=0, launches=[
+                           Launch("spmv_sell<float, 0, 1, 1, 4, 6, 1>", 1, 256, ()),
+                           Launch("spmv_fixup<float>", 1, 256, ())])
+    assert not backend.programmatic(sell, throughput)
     monkeypatch.setattr(programmatic_launch, "available",
                         lambda: (False, "cuda.bindings is not installed"))
     assert not backend.programmatic(prepared, throughput)

@@ -16,6 +16,8 @@ from sparsescope.cli import main
 from sparsescope.errors import SparsescopeError
 
 FAST = ["--warmups", "0", "--repeats", "1", "--flush", "off", "--no-store"]
+
+pytestmark = pytest.mark.usefixtures("cpu_ceilings_measured_once")
 NOTE = "sparsescope: warning: '{text}' is an old form of a suite matrix's name"
 
 

@@ -15,7 +15,7 @@ from sparsescope.results.io import read_runset
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory):
+def run(tmp_path_factory, cpu_ceilings_measured_once):
     return api.run(suite="seed6", scale=0.005, out_dir=tmp_path_factory.mktemp("run"),
                    store=False)
 

@@ -60,6 +60,7 @@ def test_results_keep_and_validate_the_mode():
     ["run", "--suite", "seed6", "--scale", "0.002"],
     ["sweep", "suite:seed6@0.002"],
 ])
+@pytest.mark.usefixtures("cpu_ceilings_measured_once")
 def test_a_warm_l2_cannot_be_flushed(command, tmp_path, capsys, monkeypatch):
     from sparsescope.backends import runner
 
@@ -77,6 +78,7 @@ def test_a_warm_l2_cannot_be_flushed(command, tmp_path, capsys, monkeypatch):
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("cpu_ceilings_measured_once")
 def test_run_in_throughput_mode_stores_and_reports_it(tmp_path, capsys, small_matrix,
                                                       monkeypatch):
     import scipy.io

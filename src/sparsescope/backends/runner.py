@@ -267,6 +267,8 @@ def _checked_and_timed(backend: Backend, case: OpCase, base: dict, *, config: Ti
             base["prediction"] = predicted(backend, case, prepared, base["traffic"], model,
                                            config, flushed=measurement.flushed)
         base["prediction"] = base["prediction"].scored(measurement.time_ms)
+    # the timing may add to them: how the timed calls were launched (PDL back to back)
+    base["notes"] = _backend_notes(backend, prepared)
     return CaseResult(**base, outcome="ok", measurement=measurement, correctness=correctness)
 
 

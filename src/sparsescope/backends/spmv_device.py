@@ -65,10 +65,11 @@ def fixup_kernel(value_dtype: str) -> str:
 
 
 def programmatic_kernel(name: str) -> bool:
-    """Whether kernel ``name`` waits (``pdl_wait`` in ``spmv_own.cu``) before it reads x or
-    writes its outputs, so that it may be launched with programmatic dependent launch: the
-    tile kernel ``spmv_tile``."""
-    return name.startswith("spmv_tile<")
+    """Whether kernel ``name`` waits (``pdl_wait`` in ``spmv_own.cu``) before it reads what
+    the launch before it writes (x; the partials) or writes its outputs, so that it may be
+    launched with programmatic dependent launch: the tile kernel ``spmv_tile`` and the split
+    rows' ``spmv_fixup``."""
+    return name.startswith(("spmv_tile<", "spmv_fixup<"))
 
 
 @functools.cache
@@ -224,12 +225,12 @@ class OwnSpmvBackend(SpmvBackend):
                       (np.int32(nsplit), split_rows, split_ptr) + prepared_args)
 
     def launch_call(self, p: PreparedOwn, programmatic: bool = False) -> None:
-        """The call's launches in order; ``programmatic``: the first with programmatic
-        dependent launch (``hardware.programmatic_launch``), for a kernel that waits
-        (:func:`programmatic_kernel`)."""
-        for i, step in enumerate(p.launches):
+        """The call's launches in order; ``programmatic``: each of a kernel that waits
+        (:func:`programmatic_kernel`) with programmatic dependent launch
+        (``hardware.programmatic_launch``)."""
+        for step in p.launches:
             kernel = kernel_function(step.kernel)
-            if programmatic and i == 0:
+            if programmatic and programmatic_kernel(step.kernel):
                 import cupy
 
                 from sparsescope.hardware.programmatic_launch import launch_programmatic
@@ -242,17 +243,19 @@ class OwnSpmvBackend(SpmvBackend):
     def programmatic(self, p: PreparedOwn, config: TimingConfig) -> bool:
         """Whether a timed call is launched with PDL: in the throughput mode (calls back to
         back; a call timed alone has no call before it to overlap, and must not overlap the L2
-        flush), for a kernel that waits for it, where PDL can be launched. The case's notes
-        say which launch was timed (``launch``)."""
+        flush), for a call whose every kernel waits for it (a SELL kernel does not, so its call
+        launches as usual, fix-up included), where PDL can be launched. The case's notes say
+        which launch was timed (``launch``)."""
         if config.mode != "throughput" or not p.launches:
             return False
-        if not programmatic_kernel(p.launches[0].kernel):
+        if not all(programmatic_kernel(step.kernel) for step in p.launches):
             return False
         from sparsescope.hardware.programmatic_launch import available
 
         ok, why = available()
-        p.notes["launch"] = ("programmatic dependent launch (PDL): each call starts while the "
-                             "previous one runs and waits before it reads x" if ok else
+        p.notes["launch"] = ("programmatic dependent launch (PDL): each kernel starts while the "
+                             "launch before it runs and waits before it reads x or the "
+                             "partials" if ok else
                              f"ordinary launches (PDL not available: {why})")
         return ok
 

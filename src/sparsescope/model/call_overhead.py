@@ -52,13 +52,14 @@ The throughput mode (calls back to back, ``model.throughput``) replaces each by 
 back-to-back cost: ``launches x next_launch_us`` (else ``launches x launch_us``) for our
 kernels, the library's measured ``library_call_throughput_us`` (else ``launches x
 next_launch_us``) for a library's. A kernel that waits before it touches what the previous call
-writes (``KernelShape.programmatic_launch``: the tile kernels) is launched there with
-programmatic dependent launch (``hardware.programmatic_launch``): it starts while the previous
-call still runs, so its launch costs what a PDL launch of an empty kernel behind another costs,
-measured (``pdl_launch_us``), and its setup round (the tile descriptor, then its columns) is
-made before the wait (:func:`overlaps_previous_call`)::
+writes (``KernelShape.programmatic_launch``: the tile kernels and their fix-up) is launched
+there with programmatic dependent launch (``hardware.programmatic_launch``): each launch starts
+while the one before it still runs, so it costs what a PDL launch of an empty kernel behind
+another costs, measured (``pdl_launch_us``), and what it loads of the matrix before its wait
+(the tile descriptor and the tile's columns and values; the fix-up's split rows) overlaps the
+launch before it (:func:`overlaps_previous_call`, ``model.predict.block_start_ns``)::
 
-    overhead (own, throughput, PDL) = pdl_launch_us + (launches - 1) x next_launch_us
+    overhead (own, throughput, PDL) = launches x pdl_launch_us
 
 Where ``pdl_launch_us`` was not measured (no ``cuda.bindings``, a device before sm_90), the
 backend launches as usual and the model charges the usual cost. No term is fitted to a matrix.
@@ -167,18 +168,14 @@ def call_overhead_us(rates, launches: int, library: str = "", rows: int = 0,
     offsets (``row_search``) or not; ``programmatic``: its first kernel may be launched with
     PDL (:func:`overlaps_previous_call`). Hand checks: call 3.7 us, next launch 1.5 us,
     2 launches -> 5.2 us (latency), 3.0 us (throughput); the same with PDL measured at
-    0.4 us -> 0.4 + 1.5 = 1.9 us (throughput); a library measured at 12.0 us, a call like its
+    0.4 us -> 2 x 0.4 = 0.8 us (throughput); a library measured at 12.0 us, a call like its
     probe -> 12.0 us; not measured, 3 launches -> 3 x 3.7 = 11.1 us."""
     launches = max(1, int(launches))
     throughput = is_throughput(rates)
     if not library and overlaps_previous_call(rates, programmatic):
-        further = getattr(rates, "next_launch_us", None) or getattr(rates, "launch_us", None)
-        further = further or 0.0
-        more = (f" + {launches - 1} further launch(es) x {further:.1f} us" if launches > 1
-                else "")
-        return rates.pdl_launch_us + (launches - 1) * further, (
-            f"the first launch programmatic (PDL), started behind the previous call: "
-            f"{rates.pdl_launch_us:.1f} us (measured: pdl_launch_us){more}, back to back "
+        return launches * rates.pdl_launch_us, (
+            f"{launches} programmatic launch(es) (PDL), each started behind the one before it: "
+            f"{launches} x {rates.pdl_launch_us:.1f} us (measured: pdl_launch_us), back to back "
             f"(throughput)")
     if library:
         measured = _measured_library(rates, library, throughput)

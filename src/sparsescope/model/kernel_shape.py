@@ -90,10 +90,11 @@ class KernelShape:
     it): the call's fixed cost is that route's measured ``library_call_us``
     (``model.call_overhead``); "" for our own kernels, whose fixed cost is their launches'."""
     programmatic_launch: bool = False
-    """Whether the first kernel waits (``griddepcontrol.wait``) before its first read of x or
-    write of its outputs, so that back to back it may be launched with programmatic dependent
-    launch (PDL, ``hardware.programmatic_launch``): its launch and its setup round overlap the
-    previous call (``model.call_overhead``). The tile kernels (``spmv_tile``)."""
+    """Whether every kernel of the call waits (``griddepcontrol.wait``) before it reads what the
+    launch before it writes or writes its outputs, so that back to back each may be launched
+    with programmatic dependent launch (PDL, ``hardware.programmatic_launch``): its launch and
+    its loads of the matrix overlap the launch before it (``model.call_overhead``). The tile
+    kernels (``spmv_tile``, and ``spmv_fixup`` after them)."""
     fixup: bool = False
     """Whether the last launch is ``spmv_fixup``: rows cut by the decomposition summed from the
     partial slots the first launch wrote. Beyond its launch it waits on its own two dependent

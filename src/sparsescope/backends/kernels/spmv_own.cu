@@ -27,8 +27,8 @@
 
 #define FULL_MASK 0xffffffffu
 
-// Programmatic dependent launch (PDL, sm_90+): a call launched with the programmatic stream
-// serialization attribute (hardware/programmatic_launch.py) may start while the call before
+// Programmatic dependent launch (PDL, sm_90+; spmv_tile and spmv_fixup): a kernel launched with
+// the programmatic stream serialization attribute (hardware/programmatic_launch.py) may start while the call before
 // it on the stream still runs. Each block lets the next call start at once
 // (launch_dependents: the next call launches once every block of this one has started) and
 // waits (griddepcontrol.wait: the grids before it completed, their writes visible) only
@@ -453,19 +453,24 @@ spmv_tile(const int ntiles, const int4* __restrict__ tiles, const int* __restric
 }
 
 // y[split_row[s]] = sum of partials[split_ptr[s] .. split_ptr[s+1]), one warp per split row.
+// Launched with PDL behind a tile kernel (and the next call's tile kernel behind it), it reads
+// its split row's range and row before the wait and the partials after it.
 template <typename T>
 __global__ void spmv_fixup(const int nsplit, const int* __restrict__ split_row,
                            const int* __restrict__ split_ptr, const T* __restrict__ partials,
                            T* __restrict__ y) {
     const long long w = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     const int lane = threadIdx.x & 31;
+    pdl_launch_dependents();
     if (w >= nsplit) return;  // whole warps leave together: the shuffles below see full warps
     const int begin = split_ptr[w], end = split_ptr[w + 1];
+    const int row = split_row[w];
+    pdl_wait();  // the partials are the tile kernel's; y is written below
     T sum = T(0);
     for (int k = begin + lane; k < end; k += 32) sum += partials[k];
 #pragma unroll
     for (int off = 16; off > 0; off >>= 1) sum += __shfl_xor_sync(FULL_MASK, sum, off);
-    if (lane == 0) y[split_row[w]] = sum;
+    if (lane == 0) y[row] = sum;
 }
 
 // SELL-C-sigma, C = 32: one warp per slice of 32 (virtual) rows, one thread per row. Slice s
