@@ -267,9 +267,8 @@ def test_a_partial_last_round_runs_at_its_own_concurrency():
     assert "partial round" not in memory8.formula
 
 
-def test_a_programmatic_tile_call_back_to_back_hides_its_setup_round_and_launch():
+def test_a_programmatic_tile_call_back_to_back_pays_the_pdl_launch():
     from sparsescope.backends.spmv_adaptive import CudaSpmvAdaptive
-    from sparsescope.model.predict import block_setup_ns
 
     # 27,000 nonzeros in tiles of about 1,024: 27 tiles, one wave on 4 SMs x 8 blocks of 256
     a = sp.random(3000, 3000, density=0.003, format="csr", random_state=2)
@@ -281,15 +280,6 @@ def test_a_programmatic_tile_call_back_to_back_hides_its_setup_round_and_launch(
     ordinary = dataclasses.replace(RATES, timing_mode="throughput", call_us=3.7,
                                    next_launch_us=1.5)
     pdl = dataclasses.replace(ordinary, pdl_launch_us=0.4)
-    assert shape.grid_blocks == 27
-    # the setup: a stream round trip (1 setup round); once the launch overlaps and the grid is
-    # one wave (27 tiles on 4 SMs x 8 slots), that round and the first iteration's stream round
-    # are made before the wait: -1 round; not for a grid of more blocks than slots (33)
-    assert block_setup_ns(shape, ordinary, 8, 27, 250.0) == 250.0
-    assert block_setup_ns(shape, pdl, 8, 27, 250.0) == -250.0
-    assert block_setup_ns(shape, pdl, 8, 33, 250.0) == 250.0
-    assert block_setup_ns(dataclasses.replace(shape, programmatic_launch=False), pdl, 8, 27,
-                          250.0) == 250.0
     before = predict_spmv(a.indptr, a.indices, a.shape[1], traffic, shape, ordinary,
                           flushed=False)
     after = predict_spmv(a.indptr, a.indices, a.shape[1], traffic, shape, pdl, flushed=False)
@@ -297,10 +287,7 @@ def test_a_programmatic_tile_call_back_to_back_hides_its_setup_round_and_launch(
     assert before.term("overhead").time_ms == pytest.approx(1.5e-3)
     assert after.term("overhead").time_ms == pytest.approx(0.4e-3)
     assert after.term("overhead").formula.startswith("1 programmatic launch(es) (PDL)")
-    # the longest block loses its setup round and its first stream round (a stream round trip
-    # from the L2, 200 ns, each)
-    assert before.term("imbalance").formula.startswith("longest block: 200 ns setup + ")
-    assert after.term("imbalance").formula.startswith(
-        "longest block: -200 ns setup (before its PDL wait: -1 stream round) + ")
-    assert after.term("imbalance").time_ms < before.term("imbalance").time_ms
-    assert after.term("imbalance").time_ms < before.term("imbalance").time_ms
+    # only the launch: the blocks' own work, setup round included, is what it was (the
+    # real development set on the H200 saved the launch difference and no more)
+    assert after.predicted_ms == pytest.approx(before.predicted_ms - 1.1e-3)
+    assert after.term("imbalance") == before.term("imbalance")

@@ -69,11 +69,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from sparsescope.hardware.specs import tf32_tensor_gflops
-from sparsescope.model.call_overhead import (
-    call_overhead_us,
-    overhead_assumptions,
-    overlaps_previous_call,
-)
+from sparsescope.model.call_overhead import call_overhead_us, overhead_assumptions
 from sparsescope.model.csr_windows import window_block_iterations
 from sparsescope.model.gathers import SECTOR_BYTES, GatherFloor, gather_floor, l2_sector_rate
 from sparsescope.model.iterations import (  # noqa: F401  (re-exported: the loop counts)
@@ -383,7 +379,7 @@ def predict_spmv(indptr: np.ndarray, indices: np.ndarray, cols: int, traffic: Tr
                                         (trips.stream_ns + x_round) / max(t_iter, 1e-9))
     else:
         iters = block_iterations(indptr, shape)
-    setup_ns = block_setup_ns(shape, rates, per_sm, iters.size, trips.stream_ns)
+    setup_ns = shape.setup_rounds * trips.stream_ns
     latency, memory, queue = _loop_terms(iters, t_iter, shape, rates, per_sm, stations,
                                          setup_ns)
     longest = float(iters.max()) if iters.size else 0.0
@@ -459,11 +455,9 @@ def longest_block(iterations: int, setup_ns: float, t_iter: float, loaded_ns: fl
     loaded_ns = max(loaded_ns, t_iter)
     shared = min(float(iterations), busy_ns / loaded_ns) if loaded_ns > 0 else 0.0
     alone = iterations - shared
-    time_ns = max(0.0, setup_ns + shared * loaded_ns + alone * t_iter)
-    before = " (before its PDL wait: -1 stream round)" if setup_ns < 0 else ""
+    time_ns = setup_ns + shared * loaded_ns + alone * t_iter
     return PredictionTerm("imbalance", time_ns * 1e-6,
-                          f"longest block: {setup_ns:,.0f} ns setup{before} + {shared:,.0f} "
-                          f"iterations "
+                          f"longest block: {setup_ns:,.0f} ns setup + {shared:,.0f} iterations "
                           f"x {loaded_ns:,.0f} ns (loaded, while the rest runs) + "
                           f"{alone:,.0f} x {t_iter:,.0f} ns (alone)")
 
@@ -579,7 +573,7 @@ def _loop_terms(iters: np.ndarray, t_iter: float, shape: KernelShape, rates: Dev
                 per_sm: int, bandwidth: list[PredictionTerm], setup_ns: float):
     """(latency term, memory term, MVA result): the blocks' loop iterations against
     the unloaded latency alone (Little's law), and through the DRAM and L2 queues (MVA); each
-    block's setup takes ``setup_ns`` (:func:`block_setup_ns`).
+    block's setup takes ``setup_ns`` (its setup rounds x a stream round).
 
     A grid of more blocks than slots (``blocks = q x slots + r``, 0 < r < slots) ends with a
     partial round: its last ``r`` blocks in launch order run at their own concurrency, not
@@ -590,10 +584,10 @@ def _loop_terms(iters: np.ndarray, t_iter: float, shape: KernelShape, rates: Dev
     slots = rates.sm_count * per_sm
     cycles = max(1.0, float(iters.sum()))
     demands = {t.name: t.time_ms * 1e-3 / cycles for t in bandwidth}
-    block_ns = np.maximum(setup_ns + iters * t_iter, 0.0)
+    block_ns = setup_ns + iters * t_iter
     waves = math.ceil(iters.size / max(1, slots))
     latency = PredictionTerm("latency", wave_makespan(block_ns, slots) * 1e-6,
-                             f"{iters.size:,} blocks ({setup_ns:,.0f} ns setup + "
+                             f"{iters.size:,} blocks ({shape.setup_rounds} setup round(s) + "
                              f"{int(iters.sum()):,} block-iterations x {t_iter:,.0f} ns in all) "
                              f"dispatched in launch order to {rates.sm_count} SMs x {per_sm} "
                              f"slots ({waves:,} round(s)): the last block's finish")
@@ -651,32 +645,10 @@ def per_sm_mva(demands_s: dict[str, float], delay_s: float, sms: int, per_sm: in
                      residence_s=one.residence_s, delay_s=delay_s)
 
 
-def block_setup_ns(shape: KernelShape, rates: DeviceRates, per_sm: int, blocks: int,
-                   stream_ns: float) -> float:
-    """What a block spends before its loop, beyond its iterations::
-
-        setup = setup rounds x stream round                 (a call timed alone, or ordinary
-                                                             launches back to back)
-              = -stream round                               (PDL back to back, one wave)
-
-    The second where the call overlaps the launch before it
-    (``call_overhead.overlaps_previous_call``: a PDL launch in the throughput mode) and its grid
-    is one wave (``blocks <= SMs x resident blocks``): every block then loads its tile
-    descriptor (the setup round) and its first iteration's columns and values (that
-    iteration's stream round) before its wait, while the launch before it still runs, and
-    only the rest of its work follows the wait. Hand check: a stream round of 145 ns, 1 setup
-    round, 279 blocks on 132 SMs x 4 slots: 145 ns alone, -145 ns with PDL back to back;
-    1,000 blocks (two waves): 145 ns."""
-    if (overlaps_previous_call(rates, shape.programmatic_launch)
-            and blocks <= rates.sm_count * max(1, per_sm)):
-        return -stream_ns
-    return shape.setup_rounds * stream_ns
-
-
 def _delay_ns(t_iter: float, iters: np.ndarray, setup_ns: float) -> float:
     """Round trips per block-iteration: t_iter plus each block's setup spread over its
     iterations."""
-    return max(0.0, t_iter + iters.size * setup_ns / max(1.0, float(iters.sum())))
+    return t_iter + iters.size * setup_ns / max(1.0, float(iters.sum()))
 
 
 def _sector_time_ms(sectors: float, rate_gsectors_s: float | None, bw_gb_s: float) -> float:
@@ -755,12 +727,7 @@ def _overhead(shape: KernelShape, rates: DeviceRates,
     us, how = call_overhead_us(rates, shape.launches, shape.library, rows=rows,
                                row_search=shape.row_search,
                                programmatic=shape.programmatic_launch)
-    if shape.fixup and overlaps_previous_call(rates, shape.programmatic_launch):
-        chain_ns = rates.l2_latency_ns or rates.dram_latency_ns
-        us += chain_ns * 1e-3
-        how += (f" + spmv_fixup's partial slots from L2 after its PDL wait (its split rows "
-                f"loaded before it; {chain_ns:,.0f} ns)")
-    elif shape.fixup:
+    if shape.fixup:
         chain_ns = rates.dram_latency_ns + (rates.l2_latency_ns or rates.dram_latency_ns)
         us += chain_ns * 1e-3
         how += (f" + spmv_fixup's own dependent loads: split rows from DRAM, then the partial "
