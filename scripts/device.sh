@@ -116,7 +116,8 @@
 #                         AFTER=.after/src: the tree timed as after (default src).
 #                         Carry .device-wheels (dask, the dask-cuda tar) and .real-dev. Writes
 #                         env.txt, pytest_gpu.log, sweep_N.json (sweep_before_N.json,
-#                         sweep_after_N.json with BEFORE), scaling.md, sweep_logs.tgz.
+#                         sweep_after_N.json with BEFORE), scaling.md, sweep_logs.tgz (each
+#                         sweep's log and results.json.gz: its stage breakdown).
 #   sweep-scale cpu|gpu [LIMIT]
 #                         issue 15's scale measurements (carry out/sweep-scale too). Writes
 #                         env.txt, summary.txt, store.sqlite.gz, bundle.tgz.
@@ -927,6 +928,9 @@ recipe_sweep_gpus() {
                 "$source" "${bargs[@]}" --cluster cuda --out "$home/out" --json \
                 > "$OUT/$name.json" 2> "/tmp/ss-gpus-logs/$name.log"
             echo "$name ($tree): rc $?"
+            # the sweep's results (its stage breakdown: where each worker's busy time went)
+            [ -f "$home/out/results.json" ] && gzip -c "$home/out/results.json" \
+                > "/tmp/ss-gpus-logs/${name}_results.json.gz"
         done
     done
     tar -czf "$OUT/sweep_logs.tgz" -C /tmp/ss-gpus-logs .
