@@ -346,3 +346,21 @@ def test_workers_killed_again_and_again_a_locked_then_full_store_every_case_once
     stored = _rows(store)
     assert len(stored) == 8 and len({r[:2] for r in stored}) == 8  # each stored once
     assert sorted(r[2] for r in stored) == sorted(c.outcome for c in cases.values())
+
+
+def test_an_owned_cluster_keeps_each_case_beside_its_matrix():
+    # work stealing off: an idle worker that stole a case loaded its matrix and rebuilt its
+    # shared work again (results/h200/sweep-gpus/2026-11-28-held-out-half)
+    import distributed
+
+    settings = cluster.scheduler_settings()
+    assert settings["distributed.scheduler.work-stealing"] is False
+    assert settings["distributed.scheduler.allowed-failures"] == cluster.allowed_failures()
+    owned = cluster.start_cluster("local", 1)
+    try:
+        with distributed.Client(owned) as client:
+            extensions = client.run_on_scheduler(
+                lambda dask_scheduler: sorted(dask_scheduler.extensions))
+        assert "stealing" not in extensions
+    finally:
+        owned.close()

@@ -150,8 +150,7 @@ def start_cluster(cluster: str, workers: int | None) -> Any:
     import dask
 
     distributed = import_dask_module("distributed", "a Dask sweep (--cluster)")
-    # the scheduler reads it when it starts: one worker death per case, then KilledWorker
-    settings = {"distributed.scheduler.allowed-failures": allowed_failures()}
+    settings = scheduler_settings()
     try:
         with dask.config.set(settings), _quiet(_STARTUP_LOGGERS):
             if cluster == "cuda":
@@ -208,6 +207,25 @@ def dask_client(cluster: str | None, scheduler: str | None, workers: int | None,
         client.close()
         if owned is not None:
             owned.close()
+
+
+def scheduler_settings() -> dict[str, Any]:
+    """The Dask settings of a cluster we start (the scheduler reads them when it starts):
+
+    * ``allowed-failures``: one worker death per case, then ``KilledWorker``
+      (:func:`allowed_failures`);
+    * ``work-stealing`` off: a case runs where its matrix was probed (``sweep.dask_loop``:
+      a data dependency on the probe), and the engine's lanes, one matrix per worker at a
+      time, balance the work. Stolen by an idle worker, a case loaded its matrix again and
+      built again what the matrix's other cases share (the float64 reference, the model's
+      per-matrix work, auto's candidate predictions): on two H200s
+      (``results/h200/sweep-gpus/2026-11-28-held-out-half``) the same 90 cases took 16.6 s
+      of prediction on two workers against 1.75 s on one, and the workers' busy time grew
+      37 %.
+
+    A scheduler the sweep joins (``--scheduler``) keeps its own settings."""
+    return {"distributed.scheduler.allowed-failures": allowed_failures(),
+            "distributed.scheduler.work-stealing": False}
 
 
 def allowed_failures() -> int:
