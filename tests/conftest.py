@@ -9,10 +9,18 @@ under their recorded names, beside the seed report they are checked against
 from __future__ import annotations
 
 import gzip
+import os
 import shutil
 from pathlib import Path
 
 import pytest
+
+# One OpenBLAS thread a test process (before NumPy loads; xdist's workers and every subprocess
+# inherit it): the README's command runs a worker more than the cores, and OpenBLAS's own
+# threads (one a core by default) oversubscribe the machine and spin waiting for work -- the
+# model and backends tests took 8-12 % less CPU time with one (2 cores, 2026-11-28). A value
+# set outside the tests wins.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = REPO_ROOT / "tests" / "fixtures"
@@ -58,16 +66,47 @@ def committed():
     return find
 
 
+@pytest.fixture(scope="session")
+def session_cache(tmp_path_factory) -> Path:
+    """The cache folder (``SPARSESCOPE_CACHE``) of this test session, shared by its xdist
+    workers (their base folders' parent is the session's): its entries are keyed by content
+    and written atomically (generated matrices, SASS of own kernels), so a worker reads what
+    another built instead of running nvcc or a generator again. Without xdist, the base folder's
+    ``cache``."""
+    base = tmp_path_factory.getbasetemp()
+    return (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "cache"
+
+
 @pytest.fixture(autouse=True)
-def _isolated_store(tmp_path_factory, monkeypatch):
+def _isolated_store(tmp_path_factory, session_cache, monkeypatch):
     """Keep every test's results store and caches out of the user's home."""
     base = tmp_path_factory.getbasetemp()
-    monkeypatch.setenv("SPARSESCOPE_CACHE", str(base / "cache"))
+    monkeypatch.setenv("SPARSESCOPE_CACHE", str(session_cache))
     monkeypatch.setenv("SPARSESCOPE_STORE", str(base / "store.sqlite"))
 
 
-#: The CPU ceilings this test process measured, once (``cpu_ceilings_measured_once``).
+@pytest.fixture
+def figures_not_drawn(monkeypatch):
+    """Each SpMV figure "not drawn" (a reason, the report's own skip path): for tests about exit
+    codes, outputs, stored values or a report's text, where drawing the PNGs is most of a small
+    run's time and says nothing of what is checked."""
+    from sparsescope.report import spmv_layout
+
+    monkeypatch.setattr(spmv_layout, "FIGURE_FUNCS", {
+        name: (lambda ctx, tables: "not drawn in this test") for name in spmv_layout.FIGURE_FUNCS})
+
+
+#: The CPU ceilings this test process measured, once (:func:`_ceilings_once`).
 _MEASURED_CEILINGS: list = []
+
+
+def _ceilings_once(measure=None):
+    """This machine's CPU ceilings as this test process first measured them."""
+    if not _MEASURED_CEILINGS:
+        from sparsescope.hardware import cpu_ceilings
+
+        _MEASURED_CEILINGS.append((measure or cpu_ceilings.measure_cpu_ceilings)())
+    return _MEASURED_CEILINGS[0]
 
 
 @pytest.fixture(scope="module")
@@ -84,15 +123,39 @@ def cpu_ceilings_measured_once():
     real = cpu_ceilings.measure_cpu_ceilings
 
     def measure_once(**settings):
-        if settings:
-            return real(**settings)
-        if not _MEASURED_CEILINGS:
-            _MEASURED_CEILINGS.append(real())
-        return _MEASURED_CEILINGS[0]
+        return real(**settings) if settings else _ceilings_once(real)
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(cpu_ceilings, "measure_cpu_ceilings", measure_once)
         yield
+
+
+def cache_cpu_ceilings(store_path: Path) -> Path:
+    """Cache this machine's CPU ceilings (as this test process measured them, once) in the
+    results store at ``store_path``, as a first run would leave it; the path back."""
+    from sparsescope.hardware import cpu_ceilings
+    from sparsescope.results.store import ResultsStore
+
+    store = ResultsStore(store_path)
+    key = cpu_ceilings.machine_key()
+    if store.load_ceilings(key) is None:
+        store.save_ceilings(key, _ceilings_once())
+    return store.path
+
+
+@pytest.fixture(scope="session")
+def cpu_ceilings_cached():
+    """``cache_cpu_ceilings``, for a store a test makes: for CPU runs in a subprocess that are
+    about their output, not the ceilings (a run measures them, a second and more, only when
+    its store has none)."""
+    return cache_cpu_ceilings
+
+
+@pytest.fixture(scope="session")
+def store_with_cpu_ceilings(tmp_path_factory) -> Path:
+    """The test process's results store (``_isolated_store``'s ``SPARSESCOPE_STORE``) with this
+    machine's CPU ceilings cached (``cache_cpu_ceilings``)."""
+    return cache_cpu_ceilings(tmp_path_factory.getbasetemp() / "store.sqlite")
 
 
 def _gpu_present() -> bool:
@@ -102,6 +165,19 @@ def _gpu_present() -> bool:
     except ImportError:
         return False
     return gpu_available()
+
+
+def pytest_collection_finish(session):
+    """Once the tests are collected, the cyclic garbage collector walks less: what the process
+    holds by then (the package, NumPy, SciPy, matplotlib, every collected test) is frozen out of
+    its full collections, and the youngest generation is collected every 10,000 allocations
+    instead of 700. The collector's time in the model, report and analyze tests went from 4.3 to
+    2.4 s per worker (2 cores, 2026-11-28). A test that needs garbage gone calls gc.collect()."""
+    import gc
+
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(10_000, 10, 10)
 
 
 def pytest_collection_modifyitems(config, items):

@@ -282,7 +282,7 @@ def test_model_score_usage_errors(argv, message, capsys):
     assert main(["model", "score", *argv]) == 2
     assert message in capsys.readouterr().err
 
-@pytest.mark.usefixtures("cpu_ceilings_measured_once")
+@pytest.mark.usefixtures("cpu_ceilings_measured_once", "figures_not_drawn")
 def test_a_cpu_run_is_not_scored_and_says_why(tmp_path, capsys):
     out = tmp_path / "cpu"
     assert main(["run", "--suite", "seed6#cant", "--scale", "0.01", "--backend", "scipy-cpu",

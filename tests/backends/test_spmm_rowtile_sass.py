@@ -27,7 +27,7 @@ def _name(dtype, ib, r, vec, c, warps, col):
 
 
 @pytest.fixture(scope="module")
-def compiled(tmp_path_factory):
+def compiled(session_cache):
     from sparsescope.sass.kernel_shape import kernel_mlps_of, sass_tools_available
 
     if not sass_tools_available():
@@ -35,7 +35,7 @@ def compiled(tmp_path_factory):
     names = [_name(*shape)[0] for shape in SHAPES]
     with pytest.MonkeyPatch.context() as patch:   # the session's cache, not the user's (a
         # module fixture runs before conftest's per-test one sets it)
-        patch.setenv("SPARSESCOPE_CACHE", str(tmp_path_factory.getbasetemp() / "cache"))
+        patch.setenv("SPARSESCOPE_CACHE", str(session_cache))
         found = kernel_mlps_of(SOURCE, names)
     assert all(found[n] is not None for n in names), [n for n in names if found[n] is None]
     return found

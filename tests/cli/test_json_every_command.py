@@ -2,11 +2,15 @@
 JSON document (no NaN/Infinity, nothing before or after it), stderr without a traceback or a
 progress bar, and nested records as objects (never a ``repr`` turned into a string).
 
-The commands run once per module, two or three at a time (they are mostly import time), in a
-fixture; each command is then its own test. Inputs are built with the CLI itself (a generated
-.mtx for ``matrices stats``, the CPU run's results.json for ``results show``) or taken from the
-real H200 fixtures (tests/conftest.py ``h200_fixtures``) and the committed results files
-(results/h200/seed6, kernels, resample).
+The commands run once per module in a fixture, one after another in one Python process of their
+own (a fresh interpreter, not pytest's: :data:`_HARNESS`), each through ``sparsescope.cli.main``
+as ``python -m sparsescope`` calls it, with its stdout and stderr file descriptors on files of
+its own: what anything in the process writes there, C libraries included, is the command's.
+One process for all: a fresh interpreter importing sparsescope again for each command was
+two-fifths of the module's CPU time. Each command is then its own test. Inputs are built with
+the CLI itself (a generated .mtx for ``matrices stats``, the CPU run's results.json for
+``results show``) or taken from the real H200 fixtures (tests/conftest.py ``h200_fixtures``) and
+the committed results files (results/h200/seed6, kernels, resample).
 
 Commands that cannot succeed on a machine without a GPU or Nsight Compute (``profile run``,
 ``analyze WORKLOAD``/``--cuda``) are checked for their ``--json`` error document instead:
@@ -18,9 +22,9 @@ from __future__ import annotations
 import json
 import os
 import re
+import select
 import subprocess
 import sys
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
 
 import pytest
@@ -29,7 +33,8 @@ REPO = Path(__file__).resolve().parents[2]
 RESULTS = REPO / "results" / "h200"
 RESAMPLE = RESULTS / "resample"
 FAST = ["--warmups", "1", "--repeats", "3", "--flush", "off"]
-WORKERS = 3
+#: Longest a command may take before the module fails (a hang, not a slow machine).
+COMMAND_TIMEOUT_S = 180
 
 
 def _cmds(tmp: Path, fx: Path) -> dict[str, tuple[str | None, list[str]]]:
@@ -37,7 +42,7 @@ def _cmds(tmp: Path, fx: Path) -> dict[str, tuple[str | None, list[str]]]:
     argv without --json)."""
     run_dir = tmp / "run"
     gen = tmp / "gen"
-    # The slowest first (they start at once): run, report and ceilings.
+    # In order: a command comes after the one whose outputs it reads.
     return {
         "run": (None, ["run", "--suite", "seed6", "--scale", "0.005", "--out", str(run_dir),
                        *FAST]),
@@ -115,36 +120,112 @@ ERROR_CMDS = {
 SUCCESS_NAMES = list(_cmds(Path("/t"), Path("/f")))
 
 
-def _cli(argv: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "sparsescope", *argv, "--json"], env=env,
-                          cwd=cwd, capture_output=True, text=True, timeout=180)
+#: The process the commands run in: each stdin line a JSON job (argv, the files for the
+#: command's stdout and stderr), the commands' own stdin /dev/null; fds 1 and 2 are pointed at
+#: those files while
+#: ``sparsescope.cli.main`` runs (imported inside, so its import is the first command's
+#: output), then restored, and the exit code (main's return, or a SystemExit's code as
+#: ``python -m sparsescope`` would exit) goes to the harness's own stdout as one JSON line.
+_HARNESS = r"""
+import json, os, sys, traceback
+jobs, report = os.fdopen(os.dup(0), "r"), os.fdopen(os.dup(1), "w")
+null = os.open(os.devnull, os.O_RDONLY)
+os.dup2(null, 0)
+os.close(null)
+for line in jobs:
+    job = json.loads(line)
+    sys.stdout.flush(); sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
+    for fd, path in ((1, job["stdout"]), (2, job["stderr"])):
+        target = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        os.dup2(target, fd)
+        os.close(target)
+    try:
+        from sparsescope.cli import main
+        code = main(job["argv"])
+    except SystemExit as stop:
+        code = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
+    except BaseException:
+        traceback.print_exc()
+        code = 1
+    finally:
+        sys.stdout.flush(); sys.stderr.flush()
+        for fd, copy in zip((1, 2), saved):
+            os.dup2(copy, fd)
+            os.close(copy)
+    report.write(json.dumps({"exit_code": code}) + "\n")
+    report.flush()
+"""
+
+
+class Harness:
+    """The one process the module's commands run in (:data:`_HARNESS`), started on first use."""
+
+    def __init__(self, env: dict[str, str], cwd: Path) -> None:
+        self.env, self.cwd, self.count = env, cwd, 0
+        self.proc: subprocess.Popen | None = None
+
+    def run(self, argv: list[str]) -> subprocess.CompletedProcess:
+        """``sparsescope ARGV --json``: its exit code, stdout and stderr."""
+        if self.proc is None:
+            self.proc = subprocess.Popen([sys.executable, "-c", _HARNESS], env=self.env,
+                                         cwd=self.cwd, stdin=subprocess.PIPE,
+                                         stdout=subprocess.PIPE, text=True)
+        self.count += 1
+        out, err = (self.cwd / f".cmd{self.count}.{kind}" for kind in ("out", "err"))
+        argv = [*argv, "--json"]
+        self.proc.stdin.write(json.dumps({"argv": argv, "stdout": str(out),
+                                          "stderr": str(err)}) + "\n")
+        self.proc.stdin.flush()
+        ready, _, _ = select.select([self.proc.stdout], [], [], COMMAND_TIMEOUT_S)
+        line = self.proc.stdout.readline() if ready else ""
+        if not line:
+            self.close()
+            raise AssertionError(f"the harness died or hung on {argv}: "
+                                 f"{err.read_text()[-2000:] if err.exists() else ''}")
+        return subprocess.CompletedProcess(argv, json.loads(line)["exit_code"],
+                                           out.read_text(), err.read_text())
+
+    def close(self) -> None:
+        if self.proc is not None:
+            if self.proc.poll() is None:
+                self.proc.stdin.close()
+                try:
+                    self.proc.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    self.proc.kill()
+                    self.proc.wait()
+            self.proc.stdout.close()
+            self.proc = None
 
 
 @pytest.fixture(scope="module")
-def work(tmp_path_factory):
+def work(tmp_path_factory, cpu_ceilings_cached):
+    """The commands' folder and environment: a store of their own, holding this machine's CPU
+    ceilings as a first run leaves them (what is checked is the JSON, not the measuring)."""
     tmp = tmp_path_factory.mktemp("json_every_command")
-    env = dict(os.environ, SPARSESCOPE_STORE=str(tmp / "store.sqlite"),
+    env = dict(os.environ, SPARSESCOPE_STORE=str(cpu_ceilings_cached(tmp / "store.sqlite")),
                SPARSESCOPE_CACHE=str(tmp / "cache"), COLUMNS="100")
     return tmp, env
 
 
 @pytest.fixture(scope="module")
-def outputs(work, h200_fixtures):
-    """Every success command run once, up to WORKERS at a time, each after its dependency."""
+def harness(work):
     tmp, env = work
-    cmds = _cmds(tmp, h200_fixtures)
-    pending, running, done = dict(cmds), {}, {}
-    with ThreadPoolExecutor(WORKERS) as pool:
-        while pending or running:
-            for name, (dep, argv) in list(pending.items()):
-                if dep is None or all(d in done for d in dep.split(",")):
-                    running[pool.submit(_cli, argv, env, tmp)] = name
-                    del pending[name]
-            if not running:
-                raise AssertionError(f"unknown dependencies of {sorted(pending)}")
-            finished, _ = wait(running, return_when=FIRST_COMPLETED)
-            for future in finished:
-                done[running.pop(future)] = future.result()
+    started = Harness(env, tmp)
+    yield started
+    started.close()
+
+
+@pytest.fixture(scope="module")
+def outputs(work, harness, h200_fixtures):
+    """Every success command run once, in order, each after the commands it reads."""
+    tmp, _ = work
+    done = {}
+    for name, (dep, argv) in _cmds(tmp, h200_fixtures).items():
+        missing = [d for d in (dep.split(",") if dep else []) if d not in done]
+        assert not missing, f"{name} reads {missing}, which do not come before it"
+        done[name] = harness.run(argv)
     return done
 
 
@@ -288,15 +369,14 @@ def test_analyze_json_shapes(outputs, work):
 
 
 @pytest.mark.parametrize("name", list(ERROR_CMDS))
-def test_json_error_document(name, work, h200_fixtures):
+def test_json_error_document(name, harness, h200_fixtures):
     """No GPU / no ncu here: the --json answer is the error document, not a traceback."""
     from sparsescope.hardware.detect import gpu_available
 
     argv, code = ERROR_CMDS[name]
     if code == 7 and gpu_available():
         pytest.skip("a GPU is present: the live analysis would run")
-    tmp, env = work
-    proc = _cli([a.replace("{fx}", str(h200_fixtures)) for a in argv], env, tmp)
+    proc = harness.run([a.replace("{fx}", str(h200_fixtures)) for a in argv])
     assert proc.returncode == code, proc.stderr
     doc = strict_single_document(proc.stdout)
     assert isinstance(doc, dict) and set(doc) == {"error", "type", "exit_code"}, doc

@@ -24,8 +24,11 @@ BAR = re.compile(rb"cases:\s*\d+%\|")
 
 
 def _command(out) -> list[str]:
-    return [sys.executable, "-m", "sparsescope", "run", "--suite", "seed6", "--scale", "0.02",
-            "--no-store", "--out", str(out), *FAST]
+    """A CPU run of the six seed matrices, small (what is checked is the terminal, not the
+    cases), into the test process's store, where the CPU ceilings are already cached
+    (``store_with_cpu_ceilings``: measuring them is a second and more in every fresh run)."""
+    return [sys.executable, "-m", "sparsescope", "run", "--suite", "seed6", "--scale", "0.005",
+            "--out", str(out), *FAST]
 
 
 def _set_size(fd: int, rows: int = 24, cols: int = 120) -> None:
@@ -68,7 +71,7 @@ def _first(chunks, pattern) -> float | None:
     return None
 
 
-def test_bar_and_case_lines_arrive_while_running(tmp_path):
+def test_bar_and_case_lines_arrive_while_running(tmp_path, store_with_cpu_ceilings):
     master, slave = os.openpty()
     _set_size(slave)
     env = dict(os.environ, TERM="xterm", COLUMNS="120")
@@ -110,7 +113,7 @@ def test_bar_and_case_lines_arrive_while_running(tmp_path):
         assert re.search(rb"[\r\n] +" + re.escape(name) + rb" +scipy-cpu +ok ", text), name
 
 
-def test_no_bar_when_stderr_is_not_a_terminal(tmp_path):
+def test_no_bar_when_stderr_is_not_a_terminal(tmp_path, store_with_cpu_ceilings):
     """stdout on a terminal (case lines), stderr a pipe: no bar, no carriage return."""
     master, slave = os.openpty()
     _set_size(slave)

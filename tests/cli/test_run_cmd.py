@@ -61,6 +61,7 @@ def test_report_says_cpu_and_analog(seed6_run):
     assert "Little's law: H200" not in md and "DAE what-if per case" not in md
 
 
+@pytest.mark.usefixtures("figures_not_drawn")
 def test_run_appends_to_store(tmp_path, capsys):
     rc = main(["run", "--suite", "awkward", "--out", str(tmp_path / "a"), "--json", *FAST])
     assert rc == 0

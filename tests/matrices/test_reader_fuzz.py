@@ -1,5 +1,7 @@
 """Property-based fuzzing of the readers (issue 33): mutated .mtx, .smtx and .npz files (bytes,
-tokens, truncation) are read in one subprocess per example. Every outcome must be the exact
+tokens, truncation) are read in a reader subprocess (one per module, kept between examples and
+started again after it dies; the ~0.4 s start of a fresh interpreter was most of the module's
+time). Every outcome must be the exact
 matrix or a SparsescopeError: never a crash (a signal), never another exception, never other
 values. For text formats the expected outcome comes from a small independent strict reader
 below (the grammar the readers document); for .npz every mutation must give the original matrix
@@ -15,6 +17,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 import scipy.sparse as sp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -24,21 +27,25 @@ MTX = BANNER + b"% a comment\n3 4 5\n1 1 1.5\n2 3 -2.25e-1\n3 4 3\n1 4 .5\n3 1 4
 SMTX = b"3, 4, 5\n0 2 3 5\n0 3 2 0 3\n"
 FILES_PER_EXAMPLE = 60
 
+#: The reader process: each stdin line is a JSON list of paths, read in order; each path's
+#: record follows its "start" line, and a "done" line ends the batch.
 _RUNNER = r"""
 import json, sys, warnings
 from sparsescope.errors import SparsescopeError
 from sparsescope.matrices import read_matrix
 warnings.simplefilter("ignore")
-for path in sys.argv[1:]:
-    print(json.dumps({"start": path}), flush=True)
-    try:
-        out = {"dense": read_matrix(path).csr.toarray().tolist()}
-    except SparsescopeError as exc:
-        out = {"error": str(exc)}
-    except BaseException as exc:  # noqa: BLE001 - reported as a defect
-        out = {"bug": repr(exc)}
-    out["path"] = path
-    print(json.dumps(out), flush=True)
+for batch in sys.stdin:
+    for path in json.loads(batch):
+        print(json.dumps({"start": path}), flush=True)
+        try:
+            out = {"dense": read_matrix(path).csr.toarray().tolist()}
+        except SparsescopeError as exc:
+            out = {"error": str(exc)}
+        except BaseException as exc:  # noqa: BLE001 - reported as a defect
+            out = {"bug": repr(exc)}
+        out["path"] = path
+        print(json.dumps(out), flush=True)
+    print(json.dumps({"done": True}), flush=True)
 """
 
 # --- the independent strict readers (the documented grammar) --------------------------------
@@ -165,25 +172,69 @@ def mutated(draw, original: bytes, body_from: int):
     return bytes(data)
 
 
-def _run(tmp_path, suffix: str, blobs: list[bytes]) -> list[dict]:
+class Reader:
+    """The reader subprocess (:data:`_RUNNER`), started on first use and again after it dies."""
+
+    def __init__(self) -> None:
+        self.proc: subprocess.Popen | None = None
+
+    def read(self, paths: list[str]) -> tuple[list[dict], int | None, str]:
+        """Every line the reader printed for ``paths``, its exit code if it died on them
+        (None if it lived), and its stderr then."""
+        if self.proc is None:
+            self.proc = subprocess.Popen([sys.executable, "-c", _RUNNER], stdin=subprocess.PIPE,
+                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                         text=True)
+        proc = self.proc
+        records = []
+        try:
+            proc.stdin.write(json.dumps(paths) + "\n")
+            proc.stdin.flush()
+        except BrokenPipeError:
+            pass
+        for line in proc.stdout:  # ends early when the process dies
+            if line.startswith("{"):
+                record = json.loads(line)
+                if record.get("done"):
+                    return records, None, ""
+                records.append(record)
+        self.proc = None
+        _, err = proc.communicate(timeout=120)
+        return records, proc.returncode, err
+
+    def close(self) -> None:
+        if self.proc is not None:
+            self.proc.stdin.close()
+            self.proc.wait(timeout=120)
+            self.proc.stdout.close()
+            self.proc.stderr.close()
+            self.proc = None
+
+
+@pytest.fixture(scope="module")
+def reader():
+    started = Reader()
+    yield started
+    started.close()
+
+
+def _run(reader: Reader, tmp_path, suffix: str, blobs: list[bytes]) -> list[dict]:
     paths = []
     for i, blob in enumerate(blobs):
         path = tmp_path / f"m{i}{suffix}"
         path.write_bytes(blob)
         paths.append(str(path))
-    result = subprocess.run([sys.executable, "-c", _RUNNER, *paths], capture_output=True,
-                            text=True, timeout=120)
-    records = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
-    if result.returncode != 0:
+    records, died, stderr = reader.read(paths)
+    if died is not None:
         last = records[-1].get("start") if records else None
         crashed = blobs[paths.index(last)] if last in paths else None
-        raise AssertionError(f"reader process died (exit {result.returncode}) on {last}: "
-                             f"{crashed!r}\n{result.stderr[-2000:]}")
+        raise AssertionError(f"reader process died (exit {died}) on {last}: "
+                             f"{crashed!r}\n{stderr[-2000:]}")
     return [r for r in records if "start" not in r]
 
 
-def _check(tmp_path, suffix, blobs, oracle, *, error_allowed=False):
-    for blob, record in zip(blobs, _run(tmp_path, suffix, blobs), strict=True):
+def _check(reader, tmp_path, suffix, blobs, oracle, *, error_allowed=False):
+    for blob, record in zip(blobs, _run(reader, tmp_path, suffix, blobs), strict=True):
         assert "bug" not in record, (blob, record)
         want = oracle(blob)
         if error_allowed and "error" in record:
@@ -208,22 +259,22 @@ def test_oracles_read_the_originals():
 @_SETTINGS
 @given(st.lists(mutated(MTX, len(BANNER)), min_size=FILES_PER_EXAMPLE,
                 max_size=FILES_PER_EXAMPLE))
-def test_fuzz_mtx(tmp_path_factory, blobs):
-    _check(tmp_path_factory.mktemp("mtx"), ".mtx", [MTX, *blobs], expected_mtx)
+def test_fuzz_mtx(reader, tmp_path_factory, blobs):
+    _check(reader, tmp_path_factory.mktemp("mtx"), ".mtx", [MTX, *blobs], expected_mtx)
 
 
 @_SETTINGS
 @given(st.lists(mutated(SMTX, 0), min_size=FILES_PER_EXAMPLE, max_size=FILES_PER_EXAMPLE))
-def test_fuzz_smtx(tmp_path_factory, blobs):
-    _check(tmp_path_factory.mktemp("smtx"), ".smtx", [SMTX, *blobs], expected_smtx)
+def test_fuzz_smtx(reader, tmp_path_factory, blobs):
+    _check(reader, tmp_path_factory.mktemp("smtx"), ".smtx", [SMTX, *blobs], expected_smtx)
 
 
 @_SETTINGS
 @given(st.lists(mutated(NPZ, 0), min_size=FILES_PER_EXAMPLE, max_size=FILES_PER_EXAMPLE))
-def test_fuzz_npz(tmp_path_factory, blobs):
+def test_fuzz_npz(reader, tmp_path_factory, blobs):
     original = expected_mtx(MTX)
     # a mutation the zip container ignores (a timestamp) may still read: then exactly
-    _check(tmp_path_factory.mktemp("npz"), ".npz", [NPZ, *blobs], lambda blob: original,
+    _check(reader, tmp_path_factory.mktemp("npz"), ".npz", [NPZ, *blobs], lambda blob: original,
            error_allowed=True)
 
 

@@ -217,6 +217,7 @@ def test_profile_run_errors_before_ncu(profile_args, capsys, argv, message):
 
 # -- sweep ----------------------------------------------------------------------------------
 @pytest.mark.slow  # one in-process sweep of two tiny matrices: a few seconds, mostly start-up
+@pytest.mark.usefixtures("figures_not_drawn")
 def test_sweep_runs_the_named_entries(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("SPARSESCOPE_STORE", str(tmp_path / "store.sqlite"))
     rc = main(["sweep", "suite:awkward@1#one-by-one,single-entry", "awkward:rmat-257",

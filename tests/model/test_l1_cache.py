@@ -135,7 +135,7 @@ def _ncu_tile(name: str) -> dict[str, float]:
     ("webbase-1M", "webbase-1M.spmv0.cuda-spmv-adaptive", 0, 0.05),
     ("circuit5M", "circuit5M.spmv0.cuda-spmv-adaptive[hub=8192]", 8192, 0.06),
 ])
-def test_x_requests_against_ncu_on_the_h200(matrix, case, hub, tolerance):
+def test_x_requests_against_ncu_on_the_h200(matrix, case, hub, tolerance, monkeypatch):
     """The tile kernel's x requests to L2, ncu (results/h200/profile/2026-11-25-cases-hub8k):
     its L2 read sectors less its streams (values, INT32 columns, row pointers; the hub's fill
     of x[0, 8192) once an SM, its later blocks finding it in L1). The model runs the launch ncu
@@ -146,6 +146,9 @@ def test_x_requests_against_ncu_on_the_h200(matrix, case, hub, tolerance):
     the L1's capacity: 2.92 M). circuit5M with the 8,192-column hub in shared memory and 28 KB
     of L1: ncu 53.2 M, model 50.9 M; without the capacity, 45.5 M: the 90,000-nonzero blocks
     of the persistent kernel would keep their x sectors on chip."""
+    # built once here: writing it to the generated-matrix cache (700 MB for circuit5M) would
+    # cost more than generating it
+    monkeypatch.setenv("SPARSESCOPE_GENERATED_CACHE", "0")
     m = build_entry(find_entry("seed6", matrix)).csr
     ncu = _ncu_tile(case)
     grid = int(ncu["launch__grid_size"])

@@ -68,6 +68,7 @@ def test_missing_metrics_are_named_not_fatal(stripped, tmp_path):
     assert "- Shared load bank conflicts" not in text
 
 
+@pytest.mark.usefixtures("figures_not_drawn")
 def test_report_command_on_a_stripped_export(stripped, tmp_path, capsys):
     from pathlib import Path
 

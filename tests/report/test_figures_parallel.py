@@ -21,6 +21,22 @@ from sparsescope.report.tables import build_tables
 fork_only = pytest.mark.skipif(not figure_pool.can_fork(), reason="no fork start method")
 
 
+@pytest.fixture(autouse=True)
+def _threads_left_by_other_tests_ignored(monkeypatch):
+    """``can_fork`` refuses a multi-threaded process (its rule is checked on its own in
+    ``test_no_fork_in_a_multi_threaded_or_gpu_process``). Tests that ran before in this
+    process may have left threads behind (the format cache's idle builders wait on their queue
+    for good; a sweep leaves a timed-out case's thread running), which made the forked drawing
+    here fall back to a row and fail, depending on which tests a worker ran first. So the
+    threads counted are the main thread and those started during the test."""
+    import threading
+
+    before = {thread.ident for thread in threading.enumerate()
+              if thread is not threading.main_thread()}
+    monkeypatch.setattr(figure_pool.threading, "active_count", lambda: sum(
+        1 for thread in threading.enumerate() if thread.ident not in before))
+
+
 def report_inputs(runset):
     ctx = build_context(runset)
     tables = {t.name: t for t in build_tables(runset, ctx=ctx)}

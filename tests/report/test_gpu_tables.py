@@ -186,6 +186,7 @@ def _spmv_document(rs, figures_dir):
     return render_markdown(build_document(ctx, run_tables, [section])), section
 
 
+@pytest.mark.usefixtures("figures_not_drawn")
 def test_timing_subsections_in_the_document(tmp_path):
     for rs, expected in (
         # cuda-csr-vector is one of our kernels: the own-against-peers table follows timing

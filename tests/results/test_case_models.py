@@ -33,6 +33,7 @@ def test_every_timed_case_stores_its_model(run):
         assert case.model.peak.bw_gb_s == back.device.peak_bw_gb_s
 
 
+@pytest.mark.usefixtures("figures_not_drawn")
 def test_the_report_renders_the_stored_values(run, tmp_path):
     back = read_runset(run.results_path)
     first = back.cases[0]

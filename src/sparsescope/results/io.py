@@ -14,6 +14,7 @@ floats (an infinite error of a failed case) are written as the strings ``"Infini
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import os
@@ -86,7 +87,11 @@ def _describe(value: Any) -> str:
     return f"{kind} {value!r}" if isinstance(value, (str, int, float)) else kind
 
 
+@functools.cache
 def _hints(cls: type) -> dict[str, Any]:
+    """A record class's field types, resolved once per class: ``typing.get_type_hints``
+    compiles every string annotation again on each call, and reading a results file asks it
+    once per record (most of a large file's read time). Callers do not change the dict."""
     return typing.get_type_hints(cls)
 
 
