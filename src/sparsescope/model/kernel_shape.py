@@ -92,9 +92,9 @@ class KernelShape:
     programmatic_launch: bool = False
     """Whether every kernel of the call waits (``griddepcontrol.wait``) before it reads what the
     launch before it writes or writes its outputs, so that back to back each may be launched
-    with programmatic dependent launch (PDL, ``hardware.programmatic_launch``): its launch and
-    its loads of the matrix overlap the launch before it (``model.call_overhead``). The tile
-    kernels (``spmv_tile``, and ``spmv_fixup`` after them)."""
+    with programmatic dependent launch (PDL, ``hardware.programmatic_launch``): each launch
+    then costs the measured PDL launch (``model.call_overhead``). The tile kernels
+    (``spmv_tile``, and ``spmv_fixup`` after them)."""
     fixup: bool = False
     """Whether the last launch is ``spmv_fixup``: rows cut by the decomposition summed from the
     partial slots the first launch wrote. Beyond its launch it waits on its own two dependent
