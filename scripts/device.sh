@@ -114,7 +114,8 @@
 #                         "all" for a larger collection of cases). BEFORE=.before/src: that
 #                         tree's sweep too, before this one's, per count (carry .before).
 #                         AFTER=.after/src: the tree timed as after (default src).
-#                         Carry .device-wheels (dask, the dask-cuda tar) and .real-dev. Writes
+#                         Carry .device-wheels (dask, the dask-cuda tar), .real-dev, and
+#                         .device-wheels-nvmath for the planned cuSPARSE. Writes
 #                         env.txt, pytest_gpu.log, sweep_N.json (sweep_before_N.json,
 #                         sweep_after_N.json with BEFORE), scaling.md, sweep_logs.tgz (each
 #                         sweep's log and results.json.gz: its stage breakdown).
@@ -902,7 +903,12 @@ recipe_sweep_gpus() {
     wheels
     dask_wheels
     dask_cuda_path
-    env_file "$OUT/env.txt" "source $source ($(ls "$source" | wc -l) files)" \
+    if [ -d .device-wheels-nvmath ]; then  # the planned cuSPARSE, where its wheels are carried
+        $PY -m pip install -q --no-index --no-deps .device-wheels-nvmath/*.whl 2>&1 | tail -1
+    fi
+    local count="not a folder"
+    [ -d "$source" ] && count="$(ls "$source" | wc -l) files"
+    env_file "$OUT/env.txt" "source $source ($count)" \
         "$(nproc) cores" "gpus $(nvidia-smi -L | wc -l)"
     if [ "${GPU_TESTS:-1}" = 1 ]; then
         # shellcheck disable=SC2046
