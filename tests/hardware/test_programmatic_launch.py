@@ -65,3 +65,51 @@ def test_a_timed_call_is_programmatic_only_back_to_back_and_where_pdl_launches(m
     assert not backend.programmatic(prepared, throughput)
     assert prepared.notes["launch"] == ("ordinary launches (PDL not available: cuda.bindings "
                                         "is not installed)")
+
+
+def test_a_launch_asks_the_driver_for_programmatic_stream_serialization(monkeypatch):
+    """``launch_programmatic`` against a stand-in of ``cuda.bindings.driver`` (no GPU here):
+    the grid, block, stream, the attribute, the kernel's handle and its parameters reach
+    ``cuLaunchKernelEx``; a failed status is an error naming it."""
+    import sys
+    import types
+
+    from sparsescope.hardware.programmatic_launch import launch_programmatic
+
+    class Record(types.SimpleNamespace):
+        pass
+
+    calls = []
+    success = types.SimpleNamespace(name="CUDA_SUCCESS")
+    status = [success]
+
+    def cu_launch_kernel_ex(*arguments):
+        calls.append(arguments)
+        return (status[0],)
+
+    driver = types.SimpleNamespace(
+        CUlaunchConfig=Record, CUlaunchAttribute=lambda: Record(value=Record()),
+        CUlaunchAttributeID=types.SimpleNamespace(
+            CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION="PSS"),
+        CUresult=types.SimpleNamespace(CUDA_SUCCESS=success),
+        CUstream=lambda ptr: ("stream", ptr), CUfunction=lambda ptr: ("function", ptr),
+        cuLaunchKernelEx=cu_launch_kernel_ex)
+    bindings = types.ModuleType("cuda.bindings")
+    bindings.driver = driver
+    monkeypatch.setitem(sys.modules, "cuda", types.ModuleType("cuda"))
+    monkeypatch.setitem(sys.modules, "cuda.bindings", bindings)
+    monkeypatch.setitem(sys.modules, "cuda.bindings.driver", driver)
+    kernel = SimpleNamespace(kernel=SimpleNamespace(ptr=0xABC))
+    launch_programmatic(kernel, 279, 256, (np.int32(5), _device_array(0x7F00)), stream_ptr=42)
+    (config, function, params, extra), = calls
+    assert (config.gridDimX, config.gridDimY, config.gridDimZ) == (279, 1, 1)
+    assert (config.blockDimX, config.blockDimY, config.blockDimZ) == (256, 1, 1)
+    assert config.hStream == ("stream", 42) and config.sharedMemBytes == 0
+    (attribute,) = config.attrs
+    assert config.numAttrs == 1 and attribute.id == "PSS"
+    assert attribute.value.programmaticStreamSerializationAllowed == 1
+    assert function == ("function", 0xABC) and extra == 0
+    assert params == ((5, 0x7F00), (ctypes.c_int32, ctypes.c_void_p))
+    status[0] = types.SimpleNamespace(name="CUDA_ERROR_INVALID_VALUE")
+    with pytest.raises(RuntimeError, match="CUDA_ERROR_INVALID_VALUE"):
+        launch_programmatic(kernel, 1, 32, (), stream_ptr=42)

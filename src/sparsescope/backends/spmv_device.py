@@ -228,15 +228,12 @@ class OwnSpmvBackend(SpmvBackend):
         """The call's launches in order; ``programmatic``: each of a kernel that waits
         (:func:`programmatic_kernel`) with programmatic dependent launch
         (``hardware.programmatic_launch``)."""
+        from sparsescope.hardware.programmatic_launch import launch_programmatic
+
         for step in p.launches:
             kernel = kernel_function(step.kernel)
             if programmatic and programmatic_kernel(step.kernel):
-                import cupy
-
-                from sparsescope.hardware.programmatic_launch import launch_programmatic
-
-                launch_programmatic(kernel, step.grid, step.block, step.args,
-                                    cupy.cuda.get_current_stream().ptr)
+                launch_programmatic(kernel, step.grid, step.block, step.args)
             else:
                 kernel((step.grid,), (step.block,), step.args)
 

@@ -182,20 +182,22 @@ def _launch_us(cupy, empty, fma, launch: tuple, repeats: int) -> float:
     return best * 1e3
 
 
-def _call_us(empty, samples: int) -> tuple[float, float]:
-    """(call_us, next_launch_us): medians of the timing protocol's own samples of a call of
-    one, then two, empty kernels with the L2 flushed before each call (module docstring)."""
+def _protocol_median_us(call: Callable[[], Any], **config: Any) -> float:
+    """The median, in microseconds, of the timing protocol's samples of ``call()`` (CuPy's
+    stream, no kernel breakdown) under ``TimingConfig(warmups=3, **config)``."""
     from sparsescope.timing.cuda import time_cuda
     from sparsescope.timing.types import TimingConfig
 
-    config = TimingConfig(warmups=3, repeats=samples, flush_l2=True)
+    m = time_cuda(call, TimingConfig(warmups=3, **config), library="cupy", breakdown=False)
+    return 1e3 * float(np.median(m.samples_ms))
 
-    def median_us(call) -> float:
-        m = time_cuda(call, config, library="cupy", breakdown=False)
-        return 1e3 * float(np.median(m.samples_ms))
 
-    one = median_us(lambda: empty((1,), (32,), ()))
-    two = median_us(lambda: (empty((1,), (32,), ()), empty((1,), (32,), ())))
+def _call_us(empty, samples: int) -> tuple[float, float]:
+    """(call_us, next_launch_us): medians of the timing protocol's own samples of a call of
+    one, then two, empty kernels with the L2 flushed before each call (module docstring)."""
+    one = _protocol_median_us(lambda: empty((1,), (32,), ()), repeats=samples, flush_l2=True)
+    two = _protocol_median_us(lambda: (empty((1,), (32,), ()), empty((1,), (32,), ())),
+                              repeats=samples, flush_l2=True)
     return one, max(0.0, two - one)
 
 
@@ -205,20 +207,12 @@ def _pdl_launch_us(empty_pdl, samples: int) -> tuple[float | None, str]:
     the one before (``hardware.programmatic_launch``); the median of ``samples`` per-call
     times. (None, the reason) where PDL cannot be launched here."""
     from sparsescope.hardware.programmatic_launch import available, launch_programmatic
-    from sparsescope.timing.cuda import time_cuda
-    from sparsescope.timing.types import TimingConfig
 
     ok, why = available()
     if not ok:
         return None, why
-    import cupy
-
-    def call() -> None:
-        launch_programmatic(empty_pdl, 1, 32, (), cupy.cuda.get_current_stream().ptr)
-
-    m = time_cuda(call, TimingConfig(warmups=3, repeats=samples, mode="throughput"),
-                  library="cupy", breakdown=False)
-    return 1e3 * float(np.median(m.samples_ms)), ""
+    return _protocol_median_us(lambda: launch_programmatic(empty_pdl, 1, 32, ()),
+                               repeats=samples, mode="throughput"), ""
 
 
 def library_call_costs(probes: Mapping[str, Callable[[Any], Any]], samples: int

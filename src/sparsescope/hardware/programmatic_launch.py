@@ -74,10 +74,16 @@ def function_handle(kernel: Any) -> int:
 
 
 def launch_programmatic(kernel: Any, grid: int, block: int, args: tuple,
-                        stream_ptr: int) -> None:
+                        stream_ptr: int | None = None) -> None:
     """Launch ``kernel`` (a CuPy ``RawKernel`` whose code waits with ``griddepcontrol.wait``
-    before touching what earlier calls write) on ``stream_ptr`` with PDL allowed."""
+    before touching what earlier calls write) on ``stream_ptr`` (default: CuPy's current
+    stream, where the timing protocol records its events) with PDL allowed."""
     from cuda.bindings import driver
+
+    if stream_ptr is None:
+        import cupy
+
+        stream_ptr = cupy.cuda.get_current_stream().ptr
 
     config = driver.CUlaunchConfig()
     config.gridDimX, config.gridDimY, config.gridDimZ = int(grid), 1, 1
