@@ -100,6 +100,16 @@
 #                         the carried store (carry out/spmm-pop too). Writes env.txt,
 #                         command.txt, summary.txt, summary.json (`model score --spmm-bounds`),
 #                         results.json.gz, store.sqlite.gz, bundle.tgz [, pytest_gpu.log].
+#   spmm-real-dev {KS="8 64", LAYOUTS="col row", BUDGET_S=300, GPU_TESTS=1, MODE=latency,
+#                         VARIANTS=}
+#                         issue 37 item 3: every GPU-marked test first (GPU_TESTS=0: none),
+#                         then `run --op spmm` on the real development set (.real-dev/, carry
+#                         it with .device-wheels-min and .device-wheels-nvmath): the CuPy,
+#                         PyTorch and planned cuSPARSE SpMM (every algorithm, --variants
+#                         cusparse-spmm), colmajor, rowgroup and auto, each of VARIANTS
+#                         (space-separated --variant specs), stopped by SIGINT at the budget
+#                         with its measured cases kept. Writes env.txt, [pytest_gpu.log,]
+#                         run.log, spmm_results.json.gz, spmm_groups.md.
 #   sweep [SOURCE]        a sweep in process and on a one-worker Dask LocalCluster, then a
 #                         re-run that must resume. Writes env.txt, inprocess.json, local.json,
 #                         resume.json, collection.md, results.json.
@@ -813,6 +823,40 @@ recipe_break_even() {
     tail -n 5 "$OUT/run.log"
 }
 
+recipe_spmm_real_dev() {
+    out_dir /tmp/ss-spmm-real-dev
+    local start rc=0 args=() f k layout v
+    start=$(date +%s)
+    wheels
+    $PY -m pip install -q --no-index --no-deps .device-wheels-nvmath/*.whl 2>&1 | tail -1
+    env_file "$OUT/env.txt" "matrices $(ls .real-dev/*.npz | wc -l) from .real-dev"
+    if [ "${GPU_TESTS:-1}" != 0 ]; then
+        # shellcheck disable=SC2046
+        $PY -m pytest tests -m gpu -q -p no:cacheprovider -n "${PYTEST_WORKERS:-4}" \
+            $(timeout_flag 300) -rs > "$OUT/pytest_gpu.log" 2>&1
+        tail -n 3 "$OUT/pytest_gpu.log"
+        grep -qE "^FAILED|[0-9]+ failed|[0-9]+ error" "$OUT/pytest_gpu.log" && rc=1
+    fi
+    for f in .real-dev/*.npz; do args+=(--matrix "$f"); done
+    for k in ${KS:-8 64}; do args+=(--k "$k"); done
+    for layout in ${LAYOUTS:-col row}; do args+=(--layout "$layout"); done
+    for v in ${VARIANTS:-}; do args+=(--variant "$v"); done
+    local cmd=("$PY" -m sparsescope run "${args[@]}" --op spmm
+               --backend spmm-torch-i32 --backend spmm-cupy-i32 --backend spmm-nvmath-i32
+               --backend spmm-cuda-colmajor --backend spmm-cuda-rowgroup
+               --backend spmm-cuda-auto --variants cusparse-spmm
+               --timing-mode "${MODE:-latency}" --out /tmp/spmm-real-dev --no-store)
+    echo "${cmd[*]}" >> "$OUT/env.txt"
+    timeout -s INT "$(( ${BUDGET_S:-300} - ($(date +%s) - start) ))" "${cmd[@]}" \
+        > "$OUT/run.log" 2>&1
+    echo "run: rc=$? after $(( $(date +%s) - start )) s" | tee -a "$OUT/env.txt"
+    gzip -c /tmp/spmm-real-dev/results.json > "$OUT/spmm_results.json.gz"
+    $PY scripts/spmm_backend_table.py "$OUT/spmm_results.json.gz" --groups \
+        > "$OUT/spmm_groups.md" 2>&1
+    tail -n 12 "$OUT/spmm_groups.md"
+    return "$rc"
+}
+
 recipe_spmm_population() {
     out_dir /tmp/ss-spmm
     local suite="${1:-spmm-population-held-out}" limit="${2:-380}" tests="${3:-}"
@@ -1038,7 +1082,8 @@ PY
 
 # -- dispatch -----------------------------------------------------------------------------------
 RECIPES=(list gpu-tests real-dev kernels model seed6 seed6-speed profile profile-cases ab-kernel
-         finish-ab ops break-even spmm-blocktc spmm-population sweep sweep-gpus sweep-scale)
+         finish-ab ops break-even spmm-blocktc spmm-population spmm-real-dev sweep sweep-gpus
+         sweep-scale)
 if [[ " ${RECIPES[*]} " != *" $RECIPE "* ]]; then
     echo "unknown recipe '$RECIPE'; recipes: ${RECIPES[*]}" >&2
     exit 2

@@ -169,7 +169,8 @@ def test_dsmem_probe_source_compiles_for_hopper():
 DEVICE = ROOT / "scripts" / "device.sh"
 #: Every recipe of the driver (the fifteen device_*.sh scripts' and the ones added since).
 RECIPES = ("gpu-tests", "kernels", "model", "seed6", "seed6-speed", "profile", "profile-cases",
-           "ab-kernel", "finish-ab", "ops", "spmm-blocktc", "spmm-population", "sweep",
+           "ab-kernel", "finish-ab", "ops", "spmm-blocktc", "spmm-population", "spmm-real-dev",
+           "sweep",
            "sweep-gpus", "sweep-scale")
 
 

@@ -65,6 +65,12 @@ def test_candidate_names_per_layout():
     assert candidate_names("col") == (ROWGROUP, ROWWARP, BLOCKTC, COLMAJOR)
 
 
+#: colmajor's narrow-tile C for the 60-row matrix below at k (no device rates or compiled
+#: kernel: 2 one-warp blocks, a wave of 132 SMs x 8 warps at the register cap = 1,056 warps):
+#: k = 8 and 256 -> 1 (16 and 512 warps at C = 1); k = 4095 -> 4 (1,024 tiles x 2 = 2,048).
+NARROW_60 = {8: 1, 256: 1, 4095: 4}
+
+
 @pytest.mark.parametrize(("k", "layout", "dtype", "labels"), [
     (8, "row", "float32", ["spmm-cuda-rowgroup", "spmm-cuda-rowwarp", "spmm-cuda-blocktc"]),
     (8, "col", "float32", ["spmm-cuda-rowgroup", "spmm-cuda-rowwarp", "spmm-cuda-blocktc",
@@ -85,11 +91,11 @@ def test_planned_candidates_per_layout_and_k(k, layout, dtype, labels):
 
     csr = _matrix(60, 50, seed=2).csr
     found = planned_candidates(_case(csr, k, layout), dtype, 4, 132, 8)
-    if layout == "col":  # 60 rows run in one wave: colmajor with short slices too (before
-        # the row-tile kernel, planned last)
+    if layout == "col":  # 60 rows run in one wave: colmajor with short slices and with
+        # narrower tiles too (before the row-tile kernel, planned last)
         at = len(labels) - labels[-1].startswith("spmm-cuda-rowtile")
         labels = [*labels[:at], Candidate(COLMAJOR, short_slices(60, csr.nnz, k)).label,
-                  *labels[at:]]
+                  Candidate(COLMAJOR, {"tile_cols": NARROW_60[k]}).label, *labels[at:]]
     assert [c.label for c, _, _ in found] == labels
     declined = {c.backend: why for c, plan, why in found if plan is None}
     assert set(declined) == {BLOCKTC}   # fill above its limit, or float64
@@ -177,6 +183,17 @@ def _inner_time(ms_by_inner):
     return timed
 
 
+def _colmajor_timed(ms: float):
+    """``SpmmCudaColMajor.time``: ``ms``, twice that for a narrow-tile variant (so which
+    colmajor the trial keeps does not hang on a tie)."""
+    def timed(self, prepared, config):
+        from sparsescope.timing.types import Measurement
+
+        return Measurement(samples_ms=(ms * (2 if self.tile_cols else 1),), config=config,
+                           clock="fake")
+    return timed
+
+
 @pytest.mark.parametrize(("colmajor_ms", "selected"), [
     (0.05, "spmm-cuda-colmajor"), (0.5, "spmm-cuda-transposed")])
 def test_the_trial_times_whole_column_major_calls_and_keeps_the_fastest(
@@ -192,7 +209,7 @@ def test_the_trial_times_whole_column_major_calls_and_keeps_the_fastest(
     monkeypatch.setattr(SpmmCudaRowWarp, "time", _timed(0.01))
     monkeypatch.setattr(SpmmCudaTransposed, "time", _inner_time(
         {"SpmmCudaRowGroup": 0.2, "SpmmCudaRowWarp": 0.3}))
-    monkeypatch.setattr(SpmmCudaColMajor, "time", _timed(colmajor_ms))
+    monkeypatch.setattr(SpmmCudaColMajor, "time", _colmajor_timed(colmajor_ms))
     monkeypatch.setattr(spmm_auto, "TRIAL_MARGIN", 1e6)   # every candidate within the margin
     case = _run_predicted(_matrix(300, 200, seed=3), _auto(trial=True), 8, "col")
     assert case.outcome == "ok", case.reason
@@ -200,11 +217,14 @@ def test_the_trial_times_whole_column_major_calls_and_keeps_the_fastest(
     assert case.notes["selection_rule"] == "spmm-predicted-then-timed"
     trial = {row["label"]: row["trial_ms"]
              for row in json.loads(case.notes["selection_table"])}
-    short = [label for label in trial if label.startswith("spmm-cuda-colmajor[")]
-    assert len(short) == 1  # 300 rows run in one wave: short slices are a candidate too
+    short = [label for label in trial if label.startswith("spmm-cuda-colmajor[batch")]
+    # 300 rows run in one wave: short slices and narrower tiles are candidates too (10
+    # one-warp blocks at k = 8: C = 1 gives 80 warps, short of a wave of 132 SMs x 8 at the
+    # register cap -- the fake kernel has no registers to read)
+    assert len(short) == 1
     assert trial == {"spmm-cuda-rowgroup": 0.2, "spmm-cuda-rowwarp": 0.3,
                      "spmm-cuda-blocktc": None, "spmm-cuda-colmajor": colmajor_ms,
-                     short[0]: colmajor_ms}
+                     short[0]: colmajor_ms, "spmm-cuda-colmajor[tile_cols=1]": 2 * colmajor_ms}
     kernels = [launch[0] for launch in fake_device]
     if selected == "spmm-cuda-colmajor":   # the gate ran the kept kernel on X as it is
         assert kernels[-1] == "spmm_colmajor"

@@ -464,11 +464,13 @@ def test_auto_plans_short_slices_only_on_a_grid_of_one_wave():
 
     small = _matrix(37, 60, seed=1, long_row=55)
     found = colmajor_plans(small.indptr, small.nnz, 8, "float32", 4, 132)
-    assert [c.params for c, _ in found] == [{}, short_slices_of(small, 8)]
+    assert [c.params for c, _ in found] == [{}, short_slices_of(small, 8), {"tile_cols": 1}]
     # one SM's worth of lanes and a row more: two waves' worth on a 1-SM device, no short plan
     rows = SM_THREADS + 1
     many = sp.random(rows, 64, density=0.05, format="csr", random_state=2)
     assert [c.params for c, _ in colmajor_plans(many.indptr, many.nnz, 8, "float32", 4, 1)] == [{}]
+    # on 2 SMs one wave of lanes, short slices; 9 blocks of 8 warps (72) already fill the
+    # cap's wave (2 x 8 warps), so no narrower tiles
     assert len(colmajor_plans(many.indptr, many.nnz, 8, "float32", 4, 2)) == 2
 
 

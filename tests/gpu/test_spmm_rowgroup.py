@@ -85,22 +85,33 @@ def test_cut_rows_use_atomics_and_match(awkward_matrices, layout, k):
             assert int(case.notes["split_rows"]) > 0 and case.notes["zero_fill"] == "yes"
 
 
-@pytest.mark.parametrize("k", [1, 3, 8, 64, 600])
-def test_colmajor_short_slices_and_deep_batches_match(awkward_matrices, k):
+#: colmajor's narrower column tiles per k (auto's narrow candidate): C = 1, 2 and 4 instances,
+#: k = 3 at C = 2 masking its last tile to one column.
+NARROW_TILES = {3: 2, 8: 1, 64: 2, 600: 4}
+
+
+@pytest.mark.parametrize(("k", "variant"), [
+    *((k, "short") for k in (1, 3, 8, 64, 600)), *((k, "narrow") for k in NARROW_TILES)])
+def test_colmajor_short_slices_and_deep_batches_match(awkward_matrices, k, variant):
     """colmajor with auto's short-slice plan (``short_slices``: slices of about the mean row,
     twice the pairs a batch): most rows cut, so zero fill plus atomics, on every awkward
-    matrix, both dtypes and index widths."""
+    matrix, both dtypes and index widths; and with its narrower column tiles (``tile_cols``,
+    :data:`NARROW_TILES`), float32 with INT32 and float64 with INT64 indices (CI time)."""
     from sparsescope.backends.spmm_colmajor import SpmmCudaColMajor, short_slices
 
+    types = ((("float32", 4), ("float32", 8), ("float64", 4), ("float64", 8))
+             if variant == "short" else (("float32", 4), ("float64", 8)))
     failures = []
     for matrix in _small(awkward_matrices):
         rows, nnz = matrix.csr.shape[0], matrix.csr.nnz
-        for dtype in ("float32", "float64"):
-            for index_bytes in (4, 8):
-                case = _run(matrix, SpmmCudaColMajor(**short_slices(rows, nnz, k)), k, "col",
-                            dtype, index_bytes)
-                if case.outcome != "ok":
-                    failures.append((matrix.name, dtype, index_bytes, case.reason))
+        options = (short_slices(rows, nnz, k) if variant == "short"
+                   else {"tile_cols": NARROW_TILES[k]})
+        for dtype, index_bytes in types:
+            case = _run(matrix, SpmmCudaColMajor(**options), k, "col", dtype, index_bytes)
+            if case.outcome != "ok":
+                failures.append((matrix.name, dtype, index_bytes, case.reason))
+            elif variant == "narrow":
+                assert case.notes["column_tiles"] == str(-(-k // NARROW_TILES[k]))
     assert not failures, failures
 
 
@@ -138,19 +149,20 @@ def test_poison_catches_a_dropped_slice():
         return plan.__class__(plan.slice_nnz, plan.slice_ptr[:-1], plan.slice_row,
                               plan.split_rows)
 
+    # the launch's arguments are built once by prepare: the plan is cut before it
     class DropsRowGroup(SpmmCudaRowGroup):
-        def _launch(self, p):
+        def plan(self, *args, **kwargs):
             from dataclasses import replace
 
-            p.host = replace(p.host, plan=short(p.host.plan))
-            super()._launch(p)
+            host = super().plan(*args, **kwargs)
+            return replace(host, plan=short(host.plan))
 
     class DropsColMajor(SpmmCudaColMajor):
-        def _launch(self, p):
+        def plan(self, *args, **kwargs):
             from dataclasses import replace
 
-            p.host = replace(p.host, plan=short(p.host.plan))
-            super()._launch(p)
+            host = super().plan(*args, **kwargs)
+            return replace(host, plan=short(host.plan))
 
     matrix = Matrix(name="u5000", csr=generate("uniform", 5000, 50_000, seed=2), source="t")
     for backend, layout in ((DropsRowGroup(), "row"), (DropsColMajor(), "col")):

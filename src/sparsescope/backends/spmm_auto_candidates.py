@@ -37,7 +37,12 @@ from sparsescope.backends.spmm_blocktc import (
     plan_blocktc,
     sampled_fill,
 )
-from sparsescope.backends.spmm_colmajor import colmajor_launch, plan_colmajor, short_slices
+from sparsescope.backends.spmm_colmajor import (
+    colmajor_launch,
+    narrow_tile_cols,
+    plan_colmajor,
+    short_slices,
+)
 from sparsescope.backends.spmm_cuda import (
     MAX_CHUNKS,
     SLICE_UNIT,
@@ -73,24 +78,73 @@ SM_THREADS = 2048
 """The most threads an SM holds (sm_70, sm_80, sm_90; 1,536 on sm_86 and sm_89): colmajor's
 grid of at most ``SMs x SM_THREADS`` lanes runs in one wave, where its longest lane, not its
 bytes, sets the time."""
+SM_BLOCKS = 32
+"""The most blocks an SM holds (sm_80, sm_90; 16 on sm_75 and sm_86, 24 on sm_89): with
+:data:`SM_THREADS`, the limits :func:`colmajor_wave_warps` takes where no device rates are
+given."""
+
+
+def colmajor_wave_warps(host: Any, sm_count: int, rates: Any = None,
+                        registers: int | None = None) -> int:
+    """Warps of one full wave of a colmajor plan's kernel: ``SMs x`` the warps an SM holds of
+    it (``model.spmm_predict.resident_warps``, as the time model counts them: its registers --
+    ``registers``, the compiled kernel's, else the launch bound's cap of 256 -- its block and
+    the device's thread, block and register limits: ``rates``', else :data:`SM_THREADS`,
+    :data:`SM_BLOCKS` and 65,536 registers).
+
+    One-warp blocks of the float32 k = 8 instance (61 registers: 2,048 a warp) on an H200:
+    min(32 blocks, 65,536 / 2,048 = 32, 2,048 / 32 = 64) = 32 warps an SM, 4,224 on 132 SMs;
+    at the cap (256 registers, 8,192 a warp): 8 an SM, 1,056."""
+    from sparsescope.model.spmm_predict import resident_warps
+
+    per_sm = resident_warps(
+        colmajor_launch(host, registers),
+        max_threads_per_sm=rates.max_threads_per_sm if rates is not None else SM_THREADS,
+        max_blocks_per_sm=rates.max_blocks_per_sm if rates is not None else SM_BLOCKS,
+        **({"registers_per_sm": rates.registers_per_sm} if rates is not None else {}))
+    return sm_count * per_sm
 
 
 def colmajor_plans(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, index_bytes: int,
-                   sm_count: int) -> list[tuple[Candidate, Any]]:
-    """(candidate, host plan) of colmajor: at the slice rule's S and BATCH; and, where that
-    grid runs in one wave (``slices x column tiles <= SMs x SM_THREADS``) and
-    :func:`~sparsescope.backends.spmm_colmajor.short_slices` cuts its lanes' rounds, with
-    short slices and deep batches. The zero fill and atomics of the rows cut are not in the
-    model: the trial decides (a 13,436-row matrix of 99,000 nonzeros at k = 8 on an H100:
-    colmajor 18.0 us, cuSPARSE's CSR_ALG3 8.2 us, results/h100/real-dev/2026-11-28-spmm)."""
+                   sm_count: int, rates: Any = None,
+                   registers=None) -> list[tuple[Candidate, Any]]:
+    """(candidate, host plan) of colmajor: at the slice rule's S, BATCH and C; and, where that
+    grid runs in one wave (``slices x column tiles <= SMs x SM_THREADS``):
+
+    * with short slices and deep batches, where
+      :func:`~sparsescope.backends.spmm_colmajor.short_slices` cuts its lanes' rounds. The
+      zero fill and atomics of the rows cut are not in the model: the trial decides (a
+      13,436-row matrix of 99,000 nonzeros at k = 8 on an H100: colmajor 18.0 us, cuSPARSE's
+      CSR_ALG3 8.2 us, results/h100/real-dev/2026-11-28-spmm);
+    * with narrower column tiles (``tile_cols``), where
+      :func:`~sparsescope.backends.spmm_colmajor.narrow_tile_cols` gives a C below the rule's:
+      the largest C whose grid (blocks x column tiles x warps) still reaches one full wave of
+      the plain kernel's resident warps (:func:`colmajor_wave_warps`, on the device of
+      ``rates`` with the registers ``registers(source, kernel)`` reads, None: the cap), else
+      1. A narrower instance needs fewer registers, so its own wave is at least this one: the
+      rule errs toward the wider tile, the one that reads A fewer times. bcspwr06 (1,454 rows,
+      ~3.6 nonzeros a row) at k = 8 on an H200: 46 one-warp blocks, a wave of 132 x 32 =
+      4,224 warps, C = 1 gives 368 -> ``tile_cols`` 1 (on the H200 colmajor took 4.1 us of
+      kernel there against cuSPARSE ALG3's 2.0-2.4 us, results/h200/real-dev/
+      2026-11-28-spmm-colmajor). Its launch in the model has C-column slabs, k / C of them
+      (``colmajor_launch``), so A's extra passes and the extra warps are both predicted."""
     rows = int(np.asarray(indptr).size - 1)
     plain = plan_colmajor(indptr, nnz, k, value_dtype, index_bytes, sm_count)
     out = [(Candidate(COLMAJOR), plain)]
-    short = short_slices(rows, nnz, k)
     one_wave = plain.plan.n_slices * plain.tiles <= sm_count * SM_THREADS
-    if one_wave and (short["slice_nnz"] < plain.plan.slice_nnz or short["batch"] > plain.tile[1]):
+    if not one_wave:
+        return out
+    short = short_slices(rows, nnz, k)
+    if short["slice_nnz"] < plain.plan.slice_nnz or short["batch"] > plain.tile[1]:
         out.append((Candidate(COLMAJOR, short), plan_colmajor(
             indptr, nnz, k, value_dtype, index_bytes, sm_count, **short)))
+    regs = registers(spmm_colmajor.SOURCE, plain.kernel) if registers else None
+    wave = colmajor_wave_warps(plain, sm_count, rates, regs)
+    narrow = narrow_tile_cols(k, plain.blocks * plain.warps, wave)
+    if narrow < plain.tile[0]:
+        options = {"tile_cols": narrow}
+        out.append((Candidate(COLMAJOR, options), plan_colmajor(
+            indptr, nnz, k, value_dtype, index_bytes, sm_count, **options)))
     return out
 
 
@@ -201,11 +255,14 @@ def candidate_launch(name: str, plan: Any, registers=None, shape: tuple[int, int
 
 
 def planned_candidates(case: OpCase, value_dtype: str, index_bytes: int, sm_count: int,
-                       full_warps: int, rates: Any = None) -> list[tuple[Candidate, Any, str]]:
+                       full_warps: int, rates: Any = None,
+                       registers=None) -> list[tuple[Candidate, Any, str]]:
     """(candidate, host plan or None, why not) of every candidate of ``case`` in
     :func:`candidate_names`' order: the CSR row-major plans, blocktc's (or the reason it
-    declines), for column-major X colmajor's; then rowtile's where it stages less X than the
-    gathers (:func:`rowtile_candidate`, for the device of ``rates``; left out otherwise)."""
+    declines), for column-major X colmajor's (:func:`colmajor_plans`, its narrow tiles sized
+    by ``registers(source, kernel)``, the compiled kernel's registers; None: the cap); then
+    rowtile's where it stages less X than the gathers (:func:`rowtile_candidate`, for the
+    device of ``rates``; left out otherwise)."""
     csr, k = case.matrix, case.params.k
     out: list[tuple[Candidate, Any, str]] = [
         (cand, plan, "") for cand, plan in candidate_plans(
@@ -214,7 +271,7 @@ def planned_candidates(case: OpCase, value_dtype: str, index_bytes: int, sm_coun
     out.append((Candidate(BLOCKTC), plan, declined))
     if case.params.layout == "col":
         out += [(cand, plan, "") for cand, plan in colmajor_plans(
-            csr.indptr, csr.nnz, k, value_dtype, index_bytes, sm_count)]
+            csr.indptr, csr.nnz, k, value_dtype, index_bytes, sm_count, rates, registers)]
     found, _ = rowtile_candidate(case, value_dtype, index_bytes, sm_count, rates)
     if found is not None:
         out.append((*found, ""))
@@ -248,7 +305,7 @@ def predict_candidates(case: OpCase, value_dtype: str, index_bytes: int, device:
     out = []
     start = time.perf_counter()
     for cand, plan, declined in planned_candidates(case, value_dtype, index_bytes, sm_count,
-                                                   full_warps, device.rates):
+                                                   full_warps, device.rates, registers):
         if plan is None:
             out.append(CandidatePrediction(cand, None, not_modelled=declined))
             start = time.perf_counter()

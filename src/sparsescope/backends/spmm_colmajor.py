@@ -5,7 +5,8 @@ A lane per row slice, a tile of C columns per thread (grid.y = ceil(k / C)): Y's
 written 32 consecutive rows at a time (coalesced), A's pairs are read once per tile and feed C
 columns. Host choices, pure functions tested without a GPU and recorded in the case's notes:
 
-* :func:`colmajor_tile`: (C, BATCH), columns per thread and pairs per batch;
+* :func:`colmajor_tile`: (C, BATCH), columns per thread and pairs per batch (``tile_cols``:
+  a narrower C, :func:`narrow_tile_cols`, for grids below one wave);
 * :func:`colmajor_slice_nnz`: S, the longest slice a lane walks (rows longer are cut, summed
   with atomics into a zero-filled Y), cut into slices by
   :func:`~sparsescope.backends.spmm_cuda.slice_plan`;
@@ -49,7 +50,8 @@ SLICE_MEAN_FACTOR = 2
 twice what the average lane does, whatever the row-length distribution's tail."""
 
 
-def colmajor_tile(k: int, batch: int | None = None) -> tuple[int, int]:
+def colmajor_tile(k: int, batch: int | None = None,
+                  tile_cols: int | None = None) -> tuple[int, int]:
     """(C, BATCH)::
 
         C     = smallest power of two >= k, at most MAX_TILE_COLS (8)
@@ -57,15 +59,27 @@ def colmajor_tile(k: int, batch: int | None = None) -> tuple[int, int]:
 
     k = 1 -> (1, 8); k = 3 -> (4, 4); k = 6 -> (8, 2); k = 8 -> (8, 2); k = 256 -> (8, 2);
     k = 2 -> (2, 8). Columns past k in the last tile are masked (k = 3: 3 of 4). ``batch``
-    (1 to MAX_BATCH) replaces the BATCH rule: k = 8, batch 4 -> (8, 4).
+    (1 to MAX_BATCH) replaces the BATCH rule: k = 8, batch 4 -> (8, 4). ``tile_cols``
+    replaces C by a narrower tile (a power of two, at most the rule's C; BATCH by the same
+    rule): k = 8, tile_cols 1 -> (1, 8), eight column tiles; k = 8, tile_cols 4 -> (4, 4);
+    k = 3, tile_cols 2 -> (2, 8), two tiles, the second masked to one column; k = 3,
+    tile_cols 8 -> ValueError (the rule's C is 4).
     """
     if k < 1:
         raise ValueError(f"k must be >= 1, got {k}")
     if batch is not None and not 1 <= batch <= MAX_BATCH:
         raise ValueError(f"batch must be 1 to {MAX_BATCH}, got {batch}")
+    if tile_cols is not None and (not 1 <= tile_cols <= MAX_TILE_COLS
+                                  or tile_cols & (tile_cols - 1)):
+        raise ValueError(f"tile_cols must be a power of two 1 to {MAX_TILE_COLS}, "
+                         f"got {tile_cols}")
     tile = 1
     while tile < k and tile < MAX_TILE_COLS:
         tile *= 2
+    if tile_cols is not None:
+        if tile_cols > tile:
+            raise ValueError(f"tile_cols {tile_cols} is wider than k = {k} needs (C = {tile})")
+        tile = tile_cols
     return tile, batch if batch is not None else min(MAX_BATCH, X_LOADS_IN_FLIGHT // tile)
 
 
@@ -88,6 +102,40 @@ def short_slices(rows: int, nnz: int, k: int) -> dict[str, int]:
     deep = min(MAX_BATCH, 2 * batch)
     mean = -(-max(0, nnz) // max(1, rows))
     return {"slice_nnz": max(deep, -(-mean // deep) * deep), "batch": deep}
+
+
+def narrow_tile_cols(k: int, tile_warps: int, wave_warps: int) -> int:
+    """C of colmajor's narrow-tile variant, for a grid that leaves the device idle: the
+    largest power of two at most :func:`colmajor_tile`'s C whose grid still reaches one full
+    wave of resident warps, else 1::
+
+        C = largest power of two <= C_k with  tile_warps x ceil(k / C) >= wave_warps,  else 1
+            tile_warps = blocks x warps a block (one column tile; the slices fix both, not C)
+            wave_warps = SMs x warps an SM holds of the kernel (its occupancy)
+
+    C_k itself where the default grid already fills a wave: no narrower variant then.
+
+    Why narrower tiles help a small grid: with C_k = 8 (k >= 8) BATCH is 2, so a lane of a
+    row of 3-4 nonzeros makes 5 dependent round trips (its slice pointers, then pairs and
+    their gathers for each of 2 batches); at C = 1 BATCH is 8, and a row of <= 8 nonzeros
+    takes 3 (slice pointers, pairs, gathers), while k / C column tiles give k / C times the
+    warps to hide them. The cost: every column tile reads A's pairs again (k / C passes
+    instead of ceil(k / 8)), and a nonzero costs k / C x (2 C + 3) warp instructions instead
+    of 19 at k = 8 (40 at C = 1). Hence no narrower than a wave needs.
+
+    bcspwr06 at k = 8 on an H200 (132 SMs): 1,454 rows of ~3.6 nonzeros, none cut, one slice
+    a row -> 46 warps, blocks of 1 warp (:func:`colmajor_grid`): tile_warps 46. The float32
+    instance's 61 registers let an SM hold 32 one-warp blocks (its block limit): wave 132 x
+    32 = 4,224. C = 4: 92 warps, C = 2: 184, C = 1: 368 < 4,224 -> C = 1 (8 tiles, 8x the
+    warps; A's 5,300 pairs, 42 kB, read 8 times from the L2 instead of once). A 96,000-row
+    graph (3,000 warps a tile) -> C = 4 (6,000 >= 4,224); 1,500 warps -> C = 2; 5,000 ->
+    C = 8 (no narrower); k = 1 -> 1 (no narrower); k = 3 (C_k 4), 46 warps -> 1 (3 tiles).
+    """
+    widest, _ = colmajor_tile(k)
+    tile = widest
+    while tile > 1 and tile_warps * -(-k // tile) < wave_warps:
+        tile //= 2
+    return tile
 
 
 def colmajor_slice_nnz(rows: int, nnz: int, min_slice: int | None = None) -> int:
@@ -138,11 +186,13 @@ class ColMajorPlan:
 
 def plan_colmajor(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, index_bytes: int,
                   sm_count: int, *, warps: int | None = None, min_slice: int | None = None,
-                  slice_nnz: int | None = None, batch: int | None = None) -> ColMajorPlan:
+                  slice_nnz: int | None = None, batch: int | None = None,
+                  tile_cols: int | None = None) -> ColMajorPlan:
     """The whole host plan of one call (pure). ``slice_nnz``: S as given, instead of
-    :func:`colmajor_slice_nnz`'s rule; ``batch``: BATCH as given (:func:`colmajor_tile`)."""
+    :func:`colmajor_slice_nnz`'s rule; ``batch``: BATCH as given; ``tile_cols``: C as given
+    (both :func:`colmajor_tile`)."""
     rows = int(np.asarray(indptr).size - 1)
-    tile = colmajor_tile(k, batch)
+    tile = colmajor_tile(k, batch, tile_cols)
     if slice_nnz is not None and slice_nnz < 1:
         raise ValueError(f"slice_nnz must be >= 1, got {slice_nnz}")
     plan = slice_plan(indptr, slice_nnz or colmajor_slice_nnz(rows, nnz, min_slice))
@@ -157,7 +207,10 @@ def plan_colmajor(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, index_
              "index_dtype": np.dtype(_gpu.INDEX_DTYPES[index_bytes]).name,
              "value_dtype": value_dtype,
              "slice_rule": (f"S = {slice_nnz} (given)" if slice_nnz else
-                            f"S = max(32, round_up({SLICE_MEAN_FACTOR} x nnz / rows, 32))")}
+                            f"S = max(32, round_up({SLICE_MEAN_FACTOR} x nnz / rows, 32))"),
+             "tile_rule": (f"C = {tile_cols} (given), A's pairs read once per column tile"
+                           if tile_cols is not None else
+                           f"C = smallest power of two >= k, at most {MAX_TILE_COLS}")}
     return ColMajorPlan(name, tile, plan, blocks, tiles, block, notes)
 
 
@@ -172,7 +225,11 @@ def colmajor_launch(host: ColMajorPlan, registers: int | None = None):
     column tiles), C scalar loads a nonzero (VEC 1), BATCH X rows in flight a lane, and a
     round trip for pairs once a lane has used the 32-byte sector of its indices and values
     (``32 / max(index, value bytes)`` pairs: the loads between hit L1). Registers: the
-    compiled kernel's, else the launch bound's cap (:data:`LAUNCH_BOUND_MINB`)."""
+    compiled kernel's, else the launch bound's cap (:data:`LAUNCH_BOUND_MINB`).
+
+    Narrower tiles (``tile_cols``) are the same fields at their C: k = 8, C = 1 -> slab_cols
+    1, slabs 8, chunks 1, BATCH 8: A's pairs streamed 8 times, 8x the warps, each lane's X
+    rounds ceil(L / 8) instead of ceil(L / 2); the k gathers a nonzero makes are the same."""
     from sparsescope.model.spmm_predict import SpmmLaunch, plan_fields
 
     tile, batch = host.tile
@@ -199,6 +256,13 @@ class PreparedColMajor:
     y: Any
     """Y stored k x rows, C-ordered: column-major Y."""
     working_set_bytes: int
+    function: Any = None
+    """The compiled kernel, resolved once by ``prepare`` (a per-call lookup of the module and
+    its function cost host time on every timed call); None for a matrix without rows."""
+    grid: tuple[int, int] = (1, 1)
+    block: tuple[int] = (32,)
+    args: tuple = ()
+    """The kernel's arguments, built once by ``prepare`` (the NumPy scalars too)."""
 
 
 class SpmmCudaColMajor(OwnSpmmKernel):
@@ -209,20 +273,30 @@ class SpmmCudaColMajor(OwnSpmmKernel):
                     "thread (NVRTC)")
 
     def __init__(self, *, warps: int | None = None, min_slice: int | None = None,
-                 slice_nnz: int | None = None, batch: int | None = None) -> None:
+                 slice_nnz: int | None = None, batch: int | None = None,
+                 tile_cols: int | None = None) -> None:
         self.warps = warps
         self.min_slice = min_slice
         self.slice_nnz = slice_nnz
         """S as given (:func:`short_slices`), else the slice rule's."""
         self.batch = batch
         """BATCH as given, else :func:`colmajor_tile`'s."""
-        if batch is not None:
-            colmajor_tile(1, batch)  # validated here: a bad variant fails before any case
+        self.tile_cols = tile_cols
+        """C as given (narrower tiles, :func:`narrow_tile_cols`), else :func:`colmajor_tile`'s;
+        a k whose rule gives a narrower C than this is skipped (:meth:`unsupported_params`)."""
+        if batch is not None or tile_cols is not None:
+            # validated here (at the widest k): a bad variant fails before any case
+            colmajor_tile(MAX_TILE_COLS, batch, tile_cols)
 
     def unsupported_params(self, case: OpCase) -> str:
         if case.params.layout != "col":
             return ("the colmajor SpMM kernel reads column-major X only (layout=row: "
                     "spmm-cuda-rowgroup)")
+        if self.tile_cols is not None:
+            try:
+                colmajor_tile(case.params.k, self.batch, self.tile_cols)
+            except ValueError as exc:
+                return str(exc)
         return ""
 
     def plan(self, case: OpCase, value_dtype: str, index_bytes: int,
@@ -230,7 +304,8 @@ class SpmmCudaColMajor(OwnSpmmKernel):
         csr = case.matrix
         return plan_colmajor(csr.indptr, csr.nnz, case.params.k, value_dtype, index_bytes,
                              sm_count, warps=self.warps, min_slice=self.min_slice,
-                             slice_nnz=self.slice_nnz, batch=self.batch)
+                             slice_nnz=self.slice_nnz, batch=self.batch,
+                             tile_cols=self.tile_cols)
 
     def prepare(self, case: OpCase, value_dtype: str, index_bytes: int) -> PreparedColMajor:
         import cupy
@@ -241,23 +316,26 @@ class SpmmCudaColMajor(OwnSpmmKernel):
         slice_ptr, slice_row = upload_slices(host.plan, _gpu.INDEX_DTYPES[index_bytes])
         indices, data = upload_csr(csr, value_dtype, index_bytes)
         x_t = np.ascontiguousarray(np.asarray(case.inputs).T, dtype=dtype)  # k x cols
+        rows, cols = csr.shape
+        x, y = cupy.asarray(x_t), cupy.zeros((k, rows), dtype=dtype)
+        function = _gpu.raw_module(SOURCE, (host.kernel,)).get_function(host.kernel) \
+            if rows else None
+        args = (np.int64(host.plan.n_slices), np.int64(rows), np.int64(cols), np.int32(k),
+                np.int32(host.plan.split_rows > 0),
+                slice_ptr, slice_row, indices, data, x, y)
         return PreparedColMajor(
-            rows=csr.shape[0], cols=csr.shape[1], k=k, host=host, slice_ptr=slice_ptr,
-            slice_row=slice_row, indices=indices, data=data, x=cupy.asarray(x_t),
-            y=cupy.zeros((k, csr.shape[0]), dtype=dtype),
-            working_set_bytes=case.traffic.compulsory_bytes)
+            rows=rows, cols=cols, k=k, host=host, slice_ptr=slice_ptr,
+            slice_row=slice_row, indices=indices, data=data, x=x, y=y,
+            working_set_bytes=case.traffic.compulsory_bytes, function=function,
+            grid=(host.blocks, host.tiles), block=(32 * host.warps,), args=args)
 
     def _launch(self, p: PreparedColMajor) -> None:
-        h = p.host
-        if h.plan.split_rows:
+        """The optional zero fill and one kernel call: the function and its arguments were
+        resolved by ``prepare`` (Y is filled in place, so the arguments stay valid)."""
+        if p.host.plan.split_rows:
             zero_fill_async(p.y)
-        if p.rows == 0:
-            return
-        kernel = _gpu.raw_module(SOURCE, (h.kernel,)).get_function(h.kernel)
-        kernel((h.blocks, h.tiles), (32 * h.warps,),
-               (np.int64(h.plan.n_slices), np.int64(p.rows), np.int64(p.cols), np.int32(p.k),
-                np.int32(h.plan.split_rows > 0),
-                p.slice_ptr, p.slice_row, p.indices, p.data, p.x, p.y))
+        if p.function is not None:
+            p.function(p.grid, p.block, p.args)
 
     def run(self, prepared: PreparedColMajor) -> np.ndarray:
         self._launch(prepared)

@@ -284,6 +284,13 @@ class PreparedRowGroup:
     x: Any
     y: Any
     working_set_bytes: int
+    function: Any = None
+    """The compiled kernel, resolved once by ``prepare`` (not looked up on every timed call);
+    None for a matrix without rows (nothing launched)."""
+    grid: tuple[int, int] = (1, 1)
+    block: tuple[int] = (32,)
+    args: tuple = ()
+    """The kernel's arguments, built once by ``prepare`` (the NumPy scalars too)."""
 
 
 class SpmmCudaRowGroup(OwnSpmmKernel):
@@ -336,24 +343,28 @@ class SpmmCudaRowGroup(OwnSpmmKernel):
                          _gpu.device_full_block_warps())
         slice_ptr, slice_row = upload_slices(host.plan, _gpu.INDEX_DTYPES[index_bytes])
         indices, data = upload_csr(csr, value_dtype, index_bytes)
+        rows = csr.shape[0]
+        x = cupy.asarray(np.ascontiguousarray(case.inputs, dtype=dtype))
+        y = cupy.zeros((rows, k), dtype=dtype)
+        function = _gpu.raw_module(SOURCE, (host.kernel,)).get_function(host.kernel) \
+            if rows else None
+        args = (np.int64(host.plan.n_slices), np.int32(k), np.int32(host.slab),
+                np.int32(host.plan.split_rows > 0),
+                slice_ptr, slice_row, indices, data, x, y)
         return PreparedRowGroup(
-            rows=csr.shape[0], k=k, host=host, slice_ptr=slice_ptr, slice_row=slice_row,
-            indices=indices, data=data,
-            x=cupy.asarray(np.ascontiguousarray(case.inputs, dtype=dtype)),
-            y=cupy.zeros((csr.shape[0], k), dtype=dtype),
-            working_set_bytes=case.traffic.compulsory_bytes)
+            rows=rows, k=k, host=host, slice_ptr=slice_ptr, slice_row=slice_row,
+            indices=indices, data=data, x=x, y=y,
+            working_set_bytes=case.traffic.compulsory_bytes, function=function,
+            grid=(host.blocks, host.slabs), block=(32 * host.warps,), args=args)
 
     def _launch(self, p: PreparedRowGroup) -> None:
-        h = p.host
-        if h.plan.split_rows:
+        """The optional zero fill and one kernel call: the function and its arguments were
+        resolved by ``prepare`` (X and Y are written in place -- the transposes of
+        ``spmm-cuda-transposed``, the poison --, so the arguments stay valid)."""
+        if p.host.plan.split_rows:
             zero_fill_async(p.y)
-        if p.rows == 0:
-            return
-        kernel = _gpu.raw_module(SOURCE, (h.kernel,)).get_function(h.kernel)
-        kernel((h.blocks, h.slabs), (32 * h.warps,),
-               (np.int64(h.plan.n_slices), np.int32(p.k), np.int32(h.slab),
-                np.int32(h.plan.split_rows > 0),
-                p.slice_ptr, p.slice_row, p.indices, p.data, p.x, p.y))
+        if p.function is not None:
+            p.function(p.grid, p.block, p.args)
 
     def kernel_shape(self, case: OpCase, prepared: PreparedRowGroup | None):
         """The launch for the SpMM time model (``model.spmm_predict``), with the compiled

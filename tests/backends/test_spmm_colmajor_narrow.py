@@ -1,0 +1,331 @@
+"""colmajor's narrower column tiles (``tile_cols``) and the auto candidate that offers them on
+a grid below one wave (``spmm_auto_candidates.colmajor_plans``), against hand-computed numbers;
+and the leaner launch of the colmajor and rowgroup backends (kernel and arguments resolved once
+by ``prepare``), on the fake device of ``test_spmm_rowgroup_fake_device.py``. No GPU."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sparsescope.backends.select_predicted import Candidate
+from sparsescope.backends.spmm_auto_candidates import (
+    COLMAJOR,
+    colmajor_plans,
+    colmajor_wave_warps,
+    predict_candidates,
+)
+from sparsescope.backends.spmm_colmajor import (
+    SpmmCudaColMajor,
+    colmajor_launch,
+    colmajor_tile,
+    narrow_tile_cols,
+    plan_colmajor,
+    short_slices,
+)
+from sparsescope.ops.registry import get_op
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_spmm_rowgroup_fake_device import _matrix, _run, fake_device  # noqa: E402, F401
+from test_spmm_rowgroup_host import emulate_colmajor  # noqa: E402
+
+
+def _h200():
+    from sparsescope.whatif import gpu_rates
+
+    return gpu_rates("H200", use_store=False)
+
+
+def _bcspwr06_like() -> np.ndarray:
+    """Row pointers of bcspwr06's shape: 1,454 rows, 5,300 nonzeros (938 rows of 4, 516 of
+    3: mean 3.65)."""
+    lengths = np.array([4] * 938 + [3] * 516)
+    np.random.default_rng(0).shuffle(lengths)
+    return np.concatenate(([0], np.cumsum(lengths)))
+
+
+def _band_indices(indptr: np.ndarray) -> np.ndarray:
+    """Each row's nonzeros from its diagonal on (the last rows' shifted left to stay in the
+    matrix): a power-grid-like band."""
+    rows = indptr.size - 1
+    lengths = np.diff(indptr)
+    return np.concatenate([min(i, rows - n) + np.arange(n) for i, n in enumerate(lengths)])
+
+
+# -- the tile ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("k", "tile_cols", "tile"), [
+    (8, 1, (1, 8)), (8, 2, (2, 8)), (8, 4, (4, 4)), (8, 8, (8, 2)),
+    (3, 2, (2, 8)), (3, 4, (4, 4)), (600, 1, (1, 8)), (1, 1, (1, 8)),
+])
+def test_tile_cols_replaces_c_and_batch_follows_the_rule(k, tile_cols, tile):
+    """C as given, BATCH = min(8, 16 / C): the narrower the tile, the deeper the batch."""
+    assert colmajor_tile(k, tile_cols=tile_cols) == tile
+    assert colmajor_tile(8, batch=2, tile_cols=1) == (1, 2)   # batch still replaces BATCH
+
+
+@pytest.mark.parametrize(("k", "tile_cols", "words"), [
+    (8, 3, "power of two 1 to 8"), (8, 0, "power of two 1 to 8"),
+    (8, 16, "power of two 1 to 8"), (3, 8, "wider than k = 3 needs \\(C = 4\\)"),
+    (1, 2, "wider than k = 1 needs \\(C = 1\\)"),
+])
+def test_tile_cols_out_of_range(k, tile_cols, words):
+    with pytest.raises(ValueError, match=words):
+        colmajor_tile(k, tile_cols=tile_cols)
+
+
+def test_the_backend_validates_tile_cols_at_construction_and_skips_a_narrow_k():
+    with pytest.raises(ValueError, match="power of two"):
+        SpmmCudaColMajor(tile_cols=3)
+    with pytest.raises(ValueError, match="power of two"):
+        SpmmCudaColMajor(tile_cols=16)
+    with pytest.raises(ValueError, match="batch must be 1 to 8"):
+        SpmmCudaColMajor(tile_cols=1, batch=9)
+    backend = SpmmCudaColMajor(tile_cols=4)   # every C up to 8 is some k's
+    csr = _matrix(20, 30, seed=1).csr
+    op = get_op("spmm")
+    assert backend.unsupported_params(op.make_case(csr, {"k": 8, "layout": "col"}, seed=1)) == ""
+    # k = 2 needs 2 columns a tile at most: the variant skips it, with the reason
+    reason = backend.unsupported_params(op.make_case(csr, {"k": 2, "layout": "col"}, seed=1))
+    assert reason == "tile_cols 4 is wider than k = 2 needs (C = 2)"
+
+
+def test_narrow_plan_and_its_notes():
+    """bcspwr06's shape at k = 8, C = 1: 1,454 slices (none cut at S = 32), 46 one-warp
+    blocks x 8 column tiles, BATCH 8."""
+    indptr = _bcspwr06_like()
+    plain = plan_colmajor(indptr, 5300, 8, "float32", 4, 132)
+    narrow = plan_colmajor(indptr, 5300, 8, "float32", 4, 132, tile_cols=1)
+    assert (plain.blocks, plain.tiles, plain.warps, plain.tile) == (46, 1, 1, (8, 2))
+    assert (narrow.blocks, narrow.tiles, narrow.warps, narrow.tile) == (46, 8, 1, (1, 8))
+    assert narrow.kernel == "spmm_colmajor<float, int, 1, 8>"
+    assert narrow.plan.slice_nnz == 32 and narrow.plan.split_rows == 0
+    notes = narrow.notes
+    assert (notes["tile_cols"], notes["pairs_per_batch"], notes["column_tiles"],
+            notes["grid_blocks"], notes["zero_fill"]) == ("1", "8", "8", "46", "no")
+    assert notes["tile_rule"] == "C = 1 (given), A's pairs read once per column tile"
+    assert plain.notes["tile_rule"] == "C = smallest power of two >= k, at most 8"
+    # k = 3 at C = 2: two tiles, the second masked to one column (the kernel's cn)
+    masked = plan_colmajor(indptr, 5300, 3, "float64", 8, 132, tile_cols=2)
+    assert masked.tiles == 2 and masked.kernel == "spmm_colmajor<double, long long, 2, 8>"
+
+
+@pytest.mark.parametrize(("k", "tile_cols"), [(8, 1), (3, 2), (3, 1), (33, 4), (6, 2)])
+def test_emulated_narrow_tiles_match_the_reference(k, tile_cols):
+    """The lane-exact emulation of the launch (tile c0 = blockIdx.y x C, cn = min(C, k - c0)
+    columns) at narrower tiles: k = 3 at C = 2 and k = 33 at C = 4 mask their last tile."""
+    csr = _matrix(37, 60, seed=k, long_row=55).csr
+    x = np.asfortranarray(np.random.default_rng(k).random((60, k)) * 2 - 1)
+    plan = plan_colmajor(csr.indptr, csr.nnz, k, "float64", 8, 132, tile_cols=tile_cols)
+    assert plan.tiles == -(-k // tile_cols) and plan.plan.split_rows == 1
+    y = emulate_colmajor(csr, x, k, plan)
+    assert not np.isnan(y).any()
+    np.testing.assert_allclose(y, csr @ x, rtol=1e-12, atol=1e-12)
+
+
+# -- the rule ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("k", "tile_warps", "wave", "tile"), [
+    (8, 46, 4224, 1),      # bcspwr06: 92, 184, 368 warps at C = 4, 2, 1, all < 4,224
+    (8, 46, 1056, 1),      # at the register cap's wave (8 warps an SM): still 368 < 1,056
+    (8, 3000, 4224, 4),    # 6,000 at C = 4 reach the wave
+    (8, 1500, 4224, 2),    # 3,000 at C = 4 do not, 6,000 at C = 2 do
+    (8, 4224, 4224, 8),    # the default grid fills the wave: no narrower
+    (8, 5000, 4224, 8),
+    (1, 46, 4224, 1),      # C = 1 already
+    (3, 46, 4224, 1),      # C_k = 4: 46, 92, 138 at C = 4, 2, 1
+    (3, 2112, 4224, 2),    # C = 2: 2 tiles x 2,112 = 4,224
+    (600, 10, 4224, 1),    # 6,000 warps at C = 1 -- the largest C short of it is still 1
+    (600, 100, 4224, 8),   # 75 tiles x 100 = 7,500 at the default
+])
+def test_narrow_tile_cols(k, tile_warps, wave, tile):
+    assert narrow_tile_cols(k, tile_warps, wave) == tile
+
+
+def test_the_wave_is_the_kernels_occupancy_on_the_device():
+    """bcspwr06's plain plan, one-warp blocks: at 61 registers (2,048 a warp) an H200 SM
+    holds min(32 blocks, 65,536 / 2,048, 2,048 / 32) = 32 -> 4,224 on 132 SMs; at the launch
+    bound's cap (256 registers, 8,192 a warp) 8 -> 1,056; without rates the same limits
+    (SM_THREADS, SM_BLOCKS). 8-warp blocks (a 96,000-row plan) at 61 registers: 4 blocks by
+    registers -> 32 warps an SM."""
+    rates = _h200().rates
+    plain = plan_colmajor(_bcspwr06_like(), 5300, 8, "float32", 4, 132)
+    assert colmajor_wave_warps(plain, 132, rates, 61) == 4224
+    assert colmajor_wave_warps(plain, 132, rates, None) == 1056
+    assert colmajor_wave_warps(plain, 132, None, 61) == 4224
+    big = plan_colmajor(np.arange(0, 5 * 96_001, 5), 5 * 96_000, 8, "float32", 4, 132)
+    assert (big.warps, big.blocks) == (8, 375)
+    assert colmajor_wave_warps(big, 132, rates, 61) == 4224
+
+
+# -- the candidate -----------------------------------------------------------------------------
+
+def _params(found):
+    return [c.params for c, _ in found]
+
+
+def test_bcspwr06_gets_the_narrow_candidate():
+    """1,454 rows at k = 8 on 132 SMs: 46 warps, a wave of 4,224 -> tile_cols 1 (368 warps),
+    beside the short slices (mean 3.65 -> S = 4, BATCH 4)."""
+    indptr, rates = _bcspwr06_like(), _h200().rates
+    found = colmajor_plans(indptr, 5300, 8, "float32", 4, 132, rates,
+                           registers=lambda source, kernel: 61)
+    assert _params(found) == [{}, {"slice_nnz": 4, "batch": 4}, {"tile_cols": 1}]
+    assert short_slices(1454, 5300, 8) == {"slice_nnz": 4, "batch": 4}
+    cand, narrow = found[-1]
+    assert cand == Candidate(COLMAJOR, {"tile_cols": 1})
+    assert cand.label == "spmm-cuda-colmajor[tile_cols=1]"
+    assert narrow.tiles * narrow.blocks * narrow.warps == 368
+    # the registers read for the plain kernel's instance only (the one predicted anyway)
+    asked = []
+    colmajor_plans(indptr, 5300, 8, "float32", 4, 132, rates,
+                   registers=lambda source, kernel: asked.append((source, kernel)) or 61)
+    assert asked == [("spmm_colmajor.cu", "spmm_colmajor<float, int, 8, 2>")]
+    # without rates or registers (the cap's wave, 1,056): the same C
+    assert _params(colmajor_plans(indptr, 5300, 8, "float32", 4, 132))[-1] == {"tile_cols": 1}
+
+
+def test_large_matrices_get_no_narrow_candidate():
+    """200,000 rows of 5 at k = 8: one wave of lanes (200,000 <= 132 x 2,048), so short slices
+    are offered, but 782 blocks of 8 warps (6,256) already fill the 4,224-warp wave: no
+    narrower tiles. 1,000,000 rows: more lanes than a wave, neither."""
+    rates = _h200().rates
+    regs = lambda source, kernel: 61   # noqa: E731
+    mid = np.arange(0, 5 * 200_001, 5)
+    plain = plan_colmajor(mid, 1_000_000, 8, "float32", 4, 132)
+    assert (plain.blocks, plain.warps) == (782, 8)
+    assert _params(colmajor_plans(mid, 1_000_000, 8, "float32", 4, 132, rates, regs)) == [
+        {}, {"slice_nnz": 8, "batch": 4}]
+    big = np.arange(0, 5 * 1_000_001, 5)
+    assert _params(colmajor_plans(big, 5_000_000, 8, "float32", 4, 132, rates, regs)) == [{}]
+
+
+def test_a_mid_sized_grid_gets_a_partly_narrower_tile():
+    """96,000 rows of 5 at k = 8: 375 blocks of 8 warps = 3,000 warps, short of 4,224; C = 4
+    gives 6,000 -> tile_cols 4 (BATCH 4, A read twice)."""
+    indptr = np.arange(0, 5 * 96_001, 5)
+    found = colmajor_plans(indptr, 480_000, 8, "float32", 4, 132, _h200().rates,
+                           lambda source, kernel: 61)
+    assert _params(found)[-1] == {"tile_cols": 4}
+    assert found[-1][1].tile == (4, 4) and found[-1][1].tiles == 2
+
+
+def test_the_model_launch_of_narrow_tiles():
+    """C = 1 at k = 8: k / C = 8 slabs of 1 column, one load of X a nonzero, BATCH 8; the
+    model then streams A 8 times, runs 8x the warps, gathers the same k sectors a nonzero's
+    sector, and each lane of a 3-4 nonzero row takes one X round instead of two: predicted
+    faster than the plain launch on bcspwr06's shape (the trial still decides)."""
+    from sparsescope.model.spmm_predict import predict_spmm, warp_rounds
+
+    indptr = _bcspwr06_like()
+    indices = _band_indices(indptr)
+    rates = _h200().rates
+    plain = colmajor_launch(plan_colmajor(indptr, 5300, 8, "float32", 4, 132), 61)
+    narrow = colmajor_launch(plan_colmajor(indptr, 5300, 8, "float32", 4, 132, tile_cols=1), 40)
+    assert (narrow.slab_cols, narrow.slabs, narrow.chunks, narrow.vec, narrow.batch,
+            narrow.stage_pairs) == (1, 8, 1, 1, 8, 8)
+    assert (plain.slab_cols, plain.slabs, plain.chunks, plain.batch) == (8, 1, 8, 2)
+    assert narrow.slabs == 8 // narrow.slab_cols
+    assert int(warp_rounds(plain)[1].max()) == 2 and int(warp_rounds(narrow)[1].max()) == 1
+    p = predict_spmm(indptr, indices, 1454, 8, plain, rates, flushed=False)
+    q = predict_spmm(indptr, indices, 1454, 8, narrow, rates, flushed=False)
+    assert (p.inputs["warps"], q.inputs["warps"]) == (46, 368)
+    assert q.inputs["x_l2_gathers"] == p.inputs["x_l2_gathers"]
+    assert q.term("imbalance").time_ms < p.term("imbalance").time_ms
+    assert q.predicted_ms < p.predicted_ms
+
+
+def test_auto_predicts_the_narrow_candidate():
+    """spmm-cuda-auto's table on bcspwr06's shape, column-major X, k = 8 (H200 datasheet, the
+    register cap): the narrow candidate is planned and predicted like the others."""
+    import scipy.sparse as sp
+
+    indptr = _bcspwr06_like()
+    csr = sp.csr_matrix((np.ones(5300), _band_indices(indptr), indptr), shape=(1454, 1454))
+    case = get_op("spmm").make_case(csr, {"k": 8, "layout": "col"}, seed=1)
+    table = {p.candidate.label: p for p in predict_candidates(
+        case, "float32", 4, _h200(), sm_count=132, full_warps=2, flushed=False)}
+    narrow = table["spmm-cuda-colmajor[tile_cols=1]"]
+    assert narrow.predicted_ms is not None and not narrow.not_modelled
+    assert narrow.predicted_ms < table["spmm-cuda-colmajor"].predicted_ms
+
+
+# -- the leaner launch (fake device) -----------------------------------------------------------
+
+def _count_lookups(monkeypatch):
+    from sparsescope.backends import _gpu
+
+    looked, real = [], _gpu.raw_module
+
+    def counted(source, names):
+        looked.append(names)
+        return real(source, names)
+
+    monkeypatch.setattr(_gpu, "raw_module", counted)
+    return looked
+
+
+@pytest.mark.parametrize(("backend", "layout", "grid"), [
+    (SpmmCudaColMajor(), "col", (2, 1)), (SpmmCudaColMajor(tile_cols=1), "col", (2, 8)),
+])
+def test_colmajor_resolves_its_kernel_once(fake_device, monkeypatch, backend, layout,  # noqa: F811
+                                           grid):
+    """prepare looks the kernel up and builds its arguments; each call is the kernel alone
+    (37 rows: 2 one-warp blocks, x 8 column tiles at C = 1)."""
+    looked = _count_lookups(monkeypatch)
+    csr = _matrix(37, 50, seed=1).csr
+    case = get_op("spmm").make_case(csr, {"k": 8, "layout": layout}, seed=1)
+    prepared = backend.prepare(case, "float32", 4)
+    assert len(looked) == 1 and prepared.grid == grid and prepared.block == (32,)
+    for _ in range(3):
+        backend.run(prepared)
+    assert len(looked) == 1
+    assert [launch[1:] for launch in fake_device] == [(grid, (32,))] * 3
+    np.testing.assert_allclose(backend.run(prepared), csr @ np.asarray(case.inputs),
+                               rtol=1e-5, atol=1e-5)
+
+
+def test_rowgroup_resolves_its_kernel_once(fake_device, monkeypatch):  # noqa: F811
+    from sparsescope.backends.spmm_rowgroup import SpmmCudaRowGroup
+
+    looked = _count_lookups(monkeypatch)
+    backend = SpmmCudaRowGroup()
+    csr = _matrix(37, 50, seed=1).csr
+    case = get_op("spmm").make_case(csr, {"k": 8, "layout": "row"}, seed=1)
+    prepared = backend.prepare(case, "float32", 4)
+    for _ in range(3):
+        backend.run(prepared)
+    assert len(looked) == 1 and len(fake_device) == 3
+    np.testing.assert_allclose(backend.run(prepared), csr @ np.asarray(case.inputs),
+                               rtol=1e-5, atol=1e-5)
+
+
+def test_no_rows_no_lookup_no_launch(fake_device, monkeypatch):  # noqa: F811
+    import scipy.sparse as sp
+
+    from sparsescope.backends.spmm_rowgroup import SpmmCudaRowGroup
+
+    looked = _count_lookups(monkeypatch)
+    for backend, layout in ((SpmmCudaColMajor(), "col"), (SpmmCudaRowGroup(), "row")):
+        case = get_op("spmm").make_case(sp.csr_matrix((0, 5)), {"k": 4, "layout": layout},
+                                        seed=1)
+        prepared = backend.prepare(case, "float32", 4)
+        assert prepared.function is None
+        backend.run(prepared)
+    assert looked == [] and fake_device == []
+
+
+@pytest.mark.parametrize(("k", "tile_cols", "dtype", "index_bytes"), [
+    (8, 1, "float32", 4), (3, 2, "float64", 8), (33, 4, "float32", 8)])
+def test_narrow_tiles_pass_the_gate(fake_device, k, tile_cols, dtype, index_bytes):  # noqa: F811
+    """The backend end to end (uploads, plan, arguments, grid) on the emulator, with a cut
+    row (zero fill and atomics) and a masked last tile at k = 3 and 33."""
+    case = _run(_matrix(37, 60, seed=k, long_row=55), SpmmCudaColMajor(tile_cols=tile_cols), k,
+                "col", dtype, index_bytes)
+    assert case.outcome == "ok", case.reason
+    assert case.notes["tile_cols"] == str(tile_cols)
+    assert case.notes["column_tiles"] == str(-(-k // tile_cols))
+    assert fake_device[-1][1][1] == -(-k // tile_cols)
