@@ -366,6 +366,12 @@ class PreparedSpmmCuda:
     working_set_bytes: int
     notes: dict[str, str]
     host: RowWarpPlan | None = None
+    function: Any = None
+    """The compiled kernel, resolved once by ``prepare``: a lookup of the module and its
+    function on every timed call is host time inside a 5 us call's events."""
+    args: tuple = ()
+    """The kernel's arguments, built once by ``prepare`` (X and Y are written in place, so
+    they stay valid)."""
 
 
 class SpmmCudaRowWarp(OwnSpmmKernel):
@@ -415,12 +421,17 @@ class SpmmCudaRowWarp(OwnSpmmKernel):
         slice_ptr, slice_row = upload_slices(host.plan, _gpu.INDEX_DTYPES[index_bytes])
         x = cupy.asarray(np.ascontiguousarray(case.inputs, dtype=dtype))
         indices, data = upload_csr(csr, value_dtype, index_bytes)
+        y = cupy.zeros((csr.shape[0], k), dtype=dtype)
+        args = (np.int64(host.plan.n_slices), np.int32(k), np.int32(host.slab),
+                np.int32(host.plan.split_rows > 0),
+                slice_ptr, slice_row, indices, data, x, y)
         return PreparedSpmmCuda(
             rows=csr.shape[0], k=k, kernel=host.kernel, plan=host.plan, grid=host.grid,
             block=32 * host.warps, slab=host.slab, slice_ptr=slice_ptr, slice_row=slice_row,
-            indices=indices, data=data, x=x,
-            y=cupy.zeros((csr.shape[0], k), dtype=dtype),
-            working_set_bytes=case.traffic.compulsory_bytes, notes=host.notes, host=host)
+            indices=indices, data=data, x=x, y=y,
+            working_set_bytes=case.traffic.compulsory_bytes, notes=host.notes, host=host,
+            function=_gpu.raw_module(SOURCE, (host.kernel,)).get_function(host.kernel),
+            args=args)
 
     def kernel_shape(self, case: OpCase, prepared: PreparedSpmmCuda | None):
         """The launch for the SpMM time model (``model.spmm_predict``), with the compiled
@@ -434,13 +445,10 @@ class SpmmCudaRowWarp(OwnSpmmKernel):
         return rowwarp_launch(self.plan(case, value_dtype, index_bytes, sms), None)
 
     def _launch(self, p: PreparedSpmmCuda) -> None:
+        """The optional zero fill and one kernel call, resolved by ``prepare``."""
         if p.plan.split_rows:
             zero_fill_async(p.y)
-        kernel = _gpu.raw_module(SOURCE, (p.kernel,)).get_function(p.kernel)
-        kernel((p.grid, p.k // p.slab), (p.block,),
-               (np.int64(p.plan.n_slices), np.int32(p.k), np.int32(p.slab),
-                np.int32(p.plan.split_rows > 0),
-                p.slice_ptr, p.slice_row, p.indices, p.data, p.x, p.y))
+        p.function((p.grid, p.k // p.slab), (p.block,), p.args)
 
     def notes(self, prepared: PreparedSpmmCuda) -> dict[str, str]:
         return dict(prepared.notes)
