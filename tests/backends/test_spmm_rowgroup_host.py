@@ -368,10 +368,13 @@ def test_colmajor_grid_and_name():
 
 
 def launch_colmajor(template, grid, block, args) -> None:
-    """One launch of ``spmm_colmajor<T, I, C, BATCH>`` in NumPy, thread for thread: slice
-    s = blockIdx.x x blockDim + threadIdx (past n_slices: return), tile c0 = blockIdx.y x C,
-    BATCH pairs a step, X[j, c] = x[c * cols + j] and Y[i, c] = y[c * rows + i] on the flat
-    arrays the backend uploads (k x cols and k x rows, C-ordered). Y written in place."""
+    """One launch of ``spmm_colmajor<T, I, C, BATCH>`` in NumPy, warp for warp and lane for
+    lane: slice s = blockIdx.x x blockDim + threadIdx (past n_slices: no pairs), tile c0 =
+    blockIdx.y x C, BATCH pairs a step, X[j, c] = x[c * cols + j] and Y[i, c] = y[c * rows +
+    i] on the flat arrays the backend uploads (k x cols and k x rows, C-ordered). With cut
+    rows, the warp's segmented inclusive scan (a cut row's consecutive lanes one segment,
+    every other lane its own), and only a segment's last lane adds to Y. Y written in
+    place."""
     c_tile, batch = template
     n_slices, rows, cols, k, sliced, slice_ptr, slice_row, col, val, x, y = args
     n_slices, rows, cols, k, sliced = (int(v) for v in (n_slices, rows, cols, k, sliced))
@@ -380,26 +383,43 @@ def launch_colmajor(template, grid, block, args) -> None:
         c0 = by * c_tile
         cn = min(c_tile, k - c0)
         for bx in range(grid[0]):
-            for t in range(block[0]):
-                s = bx * block[0] + t
-                if s >= n_slices:
-                    continue
-                row, atomic = s, False
+            for w in range(0, block[0], 32):
+                lanes = []  # (live, atomic, row, key, acc) per lane of the warp
+                for t in range(w, w + 32):
+                    s = bx * block[0] + t
+                    live = s < n_slices
+                    row, atomic = s, False
+                    acc = np.zeros(c_tile)
+                    if live:
+                        if sliced:
+                            r = int(slice_row[s])
+                            atomic, row = r < 0, (-r - 1 if r < 0 else r)
+                        begin, end = int(slice_ptr[s]), int(slice_ptr[s + 1])
+                        for base in range(begin, end, batch):
+                            for b in range(batch):
+                                if base + b >= end:
+                                    continue
+                                j, a = int(col[base + b]), val[base + b]
+                                for c in range(cn):
+                                    acc[c] += a * xf[(c0 + c) * cols + j]
+                    key = (row if atomic else -2 - s) if live else -1
+                    lanes.append([live, atomic, row, key, acc])
                 if sliced:
-                    r = int(slice_row[s])
-                    atomic, row = r < 0, (-r - 1 if r < 0 else r)
-                begin, end = int(slice_ptr[s]), int(slice_ptr[s + 1])
-                acc = np.zeros(c_tile)
-                for base in range(begin, end, batch):
-                    for b in range(batch):
-                        if base + b >= end:
-                            continue
-                        j, a = int(col[base + b]), val[base + b]
-                        for c in range(cn):
-                            acc[c] += a * xf[(c0 + c) * cols + j]
-                for c in range(cn):
-                    at = (c0 + c) * rows + row
-                    yf[at] = yf[at] + acc[c] if atomic else acc[c]
+                    off = 1
+                    while off < 32:  # the shuffles read the values before this step
+                        before = [lane[4].copy() for lane in lanes]
+                        for i in range(off, 32):
+                            if lanes[i - off][3] == lanes[i][3]:
+                                lanes[i][4] += before[i - off]
+                        off *= 2
+                for i, (live, atomic, row, key, acc) in enumerate(lanes):
+                    if not live:
+                        continue
+                    if sliced and atomic and i < 31 and lanes[i + 1][3] == key:
+                        continue  # not the segment's last lane
+                    for c in range(cn):
+                        at = (c0 + c) * rows + row
+                        yf[at] = yf[at] + acc[c] if atomic else acc[c]
 
 
 def emulate_colmajor(csr: sp.csr_matrix, x: np.ndarray, k: int, host) -> np.ndarray:
@@ -456,6 +476,25 @@ def test_emulated_colmajor_with_short_slices_matches_the_reference(k):
     plan = plan_colmajor(csr.indptr, csr.nnz, k, "float64", 8, 132, **short)
     assert plan.plan.split_rows > 1 and plan.tile[1] == short["batch"]
     y = emulate_colmajor(csr, x, k, plan)
+    np.testing.assert_allclose(y, csr @ x, rtol=1e-12, atol=1e-12)
+
+
+def test_emulated_colmajor_sums_a_row_cut_across_warps_once_a_warp():
+    """An arrowhead's dense row (row 5: 400 nonzeros) cut into 4-pair slices spans 100
+    consecutive lanes over four warps, beside whole rows on either side: each warp adds its
+    segment's sum once per column (the atomics this saves are the kernel's business; the
+    sums must still be the row's)."""
+    rng = np.random.default_rng(3)
+    dense = np.zeros((40, 400))
+    dense[5] = rng.random(400) + 0.5
+    for i in range(40):
+        dense[i, rng.integers(0, 400, 3)] = rng.random(3) + 0.5
+    csr = sp.csr_matrix(dense)
+    x = np.asfortranarray(rng.random((400, 8)) * 2 - 1)
+    plan = plan_colmajor(csr.indptr, csr.nnz, 8, "float64", 8, 132, slice_nnz=4, batch=4)
+    cut = plan.plan.slice_row < 0
+    assert plan.plan.split_rows >= 1 and int(cut.sum()) >= 100
+    y = emulate_colmajor(csr, x, 8, plan)
     np.testing.assert_allclose(y, csr @ x, rtol=1e-12, atol=1e-12)
 
 

@@ -25,10 +25,12 @@
 //   columns j are neighbours on banded / FEM matrices, so their gathers of X[:, c] share
 //   sectors; and blocks resident together (launched x-fastest) work on one tile, so the SMs'
 //   L1 and the L2 hold X[:, tile] (C x cols values), not all of X.
-// * No reduction across lanes: each lane owns its slice's C sums.
+// * No reduction across lanes for whole rows: each lane owns its slice's C sums.
 // The cost is load imbalance inside a warp (it runs as long as its longest slice), bounded by
 // the host's slice size S (a small multiple of the mean row length; longer rows are cut, and
-// a cut row is summed with atomicAdd into a Y the host zeroed first).
+// a cut row is summed with atomicAdd into a Y the host zeroed first: a warp first sums the
+// slices of one cut row it holds with shuffles, so each warp adds once per cut row and
+// column).
 //
 // BATCH pairs are loaded before their gathers, so BATCH x C loads of X are in flight a lane.
 
@@ -42,19 +44,23 @@ __global__ void __launch_bounds__(256) spmm_colmajor(const long long n_slices,
                               const I* __restrict__ col, const T* __restrict__ val,
                               const T* __restrict__ x, T* __restrict__ y) {
     const long long s = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (s >= n_slices) return;  // no shuffles: lanes are independent
+    // Without cut rows the lanes are independent and a lane past the end leaves at once.
+    // With cut rows the warp stays whole for the segmented sum below: a lane past the end
+    // walks no pairs and takes part in the shuffles only.
+    if (!sliced && s >= n_slices) return;
+    const bool live = s < n_slices;
     const int c0 = blockIdx.y * C;
     const int cn = min(C, k - c0);  // columns of this tile
 
     long long row = s;
     bool atomic = false;
-    if (sliced) {
+    if (sliced && live) {
         const long long r = (long long)slice_row[s];
         atomic = r < 0;
         row = atomic ? -r - 1 : r;
     }
-    const long long begin = (long long)slice_ptr[s];
-    const long long end = (long long)slice_ptr[s + 1];
+    const long long begin = live ? (long long)slice_ptr[s] : 0;
+    const long long end = live ? (long long)slice_ptr[s + 1] : 0;
     const T* xtile = x + (long long)c0 * cols;  // X[:, c0]
 
     T acc[C];
@@ -81,6 +87,29 @@ __global__ void __launch_bounds__(256) spmm_colmajor(const long long n_slices,
         for (int b = 0; b < BATCH; ++b)
 #pragma unroll
             for (int c = 0; c < C; ++c) acc[c] += a[b] * xv[b][c];
+    }
+
+    if (sliced) {
+        // The slices of a cut row sit in consecutive lanes. A segmented inclusive scan over
+        // the warp (lanes of one cut row form a segment; a whole row, or a lane past the end,
+        // is a segment of its own) leaves each segment's sum in its last lane, which alone
+        // adds it to Y: one atomic per (warp, cut row, column) instead of one per slice. An
+        // arrowhead's dense row cut into 4-pair slices made thousands of atomics on one
+        // address per column.
+        const int lane = threadIdx.x & 31;
+        const long long key = live ? (atomic ? row : -2 - s) : -1;  // -2 - s: never shared
+#pragma unroll
+        for (int off = 1; off < 32; off <<= 1) {
+            const long long other = __shfl_up_sync(0xffffffffu, key, off);
+            const bool same = lane >= off && other == key;
+#pragma unroll
+            for (int c = 0; c < C; ++c) {
+                const T up = __shfl_up_sync(0xffffffffu, acc[c], off);
+                if (same) acc[c] += up;
+            }
+        }
+        const long long next = __shfl_down_sync(0xffffffffu, key, 1);
+        if (!live || (atomic && lane < 31 && next == key)) return;  // not the segment's last
     }
 
     T* ycol = y + (long long)c0 * rows + row;  // Y[row, c0]
