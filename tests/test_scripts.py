@@ -63,10 +63,10 @@ def test_spmm_groups_on_the_committed_real_dev_run(committed):
     import statistics
 
     script = load("spmm_backend_table")
-    results = committed("results/h200/real-dev/2026-11-28-spmm-colmajor/spmm_results.json.gz")
+    results = committed("results/h200/real-dev/2026-11-28-spmm-narrow/spmm_results.json.gz")
     t = script.table(results)
     lines = script.groups_markdown(t).splitlines()
-    assert len(lines) == 2 + 2  # k 8 and 64, column-major X
+    assert len(lines) == 2 + 4  # k 8 and 64, column- and row-major X
     rows = [r for r in t["rows"]
             if (r["k"], r["layout"]) == (8, "col") and "spmm-cuda-auto" in r["speedup"]]
     speed = [r["speedup"]["spmm-cuda-auto"] for r in rows]

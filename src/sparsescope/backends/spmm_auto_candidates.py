@@ -124,9 +124,9 @@ def colmajor_plans(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, index
       1. A narrower instance needs fewer registers, so its own wave is at least this one: the
       rule errs toward the wider tile, the one that reads A fewer times. bcspwr06 (1,454 rows,
       ~3.6 nonzeros a row) at k = 8 on an H200: 46 one-warp blocks, a wave of 132 x 32 =
-      4,224 warps, C = 1 gives 368 -> ``tile_cols`` 1 (on the H200 colmajor took 4.1 us of
-      kernel there against cuSPARSE ALG3's 2.0-2.4 us, results/h200/real-dev/
-      2026-11-28-spmm-colmajor). Its launch in the model has C-column slabs, k / C of them
+      4,224 warps, C = 1 gives 368 -> ``tile_cols`` 1 (on the H200: 2.9 us of kernel against
+      plain colmajor's 4.2 us and cuSPARSE ALG3's 2.1 us, results/h200/real-dev/
+      2026-11-28-spmm-narrow). Its launch in the model has C-column slabs, k / C of them
       (``colmajor_launch``), so A's extra passes and the extra warps are both predicted."""
     rows = int(np.asarray(indptr).size - 1)
     plain = plan_colmajor(indptr, nnz, k, value_dtype, index_bytes, sm_count)
