@@ -101,7 +101,7 @@
 #                         command.txt, summary.txt, summary.json (`model score --spmm-bounds`),
 #                         results.json.gz, store.sqlite.gz, bundle.tgz [, pytest_gpu.log].
 #   spmm-real-dev {KS="8 64", LAYOUTS="col row", BUDGET_S=300, GPU_TESTS=1, MODE=latency,
-#                         VARIANTS=}
+#                         VARIANTS=, MATRICES_DIR=.real-dev}
 #                         issue 37 item 3: every GPU-marked test first (GPU_TESTS=0: none),
 #                         then `run --op spmm` on the real development set (.real-dev/, carry
 #                         it with .device-wheels-min and .device-wheels-nvmath): the CuPy,
@@ -829,7 +829,7 @@ recipe_spmm_real_dev() {
     start=$(date +%s)
     wheels
     $PY -m pip install -q --no-index --no-deps .device-wheels-nvmath/*.whl 2>&1 | tail -1
-    env_file "$OUT/env.txt" "matrices $(ls .real-dev/*.npz | wc -l) from .real-dev"
+    env_file "$OUT/env.txt" "matrices $(ls "${MATRICES_DIR:-.real-dev}"/*.npz | wc -l) from ${MATRICES_DIR:-.real-dev}"
     if [ "${GPU_TESTS:-1}" != 0 ]; then
         # shellcheck disable=SC2046
         $PY -m pytest tests -m gpu -q -p no:cacheprovider -n "${PYTEST_WORKERS:-4}" \
@@ -837,7 +837,7 @@ recipe_spmm_real_dev() {
         tail -n 3 "$OUT/pytest_gpu.log"
         grep -qE "^FAILED|[0-9]+ failed|[0-9]+ error" "$OUT/pytest_gpu.log" && rc=1
     fi
-    for f in .real-dev/*.npz; do args+=(--matrix "$f"); done
+    for f in "${MATRICES_DIR:-.real-dev}"/*.npz; do args+=(--matrix "$f"); done
     for k in ${KS:-8 64}; do args+=(--k "$k"); done
     for layout in ${LAYOUTS:-col row}; do args+=(--layout "$layout"); done
     for v in ${VARIANTS:-}; do args+=(--variant "$v"); done

@@ -329,3 +329,20 @@ def test_narrow_tiles_pass_the_gate(fake_device, k, tile_cols, dtype, index_byte
     assert case.notes["tile_cols"] == str(tile_cols)
     assert case.notes["column_tiles"] == str(-(-k // tile_cols))
     assert fake_device[-1][1][1] == -(-k // tile_cols)
+
+
+def test_segmented_only_where_a_row_spans_a_warp_of_slices():
+    """SEG (the warp scan before a cut row's atomics) where one row has >= 32 slices: a
+    2,000-nonzero row in 4-pair slices has 500; 40-nonzero rows in 16-pair slices have 3."""
+    import numpy as np
+
+    from sparsescope.backends.spmm_colmajor import SEGMENT_SLICES, segmented
+    from sparsescope.backends.spmm_cuda import slice_plan
+
+    assert SEGMENT_SLICES == 32
+    arrow = np.array([0, 2000] + [2000 + 3 * i for i in range(1, 50)])
+    assert segmented(slice_plan(arrow, 4))
+    assert not segmented(slice_plan(np.arange(0, 41 * 20, 40), 16))   # 3 slices a row
+    assert not segmented(slice_plan(np.arange(0, 4 * 20, 4), 16))      # no cut row
+    assert segmented(slice_plan(np.array([0, 32 * 4]), 4))            # exactly 32
+    assert not segmented(slice_plan(np.array([0, 31 * 4]), 4))

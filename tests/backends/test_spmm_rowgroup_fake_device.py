@@ -80,7 +80,8 @@ class _Kernel:
             self.launches.append((kernel, grid, block))
             return launch_blocktc((int(passes), int(groups), vec4 == "true", int(split),
                                    int(batch)), grid, block, args)
-        ints = tuple(int(p) for p in params.split(",")[2:])
+        ints = tuple(p.strip() == "true" if p.strip() in ("true", "false") else int(p)
+                     for p in params.split(",")[2:])
         self.launches.append((kernel, grid, block))
         if kernel == "transpose_tile":
             launch_transpose(grid, block, args)

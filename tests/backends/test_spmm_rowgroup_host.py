@@ -371,11 +371,12 @@ def launch_colmajor(template, grid, block, args) -> None:
     """One launch of ``spmm_colmajor<T, I, C, BATCH>`` in NumPy, warp for warp and lane for
     lane: slice s = blockIdx.x x blockDim + threadIdx (past n_slices: no pairs), tile c0 =
     blockIdx.y x C, BATCH pairs a step, X[j, c] = x[c * cols + j] and Y[i, c] = y[c * rows +
-    i] on the flat arrays the backend uploads (k x cols and k x rows, C-ordered). With cut
-    rows, the warp's segmented inclusive scan (a cut row's consecutive lanes one segment,
-    every other lane its own), and only a segment's last lane adds to Y. Y written in
-    place."""
-    c_tile, batch = template
+    i] on the flat arrays the backend uploads (k x cols and k x rows, C-ordered). With SEG
+    (``template[2]``), the warp's segmented inclusive scan (a cut row's consecutive lanes one
+    segment, every other lane its own), and only a segment's last lane adds to Y. Y written
+    in place."""
+    c_tile, batch, *rest = template
+    seg = bool(rest and rest[0])  # the kernel's SEG
     n_slices, rows, cols, k, sliced, slice_ptr, slice_row, col, val, x, y = args
     n_slices, rows, cols, k, sliced = (int(v) for v in (n_slices, rows, cols, k, sliced))
     xf, yf = x.reshape(-1), y.reshape(-1)
@@ -404,7 +405,7 @@ def launch_colmajor(template, grid, block, args) -> None:
                                     acc[c] += a * xf[(c0 + c) * cols + j]
                     key = (row if atomic else -2 - s) if live else -1
                     lanes.append([live, atomic, row, key, acc])
-                if sliced:
+                if seg:
                     off = 1
                     while off < 32:  # the shuffles read the values before this step
                         before = [lane[4].copy() for lane in lanes]
@@ -415,7 +416,7 @@ def launch_colmajor(template, grid, block, args) -> None:
                 for i, (live, atomic, row, key, acc) in enumerate(lanes):
                     if not live:
                         continue
-                    if sliced and atomic and i < 31 and lanes[i + 1][3] == key:
+                    if seg and atomic and i < 31 and lanes[i + 1][3] == key:
                         continue  # not the segment's last lane
                     for c in range(cn):
                         at = (c0 + c) * rows + row
@@ -432,7 +433,8 @@ def emulate_colmajor(csr: sp.csr_matrix, x: np.ndarray, k: int, host) -> np.ndar
     slice_row = plan.slice_row if plan.slice_row is not None else plan.slice_ptr
     args = (plan.n_slices, rows, cols, k, int(plan.split_rows > 0), plan.slice_ptr, slice_row,
             csr.indices, csr.data, np.ascontiguousarray(np.asarray(x).T), y)
-    launch_colmajor(host.tile, (host.blocks, host.tiles), (32 * host.warps,), args)
+    launch_colmajor((*host.tile, host.kernel.endswith("true>")), (host.blocks, host.tiles),
+                    (32 * host.warps,), args)
     return y.T
 
 
@@ -494,6 +496,7 @@ def test_emulated_colmajor_sums_a_row_cut_across_warps_once_a_warp():
     plan = plan_colmajor(csr.indptr, csr.nnz, 8, "float64", 8, 132, slice_nnz=4, batch=4)
     cut = plan.plan.slice_row < 0
     assert plan.plan.split_rows >= 1 and int(cut.sum()) >= 100
+    assert plan.kernel.endswith(", true>") and plan.notes["cut_row_sum"].startswith("warp")
     y = emulate_colmajor(csr, x, 8, plan)
     np.testing.assert_allclose(y, csr @ x, rtol=1e-12, atol=1e-12)
 

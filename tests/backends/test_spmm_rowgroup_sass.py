@@ -16,7 +16,8 @@ ROWGROUP = ("float, int, 4, 2, 1, 4, 8, 2", "float, int, 4, 16, 1, 2, 8, 2",
             "float, int, 1, 4, 1, 4, 8, 2", "float, int, 1, 1, 1, 4, 4, 2",
             "double, int, 1, 32, 16, 1, 1, 2",
             "float, int, 4, 32, 1, 1, 4, 4")  # MINB 4: 64 registers, BATCH 4 fits them
-COLMAJOR = ("float, int, 8, 2", "double, long long, 4, 4", "float, int, 1, 8")
+COLMAJOR = ("float, int, 8, 2, false", "double, long long, 4, 4, false", "float, int, 1, 8, false",
+            "float, int, 8, 4, true")  # SEG: a cut row's slices summed across the warp
 
 
 def _instance(kernel: str, args: str) -> str:
@@ -71,7 +72,8 @@ def test_colmajor_sass(sass, args):
     analysis = sass[f"void spmm_colmajor<{args}>"]
     res = analysis.resources
     assert not res.local_bytes and not res.spill_store_bytes
-    assert not any(i.opcode == "SHFL" for i in analysis.instructions)
+    seg = args.endswith("true")  # only the segmented instance shuffles
+    assert any(i.opcode == "SHFL" for i in analysis.instructions) == seg
     width = 4 if args.startswith("float") else 8
     assert ("STG", width) in _accesses(analysis)
 

@@ -167,10 +167,36 @@ def colmajor_grid(n_slices: int, k: int, tile: int, sm_count: int,
     return max(1, -(-max(0, n_slices) // (32 * block))), -(-k // tile), block
 
 
-def colmajor_kernel_name(value_dtype: str, index_bytes: int, tile: tuple[int, int]) -> str:
-    """The template instance, e.g. ``spmm_colmajor<float, int, 8, 2>``."""
+SEGMENT_SLICES = 32
+"""Slices of one cut row from which a warp sums them before its atomics (the kernel's SEG):
+at 32 a warp's atomic instruction for that row hits one address 32 times, and the L2 serves
+same-address atomics one after another; below, the scan's 5 x (C + 2) shuffles a lane cost
+more than the few atomics they save. Measured on an H200 with every cut row scanned
+(results/h200/real-dev/2026-11-28-spmm-scan-all): arrow at k = 8, a dense row cut into
+thousands of 4-pair slices, went from 31.7 to 10.3 us; calls whose rows were cut into 2-4
+slices ran 20-35 % slower."""
+
+
+def segmented(plan: SlicePlan) -> bool:
+    """A row cut into at least :data:`SEGMENT_SLICES` slices (the kernel's SEG)::
+
+        max over cut rows of (slices of the row) >= SEGMENT_SLICES
+
+    An arrowhead's dense row of 2,000 nonzeros in 4-pair slices: 500 -> True; rows of 40
+    nonzeros in 16-pair slices: 3 -> False; no cut row -> False."""
+    if not plan.split_rows or plan.slice_row is None:
+        return False
+    cut = plan.slice_row[plan.slice_row < 0]
+    return int(np.unique(cut, return_counts=True)[1].max()) >= SEGMENT_SLICES
+
+
+def colmajor_kernel_name(value_dtype: str, index_bytes: int, tile: tuple[int, int],
+                         segment: bool = False) -> str:
+    """The template instance, e.g. ``spmm_colmajor<float, int, 8, 2>``; with ``segment``
+    (:func:`segmented`) ``spmm_colmajor<float, int, 8, 4, true>``."""
     return (f"spmm_colmajor<{_gpu.CUDA_VALUE_TYPES[value_dtype]}, "
-            f"{_gpu.CUDA_INDEX_TYPES[index_bytes]}, {tile[0]}, {tile[1]}>")
+            f"{_gpu.CUDA_INDEX_TYPES[index_bytes]}, {tile[0]}, {tile[1]}"
+            f"{', true' if segment else ''}>")
 
 
 @dataclass(frozen=True)
@@ -197,11 +223,14 @@ def plan_colmajor(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, index_
         raise ValueError(f"slice_nnz must be >= 1, got {slice_nnz}")
     plan = slice_plan(indptr, slice_nnz or colmajor_slice_nnz(rows, nnz, min_slice))
     blocks, tiles, block = colmajor_grid(plan.n_slices, k, tile[0], sm_count, warps)
-    name = colmajor_kernel_name(value_dtype, index_bytes, tile)
+    segment = segmented(plan)
+    name = colmajor_kernel_name(value_dtype, index_bytes, tile, segment)
     notes = {"kernel": name, "tile_cols": str(tile[0]), "pairs_per_batch": str(tile[1]),
              "slice_nnz": str(plan.slice_nnz), "slices": str(plan.n_slices),
              "split_rows": str(plan.split_rows),
              "zero_fill": "yes" if plan.split_rows else "no",
+             "cut_row_sum": ("warp scan, one atomic a warp" if segment else
+                             "an atomic a slice" if plan.split_rows else "none"),
              "block_threads": str(32 * block), "grid_blocks": str(blocks),
              "column_tiles": str(tiles), "sm_count": str(sm_count),
              "index_dtype": np.dtype(_gpu.INDEX_DTYPES[index_bytes]).name,

@@ -1,6 +1,7 @@
 // CSR SpMM Y = A X of sparsescope's own backend spmm-cuda-colmajor (X and Y column-major),
 // compiled at run time by NVRTC through cupy.RawModule, instantiated by name expression, e.g.
-// "spmm_colmajor<float, int, 8, 2>" (T, I, C, BATCH).
+// "spmm_colmajor<float, int, 8, 2>" (T, I, C, BATCH; SEG, default false: "spmm_colmajor<float,
+// int, 8, 4, true>" sums a cut row's slices across the warp before its atomics).
 //
 // X is dense cols x k, column-major (X[j, c] at c * cols + j); Y dense rows x k, column-major
 // (Y[i, c] at c * rows + i).
@@ -36,7 +37,7 @@
 
 // slice_ptr: n_slices + 1 offsets into col / val (the row pointers themselves when no row is
 // cut: sliced = 0, slice s is row s). slice_row: -(row + 1) for a row cut into several slices.
-template <typename T, typename I, int C, int BATCH>
+template <typename T, typename I, int C, int BATCH, bool SEG = false>
 __global__ void __launch_bounds__(256) spmm_colmajor(const long long n_slices,
                               const long long rows, const long long cols, const int k,
                               const int sliced,
@@ -44,10 +45,10 @@ __global__ void __launch_bounds__(256) spmm_colmajor(const long long n_slices,
                               const I* __restrict__ col, const T* __restrict__ val,
                               const T* __restrict__ x, T* __restrict__ y) {
     const long long s = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    // Without cut rows the lanes are independent and a lane past the end leaves at once.
-    // With cut rows the warp stays whole for the segmented sum below: a lane past the end
-    // walks no pairs and takes part in the shuffles only.
-    if (!sliced && s >= n_slices) return;
+    // Without SEG the lanes are independent and a lane past the end leaves at once. With SEG
+    // the warp stays whole for the segmented sum below: a lane past the end walks no pairs
+    // and takes part in the shuffles only.
+    if (!SEG && s >= n_slices) return;
     const bool live = s < n_slices;
     const int c0 = blockIdx.y * C;
     const int cn = min(C, k - c0);  // columns of this tile
@@ -89,13 +90,14 @@ __global__ void __launch_bounds__(256) spmm_colmajor(const long long n_slices,
             for (int c = 0; c < C; ++c) acc[c] += a[b] * xv[b][c];
     }
 
-    if (sliced) {
+    if (SEG) {
         // The slices of a cut row sit in consecutive lanes. A segmented inclusive scan over
         // the warp (lanes of one cut row form a segment; a whole row, or a lane past the end,
         // is a segment of its own) leaves each segment's sum in its last lane, which alone
         // adds it to Y: one atomic per (warp, cut row, column) instead of one per slice. An
         // arrowhead's dense row cut into 4-pair slices made thousands of atomics on one
-        // address per column.
+        // address per column. The scan costs 5 x (C + 2) shuffles a lane, as much as a short
+        // slice's own work: the host asks for SEG only where a row spans a warp of slices.
         const int lane = threadIdx.x & 31;
         const long long key = live ? (atomic ? row : -2 - s) : -1;  // -2 - s: never shared
 #pragma unroll
