@@ -24,6 +24,7 @@ case, and the trial times those the model cannot rank apart.
 from __future__ import annotations
 
 import time
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -52,6 +53,7 @@ from sparsescope.backends.spmm_cuda import (
     rowwarp_launch,
 )
 from sparsescope.backends.spmm_rowgroup import plan_rowgroup, rowgroup_launch
+from sparsescope.hardware.specs import SM_LIMITS
 from sparsescope.ops.base import OpCase
 
 ROWWARP = "spmm-cuda-rowwarp"
@@ -74,14 +76,14 @@ H200: rowgroup 140 us against cuSPARSE's 57 us at k = 32). Cutting costs a zero 
 atomics for the cut rows, which the model leaves out, so the trial decides."""
 
 
-SM_THREADS = 2048
+FALLBACK_SM = SM_LIMITS["9.0"]
+"""The per-SM limits (``hardware.specs.SM_LIMITS``) a plan takes where no device rates are
+given: compute capability 9.0's (2,048 threads, 32 blocks, 65,536 registers; the same
+threads and blocks as 8.0)."""
+SM_THREADS = FALLBACK_SM["max_threads_per_sm"]
 """The most threads an SM holds (sm_70, sm_80, sm_90; 1,536 on sm_86 and sm_89): colmajor's
 grid of at most ``SMs x SM_THREADS`` lanes runs in one wave, where its longest lane, not its
 bytes, sets the time."""
-SM_BLOCKS = 32
-"""The most blocks an SM holds (sm_80, sm_90; 16 on sm_75 and sm_86, 24 on sm_89): with
-:data:`SM_THREADS`, the limits :func:`colmajor_wave_warps` takes where no device rates are
-given."""
 
 
 def colmajor_wave_warps(host: Any, sm_count: int, rates: Any = None,
@@ -89,19 +91,19 @@ def colmajor_wave_warps(host: Any, sm_count: int, rates: Any = None,
     """Warps of one full wave of a colmajor plan's kernel: ``SMs x`` the warps an SM holds of
     it (``model.spmm_predict.resident_warps``, as the time model counts them: its registers --
     ``registers``, the compiled kernel's, else the launch bound's cap of 256 -- its block and
-    the device's thread, block and register limits: ``rates``', else :data:`SM_THREADS`,
-    :data:`SM_BLOCKS` and 65,536 registers).
+    the device's thread, block and register limits: ``rates``', else
+    :data:`FALLBACK_SM`'s).
 
     One-warp blocks of the float32 k = 8 instance (61 registers: 2,048 a warp) on an H200:
     min(32 blocks, 65,536 / 2,048 = 32, 2,048 / 32 = 64) = 32 warps an SM, 4,224 on 132 SMs;
     at the cap (256 registers, 8,192 a warp): 8 an SM, 1,056."""
     from sparsescope.model.spmm_predict import resident_warps
 
-    per_sm = resident_warps(
-        colmajor_launch(host, registers),
-        max_threads_per_sm=rates.max_threads_per_sm if rates is not None else SM_THREADS,
-        max_blocks_per_sm=rates.max_blocks_per_sm if rates is not None else SM_BLOCKS,
-        **({"registers_per_sm": rates.registers_per_sm} if rates is not None else {}))
+    limits = rates if rates is not None else SimpleNamespace(**FALLBACK_SM)
+    per_sm = resident_warps(colmajor_launch(host, registers),
+                            max_threads_per_sm=limits.max_threads_per_sm,
+                            max_blocks_per_sm=limits.max_blocks_per_sm,
+                            registers_per_sm=limits.registers_per_sm)
     return sm_count * per_sm
 
 
