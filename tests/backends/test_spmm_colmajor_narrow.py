@@ -149,8 +149,8 @@ def test_the_wave_is_the_kernels_occupancy_on_the_device():
     """bcspwr06's plain plan, one-warp blocks: at 61 registers (2,048 a warp) an H200 SM
     holds min(32 blocks, 65,536 / 2,048, 2,048 / 32) = 32 -> 4,224 on 132 SMs; at the launch
     bound's cap (256 registers, 8,192 a warp) 8 -> 1,056; without rates the same limits
-    (FALLBACK_SM: compute capability 9.0). 8-warp blocks (a 96,000-row plan) at 61 registers: 4 blocks by
-    registers -> 32 warps an SM."""
+    (FALLBACK_SM: compute capability 9.0). 8-warp blocks (a 96,000-row plan) at 61
+    registers: 4 blocks by registers -> 32 warps an SM."""
     rates = _h200().rates
     plain = plan_colmajor(_bcspwr06_like(), 5300, 8, "float32", 4, 132)
     assert colmajor_wave_warps(plain, 132, rates, 61) == 4224
