@@ -111,6 +111,7 @@ OWN_KERNELS: dict[tuple[str, str], Any] = {
     ("spmm", "spmm-cuda-rowwarp"): _B + "spmm_cuda:SpmmCudaRowWarp",
     ("spmm", "spmm-cuda-rowgroup"): _B + "spmm_rowgroup:SpmmCudaRowGroup",
     ("spmm", "spmm-cuda-blocktc"): _B + "spmm_blocktc:SpmmCudaBlockTc",
+    ("spmm", "spmm-cuda-paneltc"): _B + "spmm_paneltc:SpmmCudaPanelTc",
     ("spmm", "spmm-cuda-colmajor"): _B + "spmm_colmajor:SpmmCudaColMajor",
     ("spmm", "spmm-cuda-rowtile"): _B + "spmm_rowtile:SpmmCudaRowTile",
     ("spmm", "spmm-cuda-transposed"): _B + "spmm_transposed:SpmmCudaTransposed",

@@ -18,6 +18,7 @@ from sparsescope.backends.select_predicted import ranked
 from sparsescope.backends.spmm_auto_candidates import (
     BLOCKTC,
     COLMAJOR,
+    PANELTC,
     ROWGROUP,
     ROWWARP,
     candidate_names,
@@ -61,8 +62,8 @@ def _band(n: int, width: int) -> sp.csr_matrix:
 # -- the candidates ----------------------------------------------------------------------------
 
 def test_candidate_names_per_layout():
-    assert candidate_names("row") == (ROWGROUP, ROWWARP, BLOCKTC)
-    assert candidate_names("col") == (ROWGROUP, ROWWARP, BLOCKTC, COLMAJOR)
+    assert candidate_names("row") == (ROWGROUP, ROWWARP, BLOCKTC, PANELTC)
+    assert candidate_names("col") == (ROWGROUP, ROWWARP, BLOCKTC, PANELTC, COLMAJOR)
 
 
 #: colmajor's narrow-tile C for the 60-row matrix below at k (no device rates or compiled
@@ -71,19 +72,21 @@ def test_candidate_names_per_layout():
 NARROW_60 = {8: 1, 256: 1, 4095: 4}
 
 
+TC = ["spmm-cuda-blocktc", "spmm-cuda-paneltc"]
+"""The tensor-core kernels, planned after the CSR ones (both decline this sparse matrix)."""
+
+
 @pytest.mark.parametrize(("k", "layout", "dtype", "labels"), [
-    (8, "row", "float32", ["spmm-cuda-rowgroup", "spmm-cuda-rowwarp", "spmm-cuda-blocktc"]),
-    (8, "col", "float32", ["spmm-cuda-rowgroup", "spmm-cuda-rowwarp", "spmm-cuda-blocktc",
-                           "spmm-cuda-colmajor"]),
+    (8, "row", "float32", ["spmm-cuda-rowgroup", "spmm-cuda-rowwarp", *TC]),
+    (8, "col", "float32", ["spmm-cuda-rowgroup", "spmm-cuda-rowwarp", *TC, "spmm-cuda-colmajor"]),
     # k = 256 and 4095: the row-tile kernel too (last), its tiles of 16 / 64 rows staging 200 /
     # 50 X rows for the 234 nonzeros
-    (256, "col", "float32", ["spmm-cuda-rowgroup", "spmm-cuda-rowwarp", "spmm-cuda-blocktc",
+    (256, "col", "float32", ["spmm-cuda-rowgroup", "spmm-cuda-rowwarp", *TC,
                              "spmm-cuda-colmajor", "spmm-cuda-rowtile[ks=32,rows=16]"]),
     # k = 4095: rowwarp would need 128 loads a lane, not a candidate in either layout
-    (4095, "col", "float32", ["spmm-cuda-rowgroup", "spmm-cuda-blocktc",
+    (4095, "col", "float32", ["spmm-cuda-rowgroup", *TC,
                               "spmm-cuda-colmajor", "spmm-cuda-rowtile[ks=32,rows=64]"]),
-    (8, "col", "float64", ["spmm-cuda-rowgroup", "spmm-cuda-rowwarp", "spmm-cuda-blocktc",
-                           "spmm-cuda-colmajor"]),
+    (8, "col", "float64", ["spmm-cuda-rowgroup", "spmm-cuda-rowwarp", *TC, "spmm-cuda-colmajor"]),
 ])
 def test_planned_candidates_per_layout_and_k(k, layout, dtype, labels):
     from sparsescope.backends.select_predicted import Candidate
@@ -98,8 +101,9 @@ def test_planned_candidates_per_layout_and_k(k, layout, dtype, labels):
                   Candidate(COLMAJOR, {"tile_cols": NARROW_60[k]}).label, *labels[at:]]
     assert [c.label for c, _, _ in found] == labels
     declined = {c.backend: why for c, plan, why in found if plan is None}
-    assert set(declined) == {BLOCKTC}   # fill above its limit, or float64
-    assert ("float32 only" in declined[BLOCKTC]) == (dtype == "float64")
+    assert set(declined) == {BLOCKTC, PANELTC}   # fill above their limit, or float64
+    for name in (BLOCKTC, PANELTC):
+        assert ("float32 only" in declined[name]) == (dtype == "float64")
 
 
 def test_a_long_row_adds_the_balanced_rowgroup_in_both_layouts():
@@ -223,7 +227,8 @@ def test_the_trial_times_whole_column_major_calls_and_keeps_the_fastest(
     # register cap -- the fake kernel has no registers to read)
     assert len(short) == 1
     assert trial == {"spmm-cuda-rowgroup": 0.2, "spmm-cuda-rowwarp": 0.3,
-                     "spmm-cuda-blocktc": None, "spmm-cuda-colmajor": colmajor_ms,
+                     "spmm-cuda-blocktc": None, "spmm-cuda-paneltc": None,
+                     "spmm-cuda-colmajor": colmajor_ms,
                      short[0]: colmajor_ms, "spmm-cuda-colmajor[tile_cols=1]": 2 * colmajor_ms}
     kernels = [launch[0] for launch in fake_device]
     if selected == "spmm-cuda-colmajor":   # the gate ran the kept kernel on X as it is

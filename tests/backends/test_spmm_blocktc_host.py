@@ -185,3 +185,45 @@ def test_block_format_of_builds_once_for_the_same_matrix():
     assert block_format_of(b) is not first and block_format_of(b).blocks == first.blocks
     assert fill_declined(first.blocks, a.nnz, limit=1e9) == ""
     assert "fill" in fill_declined(10, 10, limit=8.0)   # 128 stored per nonzero
+
+
+def launch_paneltc(name: str, grid, block, args, shared_mem: int) -> None:
+    """What ``spmm_paneltc<PASSES, MB, NF, KB, STAGES>`` computes, CTA by CTA: each (panel,
+    tile, split) multiplies its run of the panel's items (``n z / S`` .. ``n (z + 1) / S``) by
+    the staged X rows (zero past ``cols`` and past k), TF32-rounded as the kernel, and stores
+    its tile (S = 1) or adds it into Y (S > 1, Y zeroed by the host). It checks the launch:
+    MB warps, a grid of every panel and enough tiles of 8 NF columns, the shared memory of the
+    host's formula, and that Y is zero before any split adds into it."""
+    from sparsescope.backends.spmm_paneltc import smem_bytes
+
+    passes, mb, nf, kb, stages = (int(p) for p in name[name.index("<") + 1:-1].split(","))
+    rows, cols, k, ptr, icol, ival, x, y, splits = (np.asarray(a) if hasattr(a, "shape")
+                                                    else int(a) for a in args)
+    nc = 8 * nf
+    panels = len(ptr) - 1
+    assert block == (32 * mb,) and grid == (max(1, panels), -(-k // nc), splits)
+    assert shared_mem == smem_bytes(nf, mb, kb, stages)
+    if splits > 1:
+        assert not y.any(), "Y must be zeroed before the splits add into it"
+    dense = np.zeros((len(icol), mb, 128), np.float32)
+    dense[:, :, fragment_order()] = ival.reshape(len(icol), mb, 128)
+    dense = dense.reshape(len(icol), mb, 16, 8)
+    xpad = np.zeros((-(-cols // 8) * 8 + 8, grid[1] * nc), np.float32)
+    xpad[:cols, :k] = x
+    out = np.zeros((max(1, panels) * mb * 16, grid[1] * nc), np.float32)
+    for p in range(panels):
+        n = int(ptr[p + 1] - ptr[p])
+        for z in range(splits):
+            lo, hi = int(ptr[p]) + n * z // splits, int(ptr[p]) + n * (z + 1) // splits
+            part = np.zeros((mb * 16, grid[1] * nc), np.float32)
+            for i in range(lo, hi):
+                t = xpad[icol[i] * 8: icol[i] * 8 + 8]
+                for m in range(mb):
+                    a = dense[i, m]
+                    a_hi, t_hi = tf32(a), tf32(t)
+                    acc = a_hi @ t_hi
+                    if passes == 3:
+                        acc = tf32(a - a_hi) @ t_hi + a_hi @ tf32(t - t_hi) + acc
+                    part[m * 16: m * 16 + 16] += acc
+            out[p * mb * 16: (p + 1) * mb * 16] += part
+    y[...] = (y + out[:rows, :k]) if splits > 1 else out[:rows, :k]

@@ -22,7 +22,7 @@ from sparsescope.matrices.types import Matrix
 from sparsescope.timing.types import TimingConfig
 
 sys.path.insert(0, str(Path(__file__).parent))
-from test_spmm_blocktc_host import launch_blocktc  # noqa: E402
+from test_spmm_blocktc_host import launch_blocktc, launch_paneltc  # noqa: E402
 from test_spmm_rowgroup_host import (  # noqa: E402
     launch_colmajor,
     launch_rowgroup,
@@ -72,9 +72,15 @@ def _fake_cupy():
 class _Kernel:
     def __init__(self, name: str, launches: list) -> None:
         self.name, self.launches = name, launches
+        self.max_dynamic_shared_size_bytes = 48 * 1024
 
-    def __call__(self, grid, block, args):
+    def __call__(self, grid, block, args, shared_mem: int = 0):
         kernel, params = re.fullmatch(r"(\w+)<(.*)>", self.name).groups()
+        if kernel == "spmm_paneltc":
+            self.launches.append((kernel, grid, block))
+            if shared_mem > 48 * 1024:   # the launch must have raised the kernel's limit first
+                assert self.max_dynamic_shared_size_bytes >= shared_mem
+            return launch_paneltc(self.name, grid, block, args, shared_mem)
         if kernel == "spmm_blocktc":
             passes, groups, vec4, split, batch = (p.strip() for p in params.split(","))
             self.launches.append((kernel, grid, block))
@@ -255,11 +261,12 @@ def test_auto_chooses_by_prediction_and_keeps_the_table(fake_device, layout):
     assert case.outcome == "ok", case.reason
     table = json.loads(case.notes["selection_table"])
     assert [row["backend"] for row in table] == [
-        "spmm-cuda-rowgroup", "spmm-cuda-rowwarp", "spmm-cuda-blocktc",
+        "spmm-cuda-rowgroup", "spmm-cuda-rowwarp", "spmm-cuda-blocktc", "spmm-cuda-paneltc",
         # column-major: colmajor, and on a grid of one wave (300 rows) its short slices and
         # narrower tiles
         *(["spmm-cuda-colmajor"] * 3 if layout == "col" else [])]
-    assert table[2]["predicted_ms"] is None and "fill" in table[2]["not_modelled"]
+    for declined in table[2:4]:   # the tensor-core kernels: fill above their limit
+        assert declined["predicted_ms"] is None and "fill" in declined["not_modelled"]
     predicted = [row for row in table if row["predicted_ms"] is not None]
     fastest = min(predicted, key=lambda row: row["predicted_ms"])["backend"]
     assert case.notes["selection_rule"] == "spmm-predicted"
@@ -297,7 +304,8 @@ def test_auto_times_the_close_candidates_and_keeps_the_fastest(fake_device, monk
     assert "timed here" in case.notes["selection_reason"]
     trial = {row["backend"]: row["trial_ms"] for row in json.loads(case.notes["selection_table"])}
     assert trial == {"spmm-cuda-rowgroup": 0.5, "spmm-cuda-rowwarp": 0.2,
-                     "spmm-cuda-blocktc": None}   # declined: fill above the limit
+                     "spmm-cuda-blocktc": None,   # declined: fill above the limit
+                     "spmm-cuda-paneltc": None}
     assert fake_device[-1][0] == "spmm_rowwarp"   # the gate ran the chosen kernel
 
 
@@ -332,7 +340,7 @@ def test_auto_times_rowgroup_with_balanced_slices_on_a_long_row(fake_device, mon
     assert case.outcome == "ok", case.reason
     labels = [row["label"] for row in json.loads(case.notes["selection_table"])]
     assert labels == ["spmm-cuda-rowgroup", "spmm-cuda-rowgroup[min_slice=32]",
-                      "spmm-cuda-rowwarp", "spmm-cuda-blocktc"]
+                      "spmm-cuda-rowwarp", "spmm-cuda-blocktc", "spmm-cuda-paneltc"]
     assert case.notes["selected"] == "spmm-cuda-rowgroup"
     assert json.loads(case.notes["selected_params"]) == {"min_slice": 32}
     assert case.notes["slice_nnz"] == "32" and int(case.notes["split_rows"]) == 1
@@ -379,6 +387,7 @@ def test_auto_predicts_and_times_the_tensor_core_kernel_on_a_dense_weight(fake_d
     from sparsescope.backends.spmm_blocktc import SpmmCudaBlockTc
     from sparsescope.backends.spmm_colmajor import SpmmCudaColMajor
     from sparsescope.backends.spmm_cuda import SpmmCudaRowWarp
+    from sparsescope.backends.spmm_paneltc import SpmmCudaPanelTc
     from sparsescope.backends.spmm_rowgroup import SpmmCudaRowGroup
     from sparsescope.backends.spmm_rowtile import SpmmCudaRowTile
     from sparsescope.backends.spmm_transposed import SpmmCudaTransposed
@@ -386,7 +395,8 @@ def test_auto_predicts_and_times_the_tensor_core_kernel_on_a_dense_weight(fake_d
     monkeypatch.setattr(SpmmCudaRowGroup, "time", _timed(0.5))
     monkeypatch.setattr(SpmmCudaRowWarp, "time", _timed(0.4))
     monkeypatch.setattr(SpmmCudaBlockTc, "time", _timed(0.1))
-    monkeypatch.setattr(SpmmCudaRowTile, "time", _timed(0.2))   # a candidate on this weight
+    monkeypatch.setattr(SpmmCudaPanelTc, "time", _timed(0.15))  # a candidate on this weight
+    monkeypatch.setattr(SpmmCudaRowTile, "time", _timed(0.2))   # and this one
     # column-major X: the trial times the whole call, the transposes around the inner kernel
     monkeypatch.setattr(SpmmCudaTransposed, "time", _inner_timed)
     monkeypatch.setattr(SpmmCudaColMajor, "time", _timed(0.3))

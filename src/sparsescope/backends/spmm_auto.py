@@ -80,6 +80,7 @@ from sparsescope.backends.spmm_auto_candidates import (  # noqa: F401  (re-expor
     BALANCED_MIN_SLICE,
     BLOCKTC,
     COLMAJOR,
+    PANELTC,
     READS_COLUMN_MAJOR,
     ROWGROUP,
     ROWTILE,
@@ -102,6 +103,7 @@ from sparsescope.backends.spmm_cuda import (
     SpmmCudaRowWarp,
     compiled_registers,
 )
+from sparsescope.backends.spmm_paneltc import SpmmCudaPanelTc
 from sparsescope.backends.spmm_rowgroup import (
     SpmmCudaRowGroup,
     choose_slab_cols,
@@ -116,7 +118,8 @@ from sparsescope.timing.types import Measurement, TimingConfig
 #: Backend name -> class, for the names the rule or the prediction may return.
 CHOICES: dict[str, type[OpBackend]] = {
     ROWWARP: SpmmCudaRowWarp, ROWGROUP: SpmmCudaRowGroup, COLMAJOR: SpmmCudaColMajor,
-    TRANSPOSED: SpmmCudaTransposed, BLOCKTC: SpmmCudaBlockTc, ROWTILE: SpmmCudaRowTile}
+    TRANSPOSED: SpmmCudaTransposed, BLOCKTC: SpmmCudaBlockTc, PANELTC: SpmmCudaPanelTc,
+    ROWTILE: SpmmCudaRowTile}
 WARP_SLOTS = 32
 """A warp's lanes: the row length below which rowwarp leaves nonzero slots idle."""
 WIDE_GROUP = 16
@@ -131,7 +134,7 @@ MODEL_ERROR = 0.49
 #: errors of +-e, a candidate predicted r times the fastest may still be faster while
 #: r < (1 + e) / (1 - e) (2.92 for e = 0.49).
 TRIAL_MARGIN = (1 + MODEL_ERROR) / (1 - MODEL_ERROR) - 1
-UNSCORED = (BLOCKTC, COLMAJOR, ROWTILE)
+UNSCORED = (BLOCKTC, PANELTC, COLMAJOR, ROWTILE)
 """Candidate families whose model has not been scored over a population yet: when one of them
 is the fastest prediction, the best-predicted other candidate is timed beside it whatever the
 margin. The block tensor-core model's first run put it 4x ahead of rowgroup on a 1,024 x 4,096

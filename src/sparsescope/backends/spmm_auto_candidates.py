@@ -4,7 +4,8 @@
 The candidates of a case, by X's layout (:func:`candidate_names`)::
 
     row-major X    rowgroup (default slices; balanced slices where they cut more), rowwarp
-                   (where it takes k), blocktc (float32, block fill within its limit)
+                   (where it takes k), blocktc (float32, block fill within its limit),
+                   paneltc (float32, k a multiple of 4, panel fill within the same limit)
     column-major X each of those between two device transposes (``spmm-cuda-transposed``: X
                    re-laid row-major before the kernel, Y re-laid column-major after it, their
                    time ``model.transpose``'s), and ``spmm-cuda-colmajor`` on X as it is
@@ -29,7 +30,13 @@ from typing import Any
 
 import numpy as np
 
-from sparsescope.backends import spmm_blocktc, spmm_colmajor, spmm_cuda, spmm_rowgroup
+from sparsescope.backends import (
+    spmm_blocktc,
+    spmm_colmajor,
+    spmm_cuda,
+    spmm_paneltc,
+    spmm_rowgroup,
+)
 from sparsescope.backends.select_predicted import Candidate, CandidatePrediction
 from sparsescope.backends.spmm_blocktc import (
     block_format_of,
@@ -61,8 +68,9 @@ ROWGROUP = "spmm-cuda-rowgroup"
 COLMAJOR = "spmm-cuda-colmajor"
 TRANSPOSED = "spmm-cuda-transposed"
 BLOCKTC = "spmm-cuda-blocktc"
+PANELTC = "spmm-cuda-paneltc"
 ROWTILE = "spmm-cuda-rowtile"
-ROW_MAJOR_KERNELS = (ROWGROUP, ROWWARP, BLOCKTC)
+ROW_MAJOR_KERNELS = (ROWGROUP, ROWWARP, BLOCKTC, PANELTC)
 """The row-major kernels: candidates of row-major X, and between the transposes of
 column-major X."""
 READS_COLUMN_MAJOR = (COLMAJOR, ROWTILE)
@@ -158,7 +166,8 @@ def rowwarp_supports(k: int, value_dtype: str) -> bool:
 
 def candidate_names(layout: str) -> tuple[str, ...]:
     """The kernel families auto plans for X's ``layout`` (the module docstring): row ->
-    rowgroup, rowwarp, blocktc; col -> the same between the transposes, then colmajor."""
+    rowgroup, rowwarp, blocktc, paneltc; col -> the same between the transposes, then
+    colmajor."""
     return ROW_MAJOR_KERNELS + ((COLMAJOR,) if layout == "col" else ())
 
 
@@ -233,6 +242,29 @@ def blocktc_candidate(csr: Any, k: int, value_dtype: str, sm_count: int):
     return (fmt, plan), ""
 
 
+def paneltc_candidate(case: OpCase, value_dtype: str, sm_count: int):
+    """``((format, plan), "")`` of the panel tensor-core kernel, or ``(None, reason)``:
+    float64, or what the kernel declines (``spmm_paneltc.declined``: k not a multiple of 4, a
+    panel fill above ``spmm_blocktc.MAX_FILL``). Screened on sampled 16 x 8 block rows first,
+    as :func:`blocktc_candidate` (a panel's fill is at least its block rows')"""
+    if value_dtype != "float32":
+        return None, "tensor-core path: float32 only"
+    csr = case.matrix
+    if csr.nnz == 0:
+        return None, "no nonzeros"
+    limit = spmm_blocktc.MAX_FILL
+    screen = sampled_fill(csr.indptr, csr.indices, int(csr.shape[1]))
+    if screen > 2 * limit:
+        return None, f"16x8 block fill ~{screen:.1f} on sampled block rows > 2 x {limit:g}"
+    row_major = case if case.params.layout == "row" else SimpleNamespace(
+        matrix=csr, params=SimpleNamespace(layout="row", k=case.params.k))
+    why = spmm_paneltc.declined(row_major)
+    if why:
+        return None, why
+    fmt = spmm_paneltc.panel_format_of(csr)
+    return (fmt, spmm_paneltc.plan_paneltc(fmt, csr.nnz, case.params.k, sm_count)), ""
+
+
 def candidate_launch(name: str, plan: Any, registers=None, shape: tuple[int, int, int] = (0, 0, 0)):
     """The time model's launch of one candidate plan; ``registers(source, kernel)`` reads the
     compiled kernel's registers (None: the launch bound's cap); ``shape`` (rows, cols, k) for
@@ -241,6 +273,10 @@ def candidate_launch(name: str, plan: Any, registers=None, shape: tuple[int, int
         fmt, host = plan
         regs = registers(spmm_blocktc.SOURCE, host.kernel) if registers else None
         return blocktc_launch(host, fmt.block_ptr, *shape, passes=3, registers=regs)
+    if name == PANELTC:
+        fmt, host = plan
+        regs = registers(spmm_paneltc.SOURCE, host.kernel) if registers else None
+        return spmm_paneltc.paneltc_launch(host, fmt, *shape, passes=3, registers=regs)
     if name == ROWGROUP:
         regs = registers(spmm_rowgroup.SOURCE, plan.kernel) if registers else None
         return rowgroup_launch(plan, regs)
@@ -260,17 +296,19 @@ def planned_candidates(case: OpCase, value_dtype: str, index_bytes: int, sm_coun
                        full_warps: int, rates: Any = None,
                        registers=None) -> list[tuple[Candidate, Any, str]]:
     """(candidate, host plan or None, why not) of every candidate of ``case`` in
-    :func:`candidate_names`' order: the CSR row-major plans, blocktc's (or the reason it
-    declines), for column-major X colmajor's (:func:`colmajor_plans`, its narrow tiles sized
-    by ``registers(source, kernel)``, the compiled kernel's registers; None: the cap); then
-    rowtile's where it stages less X than the gathers (:func:`rowtile_candidate`, for the
-    device of ``rates``; left out otherwise)."""
+    :func:`candidate_names`' order: the CSR row-major plans, blocktc's and paneltc's (or the
+    reason each declines), for column-major X colmajor's (:func:`colmajor_plans`, its narrow
+    tiles sized by ``registers(source, kernel)``, the compiled kernel's registers; None: the
+    cap); then rowtile's where it stages less X than the gathers (:func:`rowtile_candidate`,
+    for the device of ``rates``; left out otherwise)."""
     csr, k = case.matrix, case.params.k
     out: list[tuple[Candidate, Any, str]] = [
         (cand, plan, "") for cand, plan in candidate_plans(
             csr.indptr, csr.nnz, k, value_dtype, index_bytes, sm_count, full_warps)]
     plan, declined = blocktc_candidate(csr, k, value_dtype, sm_count)
     out.append((Candidate(BLOCKTC), plan, declined))
+    plan, declined = paneltc_candidate(case, value_dtype, sm_count)
+    out.append((Candidate(PANELTC), plan, declined))
     if case.params.layout == "col":
         out += [(cand, plan, "") for cand, plan in colmajor_plans(
             csr.indptr, csr.nnz, k, value_dtype, index_bytes, sm_count, rates, registers)]

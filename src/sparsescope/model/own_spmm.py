@@ -1,6 +1,6 @@
 """One entry to the time models of the own SpMM kernels: the CSR kernels' (rowwarp, rowgroup,
-colmajor: :mod:`.spmm_predict`), the block tensor-core kernel's (:mod:`.blocktc_predict`) and
-the row-tile kernel's (X staged in shared memory: :mod:`.rowtile`),
+colmajor: :mod:`.spmm_predict`), the block tensor-core kernels' (:mod:`.blocktc_predict`,
+:mod:`.paneltc_predict`) and the row-tile kernel's (X staged in shared memory: :mod:`.rowtile`),
 with the device transposes around the kernel (``spmm-cuda-transposed``: :mod:`.transpose`)
 added to either::
 
@@ -12,20 +12,24 @@ from __future__ import annotations
 from dataclasses import replace
 
 from sparsescope.model.blocktc_predict import BlockTcLaunch, predict_blocktc
+from sparsescope.model.paneltc_predict import PanelTcLaunch, predict_paneltc
 from sparsescope.model.prediction import ModelPrediction
 from sparsescope.model.rowtile import RowTileLaunch, predict_rowtile
 from sparsescope.model.spmm_predict import SpmmLaunch, predict_spmm
 
-OWN_SPMM_LAUNCHES = (SpmmLaunch, BlockTcLaunch, RowTileLaunch)
+OWN_SPMM_LAUNCHES = (SpmmLaunch, BlockTcLaunch, PanelTcLaunch, RowTileLaunch)
 
 
 def predict_own_spmm(indptr, indices, cols: int, k: int, launch, rates, *, flushed: bool,
                      fp64: bool = False) -> ModelPrediction:
     """The model of the launch's type: a :class:`BlockTcLaunch` -> ``predict_blocktc``; a
+    :class:`PanelTcLaunch` -> ``predict_paneltc``; a
     :class:`RowTileLaunch` -> ``predict_rowtile``; an :class:`SpmmLaunch` -> ``predict_spmm``;
     then :func:`with_transposes_time` for the launch's ``transposes``."""
     if isinstance(launch, BlockTcLaunch):
         kernel = predict_blocktc(launch, rates, flushed=flushed)
+    elif isinstance(launch, PanelTcLaunch):
+        kernel = predict_paneltc(launch, rates, flushed=flushed)
     elif isinstance(launch, RowTileLaunch):
         kernel = predict_rowtile(launch, rates, flushed=flushed)
     else:

@@ -227,3 +227,193 @@ __global__ void __launch_bounds__(32 * BlocktcWarps<SPLIT>::value) spmm_blocktc(
         blocktc_store_y<VEC4>(y, row + 8, rows, k, col + 4, bot_hi);
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Panels: spmm_paneltc<PASSES, MB, NF, KB, STAGES> (backend spmm-cuda-paneltc, X and Y
+// row-major float32, k a multiple of 4), e.g. "spmm_paneltc<3, 4, 16, 4, 3>".
+//
+// Why: spmm_blocktc's warps each walk their own block row and load every block's X tile from
+// the L2, so a dense-ish weight (80 % sparse: every 16 x 8 block occupied) sends X through the
+// L2 once per block row. Here a CTA owns a PANEL of MB block rows (16 MB rows of A) and NC =
+// 8 NF columns of Y (grid (panels, ceil(k / NC), splits)); the panel's ITEMS are the 8-column
+// blocks any of its block rows occupies (the union, in column order), each stored as MB whole
+// A fragments (zeros where a block row has none: backends/spmm_paneltc.py, panel_format). For
+// each item the CTA stages X[8 c .. 8 c + 8, n0 .. n0 + NC) in shared memory once, by cp.async,
+// and its MB warps (one a block row) multiply it by their fragments: X crosses the L2 once per
+// (panel, item, column tile) instead of once per (block row, block), MB times less.
+//
+// Pipeline: items go KB at a time (a GROUP: one stage of KB x 8 X rows and KB x MB fragments,
+// one commit group), STAGES stages in flight, one __syncthreads a group; the 8-column indices
+// of the next group to stage are loaded into registers a whole group ahead, so issuing a stage
+// never waits for them.
+//
+// Shared memory of a stage: X rows of NC + 8 floats (the 32-byte pad puts the 8 lanes of each
+// quarter-warp of a 16-byte load -- rows t, columns 4g, g in {0, 1} -- on 8 different 16-byte
+// bank groups), then the fragments, 512 bytes each (lane-contiguous 16-byte loads).
+//
+// A warp's accumulators: NF / 4 groups of four interleaved n8 fragments, exactly as in
+// spmm_blocktc (blocktc_multiply: lane (g, t) reads X[t][32 q + 4 g .. + 3] and X[t + 4][...]
+// with one 16-byte load each and stores Y[g][32 q + 8 t .. + 7] and Y[g + 8][...]).
+//
+// Splits (grid.z = splits): each panel's items cut into `splits` contiguous runs, one CTA
+// each; with splits > 1 the host zeroes Y first and the CTAs add their partial tiles with
+// atomicAdd (a CTA whose run is empty returns at once).
+//
+// Edges: X rows past `cols` and X columns past k are staged as zeros (cp.async's zero fill: a
+// source size of 0); Y rows past `rows` and columns past k are not stored. A panel with no
+// item stores zeros (splits == 1).
+
+template <int MB, int NF, int KB> struct PanelTcSmem {
+    static constexpr int NC = 8 * NF;               // Y columns a CTA
+    static constexpr int XSTRIDE = NC + 8;          // floats a staged X row (32-byte pad)
+    static constexpr int X_FLOATS = KB * 8 * XSTRIDE;
+    static constexpr int A_FLOATS = KB * MB * 128;
+    static constexpr int STAGE_FLOATS = X_FLOATS + A_FLOATS;
+};
+
+__device__ __forceinline__ void paneltc_copy16(float* smem, const float* gmem, int src_bytes) {
+    const unsigned dst = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(dst), "l"(gmem),
+                 "r"(src_bytes) : "memory");
+}
+
+__device__ __forceinline__ void paneltc_add_y(float* __restrict__ y, int row, int rows, int k,
+                                              int col, const float (&in)[4]) {
+    if (row >= rows || col >= k) return;
+    float* p = y + (size_t)row * k + col;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) atomicAdd(p + i, in[i]);
+}
+
+template <int PASSES, int MB, int NF, int KB, int STAGES>
+__global__ void __launch_bounds__(32 * MB) spmm_paneltc(
+    int rows, int cols, int k, const int* __restrict__ panel_ptr,
+    const int* __restrict__ item_col, const float* __restrict__ item_val,
+    const float* __restrict__ x, float* __restrict__ y, int splits) {
+    using L = PanelTcSmem<MB, NF, KB>;
+    constexpr int THREADS = 32 * MB;
+    constexpr int NG = NF / 4;
+    constexpr int PER_ROW = L::NC / 4;              // 16-byte copies a staged X row
+    static_assert(PASSES == 1 || PASSES == 3, "PASSES is 1 (TF32) or 3 (3xTF32)");
+    static_assert(NF % 4 == 0 && NF >= 4 && NF <= 16, "NF is 4, 8, 12 or 16");
+    static_assert(STAGES >= 2 && STAGES <= 4, "2 to 4 stages");
+    extern __shared__ __align__(16) float paneltc_smem[];
+
+    const int warp = threadIdx.x >> 5;
+    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    const int panel = blockIdx.x;
+    const int n0 = blockIdx.y * L::NC;
+    const int p_first = __ldg(panel_ptr + panel);
+    const int p_n = __ldg(panel_ptr + panel + 1) - p_first;
+    // this split's run of the panel's items (all of them when splits == 1)
+    const int first = p_first + (int)((long long)p_n * blockIdx.z / splits);
+    const int n_items = p_first + (int)((long long)p_n * (blockIdx.z + 1) / splits) - first;
+    const bool add = splits > 1;   // Y zeroed by the host: partial tiles added atomically
+    if (add && n_items == 0) return;   // uniform over the CTA: no barrier is skipped by some
+    const int n_groups = (n_items + KB - 1) / KB;
+
+    int gcol[KB];   // the 8-column indices of the next group to stage
+    auto load_cols = [&](int grp) {
+#pragma unroll
+        for (int kb = 0; kb < KB; ++kb) {
+            const int it = grp * KB + kb;
+            gcol[kb] = it < n_items ? __ldg(item_col + first + it) : 0;
+        }
+    };
+    auto stage = [&](int b, int grp) {
+        float* xs = paneltc_smem + b * L::STAGE_FLOATS;
+        float* as = xs + L::X_FLOATS;
+        const int in_grp = min(KB, n_items - grp * KB);
+#pragma unroll
+        for (int p = threadIdx.x; p < KB * 8 * PER_ROW; p += THREADS) {
+            const int r = p / PER_ROW;              // staged row: item r / 8, its row r % 8
+            const int c = (p % PER_ROW) * 4;
+            const int kb = r >> 3;
+            if (kb < in_grp) {
+                int col8 = gcol[0];                 // gcol[kb] without a local-memory index
+#pragma unroll
+                for (int q = 1; q < KB; ++q) if (kb == q) col8 = gcol[q];
+                const int xrow = col8 * 8 + (r & 7);
+                const bool in = xrow < cols && n0 + c < k;
+                paneltc_copy16(xs + r * L::XSTRIDE + c,
+                               in ? x + (size_t)xrow * k + n0 + c : x, in ? 16 : 0);
+            }
+        }
+        const float* src = item_val + (size_t)(first + grp * KB) * MB * 128;
+        for (int p = threadIdx.x; p < in_grp * MB * 32; p += THREADS)
+            paneltc_copy16(as + 4 * p, src + 4 * p, 16);
+    };
+
+    float acc[NG][4][4];
+#pragma unroll
+    for (int q = 0; q < NG; ++q)
+#pragma unroll
+        for (int f = 0; f < 4; ++f)
+#pragma unroll
+            for (int i = 0; i < 4; ++i) acc[q][f][i] = 0.f;
+
+    if (n_groups > 0) load_cols(0);
+    // the prologue stages groups 0 .. STAGES - 2, a commit group each (empty past the last
+    // group: the loop's wait counts groups, one a group of items)
+#pragma unroll
+    for (int b = 0; b < STAGES - 1; ++b) {
+        if (b < n_groups) {
+            stage(b, b);
+            if (b + 1 < n_groups) load_cols(b + 1);
+        }
+        asm volatile("cp.async.commit_group;" ::: "memory");
+    }
+    for (int i = 0; i < n_groups; ++i) {
+        // at most STAGES - 2 groups pending: group i's has landed
+        asm volatile("cp.async.wait_group %0;" :: "n"(STAGES - 2) : "memory");
+        __syncthreads();   // group i staged for all; group i - 1's buffer free
+        const int nx = i + STAGES - 1;
+        if (nx < n_groups) {
+            stage(nx % STAGES, nx);
+            if (nx + 1 < n_groups) load_cols(nx + 1);   // lands while group i is multiplied
+        }
+        asm volatile("cp.async.commit_group;" ::: "memory");
+        const float* xs = paneltc_smem + (i % STAGES) * L::STAGE_FLOATS;
+        const float* as = xs + L::X_FLOATS;
+        const int in_grp = min(KB, n_items - i * KB);
+#pragma unroll
+        for (int kb = 0; kb < KB; ++kb) {
+            if (kb < in_grp) {
+                const float4 a =
+                    *reinterpret_cast<const float4*>(as + (kb * MB + warp) * 128 + 4 * lane);
+                float xv[NG][2][4];
+#pragma unroll
+                for (int q = 0; q < NG; ++q)
+#pragma unroll
+                    for (int h = 0; h < 2; ++h) {
+                        const float4 v = *reinterpret_cast<const float4*>(
+                            xs + (kb * 8 + t + 4 * h) * L::XSTRIDE + 32 * q + 4 * g);
+                        xv[q][h][0] = v.x; xv[q][h][1] = v.y;
+                        xv[q][h][2] = v.z; xv[q][h][3] = v.w;
+                    }
+                blocktc_multiply<PASSES, NG>(acc, a, xv);
+            }
+        }
+    }
+
+    const int row = (panel * MB + warp) * 16 + g;
+#pragma unroll
+    for (int q = 0; q < NG; ++q) {
+        const int col = n0 + 32 * q + 8 * t;
+        const float top_lo[4] = {acc[q][0][0], acc[q][1][0], acc[q][2][0], acc[q][3][0]};
+        const float top_hi[4] = {acc[q][0][1], acc[q][1][1], acc[q][2][1], acc[q][3][1]};
+        const float bot_lo[4] = {acc[q][0][2], acc[q][1][2], acc[q][2][2], acc[q][3][2]};
+        const float bot_hi[4] = {acc[q][0][3], acc[q][1][3], acc[q][2][3], acc[q][3][3]};
+        if (add) {
+            paneltc_add_y(y, row, rows, k, col, top_lo);
+            paneltc_add_y(y, row, rows, k, col + 4, top_hi);
+            paneltc_add_y(y, row + 8, rows, k, col, bot_lo);
+            paneltc_add_y(y, row + 8, rows, k, col + 4, bot_hi);
+        } else {
+            blocktc_store_y<true>(y, row, rows, k, col, top_lo);
+            blocktc_store_y<true>(y, row, rows, k, col + 4, top_hi);
+            blocktc_store_y<true>(y, row + 8, rows, k, col, bot_lo);
+            blocktc_store_y<true>(y, row + 8, rows, k, col + 4, bot_hi);
+        }
+    }
+}
