@@ -196,7 +196,7 @@ def launch_paneltc(name: str, grid, block, args, shared_mem: int) -> None:
     host's formula, and that Y is zero before any split adds into it."""
     from sparsescope.backends.spmm_paneltc import smem_bytes
 
-    passes, mb, nf, kb, stages = (int(p) for p in name[name.index("<") + 1:-1].split(","))
+    passes, mb, nf, kb, stages = (int(p) for p in name[name.index("<") + 1:-1].split(",")[:5])
     rows, cols, k, ptr, icol, ival, x, y, splits = (np.asarray(a) if hasattr(a, "shape")
                                                     else int(a) for a in args)
     nc = 8 * nf

@@ -104,7 +104,7 @@ def test_plan_notes_and_kernel_name():
                   dtype=np.float32)
     fmt = panel_format(block_format(a.indptr, a.indices, a.data, a.shape))
     plan = plan_paneltc(fmt, a.nnz, 100, 132)
-    assert plan.kernel == "spmm_paneltc<3, 4, 16, 4, 3>" and plan.tiles == 1
+    assert plan.kernel == "spmm_paneltc<3, 4, 16, 4, 3, true>" and plan.tiles == 1
     assert plan.notes["panel_rows"] == "64" and plan.notes["panels"] == "4"
     assert plan.notes["items"] == "256"       # 64 block columns, all occupied, 4 panels
     assert float(plan.notes["panel_fill"]) == pytest.approx(128 * 4 * 256 / a.nnz, rel=1e-3)
@@ -126,7 +126,7 @@ def _rates(**over):
 
 def _launch(**over):
     # two panels of 10 and 3 items, 100 x 80 A, k = 256 in two tiles of 128 columns
-    base = dict(kernel="spmm_paneltc<3, 4, 16, 4, 3>", rows=100, cols=80, k=256,
+    base = dict(kernel="spmm_paneltc<3, 4, 16, 4, 3, true>", rows=100, cols=80, k=256,
                 panel_ptr=np.array([0, 10, 13]), block_rows_per_panel=4, fragments=16,
                 tiles=2, splits=1, passes=3, smem_bytes=76_800, items_per_stage=4, stages=3,
                 block_warps=4, max_registers=128, registers_source="test")

@@ -51,6 +51,8 @@ ITEMS_PER_STAGE = 4
 """KB, items a pipeline stage holds (32 X rows and 16 fragments: 8 KB of A a stage)."""
 STAGES = 3
 """Stages in flight: two groups of items on their way while one is multiplied."""
+KB_OPTIONS = (1, 2, 4, 8)
+STAGE_OPTIONS = (2, 3, 4)
 FRAGMENT_OPTIONS = (4, 8, 16)
 """NF, n8 fragments a warp (32, 64 or 128 Y columns a CTA)."""
 MIN_GROUPS_PER_SPLIT = 2
@@ -161,13 +163,13 @@ def smem_bytes(nf: int, mb: int = PANEL_BLOCK_ROWS, kb: int = ITEMS_PER_STAGE,
 
 def resident_ctas(nf: int, registers: int | None = None, mb: int = PANEL_BLOCK_ROWS,
                   smem_per_sm: int = SMEM_PER_SM, registers_per_sm: int = 65536,
-                  max_threads: int = 2048) -> int:
+                  max_threads: int = 2048, smem: int | None = None) -> int:
     """CTAs an SM holds: the least of shared memory (with 1 KB reserved a CTA), registers
     (``registers`` a thread, else :data:`ASSUMED_REGISTERS`, in units of 256 a warp) and
     threads. NF 16: smem 227 KB / 76 KB -> 2; 128 registers x 128 threads -> 4; -> 2."""
     regs = registers or ASSUMED_REGISTERS[nf]
     per_warp = -(-regs * 32 // 256) * 256
-    by_smem = smem_per_sm // (smem_bytes(nf, mb) + 1024)
+    by_smem = smem_per_sm // ((smem or smem_bytes(nf, mb)) + 1024)
     by_regs = registers_per_sm // (per_warp * mb)
     return max(1, min(by_smem, by_regs, max_threads // (32 * mb)))
 
@@ -193,9 +195,10 @@ def choose_splits(panel_items: np.ndarray, tiles: int, sm_count: int, resident: 
 
 
 def kernel_name(passes: int, nf: int, mb: int = PANEL_BLOCK_ROWS, kb: int = ITEMS_PER_STAGE,
-                stages: int = STAGES) -> str:
-    """The template instance, e.g. ``spmm_paneltc<3, 4, 16, 4, 3>``."""
-    return f"spmm_paneltc<{passes}, {mb}, {nf}, {kb}, {stages}>"
+                stages: int = STAGES, isplit: bool = True) -> str:
+    """The template instance, e.g. ``spmm_paneltc<3, 4, 16, 4, 3, true>``."""
+    return (f"spmm_paneltc<{passes}, {mb}, {nf}, {kb}, {stages}, "
+            f"{'true' if isplit else 'false'}>")
 
 
 @dataclass(frozen=True)
@@ -207,6 +210,8 @@ class PanelTcPlan:
     smem_bytes: int
     panels: int
     notes: dict[str, str]
+    items_per_stage: int = ITEMS_PER_STAGE
+    stages: int = STAGES
 
     @property
     def tile_cols(self) -> int:
@@ -214,30 +219,35 @@ class PanelTcPlan:
 
 
 def plan_paneltc(fmt: PanelFormat, nnz: int, k: int, sm_count: int, passes: int = 3,
-                 registers: int | None = None, split: int | None = None) -> PanelTcPlan:
+                 registers: int | None = None, split: int | None = None,
+                 kb: int = ITEMS_PER_STAGE, stages: int = STAGES,
+                 isplit: bool = True) -> PanelTcPlan:
     """The launch of one call (pure): kernel instance, column tiles, splits and the case's
-    notes; ``split`` fixes S (else :func:`choose_splits`)."""
+    notes; ``split`` fixes S (else :func:`choose_splits`); ``kb`` items a stage, ``stages``
+    in flight, ``isplit`` the TF32 parts by integer operations."""
     if passes not in PRECISION:
         raise ValueError(f"passes must be 3 (3xTF32) or 1 (TF32), got {passes}")
+    mb = fmt.block_rows_per_panel
     nf = choose_fragments(k)
     tiles = max(1, -(-k // (8 * nf)))
-    resident = resident_ctas(nf, registers)
+    smem = smem_bytes(nf, mb, kb, stages)
+    resident = resident_ctas(nf, registers, mb, smem=smem)
     panel_items = np.diff(fmt.panel_ptr.astype(np.int64))
-    splits = split or choose_splits(panel_items, tiles, sm_count, resident)
-    name = kernel_name(passes, nf)
-    smem = smem_bytes(nf)
+    splits = split or choose_splits(panel_items, tiles, sm_count, resident, kb)
+    name = kernel_name(passes, nf, mb, kb, stages, isplit)
     notes = {"kernel": name, "precision": PRECISION[passes],
              "panel_rows": str(BLOCK_ROWS * fmt.block_rows_per_panel),
              "panels": str(fmt.panels), "items": str(fmt.items),
              "panel_fill": f"{panel_fill(fmt.items, nnz, fmt.block_rows_per_panel):.2f}",
              "tile_cols": str(8 * nf), "tiles": str(tiles), "splits": str(splits),
              "grid_blocks": f"{fmt.panels} x {tiles} x {splits}",
-             "items_per_stage": str(ITEMS_PER_STAGE), "stages": str(STAGES),
+             "items_per_stage": str(kb), "stages": str(stages),
+             "tf32_split": "integer add and AND" if isplit else "cvt.rna.tf32.f32",
              "smem_bytes": str(smem), "resident_ctas": str(resident),
              "zero_fill": "memset of Y, atomicAdd" if splits > 1 else "none (Y stored)",
              "sm_count": str(sm_count), "value_dtype": "float32",
              "index_dtype": "int32 (item columns)"}
-    return PanelTcPlan(name, nf, tiles, splits, smem, fmt.panels, notes)
+    return PanelTcPlan(name, nf, tiles, splits, smem, fmt.panels, notes, kb, stages)
 
 
 def paneltc_launch(host: PanelTcPlan, fmt: PanelFormat, rows: int, cols: int, k: int,
@@ -250,7 +260,7 @@ def paneltc_launch(host: PanelTcPlan, fmt: PanelFormat, rows: int, cols: int, k:
         kernel=host.kernel, rows=rows, cols=cols, k=k, panel_ptr=np.asarray(fmt.panel_ptr),
         block_rows_per_panel=fmt.block_rows_per_panel, fragments=host.fragments,
         tiles=host.tiles, splits=host.splits, passes=passes, smem_bytes=host.smem_bytes,
-        items_per_stage=ITEMS_PER_STAGE, stages=STAGES,
+        items_per_stage=host.items_per_stage, stages=host.stages,
         block_warps=fmt.block_rows_per_panel,
         max_registers=registers or ASSUMED_REGISTERS[host.fragments],
         registers_source="the compiled kernel" if registers else "assumed (ASSUMED_REGISTERS)",
@@ -294,11 +304,17 @@ class SpmmCudaPanelTc(OwnSpmmKernel):
                     "accuracy), row-major X, k a multiple of 4 (NVRTC, sm_80+)")
 
     def __init__(self, *, passes: int = 3, max_fill: float = MAX_FILL,
-                 split: int | None = None) -> None:
+                 split: int | None = None, kb: int = ITEMS_PER_STAGE, stages: int = STAGES,
+                 isplit: bool = True) -> None:
         if passes not in PRECISION:
             raise ValueError(f"passes must be 3 (3xTF32) or 1 (TF32), got {passes}")
         if split is not None and not 1 <= split <= MAX_SPLITS:
             raise ValueError(f"split must be 1 to {MAX_SPLITS}, got {split}")
+        if kb not in KB_OPTIONS or stages not in STAGE_OPTIONS:
+            raise ValueError(f"kb must be one of {KB_OPTIONS} and stages one of "
+                             f"{STAGE_OPTIONS}, got kb={kb}, stages={stages}")
+        self.kb, self.stages, self.isplit = kb, stages, bool(isplit)
+        """Items a stage, stages in flight, TF32 parts by integer operations (else cvt)."""
         self.passes = passes
         """3: 3xTF32 (float32-level error); 1: TF32 (labelled, rejected by the default gate)."""
         self.max_fill = max_fill
@@ -315,7 +331,8 @@ class SpmmCudaPanelTc(OwnSpmmKernel):
         csr, k = case.matrix, case.params.k
         fmt = panel_format_of(csr)
         host = plan_paneltc(fmt, csr.nnz, k, _gpu.device_sm_count(), self.passes,
-                            split=self.split)
+                            split=self.split, kb=self.kb, stages=self.stages,
+                            isplit=self.isplit)
         kernel = _gpu.raw_module(SOURCE, (host.kernel,)).get_function(host.kernel)
         if host.smem_bytes > OPT_IN_BYTES:
             kernel.max_dynamic_shared_size_bytes = host.smem_bytes

@@ -77,11 +77,24 @@ __device__ __forceinline__ unsigned blocktc_tf32(float v) {
     return r;
 }
 
-// hi = tf32(v); lo = tf32(v - hi) (lo unused with one pass).
-template <int PASSES>
+// tf32(v) by integer operations: round to nearest, ties away from zero, on the magnitude
+// (the sign bit is untouched): the same bits as cvt.rna.tf32.f32 for every finite v below the
+// largest float's rounding, with an integer add and a logical AND instead of a conversion.
+__device__ __forceinline__ unsigned blocktc_tf32_int(float v) {
+    return (__float_as_uint(v) + 0x1000u) & 0xffffe000u;
+}
+
+// hi = tf32(v); lo = tf32(v - hi) (lo unused with one pass). ISPLIT: by integer operations
+// (blocktc_tf32_int) instead of cvt.
+template <int PASSES, bool ISPLIT = false>
 __device__ __forceinline__ void blocktc_split(float v, unsigned& hi, unsigned& lo) {
-    hi = blocktc_tf32(v);
-    lo = PASSES == 3 ? blocktc_tf32(v - __uint_as_float(hi)) : 0u;
+    if constexpr (ISPLIT) {
+        hi = blocktc_tf32_int(v);
+        lo = PASSES == 3 ? blocktc_tf32_int(v - __uint_as_float(hi)) : 0u;
+    } else {
+        hi = blocktc_tf32(v);
+        lo = PASSES == 3 ? blocktc_tf32(v - __uint_as_float(hi)) : 0u;
+    }
 }
 
 __device__ __forceinline__ void blocktc_mma(float (&c)[4], const unsigned (&a)[4],
@@ -108,21 +121,21 @@ __device__ __forceinline__ void blocktc_fetch(const float* __restrict__ block_va
 }
 
 // acc += the block (its A fragment a, its X values xv) for every group and fragment.
-template <int PASSES, int NG>
+template <int PASSES, int NG, bool ISPLIT = false>
 __device__ __forceinline__ void blocktc_multiply(float (&acc)[NG][4][4], const float4& a,
                                                  const float (&xv)[NG][2][4]) {
     unsigned a_hi[4], a_lo[4];
-    blocktc_split<PASSES>(a.x, a_hi[0], a_lo[0]);
-    blocktc_split<PASSES>(a.y, a_hi[1], a_lo[1]);
-    blocktc_split<PASSES>(a.z, a_hi[2], a_lo[2]);
-    blocktc_split<PASSES>(a.w, a_hi[3], a_lo[3]);
+    blocktc_split<PASSES, ISPLIT>(a.x, a_hi[0], a_lo[0]);
+    blocktc_split<PASSES, ISPLIT>(a.y, a_hi[1], a_lo[1]);
+    blocktc_split<PASSES, ISPLIT>(a.z, a_hi[2], a_lo[2]);
+    blocktc_split<PASSES, ISPLIT>(a.w, a_hi[3], a_lo[3]);
 #pragma unroll
     for (int q = 0; q < NG; ++q)
 #pragma unroll
         for (int f = 0; f < 4; ++f) {
             unsigned b0_hi, b0_lo, b1_hi, b1_lo;
-            blocktc_split<PASSES>(xv[q][0][f], b0_hi, b0_lo);
-            blocktc_split<PASSES>(xv[q][1][f], b1_hi, b1_lo);
+            blocktc_split<PASSES, ISPLIT>(xv[q][0][f], b0_hi, b0_lo);
+            blocktc_split<PASSES, ISPLIT>(xv[q][1][f], b1_hi, b1_lo);
             if (PASSES == 3) {
                 blocktc_mma(acc[q][f], a_lo, b0_hi, b1_hi);
                 blocktc_mma(acc[q][f], a_hi, b0_lo, b1_lo);
@@ -229,8 +242,9 @@ __global__ void __launch_bounds__(32 * BlocktcWarps<SPLIT>::value) spmm_blocktc(
 }
 
 // ---------------------------------------------------------------------------------------------
-// Panels: spmm_paneltc<PASSES, MB, NF, KB, STAGES> (backend spmm-cuda-paneltc, X and Y
-// row-major float32, k a multiple of 4), e.g. "spmm_paneltc<3, 4, 16, 4, 3>".
+// Panels: spmm_paneltc<PASSES, MB, NF, KB, STAGES, ISPLIT> (backend spmm-cuda-paneltc, X and Y
+// row-major float32, k a multiple of 4), e.g. "spmm_paneltc<3, 4, 16, 4, 3, true>"; ISPLIT:
+// the TF32 parts by integer operations (blocktc_tf32_int) instead of cvt.
 //
 // Why: spmm_blocktc's warps each walk their own block row and load every block's X tile from
 // the L2, so a dense-ish weight (80 % sparse: every 16 x 8 block occupied) sends X through the
@@ -285,7 +299,7 @@ __device__ __forceinline__ void paneltc_add_y(float* __restrict__ y, int row, in
     for (int i = 0; i < 4; ++i) atomicAdd(p + i, in[i]);
 }
 
-template <int PASSES, int MB, int NF, int KB, int STAGES>
+template <int PASSES, int MB, int NF, int KB, int STAGES, bool ISPLIT>
 __global__ void __launch_bounds__(32 * MB) spmm_paneltc(
     int rows, int cols, int k, const int* __restrict__ panel_ptr,
     const int* __restrict__ item_col, const float* __restrict__ item_val,
@@ -391,7 +405,7 @@ __global__ void __launch_bounds__(32 * MB) spmm_paneltc(
                         xv[q][h][0] = v.x; xv[q][h][1] = v.y;
                         xv[q][h][2] = v.z; xv[q][h][3] = v.w;
                     }
-                blocktc_multiply<PASSES, NG>(acc, a, xv);
+                blocktc_multiply<PASSES, NG, ISPLIT>(acc, a, xv);
             }
         }
     }
