@@ -196,13 +196,15 @@ def launch_paneltc(name: str, grid, block, args, shared_mem: int) -> None:
     host's formula, and that Y is zero before any split adds into it."""
     from sparsescope.backends.spmm_paneltc import smem_bytes
 
-    passes, mb, nf, kb, stages = (int(p) for p in name[name.index("<") + 1:-1].split(",")[:5])
+    params = [p.strip() for p in name[name.index("<") + 1:-1].split(",")]
+    passes, mb, nf, kb, stages = (int(p) for p in params[:5])
+    xsplit = params[6] == "true"
     rows, cols, k, ptr, icol, ival, x, y, splits = (np.asarray(a) if hasattr(a, "shape")
                                                     else int(a) for a in args)
     nc = 8 * nf
     panels = len(ptr) - 1
     assert block == (32 * mb,) and grid == (max(1, panels), -(-k // nc), splits)
-    assert shared_mem == smem_bytes(nf, mb, kb, stages)
+    assert shared_mem == smem_bytes(nf, mb, kb, stages, xsplit)
     if splits > 1:
         assert not y.any(), "Y must be zeroed before the splits add into it"
     dense = np.zeros((len(icol), mb, 128), np.float32)

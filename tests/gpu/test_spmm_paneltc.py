@@ -3,7 +3,7 @@ the GPU against float64 through the op runner's gate: the awkward matrices (empt
 heavy row, 1 x 1, one row, one column, row counts not multiples of 64, column counts not
 multiples of 8) at k = 4, 36, 64, 256 and 260 (three column tiles, the last partial), the fill
 limit lifted so that every matrix runs; forced splits (Y zeroed, partial tiles added
-atomically); plain TF32 labelled and judged by the same gate; and a weight 80 % sparse under
+atomically), X split by each warp instead of once a stage; plain TF32 labelled and judged by the same gate; and a weight 80 % sparse under
 ``spmm-cuda-auto`` with the panel kernel among its candidates."""
 
 from __future__ import annotations
@@ -32,10 +32,12 @@ def test_matches_float64_on_awkward_matrices(awkward_matrices):
     failures = []
     for matrix in awkward_matrices:
         for k in KS:
-            for split in (None, 3):
-                case = _run(matrix, SpmmCudaPanelTc(max_fill=float("inf"), split=split), k)
+            # the default launch; and 3 splits, 2 items a stage, X split by each warp
+            for options in ({}, {"split": 3, "kb": 2, "xsplit": False}):
+                backend = SpmmCudaPanelTc(max_fill=float("inf"), **options)
+                case = _run(matrix, backend, k)
                 if case.outcome != "ok":
-                    failures.append((matrix.name, k, split, case.outcome, case.reason))
+                    failures.append((matrix.name, k, options, case.outcome, case.reason))
                 else:
                     assert case.notes["precision"].startswith("3xTF32")
     assert not failures, failures

@@ -152,13 +152,16 @@ def choose_fragments(k: int) -> int:
 
 
 def smem_bytes(nf: int, mb: int = PANEL_BLOCK_ROWS, kb: int = ITEMS_PER_STAGE,
-               stages: int = STAGES) -> int:
+               stages: int = STAGES, xsplit: bool = True) -> int:
     """Dynamic shared memory of a CTA (the kernel's ``PanelTcSmem``)::
 
-        stages x 4 x (KB x 8 x (8 NF + 8) + KB x MB x 128)
+        stages x 4 x (KB x 8 x (8 NF + 8) + KB x MB x 128)  + 4 x KB x 8 x (8 NF + 8) (xsplit:
+                                                              the lo parts of one group)
 
-    NF 16, MB 4, KB 4, 3 stages -> 3 x 4 x (4,352 + 2,048) = 76,800 bytes."""
-    return stages * 4 * (kb * 8 * (8 * nf + 8) + kb * mb * 128)
+    NF 16, MB 4, KB 4, 3 stages -> 3 x 4 x (4,352 + 2,048) = 76,800 bytes; + 17,408 with
+    xsplit = 94,208."""
+    x_floats = kb * 8 * (8 * nf + 8)
+    return stages * 4 * (x_floats + kb * mb * 128) + (4 * x_floats if xsplit else 0)
 
 
 def resident_ctas(nf: int, registers: int | None = None, mb: int = PANEL_BLOCK_ROWS,
@@ -195,10 +198,10 @@ def choose_splits(panel_items: np.ndarray, tiles: int, sm_count: int, resident: 
 
 
 def kernel_name(passes: int, nf: int, mb: int = PANEL_BLOCK_ROWS, kb: int = ITEMS_PER_STAGE,
-                stages: int = STAGES, isplit: bool = True) -> str:
-    """The template instance, e.g. ``spmm_paneltc<3, 4, 16, 4, 3, true>``."""
-    return (f"spmm_paneltc<{passes}, {mb}, {nf}, {kb}, {stages}, "
-            f"{'true' if isplit else 'false'}>")
+                stages: int = STAGES, isplit: bool = True, xsplit: bool = True) -> str:
+    """The template instance, e.g. ``spmm_paneltc<3, 4, 16, 4, 3, true, true>``."""
+    flags = ", ".join("true" if f else "false" for f in (isplit, xsplit))
+    return f"spmm_paneltc<{passes}, {mb}, {nf}, {kb}, {stages}, {flags}>"
 
 
 @dataclass(frozen=True)
@@ -221,20 +224,21 @@ class PanelTcPlan:
 def plan_paneltc(fmt: PanelFormat, nnz: int, k: int, sm_count: int, passes: int = 3,
                  registers: int | None = None, split: int | None = None,
                  kb: int = ITEMS_PER_STAGE, stages: int = STAGES,
-                 isplit: bool = True) -> PanelTcPlan:
+                 isplit: bool = True, xsplit: bool = True) -> PanelTcPlan:
     """The launch of one call (pure): kernel instance, column tiles, splits and the case's
     notes; ``split`` fixes S (else :func:`choose_splits`); ``kb`` items a stage, ``stages``
-    in flight, ``isplit`` the TF32 parts by integer operations."""
+    in flight, ``isplit`` the TF32 parts by integer operations, ``xsplit`` X split once a
+    stage for the CTA."""
     if passes not in PRECISION:
         raise ValueError(f"passes must be 3 (3xTF32) or 1 (TF32), got {passes}")
     mb = fmt.block_rows_per_panel
     nf = choose_fragments(k)
     tiles = max(1, -(-k // (8 * nf)))
-    smem = smem_bytes(nf, mb, kb, stages)
+    smem = smem_bytes(nf, mb, kb, stages, xsplit)
     resident = resident_ctas(nf, registers, mb, smem=smem)
     panel_items = np.diff(fmt.panel_ptr.astype(np.int64))
     splits = split or choose_splits(panel_items, tiles, sm_count, resident, kb)
-    name = kernel_name(passes, nf, mb, kb, stages, isplit)
+    name = kernel_name(passes, nf, mb, kb, stages, isplit, xsplit)
     notes = {"kernel": name, "precision": PRECISION[passes],
              "panel_rows": str(BLOCK_ROWS * fmt.block_rows_per_panel),
              "panels": str(fmt.panels), "items": str(fmt.items),
@@ -242,7 +246,8 @@ def plan_paneltc(fmt: PanelFormat, nnz: int, k: int, sm_count: int, passes: int 
              "tile_cols": str(8 * nf), "tiles": str(tiles), "splits": str(splits),
              "grid_blocks": f"{fmt.panels} x {tiles} x {splits}",
              "items_per_stage": str(kb), "stages": str(stages),
-             "tf32_split": "integer add and AND" if isplit else "cvt.rna.tf32.f32",
+             "tf32_split": ("integer add and AND" if isplit else "cvt.rna.tf32.f32")
+             + ("; X split once a stage in shared memory" if xsplit else "; X split by each warp"),
              "smem_bytes": str(smem), "resident_ctas": str(resident),
              "zero_fill": "memset of Y, atomicAdd" if splits > 1 else "none (Y stored)",
              "sm_count": str(sm_count), "value_dtype": "float32",
@@ -305,7 +310,7 @@ class SpmmCudaPanelTc(OwnSpmmKernel):
 
     def __init__(self, *, passes: int = 3, max_fill: float = MAX_FILL,
                  split: int | None = None, kb: int = ITEMS_PER_STAGE, stages: int = STAGES,
-                 isplit: bool = True) -> None:
+                 isplit: bool = True, xsplit: bool = True) -> None:
         if passes not in PRECISION:
             raise ValueError(f"passes must be 3 (3xTF32) or 1 (TF32), got {passes}")
         if split is not None and not 1 <= split <= MAX_SPLITS:
@@ -313,8 +318,9 @@ class SpmmCudaPanelTc(OwnSpmmKernel):
         if kb not in KB_OPTIONS or stages not in STAGE_OPTIONS:
             raise ValueError(f"kb must be one of {KB_OPTIONS} and stages one of "
                              f"{STAGE_OPTIONS}, got kb={kb}, stages={stages}")
-        self.kb, self.stages, self.isplit = kb, stages, bool(isplit)
-        """Items a stage, stages in flight, TF32 parts by integer operations (else cvt)."""
+        self.kb, self.stages, self.isplit, self.xsplit = kb, stages, bool(isplit), bool(xsplit)
+        """Items a stage, stages in flight, TF32 parts by integer operations (else cvt), X split
+        once a stage for the CTA (else by each warp)."""
         self.passes = passes
         """3: 3xTF32 (float32-level error); 1: TF32 (labelled, rejected by the default gate)."""
         self.max_fill = max_fill
@@ -332,7 +338,7 @@ class SpmmCudaPanelTc(OwnSpmmKernel):
         fmt = panel_format_of(csr)
         host = plan_paneltc(fmt, csr.nnz, k, _gpu.device_sm_count(), self.passes,
                             split=self.split, kb=self.kb, stages=self.stages,
-                            isplit=self.isplit)
+                            isplit=self.isplit, xsplit=self.xsplit)
         kernel = _gpu.raw_module(SOURCE, (host.kernel,)).get_function(host.kernel)
         if host.smem_bytes > OPT_IN_BYTES:
             kernel.max_dynamic_shared_size_bytes = host.smem_bytes

@@ -242,9 +242,10 @@ __global__ void __launch_bounds__(32 * BlocktcWarps<SPLIT>::value) spmm_blocktc(
 }
 
 // ---------------------------------------------------------------------------------------------
-// Panels: spmm_paneltc<PASSES, MB, NF, KB, STAGES, ISPLIT> (backend spmm-cuda-paneltc, X and Y
-// row-major float32, k a multiple of 4), e.g. "spmm_paneltc<3, 4, 16, 4, 3, true>"; ISPLIT:
-// the TF32 parts by integer operations (blocktc_tf32_int) instead of cvt.
+// Panels: spmm_paneltc<PASSES, MB, NF, KB, STAGES, ISPLIT, XSPLIT> (backend
+// spmm-cuda-paneltc, X and Y row-major float32, k a multiple of 4), e.g.
+// "spmm_paneltc<3, 4, 16, 4, 3, true, true>"; ISPLIT: the TF32 parts by integer operations
+// (blocktc_tf32_int) instead of cvt; XSPLIT: X split once a stage in shared memory (below).
 //
 // Why: spmm_blocktc's warps each walk their own block row and load every block's X tile from
 // the L2, so a dense-ish weight (80 % sparse: every 16 x 8 block occupied) sends X through the
@@ -273,6 +274,13 @@ __global__ void __launch_bounds__(32 * BlocktcWarps<SPLIT>::value) spmm_blocktc(
 // each; with splits > 1 the host zeroes Y first and the CTAs add their partial tiles with
 // atomicAdd (a CTA whose run is empty returns at once).
 //
+// XSPLIT: the MB warps would each split the same staged X values into their TF32 parts (five
+// integer and float operations a value, a warp's 32 values an item: most of its instructions
+// besides the mma). Instead, once a group's stage has landed, the CTA splits it in place: hi
+// over the staged value, lo into one more buffer of the stage's size (only the group being
+// multiplied needs it), then a second __syncthreads; the warps load both parts ready for the
+// mma. Measured on the H200 without it (weights-20, k = 256): 8.6 warp instructions an mma.
+//
 // Edges: X rows past `cols` and X columns past k are staged as zeros (cp.async's zero fill: a
 // source size of 0); Y rows past `rows` and columns past k are not stored. A panel with no
 // item stores zeros (splits == 1).
@@ -284,6 +292,32 @@ template <int MB, int NF, int KB> struct PanelTcSmem {
     static constexpr int A_FLOATS = KB * MB * 128;
     static constexpr int STAGE_FLOATS = X_FLOATS + A_FLOATS;
 };
+
+// acc += a block row's fragment (a) times X already split into TF32 parts (xh, xl: the
+// group's values in blocktc_multiply's order), three products or one.
+template <int PASSES, int NG, bool ISPLIT>
+__device__ __forceinline__ void paneltc_multiply(float (&acc)[NG][4][4], const float4& a,
+                                                 const float (&xh)[NG][2][4],
+                                                 const float (&xl)[NG][2][4]) {
+    unsigned a_hi[4], a_lo[4];
+    blocktc_split<PASSES, ISPLIT>(a.x, a_hi[0], a_lo[0]);
+    blocktc_split<PASSES, ISPLIT>(a.y, a_hi[1], a_lo[1]);
+    blocktc_split<PASSES, ISPLIT>(a.z, a_hi[2], a_lo[2]);
+    blocktc_split<PASSES, ISPLIT>(a.w, a_hi[3], a_lo[3]);
+#pragma unroll
+    for (int q = 0; q < NG; ++q)
+#pragma unroll
+        for (int f = 0; f < 4; ++f) {
+            const unsigned b0_hi = __float_as_uint(xh[q][0][f]);
+            const unsigned b1_hi = __float_as_uint(xh[q][1][f]);
+            if (PASSES == 3) {
+                blocktc_mma(acc[q][f], a_lo, b0_hi, b1_hi);
+                blocktc_mma(acc[q][f], a_hi, __float_as_uint(xl[q][0][f]),
+                            __float_as_uint(xl[q][1][f]));
+            }
+            blocktc_mma(acc[q][f], a_hi, b0_hi, b1_hi);
+        }
+}
 
 __device__ __forceinline__ void paneltc_copy16(float* smem, const float* gmem, int src_bytes) {
     const unsigned dst = (unsigned)__cvta_generic_to_shared(smem);
@@ -299,7 +333,7 @@ __device__ __forceinline__ void paneltc_add_y(float* __restrict__ y, int row, in
     for (int i = 0; i < 4; ++i) atomicAdd(p + i, in[i]);
 }
 
-template <int PASSES, int MB, int NF, int KB, int STAGES, bool ISPLIT>
+template <int PASSES, int MB, int NF, int KB, int STAGES, bool ISPLIT, bool XSPLIT>
 __global__ void __launch_bounds__(32 * MB) spmm_paneltc(
     int rows, int cols, int k, const int* __restrict__ panel_ptr,
     const int* __restrict__ item_col, const float* __restrict__ item_val,
@@ -387,25 +421,52 @@ __global__ void __launch_bounds__(32 * MB) spmm_paneltc(
             if (nx + 1 < n_groups) load_cols(nx + 1);   // lands while group i is multiplied
         }
         asm volatile("cp.async.commit_group;" ::: "memory");
-        const float* xs = paneltc_smem + (i % STAGES) * L::STAGE_FLOATS;
+        float* xs = paneltc_smem + (i % STAGES) * L::STAGE_FLOATS;
         const float* as = xs + L::X_FLOATS;
+        float* xlo = paneltc_smem + STAGES * L::STAGE_FLOATS;   // XSPLIT: the lo parts
         const int in_grp = min(KB, n_items - i * KB);
+        if constexpr (XSPLIT) {
+            // split the group's staged X once for the CTA: hi in place, lo beside it
+            for (int p = threadIdx.x; p < in_grp * 8 * PER_ROW; p += THREADS) {
+                const int at = (p / PER_ROW) * L::XSTRIDE + (p % PER_ROW) * 4;
+                float4 v = *reinterpret_cast<const float4*>(xs + at);
+                const float4 h = make_float4(__uint_as_float(blocktc_tf32_int(v.x)),
+                                             __uint_as_float(blocktc_tf32_int(v.y)),
+                                             __uint_as_float(blocktc_tf32_int(v.z)),
+                                             __uint_as_float(blocktc_tf32_int(v.w)));
+                if constexpr (PASSES == 3) {
+                    v = make_float4(__uint_as_float(blocktc_tf32_int(v.x - h.x)),
+                                    __uint_as_float(blocktc_tf32_int(v.y - h.y)),
+                                    __uint_as_float(blocktc_tf32_int(v.z - h.z)),
+                                    __uint_as_float(blocktc_tf32_int(v.w - h.w)));
+                    *reinterpret_cast<float4*>(xlo + at) = v;
+                }
+                *reinterpret_cast<float4*>(xs + at) = h;
+            }
+            __syncthreads();   // the group's parts are ready for every warp
+        }
 #pragma unroll
         for (int kb = 0; kb < KB; ++kb) {
             if (kb < in_grp) {
                 const float4 a =
                     *reinterpret_cast<const float4*>(as + (kb * MB + warp) * 128 + 4 * lane);
-                float xv[NG][2][4];
+                float xv[NG][2][4], xl[NG][2][4];
 #pragma unroll
                 for (int q = 0; q < NG; ++q)
 #pragma unroll
                     for (int h = 0; h < 2; ++h) {
-                        const float4 v = *reinterpret_cast<const float4*>(
-                            xs + (kb * 8 + t + 4 * h) * L::XSTRIDE + 32 * q + 4 * g);
+                        const int at = (kb * 8 + t + 4 * h) * L::XSTRIDE + 32 * q + 4 * g;
+                        const float4 v = *reinterpret_cast<const float4*>(xs + at);
                         xv[q][h][0] = v.x; xv[q][h][1] = v.y;
                         xv[q][h][2] = v.z; xv[q][h][3] = v.w;
+                        if constexpr (XSPLIT && PASSES == 3) {
+                            const float4 w = *reinterpret_cast<const float4*>(xlo + at);
+                            xl[q][h][0] = w.x; xl[q][h][1] = w.y;
+                            xl[q][h][2] = w.z; xl[q][h][3] = w.w;
+                        }
                     }
-                blocktc_multiply<PASSES, NG, ISPLIT>(acc, a, xv);
+                if constexpr (XSPLIT) paneltc_multiply<PASSES, NG, ISPLIT>(acc, a, xv, xl);
+                else blocktc_multiply<PASSES, NG, ISPLIT>(acc, a, xv);
             }
         }
     }
