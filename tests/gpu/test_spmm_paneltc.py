@@ -3,8 +3,9 @@ the GPU against float64 through the op runner's gate: the awkward matrices (empt
 heavy row, 1 x 1, one row, one column, row counts not multiples of 64, column counts not
 multiples of 8) at k = 4, 36, 64, 256 and 260 (three column tiles, the last partial), the fill
 limit lifted so that every matrix runs; forced splits (Y zeroed, partial tiles added
-atomically), X split by each warp instead of once a stage; plain TF32 labelled and judged by the same gate; and a weight 80 % sparse under
-``spmm-cuda-auto`` with the panel kernel among its candidates."""
+atomically) with X split by each warp instead of once a stage; plain TF32 labelled and judged
+by the same gate; and a weight 80 % sparse under ``spmm-cuda-auto`` with the panel kernel
+among its candidates."""
 
 from __future__ import annotations
 
