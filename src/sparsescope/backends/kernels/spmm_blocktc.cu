@@ -293,11 +293,26 @@ template <int MB, int NF, int KB> struct PanelTcSmem {
     static constexpr int STAGE_FLOATS = X_FLOATS + A_FLOATS;
 };
 
-// acc += a block row's fragment (a) times X already split into TF32 parts (xh, xl: the
-// group's values in blocktc_multiply's order), three products or one.
-template <int PASSES, int NG, bool ISPLIT>
+// The mma without `volatile`: it has no effect besides its outputs, so the compiler may
+// interleave the products of different fragments (blocktc_mma's volatile asm keeps them in
+// source order).
+__device__ __forceinline__ void paneltc_mma(float (&c)[4], const unsigned (&a)[4], unsigned b0,
+                                            unsigned b1) {
+    asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
+        "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// acc += a block row's fragment (a) times the group's X values (xv, in blocktc_multiply's
+// order; with XSPLIT already split: xv the hi parts, xl the lo ones). Each accumulator takes
+// lo*hi, hi*lo, hi*hi in that order, as in blocktc_multiply, but pass by pass over a group's
+// four fragments: three dependent mma on one accumulator back to back left the tensor pipe
+// waiting on each (measured on the H200, weights-20 at k = 256: "wait" the largest stall,
+// issue active 0.47 a cycle).
+template <int PASSES, int NG, bool ISPLIT, bool XSPLIT>
 __device__ __forceinline__ void paneltc_multiply(float (&acc)[NG][4][4], const float4& a,
-                                                 const float (&xh)[NG][2][4],
+                                                 const float (&xv)[NG][2][4],
                                                  const float (&xl)[NG][2][4]) {
     unsigned a_hi[4], a_lo[4];
     blocktc_split<PASSES, ISPLIT>(a.x, a_hi[0], a_lo[0]);
@@ -305,18 +320,28 @@ __device__ __forceinline__ void paneltc_multiply(float (&acc)[NG][4][4], const f
     blocktc_split<PASSES, ISPLIT>(a.z, a_hi[2], a_lo[2]);
     blocktc_split<PASSES, ISPLIT>(a.w, a_hi[3], a_lo[3]);
 #pragma unroll
-    for (int q = 0; q < NG; ++q)
+    for (int q = 0; q < NG; ++q) {
+        unsigned bh[2][4], bl[2][4];
 #pragma unroll
-        for (int f = 0; f < 4; ++f) {
-            const unsigned b0_hi = __float_as_uint(xh[q][0][f]);
-            const unsigned b1_hi = __float_as_uint(xh[q][1][f]);
-            if (PASSES == 3) {
-                blocktc_mma(acc[q][f], a_lo, b0_hi, b1_hi);
-                blocktc_mma(acc[q][f], a_hi, __float_as_uint(xl[q][0][f]),
-                            __float_as_uint(xl[q][1][f]));
+        for (int h = 0; h < 2; ++h)
+#pragma unroll
+            for (int f = 0; f < 4; ++f) {
+                if constexpr (XSPLIT) {
+                    bh[h][f] = __float_as_uint(xv[q][h][f]);
+                    bl[h][f] = PASSES == 3 ? __float_as_uint(xl[q][h][f]) : 0u;
+                } else {
+                    blocktc_split<PASSES, ISPLIT>(xv[q][h][f], bh[h][f], bl[h][f]);
+                }
             }
-            blocktc_mma(acc[q][f], a_hi, b0_hi, b1_hi);
+        if constexpr (PASSES == 3) {
+#pragma unroll
+            for (int f = 0; f < 4; ++f) paneltc_mma(acc[q][f], a_lo, bh[0][f], bh[1][f]);
+#pragma unroll
+            for (int f = 0; f < 4; ++f) paneltc_mma(acc[q][f], a_hi, bl[0][f], bl[1][f]);
         }
+#pragma unroll
+        for (int f = 0; f < 4; ++f) paneltc_mma(acc[q][f], a_hi, bh[0][f], bh[1][f]);
+    }
 }
 
 __device__ __forceinline__ void paneltc_copy16(float* smem, const float* gmem, int src_bytes) {
@@ -465,8 +490,7 @@ __global__ void __launch_bounds__(32 * MB) spmm_paneltc(
                             xl[q][h][2] = w.z; xl[q][h][3] = w.w;
                         }
                     }
-                if constexpr (XSPLIT) paneltc_multiply<PASSES, NG, ISPLIT>(acc, a, xv, xl);
-                else blocktc_multiply<PASSES, NG, ISPLIT>(acc, a, xv);
+                paneltc_multiply<PASSES, NG, ISPLIT, XSPLIT>(acc, a, xv, xl);
             }
         }
     }
