@@ -188,22 +188,23 @@ def test_block_format_of_builds_once_for_the_same_matrix():
 
 
 def launch_paneltc(name: str, grid, block, args, shared_mem: int) -> None:
-    """What ``spmm_paneltc<PASSES, MB, NF, KB, STAGES>`` computes, CTA by CTA: each (panel,
-    tile, split) multiplies its run of the panel's items (``n z / S`` .. ``n (z + 1) / S``) by
-    the staged X rows (zero past ``cols`` and past k), TF32-rounded as the kernel, and stores
-    its tile (S = 1) or adds it into Y (S > 1, Y zeroed by the host). It checks the launch:
-    MB warps, a grid of every panel and enough tiles of 8 NF columns, the shared memory of the
-    host's formula, and that Y is zero before any split adds into it."""
+    """What ``spmm_paneltc<PASSES, MB, WN, NF, KB, STAGES, ISPLIT, XSPLIT>`` computes, CTA by
+    CTA: each (panel, tile, split) multiplies its run of the panel's items (``n z / S`` ..
+    ``n (z + 1) / S``) by the staged X rows (zero past ``cols`` and past k), TF32-rounded as
+    the kernel, and stores its tile (S = 1) or adds it into Y (S > 1, Y zeroed by the host).
+    It checks the launch: MB x WN warps, a grid of every panel and enough tiles of 8 NF
+    columns, the shared memory of the host's formula, and that Y is zero before any split
+    adds into it."""
     from sparsescope.backends.spmm_paneltc import smem_bytes
 
     params = [p.strip() for p in name[name.index("<") + 1:-1].split(",")]
-    passes, mb, nf, kb, stages = (int(p) for p in params[:5])
-    xsplit = params[6] == "true"
+    passes, mb, wn, nf, kb, stages = (int(p) for p in params[:6])
+    xsplit = params[7] == "true"
     rows, cols, k, ptr, icol, ival, x, y, splits = (np.asarray(a) if hasattr(a, "shape")
                                                     else int(a) for a in args)
     nc = 8 * nf
     panels = len(ptr) - 1
-    assert block == (32 * mb,) and grid == (max(1, panels), -(-k // nc), splits)
+    assert block == (32 * mb * wn,) and grid == (max(1, panels), -(-k // nc), splits)
     assert shared_mem == smem_bytes(nf, mb, kb, stages, xsplit)
     if splits > 1:
         assert not y.any(), "Y must be zeroed before the splits add into it"

@@ -106,7 +106,7 @@ def test_plan_notes_and_kernel_name():
                   dtype=np.float32)
     fmt = panel_format(block_format(a.indptr, a.indices, a.data, a.shape))
     plan = plan_paneltc(fmt, a.nnz, 100, 132)
-    assert plan.kernel == "spmm_paneltc<3, 4, 16, 4, 3, true, true>" and plan.tiles == 1
+    assert plan.kernel == "spmm_paneltc<3, 4, 1, 16, 4, 3, true, true>" and plan.tiles == 1
     assert plan.notes["panel_rows"] == "64" and plan.notes["panels"] == "4"
     assert plan.notes["items"] == "256"       # 64 block columns, all occupied, 4 panels
     assert float(plan.notes["panel_fill"]) == pytest.approx(128 * 4 * 256 / a.nnz, rel=1e-3)
@@ -128,7 +128,7 @@ def _rates(**over):
 
 def _launch(**over):
     # two panels of 10 and 3 items, 100 x 80 A, k = 256 in two tiles of 128 columns
-    base = dict(kernel="spmm_paneltc<3, 4, 16, 4, 3, true, true>", rows=100, cols=80, k=256,
+    base = dict(kernel="spmm_paneltc<3, 4, 1, 16, 4, 3, true, true>", rows=100, cols=80, k=256,
                 panel_ptr=np.array([0, 10, 13]), block_rows_per_panel=4, fragments=16,
                 tiles=2, splits=1, passes=3, smem_bytes=76_800, items_per_stage=4, stages=3,
                 block_warps=4, max_registers=128, registers_source="test")
@@ -181,16 +181,19 @@ def _weight(rows: int, cols: int, density: float, seed: int) -> Matrix:
 
 @pytest.mark.parametrize(("rows", "cols", "k", "split"), [
     (1, 1, 4, None), (100, 70, 4, None), (100, 70, 36, None), (130, 200, 260, None),
-    (70, 45, 32, 3), (64, 64, 128, 1)])
+    (70, 45, 32, 3), (64, 64, 128, 1), (130, 200, 260, 2)])
 def test_backend_passes_the_gate(fake_device, rows, cols, k, split):  # noqa: F811
     matrix = _weight(rows, cols, 0.3, seed=k)
-    case = _run(matrix, SpmmCudaPanelTc(max_fill=1e9, split=split), k, "row")
+    # the last case with two warps a block row (four at k = 260's tiles of 128 columns)
+    options = {"wn": 4, "xsplit": False} if split == 2 else {}
+    case = _run(matrix, SpmmCudaPanelTc(max_fill=1e9, split=split, **options), k, "row")
     assert case.outcome == "ok", case.reason
     assert fake_device[-1][0] == "spmm_paneltc"
     assert case.notes["precision"].startswith("3xTF32")
     assert case.notes["tiles"] == str(-(-k // int(case.notes["tile_cols"])))
     if split:
         assert case.notes["splits"] == str(split)
+    assert case.notes["warps_per_block_row"] == ("4" if split == 2 else "1")
     assert case.traffic.values_bytes == int(case.notes["items"]) * 4 * 128 * 4
 
 

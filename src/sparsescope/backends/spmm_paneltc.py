@@ -53,6 +53,8 @@ STAGES = 3
 """Stages in flight: two groups of items on their way while one is multiplied."""
 KB_OPTIONS = (1, 2, 4, 8)
 STAGE_OPTIONS = (2, 3, 4)
+WN_OPTIONS = (1, 2, 4)
+"""Warps a block row (WN): each takes NF / WN of the tile's fragments (at most NF / 4)."""
 FRAGMENT_OPTIONS = (4, 8, 16)
 """NF, n8 fragments a warp (32, 64 or 128 Y columns a CTA)."""
 MIN_GROUPS_PER_SPLIT = 2
@@ -64,9 +66,10 @@ SMEM_PER_SM = 227 * 1024
 kernel's stages are dynamic shared memory)."""
 OPT_IN_BYTES = 48 * 1024
 """Dynamic shared memory beyond which a kernel must opt in (CUDA's default limit)."""
-ASSUMED_REGISTERS = {4: 64, 8: 80, 16: 128}
-"""Registers a thread by NF, before a compiled kernel says (nvcc 13 for sm_90: 63, 80 and 126
-for 3 passes): the host plan's occupancy until then."""
+ASSUMED_REGISTERS = {1: 48, 2: 56, 4: 64, 8: 80, 16: 128}
+"""Registers a thread by its warp's fragments (NF / WN), before a compiled kernel says (nvcc
+13 for sm_90: 58 to 63 at 4, 80 at 8, 117 to 128 at 16 for 3 passes): the host plan's
+occupancy until then."""
 
 
 @dataclass(frozen=True)
@@ -166,15 +169,15 @@ def smem_bytes(nf: int, mb: int = PANEL_BLOCK_ROWS, kb: int = ITEMS_PER_STAGE,
 
 def resident_ctas(nf: int, registers: int | None = None, mb: int = PANEL_BLOCK_ROWS,
                   smem_per_sm: int = SMEM_PER_SM, registers_per_sm: int = 65536,
-                  max_threads: int = 2048, smem: int | None = None) -> int:
+                  max_threads: int = 2048, smem: int | None = None, wn: int = 1) -> int:
     """CTAs an SM holds: the least of shared memory (with 1 KB reserved a CTA), registers
     (``registers`` a thread, else :data:`ASSUMED_REGISTERS`, in units of 256 a warp) and
     threads. NF 16: smem 227 KB / 76 KB -> 2; 128 registers x 128 threads -> 4; -> 2."""
-    regs = registers or ASSUMED_REGISTERS[nf]
+    regs = registers or ASSUMED_REGISTERS[nf // wn]
     per_warp = -(-regs * 32 // 256) * 256
     by_smem = smem_per_sm // ((smem or smem_bytes(nf, mb)) + 1024)
-    by_regs = registers_per_sm // (per_warp * mb)
-    return max(1, min(by_smem, by_regs, max_threads // (32 * mb)))
+    by_regs = registers_per_sm // (per_warp * mb * wn)
+    return max(1, min(by_smem, by_regs, max_threads // (32 * mb * wn)))
 
 
 def choose_splits(panel_items: np.ndarray, tiles: int, sm_count: int, resident: int,
@@ -198,10 +201,11 @@ def choose_splits(panel_items: np.ndarray, tiles: int, sm_count: int, resident: 
 
 
 def kernel_name(passes: int, nf: int, mb: int = PANEL_BLOCK_ROWS, kb: int = ITEMS_PER_STAGE,
-                stages: int = STAGES, isplit: bool = True, xsplit: bool = True) -> str:
-    """The template instance, e.g. ``spmm_paneltc<3, 4, 16, 4, 3, true, true>``."""
+                stages: int = STAGES, isplit: bool = True, xsplit: bool = True,
+                wn: int = 1) -> str:
+    """The template instance, e.g. ``spmm_paneltc<3, 4, 1, 16, 4, 3, true, true>``."""
     flags = ", ".join("true" if f else "false" for f in (isplit, xsplit))
-    return f"spmm_paneltc<{passes}, {mb}, {nf}, {kb}, {stages}, {flags}>"
+    return f"spmm_paneltc<{passes}, {mb}, {wn}, {nf}, {kb}, {stages}, {flags}>"
 
 
 @dataclass(frozen=True)
@@ -215,6 +219,7 @@ class PanelTcPlan:
     notes: dict[str, str]
     items_per_stage: int = ITEMS_PER_STAGE
     stages: int = STAGES
+    warps_per_row: int = 1
 
     @property
     def tile_cols(self) -> int:
@@ -224,26 +229,29 @@ class PanelTcPlan:
 def plan_paneltc(fmt: PanelFormat, nnz: int, k: int, sm_count: int, passes: int = 3,
                  registers: int | None = None, split: int | None = None,
                  kb: int = ITEMS_PER_STAGE, stages: int = STAGES,
-                 isplit: bool = True, xsplit: bool = True) -> PanelTcPlan:
+                 isplit: bool = True, xsplit: bool = True, wn: int = 1) -> PanelTcPlan:
     """The launch of one call (pure): kernel instance, column tiles, splits and the case's
     notes; ``split`` fixes S (else :func:`choose_splits`); ``kb`` items a stage, ``stages``
     in flight, ``isplit`` the TF32 parts by integer operations, ``xsplit`` X split once a
-    stage for the CTA."""
+    stage for the CTA, ``wn`` warps a block row (fewer where the tile has fewer than 4 WN
+    fragments)."""
     if passes not in PRECISION:
         raise ValueError(f"passes must be 3 (3xTF32) or 1 (TF32), got {passes}")
     mb = fmt.block_rows_per_panel
     nf = choose_fragments(k)
+    wn = max(1, min(wn, nf // 4))
     tiles = max(1, -(-k // (8 * nf)))
     smem = smem_bytes(nf, mb, kb, stages, xsplit)
-    resident = resident_ctas(nf, registers, mb, smem=smem)
+    resident = resident_ctas(nf, registers, mb, smem=smem, wn=wn)
     panel_items = np.diff(fmt.panel_ptr.astype(np.int64))
     splits = split or choose_splits(panel_items, tiles, sm_count, resident, kb)
-    name = kernel_name(passes, nf, mb, kb, stages, isplit, xsplit)
+    name = kernel_name(passes, nf, mb, kb, stages, isplit, xsplit, wn)
     notes = {"kernel": name, "precision": PRECISION[passes],
              "panel_rows": str(BLOCK_ROWS * fmt.block_rows_per_panel),
              "panels": str(fmt.panels), "items": str(fmt.items),
              "panel_fill": f"{panel_fill(fmt.items, nnz, fmt.block_rows_per_panel):.2f}",
              "tile_cols": str(8 * nf), "tiles": str(tiles), "splits": str(splits),
+             "warps_per_block_row": str(wn), "block_threads": str(32 * mb * wn),
              "grid_blocks": f"{fmt.panels} x {tiles} x {splits}",
              "items_per_stage": str(kb), "stages": str(stages),
              "tf32_split": ("integer add and AND" if isplit else "cvt.rna.tf32.f32")
@@ -252,7 +260,7 @@ def plan_paneltc(fmt: PanelFormat, nnz: int, k: int, sm_count: int, passes: int 
              "zero_fill": "memset of Y, atomicAdd" if splits > 1 else "none (Y stored)",
              "sm_count": str(sm_count), "value_dtype": "float32",
              "index_dtype": "int32 (item columns)"}
-    return PanelTcPlan(name, nf, tiles, splits, smem, fmt.panels, notes, kb, stages)
+    return PanelTcPlan(name, nf, tiles, splits, smem, fmt.panels, notes, kb, stages, wn)
 
 
 def paneltc_launch(host: PanelTcPlan, fmt: PanelFormat, rows: int, cols: int, k: int,
@@ -266,8 +274,8 @@ def paneltc_launch(host: PanelTcPlan, fmt: PanelFormat, rows: int, cols: int, k:
         block_rows_per_panel=fmt.block_rows_per_panel, fragments=host.fragments,
         tiles=host.tiles, splits=host.splits, passes=passes, smem_bytes=host.smem_bytes,
         items_per_stage=host.items_per_stage, stages=host.stages,
-        block_warps=fmt.block_rows_per_panel,
-        max_registers=registers or ASSUMED_REGISTERS[host.fragments],
+        block_warps=fmt.block_rows_per_panel * host.warps_per_row,
+        max_registers=registers or ASSUMED_REGISTERS[host.fragments // host.warps_per_row],
         registers_source="the compiled kernel" if registers else "assumed (ASSUMED_REGISTERS)",
         launches=2 if host.splits > 1 else 1, label=f"paneltc {host.kernel}")
 
@@ -310,14 +318,17 @@ class SpmmCudaPanelTc(OwnSpmmKernel):
 
     def __init__(self, *, passes: int = 3, max_fill: float = MAX_FILL,
                  split: int | None = None, kb: int = ITEMS_PER_STAGE, stages: int = STAGES,
-                 isplit: bool = True, xsplit: bool = True) -> None:
+                 isplit: bool = True, xsplit: bool = True, wn: int = 1) -> None:
         if passes not in PRECISION:
             raise ValueError(f"passes must be 3 (3xTF32) or 1 (TF32), got {passes}")
         if split is not None and not 1 <= split <= MAX_SPLITS:
             raise ValueError(f"split must be 1 to {MAX_SPLITS}, got {split}")
-        if kb not in KB_OPTIONS or stages not in STAGE_OPTIONS:
-            raise ValueError(f"kb must be one of {KB_OPTIONS} and stages one of "
-                             f"{STAGE_OPTIONS}, got kb={kb}, stages={stages}")
+        if kb not in KB_OPTIONS or stages not in STAGE_OPTIONS or wn not in WN_OPTIONS:
+            raise ValueError(f"kb must be one of {KB_OPTIONS}, stages one of {STAGE_OPTIONS} "
+                             f"and wn one of {WN_OPTIONS}, got kb={kb}, stages={stages}, "
+                             f"wn={wn}")
+        self.wn = wn
+        """Warps a block row (the plan takes fewer where the tile is narrow)."""
         self.kb, self.stages, self.isplit, self.xsplit = kb, stages, bool(isplit), bool(xsplit)
         """Items a stage, stages in flight, TF32 parts by integer operations (else cvt), X split
         once a stage for the CTA (else by each warp)."""
@@ -338,7 +349,7 @@ class SpmmCudaPanelTc(OwnSpmmKernel):
         fmt = panel_format_of(csr)
         host = plan_paneltc(fmt, csr.nnz, k, _gpu.device_sm_count(), self.passes,
                             split=self.split, kb=self.kb, stages=self.stages,
-                            isplit=self.isplit, xsplit=self.xsplit)
+                            isplit=self.isplit, xsplit=self.xsplit, wn=self.wn)
         kernel = _gpu.raw_module(SOURCE, (host.kernel,)).get_function(host.kernel)
         if host.smem_bytes > OPT_IN_BYTES:
             kernel.max_dynamic_shared_size_bytes = host.smem_bytes
@@ -361,7 +372,8 @@ class SpmmCudaPanelTc(OwnSpmmKernel):
             return
         if h.splits > 1:   # the partial tiles are added into Y: zero it in the same call
             zero_fill_async(p.y)
-        p.kernel((max(1, h.panels), h.tiles, h.splits), (32 * p.fmt.block_rows_per_panel,),
+        p.kernel((max(1, h.panels), h.tiles, h.splits),
+                 (32 * p.fmt.block_rows_per_panel * h.warps_per_row,),
                  (np.int32(p.rows), np.int32(p.cols), np.int32(p.k), p.panel_ptr, p.item_col,
                   p.item_val, p.x, p.y, np.int32(h.splits)), shared_mem=h.smem_bytes)
 

@@ -12,13 +12,13 @@ items a stage. Terms (each a lower bound on the time)::
               / L2 bw;  staged X = items x 8 rows x k x 4 bytes (each item's X rows once a
               panel and tile; columns past k are zero-filled, not read)
     tensor  = items x MB x tiles x NF x passes mma x 2,048 flops / dense TF32 tensor peak
-    issue   = items x tiles x (MB x per warp + staging) warp instructions
+    issue   = items x tiles x (MB x WN x per warp + staging) warp instructions
               / (SMs x schedulers x SM clock)
-              per warp = 1 A load + 4 values' split + NF / 2 X loads + 2 NF values' split
+              per warp = 1 A load + 4 values' split + F / 2 X loads + 2 F values' split
                          (3 with passes 3: two cvt, one subtraction; 1 with one pass)
-                         + NF x passes mma + 4 (loop)
+                         + F x passes mma + 4 (loop), F = NF / WN the warp's fragments
               staging  = (8 x NC / 4 + MB x 32) copies / 32 lanes x 4 (address, guard, copy)
-    smem    = items x tiles x (MB x (512 + NF / 4 x 1,024) + 8 x NC x 4 + MB x 512)
+    smem    = items x tiles x (MB x (WN x 512 + NF / 4 x 1,024) + 8 x NC x 4 + MB x 512)
               bytes / (SMs x 128 B a clock x SM clock)
     latency = the CTAs' groups x DRAM latency / (STAGES - 1) / min(CTAs, SMs x resident)
               (a group waits out its stage's round trip, STAGES - 1 groups in flight)
@@ -63,7 +63,7 @@ class PanelTcLaunch(OwnLaunch):
     block_rows_per_panel: int
     """MB: block rows a panel, one warp each."""
     fragments: int
-    """NF: n8 fragments a warp (8 NF Y columns a tile)."""
+    """NF: n8 fragments a tile (8 NF Y columns), NF / WN a warp (WN = block_warps / MB)."""
     tiles: int
     splits: int
     passes: int
@@ -117,6 +117,7 @@ def predict_paneltc(launch: PanelTcLaunch, rates, *, flushed: bool) -> ModelPred
     ``rates``: ``model.predict.DeviceRates``."""
     items, tiles, mb, nf = launch.items, launch.tiles, launch.block_rows_per_panel, \
         launch.fragments
+    wn = max(1, launch.block_warps // mb)
     nc = 8 * nf
     a_bytes = items * (mb * 128 * 4 + 4) + (launch.panels + 1) * 4
     x_bytes = launch.cols * launch.k * 4
@@ -143,12 +144,14 @@ def predict_paneltc(launch: PanelTcLaunch, rates, *, flushed: bool) -> ModelPred
                                     f"{mma:,.0f} mma.m16n8k8 x {MMA_FLOPS:,} flops / "
                                     f"{rates.tf32_tensor_gflops:,.0f} GFLOP/s dense TF32"))
     staging = (8 * nc / 4 + mb * 32) / 32 * 4
-    instructions = float(items) * tiles * (mb * per_warp_instructions(nf, launch.passes)
+    instructions = float(items) * tiles * (mb * wn * per_warp_instructions(nf // wn,
+                                                                            launch.passes)
                                            + staging)
     clock = rates.sm_clock_mhz
     if clock:
         terms.append(issue_term(instructions, rates))
-        smem = float(items) * tiles * (mb * (512 + nf // 4 * 1024) + 8 * nc * 4 + mb * 512)
+        smem = float(items) * tiles * (mb * (wn * 512 + nf // 4 * 1024) + 8 * nc * 4
+                                       + mb * 512)
         terms.append(PredictionTerm(
             "smem", smem / (rates.sm_count * SMEM_BYTES_PER_CLOCK * clock * 1e6) * 1e3,
             f"{smem:,.0f} shared-memory bytes / ({rates.sm_count} SMs x "

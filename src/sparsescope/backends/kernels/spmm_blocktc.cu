@@ -242,10 +242,13 @@ __global__ void __launch_bounds__(32 * BlocktcWarps<SPLIT>::value) spmm_blocktc(
 }
 
 // ---------------------------------------------------------------------------------------------
-// Panels: spmm_paneltc<PASSES, MB, NF, KB, STAGES, ISPLIT, XSPLIT> (backend
+// Panels: spmm_paneltc<PASSES, MB, WN, NF, KB, STAGES, ISPLIT, XSPLIT> (backend
 // spmm-cuda-paneltc, X and Y row-major float32, k a multiple of 4), e.g.
-// "spmm_paneltc<3, 4, 16, 4, 3, true, true>"; ISPLIT: the TF32 parts by integer operations
-// (blocktc_tf32_int) instead of cvt; XSPLIT: X split once a stage in shared memory (below).
+// "spmm_paneltc<3, 4, 2, 16, 4, 3, true, false>"; ISPLIT: the TF32 parts by integer operations
+// (blocktc_tf32_int) instead of cvt; XSPLIT: X split once a stage in shared memory (below);
+// WN: warps a block row, each NF / WN of the CTA's NF n8 fragments (more warps an SM for the
+// same shared memory: with one warp a block row the H200 held 6 to 11 warps an SM, and the
+// fixed-latency waits between dependent instructions were the largest stall).
 //
 // Why: spmm_blocktc's warps each walk their own block row and load every block's X tile from
 // the L2, so a dense-ish weight (80 % sparse: every 16 x 8 block occupied) sends X through the
@@ -254,7 +257,7 @@ __global__ void __launch_bounds__(32 * BlocktcWarps<SPLIT>::value) spmm_blocktc(
 // blocks any of its block rows occupies (the union, in column order), each stored as MB whole
 // A fragments (zeros where a block row has none: backends/spmm_paneltc.py, panel_format). For
 // each item the CTA stages X[8 c .. 8 c + 8, n0 .. n0 + NC) in shared memory once, by cp.async,
-// and its MB warps (one a block row) multiply it by their fragments: X crosses the L2 once per
+// and its MB x WN warps (WN a block row) multiply it by their fragments: X crosses the L2 once per
 // (panel, item, column tile) instead of once per (block row, block), MB times less.
 //
 // Pipeline: items go KB at a time (a GROUP: one stage of KB x 8 X rows and KB x MB fragments,
@@ -358,21 +361,22 @@ __device__ __forceinline__ void paneltc_add_y(float* __restrict__ y, int row, in
     for (int i = 0; i < 4; ++i) atomicAdd(p + i, in[i]);
 }
 
-template <int PASSES, int MB, int NF, int KB, int STAGES, bool ISPLIT, bool XSPLIT>
-__global__ void __launch_bounds__(32 * MB) spmm_paneltc(
+template <int PASSES, int MB, int WN, int NF, int KB, int STAGES, bool ISPLIT, bool XSPLIT>
+__global__ void __launch_bounds__(32 * MB * WN) spmm_paneltc(
     int rows, int cols, int k, const int* __restrict__ panel_ptr,
     const int* __restrict__ item_col, const float* __restrict__ item_val,
     const float* __restrict__ x, float* __restrict__ y, int splits) {
     using L = PanelTcSmem<MB, NF, KB>;
-    constexpr int THREADS = 32 * MB;
-    constexpr int NG = NF / 4;
+    constexpr int THREADS = 32 * MB * WN;
+    constexpr int NG = NF / (4 * WN);               // groups of four n8 fragments a warp
     constexpr int PER_ROW = L::NC / 4;              // 16-byte copies a staged X row
     static_assert(PASSES == 1 || PASSES == 3, "PASSES is 1 (TF32) or 3 (3xTF32)");
-    static_assert(NF % 4 == 0 && NF >= 4 && NF <= 16, "NF is 4, 8, 12 or 16");
+    static_assert(NF % (4 * WN) == 0 && NF <= 16, "NF a multiple of 4 WN, at most 16");
     static_assert(STAGES >= 2 && STAGES <= 4, "2 to 4 stages");
     extern __shared__ __align__(16) float paneltc_smem[];
 
-    const int warp = threadIdx.x >> 5;
+    const int warp = (threadIdx.x >> 5) / WN;       // the warp's block row in the panel
+    const int wcol = ((threadIdx.x >> 5) % WN) * NG * 32;   // its first column in the tile
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     const int panel = blockIdx.x;
     const int n0 = blockIdx.y * L::NC;
@@ -480,7 +484,8 @@ __global__ void __launch_bounds__(32 * MB) spmm_paneltc(
                 for (int q = 0; q < NG; ++q)
 #pragma unroll
                     for (int h = 0; h < 2; ++h) {
-                        const int at = (kb * 8 + t + 4 * h) * L::XSTRIDE + 32 * q + 4 * g;
+                        const int at =
+                            (kb * 8 + t + 4 * h) * L::XSTRIDE + wcol + 32 * q + 4 * g;
                         const float4 v = *reinterpret_cast<const float4*>(xs + at);
                         xv[q][h][0] = v.x; xv[q][h][1] = v.y;
                         xv[q][h][2] = v.z; xv[q][h][3] = v.w;
@@ -498,7 +503,7 @@ __global__ void __launch_bounds__(32 * MB) spmm_paneltc(
     const int row = (panel * MB + warp) * 16 + g;
 #pragma unroll
     for (int q = 0; q < NG; ++q) {
-        const int col = n0 + 32 * q + 8 * t;
+        const int col = n0 + wcol + 32 * q + 8 * t;
         const float top_lo[4] = {acc[q][0][0], acc[q][1][0], acc[q][2][0], acc[q][3][0]};
         const float top_hi[4] = {acc[q][0][1], acc[q][1][1], acc[q][2][1], acc[q][3][1]};
         const float bot_lo[4] = {acc[q][0][2], acc[q][1][2], acc[q][2][2], acc[q][3][2]};
