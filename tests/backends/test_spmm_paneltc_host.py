@@ -88,12 +88,13 @@ def test_panel_union_and_fill_by_hand():
 def test_host_choices_by_hand():
     assert [choose_fragments(k) for k in (1, 32, 33, 64, 65, 128, 256)] == [4, 4, 8, 8, 16,
                                                                              16, 16]
-    assert smem_bytes(16, xsplit=False) == 76_800 and smem_bytes(16) == 76_800 + 17_408
-    assert smem_bytes(4, xsplit=False) == 3 * 4 * (4 * 8 * 40 + 4 * 4 * 128)   # 39,936
-    assert resident_ctas(16) == 2                 # shared memory: 232,448 / (94,208 + 1,024)
+    assert smem_bytes(16) == 76_800 and smem_bytes(16, xsplit=True) == 76_800 + 17_408
+    assert smem_bytes(4) == 3 * 4 * (4 * 8 * 40 + 4 * 4 * 128)   # 39,936
+    assert resident_ctas(16) == 3                 # shared memory: 233,472 / (76,800 + 1,024)
+    assert resident_ctas(16, smem=smem_bytes(16, xsplit=True)) == 2
     assert resident_ctas(4, registers=255) == 2   # registers: 65,536 / (8,192 a warp x 4)
-    # shared memory: 232,448 / (39,936 + 5,120 + 1,024) = 5; registers 8
-    assert resident_ctas(4, smem=smem_bytes(4)) == 5
+    # shared memory: 233,472 / (39,936 + 1,024) = 5; registers 8
+    assert resident_ctas(4) == 5
     # 64 panels of 512 items, 2 tiles, 132 SMs, 2 resident: 128 < 264 -> 3 (384 CTAs)
     assert choose_splits(np.full(64, 512), 2, 132, 2) == 3
     # 8 panels of 16 items, 1 tile: the cap 16 / (2 x 4) = 2
@@ -106,7 +107,7 @@ def test_plan_notes_and_kernel_name():
                   dtype=np.float32)
     fmt = panel_format(block_format(a.indptr, a.indices, a.data, a.shape))
     plan = plan_paneltc(fmt, a.nnz, 100, 132)
-    assert plan.kernel == "spmm_paneltc<3, 4, 1, 16, 4, 3, true, true>" and plan.tiles == 1
+    assert plan.kernel == "spmm_paneltc<3, 4, 1, 16, 4, 3, true, false>" and plan.tiles == 1
     assert plan.notes["panel_rows"] == "64" and plan.notes["panels"] == "4"
     assert plan.notes["items"] == "256"       # 64 block columns, all occupied, 4 panels
     assert float(plan.notes["panel_fill"]) == pytest.approx(128 * 4 * 256 / a.nnz, rel=1e-3)
@@ -128,7 +129,7 @@ def _rates(**over):
 
 def _launch(**over):
     # two panels of 10 and 3 items, 100 x 80 A, k = 256 in two tiles of 128 columns
-    base = dict(kernel="spmm_paneltc<3, 4, 1, 16, 4, 3, true, true>", rows=100, cols=80, k=256,
+    base = dict(kernel="spmm_paneltc<3, 4, 1, 16, 4, 3, true, false>", rows=100, cols=80, k=256,
                 panel_ptr=np.array([0, 10, 13]), block_rows_per_panel=4, fragments=16,
                 tiles=2, splits=1, passes=3, smem_bytes=76_800, items_per_stage=4, stages=3,
                 block_warps=4, max_registers=128, registers_source="test")
@@ -137,7 +138,7 @@ def _launch(**over):
 
 
 def test_model_instructions_and_groups_by_hand():
-    assert per_warp_instructions(16, 3) == 169 and per_warp_instructions(4, 1) == 23
+    assert per_warp_instructions(16, 3) == 241 and per_warp_instructions(4, 1) == 35
     assert list(cta_groups(_launch(splits=2))) == [2, 2, 1, 1]   # runs (5, 5) and (1, 2)
     assert list(cta_groups(_launch())) == [3, 1]
 
@@ -153,7 +154,7 @@ def test_model_terms_by_hand():
     assert terms["l2"] == pytest.approx((2 * a_bytes + staged + y_bytes) / 2e12 * 1e3)
     mma = 13 * 4 * 2 * 16 * 3
     assert terms["tensor"] == pytest.approx(mma * 2048 / 1e14 * 1e3)
-    instr = 13 * 2 * (4 * 169 + (8 * 128 / 4 + 4 * 32) / 32 * 4)
+    instr = 13 * 2 * (4 * 241 + (8 * 128 / 4 * 8 + 4 * 32 * 4) / 32)
     assert terms["issue"] == pytest.approx(instr / (2 * 4 * 1e9) * 1e3)
     smem = 13 * 2 * (4 * (512 + 4 * 1024) + 8 * 128 * 4 + 4 * 512)
     assert terms["smem"] == pytest.approx(smem / (2 * 128 * 1e9) * 1e3)
@@ -185,7 +186,7 @@ def _weight(rows: int, cols: int, density: float, seed: int) -> Matrix:
 def test_backend_passes_the_gate(fake_device, rows, cols, k, split):  # noqa: F811
     matrix = _weight(rows, cols, 0.3, seed=k)
     # the last case with two warps a block row (four at k = 260's tiles of 128 columns)
-    options = {"wn": 4, "xsplit": False} if split == 2 else {}
+    options = {"wn": 4, "xsplit": True} if split == 2 else {}
     case = _run(matrix, SpmmCudaPanelTc(max_fill=1e9, split=split, **options), k, "row")
     assert case.outcome == "ok", case.reason
     assert fake_device[-1][0] == "spmm_paneltc"

@@ -3,9 +3,9 @@ the GPU against float64 through the op runner's gate: the awkward matrices (empt
 heavy row, 1 x 1, one row, one column, row counts not multiples of 64, column counts not
 multiples of 8) at k = 4, 36, 64, 256 and 260 (three column tiles, the last partial), the fill
 limit lifted so that every matrix runs; forced splits (Y zeroed, partial tiles added
-atomically) with X split by each warp, and two warps a block row; plain TF32 labelled and judged
-by the same gate; and a weight 80 % sparse under ``spmm-cuda-auto`` with the panel kernel
-among its candidates."""
+atomically) with X split once a stage for the CTA and two warps a block row; plain TF32
+labelled and judged by the same gate; and a weight 80 % sparse under ``spmm-cuda-auto`` with
+the panel kernel among its candidates."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def test_matches_float64_on_awkward_matrices(awkward_matrices):
     for matrix in awkward_matrices:
         for k in KS:
             # the default launch; and 3 splits, 2 items a stage, X split by each warp
-            for options in ({}, {"split": 3, "kb": 2, "xsplit": False, "wn": 2}):
+            for options in ({}, {"split": 3, "kb": 2, "xsplit": True, "wn": 2}):
                 backend = SpmmCudaPanelTc(max_fill=float("inf"), **options)
                 case = _run(matrix, backend, k)
                 if case.outcome != "ok":

@@ -17,7 +17,17 @@ nonzeros::
 keeps its empty blocks out).
 
 Precision as blocktc's: 3 passes (3xTF32, float32-level error, the default) or 1 (TF32,
-labelled). Host choices, pure functions tested without a GPU: :func:`panel_format`,
+labelled).
+
+Options (``spmm-cuda-paneltc[kb=8,stages=2,wn=2,xsplit=1,isplit=0,split=4]``): ``kb`` items a
+stage, ``stages`` in flight, ``wn`` warps a block row, ``xsplit`` X split into its TF32 parts
+once a stage for the CTA, ``isplit`` 0 for ``cvt`` instead of integer operations, ``split``
+the runs a panel's items are cut into. The defaults were the fastest on the 4,096 x 4,096
+weight 80 % sparse at k = 256 on the H200 (218 us; the other settings 230 to 326 us); on the
+smaller weights ``kb=8,stages=2`` was up to 1.15x faster at k = 256
+(results/h200/spmm-break-even/2026-11-28-paneltc).
+
+Host choices, pure functions tested without a GPU: :func:`panel_format`,
 :func:`choose_fragments` (Y columns a CTA), :func:`choose_splits` (runs a panel's items are
 cut into), :func:`plan_paneltc` (the launch and the case's notes).
 """
@@ -41,6 +51,7 @@ from sparsescope.backends.spmm_blocktc import (
     block_format_of,
 )
 from sparsescope.backends.spmm_cuda import OwnSpmmKernel
+from sparsescope.model.kernel_shape import SMEM_PER_SM, SMEM_RESERVED_PER_BLOCK
 from sparsescope.ops.base import OpCase
 
 SOURCE = "spmm_blocktc.cu"
@@ -61,9 +72,6 @@ MIN_GROUPS_PER_SPLIT = 2
 """A split takes at least this many groups of items, so that its pipeline has a stage to
 overlap."""
 MAX_SPLITS = 16
-SMEM_PER_SM = 227 * 1024
-"""Shared memory a Hopper SM gives its CTAs (228 KB less 1 KB a CTA for the system; the
-kernel's stages are dynamic shared memory)."""
 OPT_IN_BYTES = 48 * 1024
 """Dynamic shared memory beyond which a kernel must opt in (CUDA's default limit)."""
 ASSUMED_REGISTERS = {1: 48, 2: 56, 4: 64, 8: 80, 16: 128}
@@ -155,14 +163,16 @@ def choose_fragments(k: int) -> int:
 
 
 def smem_bytes(nf: int, mb: int = PANEL_BLOCK_ROWS, kb: int = ITEMS_PER_STAGE,
-               stages: int = STAGES, xsplit: bool = True) -> int:
+               stages: int = STAGES, xsplit: bool = False) -> int:
     """Dynamic shared memory of a CTA (the kernel's ``PanelTcSmem``)::
 
         stages x 4 x (KB x 8 x (8 NF + 8) + KB x MB x 128)  + 4 x KB x 8 x (8 NF + 8) (xsplit:
                                                               the lo parts of one group)
 
     NF 16, MB 4, KB 4, 3 stages -> 3 x 4 x (4,352 + 2,048) = 76,800 bytes; + 17,408 with
-    xsplit = 94,208."""
+    xsplit = 94,208 (two CTAs an SM instead of three: xsplit is an option, off by default,
+    slower on the H200 in every case measured, results/h200/spmm-break-even/2026-11-28-paneltc).
+    """
     x_floats = kb * 8 * (8 * nf + 8)
     return stages * 4 * (x_floats + kb * mb * 128) + (4 * x_floats if xsplit else 0)
 
@@ -170,12 +180,13 @@ def smem_bytes(nf: int, mb: int = PANEL_BLOCK_ROWS, kb: int = ITEMS_PER_STAGE,
 def resident_ctas(nf: int, registers: int | None = None, mb: int = PANEL_BLOCK_ROWS,
                   smem_per_sm: int = SMEM_PER_SM, registers_per_sm: int = 65536,
                   max_threads: int = 2048, smem: int | None = None, wn: int = 1) -> int:
-    """CTAs an SM holds: the least of shared memory (with 1 KB reserved a CTA), registers
-    (``registers`` a thread, else :data:`ASSUMED_REGISTERS`, in units of 256 a warp) and
-    threads. NF 16: smem 227 KB / 76 KB -> 2; 128 registers x 128 threads -> 4; -> 2."""
+    """CTAs an SM holds: the least of shared memory (228 KB an SM, 1 KB of it reserved for
+    each CTA: ``model.kernel_shape``), registers (``registers`` a thread, else
+    :data:`ASSUMED_REGISTERS`, in units of 256 a warp) and threads. NF 16: 233,472 / (76,800
+    + 1,024) -> 3; 128 registers x 128 threads -> 4; -> 3."""
     regs = registers or ASSUMED_REGISTERS[nf // wn]
     per_warp = -(-regs * 32 // 256) * 256
-    by_smem = smem_per_sm // ((smem or smem_bytes(nf, mb)) + 1024)
+    by_smem = smem_per_sm // ((smem or smem_bytes(nf, mb)) + SMEM_RESERVED_PER_BLOCK)
     by_regs = registers_per_sm // (per_warp * mb * wn)
     return max(1, min(by_smem, by_regs, max_threads // (32 * mb * wn)))
 
@@ -201,7 +212,7 @@ def choose_splits(panel_items: np.ndarray, tiles: int, sm_count: int, resident: 
 
 
 def kernel_name(passes: int, nf: int, mb: int = PANEL_BLOCK_ROWS, kb: int = ITEMS_PER_STAGE,
-                stages: int = STAGES, isplit: bool = True, xsplit: bool = True,
+                stages: int = STAGES, isplit: bool = True, xsplit: bool = False,
                 wn: int = 1) -> str:
     """The template instance, e.g. ``spmm_paneltc<3, 4, 1, 16, 4, 3, true, true>``."""
     flags = ", ".join("true" if f else "false" for f in (isplit, xsplit))
@@ -229,7 +240,7 @@ class PanelTcPlan:
 def plan_paneltc(fmt: PanelFormat, nnz: int, k: int, sm_count: int, passes: int = 3,
                  registers: int | None = None, split: int | None = None,
                  kb: int = ITEMS_PER_STAGE, stages: int = STAGES,
-                 isplit: bool = True, xsplit: bool = True, wn: int = 1) -> PanelTcPlan:
+                 isplit: bool = True, xsplit: bool = False, wn: int = 1) -> PanelTcPlan:
     """The launch of one call (pure): kernel instance, column tiles, splits and the case's
     notes; ``split`` fixes S (else :func:`choose_splits`); ``kb`` items a stage, ``stages``
     in flight, ``isplit`` the TF32 parts by integer operations, ``xsplit`` X split once a
@@ -318,7 +329,7 @@ class SpmmCudaPanelTc(OwnSpmmKernel):
 
     def __init__(self, *, passes: int = 3, max_fill: float = MAX_FILL,
                  split: int | None = None, kb: int = ITEMS_PER_STAGE, stages: int = STAGES,
-                 isplit: bool = True, xsplit: bool = True, wn: int = 1) -> None:
+                 isplit: bool = True, xsplit: bool = False, wn: int = 1) -> None:
         if passes not in PRECISION:
             raise ValueError(f"passes must be 3 (3xTF32) or 1 (TF32), got {passes}")
         if split is not None and not 1 <= split <= MAX_SPLITS:

@@ -15,9 +15,11 @@ items a stage. Terms (each a lower bound on the time)::
     issue   = items x tiles x (MB x WN x per warp + staging) warp instructions
               / (SMs x schedulers x SM clock)
               per warp = 1 A load + 4 values' split + F / 2 X loads + 2 F values' split
-                         (3 with passes 3: two cvt, one subtraction; 1 with one pass)
-                         + F x passes mma + 4 (loop), F = NF / WN the warp's fragments
-              staging  = (8 x NC / 4 + MB x 32) copies / 32 lanes x 4 (address, guard, copy)
+                         (5 with passes 3: hi's add and AND, the subtraction, lo's add and
+                         AND; 2 with one pass) + F x passes mma + 4 (loop), F = NF / WN the
+                         warp's fragments
+              staging  = (8 x NC / 4 x 8 + MB x 32 x 4) / 32: an X copy's index, column
+                         choice, guard and address (8), an A copy's address (4)
     smem    = items x tiles x (MB x (WN x 512 + NF / 4 x 1,024) + 8 x NC x 4 + MB x 512)
               bytes / (SMs x 128 B a clock x SM clock)
     latency = the CTAs' groups x DRAM latency / (STAGES - 1) / min(CTAs, SMs x resident)
@@ -26,8 +28,11 @@ items a stage. Terms (each a lower bound on the time)::
     predicted = overhead (model.call_overhead) + the largest of them
 
 What it leaves out, named so its error can be read: ``mma.sync`` below the datasheet tensor
-peak on Hopper (the peak is ``wgmma``'s), bank conflicts (the kernel's padding avoids them),
-and the atomics' own cost beyond their bytes.
+peak on Hopper (the peak is ``wgmma``'s), issue below one instruction a cycle (ncu on the H200,
+the 4,096 x 4,096 weight at k = 256: 0.47 a scheduler-cycle, 8.6 warp instructions an mma
+against this count's 5.4, 218 us against the 48 us predicted:
+results/h200/spmm-break-even/2026-11-28-paneltc), bank conflicts (the kernel's padding avoids
+them), and the atomics' own cost beyond their bytes.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sparsescope.model.call_overhead import overhead_term
+from sparsescope.model.kernel_shape import SMEM_PER_SM, SMEM_RESERVED_PER_BLOCK
 from sparsescope.model.predict import flush_writeback
 from sparsescope.model.prediction import ModelPrediction, PredictionTerm
 from sparsescope.model.rowtile import SMEM_BYTES_PER_CLOCK
@@ -81,9 +87,9 @@ class PanelTcLaunch(OwnLaunch):
 
 
 def per_warp_instructions(fragments: int, passes: int) -> int:
-    """Warp instructions of one warp on one item (module docstring). NF 16, passes 3:
-    1 + 12 + 8 + 96 + 48 + 4 = 169; NF 4, passes 1: 1 + 4 + 2 + 8 + 4 + 4 = 23."""
-    split = 3 if passes == 3 else 1
+    """Warp instructions of one warp on one item (module docstring). F 16, passes 3:
+    1 + 20 + 8 + 160 + 48 + 4 = 241; F 4, passes 1: 1 + 8 + 2 + 16 + 4 + 4 = 35."""
+    split = 5 if passes == 3 else 2
     return (1 + 4 * split + fragments // 2 + 2 * fragments * split + fragments * passes
             + PER_ITEM_BASE)
 
@@ -102,14 +108,15 @@ def cta_groups(launch: PanelTcLaunch) -> np.ndarray:
 
 
 def resident(launch: PanelTcLaunch, rates) -> int:
-    """CTAs an SM holds: the least of its shared memory (1 KB reserved a CTA), registers (in
-    units of 256 a warp), threads and block slots."""
-    smem = int(getattr(rates, "shared_mem_per_sm_bytes", 0) or 0) or 227 * 1024
+    """CTAs an SM holds: the least of its shared memory (1 KB of it reserved for each CTA),
+    registers (in units of 256 a warp), threads and block slots."""
+    smem = int(getattr(rates, "shared_mem_per_sm_bytes", 0) or 0) or SMEM_PER_SM
     per_warp = -(-launch.max_registers * 32 // 256) * 256
     warps = max(1, launch.block_warps)
     regs = int(getattr(rates, "registers_per_sm", 0) or 65536)
-    return max(1, min(rates.max_blocks_per_sm, smem // (launch.smem_bytes + 1024),
-                      regs // (per_warp * warps), rates.max_threads_per_sm // (32 * warps)))
+    by_smem = smem // (launch.smem_bytes + SMEM_RESERVED_PER_BLOCK)
+    return max(1, min(rates.max_blocks_per_sm, by_smem, regs // (per_warp * warps),
+                      rates.max_threads_per_sm // (32 * warps)))
 
 
 def predict_paneltc(launch: PanelTcLaunch, rates, *, flushed: bool) -> ModelPrediction:
@@ -143,7 +150,7 @@ def predict_paneltc(launch: PanelTcLaunch, rates, *, flushed: bool) -> ModelPred
         terms.append(PredictionTerm("tensor", mma * MMA_FLOPS / (rates.tf32_tensor_gflops * 1e6),
                                     f"{mma:,.0f} mma.m16n8k8 x {MMA_FLOPS:,} flops / "
                                     f"{rates.tf32_tensor_gflops:,.0f} GFLOP/s dense TF32"))
-    staging = (8 * nc / 4 + mb * 32) / 32 * 4
+    staging = (8 * nc / 4 * 8 + mb * 32 * 4) / 32
     instructions = float(items) * tiles * (mb * wn * per_warp_instructions(nf // wn,
                                                                             launch.passes)
                                            + staging)
