@@ -95,8 +95,11 @@ def test_host_choices_by_hand():
     assert resident_ctas(4, registers=255) == 2   # registers: 65,536 / (8,192 a warp x 4)
     # shared memory: 233,472 / (39,936 + 1,024) = 5; registers 8
     assert resident_ctas(4) == 5
-    # 64 panels of 512 items, 2 tiles, 132 SMs, 2 resident: 128 < 264 -> 3 (384 CTAs)
-    assert choose_splits(np.full(64, 512), 2, 132, 2) == 3
+    # 64 panels of 512 items, 2 tiles, 132 SMs x 3 resident: 3 -> 384 CTAs, one wave
+    assert choose_splits(np.full(64, 512), 2, 132, 3) == 3
+    assert choose_splits(np.full(64, 512), 1, 132, 5) == 10   # 640 of 660 slots
+    # 2 resident (264 slots): 2 -> 256 CTAs in one wave (1 / 2); 4 -> 512 in two (1 / 2): 2
+    assert choose_splits(np.full(64, 512), 2, 132, 2) == 2
     # 8 panels of 16 items, 1 tile: the cap 16 / (2 x 4) = 2
     assert choose_splits(np.full(8, 16), 1, 132, 2) == 2
     assert choose_splits(np.full(1, 3), 1, 132, 2) == 1

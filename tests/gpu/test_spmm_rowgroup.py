@@ -50,7 +50,7 @@ def test_matches_float64_on_awkward_matrices(awkward_matrices, layout, backend):
                     elif backend == "spmm-cuda-auto":
                         assert case.notes["selected"] in (
                             "spmm-cuda-rowwarp", "spmm-cuda-rowgroup",
-                            "spmm-cuda-transposed", "spmm-cuda-blocktc",
+                            "spmm-cuda-transposed", "spmm-cuda-blocktc", "spmm-cuda-paneltc",
                             "spmm-cuda-rowtile",   # where it stages less X than the gathers
                             *(("spmm-cuda-colmajor",) if layout == "col" else ()))
                         assert case.notes["selection_reason"]
@@ -192,11 +192,14 @@ def test_auto_choices_on_known_shapes():
         table = json.loads(case.notes["selection_table"])
         # column-major X: the row-major kernels between the transposes, and colmajor
         assert {row["backend"] for row in table} == {  # colmajor: its short slices too
-            "spmm-cuda-rowgroup", "spmm-cuda-rowwarp", "spmm-cuda-blocktc",
+            "spmm-cuda-rowgroup", "spmm-cuda-rowwarp", "spmm-cuda-blocktc", "spmm-cuda-paneltc",
             *(("spmm-cuda-colmajor",) if layout == "col" else ())}
-        # 5 nonzeros a row over 20,000 columns: the block kernel declines (fill ~ 26)
-        declined = [row for row in table if row["backend"] == "spmm-cuda-blocktc"]
-        assert declined[0]["predicted_ms"] is None and "fill" in declined[0]["not_modelled"]
+        # 5 nonzeros a row over 20,000 columns: the block kernels decline (fill ~ 26)
+        declined = [row for row in table
+                    if row["backend"] in ("spmm-cuda-blocktc", "spmm-cuda-paneltc")]
+        assert len(declined) == 2
+        assert all(row["predicted_ms"] is None and "fill" in row["not_modelled"]
+                   for row in declined)
         table = [row for row in table if row["predicted_ms"] is not None]
         assert all(row["predicted_ms"] > 0 for row in table)
         row_major = case.notes.get("row_major_kernel", case.notes["selected"])

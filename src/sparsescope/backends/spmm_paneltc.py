@@ -193,22 +193,24 @@ def resident_ctas(nf: int, registers: int | None = None, mb: int = PANEL_BLOCK_R
 
 def choose_splits(panel_items: np.ndarray, tiles: int, sm_count: int, resident: int,
                   kb: int = ITEMS_PER_STAGE) -> int:
-    """S, the runs each panel's items are cut into (grid panels x tiles x S)::
+    """S, the runs each panel's items are cut into (grid panels x tiles x S), by the waves
+    the grid takes::
 
-        S = the smallest in 1 .. MAX_SPLITS with panels x tiles x S >= SMs x resident,
-            at most max(1, the most items a panel / (MIN_GROUPS_PER_SPLIT x KB))
+        S = the s in 1 .. cap that makes ceil(panels x tiles x s / slots) / s least
+            (the waves, each of CTAs 1 / s as long); ties: the smaller s (fewer atomics)
+        slots = SMs x resident; cap = max(1, min(MAX_SPLITS, the most items a panel /
+                (MIN_GROUPS_PER_SPLIT x KB)))
 
-    so that the grid fills every SM's CTA slots while each split keeps a pipeline to overlap.
-    64 panels of 512 items, 2 tiles, 132 SMs, 2 resident: 128 < 264 -> 3 (384). 8 panels of 16
-    items, 1 tile: 8 x 2 = 16 < 264 but the cap is 16 / 8 = 2 -> 2."""
+    so that the grid fills the CTA slots in whole waves while each split keeps a pipeline to
+    overlap. 64 panels, 2 tiles, 132 SMs x 3 resident (396 slots): s = 3 gives 384 CTAs in one
+    wave (1 / 3), s = 4 512 CTAs in two (1 / 2) -> 3. 64 panels, 1 tile, 660 slots: s = 10,
+    640 CTAs in one wave -> 10. 8 panels of 16 items: the cap 16 / 8 = 2 -> 2."""
     panels = int(panel_items.size)
     most = int(panel_items.max(initial=0))
     cap = max(1, min(MAX_SPLITS, most // (MIN_GROUPS_PER_SPLIT * kb)))
-    need = sm_count * resident
-    for s in range(1, cap + 1):
-        if panels * tiles * s >= need:
-            return s
-    return cap
+    slots = max(1, sm_count * resident)
+    ctas = max(1, panels * tiles)
+    return min(range(1, cap + 1), key=lambda s: (-(-ctas * s // slots) / s, s))
 
 
 def kernel_name(passes: int, nf: int, mb: int = PANEL_BLOCK_ROWS, kb: int = ITEMS_PER_STAGE,
