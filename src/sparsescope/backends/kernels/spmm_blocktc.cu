@@ -282,7 +282,10 @@ __global__ void __launch_bounds__(32 * BlocktcWarps<SPLIT>::value) spmm_blocktc(
 // besides the mma). Instead, once a group's stage has landed, the CTA splits it in place: hi
 // over the staged value, lo into one more buffer of the stage's size (only the group being
 // multiplied needs it), then a second __syncthreads; the warps load both parts ready for the
-// mma. Measured on the H200 without it (weights-20, k = 256): 8.6 warp instructions an mma.
+// mma. Without it the H200 issued about 8.6 warp instructions an mma (weights-20, k = 256); with
+// it the kernel was slower in every case measured (the lo buffer costs a CTA an SM, and a group
+// waits at a second barrier), so it is off by default
+// (results/h200/spmm-break-even/2026-11-28-paneltc).
 //
 // Edges: X rows past `cols` and X columns past k are staged as zeros (cp.async's zero fill: a
 // source size of 0); Y rows past `rows` and columns past k are not stored. A panel with no
