@@ -30,9 +30,10 @@ from sparsescope.model.paneltc_predict import (
     per_warp_instructions,
     predict_paneltc,
 )
-from sparsescope.model.predict import DeviceRates
 
 sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parents[1] / "model"))
+from test_blocktc_predict import _rates  # noqa: E402  (the same two-SM test device)
 from test_spmm_rowgroup_fake_device import (  # noqa: E402, F401  (fake_device: a fixture)
     _auto,
     _run,
@@ -118,16 +119,6 @@ def test_plan_notes_and_kernel_name():
     assert plan.splits == 8 and plan.notes["zero_fill"].startswith("memset")
     with pytest.raises(ValueError, match="passes"):
         plan_paneltc(fmt, a.nnz, 100, 132, passes=2)
-
-
-def _rates(**over):
-    base = dict(name="T", sm_count=2, max_threads_per_sm=2048, max_blocks_per_sm=32,
-                l2_bytes=1 << 20, dram_bw_gb_s=1000.0, l2_bw_gb_s=2000.0,
-                dram_latency_ns=500.0, l2_latency_ns=200.0, fp32_gflops=1000.0,
-                dram_gather_gsectors_s=None, l2_gather_gsectors_s=10.0, launch_us=2.0,
-                sm_clock_mhz=1000.0, tf32_tensor_gflops=100_000.0)
-    base.update(over)
-    return DeviceRates(**base)
 
 
 def _launch(**over):
