@@ -427,13 +427,7 @@ __global__ void __launch_bounds__(32 * MB * WN) spmm_paneltc(
             paneltc_copy16(as + 4 * p, src + 4 * p, 16);
     };
 
-    float acc[NG][4][4];
-#pragma unroll
-    for (int q = 0; q < NG; ++q)
-#pragma unroll
-        for (int f = 0; f < 4; ++f)
-#pragma unroll
-            for (int i = 0; i < 4; ++i) acc[q][f][i] = 0.f;
+    float acc[NG][4][4] = {};
 
     if (n_groups > 0) load_cols(0);
     // the prologue stages groups 0 .. STAGES - 2, a commit group each (empty past the last
