@@ -228,3 +228,28 @@ def test_auto_predicts_and_can_keep_the_panel_kernel(fake_device, monkeypatch): 
     assert table["spmm-cuda-paneltc"]["trial_ms"] == 0.1
     assert case.notes["selected"] == "spmm-cuda-paneltc"
     assert "spmm_paneltc" in [launch[0] for launch in fake_device]
+
+
+def test_an_unscored_fastest_prediction_does_not_narrow_the_scored_trial():
+    """The H200 case behind ``with_challenger``: the panel kernel predicted 9.1 us (it ran
+    40.7), so its margin alone kept only itself and rowtile; the scored candidates are
+    shortlisted against the fastest scored prediction (29.5 us x 2.92) and timed too."""
+    from sparsescope.backends.select_predicted import Candidate, CandidatePrediction
+    from sparsescope.backends.spmm_auto import TRIAL_MARGIN, shortlist, with_challenger
+
+    def p(backend, ms, **params):
+        return CandidatePrediction(Candidate(backend, params), ms / 1e3, "test")
+
+    table = [p("spmm-cuda-rowgroup", 50.2), p("spmm-cuda-rowgroup", 33.6, min_slice=32),
+             p("spmm-cuda-rowwarp", 29.5), p("spmm-cuda-blocktc", 29.7),
+             p("spmm-cuda-paneltc", 9.1), p("spmm-cuda-rowtile", 16.7, rows=16)]
+    short = shortlist(table, margin=TRIAL_MARGIN)
+    assert [c.candidate.backend for c in short] == ["spmm-cuda-paneltc", "spmm-cuda-rowtile"]
+    out, words = with_challenger(short, table)
+    assert [c.candidate.label for c in out[2:]] == [
+        "spmm-cuda-rowwarp", "spmm-cuda-rowgroup[min_slice=32]", "spmm-cuda-rowgroup"]
+    assert "spmm-cuda-paneltc model is not scored yet" in words
+    # a scored fastest prediction: the trial is the margin's alone
+    scored_first = [p("spmm-cuda-rowwarp", 5.0), p("spmm-cuda-paneltc", 9.1)]
+    short = shortlist(scored_first, margin=TRIAL_MARGIN)
+    assert with_challenger(short, scored_first) == (short, "")

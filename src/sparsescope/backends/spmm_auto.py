@@ -136,26 +136,36 @@ MODEL_ERROR = 0.49
 TRIAL_MARGIN = (1 + MODEL_ERROR) / (1 - MODEL_ERROR) - 1
 UNSCORED = (BLOCKTC, PANELTC, COLMAJOR, ROWTILE)
 """Candidate families whose model has not been scored over a population yet: when one of them
-is the fastest prediction, the best-predicted other candidate is timed beside it whatever the
-margin. The block tensor-core model's first run put it 4x ahead of rowgroup on a 1,024 x 4,096
-weight at k = 32 where it ran 1.4x slower (results/h200/spmm-tuning/2026-11-25-blocktc-batched,
-weights-06): MODEL_ERROR was measured on the CSR kernels only. The colmajor kernel (column-major
-X read as it is) has no committed timing yet, nor has the row-tile kernel (X staged in shared
-memory)."""
+is the fastest prediction, the scored candidates are shortlisted against the fastest scored
+prediction and timed beside it (:func:`with_challenger`). The block tensor-core model's first
+run put it 4x ahead of rowgroup on a 1,024 x 4,096 weight at k = 32 where it ran 1.4x slower
+(results/h200/spmm-tuning/2026-11-25-blocktc-batched, weights-06): MODEL_ERROR was measured on
+the CSR kernels only. The colmajor kernel (column-major X read as it is) has no committed
+timing yet, nor has the row-tile kernel (X staged in shared memory). The panel kernel's model
+leaves out its issue efficiency and predicts it 2 to 4x too fast
+(results/h200/spmm-break-even/2026-11-28-paneltc)."""
 
 
 def with_challenger(short: list, table: list) -> tuple[list, str]:
-    """``short`` with the best-predicted candidate of a scored family added when the fastest
-    prediction is of an :data:`UNSCORED` family and no scored one is in it; and the words."""
-    if not short or short[0].candidate.backend not in UNSCORED or any(
-            p.candidate.backend not in UNSCORED for p in short):
+    """``short`` and, when its fastest prediction is of an :data:`UNSCORED` family, the scored
+    candidates the model cannot rank apart among themselves (``shortlist`` of the scored
+    predictions: within the margin of the fastest scored one); and the words.
+
+    An unscored model that predicts too fast would otherwise narrow the trial to itself: on a
+    512 x 2,048 weight at k = 256 (H200, results/h200/spmm-break-even/2026-11-28-paneltc) the
+    panel kernel was predicted 9.1 us and ran 40.7 us, and its margin left out rowgroup with
+    balanced slices (predicted 33.6 us) that had run 29.9 us."""
+    if not short or short[0].candidate.backend not in UNSCORED:
         return short, ""
-    scored = [p for p in ranked(table)
+    scored = [p for p in table
               if p.predicted_ms is not None and p.candidate.backend not in UNSCORED]
-    if not scored:
+    added = [p for p in shortlist(scored, margin=TRIAL_MARGIN)
+             if all(p is not s for s in short)]
+    if not added:
         return short, ""
-    return short + scored[:1], (f"; {scored[0].candidate.label} timed beside it: the "
-                                f"{short[0].candidate.backend} model is not scored yet")
+    names = ", ".join(p.candidate.label for p in added)
+    return short + added, (f"; {names} timed beside it: the {short[0].candidate.backend} model "
+                           f"is not scored yet")
 
 
 #: Environment variable that turns the trial off ("0"), as for cuda-spmv-auto (the ncu target).
