@@ -245,8 +245,10 @@ def blocktc_candidate(csr: Any, k: int, value_dtype: str, sm_count: int):
 def paneltc_candidate(case: OpCase, value_dtype: str, sm_count: int):
     """``((format, plan), "")`` of the panel tensor-core kernel, or ``(None, reason)``:
     float64, or what the kernel declines (``spmm_paneltc.declined``: k not a multiple of 4, a
-    panel fill above ``spmm_blocktc.MAX_FILL``). Screened on sampled 16 x 8 block rows first,
-    as :func:`blocktc_candidate` (a panel's fill is at least its block rows')"""
+    panel fill above ``spmm_blocktc.MAX_FILL``). A panel's fill is at least its 16 x 8 blocks'
+    (each of its MB block rows holds at most its items), so the blocks screen it first: on
+    sampled block rows, as :func:`blocktc_candidate`, then on the blocks that function built,
+    before any panel is."""
     if value_dtype != "float32":
         return None, "tensor-core path: float32 only"
     csr = case.matrix
@@ -256,6 +258,10 @@ def paneltc_candidate(case: OpCase, value_dtype: str, sm_count: int):
     screen = sampled_fill(csr.indptr, csr.indices, int(csr.shape[1]))
     if screen > 2 * limit:
         return None, f"16x8 block fill ~{screen:.1f} on sampled block rows > 2 x {limit:g}"
+    blocks = block_format_of(csr)   # built once for blocktc's candidate too
+    why = fill_declined(blocks.blocks, csr.nnz, limit)
+    if why:
+        return None, f"panel fill >= {why}"
     row_major = case if case.params.layout == "row" else SimpleNamespace(
         matrix=csr, params=SimpleNamespace(layout="row", k=case.params.k))
     why = spmm_paneltc.declined(row_major)
