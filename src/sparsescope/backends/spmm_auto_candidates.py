@@ -262,9 +262,7 @@ def paneltc_candidate(case: OpCase, value_dtype: str, sm_count: int):
     why = fill_declined(blocks.blocks, csr.nnz, limit)
     if why:
         return None, f"panel fill >= {why}"
-    row_major = case if case.params.layout == "row" else SimpleNamespace(
-        matrix=csr, params=SimpleNamespace(layout="row", k=case.params.k))
-    why = spmm_paneltc.declined(row_major)
+    why = spmm_paneltc.declined("row", case.params.k, csr)   # row-major: auto transposes
     if why:
         return None, why
     fmt = spmm_paneltc.panel_format_of(csr)

@@ -34,7 +34,6 @@ cut into), :func:`plan_paneltc` (the launch and the case's notes).
 
 from __future__ import annotations
 
-import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,7 +50,8 @@ from sparsescope.backends.spmm_blocktc import (
     block_format_of,
 )
 from sparsescope.backends.spmm_cuda import OwnSpmmKernel
-from sparsescope.model.kernel_shape import SMEM_PER_SM, SMEM_RESERVED_PER_BLOCK
+from sparsescope.backends.spmm_rowtile import OPT_IN_BYTES
+from sparsescope.model.kernel_shape import blocks_per_sm
 from sparsescope.ops.base import OpCase
 
 SOURCE = "spmm_blocktc.cu"
@@ -72,8 +72,6 @@ MIN_GROUPS_PER_SPLIT = 2
 """A split takes at least this many groups of items, so that its pipeline has a stage to
 overlap."""
 MAX_SPLITS = 16
-OPT_IN_BYTES = 48 * 1024
-"""Dynamic shared memory beyond which a kernel must opt in (CUDA's default limit)."""
 ASSUMED_REGISTERS = {1: 48, 2: 56, 4: 64, 8: 80, 16: 128}
 """Registers a thread by its warp's fragments (NF / WN), before a compiled kernel says (nvcc
 13 for sm_90: 58 to 63 at 4, 80 at 8, 117 to 128 at 16 for 3 passes): the host plan's
@@ -125,19 +123,14 @@ def panel_fill(items: int, nnz: int, mb: int = PANEL_BLOCK_ROWS) -> float:
     return BLOCK_ROWS * BLOCK_COLS * mb * items / nnz if nnz else 1.0
 
 
-_LAST: tuple[weakref.ref, int, PanelFormat] | None = None
-
-
 def panel_format_of(csr: Any, mb: int = PANEL_BLOCK_ROWS) -> PanelFormat:
-    """:func:`panel_format` of a CSR matrix (through ``block_format_of``), kept for the last
-    matrix asked (by identity, held weakly): auto's prediction and ``prepare`` ask for the
-    same panels."""
-    global _LAST
-    if _LAST is not None and _LAST[0]() is csr and _LAST[1] == mb:
-        return _LAST[2]
-    fmt = panel_format(block_format_of(csr), mb)
-    _LAST = (weakref.ref(csr), mb, fmt)
-    return fmt
+    """:func:`panel_format` of a CSR matrix (through ``block_format_of``), built once per
+    (matrix, MB) in the formats' cache (``format_cache.FORMATS``): auto's prediction and
+    ``prepare`` ask for the same panels."""
+    from sparsescope.backends.format_cache import FORMATS
+
+    return FORMATS.get(csr, ("spmm-paneltc", mb),
+                       lambda m: panel_format(block_format_of(m), mb))
 
 
 def fill_declined(items: int, nnz: int, limit: float = MAX_FILL) -> str:
@@ -178,17 +171,13 @@ def smem_bytes(nf: int, mb: int = PANEL_BLOCK_ROWS, kb: int = ITEMS_PER_STAGE,
 
 
 def resident_ctas(nf: int, registers: int | None = None, mb: int = PANEL_BLOCK_ROWS,
-                  smem_per_sm: int = SMEM_PER_SM, registers_per_sm: int = 65536,
-                  max_threads: int = 2048, smem: int | None = None, wn: int = 1) -> int:
-    """CTAs an SM holds: the least of shared memory (228 KB an SM, 1 KB of it reserved for
-    each CTA: ``model.kernel_shape``), registers (``registers`` a thread, else
-    :data:`ASSUMED_REGISTERS`, in units of 256 a warp) and threads. NF 16: 233,472 / (76,800
-    + 1,024) -> 3; 128 registers x 128 threads -> 4; -> 3."""
-    regs = registers or ASSUMED_REGISTERS[nf // wn]
-    per_warp = -(-regs * 32 // 256) * 256
-    by_smem = smem_per_sm // ((smem or smem_bytes(nf, mb)) + SMEM_RESERVED_PER_BLOCK)
-    by_regs = registers_per_sm // (per_warp * mb * wn)
-    return max(1, min(by_smem, by_regs, max_threads // (32 * mb * wn)))
+                  smem: int | None = None, wn: int = 1) -> int:
+    """CTAs an SM holds (``model.kernel_shape.blocks_per_sm``: shared memory, 228 KB an SM
+    and 1 KB of it reserved for each CTA; registers, ``registers`` a thread, else
+    :data:`ASSUMED_REGISTERS`; threads). NF 16: 233,472 / (76,800 + 1,024) -> 3; 128
+    registers x 128 threads -> 4; -> 3."""
+    return blocks_per_sm(registers or ASSUMED_REGISTERS[nf // wn], 32 * mb * wn,
+                         smem or smem_bytes(nf, mb))
 
 
 def choose_splits(panel_items: np.ndarray, tiles: int, sm_count: int, resident: int,
@@ -293,15 +282,15 @@ def paneltc_launch(host: PanelTcPlan, fmt: PanelFormat, rows: int, cols: int, k:
         launches=2 if host.splits > 1 else 1, label=f"paneltc {host.kernel}")
 
 
-def declined(case: OpCase, max_fill: float = MAX_FILL) -> str:
-    """Why the panel kernel does not take ``case``, or "": column-major X, k not a multiple of
-    4 (X and Y move in 16-byte pieces), or a panel fill above ``max_fill`` (a matrix of no
-    nonzeros is taken: its panels have no items, and Y is stored as zeros)."""
-    if case.params.layout != "row":
+def declined(layout: str, k: int, csr: Any, max_fill: float = MAX_FILL) -> str:
+    """Why the panel kernel does not take A (``csr``) at ``k`` in ``layout``, or "":
+    column-major X, k not a multiple of 4 (X and Y move in 16-byte pieces), or a panel fill
+    above ``max_fill`` (a matrix of no nonzeros is taken: its panels have no items, and Y is
+    stored as zeros)."""
+    if layout != "row":
         return "the panel tensor-core SpMM kernel reads row-major X only"
-    if case.params.k % 4:
-        return f"k = {case.params.k} is not a multiple of 4 (X and Y move 16 bytes at a time)"
-    csr = case.matrix
+    if k % 4:
+        return f"k = {k} is not a multiple of 4 (X and Y move 16 bytes at a time)"
     return fill_declined(panel_format_of(csr).items, csr.nnz, max_fill)
 
 
@@ -353,7 +342,7 @@ class SpmmCudaPanelTc(OwnSpmmKernel):
         """S as given, else :func:`choose_splits`'."""
 
     def unsupported_params(self, case: OpCase) -> str:
-        return declined(case, self.max_fill)
+        return declined(case.params.layout, case.params.k, case.matrix, self.max_fill)
 
     def prepare(self, case: OpCase, value_dtype: str, index_bytes: int) -> PreparedPanelTc:
         import cupy

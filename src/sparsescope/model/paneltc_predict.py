@@ -42,10 +42,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from sparsescope.model.call_overhead import overhead_term
-from sparsescope.model.kernel_shape import SMEM_PER_SM, SMEM_RESERVED_PER_BLOCK
 from sparsescope.model.predict import flush_writeback
 from sparsescope.model.prediction import ModelPrediction, PredictionTerm
-from sparsescope.model.rowtile import SMEM_BYTES_PER_CLOCK
+from sparsescope.model.rowtile import SMEM_BYTES_PER_CLOCK, resident_blocks
 from sparsescope.model.spmm_predict import OwnLaunch, issue_term
 from sparsescope.model.throughput import warm_dram_term
 
@@ -107,18 +106,6 @@ def cta_groups(launch: PanelTcLaunch) -> np.ndarray:
     return -(-runs // launch.items_per_stage)
 
 
-def resident(launch: PanelTcLaunch, rates) -> int:
-    """CTAs an SM holds: the least of its shared memory (1 KB of it reserved for each CTA),
-    registers (in units of 256 a warp), threads and block slots."""
-    smem = int(getattr(rates, "shared_mem_per_sm_bytes", 0) or 0) or SMEM_PER_SM
-    per_warp = -(-launch.max_registers * 32 // 256) * 256
-    warps = max(1, launch.block_warps)
-    regs = int(getattr(rates, "registers_per_sm", 0) or 65536)
-    by_smem = smem // (launch.smem_bytes + SMEM_RESERVED_PER_BLOCK)
-    return max(1, min(rates.max_blocks_per_sm, by_smem, regs // (per_warp * warps),
-                      rates.max_threads_per_sm // (32 * warps)))
-
-
 def predict_paneltc(launch: PanelTcLaunch, rates, *, flushed: bool) -> ModelPrediction:
     """The predicted time of one ``spmm_paneltc`` call with every term (module docstring).
     ``rates``: ``model.predict.DeviceRates``."""
@@ -164,7 +151,7 @@ def predict_paneltc(launch: PanelTcLaunch, rates, *, flushed: bool) -> ModelPred
             f"{smem:,.0f} shared-memory bytes / ({rates.sm_count} SMs x "
             f"{SMEM_BYTES_PER_CLOCK} B x {clock:,.0f} MHz)"))
     groups = np.tile(cta_groups(launch), tiles)
-    per_sm = resident(launch, rates)
+    per_sm = resident_blocks(launch, rates)   # the row-tile model's: the same limits
     slots = min(int(groups.size), rates.sm_count * per_sm) or 1
     round_ns = rates.dram_latency_ns / max(1, launch.stages - 1)
     terms.append(PredictionTerm(
