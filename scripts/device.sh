@@ -101,7 +101,7 @@
 #                         command.txt, summary.txt, summary.json (`model score --spmm-bounds`),
 #                         results.json.gz, store.sqlite.gz, bundle.tgz [, pytest_gpu.log].
 #   spmm-real-dev {KS="8 64", LAYOUTS="col row", BUDGET_S=300, GPU_TESTS=1, MODE=latency,
-#                         VARIANTS=, MATRICES_DIR=.real-dev}
+#                         VARIANTS=, EXTRA_BACKENDS=, MATRICES_DIR=.real-dev}
 #                         issue 37 item 3: every GPU-marked test first (GPU_TESTS=0: none),
 #                         then `run --op spmm` on the real development set (.real-dev/, carry
 #                         it with .device-wheels-min and .device-wheels-nvmath): the CuPy,
@@ -841,6 +841,7 @@ recipe_spmm_real_dev() {
     for k in ${KS:-8 64}; do args+=(--k "$k"); done
     for layout in ${LAYOUTS:-col row}; do args+=(--layout "$layout"); done
     for v in ${VARIANTS:-}; do args+=(--variant "$v"); done
+    for v in ${EXTRA_BACKENDS:-}; do args+=(--backend "$v"); done
     local cmd=("$PY" -m sparsescope run "${args[@]}" --op spmm
                --backend spmm-torch-i32 --backend spmm-cupy-i32 --backend spmm-nvmath-i32
                --backend spmm-cuda-colmajor --backend spmm-cuda-rowgroup

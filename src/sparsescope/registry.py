@@ -113,6 +113,7 @@ OWN_KERNELS: dict[tuple[str, str], Any] = {
     ("spmm", "spmm-cuda-blocktc"): _B + "spmm_blocktc:SpmmCudaBlockTc",
     ("spmm", "spmm-cuda-paneltc"): _B + "spmm_paneltc:SpmmCudaPanelTc",
     ("spmm", "spmm-cuda-colmajor"): _B + "spmm_colmajor:SpmmCudaColMajor",
+    ("spmm", "spmm-cuda-ell"): _B + "spmm_ell:SpmmCudaEll",
     ("spmm", "spmm-cuda-rowtile"): _B + "spmm_rowtile:SpmmCudaRowTile",
     ("spmm", "spmm-cuda-transposed"): _B + "spmm_transposed:SpmmCudaTransposed",
     ("spmm", "spmm-cuda-auto"): _B + "spmm_auto:SpmmCudaAuto",

@@ -74,19 +74,24 @@ NARROW_60 = {8: 1, 256: 1, 4095: 4}
 
 TC = ["spmm-cuda-blocktc", "spmm-cuda-paneltc"]
 """The tensor-core kernels, planned after the CSR ones (both decline this sparse matrix)."""
+ELL = ["spmm-cuda-ell"]
+"""The ELL kernel, planned last in either layout (rows of at most 9 on this matrix: its
+padding, 60 x 9 / 234, is within the limit)."""
 
 
 @pytest.mark.parametrize(("k", "layout", "dtype", "labels"), [
-    (8, "row", "float32", ["spmm-cuda-rowgroup", "spmm-cuda-rowwarp", *TC]),
-    (8, "col", "float32", ["spmm-cuda-rowgroup", "spmm-cuda-rowwarp", *TC, "spmm-cuda-colmajor"]),
+    (8, "row", "float32", ["spmm-cuda-rowgroup", "spmm-cuda-rowwarp", *TC, *ELL]),
+    (8, "col", "float32", ["spmm-cuda-rowgroup", "spmm-cuda-rowwarp", *TC, "spmm-cuda-colmajor",
+                           *ELL]),
     # k = 256 and 4095: the row-tile kernel too (last), its tiles of 16 / 64 rows staging 200 /
     # 50 X rows for the 234 nonzeros
     (256, "col", "float32", ["spmm-cuda-rowgroup", "spmm-cuda-rowwarp", *TC,
-                             "spmm-cuda-colmajor", "spmm-cuda-rowtile[ks=32,rows=16]"]),
+                             "spmm-cuda-colmajor", "spmm-cuda-rowtile[ks=32,rows=16]", *ELL]),
     # k = 4095: rowwarp would need 128 loads a lane, not a candidate in either layout
     (4095, "col", "float32", ["spmm-cuda-rowgroup", *TC,
-                              "spmm-cuda-colmajor", "spmm-cuda-rowtile[ks=32,rows=64]"]),
-    (8, "col", "float64", ["spmm-cuda-rowgroup", "spmm-cuda-rowwarp", *TC, "spmm-cuda-colmajor"]),
+                              "spmm-cuda-colmajor", "spmm-cuda-rowtile[ks=32,rows=64]", *ELL]),
+    (8, "col", "float64", ["spmm-cuda-rowgroup", "spmm-cuda-rowwarp", *TC, "spmm-cuda-colmajor",
+                           *ELL]),
 ])
 def test_planned_candidates_per_layout_and_k(k, layout, dtype, labels):
     from sparsescope.backends.select_predicted import Candidate
@@ -95,8 +100,8 @@ def test_planned_candidates_per_layout_and_k(k, layout, dtype, labels):
     csr = _matrix(60, 50, seed=2).csr
     found = planned_candidates(_case(csr, k, layout), dtype, 4, 132, 8)
     if layout == "col":  # 60 rows run in one wave: colmajor with short slices and with
-        # narrower tiles too (before the row-tile kernel, planned last)
-        at = len(labels) - labels[-1].startswith("spmm-cuda-rowtile")
+        # narrower tiles too (before the row-tile and ELL kernels, planned last)
+        at = labels.index("spmm-cuda-colmajor") + 1
         labels = [*labels[:at], Candidate(COLMAJOR, short_slices(60, csr.nnz, k)).label,
                   Candidate(COLMAJOR, {"tile_cols": NARROW_60[k]}).label, *labels[at:]]
     assert [c.label for c, _, _ in found] == labels
@@ -205,6 +210,7 @@ def test_the_trial_times_whole_column_major_calls_and_keeps_the_fastest(
     from sparsescope.backends import spmm_auto
     from sparsescope.backends.spmm_colmajor import SpmmCudaColMajor
     from sparsescope.backends.spmm_cuda import SpmmCudaRowWarp
+    from sparsescope.backends.spmm_ell import SpmmCudaEll
     from sparsescope.backends.spmm_rowgroup import SpmmCudaRowGroup
     from sparsescope.backends.spmm_transposed import SpmmCudaTransposed
 
@@ -214,6 +220,7 @@ def test_the_trial_times_whole_column_major_calls_and_keeps_the_fastest(
     monkeypatch.setattr(SpmmCudaTransposed, "time", _inner_time(
         {"SpmmCudaRowGroup": 0.2, "SpmmCudaRowWarp": 0.3}))
     monkeypatch.setattr(SpmmCudaColMajor, "time", _colmajor_timed(colmajor_ms))
+    monkeypatch.setattr(SpmmCudaEll, "time", _timed(0.9))
     monkeypatch.setattr(spmm_auto, "TRIAL_MARGIN", 1e6)   # every candidate within the margin
     case = _run_predicted(_matrix(300, 200, seed=3), _auto(trial=True), 8, "col")
     assert case.outcome == "ok", case.reason
@@ -229,7 +236,8 @@ def test_the_trial_times_whole_column_major_calls_and_keeps_the_fastest(
     assert trial == {"spmm-cuda-rowgroup": 0.2, "spmm-cuda-rowwarp": 0.3,
                      "spmm-cuda-blocktc": None, "spmm-cuda-paneltc": None,
                      "spmm-cuda-colmajor": colmajor_ms,
-                     short[0]: colmajor_ms, "spmm-cuda-colmajor[tile_cols=1]": 2 * colmajor_ms}
+                     short[0]: colmajor_ms, "spmm-cuda-colmajor[tile_cols=1]": 2 * colmajor_ms,
+                     "spmm-cuda-ell": 0.9}
     kernels = [launch[0] for launch in fake_device]
     if selected == "spmm-cuda-colmajor":   # the gate ran the kept kernel on X as it is
         assert kernels[-1] == "spmm_colmajor"
@@ -272,7 +280,8 @@ def test_without_the_trial_the_prediction_decides_column_major_too(fake_device):
     assert case.outcome == "ok", case.reason
     table = json.loads(case.notes["selection_table"])
     best = min((r for r in table if r["predicted_ms"]), key=lambda r: r["predicted_ms"])
-    want = "spmm-cuda-colmajor" if best["backend"] == COLMAJOR else "spmm-cuda-transposed"
+    want = (best["backend"] if best["backend"] in (COLMAJOR, "spmm-cuda-ell")
+            else "spmm-cuda-transposed")   # the kernels on X as it is, or transposes around
     assert case.notes["selected"] == want
     assert case.notes["selection_reason"].startswith("layout col: each row-major kernel")
 
@@ -315,6 +324,7 @@ def test_a_throughput_run_predicts_and_times_the_candidates_back_to_back(
     from sparsescope.backends import spmm_auto
     from sparsescope.backends.runner import run_case
     from sparsescope.backends.spmm_colmajor import SpmmCudaColMajor
+    from sparsescope.backends.spmm_ell import SpmmCudaEll
     from sparsescope.backends.spmm_transposed import SpmmCudaTransposed
     from sparsescope.timing.types import Measurement, TimingConfig
 
@@ -326,6 +336,7 @@ def test_a_throughput_run_predicts_and_times_the_candidates_back_to_back(
 
     monkeypatch.setattr(SpmmCudaColMajor, "time", timed)
     monkeypatch.setattr(SpmmCudaTransposed, "time", timed)
+    monkeypatch.setattr(SpmmCudaEll, "time", timed)
     monkeypatch.setattr(spmm_auto, "TRIAL_MARGIN", 1e6)   # every candidate within the margin
     tables = {}
     for mode in ("latency", "throughput"):

@@ -214,11 +214,12 @@ def test_auto_predicts_and_can_keep_the_panel_kernel(fake_device, monkeypatch): 
     from sparsescope.backends import spmm_auto
     from sparsescope.backends.spmm_blocktc import SpmmCudaBlockTc
     from sparsescope.backends.spmm_cuda import SpmmCudaRowWarp
+    from sparsescope.backends.spmm_ell import SpmmCudaEll
     from sparsescope.backends.spmm_rowgroup import SpmmCudaRowGroup
     from sparsescope.backends.spmm_rowtile import SpmmCudaRowTile
 
     for cls, ms in ((SpmmCudaRowGroup, 0.5), (SpmmCudaRowWarp, 0.4), (SpmmCudaBlockTc, 0.2),
-                    (SpmmCudaRowTile, 0.3), (SpmmCudaPanelTc, 0.1)):
+                    (SpmmCudaRowTile, 0.3), (SpmmCudaPanelTc, 0.1), (SpmmCudaEll, 0.6)):
         monkeypatch.setattr(cls, "time", _timed(ms))
     monkeypatch.setattr(spmm_auto, "TRIAL_MARGIN", 1e6)
     case = _run(_weight(200, 96, 0.6, seed=8), _auto(trial=True), 128, "row")

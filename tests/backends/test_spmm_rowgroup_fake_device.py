@@ -23,6 +23,7 @@ from sparsescope.timing.types import TimingConfig
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_spmm_blocktc_host import launch_blocktc, launch_paneltc  # noqa: E402
+from test_spmm_ell_host import launch_ell  # noqa: E402
 from test_spmm_rowgroup_host import (  # noqa: E402
     launch_colmajor,
     launch_rowgroup,
@@ -95,6 +96,8 @@ class _Kernel:
             launch_rowgroup(ints, grid, block, args)
         elif kernel == "spmm_colmajor":
             launch_colmajor(ints, grid, block, args)
+        elif kernel == "spmm_ell":
+            launch_ell(ints, grid, block, args)
         else:  # spmm_rowwarp, uncut rows only (its own emulation lives in tests/ops)
             n, k, _, sliced, ptr, _, col, val, x, y = args
             assert not sliced
@@ -263,8 +266,8 @@ def test_auto_chooses_by_prediction_and_keeps_the_table(fake_device, layout):
     assert [row["backend"] for row in table] == [
         "spmm-cuda-rowgroup", "spmm-cuda-rowwarp", "spmm-cuda-blocktc", "spmm-cuda-paneltc",
         # column-major: colmajor, and on a grid of one wave (300 rows) its short slices and
-        # narrower tiles
-        *(["spmm-cuda-colmajor"] * 3 if layout == "col" else [])]
+        # narrower tiles; then ELL, in either layout (rows of at most 9)
+        *(["spmm-cuda-colmajor"] * 3 if layout == "col" else []), "spmm-cuda-ell"]
     for declined in table[2:4]:   # the tensor-core kernels: fill above their limit
         assert declined["predicted_ms"] is None and "fill" in declined["not_modelled"]
     predicted = [row for row in table if row["predicted_ms"] is not None]
@@ -272,7 +275,7 @@ def test_auto_chooses_by_prediction_and_keeps_the_table(fake_device, layout):
     assert case.notes["selection_rule"] == "spmm-predicted"
     assert case.notes["selection_reason"].startswith(
         "layout col" if layout == "col" else "predicted on T:")
-    if layout == "col" and fastest != "spmm-cuda-colmajor":
+    if layout == "col" and fastest not in ("spmm-cuda-colmajor", "spmm-cuda-ell"):
         assert case.notes["selected"] == "spmm-cuda-transposed"
         assert case.notes["row_major_kernel"] == fastest
     else:
@@ -292,11 +295,13 @@ def test_auto_times_the_close_candidates_and_keeps_the_fastest(fake_device, monk
 
     from sparsescope.backends import spmm_auto
     from sparsescope.backends.spmm_cuda import SpmmCudaRowWarp
+    from sparsescope.backends.spmm_ell import SpmmCudaEll
     from sparsescope.backends.spmm_rowgroup import SpmmCudaRowGroup
 
     monkeypatch.setattr(SpmmCudaRowGroup, "time", _timed(0.5))
     monkeypatch.setattr(SpmmCudaRowWarp, "time", _timed(0.2))
-    monkeypatch.setattr(spmm_auto, "TRIAL_MARGIN", 1e6)   # both within the margin
+    monkeypatch.setattr(SpmmCudaEll, "time", _timed(0.9))
+    monkeypatch.setattr(spmm_auto, "TRIAL_MARGIN", 1e6)   # all within the margin
     case = _run(_matrix(300, 200, seed=3), _auto(trial=True), 64, "row")
     assert case.outcome == "ok", case.reason
     assert case.notes["selected"] == "spmm-cuda-rowwarp"
@@ -305,7 +310,7 @@ def test_auto_times_the_close_candidates_and_keeps_the_fastest(fake_device, monk
     trial = {row["backend"]: row["trial_ms"] for row in json.loads(case.notes["selection_table"])}
     assert trial == {"spmm-cuda-rowgroup": 0.5, "spmm-cuda-rowwarp": 0.2,
                      "spmm-cuda-blocktc": None,   # declined: fill above the limit
-                     "spmm-cuda-paneltc": None}
+                     "spmm-cuda-paneltc": None, "spmm-cuda-ell": 0.9}
     assert fake_device[-1][0] == "spmm_rowwarp"   # the gate ran the chosen kernel
 
 
@@ -340,7 +345,8 @@ def test_auto_times_rowgroup_with_balanced_slices_on_a_long_row(fake_device, mon
     assert case.outcome == "ok", case.reason
     labels = [row["label"] for row in json.loads(case.notes["selection_table"])]
     assert labels == ["spmm-cuda-rowgroup", "spmm-cuda-rowgroup[min_slice=32]",
-                      "spmm-cuda-rowwarp", "spmm-cuda-blocktc", "spmm-cuda-paneltc"]
+                      "spmm-cuda-rowwarp", "spmm-cuda-blocktc", "spmm-cuda-paneltc",
+                      "spmm-cuda-ell"]   # declined: the long row pads every row to 1,500
     assert case.notes["selected"] == "spmm-cuda-rowgroup"
     assert json.loads(case.notes["selected_params"]) == {"min_slice": 32}
     assert case.notes["slice_nnz"] == "32" and int(case.notes["split_rows"]) == 1
@@ -387,6 +393,7 @@ def test_auto_predicts_and_times_the_tensor_core_kernel_on_a_dense_weight(fake_d
     from sparsescope.backends.spmm_blocktc import SpmmCudaBlockTc
     from sparsescope.backends.spmm_colmajor import SpmmCudaColMajor
     from sparsescope.backends.spmm_cuda import SpmmCudaRowWarp
+    from sparsescope.backends.spmm_ell import SpmmCudaEll
     from sparsescope.backends.spmm_paneltc import SpmmCudaPanelTc
     from sparsescope.backends.spmm_rowgroup import SpmmCudaRowGroup
     from sparsescope.backends.spmm_rowtile import SpmmCudaRowTile
@@ -400,6 +407,7 @@ def test_auto_predicts_and_times_the_tensor_core_kernel_on_a_dense_weight(fake_d
     # column-major X: the trial times the whole call, the transposes around the inner kernel
     monkeypatch.setattr(SpmmCudaTransposed, "time", _inner_timed)
     monkeypatch.setattr(SpmmCudaColMajor, "time", _timed(0.3))
+    monkeypatch.setattr(SpmmCudaEll, "time", _timed(0.9))
     monkeypatch.setattr(spmm_auto, "TRIAL_MARGIN", 1e6)
     rng = np.random.default_rng(8)
     weight = sp.random(200, 96, density=0.6, format="csr", random_state=rng)

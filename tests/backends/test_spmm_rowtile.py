@@ -568,13 +568,15 @@ def test_auto_times_rowtile_and_keeps_it_when_fastest(fake_device, monkeypatch):
     from sparsescope.backends.spmm_blocktc import SpmmCudaBlockTc
     from sparsescope.backends.spmm_colmajor import SpmmCudaColMajor
     from sparsescope.backends.spmm_cuda import SpmmCudaRowWarp
+    from sparsescope.backends.spmm_ell import SpmmCudaEll
     from sparsescope.backends.spmm_paneltc import SpmmCudaPanelTc
     from sparsescope.backends.spmm_rowgroup import SpmmCudaRowGroup
     from sparsescope.backends.spmm_transposed import SpmmCudaTransposed
     from sparsescope.context import DeviceContext
 
     for cls, ms in ((SpmmCudaRowGroup, 0.5), (SpmmCudaRowWarp, 0.4), (SpmmCudaBlockTc, 0.3),
-                    (SpmmCudaPanelTc, 0.3), (SpmmCudaColMajor, 0.3), (SpmmCudaRowTile, 0.05)):
+                    (SpmmCudaPanelTc, 0.3), (SpmmCudaColMajor, 0.3), (SpmmCudaRowTile, 0.05),
+                    (SpmmCudaEll, 0.6)):
         monkeypatch.setattr(cls, "time", _timed(ms))
     monkeypatch.setattr(SpmmCudaTransposed, "time", lambda self, p, c: self.rowgroup.time(
         p.inner, c))

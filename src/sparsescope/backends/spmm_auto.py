@@ -80,6 +80,7 @@ from sparsescope.backends.spmm_auto_candidates import (  # noqa: F401  (re-expor
     BALANCED_MIN_SLICE,
     BLOCKTC,
     COLMAJOR,
+    ELL,
     PANELTC,
     READS_COLUMN_MAJOR,
     ROWGROUP,
@@ -103,6 +104,7 @@ from sparsescope.backends.spmm_cuda import (
     SpmmCudaRowWarp,
     compiled_registers,
 )
+from sparsescope.backends.spmm_ell import SpmmCudaEll
 from sparsescope.backends.spmm_paneltc import SpmmCudaPanelTc
 from sparsescope.backends.spmm_rowgroup import (
     SpmmCudaRowGroup,
@@ -119,7 +121,7 @@ from sparsescope.timing.types import Measurement, TimingConfig
 CHOICES: dict[str, type[OpBackend]] = {
     ROWWARP: SpmmCudaRowWarp, ROWGROUP: SpmmCudaRowGroup, COLMAJOR: SpmmCudaColMajor,
     TRANSPOSED: SpmmCudaTransposed, BLOCKTC: SpmmCudaBlockTc, PANELTC: SpmmCudaPanelTc,
-    ROWTILE: SpmmCudaRowTile}
+    ROWTILE: SpmmCudaRowTile, ELL: SpmmCudaEll}
 WARP_SLOTS = 32
 """A warp's lanes: the row length below which rowwarp leaves nonzero slots idle."""
 WIDE_GROUP = 16
@@ -134,7 +136,7 @@ MODEL_ERROR = 0.49
 #: errors of +-e, a candidate predicted r times the fastest may still be faster while
 #: r < (1 + e) / (1 - e) (2.92 for e = 0.49).
 TRIAL_MARGIN = (1 + MODEL_ERROR) / (1 - MODEL_ERROR) - 1
-UNSCORED = (BLOCKTC, PANELTC, COLMAJOR, ROWTILE)
+UNSCORED = (BLOCKTC, PANELTC, COLMAJOR, ROWTILE, ELL)
 """Candidate families whose model has not been scored over a population yet: when one of them
 is the fastest prediction, the scored candidates are shortlisted against the fastest scored
 prediction and timed beside it (:func:`with_challenger`). The block tensor-core model's first
@@ -143,7 +145,7 @@ run put it 4x ahead of rowgroup on a 1,024 x 4,096 weight at k = 32 where it ran
 the CSR kernels only. The colmajor kernel (column-major X read as it is) has no committed
 timing yet, nor has the row-tile kernel (X staged in shared memory). The panel kernel's model
 leaves out its issue efficiency and predicts it 2 to 4x too fast
-(results/h200/spmm-break-even/2026-11-28-paneltc)."""
+(results/h200/spmm-break-even/2026-11-28-paneltc). The ELL kernel is new (issue 37 item 3)."""
 
 
 def with_challenger(short: list, table: list) -> tuple[list, str]:

@@ -10,7 +10,9 @@ The candidates of a case, by X's layout (:func:`candidate_names`)::
                    re-laid row-major before the kernel, Y re-laid column-major after it, their
                    time ``model.transpose``'s), and ``spmm-cuda-colmajor`` on X as it is
     either layout  ``spmm-cuda-rowtile`` (X staged in shared memory, either layout as it is)
-                   where its staged X is less than the gathers' (:func:`rowtile_candidate`)
+                   where its staged X is less than the gathers' (:func:`rowtile_candidate`);
+                   ``spmm-cuda-ell`` (width-major ELL, a lane a row, either layout as it is)
+                   where its padding is within ``spmm_ell.MAX_PADDING`` (:func:`ell_candidate`)
 
 Column-major X has two strategies, and which is faster depends on the matrix and k, not on the
 layout alone: the transposes cost every value of X and Y twice more (about 2,000 warp
@@ -70,10 +72,11 @@ TRANSPOSED = "spmm-cuda-transposed"
 BLOCKTC = "spmm-cuda-blocktc"
 PANELTC = "spmm-cuda-paneltc"
 ROWTILE = "spmm-cuda-rowtile"
+ELL = "spmm-cuda-ell"
 ROW_MAJOR_KERNELS = (ROWGROUP, ROWWARP, BLOCKTC, PANELTC)
 """The row-major kernels: candidates of row-major X, and between the transposes of
 column-major X."""
-READS_COLUMN_MAJOR = (COLMAJOR, ROWTILE)
+READS_COLUMN_MAJOR = (COLMAJOR, ROWTILE, ELL)
 """The kernels that read column-major X as it is (no transposes around them)."""
 BALANCED_MIN_SLICE = SLICE_UNIT
 """rowgroup's balanced candidate: slices cut at the slice rule's own target (nnz / (SMs x 32)),
@@ -203,6 +206,20 @@ def rowtile_candidate(case: OpCase, value_dtype: str, index_bytes: int, sm_count
     return (Candidate(ROWTILE, options), plan), ""
 
 
+def ell_candidate(case: OpCase, value_dtype: str, index_bytes: int, sm_count: int):
+    """``((candidate, plan), "")`` of ``spmm-cuda-ell`` at its rule's tile, in either layout,
+    or ``(None, why not)``: a padding above ``spmm_ell.MAX_PADDING`` (read from the row
+    pointers: no format is built for a matrix it declines)."""
+    from sparsescope.backends.spmm_ell import ell_declined, plan_ell
+
+    csr = case.matrix
+    why = ell_declined(csr.indptr)
+    if why:
+        return None, why
+    return (Candidate(ELL), plan_ell(csr.indptr, case.params.k, case.params.layout,
+                                     value_dtype, index_bytes, sm_count)), ""
+
+
 def candidate_plans(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, index_bytes: int,
                     sm_count: int, full_warps: int) -> list[tuple[Candidate, Any]]:
     """(candidate, host plan) of each CSR row-major candidate: rowgroup at its default launch;
@@ -287,6 +304,11 @@ def candidate_launch(name: str, plan: Any, registers=None, shape: tuple[int, int
     if name == COLMAJOR:
         regs = registers(spmm_colmajor.SOURCE, plan.kernel) if registers else None
         return colmajor_launch(plan, regs)
+    if name == ELL:
+        from sparsescope.backends import spmm_ell
+
+        regs = registers(spmm_ell.SOURCE, plan.kernel) if registers else None
+        return spmm_ell.ell_launch(plan, regs)
     if name == ROWTILE:
         from sparsescope.backends import spmm_rowtile
 
@@ -304,7 +326,8 @@ def planned_candidates(case: OpCase, value_dtype: str, index_bytes: int, sm_coun
     reason each declines), for column-major X colmajor's (:func:`colmajor_plans`, its narrow
     tiles sized by ``registers(source, kernel)``, the compiled kernel's registers; None: the
     cap); then rowtile's where it stages less X than the gathers (:func:`rowtile_candidate`,
-    for the device of ``rates``; left out otherwise)."""
+    for the device of ``rates``; left out otherwise); then ELL's, or the reason it declines
+    (:func:`ell_candidate`)."""
     csr, k = case.matrix, case.params.k
     out: list[tuple[Candidate, Any, str]] = [
         (cand, plan, "") for cand, plan in candidate_plans(
@@ -319,6 +342,8 @@ def planned_candidates(case: OpCase, value_dtype: str, index_bytes: int, sm_coun
     found, _ = rowtile_candidate(case, value_dtype, index_bytes, sm_count, rates)
     if found is not None:
         out.append((*found, ""))
+    found, declined = ell_candidate(case, value_dtype, index_bytes, sm_count)
+    out.append((*found, "") if found is not None else (Candidate(ELL), None, declined))
     return out
 
 

@@ -45,8 +45,10 @@ has used the 32-byte sector of its indices (8 int32 pairs: the loads between hit
 
 A warp's time is its rounds of loads, each a round trip::
 
-    t_warp = (1 + pair rounds) x DRAM latency + x rounds x x_round
-             (1: the slice pointers, read before the pairs they locate)
+    t_warp = (pointer rounds + pair rounds) x DRAM latency + x rounds x x_round
+             (pointer rounds 1: the slice pointers, read before the pairs they locate;
+             0 for width-major ELL, ``spmm-cuda-ell``, whose lanes find their pairs from
+             their row alone and walk the padded width W: A = slices x W pairs)
     x_round = L2 latency + (X's DRAM share of its L2 sectors) x (DRAM latency - L2 latency)
     pair rounds = ceil(L / stage pairs)            (L: the slice's nonzeros)
     x rounds    = ceil(ceil(L / groups per slice) / BATCH)
@@ -145,6 +147,13 @@ class SpmmLaunch(OwnLaunch):
     x_layout: str = "row"
     """``row``: X row-major (an X row slice of ``slab_cols`` values a gather); ``col``: X
     column-major (``spmm-cuda-colmajor``: each of a nonzero's values its own sector)."""
+    pointer_rounds: int = 1
+    """Round trips a lane makes for its slice pointers before its pairs: 1 (CSR); 0 for
+    width-major ELL (``spmm-cuda-ell``), whose pairs' addresses are the row's own."""
+    ell_width: int = 0
+    """> 0: every slice padded to this many pairs (ELL): each lane loads all of them (their
+    rounds), A is ``slices x ell_width`` pairs and no pointers; gathers are the real
+    nonzeros' (``slice_ptr``), the padding's are dropped by the kernel."""
 
     @property
     def n_slices(self) -> int:
@@ -201,6 +210,8 @@ def warp_rounds(launch: SpmmLaunch) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     group (10, 0).
     """
     lengths = np.diff(np.asarray(launch.slice_ptr, dtype=np.int64))
+    if launch.ell_width:   # every lane walks the padded width
+        lengths = np.full(lengths.size, launch.ell_width, dtype=np.int64)
     per_group = -(-lengths // max(1, launch.groups_per_slice))
     pairs = -(-lengths // max(1, launch.stage_pairs))
     xr = -(-per_group // max(1, launch.batch))
@@ -295,7 +306,8 @@ def predict_spmm(indptr, indices, cols: int, k: int, launch: SpmmLaunch, rates, 
     indptr = np.asarray(indptr, dtype=np.int64)
     rows, nnz = indptr.size - 1, int(indptr[-1]) if indptr.size else 0
     vb, ib = launch.value_bytes, launch.index_bytes
-    a_bytes = nnz * (vb + ib) + (launch.n_slices + 1) * ib
+    a_bytes = (launch.n_slices * launch.ell_width * (vb + ib) if launch.ell_width
+               else nnz * (vb + ib) + (launch.n_slices + 1) * ib)
     y_bytes = rows * k * vb * (2 if launch.zero_fill else 1)
     x_dram, x_how = x_dram_bytes(indptr, indices, cols, k, launch, rates.l2_bytes)
     x_slab = cols * launch.slab_cols * vb
@@ -336,7 +348,7 @@ def predict_spmm(indptr, indices, cols: int, k: int, launch: SpmmLaunch, rates, 
     dram_ns = rates.dram_latency_ns
     l2_ns = min(rates.l2_latency_ns, dram_ns) if rates.l2_latency_ns else dram_ns
     x_round = l2_ns + (1.0 - hit) * (dram_ns - l2_ns)
-    t_warp = (1 + pairs) * dram_ns + xr * x_round
+    t_warp = (launch.pointer_rounds + pairs) * dram_ns + xr * x_round
     per_nz = launch.chunks * (1 + launch.vec) + PER_PAIR_INSTRUCTIONS
     instructions = launch.slabs * float((busiest * per_nz + pairs * PER_STAGE_INSTRUCTIONS).sum())
     per_sm = resident_warps(launch, max_threads_per_sm=rates.max_threads_per_sm,
@@ -362,7 +374,8 @@ def predict_spmm(indptr, indices, cols: int, k: int, launch: SpmmLaunch, rates, 
     longest = float(t_warp.max()) if t_warp.size else 0.0
     loaded = max(1.0, queue.cycle_s / delay_s) if delay_s > 0 else 1.0
     terms.append(PredictionTerm("imbalance", longest * loaded * 1e-6,
-                                f"longest warp: (1 + {int(pairs.max()) if pairs.size else 0} "
+                                f"longest warp: ({launch.pointer_rounds} + "
+                                f"{int(pairs.max()) if pairs.size else 0} "
                                 f"pair rounds) x {dram_ns:,.0f} ns + "
                                 f"{int(xr.max()) if xr.size else 0} x rounds x {x_round:,.0f} "
                                 f"ns, x {loaded:.2f} for the queues under load"))

@@ -96,6 +96,24 @@ def block_spmm_traffic(rows: int, cols: int, nnz: int, k: int, *, blocks: int,
                    padding_bytes=(blocks * block_values - nnz) * 4, flops=2 * nnz * k)
 
 
+def ell_spmm_traffic(rows: int, cols: int, nnz: int, k: int, width: int, *,
+                     value_bytes: int = 4, index_bytes: int = 4) -> Traffic:
+    """SpMM from width-major ELL (every row padded to ``width`` pairs, no row pointers)::
+
+        values = rows x W x value bytes;  indices = rows x W x index bytes;  row meta = 0
+        padding = (rows x W - nnz) x (value + index bytes)
+        x = cols k value bytes;  y = rows k value bytes;  flops = 2 nnz k
+
+    Hand check: 3 rows, W 2, 4 nonzeros, 5 columns, k 8, float32 / int32: values 24 B,
+    indices 24 B, padding 16 B, x 160 B, y 96 B, flops 64."""
+    stored = rows * width
+    return Traffic(format=f"ELL INT{8 * index_bytes} (width {width})",
+                   values_bytes=stored * value_bytes, indices_bytes=stored * index_bytes,
+                   row_meta_bytes=0, x_bytes=cols * k * value_bytes, y_read_bytes=0,
+                   y_written_bytes=rows * k * value_bytes,
+                   padding_bytes=(stored - nnz) * (value_bytes + index_bytes), flops=2 * nnz * k)
+
+
 def csr_slice_traffic(selected_rows: int, cols: int, nnz_selected: int, *, value_bytes: int = 4,
                       index_bytes: int = 4, weights: str = "per-nnz") -> Traffic:
     """A row slice into a dense output (``model.slice_rows.slice_traffic``'s dense bytes)::
