@@ -100,6 +100,11 @@
 #                         the carried store (carry out/spmm-pop too). Writes env.txt,
 #                         command.txt, summary.txt, summary.json (`model score --spmm-bounds`),
 #                         results.json.gz, store.sqlite.gz, bundle.tgz [, pytest_gpu.log].
+#   latency-probe PROBE_ARGS... {NCU_CASES="MATRIX:K:LAYOUT:BACKEND ...", GPU_TESTS=FILES}
+#                         benchmarks/spmm_latency_probe.py (each case flushed and warm, its
+#                         kernels' warm durations), then ncu of each NCU_CASES case (warp
+#                         states, scheduler, memory, instruction stats). Writes env.txt,
+#                         probe.md, probe.json, ncu_N.ncu-rep / .txt [, pytest_gpu.log].
 #   spmm-real-dev {KS="8 64", LAYOUTS="col row", BUDGET_S=300, GPU_TESTS=1, MODE=latency,
 #                         VARIANTS=, EXTRA_BACKENDS=, MATRICES_DIR=.real-dev}
 #                         issue 37 item 3: every GPU-marked test first (GPU_TESTS=0: none),
@@ -858,6 +863,41 @@ recipe_spmm_real_dev() {
     return "$rc"
 }
 
+recipe_latency_probe() {  # $@: benchmarks/spmm_latency_probe.py arguments
+    out_dir /tmp/ss-latency-probe
+    wheels
+    $PY -m pip install -q --no-index --no-deps .device-wheels-nvmath/*.whl 2>&1 | tail -1
+    env_file "$OUT/env.txt" "probe args: $*"
+    if [ -n "${GPU_TESTS:-}" ]; then
+        # shellcheck disable=SC2086
+        $PY -m pytest -m gpu -q -p no:cacheprovider $GPU_TESTS > "$OUT/pytest_gpu.log" 2>&1
+        tail -n 2 "$OUT/pytest_gpu.log"
+    fi
+    $PY benchmarks/spmm_latency_probe.py "$@" --json "$OUT/probe.json" > "$OUT/probe.md" \
+        2> "$OUT/probe.log"
+    echo "probe rc=$?"
+    local ncu spec i=0
+    ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+    # NCU_CASES: "MATRIX:K:LAYOUT:BACKEND ..." each profiled on its first launch of a kernel
+    # named spmm_* (the gate's call), caches flushed, with the warp-state and scheduler stalls
+    for spec in ${NCU_CASES:-}; do
+        local m k layout backend
+        IFS=: read -r m k layout backend <<< "$spec"
+        i=$((i + 1))
+        timeout 120 "$ncu" --kernel-name regex:"spmm_|csrmm" --launch-count 1 --cache-control all \
+            --clock-control none --section SpeedOfLight --section LaunchStats \
+            --section Occupancy --section WarpStateStats --section SchedulerStats \
+            --section MemoryWorkloadAnalysis --section InstructionStats \
+            --export "$OUT/ncu_$i" --force-overwrite \
+            $PY benchmarks/spmm_latency_probe.py --matrix "$m" --k "$k" --layout "$layout" \
+            --backend "$backend" --once > "$OUT/ncu_$i.log" 2>&1
+        "$ncu" --import "$OUT/ncu_$i.ncu-rep" --page details --print-units base \
+            > "$OUT/ncu_$i.txt" 2>&1
+        echo "ncu $i $spec rc=$?" | tee -a "$OUT/env.txt"
+    done
+    cat "$OUT/probe.md"
+}
+
 recipe_spmm_population() {
     out_dir /tmp/ss-spmm
     local suite="${1:-spmm-population-held-out}" limit="${2:-380}" tests="${3:-}"
@@ -1084,7 +1124,7 @@ PY
 # -- dispatch -----------------------------------------------------------------------------------
 RECIPES=(list gpu-tests real-dev kernels model seed6 seed6-speed profile profile-cases ab-kernel
          finish-ab ops break-even spmm-blocktc spmm-population spmm-real-dev sweep sweep-gpus
-         sweep-scale)
+         sweep-scale latency-probe)
 if [[ " ${RECIPES[*]} " != *" $RECIPE "* ]]; then
     echo "unknown recipe '$RECIPE'; recipes: ${RECIPES[*]}" >&2
     exit 2

@@ -132,3 +132,28 @@ def test_a_large_matrix_s_builds_keep_their_bound_in_a_pool_a_small_one_grew():
     while len(finished) < 6 and time.monotonic() < deadline:
         time.sleep(0.01)
     assert len(finished) == 6 and builders.most_running == 2
+
+
+def test_a_kept_matrix_is_held_so_its_identity_is_never_reused():
+    """A matrix whose formats are kept is held by the cache: freed by its caller, it still
+    cannot hand its id and buffers to the next matrix of the same shape (which would then get
+    its formats). Dropped from the cache, it is freed."""
+    import gc
+    import weakref
+
+    cache = FormatCache(matrices=2)
+    first = _csr(seed=1)
+    alive = weakref.ref(first)
+    assert cache.get(first, ("k",), lambda m: m.toarray().sum()) == pytest.approx(
+        first.toarray().sum())
+    del first
+    gc.collect()
+    assert alive() is not None           # held while its formats are kept
+    for seed in range(2, 12):             # same shape and nonzeros, new values each time
+        other = _csr(seed=seed)
+        assert cache.get(other, ("k",), lambda m: m.toarray().sum()) == pytest.approx(
+            other.toarray().sum())
+        del other
+    gc.collect()
+    assert alive() is None                # dropped past the two kept: freed
+    cache.clear()

@@ -123,6 +123,9 @@ def test_tile_cols_given_and_rejected():
         ell_tile(8, 4, "col", "float32", rows=10, sm_count=132, tile_cols=3)
     with pytest.raises(ValueError, match="1 to 4"):
         ell_tile(3, 4, "col", "float32", rows=10, sm_count=132, tile_cols=8)
+    assert ell_tile(8, 15, "col", "float32", rows=1723, sm_count=132, batch=4) == (1, 4, 1)
+    with pytest.raises(ValueError, match="batch must be 1 to 32"):
+        ell_tile(8, 15, "col", "float32", rows=1723, sm_count=132, batch=64)
 
 
 def test_plan_names_the_instance_and_covers_the_grid():

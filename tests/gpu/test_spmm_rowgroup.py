@@ -52,6 +52,7 @@ def test_matches_float64_on_awkward_matrices(awkward_matrices, layout, backend):
                             "spmm-cuda-rowwarp", "spmm-cuda-rowgroup",
                             "spmm-cuda-transposed", "spmm-cuda-blocktc", "spmm-cuda-paneltc",
                             "spmm-cuda-rowtile",   # where it stages less X than the gathers
+                            "spmm-cuda-ell",       # where its padding allows, X as it is
                             *(("spmm-cuda-colmajor",) if layout == "col" else ()))
                         assert case.notes["selection_reason"]
     assert not failures, failures
@@ -190,10 +191,11 @@ def test_auto_choices_on_known_shapes():
         case = _run(short_rows, "spmm-cuda-auto", k, layout, "float32", 4, timed=True)
         assert case.outcome == "ok", case.reason
         table = json.loads(case.notes["selection_table"])
-        # column-major X: the row-major kernels between the transposes, and colmajor
+        # column-major X: the row-major kernels between the transposes, and colmajor; ELL
+        # in either layout (uniform rows: its padding is within the limit)
         assert {row["backend"] for row in table} == {  # colmajor: its short slices too
             "spmm-cuda-rowgroup", "spmm-cuda-rowwarp", "spmm-cuda-blocktc", "spmm-cuda-paneltc",
-            *(("spmm-cuda-colmajor",) if layout == "col" else ())}
+            "spmm-cuda-ell", *(("spmm-cuda-colmajor",) if layout == "col" else ())}
         # 5 nonzeros a row over 20,000 columns: the block kernels decline (fill ~ 26)
         declined = [row for row in table
                     if row["backend"] in ("spmm-cuda-blocktc", "spmm-cuda-paneltc")]

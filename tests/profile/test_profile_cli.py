@@ -151,8 +151,8 @@ def test_run_other_ops_with_fake_ncu(fake_ncu, tmp_path, capsys, options, stem, 
     (["--op", "spmm", "--backend", "cuda-csr-vector"],
      "sparsescope: error: backend 'cuda-csr-vector' does not support op 'spmm' "
      "(it implements spmv); backends for spmm: spmm-cublas-dense, spmm-cuda-auto, "
-     "spmm-cuda-auto-rules, spmm-cuda-blocktc, spmm-cuda-colmajor, spmm-cuda-paneltc, "
-     "spmm-cuda-rowgroup, spmm-cuda-rowtile, "
+     "spmm-cuda-auto-rules, spmm-cuda-blocktc, spmm-cuda-colmajor, spmm-cuda-ell, "
+     "spmm-cuda-paneltc, spmm-cuda-rowgroup, spmm-cuda-rowtile, "
      "spmm-cuda-rowwarp, spmm-cuda-transposed, spmm-cupy-i32, spmm-ginkgo, spmm-nvmath-i32, "
      "spmm-scipy-cpu, spmm-torch-i32, spmm-torch-i64\n"),
     (["--op", "spmm", "--backend", "spmm-cuda"],

@@ -75,8 +75,8 @@ def test_target_command_slice_runs_the_target_with_every_parameter():
     ("torch-cusparse-i64", "spmm", UsageError,
      "backend 'torch-cusparse-i64' does not support op 'spmm' (it implements spmv); "
      "backends for spmm: spmm-cublas-dense, spmm-cuda-auto, spmm-cuda-auto-rules, "
-     "spmm-cuda-blocktc, spmm-cuda-colmajor, spmm-cuda-paneltc, spmm-cuda-rowgroup, "
-     "spmm-cuda-rowtile, "
+     "spmm-cuda-blocktc, spmm-cuda-colmajor, spmm-cuda-ell, spmm-cuda-paneltc, "
+     "spmm-cuda-rowgroup, spmm-cuda-rowtile, "
      "spmm-cuda-rowwarp, spmm-cuda-transposed, spmm-cupy-i32, spmm-ginkgo, spmm-nvmath-i32, "
      "spmm-scipy-cpu, spmm-torch-i32, spmm-torch-i64"),
     ("slice-torch", "spmv", UsageError,

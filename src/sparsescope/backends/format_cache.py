@@ -38,7 +38,9 @@ BUILD_BYTES_PER_NONZERO = 160
 
 
 def matrix_identity(csr: Any) -> tuple:
-    """The same object with the same arrays: a matrix changed in place gets new formats."""
+    """The same object with the same arrays: a matrix changed in place gets new formats. The
+    cache holds each matrix it keeps formats for (:class:`FormatCache`), so no later matrix can
+    be given the same ``id`` and buffers while they are kept."""
     return (id(csr), csr.data.ctypes.data, csr.indices.ctypes.data, csr.nnz, csr.shape)
 
 
@@ -104,21 +106,28 @@ class FormatCache:
     def __init__(self, matrices: int = MATRICES_KEPT) -> None:
         self._keep = matrices
         self._formats: OrderedDict[tuple, dict[tuple, Future]] = OrderedDict()
+        self._held: dict[tuple, Any] = {}
+        """Each kept matrix itself: a matrix freed while its formats were kept could hand
+        its ``id`` and its buffers' addresses to the next one of the same shape, which would
+        then be given the freed matrix's formats (seen on the GPU: two meshes of one shape
+        and nonzero count built in turn, the second's product 63 % wrong)."""
         self._lock = threading.Lock()  # planners on several threads share the cache
         self._builders = _Builders()
         self.builds = 0
         """Formats built (counted for tests and benchmarks: a format asked for again is not
         built again)."""
 
-    def _slot(self, identity: tuple) -> dict[tuple, Future]:
+    def _slot(self, identity: tuple, csr: Any) -> dict[tuple, Future]:
         """The matrix's formats, most recently used; the oldest matrix dropped past the
         limit (lock held)."""
         slot = self._formats.pop(identity, None)
         if slot is None:
             slot = {}
             while len(self._formats) >= self._keep:
-                self._formats.popitem(last=False)
+                oldest, _ = self._formats.popitem(last=False)
+                self._held.pop(oldest, None)
         self._formats[identity] = slot
+        self._held[identity] = csr
         return slot
 
     def get(self, csr: Any, key: tuple, build: Callable[[Any], Any]) -> Any:
@@ -126,7 +135,7 @@ class FormatCache:
         background build that failed is tried again here, so its error is this call's."""
         identity = matrix_identity(csr)
         with self._lock:
-            slot = self._slot(identity)
+            slot = self._slot(identity, csr)
             found = slot.get(key)
             if found is None or (found.done() and found.exception() is not None):
                 found, mine = Future(), True
@@ -142,7 +151,7 @@ class FormatCache:
         under way; True when a build started."""
         identity = matrix_identity(csr)
         with self._lock:
-            slot = self._slot(identity)
+            slot = self._slot(identity, csr)
             if key in slot:
                 return False
             future: Future = Future()
@@ -168,10 +177,12 @@ class FormatCache:
         with self._lock:
             for other in [k for k in self._formats if k != identity]:
                 del self._formats[other]
+                self._held.pop(other, None)
 
     def clear(self) -> None:
         with self._lock:
             self._formats.clear()
+            self._held.clear()
 
 
 FORMATS = FormatCache()

@@ -124,7 +124,7 @@ def _pow2_at_least(n: int) -> int:
 
 
 def ell_tile(k: int, width: int, layout: str, value_dtype: str, *, rows: int, sm_count: int,
-             tile_cols: int | None = None) -> tuple[int, int, int]:
+             tile_cols: int | None = None, batch: int | None = None) -> tuple[int, int, int]:
     """(C, BATCH, VEC)::
 
         C_k   = smallest power of two >= k, at most MAX_TILE_COLS (8)
@@ -138,7 +138,8 @@ def ell_tile(k: int, width: int, layout: str, value_dtype: str, *, rows: int, sm
 
     Narrower tiles give a small grid more lanes and each lane fewer X values in flight, so a
     deeper BATCH (a whole row in one round); wider tiles read A fewer times (k / C passes).
-    ``tile_cols`` replaces the rule's C (a power of two, at most C_k).
+    ``tile_cols`` replaces the rule's C (a power of two, at most C_k); ``batch`` the rule's
+    BATCH (1 to MAX_BATCH: fewer pairs a round, more rounds, a shorter unrolled body).
 
     Hand checks on 132 SMs (a wave 8,448 warps): 1,723 rows (54 warps), W 15, k 8, col ->
     (1, 16, 1); row -> C_min 4: (4, 16, 4); k 64 row -> (4, 16, 4); a 500,000-row matrix
@@ -161,7 +162,10 @@ def ell_tile(k: int, width: int, layout: str, value_dtype: str, *, rows: int, sm
         tile = widest
         while tile > floor and warps * -(-k // tile) < wave:
             tile //= 2
-    batch = max(1, min(MAX_BATCH, X_LOADS_IN_FLIGHT // tile, _pow2_at_least(max(1, width))))
+    if batch is not None and not 1 <= batch <= MAX_BATCH:
+        raise ValueError(f"batch must be 1 to {MAX_BATCH}, got {batch}")
+    if batch is None:
+        batch = max(1, min(MAX_BATCH, X_LOADS_IN_FLIGHT // tile, _pow2_at_least(max(1, width))))
     vec = 1
     if layout == "row":
         for v in (4, 2):
@@ -198,7 +202,7 @@ class EllPlan:
 
 
 def plan_ell(indptr: np.ndarray, k: int, layout: str, value_dtype: str, index_bytes: int,
-             sm_count: int, *, tile_cols: int | None = None,
+             sm_count: int, *, tile_cols: int | None = None, batch: int | None = None,
              warps: int | None = None) -> EllPlan:
     """The whole host plan of one call (pure): the tile (:func:`ell_tile`), then blocks of
     ``spmm_cuda.warps_per_block`` warps over ceil(rows / 32) warps, grid.y = ceil(k / C)."""
@@ -207,7 +211,7 @@ def plan_ell(indptr: np.ndarray, k: int, layout: str, value_dtype: str, index_by
     lengths = np.diff(indptr)
     width = int(lengths.max()) if lengths.size else 0
     tile = ell_tile(k, width, layout, value_dtype, rows=rows, sm_count=sm_count,
-                    tile_cols=tile_cols)
+                    tile_cols=tile_cols, batch=batch)
     need = -(-rows // 32)
     block = warps_per_block(need, sm_count, warps)
     blocks = max(1, -(-need // block))
@@ -223,7 +227,9 @@ def plan_ell(indptr: np.ndarray, k: int, layout: str, value_dtype: str, index_by
              "index_dtype": np.dtype(_gpu.INDEX_DTYPES[index_bytes]).name,
              "value_dtype": value_dtype, "layout": layout,
              "tile_rule": (f"C = {tile_cols} (given)" if tile_cols is not None else
-                           "C = widest power of two from min(8, k) down filling one wave")}
+                           "C = widest power of two from min(8, k) down filling one wave"),
+             "batch_rule": (f"BATCH = {batch} (given)" if batch is not None else
+                            "BATCH = smallest power of two >= W, at most 32 and 64 / C")}
     return EllPlan(name, tile, width, rows, blocks, tiles, block, layout, indptr, notes)
 
 
@@ -279,13 +285,15 @@ class SpmmCudaEll(OwnSpmmKernel):
         description="own SpMM from width-major ELL, a lane per row, no row pointers: for "
                     "latency-bound small matrices, either layout of X as it is (NVRTC)")
 
-    def __init__(self, *, tile_cols: int | None = None, warps: int | None = None,
-                 max_padding: float = MAX_PADDING) -> None:
-        if tile_cols is not None:   # validated at the widest k: a bad variant fails early
+    def __init__(self, *, tile_cols: int | None = None, batch: int | None = None,
+                 warps: int | None = None, max_padding: float = MAX_PADDING) -> None:
+        if tile_cols is not None or batch is not None:   # a bad variant fails early
             ell_tile(MAX_TILE_COLS, 1, "col", "float32", rows=1, sm_count=1,
-                     tile_cols=tile_cols)
+                     tile_cols=tile_cols, batch=batch)
         self.tile_cols = tile_cols
         """C as given, else :func:`ell_tile`'s rule; a k whose C_k is narrower is skipped."""
+        self.batch = batch
+        """BATCH as given, else :func:`ell_tile`'s rule."""
         self.warps = warps
         self.max_padding = max_padding
 
@@ -300,7 +308,8 @@ class SpmmCudaEll(OwnSpmmKernel):
 
     def plan(self, case: OpCase, value_dtype: str, index_bytes: int, sm_count: int) -> EllPlan:
         return plan_ell(case.matrix.indptr, case.params.k, case.params.layout, value_dtype,
-                        index_bytes, sm_count, tile_cols=self.tile_cols, warps=self.warps)
+                        index_bytes, sm_count, tile_cols=self.tile_cols, batch=self.batch,
+                        warps=self.warps)
 
     def prepare(self, case: OpCase, value_dtype: str, index_bytes: int) -> PreparedEll:
         import cupy
