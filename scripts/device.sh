@@ -879,7 +879,7 @@ recipe_latency_probe() {  # $@: benchmarks/spmm_latency_probe.py arguments
     local ncu spec i=0
     ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
     # NCU_CASES: "MATRIX:K:LAYOUT:BACKEND ..." each profiled on its first launch of a kernel
-    # named spmm_* (the gate's call), caches flushed, with the warp-state and scheduler stalls
+    # named spmm_* or csrmm* (the gate's call), caches flushed, with warp states and stalls
     for spec in ${NCU_CASES:-}; do
         local m k layout backend
         IFS=: read -r m k layout backend <<< "$spec"
