@@ -104,7 +104,8 @@
 #                         benchmarks/spmm_latency_probe.py (each case flushed and warm, its
 #                         kernels' warm durations), then ncu of each NCU_CASES case (warp
 #                         states, scheduler, memory, instruction stats). Writes env.txt,
-#                         probe.md, probe.json, ncu_N.ncu-rep / .txt [, pytest_gpu.log].
+#                         probe.md, probe.json, ncu.tar.gz (ncu_N.ncu-rep / .txt / .log)
+#                         [, pytest_gpu.log].
 #   spmm-real-dev {KS="8 64", LAYOUTS="col row", BUDGET_S=300, GPU_TESTS=1, MODE=latency,
 #                         VARIANTS=, EXTRA_BACKENDS=, MATRICES_DIR=.real-dev}
 #                         issue 37 item 3: every GPU-marked test first (GPU_TESTS=0: none),
@@ -895,6 +896,9 @@ recipe_latency_probe() {  # $@: benchmarks/spmm_latency_probe.py arguments
             > "$OUT/ncu_$i.txt" 2>&1
         echo "ncu $i $spec rc=$?" | tee -a "$OUT/env.txt"
     done
+    if [ "$i" -gt 0 ]; then   # one file back, not three a case (the tool returns a few files)
+        tar -czf "$OUT/ncu.tar.gz" -C "$OUT" $(cd "$OUT" && ls ncu_*) && rm -f "$OUT"/ncu_*
+    fi
     cat "$OUT/probe.md"
 }
 

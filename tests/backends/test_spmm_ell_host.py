@@ -16,45 +16,46 @@ from sparsescope.backends.spmm_ell import (
     ell_kernel_name,
     ell_launch,
     ell_tile,
+    group_lanes,
     padding,
     plan_ell,
+    stored_width,
 )
 
 
 def launch_ell(template: tuple, grid, block, args) -> None:
-    """One launch of ``spmm_ell<T, I, C, BATCH, VEC, XROW>`` in NumPy, lane for lane as the
-    kernel: lane r = blockIdx.x x blockDim + threadIdx (past rows: returns), tile c0 =
-    blockIdx.y x C, pair i of row r at ``i x rows + r``, padding (col -1) gathering nothing;
-    X[j, c] at ``j x k + c`` (XROW) or ``c x cols + j``; Y stored, never added to. Asserts
-    what the kernel assumes: the grid covers every row and column tile, the column indices are
-    in range, and a vector of VEC values is aligned and inside its row."""
-    c_tile, batch, vec, xrow = template
+    """One launch of ``spmm_ell<T, I, G, C, VEC, XROW>`` in NumPy, as the kernel: thread t =
+    blockIdx.x x blockDim + threadIdx, its row t / G (past rows: no store), lane t % G taking
+    the row's stored entries t % G, t % G + G, ... (entry i of row r at ``r x width + i``),
+    padding (col -1) gathering nothing, the group's partial sums added; tile c0 = blockIdx.y x
+    C; X[j, c] at ``j x k + c`` (XROW) or ``c x cols + j``; Y stored, never added to. Asserts
+    what the kernel assumes: whole warps a block, G dividing 32 and the width, the grid
+    covering every row's group and every column tile, column indices in range, and a vector
+    of VEC values aligned and inside its row."""
+    group, c_tile, vec, xrow = template
     rows, cols, k, width, col, val, x, y = args
     rows, cols, k, width = int(rows), int(cols), int(k), int(width)
-    assert grid[0] * block[0] >= rows and grid[1] == -(-k // c_tile)
+    assert block[0] % 32 == 0 and 32 % group == 0 and width % group == 0
+    assert grid[0] * block[0] >= rows * group and grid[1] == -(-k // c_tile)
     assert c_tile % vec == 0 and (vec == 1 or (xrow and k % vec == 0))
-    assert batch >= 1 and col.size == val.size == rows * width
+    assert col.size == val.size == rows * width
     xf, yf = np.asarray(x).reshape(-1), np.asarray(y).reshape(-1)
     dtype = np.asarray(val).dtype
+    j = np.asarray(col, dtype=np.int64).reshape(rows, width)
+    a = np.asarray(val).reshape(rows, width)
+    real = j >= 0
+    assert (j[real] < cols).all()
+    jj = np.where(real, j, 0)
     for by in range(grid[1]):
         c0 = by * c_tile
         cn = min(c_tile, k - c0)
-        acc = np.zeros((rows, cn), dtype=dtype)
-        for i in range(width):
-            j = np.asarray(col[i * rows:(i + 1) * rows], dtype=np.int64)
-            a = np.asarray(val[i * rows:(i + 1) * rows])
-            real = j >= 0
-            assert (j[real] < cols).all()
-            jj = np.where(real, j, 0)
-            cs = np.arange(c0, c0 + cn)
-            gathered = (xf[jj[:, None] * k + cs[None, :]] if xrow
-                        else xf[cs[None, :] * cols + jj[:, None]])
-            acc += a[:, None] * np.where(real[:, None], gathered, 0).astype(dtype)
-        for c in range(cn):
+        for c in range(c0, c0 + cn):
+            gathered = xf[jj * k + c] if xrow else xf[c * cols + jj]
+            acc = (a * np.where(real, gathered, 0)).astype(dtype).sum(axis=1, dtype=dtype)
             if xrow:
-                yf[np.arange(rows) * k + c0 + c] = acc[:, c]
+                yf[np.arange(rows) * k + c] = acc
             else:
-                yf[(c0 + c) * rows + np.arange(rows)] = acc[:, c]
+                yf[c * rows + np.arange(rows)] = acc
 
 
 def _awkward(seed: int = 0) -> sp.csr_matrix:
@@ -70,9 +71,17 @@ def _awkward(seed: int = 0) -> sp.csr_matrix:
 
 def test_format_by_hand():
     fmt = ell_format(np.array([0, 2, 2, 3]), np.array([0, 1, 0]), np.array([1.0, 2.0, 3.0]))
-    assert fmt.width == 2 and fmt.stored == 6
-    assert fmt.col.tolist() == [0, -1, 0, 1, -1, -1]
-    assert fmt.val.tolist() == [1.0, 0.0, 3.0, 2.0, 0.0, 0.0]
+    assert (fmt.longest, fmt.width, fmt.stored) == (2, 2, 6)
+    assert fmt.col.tolist() == [0, 1, -1, -1, 0, -1]
+    assert fmt.val.tolist() == [1.0, 2.0, 0.0, 0.0, 3.0, 0.0]
+    three = ell_format(np.array([0, 3, 3]), np.array([0, 1, 2]), np.array([1.0, 2.0, 3.0]))
+    assert (three.longest, three.width) == (3, 4)   # G 4: every lane of the pass an entry
+    assert three.col.tolist() == [0, 1, 2, -1, -1, -1, -1, -1]
+
+
+def test_group_and_stored_width_by_hand():
+    assert [group_lanes(w) for w in (0, 1, 5, 13, 32, 41)] == [1, 1, 8, 16, 32, 32]
+    assert [stored_width(w) for w in (0, 5, 13, 41)] == [0, 8, 16, 64]
 
 
 @pytest.mark.parametrize("shape", [(37, 50), (1, 1), (0, 5), (4, 3)])
@@ -82,35 +91,35 @@ def test_format_round_trips(shape):
     fmt = ell_format(csr.indptr, csr.indices, csr.data)
     rows = csr.shape[0]
     back = np.zeros(csr.shape)
-    for i in range(fmt.width):
-        for r in range(rows):
-            j = fmt.col[i * rows + r]
+    for r in range(rows):
+        for i in range(fmt.width):
+            j = fmt.col[r * fmt.width + i]
             if j >= 0:
-                back[r, j] += fmt.val[i * rows + r]
+                back[r, j] += fmt.val[r * fmt.width + i]
             else:
-                assert fmt.val[i * rows + r] == 0.0
+                assert fmt.val[r * fmt.width + i] == 0.0
     np.testing.assert_array_equal(back, csr.toarray())
 
 
 def test_padding_and_decline_by_hand():
-    assert padding(np.array([0, 3, 4, 6])) == pytest.approx(1.5)   # 3 x 3 / 6
+    assert padding(np.array([0, 3, 4, 6])) == pytest.approx(2.0)   # 3 x 4 / 6
     assert padding(np.array([0, 0, 0])) == 1.0
     assert ell_declined(np.array([0, 3, 4, 6])) == ""
-    hub = np.concatenate(([0], np.cumsum([100] + [1] * 99)))   # 100 x 100 / 199 = 50.3
+    hub = np.concatenate(([0], np.cumsum([100] + [1] * 99)))   # 100 x 128 / 199 = 64.3
     why = ell_declined(hub)
-    assert why.startswith("ELL padding 50.3") and f"> {MAX_PADDING:g}" in why
+    assert why.startswith("ELL padding 64.3") and f"> {MAX_PADDING:g}" in why
     assert "longest row 100" in why
 
 
 @pytest.mark.parametrize(("args", "want"), [
-    ((8, 15, "col", "float32", 1723), (1, 16, 1)),
-    ((8, 15, "row", "float32", 1723), (4, 16, 4)),
-    ((64, 15, "row", "float32", 1723), (4, 16, 4)),
-    ((8, 4, "col", "float32", 500_000), (8, 4, 1)),
-    ((8, 4, "col", "float32", 100_000), (2, 4, 1)),   # 3,125 warps: C 8, 4 below a wave
-    ((8, 40, "col", "float32", 10), (1, 32, 1)),
-    ((3, 5, "row", "float64", 10), (2, 8, 1)),        # C_min 2 doubles; 3 odd: VEC 1
-    ((1, 3, "row", "float32", 10), (1, 4, 1)),
+    ((8, 15, "col", "float32", 1723), (16, 1, 1)),
+    ((8, 15, "row", "float32", 1723), (16, 4, 4)),
+    ((64, 15, "row", "float32", 1723), (16, 4, 4)),
+    ((8, 4, "col", "float32", 500_000), (4, 8, 1)),
+    ((8, 4, "col", "float32", 20_000), (4, 2, 1)),    # 2,500 warps: C 8, 4 below a wave
+    ((8, 40, "col", "float32", 10), (32, 1, 1)),
+    ((3, 5, "row", "float64", 10), (8, 2, 1)),        # C_min 2 doubles; 3 odd: VEC 1
+    ((1, 3, "row", "float32", 10), (4, 1, 1)),
 ])
 def test_tile_rule_by_hand(args, want):
     k, width, layout, dtype, rows = args
@@ -118,38 +127,41 @@ def test_tile_rule_by_hand(args, want):
 
 
 def test_tile_cols_given_and_rejected():
-    assert ell_tile(6, 4, "row", "float32", rows=10, sm_count=132, tile_cols=8) == (8, 4, 2)
+    assert ell_tile(6, 3, "row", "float32", rows=10, sm_count=132, tile_cols=8) == (4, 8, 2)
     with pytest.raises(ValueError, match="power of two"):
         ell_tile(8, 4, "col", "float32", rows=10, sm_count=132, tile_cols=3)
     with pytest.raises(ValueError, match="1 to 4"):
         ell_tile(3, 4, "col", "float32", rows=10, sm_count=132, tile_cols=8)
-    assert ell_tile(8, 15, "col", "float32", rows=1723, sm_count=132, batch=4) == (1, 4, 1)
-    with pytest.raises(ValueError, match="batch must be 1 to 32"):
-        ell_tile(8, 15, "col", "float32", rows=1723, sm_count=132, batch=64)
 
 
 def test_plan_names_the_instance_and_covers_the_grid():
     csr = _awkward()
     plan = plan_ell(csr.indptr, 8, "col", "float32", 4, 132)
-    assert plan.kernel == "spmm_ell<float, int, 1, 16, 1, false>" == ell_kernel_name(
-        "float32", 4, (1, 16, 1), "col")
-    assert plan.width == 12 and plan.tiles == 8 and plan.blocks * plan.warps * 32 >= 37
-    assert plan.notes["zero_fill"] == "no" and plan.notes["rounds"] == "1"
+    assert plan.kernel == "spmm_ell<float, int, 16, 1, 1, false>" == ell_kernel_name(
+        "float32", 4, (16, 1, 1), "col")
+    assert plan.width == 16 and plan.tiles == 8 and plan.blocks * plan.warps * 32 >= 37 * 16
+    assert plan.notes["zero_fill"] == "no" and plan.notes["passes"] == "1"
+    assert plan.notes["ell_longest_row"] == "12" and plan.notes["lanes_per_row"] == "16"
     row = plan_ell(csr.indptr, 64, "row", "float64", 8, 132)
-    assert row.kernel == "spmm_ell<double, long long, 2, 16, 2, true>"
+    assert row.kernel == "spmm_ell<double, long long, 16, 2, 2, true>"
 
 
-def test_launch_has_no_pointer_round_and_lanes_walk_the_width():
+def test_launch_has_no_pointer_round_and_a_pass_a_group():
     from sparsescope.model.spmm_predict import warp_rounds
 
-    indptr = np.array([0, 3, 4, 6])                 # rows of 3, 1, 2: W 3
+    indptr = np.array([0, 3, 4, 6])                 # rows of 3, 1, 2: G 4, Wp 4
     plan = plan_ell(indptr, 8, "col", "float32", 4, 132)
     launch = ell_launch(plan, registers=40)
-    assert launch.pointer_rounds == 0 and launch.ell_width == 3
+    assert launch.pointer_rounds == 0 and launch.ell_width == 4
+    assert (launch.slices_per_warp, launch.groups_per_slice, launch.stage_pairs,
+            launch.batch) == (8, 4, 4, 1)
     assert launch.max_registers == 40 and launch.launches == 1 and not launch.zero_fill
-    pairs, xr, busiest = warp_rounds(launch)        # one warp: BATCH 4 >= W: one round each
-    assert pairs.tolist() == [1] and xr.tolist() == [1] and busiest.tolist() == [3]
+    pairs, xr, busiest = warp_rounds(launch)        # one pass: a round of each, a pair a lane
+    assert pairs.tolist() == [1] and xr.tolist() == [1] and busiest.tolist() == [1]
     assert ell_launch(plan).registers_source == "the launch bound's cap (255)"
+    long_rows = np.array([0, 41, 41])   # W 41: G 32, Wp 64, two passes (the empty row too)
+    two = ell_launch(plan_ell(long_rows, 8, "col", "float32", 4, 132))
+    assert [v.tolist() for v in warp_rounds(two)] == [[2, 2]] * 3   # a warp a row, both
 
 
 def test_model_drops_the_pointer_round():
@@ -175,7 +187,7 @@ def test_model_drops_the_pointer_round():
     assert "longest warp: (0 + 1 pair rounds) x 400 ns" in ell_terms["imbalance"].formula
     assert "longest warp: (1 + 1 pair rounds) x 400 ns" in csr_terms["imbalance"].formula
     assert ell_terms["latency"].time_ms < csr_terms["latency"].time_ms
-    assert "A 3,552 B" in ell_terms["dram"].formula          # 37 rows x W 12 x 8 bytes
+    assert "A 4,736 B" in ell_terms["dram"].formula          # 37 rows x Wp 16 x 8 bytes
     assert f"A {csr.nnz * 8 + 38 * 4:,} B" in csr_terms["dram"].formula
 
 
@@ -201,8 +213,8 @@ def test_emulated_kernel_matches_float64(layout, k, dtype, index):
     xin = rng.standard_normal((cols, k))
     x = (xin if layout == "row" else xin.T).astype(dtype).copy()
     y = np.full((rows, k) if layout == "row" else (k, rows), np.nan, dtype=dtype)
-    c, batch, vec = plan.tile
-    launch_ell((c, batch, vec, layout == "row"), (plan.blocks, plan.tiles),
+    group, c, vec = plan.tile
+    launch_ell((group, c, vec, layout == "row"), (plan.blocks, plan.tiles),
                (32 * plan.warps,),
                (rows, cols, k, plan.width, fmt.col.astype(np.int32 if index == 4 else np.int64),
                 fmt.val.astype(dtype), x, y))

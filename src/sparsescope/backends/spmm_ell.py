@@ -1,12 +1,13 @@
-"""``spmm-cuda-ell``: own SpMM from width-major ELL, a lane per row, either layout of X and Y
-as it is (``kernels/spmm_ell.cu``, whose header argues the design), run through CuPy.
+"""``spmm-cuda-ell``: own SpMM from row-major ELL, a group of G lanes a row, either layout of X
+and Y as it is (``kernels/spmm_ell.cu``, whose header argues the design), run through CuPy.
 
 For calls that are a few dependent round trips long: a matrix of a few thousand rows leaves
-the grid a fraction of one wave, so nothing hides a lane's round trips, and a CSR lane makes
-three (row pointers, pairs, gathers) before its store. Here every row is padded to the longest
-row's W pairs, stored pair-major (:func:`ell_format`), so a lane's pairs are found from its
-row alone: two round trips, and one batch of loads for all of a row's pairs where registers
-allow (BATCH >= W). No row is cut: Y is stored, no zero fill, one launch a call.
+the grid a fraction of one wave, so nothing hides a lane's round trips, and a CSR kernel makes
+three (row pointers, pairs, gathers) before its store. Here every row is padded to one stored
+width, a multiple of the group's G lanes (:func:`ell_format`), so a lane's pair is found from
+its row and lane alone: two round trips (pairs, gathers), one pair and its gathers in flight a
+lane a pass, the group's sums met by shuffles. No row is cut: Y is stored, no zero fill, one
+launch a call.
 
 Issue 37 item 3: on the real development set's power-network, mesh and LP matrices (1,000-
 10,000 rows, 2-17 nonzeros a row) CSR_ALG3's single kernel took 2.0-2.3 us where colmajor and
@@ -14,8 +15,9 @@ rowwarp took 2.1-3.2 us warm, and their calls ran 0.81-0.96x cuSPARSE's with the
 (results/h200/real-dev/2026-11-28-spmm-narrow).
 
 Host choices, pure functions tested without a GPU: :func:`ell_format` (the padded pairs),
-:func:`ell_declined` (padding bound), :func:`ell_tile` (C, BATCH, VEC), :func:`plan_ell` (the
-launch and the case's notes), :func:`ell_launch` (the launch as the SpMM time model reads it).
+:func:`ell_declined` (padding bound), :func:`group_lanes` (G), :func:`ell_tile` (C, VEC),
+:func:`plan_ell` (the launch and the case's notes), :func:`ell_launch` (the launch as the SpMM
+time model reads it).
 """
 
 from __future__ import annotations
@@ -32,33 +34,54 @@ from sparsescope.ops.base import OpCase
 
 SOURCE = "spmm_ell.cu"
 MAX_PADDING = 8.0
-"""Most stored pairs a nonzero (rows x W / nnz) the backend takes. Each padded pair is a load
-a lane issues for nothing and bytes read for nothing; past 8 a lane loads more padding than
-pairs on a typical row, and one long row (a graph's hub, an arrowhead) would pad every row to
-its length: those matrices are CSR kernels' (their rows cut into slices)."""
+"""Most stored pairs a nonzero (rows x stored width / nnz) the backend takes. Each padded pair
+is a lane that loads and gathers nothing; past 8 most lanes of a typical group do, and one long
+row (a graph's hub, an arrowhead) would pad every row to its length: those matrices are the
+CSR kernels' (their rows cut into slices)."""
+MAX_GROUP = 32
+"""Most lanes a row: a warp. A row longer than 32 takes ceil(W / 32) passes, a round trip of
+pairs and gathers each."""
 MAX_TILE_COLS = 8
 """Most columns a thread computes, as colmajor's (``spmm_colmajor.MAX_TILE_COLS``)."""
-MAX_BATCH = 32
-"""Most pairs a lane loads before their gathers (a round of each)."""
-X_LOADS_IN_FLIGHT = 64
-"""BATCH x C: X values a lane has in flight in a round. At 64 the float32 instances compile to
-at most about 140 registers (C 8 / BATCH 8 column-major: 140; C 1 / BATCH 32: 136), within
-``__launch_bounds__(256)``'s 255."""
 VECTOR_BYTES = 16
 """Widest load of row-major X a lane issues (float4 / double2)."""
 
 
+def _pow2_at_least(n: int) -> int:
+    p = 1
+    while p < n:
+        p *= 2
+    return p
+
+
+def group_lanes(width: int) -> int:
+    """G, the lanes of a row: the smallest power of two >= the longest row W, at most
+    :data:`MAX_GROUP` (32), at least 1. W 13 -> 16; W 5 -> 8; W 41 -> 32 (two passes); W 0
+    (no nonzeros) -> 1."""
+    return min(MAX_GROUP, _pow2_at_least(max(1, width)))
+
+
+def stored_width(width: int) -> int:
+    """Wp, the stored pairs a row: W rounded up to a multiple of G (:func:`group_lanes`), so
+    every lane of every pass has an entry. W 13 -> 16; W 41 -> 64; W 0 -> 0."""
+    g = group_lanes(width)
+    return -(-width // g) * g
+
+
 @dataclass(frozen=True)
 class EllFormat:
-    """A matrix as width-major ELL on the host: entry i of row r at ``i x rows + r``."""
+    """A matrix as row-major ELL on the host: entry i of row r at ``r x width + i``."""
 
     rows: int
     width: int
-    """W, the longest row's nonzeros (0 for a matrix without nonzeros)."""
+    """Wp, the stored pairs a row (:func:`stored_width`: the longest row, rounded up to a
+    multiple of its group's lanes)."""
+    longest: int
+    """W, the longest row's nonzeros."""
     col: np.ndarray
-    """int64, rows x W: -1 in the padding."""
+    """int64, rows x Wp: -1 in the padding."""
     val: np.ndarray
-    """float64, rows x W: 0 in the padding."""
+    """float64, rows x Wp: 0 in the padding."""
 
     @property
     def stored(self) -> int:
@@ -66,26 +89,28 @@ class EllFormat:
 
 
 def ell_format(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray) -> EllFormat:
-    """The padded pairs, pair-major::
+    """The padded pairs, row-major::
 
-        W = max row length;  col[i x rows + r] = indices[indptr[r] + i]  (i < len(r)), else -1
+        W = max row length;  Wp = stored_width(W)
+        col[r x Wp + i] = indices[indptr[r] + i]  (i < len(r)), else -1
 
-    Rows [a b .], [. . .], [c . .] (nonzeros a at 0, b at 1, c at 0): W 2, col [0, -1, 0,
-    1, -1, -1], val [a, 0, c, b, 0, 0]."""
+    Rows [a b .], [. . .], [c . .] (nonzeros a at 0, b at 1, c at 0): W 2, G 2, Wp 2, col
+    [0, 1, -1, -1, 0, -1], val [a, b, 0, 0, c, 0]."""
     indptr = np.asarray(indptr, dtype=np.int64)
     rows = int(indptr.size - 1)
     lengths = np.diff(indptr)
-    width = int(lengths.max()) if rows and lengths.size else 0
+    longest = int(lengths.max()) if rows and lengths.size else 0
+    width = stored_width(longest)
     col = np.full(rows * width, -1, dtype=np.int64)
     val = np.zeros(rows * width, dtype=np.float64)
     nnz = int(indptr[-1]) if rows else 0
     if nnz:
         row = np.repeat(np.arange(rows, dtype=np.int64), lengths)
         slot = np.arange(nnz, dtype=np.int64) - np.repeat(indptr[:-1], lengths)
-        at = slot * rows + row
+        at = row * width + slot
         col[at] = np.asarray(indices, dtype=np.int64)[:nnz]
         val[at] = np.asarray(data, dtype=np.float64)[:nnz]
-    return EllFormat(rows, width, col, val)
+    return EllFormat(rows, width, longest, col, val)
 
 
 def ell_format_of(csr: Any) -> EllFormat:
@@ -98,11 +123,11 @@ def ell_format_of(csr: Any) -> EllFormat:
 
 
 def padding(indptr: np.ndarray) -> float:
-    """Stored pairs a nonzero: ``rows x W / nnz`` (1.0 for a matrix of no nonzeros). Rows of
-    3, 1 and 2 nonzeros: 3 x 3 / 6 = 1.5."""
+    """Stored pairs a nonzero: ``rows x Wp / nnz`` (1.0 for a matrix of no nonzeros). Rows of
+    3, 1 and 2 nonzeros: Wp 4, 3 x 4 / 6 = 2.0."""
     lengths = np.diff(np.asarray(indptr, dtype=np.int64))
     nnz = int(lengths.sum())
-    return float(lengths.size * lengths.max()) / nnz if nnz else 1.0
+    return float(lengths.size * stored_width(int(lengths.max()))) / nnz if nnz else 1.0
 
 
 def ell_declined(indptr: np.ndarray, limit: float = MAX_PADDING) -> str:
@@ -110,44 +135,37 @@ def ell_declined(indptr: np.ndarray, limit: float = MAX_PADDING) -> str:
     ``limit``. Read from the row pointers alone, before any format is built."""
     pad = padding(indptr)
     if pad > limit:
+        lengths = np.diff(np.asarray(indptr))
         return (f"ELL padding {pad:.1f} stored pairs a nonzero > {limit:g} (the longest row "
-                f"{int(np.diff(np.asarray(indptr)).max())} against a mean of "
-                f"{np.diff(np.asarray(indptr)).mean():.1f})")
+                f"{int(lengths.max())} against a mean of {lengths.mean():.1f})")
     return ""
 
 
-def _pow2_at_least(n: int) -> int:
-    p = 1
-    while p < n:
-        p *= 2
-    return p
-
-
 def ell_tile(k: int, width: int, layout: str, value_dtype: str, *, rows: int, sm_count: int,
-             tile_cols: int | None = None, batch: int | None = None) -> tuple[int, int, int]:
-    """(C, BATCH, VEC)::
+             tile_cols: int | None = None) -> tuple[int, int, int]:
+    """(G, C, VEC)::
 
+        G     = group_lanes(W)
         C_k   = smallest power of two >= k, at most MAX_TILE_COLS (8)
         C     = the widest power of two from C_k down to C_min whose grid fills one wave:
-                ceil(rows / 32) x ceil(k / C) >= SMs x 64 warps (an SM's 2,048 threads),
+                ceil(rows x G / 32) x ceil(k / C) >= SMs x 64 warps (an SM's 2,048 threads),
                 else C_min;  C_min = 1 column-major, a 16-byte vector row-major (4 float32 /
                 2 float64, at most C_k)  (``spmm_colmajor.narrow_tile_cols``' rule)
-        BATCH = smallest power of two >= W, at most MAX_BATCH (32) and X_LOADS_IN_FLIGHT / C
         VEC   = column-major 1; row-major the widest of 4, 2, 1 values (16 bytes at most)
                 dividing C and k
 
-    Narrower tiles give a small grid more lanes and each lane fewer X values in flight, so a
-    deeper BATCH (a whole row in one round); wider tiles read A fewer times (k / C passes).
-    ``tile_cols`` replaces the rule's C (a power of two, at most C_k); ``batch`` the rule's
-    BATCH (1 to MAX_BATCH: fewer pairs a round, more rounds, a shorter unrolled body).
+    Narrower tiles give a small grid more lanes; wider tiles read A fewer times (k / C
+    passes over it) and give a lane more gathers in flight. ``tile_cols`` replaces the rule's C
+    (a power of two, at most C_k).
 
-    Hand checks on 132 SMs (a wave 8,448 warps): 1,723 rows (54 warps), W 15, k 8, col ->
-    (1, 16, 1); row -> C_min 4: (4, 16, 4); k 64 row -> (4, 16, 4); a 500,000-row matrix
-    (15,625 warps) at k 8, W 4, col -> (8, 4, 1); k 6, row, tile_cols 8 -> VEC 2 (divides 6
-    and 8); W 40, C 1 -> BATCH 32.
+    Hand checks on 132 SMs (a wave 8,448 warps): 1,723 rows, W 15 (G 16: 862 warps), k 8,
+    col -> (16, 1, 1); row -> C_min 4: (16, 4, 4); a 500,000-row matrix, W 4 (62,500 warps),
+    k 8, col -> (4, 8, 1); 100,000 rows, W 4 (12,500 warps) -> (4, 8, 1); 20,000 rows, W 4
+    (2,500 warps) -> (4, 2, 1); k 6, row, W 3, tile_cols 8 -> (4, 8, 2) (VEC 2 divides 6 and 8).
     """
     if k < 1:
         raise ValueError(f"k must be >= 1, got {k}")
+    group = group_lanes(width)
     widest = min(MAX_TILE_COLS, _pow2_at_least(k))
     values = VECTOR_BYTES // np.dtype(value_dtype).itemsize
     floor = 1 if layout == "col" else min(widest, values)
@@ -157,31 +175,27 @@ def ell_tile(k: int, width: int, layout: str, value_dtype: str, *, rows: int, sm
                              f"got {tile_cols}")
         tile = tile_cols
     else:
-        warps = -(-max(0, rows) // 32)
+        warps = -(-max(0, rows) * group // 32)
         wave = sm_count * 64
         tile = widest
         while tile > floor and warps * -(-k // tile) < wave:
             tile //= 2
-    if batch is not None and not 1 <= batch <= MAX_BATCH:
-        raise ValueError(f"batch must be 1 to {MAX_BATCH}, got {batch}")
-    if batch is None:
-        batch = max(1, min(MAX_BATCH, X_LOADS_IN_FLIGHT // tile, _pow2_at_least(max(1, width))))
     vec = 1
     if layout == "row":
         for v in (4, 2):
             if v <= values and tile % v == 0 and k % v == 0:
                 vec = v
                 break
-    return tile, batch, vec
+    return group, tile, vec
 
 
 def ell_kernel_name(value_dtype: str, index_bytes: int, tile: tuple[int, int, int],
                     layout: str) -> str:
-    """The template instance, e.g. ``spmm_ell<float, int, 1, 16, 1, false>`` (column-major) or
-    ``spmm_ell<float, int, 4, 16, 4, true>`` (row-major)."""
-    c, batch, vec = tile
+    """The template instance, e.g. ``spmm_ell<float, int, 16, 1, 1, false>`` (column-major) or
+    ``spmm_ell<float, int, 16, 4, 4, true>`` (row-major)."""
+    group, c, vec = tile
     return (f"spmm_ell<{_gpu.CUDA_VALUE_TYPES[value_dtype]}, "
-            f"{_gpu.CUDA_INDEX_TYPES[index_bytes]}, {c}, {batch}, {vec}, "
+            f"{_gpu.CUDA_INDEX_TYPES[index_bytes]}, {group}, {c}, {vec}, "
             f"{'true' if layout == 'row' else 'false'}>")
 
 
@@ -189,47 +203,47 @@ def ell_kernel_name(value_dtype: str, index_bytes: int, tile: tuple[int, int, in
 class EllPlan:
     kernel: str
     tile: tuple[int, int, int]
-    """(C, BATCH, VEC)."""
+    """(G, C, VEC)."""
     width: int
+    """Wp, the stored pairs a row."""
     rows: int
     blocks: int
     tiles: int
     warps: int
     layout: str
     indptr: np.ndarray
-    """The CSR row pointers: the model's slices (a lane a row) and their real gathers."""
+    """The CSR row pointers: the model's slices (a group a row) and their real gathers."""
     notes: dict[str, str]
 
 
 def plan_ell(indptr: np.ndarray, k: int, layout: str, value_dtype: str, index_bytes: int,
-             sm_count: int, *, tile_cols: int | None = None, batch: int | None = None,
+             sm_count: int, *, tile_cols: int | None = None,
              warps: int | None = None) -> EllPlan:
     """The whole host plan of one call (pure): the tile (:func:`ell_tile`), then blocks of
-    ``spmm_cuda.warps_per_block`` warps over ceil(rows / 32) warps, grid.y = ceil(k / C)."""
+    ``spmm_cuda.warps_per_block`` warps over ceil(rows x G / 32) warps, grid.y = ceil(k / C)."""
     indptr = np.asarray(indptr, dtype=np.int64)
     rows = int(indptr.size - 1)
     lengths = np.diff(indptr)
-    width = int(lengths.max()) if lengths.size else 0
-    tile = ell_tile(k, width, layout, value_dtype, rows=rows, sm_count=sm_count,
-                    tile_cols=tile_cols, batch=batch)
-    need = -(-rows // 32)
+    longest = int(lengths.max()) if lengths.size else 0
+    width = stored_width(longest)
+    tile = ell_tile(k, longest, layout, value_dtype, rows=rows, sm_count=sm_count,
+                    tile_cols=tile_cols)
+    need = -(-rows * tile[0] // 32)
     block = warps_per_block(need, sm_count, warps)
     blocks = max(1, -(-need // block))
-    tiles = -(-k // tile[0])
+    tiles = -(-k // tile[1])
     name = ell_kernel_name(value_dtype, index_bytes, tile, layout)
     nnz = int(indptr[-1]) if rows else 0
-    notes = {"kernel": name, "ell_width": str(width), "ell_padding": f"{padding(indptr):.2f}",
-             "tile_cols": str(tile[0]), "pairs_per_batch": str(tile[1]),
-             "vec": str(tile[2]), "rounds": str(-(-width // tile[1]) if width else 0),
+    notes = {"kernel": name, "ell_longest_row": str(longest), "ell_width": str(width),
+             "ell_padding": f"{padding(indptr):.2f}", "lanes_per_row": str(tile[0]),
+             "passes": str(width // tile[0]), "tile_cols": str(tile[1]), "vec": str(tile[2]),
              "zero_fill": "no", "block_threads": str(32 * block),
              "grid_blocks": str(blocks), "column_tiles": str(tiles),
              "sm_count": str(sm_count), "nnz": str(nnz),
              "index_dtype": np.dtype(_gpu.INDEX_DTYPES[index_bytes]).name,
              "value_dtype": value_dtype, "layout": layout,
              "tile_rule": (f"C = {tile_cols} (given)" if tile_cols is not None else
-                           "C = widest power of two from min(8, k) down filling one wave"),
-             "batch_rule": (f"BATCH = {batch} (given)" if batch is not None else
-                            "BATCH = smallest power of two >= W, at most 32 and 64 / C")}
+                           "C = widest power of two from min(8, k) down filling one wave")}
     return EllPlan(name, tile, width, rows, blocks, tiles, block, layout, indptr, notes)
 
 
@@ -239,24 +253,25 @@ registers)."""
 
 
 def ell_launch(host: EllPlan, registers: int | None = None):
-    """An ELL plan as the SpMM time model's launch (``model.spmm_predict``): 32 rows a warp (a
-    lane each), one group a row, C columns a slab, ceil(k / C) slabs, C / VEC loads a nonzero,
-    BATCH pairs a stage and BATCH X rows in flight, every lane W pairs long
-    (``ell_width``) and no row-pointer round (``pointer_rounds`` 0)."""
+    """An ELL plan as the SpMM time model's launch (``model.spmm_predict``): 32 / G rows a warp,
+    G groups (lanes) a row, each a pair a stage (``stage_pairs`` G) and one X row in flight
+    (``batch`` 1), C columns a slab, ceil(k / C) slabs, C / VEC loads a nonzero, every row Wp
+    pairs long (``ell_width``), and no row-pointer round (``pointer_rounds`` 0): Wp / G
+    passes, a round trip of pairs and one of gathers each."""
     from sparsescope.model.kernel_shape import REGISTERS_PER_SM
     from sparsescope.model.spmm_predict import SpmmLaunch
 
-    c, batch, vec = host.tile
-    cap = REGISTERS_PER_SM // (256 * LAUNCH_BOUND_MINB)
+    group, c, vec = host.tile
+    cap = min(255, REGISTERS_PER_SM // (256 * LAUNCH_BOUND_MINB))
     return SpmmLaunch(
-        kernel=host.kernel, slice_ptr=host.indptr, slices_per_warp=32, groups_per_slice=1,
-        slab_cols=c, slabs=host.tiles, vec=vec, chunks=c // vec, stage_pairs=batch,
-        batch=batch, block_warps=host.warps, x_layout=host.layout,
+        kernel=host.kernel, slice_ptr=host.indptr, slices_per_warp=32 // group,
+        groups_per_slice=group, slab_cols=c, slabs=host.tiles, vec=vec, chunks=c // vec,
+        stage_pairs=group, batch=1, block_warps=host.warps, x_layout=host.layout,
         value_bytes=4 if host.notes["value_dtype"] == "float32" else 8,
         index_bytes=np.dtype(host.notes["index_dtype"]).itemsize,
-        max_registers=registers if registers else min(255, cap),
+        max_registers=registers if registers else cap,
         registers_source=("the compiled kernel" if registers
-                          else f"the launch bound's cap ({min(255, cap)})"),
+                          else f"the launch bound's cap ({cap})"),
         pointer_rounds=0, ell_width=host.width, label=f"ell {host.kernel}")
 
 
@@ -282,18 +297,16 @@ class SpmmCudaEll(OwnSpmmKernel):
     name = "spmm-cuda-ell"
     capability = Capability(
         ops=("spmm",), value_dtypes=("float32", "float64"), index_bytes=(4, 8), device="gpu",
-        description="own SpMM from width-major ELL, a lane per row, no row pointers: for "
-                    "latency-bound small matrices, either layout of X as it is (NVRTC)")
+        description="own SpMM from row-major ELL, a group of lanes a row, no row pointers: "
+                    "for latency-bound small matrices, either layout of X as it is (NVRTC)")
 
-    def __init__(self, *, tile_cols: int | None = None, batch: int | None = None,
-                 warps: int | None = None, max_padding: float = MAX_PADDING) -> None:
-        if tile_cols is not None or batch is not None:   # a bad variant fails early
+    def __init__(self, *, tile_cols: int | None = None, warps: int | None = None,
+                 max_padding: float = MAX_PADDING) -> None:
+        if tile_cols is not None:   # validated at the widest k: a bad variant fails early
             ell_tile(MAX_TILE_COLS, 1, "col", "float32", rows=1, sm_count=1,
-                     tile_cols=tile_cols, batch=batch)
+                     tile_cols=tile_cols)
         self.tile_cols = tile_cols
         """C as given, else :func:`ell_tile`'s rule; a k whose C_k is narrower is skipped."""
-        self.batch = batch
-        """BATCH as given, else :func:`ell_tile`'s rule."""
         self.warps = warps
         self.max_padding = max_padding
 
@@ -308,8 +321,7 @@ class SpmmCudaEll(OwnSpmmKernel):
 
     def plan(self, case: OpCase, value_dtype: str, index_bytes: int, sm_count: int) -> EllPlan:
         return plan_ell(case.matrix.indptr, case.params.k, case.params.layout, value_dtype,
-                        index_bytes, sm_count, tile_cols=self.tile_cols, batch=self.batch,
-                        warps=self.warps)
+                        index_bytes, sm_count, tile_cols=self.tile_cols, warps=self.warps)
 
     def prepare(self, case: OpCase, value_dtype: str, index_bytes: int) -> PreparedEll:
         import cupy
