@@ -247,9 +247,11 @@ def plan_ell(indptr: np.ndarray, k: int, layout: str, value_dtype: str, index_by
     return EllPlan(name, tile, width, rows, blocks, tiles, block, layout, indptr, notes)
 
 
-LAUNCH_BOUND_MINB = 1
-"""``__launch_bounds__(256)`` of spmm_ell.cu: no minimum of blocks (the cap is 255
-registers)."""
+ASSUMED_REGISTERS = 32
+"""Registers a thread where no compiled kernel is at hand (the host-plan what-if): ptxas (CUDA
+13, sm_90) gave 32 to each instance compiled while the kernel was written (float32 and
+float64, G 2-32, C 1-8, either layout): a lane keeps one pair and C sums. The launch bound's
+cap (255) would give the model 8 warps an SM where the kernel runs 64."""
 
 
 def ell_launch(host: EllPlan, registers: int | None = None):
@@ -257,21 +259,20 @@ def ell_launch(host: EllPlan, registers: int | None = None):
     G groups (lanes) a row, each a pair a stage (``stage_pairs`` G) and one X row in flight
     (``batch`` 1), C columns a slab, ceil(k / C) slabs, C / VEC loads a nonzero, every row Wp
     pairs long (``ell_width``), and no row-pointer round (``pointer_rounds`` 0): Wp / G
-    passes, a round trip of pairs and one of gathers each."""
-    from sparsescope.model.kernel_shape import REGISTERS_PER_SM
+    passes, a round trip of pairs and one of gathers each. Registers: the compiled kernel's,
+    else :data:`ASSUMED_REGISTERS`."""
     from sparsescope.model.spmm_predict import SpmmLaunch
 
     group, c, vec = host.tile
-    cap = min(255, REGISTERS_PER_SM // (256 * LAUNCH_BOUND_MINB))
     return SpmmLaunch(
         kernel=host.kernel, slice_ptr=host.indptr, slices_per_warp=32 // group,
         groups_per_slice=group, slab_cols=c, slabs=host.tiles, vec=vec, chunks=c // vec,
         stage_pairs=group, batch=1, block_warps=host.warps, x_layout=host.layout,
         value_bytes=4 if host.notes["value_dtype"] == "float32" else 8,
         index_bytes=np.dtype(host.notes["index_dtype"]).itemsize,
-        max_registers=registers if registers else cap,
+        max_registers=registers if registers else ASSUMED_REGISTERS,
         registers_source=("the compiled kernel" if registers
-                          else f"the launch bound's cap ({cap})"),
+                          else f"assumed ({ASSUMED_REGISTERS}, ASSUMED_REGISTERS)"),
         pointer_rounds=0, ell_width=host.width, label=f"ell {host.kernel}")
 
 
