@@ -76,7 +76,7 @@ TC = ["spmm-cuda-blocktc", "spmm-cuda-paneltc"]
 """The tensor-core kernels, planned after the CSR ones (both decline this sparse matrix)."""
 ELL = ["spmm-cuda-ell"]
 """The ELL kernel, planned last in either layout (rows of at most 9 on this matrix: its
-padding, 60 x 9 / 234, is within the limit)."""
+padding, 60 x 16 / 234, is within the limit)."""
 
 
 @pytest.mark.parametrize(("k", "layout", "dtype", "labels"), [

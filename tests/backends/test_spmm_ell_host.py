@@ -20,6 +20,7 @@ from sparsescope.backends.spmm_ell import (
     padding,
     plan_ell,
     stored_width,
+    widest_tile,
 )
 
 
@@ -80,6 +81,7 @@ def test_format_by_hand():
 
 
 def test_group_and_stored_width_by_hand():
+    assert [widest_tile(k) for k in (1, 3, 8, 64)] == [1, 4, 8, 8]
     assert [group_lanes(w) for w in (0, 1, 5, 13, 32, 41)] == [1, 1, 8, 16, 32, 32]
     assert [stored_width(w) for w in (0, 5, 13, 41)] == [0, 8, 16, 64]
 
@@ -159,7 +161,7 @@ def test_launch_has_no_pointer_round_and_a_pass_a_group():
     pairs, xr, busiest = warp_rounds(launch)        # one pass: a round of each, a pair a lane
     assert pairs.tolist() == [1] and xr.tolist() == [1] and busiest.tolist() == [1]
     assumed = ell_launch(plan)
-    assert assumed.max_registers == 32 and assumed.registers_source.startswith("assumed (32")
+    assert assumed.max_registers == 64 and assumed.registers_source.startswith("assumed (64")
     long_rows = np.array([0, 41, 41])   # W 41: G 32, Wp 64, two passes (the empty row too)
     two = ell_launch(plan_ell(long_rows, 8, "col", "float32", 4, 132))
     assert [v.tolist() for v in warp_rounds(two)] == [[2, 2]] * 3   # a warp a row, both

@@ -54,6 +54,12 @@ def _pow2_at_least(n: int) -> int:
     return p
 
 
+def widest_tile(k: int) -> int:
+    """C_k, the widest column tile at k: the smallest power of two >= k, at most
+    :data:`MAX_TILE_COLS` (8). k 1 -> 1; 3 -> 4; 8 -> 8; 64 -> 8."""
+    return min(MAX_TILE_COLS, _pow2_at_least(k))
+
+
 def group_lanes(width: int) -> int:
     """G, the lanes of a row: the smallest power of two >= the longest row W, at most
     :data:`MAX_GROUP` (32), at least 1. W 13 -> 16; W 5 -> 8; W 41 -> 32 (two passes); W 0
@@ -166,7 +172,7 @@ def ell_tile(k: int, width: int, layout: str, value_dtype: str, *, rows: int, sm
     if k < 1:
         raise ValueError(f"k must be >= 1, got {k}")
     group = group_lanes(width)
-    widest = min(MAX_TILE_COLS, _pow2_at_least(k))
+    widest = widest_tile(k)
     values = VECTOR_BYTES // np.dtype(value_dtype).itemsize
     floor = 1 if layout == "col" else min(widest, values)
     if tile_cols is not None:
@@ -247,11 +253,12 @@ def plan_ell(indptr: np.ndarray, k: int, layout: str, value_dtype: str, index_by
     return EllPlan(name, tile, width, rows, blocks, tiles, block, layout, indptr, notes)
 
 
-ASSUMED_REGISTERS = 32
+ASSUMED_REGISTERS = 64
 """Registers a thread where no compiled kernel is at hand (the host-plan what-if): ptxas (CUDA
-13, sm_90) gave 32 to each instance compiled while the kernel was written (float32 and
-float64, G 2-32, C 1-8, either layout): a lane keeps one pair and C sums. The launch bound's
-cap (255) would give the model 8 warps an SM where the kernel runs 64."""
+13, sm_90) gave 42-60 to the float32 instances and 60-72 to the float64 ones compiled while
+the kernel was written (G 4-32, C 1-8, either layout; ``__launch_bounds__(256, 1)``). The
+launch bound's cap (255) would give the model 8 warps an SM where the kernel runs 32 or
+more."""
 
 
 def ell_launch(host: EllPlan, registers: int | None = None):

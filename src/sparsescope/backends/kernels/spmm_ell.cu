@@ -19,6 +19,12 @@
 // lane was compiled to a few registers with each gather's FMA before the next loads, a chain
 // of the row's length (H200, results/h200/real-dev/2026-11-28-ell).
 //
+// __launch_bounds__(256, 1): with (256) alone ptxas (CUDA 13, sm_90) held every instance to 32
+// registers, enough for a full SM of threads, and issued a lane's C gathers a few at a time
+// between FMAs (C = 8, column-major: two rounds where one suffices); allowed one block an SM,
+// it takes 48-60 and issues all C before the first FMA. A small grid has few warps an SM
+// anyway; a large one keeps 4 blocks (32 warps) an SM.
+//
 // The warp's 32 lanes read 32 consecutive stored entries (32 / G rows), one 128-byte line per
 // array (int32 / float32). The group's partial sums meet by xor-shuffles (log2 G steps of C
 // values); no row is cut across groups, so Y is stored, never added to: no zero fill, one
@@ -37,7 +43,7 @@ template <> struct EllVec<double, 1> { using type = double; };
 template <> struct EllVec<double, 2> { using type = double2; };
 
 template <typename T, typename I, int G, int C, int VEC, bool XROW>
-__global__ void __launch_bounds__(256) spmm_ell(const long long rows, const long long cols,
+__global__ void __launch_bounds__(256, 1) spmm_ell(const long long rows, const long long cols,
                                                 const int k, const int width,
                                                 const I* __restrict__ col,
                                                 const T* __restrict__ val,
@@ -67,16 +73,19 @@ __global__ void __launch_bounds__(256) spmm_ell(const long long rows, const long
         // the padding (col -1) and columns past k load from a valid address, X[0, c0], and
         // their values are dropped by the select, never multiplied (0 x inf would be NaN)
         const long long jj = j >= 0 ? (long long)j : 0;
+        T xv[C];
 #pragma unroll
-        for (int c = 0; c < C; c += VEC) {
+        for (int c = 0; c < C; c += VEC) {   // every gather of the pass, then their FMAs
             const int cc = c < cn ? c : 0;
             const T* p = XROW ? x + jj * k + c0 + cc : x + (long long)(c0 + cc) * cols + jj;
             const V v = __ldg(reinterpret_cast<const V*>(p));
             const T* parts = reinterpret_cast<const T*>(&v);
             const bool keep = j >= 0 && c < cn;
 #pragma unroll
-            for (int e = 0; e < VEC; ++e) acc[c + e] += a * (keep ? parts[e] : T(0));
+            for (int e = 0; e < VEC; ++e) xv[c + e] = keep ? parts[e] : T(0);
         }
+#pragma unroll
+        for (int c = 0; c < C; ++c) acc[c] += a * xv[c];
     }
 
     // the group's sums: xor offsets below G stay inside the group
