@@ -161,7 +161,7 @@ def test_launch_has_no_pointer_round_and_a_pass_a_group():
     pairs, xr, busiest = warp_rounds(launch)        # one pass: a round of each, a pair a lane
     assert pairs.tolist() == [1] and xr.tolist() == [1] and busiest.tolist() == [1]
     assumed = ell_launch(plan)
-    assert assumed.max_registers == 64 and assumed.registers_source.startswith("assumed (64")
+    assert assumed.max_registers == 32 and assumed.registers_source.startswith("assumed (32")
     long_rows = np.array([0, 41, 41])   # W 41: G 32, Wp 64, two passes (the empty row too)
     two = ell_launch(plan_ell(long_rows, 8, "col", "float32", 4, 132))
     assert [v.tolist() for v in warp_rounds(two)] == [[2, 2]] * 3   # a warp a row, both

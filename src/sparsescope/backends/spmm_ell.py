@@ -253,12 +253,11 @@ def plan_ell(indptr: np.ndarray, k: int, layout: str, value_dtype: str, index_by
     return EllPlan(name, tile, width, rows, blocks, tiles, block, layout, indptr, notes)
 
 
-ASSUMED_REGISTERS = 64
+ASSUMED_REGISTERS = 32
 """Registers a thread where no compiled kernel is at hand (the host-plan what-if): ptxas (CUDA
-13, sm_90) gave 42-60 to the float32 instances and 60-72 to the float64 ones compiled while
-the kernel was written (G 4-32, C 1-8, either layout; ``__launch_bounds__(256, 1)``). The
-launch bound's cap (255) would give the model 8 warps an SM where the kernel runs 32 or
-more."""
+13, sm_90) gave 32 to each instance compiled while the kernel was written (float32 and
+float64, G 2-32, C 1-8, either layout): a lane keeps one pair and C sums. The launch bound's
+cap (255) would give the model 8 warps an SM where the kernel runs 64."""
 
 
 def ell_launch(host: EllPlan, registers: int | None = None):

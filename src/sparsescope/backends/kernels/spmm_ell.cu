@@ -19,11 +19,11 @@
 // lane was compiled to a few registers with each gather's FMA before the next loads, a chain
 // of the row's length (H200, results/h200/real-dev/2026-11-28-ell).
 //
-// __launch_bounds__(256, 1): with (256) alone ptxas (CUDA 13, sm_90) held every instance to 32
-// registers, enough for a full SM of threads, and issued a lane's C gathers a few at a time
-// between FMAs (C = 8, column-major: two rounds where one suffices); allowed one block an SM,
-// it takes 48-60 and issues all C before the first FMA. A small grid has few warps an SM
-// anyway; a large one keeps 4 blocks (32 warps) an SM.
+// __launch_bounds__(256) alone: ptxas (CUDA 13, sm_90) holds every instance to 32 registers,
+// 64 warps an SM. With (256, 1) it took 42-72 and issued all C gathers of a pass before the
+// first FMA (with 32, C = 8 column-major goes in two rounds), but the SM then held 32-40 warps
+// and the small grids this kernel is for ran in two waves: 0.1-0.55 us slower a call on the
+// H200 at k = 8 and 64 (results/h200/real-dev/2026-11-28-ell, the 079f21e run).
 //
 // The warp's 32 lanes read 32 consecutive stored entries (32 / G rows), one 128-byte line per
 // array (int32 / float32). The group's partial sums meet by xor-shuffles (log2 G steps of C
@@ -43,7 +43,7 @@ template <> struct EllVec<double, 1> { using type = double; };
 template <> struct EllVec<double, 2> { using type = double2; };
 
 template <typename T, typename I, int G, int C, int VEC, bool XROW>
-__global__ void __launch_bounds__(256, 1) spmm_ell(const long long rows, const long long cols,
+__global__ void __launch_bounds__(256) spmm_ell(const long long rows, const long long cols,
                                                 const int k, const int width,
                                                 const I* __restrict__ col,
                                                 const T* __restrict__ val,
@@ -73,19 +73,16 @@ __global__ void __launch_bounds__(256, 1) spmm_ell(const long long rows, const l
         // the padding (col -1) and columns past k load from a valid address, X[0, c0], and
         // their values are dropped by the select, never multiplied (0 x inf would be NaN)
         const long long jj = j >= 0 ? (long long)j : 0;
-        T xv[C];
 #pragma unroll
-        for (int c = 0; c < C; c += VEC) {   // every gather of the pass, then their FMAs
+        for (int c = 0; c < C; c += VEC) {
             const int cc = c < cn ? c : 0;
             const T* p = XROW ? x + jj * k + c0 + cc : x + (long long)(c0 + cc) * cols + jj;
             const V v = __ldg(reinterpret_cast<const V*>(p));
             const T* parts = reinterpret_cast<const T*>(&v);
             const bool keep = j >= 0 && c < cn;
 #pragma unroll
-            for (int e = 0; e < VEC; ++e) xv[c + e] = keep ? parts[e] : T(0);
+            for (int e = 0; e < VEC; ++e) acc[c + e] += a * (keep ? parts[e] : T(0));
         }
-#pragma unroll
-        for (int c = 0; c < C; ++c) acc[c] += a * xv[c];
     }
 
     // the group's sums: xor offsets below G stay inside the group
