@@ -116,9 +116,9 @@ def test_padding_and_decline_by_hand():
 @pytest.mark.parametrize(("args", "want"), [
     ((8, 15, "col", "float32", 1723), (16, 1, 1)),
     ((8, 15, "row", "float32", 1723), (16, 4, 4)),
-    ((64, 15, "row", "float32", 1723), (16, 4, 4)),
-    ((8, 4, "col", "float32", 500_000), (4, 8, 1)),
-    ((8, 4, "col", "float32", 20_000), (4, 2, 1)),    # 2,500 warps: C 8, 4 below a wave
+    ((64, 15, "row", "float32", 1723), (16, 8, 4)),   # C 4: 13,792 warps; C 8: 6,896
+    ((8, 4, "col", "float32", 500_000), (4, 8, 1)),   # past a wave even at C_k
+    ((8, 4, "col", "float32", 20_000), (4, 4, 1)),    # C 2: 10,000 warps; C 4: 5,000
     ((8, 40, "col", "float32", 10), (32, 1, 1)),
     ((3, 5, "row", "float64", 10), (8, 2, 1)),        # C_min 2 doubles; 3 odd: VEC 1
     ((1, 3, "row", "float32", 10), (4, 1, 1)),

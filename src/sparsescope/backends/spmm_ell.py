@@ -153,21 +153,26 @@ def ell_tile(k: int, width: int, layout: str, value_dtype: str, *, rows: int, sm
 
         G     = group_lanes(W)
         C_k   = smallest power of two >= k, at most MAX_TILE_COLS (8)
-        C     = the widest power of two from C_k down to C_min whose grid fills one wave:
-                ceil(rows x G / 32) x ceil(k / C) >= SMs x 64 warps (an SM's 2,048 threads),
-                else C_min;  C_min = 1 column-major, a 16-byte vector row-major (4 float32 /
-                2 float64, at most C_k)  (``spmm_colmajor.narrow_tile_cols``' rule)
+        C     = the narrowest power of two from C_min up to C_k whose grid fits one wave:
+                ceil(rows x G / 32) x ceil(k / C) <= SMs x 64 warps (an SM's 2,048 threads),
+                else C_k;  C_min = 1 column-major, a 16-byte vector row-major (4 float32 /
+                2 float64, at most C_k)
         VEC   = column-major 1; row-major the widest of 4, 2, 1 values (16 bytes at most)
                 dividing C and k
 
-    Narrower tiles give a small grid more lanes; wider tiles read A fewer times (k / C
-    passes over it) and give a lane more gathers in flight. ``tile_cols`` replaces the rule's C
-    (a power of two, at most C_k).
+    Within one wave a narrower tile adds lanes at no cost in round trips; past it, every
+    further wave is another round trip of pairs and gathers. Measured on the H200 on the
+    power-network, mesh and LP matrices (results/h200/real-dev/2026-11-28-ell, the probes):
+    at k = 8 the narrowest tile (C 1, column-major) was the fastest, at k = 64 C = 8 (one
+    wave) ran 0.2-1.0 us a call faster than C = 4 (1.4 waves) in 11 of 12 cases. Wider tiles
+    also read A fewer times (k / C passes over it). ``tile_cols`` replaces the rule's C (a
+    power of two, at most C_k).
 
     Hand checks on 132 SMs (a wave 8,448 warps): 1,723 rows, W 15 (G 16: 862 warps), k 8,
-    col -> (16, 1, 1); row -> C_min 4: (16, 4, 4); a 500,000-row matrix, W 4 (62,500 warps),
-    k 8, col -> (4, 8, 1); 100,000 rows, W 4 (12,500 warps) -> (4, 8, 1); 20,000 rows, W 4
-    (2,500 warps) -> (4, 2, 1); k 6, row, W 3, tile_cols 8 -> (4, 8, 2) (VEC 2 divides 6 and 8).
+    col -> (16, 1, 1); row -> C_min 4: (16, 4, 4); k 64 (C 4: 13,792 warps; C 8: 6,896) ->
+    (16, 8, 4); a 500,000-row matrix, W 4 (62,500 warps), k 8, col -> C_k: (4, 8, 1); 20,000
+    rows, W 4 (2,500 warps) -> (4, 4, 1) (C 2: 10,000 warps); k 6, row, W 3, tile_cols 8 ->
+    (4, 8, 2) (VEC 2 divides 6 and 8).
     """
     if k < 1:
         raise ValueError(f"k must be >= 1, got {k}")
@@ -183,9 +188,9 @@ def ell_tile(k: int, width: int, layout: str, value_dtype: str, *, rows: int, sm
     else:
         warps = -(-max(0, rows) * group // 32)
         wave = sm_count * 64
-        tile = widest
-        while tile > floor and warps * -(-k // tile) < wave:
-            tile //= 2
+        tile = floor
+        while tile < widest and warps * -(-k // tile) > wave:
+            tile *= 2
     vec = 1
     if layout == "row":
         for v in (4, 2):
@@ -249,7 +254,7 @@ def plan_ell(indptr: np.ndarray, k: int, layout: str, value_dtype: str, index_by
              "index_dtype": np.dtype(_gpu.INDEX_DTYPES[index_bytes]).name,
              "value_dtype": value_dtype, "layout": layout,
              "tile_rule": (f"C = {tile_cols} (given)" if tile_cols is not None else
-                           "C = widest power of two from min(8, k) down filling one wave")}
+                           "C = narrowest power of two whose grid fits one wave, else min(8, k)")}
     return EllPlan(name, tile, width, rows, blocks, tiles, block, layout, indptr, notes)
 
 
