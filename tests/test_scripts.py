@@ -215,3 +215,29 @@ def test_device_driver_calls_only_what_exists():
     for name in set(re.findall(r"scripts/([\w.]+\.(?:py|sh))", text)):
         assert (ROOT / "scripts" / name).exists(), name
     assert not list((ROOT / "scripts").glob("device_*.sh"))
+
+
+def test_spmm_latency_probe_times_a_case_flushed_and_warm(tmp_path, capsys):
+    """``benchmarks/spmm_latency_probe.py`` on the CPU backend: each case checked and timed
+    twice (L2 flushed and warm), a GPU backend without a GPU reported as skipped, the rows
+    kept as JSON; ``--once`` runs the gate alone."""
+    import scipy.sparse as sp
+
+    from sparsescope.matrices.io import write_matrix
+
+    path = write_matrix(sp.random(40, 30, density=0.2, format="csr", random_state=1),
+                        tmp_path / "m.npz")
+    probe = load("spmm_latency_probe", "benchmarks")
+    out = tmp_path / "probe.json"
+    assert probe.main(["--matrix", str(path), "--k", "3", "--layout", "col", "--backend",
+                       "spmm-scipy-cpu", "--backend", "spmm-cuda-ell[tile_cols=2]",
+                       "--repeats", "2", "--json", str(out)]) == 0
+    rows = json.loads(out.read_text())
+    cpu, ell = rows
+    assert cpu["outcome"] == "ok" and cpu["flushed_us"] > 0 and cpu["warm_us"] > 0
+    assert ell["backend"] == "spmm-cuda-ell[tile_cols=2]" and ell["outcome"] == "skipped"
+    table = capsys.readouterr().out
+    assert "| m | 3 | col | spmm-scipy-cpu |" in table and "| skipped |" in table
+    assert probe.main(["--matrix", str(path), "--k", "3", "--layout", "row", "--backend",
+                       "spmm-scipy-cpu", "--once", "--json", str(out)]) == 0
+    assert "flushed_us" not in json.loads(out.read_text())[0]
