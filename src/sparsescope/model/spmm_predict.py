@@ -47,8 +47,8 @@ A warp's time is its rounds of loads, each a round trip::
 
     t_warp = (pointer rounds + pair rounds) x DRAM latency + x rounds x x_round
              (pointer rounds 1: the slice pointers, read before the pairs they locate;
-             0 for width-major ELL, ``spmm-cuda-ell``, whose lanes find their pairs from
-             their row alone and walk the padded width W: A = slices x W pairs)
+             0 for row-major ELL, ``spmm-cuda-ell``, whose lanes find their pairs from
+             their row and lane alone and walk the padded width W: A = slices x W pairs)
     x_round = L2 latency + (X's DRAM share of its L2 sectors) x (DRAM latency - L2 latency)
     pair rounds = ceil(L / stage pairs)            (L: the slice's nonzeros)
     x rounds    = ceil(ceil(L / groups per slice) / BATCH)
@@ -149,7 +149,7 @@ class SpmmLaunch(OwnLaunch):
     column-major (``spmm-cuda-colmajor``: each of a nonzero's values its own sector)."""
     pointer_rounds: int = 1
     """Round trips a lane makes for its slice pointers before its pairs: 1 (CSR); 0 for
-    width-major ELL (``spmm-cuda-ell``), whose pairs' addresses are the row's own."""
+    row-major ELL (``spmm-cuda-ell``), whose pairs' addresses are the row's own."""
     ell_width: int = 0
     """> 0: every slice padded to this many pairs (ELL): each lane loads all of them (their
     rounds), A is ``slices x ell_width`` pairs and no pointers; gathers are the real

@@ -98,7 +98,7 @@ def block_spmm_traffic(rows: int, cols: int, nnz: int, k: int, *, blocks: int,
 
 def ell_spmm_traffic(rows: int, cols: int, nnz: int, k: int, width: int, *,
                      value_bytes: int = 4, index_bytes: int = 4) -> Traffic:
-    """SpMM from width-major ELL (every row padded to ``width`` pairs, no row pointers)::
+    """SpMM from ELL (every row padded to ``width`` stored pairs, no row pointers)::
 
         values = rows x W x value bytes;  indices = rows x W x index bytes;  row meta = 0
         padding = (rows x W - nnz) x (value + index bytes)
