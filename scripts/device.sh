@@ -155,6 +155,11 @@ wheels() {  # install the carried wheels the image lacks (no network, no depende
     fi
 }
 
+nvmath_wheels() {  # nvmath-python and its cuSPARSE wheels (the planned cuSPARSE baseline),
+    # carried in .device-wheels-nvmath
+    $PY -m pip install -q --no-index --no-deps .device-wheels-nvmath/*.whl 2>&1 | tail -1
+}
+
 dask_wheels() {  # Dask for --cluster local (its dependencies from the image where it has them)
     $PY -m pip install -q --no-index --find-links .device-wheels distributed 2>&1 | tail -1
 }
@@ -311,7 +316,7 @@ recipe_real_dev() {
     local budget="${BUDGET_S:-560}" start rc=0 mode left
     start=$(date +%s)
     wheels
-    $PY -m pip install -q --no-index --no-deps .device-wheels-nvmath/*.whl 2>&1 | tail -1
+    nvmath_wheels
     local matrices=() variant_set="${VARIANT_SET-cusparse-spmv}"
     if [ -n "${SUITE:-}" ]; then
         env_file "$OUT/env.txt" "suite $SUITE at scale 1"
@@ -800,7 +805,7 @@ recipe_break_even() {
     local start entries=() matrices k layout args=()
     start=$(date +%s)
     wheels
-    $PY -m pip install -q --no-index --no-deps .device-wheels-nvmath/*.whl 2>&1 | tail -1
+    nvmath_wheels
     for k in $(seq 0 23); do entries+=("$(printf 'weights-%02d' "$k")"); done
     matrices="suite:spmm-population#$(IFS=,; echo "${ENTRIES:-${entries[*]}}")"
     for k in ${KS:-32 256}; do args+=(--k "$k"); done
@@ -834,7 +839,7 @@ recipe_spmm_real_dev() {
     local start rc=0 args=() f k layout v
     start=$(date +%s)
     wheels
-    $PY -m pip install -q --no-index --no-deps .device-wheels-nvmath/*.whl 2>&1 | tail -1
+    nvmath_wheels
     env_file "$OUT/env.txt" "matrices $(ls "${MATRICES_DIR:-.real-dev}"/*.npz | wc -l) from ${MATRICES_DIR:-.real-dev}"
     if [ "${GPU_TESTS:-1}" != 0 ]; then
         # shellcheck disable=SC2046
@@ -867,7 +872,7 @@ recipe_spmm_real_dev() {
 recipe_latency_probe() {  # $@: benchmarks/spmm_latency_probe.py arguments
     out_dir /tmp/ss-latency-probe
     wheels
-    $PY -m pip install -q --no-index --no-deps .device-wheels-nvmath/*.whl 2>&1 | tail -1
+    nvmath_wheels
     env_file "$OUT/env.txt" "probe args: $*"
     if [ -n "${GPU_TESTS:-}" ]; then
         # shellcheck disable=SC2086
@@ -993,7 +998,7 @@ recipe_sweep_gpus() {
     dask_wheels
     dask_cuda_path
     if [ -d .device-wheels-nvmath ]; then  # the planned cuSPARSE, where its wheels are carried
-        $PY -m pip install -q --no-index --no-deps .device-wheels-nvmath/*.whl 2>&1 | tail -1
+        nvmath_wheels
     fi
     local count="not a folder"
     [ -d "$source" ] && count="$(ls "$source" | wc -l) files"

@@ -235,3 +235,10 @@ def test_sass_uses_k_wide_vector_loads_and_does_not_spill(spmm_sass):
     double = spmm_sass["void spmm_rowwarp<double, long long, 2, 32, 4, 1, 2>"]
     assert ("LDG", 16) in {(i.opcode, i.access_bytes) for i in double.instructions}  # double2
     assert any(i.opcode in ("RED", "ATOM", "REDG", "ATOMG") for i in double.instructions)
+
+
+def test_pow2_at_least_by_hand():
+    from sparsescope.backends.spmm_cuda import pow2_at_least
+
+    assert [pow2_at_least(n, cap) for n, cap in ((13, 32), (41, 32), (3, 8), (0, 8), (1, 8),
+                                                 (8, 8))] == [16, 32, 4, 1, 1, 8]

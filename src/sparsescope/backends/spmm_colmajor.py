@@ -30,8 +30,10 @@ from sparsescope.backends.spmm_cuda import (
     SLICE_UNIT,
     OwnSpmmKernel,
     SlicePlan,
+    host_output,
     slice_plan,
     upload_csr,
+    upload_dense,
     upload_slices,
     warps_per_block,
     zero_fill_async,
@@ -337,16 +339,12 @@ class SpmmCudaColMajor(OwnSpmmKernel):
                              tile_cols=self.tile_cols)
 
     def prepare(self, case: OpCase, value_dtype: str, index_bytes: int) -> PreparedColMajor:
-        import cupy
-
         csr, k = case.matrix, case.params.k
-        dtype = _gpu.VALUE_DTYPES[value_dtype]
         host = self.plan(case, value_dtype, index_bytes, _gpu.device_sm_count())
         slice_ptr, slice_row = upload_slices(host.plan, _gpu.INDEX_DTYPES[index_bytes])
         indices, data = upload_csr(csr, value_dtype, index_bytes)
-        x_t = np.ascontiguousarray(np.asarray(case.inputs).T, dtype=dtype)  # k x cols
         rows, cols = csr.shape
-        x, y = cupy.asarray(x_t), cupy.zeros((k, rows), dtype=dtype)
+        x, y = upload_dense(case.inputs, value_dtype, "col", rows)   # k x cols, k x rows
         function = _gpu.raw_module(SOURCE, (host.kernel,)).get_function(host.kernel) \
             if rows else None
         args = (np.int64(host.plan.n_slices), np.int64(rows), np.int64(cols), np.int32(k),
@@ -368,7 +366,7 @@ class SpmmCudaColMajor(OwnSpmmKernel):
 
     def run(self, prepared: PreparedColMajor) -> np.ndarray:
         self._launch(prepared)
-        return np.ascontiguousarray(prepared.y.get().T)  # rows x k (Y was k x rows)
+        return host_output(prepared.y, "col")
 
     def kernel_shape(self, case: OpCase, prepared: PreparedColMajor | None):
         """The launch for the SpMM time model, with the compiled kernel's registers."""

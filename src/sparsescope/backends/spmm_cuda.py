@@ -337,6 +337,35 @@ def upload_csr(csr: Any, value_dtype: str, index_bytes: int) -> tuple[Any, Any]:
             cupy.asarray(csr.data.astype(_gpu.VALUE_DTYPES[value_dtype])))
 
 
+def upload_dense(inputs: Any, value_dtype: str, layout: str, rows: int) -> tuple[Any, Any]:
+    """(X, a zero Y) on the device as the kernels read and write them: C-ordered ``k x cols``
+    and ``k x rows`` for column-major X and Y (``layout`` col), ``cols x k`` and ``rows x
+    k`` for row-major."""
+    import cupy
+
+    dtype = _gpu.VALUE_DTYPES[value_dtype]
+    x = np.asarray(inputs, dtype=dtype)
+    col = layout == "col"
+    k = x.shape[1]
+    return (cupy.asarray(np.ascontiguousarray(x.T if col else x)),
+            cupy.zeros((k, rows) if col else (rows, k), dtype=dtype))
+
+
+def host_output(y: Any, layout: str) -> np.ndarray:
+    """Y from the device as ``rows x k`` (:func:`upload_dense`'s Y of either layout)."""
+    out = y.get()
+    return np.ascontiguousarray(out.T) if layout == "col" else out
+
+
+def pow2_at_least(n: int, cap: int) -> int:
+    """The smallest power of two >= ``n``, at most ``cap`` (itself a power of two); 1 for n
+    <= 1. (13, 32) -> 16; (41, 32) -> 32; (3, 8) -> 4; (0, 8) -> 1."""
+    p = 1
+    while p < n and p < cap:
+        p *= 2
+    return p
+
+
 def zero_fill_async(y: Any) -> None:
     """Zero Y on the current stream (rows cut into slices are summed into it atomically)."""
     import cupy

@@ -29,7 +29,15 @@ import numpy as np
 
 from sparsescope.backends import _gpu
 from sparsescope.backends.base import Capability
-from sparsescope.backends.spmm_cuda import OwnSpmmKernel, warps_per_block
+from sparsescope.backends.spmm_colmajor import MAX_TILE_COLS
+from sparsescope.backends.spmm_cuda import (
+    OwnSpmmKernel,
+    host_output,
+    pow2_at_least,
+    upload_dense,
+    warps_per_block,
+)
+from sparsescope.backends.spmm_rowgroup import vector_width
 from sparsescope.ops.base import OpCase
 
 SOURCE = "spmm_ell.cu"
@@ -41,30 +49,21 @@ CSR kernels' (their rows cut into slices)."""
 MAX_GROUP = 32
 """Most lanes a row: a warp. A row longer than 32 takes ceil(W / 32) passes, a round trip of
 pairs and gathers each."""
-MAX_TILE_COLS = 8
-"""Most columns a thread computes, as colmajor's (``spmm_colmajor.MAX_TILE_COLS``)."""
 VECTOR_BYTES = 16
 """Widest load of row-major X a lane issues (float4 / double2)."""
 
 
-def _pow2_at_least(n: int) -> int:
-    p = 1
-    while p < n:
-        p *= 2
-    return p
-
-
 def widest_tile(k: int) -> int:
     """C_k, the widest column tile at k: the smallest power of two >= k, at most
-    :data:`MAX_TILE_COLS` (8). k 1 -> 1; 3 -> 4; 8 -> 8; 64 -> 8."""
-    return min(MAX_TILE_COLS, _pow2_at_least(k))
+    ``spmm_colmajor.MAX_TILE_COLS`` (8), as colmajor's. k 1 -> 1; 3 -> 4; 8 -> 8; 64 -> 8."""
+    return pow2_at_least(k, MAX_TILE_COLS)
 
 
 def group_lanes(width: int) -> int:
     """G, the lanes of a row: the smallest power of two >= the longest row W, at most
     :data:`MAX_GROUP` (32), at least 1. W 13 -> 16; W 5 -> 8; W 41 -> 32 (two passes); W 0
     (no nonzeros) -> 1."""
-    return min(MAX_GROUP, _pow2_at_least(max(1, width)))
+    return pow2_at_least(width, MAX_GROUP)
 
 
 def stored_width(width: int) -> int:
@@ -191,12 +190,8 @@ def ell_tile(k: int, width: int, layout: str, value_dtype: str, *, rows: int, sm
         tile = floor
         while tile < widest and warps * -(-k // tile) > wave:
             tile *= 2
-    vec = 1
-    if layout == "row":
-        for v in (4, 2):
-            if v <= values and tile % v == 0 and k % v == 0:
-                vec = v
-                break
+    # rowgroup's VEC for k, no wider than the tile (both powers of two: it then divides C)
+    vec = min(vector_width(k, value_dtype), tile) if layout == "row" else 1
     return group, tile, vec
 
 
@@ -345,13 +340,7 @@ class SpmmCudaEll(OwnSpmmKernel):
         col = cupy.asarray(fmt.col.astype(_gpu.INDEX_DTYPES[index_bytes]))
         val = cupy.asarray(fmt.val.astype(dtype))
         rows, cols = csr.shape
-        inputs = np.asarray(case.inputs, dtype=dtype)
-        if layout == "col":
-            x = cupy.asarray(np.ascontiguousarray(inputs.T))   # k x cols
-            y = cupy.zeros((k, rows), dtype=dtype)
-        else:
-            x = cupy.asarray(np.ascontiguousarray(inputs))
-            y = cupy.zeros((rows, k), dtype=dtype)
+        x, y = upload_dense(case.inputs, value_dtype, layout, rows)
         function = _gpu.raw_module(SOURCE, (host.kernel,)).get_function(host.kernel) \
             if rows else None
         args = (np.int64(rows), np.int64(cols), np.int32(k), np.int32(host.width), col, val,
@@ -369,8 +358,7 @@ class SpmmCudaEll(OwnSpmmKernel):
 
     def run(self, prepared: PreparedEll) -> np.ndarray:
         self._launch(prepared)
-        y = prepared.y.get()
-        return np.ascontiguousarray(y.T) if prepared.host.layout == "col" else y
+        return host_output(prepared.y, prepared.host.layout)
 
     def traffic(self, case: OpCase, prepared: PreparedEll | None):
         """The padded pairs' bytes (``model.traffic.ell_spmm_traffic``); plain CSR's before

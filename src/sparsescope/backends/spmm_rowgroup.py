@@ -46,6 +46,7 @@ from sparsescope.backends.spmm_cuda import (
     SlicePlan,
     choose_slice_nnz,
     compiled_registers,
+    pow2_at_least,
     slice_plan,
     upload_csr,
     upload_slices,
@@ -81,13 +82,6 @@ MAX_DEPTH = 4
 with G <= 8, 64 with G = 32)."""
 X_LOADS_IN_FLIGHT = 8
 """BATCH x CHUNKS vector loads of X in flight per lane (as rowwarp's)."""
-
-
-def _pow2_at_least(n: int, cap: int = 32) -> int:
-    p = 1
-    while p < n and p < cap:
-        p *= 2
-    return p
 
 
 def vector_width(k: int, value_dtype: str) -> int:
@@ -142,7 +136,7 @@ def rowgroup_shape(kslab: int, vec: int) -> tuple[int, int, int]:
     if kslab < 1 or vec not in (1, 2, 4) or kslab % vec:
         raise ValueError(f"kslab {kslab} must be a positive multiple of VEC {vec} in (1, 2, 4)")
     lanes = -(-kslab // vec)
-    group = _pow2_at_least(lanes)
+    group = pow2_at_least(lanes, 32)
     return vec, group, -(-kslab // (group * vec))
 
 

@@ -35,7 +35,7 @@ import numpy as np
 
 from sparsescope.backends import _gpu
 from sparsescope.backends.base import Capability
-from sparsescope.backends.spmm_cuda import OwnSpmmKernel
+from sparsescope.backends.spmm_cuda import OwnSpmmKernel, host_output, upload_dense
 from sparsescope.backends.spmm_rowtile_format import (  # noqa: F401  (re-exported)
     CHUNK_ROWS,
     TILE_ROWS,
@@ -446,16 +446,13 @@ class SpmmCudaRowTile(OwnSpmmKernel):
         import cupy
 
         csr, k = case.matrix, case.params.k
-        dtype = _gpu.VALUE_DTYPES[value_dtype]
         index = _gpu.INDEX_DTYPES[index_bytes]
         host = self.plan(case, value_dtype, index_bytes, _gpu.device_sm_count())
         fmt = host.fmt
         if index_bytes == 4 and fmt.entries > np.iinfo(np.int32).max:
             raise ValueError(f"{fmt.entries:,} entries need 64-bit offsets")
-        x = np.asarray(case.inputs, dtype=dtype)
-        col = case.params.layout == "col"
-        x_dev = np.ascontiguousarray(x.T if col else x)   # k x cols column-major
         rows = csr.shape[0]
+        x, y = upload_dense(case.inputs, value_dtype, case.params.layout, rows)
         kernel = _gpu.raw_module(SOURCE, (host.kernel,)).get_function(host.kernel)
         if host.smem_bytes > OPT_IN_BYTES:
             kernel.max_dynamic_shared_size_bytes = host.smem_bytes
@@ -465,8 +462,7 @@ class SpmmCudaRowTile(OwnSpmmKernel):
             item_chunk=cupy.asarray(fmt.item_chunk.astype(index)),
             item_base=cupy.asarray(fmt.item_base.astype(index)),
             item_seg=cupy.asarray(fmt.item_seg.reshape(-1)),
-            entries=cupy.asarray(entries_array(fmt, value_dtype)), x=cupy.asarray(x_dev),
-            y=cupy.zeros((k, rows) if col else (rows, k), dtype=dtype),
+            entries=cupy.asarray(entries_array(fmt, value_dtype)), x=x, y=y,
             working_set_bytes=case.traffic.compulsory_bytes, kernel=kernel)
 
     def _launch(self, p: PreparedRowTile) -> None:
@@ -484,8 +480,7 @@ class SpmmCudaRowTile(OwnSpmmKernel):
 
     def run(self, prepared: PreparedRowTile) -> np.ndarray:
         self._launch(prepared)
-        y = prepared.y.get()
-        return np.ascontiguousarray(y.T) if prepared.host.layout == "col" else y
+        return host_output(prepared.y, prepared.host.layout)
 
     def traffic(self, case: OpCase, prepared: PreparedRowTile | None):
         """The row-tile format's bytes (``model.rowtile.rowtile_traffic``); plain CSR's before
