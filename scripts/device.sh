@@ -100,7 +100,7 @@
 #                         the carried store (carry out/spmm-pop too). Writes env.txt,
 #                         command.txt, summary.txt, summary.json (`model score --spmm-bounds`),
 #                         results.json.gz, store.sqlite.gz, bundle.tgz [, pytest_gpu.log].
-#   latency-probe PROBE_ARGS... {NCU_CASES="MATRIX:K:LAYOUT:BACKEND ...", GPU_TESTS=FILES}
+#   latency-probe PROBE_ARGS... {NCU_CASES="MATRIX:K:LAYOUT:BACKEND[:SKIP] ...", GPU_TESTS=FILES}
 #                         benchmarks/spmm_latency_probe.py (each case flushed and warm, its
 #                         kernels' warm durations), then ncu of each NCU_CASES case (warp
 #                         states, scheduler, memory, instruction stats). Writes env.txt,
@@ -884,13 +884,16 @@ recipe_latency_probe() {  # $@: benchmarks/spmm_latency_probe.py arguments
     echo "probe rc=$?"
     local ncu spec i=0
     ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
-    # NCU_CASES: "MATRIX:K:LAYOUT:BACKEND ..." each profiled on its first launch of a kernel
-    # named spmm_* or csrmm* (the gate's call), caches flushed, with warp states and stalls
+    # NCU_CASES: "MATRIX:K:LAYOUT:BACKEND[:SKIP] ..." each profiled on its first launch of a
+    # kernel named spmm_* or csrmm* (the gate's call) after SKIP such launches (default 0: a
+    # library's plan may run a one-block call of its kernel first), caches flushed, with warp
+    # states and stalls
     for spec in ${NCU_CASES:-}; do
-        local m k layout backend
-        IFS=: read -r m k layout backend <<< "$spec"
+        local m k layout backend skip
+        IFS=: read -r m k layout backend skip <<< "$spec"
         i=$((i + 1))
-        timeout 120 "$ncu" --kernel-name regex:"spmm_|csrmm" --launch-count 1 --cache-control all \
+        timeout 120 "$ncu" --kernel-name regex:"spmm_|csrmm" --launch-skip "${skip:-0}" \
+            --launch-count 1 --cache-control all \
             --clock-control none --section SpeedOfLight --section LaunchStats \
             --section Occupancy --section WarpStateStats --section SchedulerStats \
             --section MemoryWorkloadAnalysis --section InstructionStats \
