@@ -160,25 +160,10 @@ def test_cut_rows_zero_fill_and_atomics(fake_device, layout):
     from sparsescope.backends.spmm_rowgroup import SpmmCudaRowGroup
 
     matrix = _matrix(20, 120, seed=4, long_row=110)
-    backend = (SpmmCudaRowGroup(min_slice=16) if layout == "row"
-               else SpmmCudaColMajor(cut_sum="zero-fill"))
+    backend = SpmmCudaRowGroup(min_slice=16) if layout == "row" else SpmmCudaColMajor()
     case = _run(matrix, backend, 6, layout, "float64", 8)
     assert case.outcome == "ok", case.reason
     assert int(case.notes["split_rows"]) >= 1 and case.notes["zero_fill"] == "yes"
-
-
-@pytest.mark.parametrize("slice_nnz", [3, 32])
-def test_colmajor_joins_cut_rows_in_one_launch(fake_device, slice_nnz):
-    """Cut rows joined in the kernel: one launch (no memset), the gate passes on a Y the
-    backend poisons first; a 110-entry row in 3-pair slices spans two warps (SEG)."""
-    from sparsescope.backends.spmm_colmajor import SpmmCudaColMajor
-
-    matrix = _matrix(20, 120, seed=4, long_row=110)
-    case = _run(matrix, SpmmCudaColMajor(slice_nnz=slice_nnz), 6, "col", "float64", 8)
-    assert case.outcome == "ok", case.reason
-    assert int(case.notes["split_rows"]) >= 1 and case.notes["zero_fill"] == "no"
-    assert case.notes["cut_row_sum"].endswith("joined in the kernel (the last stores Y)")
-    assert [launch[0] for launch in fake_device] == ["spmm_colmajor"]
 
 
 def test_a_dropped_slice_fails_the_gate(fake_device):

@@ -363,18 +363,8 @@ def test_colmajor_grid_and_name():
             == "spmm_colmajor<double, long long, 1, 8>")
     plan = plan_colmajor(np.array([0, 3, 3, 100, 110]), 110, 3, "float32", 4, 132)
     assert plan.plan.slice_nnz == 64 and plan.plan.split_rows == 1  # 2 x 27.5 -> 64
-    assert plan.notes["slices"] == "5" and plan.notes["zero_fill"] == "no"   # joined
-    assert plan.kernel == "spmm_colmajor<float, int, 4, 4, false, true>" and plan.tiles == 1
-    assert plan.join.rows == 1 and plan.join.parts.tolist() == [2]   # 97 = 64 + 33
-    filled = plan_colmajor(np.array([0, 3, 3, 100, 110]), 110, 3, "float32", 4, 132,
-                           cut_sum="zero-fill")
-    assert filled.kernel == "spmm_colmajor<float, int, 4, 4>" and filled.join is None
-    assert filled.notes["zero_fill"] == "yes"
-    assert filled.notes["cut_row_sum"] == "an atomic a slice into a zero-filled Y"
-    assert (colmajor_kernel_name("float32", 4, (8, 4), segment=True, join=True)
-            == "spmm_colmajor<float, int, 8, 4, true, true>")
-    with pytest.raises(ValueError, match="cut_sum must be one of join, zero-fill"):
-        plan_colmajor(np.array([0, 3]), 3, 3, "float32", 4, 132, cut_sum="memset")
+    assert plan.notes["slices"] == "5" and plan.notes["zero_fill"] == "yes"
+    assert plan.kernel == "spmm_colmajor<float, int, 4, 4>" and plan.tiles == 1
 
 
 def launch_colmajor(template, grid, block, args) -> None:
@@ -384,14 +374,10 @@ def launch_colmajor(template, grid, block, args) -> None:
     i] on the flat arrays the backend uploads (k x cols and k x rows, C-ordered). With SEG
     (``template[2]``), the warp's segmented inclusive scan (a cut row's consecutive lanes one
     segment, every other lane its own), and only a segment's last lane adds to Y. Y written
-    in place. With JOIN (``template[3]``), a cut row's participant (a slice, or a segment's
-    last lane) adds into its workspace row ws[q] and raises its counter done[q, tile]; the one
-    that raises it to cut_parts[q] moves ws[q] into Y and zeroes ws[q] and the counter."""
+    in place."""
     c_tile, batch, *rest = template
     seg = bool(rest and rest[0])  # the kernel's SEG
-    join = len(rest) > 1 and bool(rest[1])  # the kernel's JOIN
-    (n_slices, rows, cols, k, sliced, slice_ptr, slice_row, cut_slot, cut_parts, col, val, x,
-     y, ws, done) = args
+    n_slices, rows, cols, k, sliced, slice_ptr, slice_row, col, val, x, y = args
     n_slices, rows, cols, k, sliced = (int(v) for v in (n_slices, rows, cols, k, sliced))
     xf, yf = x.reshape(-1), y.reshape(-1)
     for by in range(grid[1]):
@@ -432,92 +418,35 @@ def launch_colmajor(template, grid, block, args) -> None:
                         continue
                     if seg and atomic and i < 31 and lanes[i + 1][3] == key:
                         continue  # not the segment's last lane
-                    if join and atomic:
-                        q = int(cut_slot[bx * block[0] + w + i])
-                        ws[q * k + c0:q * k + c0 + cn] += acc[:cn]
-                        done[q * grid[1] + by] += 1
-                        if done[q * grid[1] + by] == int(cut_parts[q]):  # the last one
-                            done[q * grid[1] + by] = 0
-                            for c in range(cn):
-                                yf[(c0 + c) * rows + row] = ws[q * k + c0 + c]
-                            ws[q * k + c0:q * k + c0 + cn] = 0
-                        continue
                     for c in range(cn):
                         at = (c0 + c) * rows + row
                         yf[at] = yf[at] + acc[c] if atomic else acc[c]
 
 
-def emulate_colmajor(csr: sp.csr_matrix, x: np.ndarray, k: int, host,
-                     join_state: tuple | None = None) -> np.ndarray:
-    """The launch the backend makes for a :func:`plan_colmajor` plan, Y poisoned first (zeroed
-    where cut rows are summed into a zero-filled Y). ``join_state``: (ws, done) kept from an
-    earlier call, else fresh zeros."""
+def emulate_colmajor(csr: sp.csr_matrix, x: np.ndarray, k: int, host) -> np.ndarray:
+    """The launch the backend makes for a :func:`plan_colmajor` plan, Y poisoned first."""
     rows, cols = csr.shape
     plan = host.plan
     y = np.full((k, rows), np.nan)
-    if plan.split_rows and host.join is None:
+    if plan.split_rows:
         y[:] = 0.0
     slice_row = plan.slice_row if plan.slice_row is not None else plan.slice_ptr
-    join = host.join
-    slot, parts = (join.slot, join.parts) if join else (plan.slice_ptr, plan.slice_ptr)
-    ws, done = join_state or ((np.zeros(join.rows * k), np.zeros(join.rows * host.tiles,
-                                                                 dtype=np.int64))
-                              if join else (np.zeros(0), np.zeros(0)))
     args = (plan.n_slices, rows, cols, k, int(plan.split_rows > 0), plan.slice_ptr, slice_row,
-            slot, parts, csr.indices, csr.data, np.ascontiguousarray(np.asarray(x).T), y, ws,
-            done)
-    flags = host.kernel[:-1].split(",")[4:]
-    launch_colmajor((*host.tile, *(f.strip() == "true" for f in flags)),
-                    (host.blocks, host.tiles), (32 * host.warps,), args)
+            csr.indices, csr.data, np.ascontiguousarray(np.asarray(x).T), y)
+    launch_colmajor((*host.tile, host.kernel.endswith("true>")), (host.blocks, host.tiles),
+                    (32 * host.warps,), args)
     return y.T
 
 
-@pytest.mark.parametrize("cut_sum", ["join", "zero-fill"])
 @pytest.mark.parametrize("k", [1, 3, 6, 33])
-def test_emulated_colmajor_matches_the_reference(k, cut_sum):
+def test_emulated_colmajor_matches_the_reference(k):
     csr = _matrix(37, 60, seed=k, long_row=55)
     x = np.asfortranarray(np.random.default_rng(k).random((60, k)) * 2 - 1)
-    plan = plan_colmajor(csr.indptr, csr.nnz, k, "float64", 8, 132, cut_sum=cut_sum)
+    plan = plan_colmajor(csr.indptr, csr.nnz, k, "float64", 8, 132)
     assert plan.plan.split_rows == 1  # the 55-entry row is cut (S = 32)
     y = emulate_colmajor(csr, x, k, plan)
     assert not np.isnan(y).any()
     np.testing.assert_allclose(y, csr @ x, rtol=1e-12, atol=1e-12)
-
-
-def test_cut_join_counts_slices_or_the_warps_they_span():
-    """cut_join: q numbers the cut rows in order; parts = a cut row's slices, or with the
-    warp's segmented sum (SEG) the warps its slices span."""
-    from sparsescope.backends.spmm_cuda import cut_join, slice_plan
-
-    plan = slice_plan(np.array([0, 2, 8, 9, 13]), 2)   # rows of 2, 6, 1, 4 at S = 2
-    join = cut_join(plan)
-    assert plan.slice_row.tolist() == [0, -2, -2, -2, 2, -4, -4]
-    assert join.slot.tolist() == [0, 0, 0, 0, 0, 1, 1] and join.parts.tolist() == [3, 2]
-    # 20 whole rows, then one row of 80 cut at S = 2 into 40 slices: slices 20-59, which
-    # span warps 0 (20-31) and 1 (32-59)
-    indptr = np.concatenate((np.arange(21), [100]))
-    plan = slice_plan(indptr, 2)
-    assert cut_join(plan).parts.tolist() == [40]
-    assert cut_join(plan, segment=True).parts.tolist() == [2]
-    assert cut_join(slice_plan(np.array([0, 1, 2]), 2)).rows == 0   # no cut row
-
-
-@pytest.mark.parametrize("segment_rows", [False, True])
-def test_colmajor_join_leaves_its_workspace_zero_for_the_next_call(segment_rows):
-    """JOIN with one call after another on the same workspace: each call exact, and the
-    workspace and its counters zero after each (the kernel clears what it used). A row cut
-    into 40 slices (SEG: one participant a warp) or rows cut into 2-4 (a slice each)."""
-    long_row = 120 if segment_rows else 0
-    csr = _matrix(70, 130, seed=2, long_row=long_row)
-    plan = plan_colmajor(csr.indptr, csr.nnz, 9, "float64", 8, 132, slice_nnz=3, batch=2)
-    assert plan.join is not None and plan.kernel.endswith(
-        "true, true>" if segment_rows else "false, true>")
-    ws, done = np.zeros(plan.join.rows * 9), np.zeros(plan.join.rows * plan.tiles, np.int64)
-    for seed in (1, 2):
-        x = np.random.default_rng(seed).random((130, 9)) - 0.5
-        y = emulate_colmajor(csr, x, 9, plan, join_state=(ws, done))
-        np.testing.assert_allclose(y, csr @ x, rtol=1e-12, atol=1e-12)
-        assert not ws.any() and not done.any()
 
 
 def test_colmajor_short_slices_and_deep_batches():
@@ -535,7 +464,7 @@ def test_colmajor_short_slices_and_deep_batches():
                          slice_nnz=8, batch=4)
     # rows of 3, 0, 97, 10 cut at 8: 1 + 1 + 13 + 2 slices, two rows cut
     assert (plan.plan.n_slices, plan.plan.split_rows) == (17, 2)
-    assert plan.kernel == "spmm_colmajor<float, int, 8, 4, false, true>"
+    assert plan.kernel == "spmm_colmajor<float, int, 8, 4>"
     assert plan.notes["slice_rule"] == "S = 8 (given)"
 
 

@@ -16,21 +16,16 @@ ROWGROUP = ("float, int, 4, 2, 1, 4, 8, 2", "float, int, 4, 16, 1, 2, 8, 2",
             "float, int, 1, 4, 1, 4, 8, 2", "float, int, 1, 1, 1, 4, 4, 2",
             "double, int, 1, 32, 16, 1, 1, 2",
             "float, int, 4, 32, 1, 1, 4, 4")  # MINB 4: 64 registers, BATCH 4 fits them
-COLMAJOR = ("float, int, 8, 2, false, false", "double, long long, 4, 4, false, false",
-            "float, int, 1, 8, false, false",
-            "float, int, 8, 4, true, false",   # SEG: a cut row's slices summed across the warp
-            "float, int, 8, 4, false, true",   # JOIN: cut rows joined in the kernel
-            "double, long long, 8, 4, true, true")
+COLMAJOR = ("float, int, 8, 2, false", "double, long long, 4, 4, false", "float, int, 1, 8, false",
+            "float, int, 8, 4, true")  # SEG: a cut row's slices summed across the warp
 
 
 def _instance(kernel: str, args: str) -> str:
     t, i = (p.strip() for p in args.split(",")[:2])
-    if kernel == "spmm_rowgroup":
-        return (f"template __global__ void {kernel}<{args}>(long long, int, int, int, "
-                f"const {i}*, const {i}*, const {i}*, const {t}*, const {t}*, {t}*);")
-    return (f"template __global__ void {kernel}<{args}>(long long, long long, long long, int, "
-            f"int, const {i}*, const {i}*, const {i}*, const {i}*, const {i}*, const {t}*, "
-            f"const {t}*, {t}*, {t}*, unsigned*);")
+    params = ("long long, int, int, int" if kernel == "spmm_rowgroup"
+              else "long long, long long, long long, int, int")
+    return (f"template __global__ void {kernel}<{args}>({params}, const {i}*, const {i}*, "
+            f"const {i}*, const {t}*, const {t}*, {t}*);")
 
 
 @pytest.fixture(scope="module")
@@ -77,14 +72,10 @@ def test_colmajor_sass(sass, args):
     analysis = sass[f"void spmm_colmajor<{args}>"]
     res = analysis.resources
     assert not res.local_bytes and not res.spill_store_bytes
-    seg, join = (p.strip() == "true" for p in args.split(",")[4:])
-    assert any(i.opcode == "SHFL" for i in analysis.instructions) == seg  # only SEG shuffles
+    seg = args.endswith("true")  # only the segmented instance shuffles
+    assert any(i.opcode == "SHFL" for i in analysis.instructions) == seg
     width = 4 if args.startswith("float") else 8
     assert ("STG", width) in _accesses(analysis)
-    # JOIN: the fence before the counter's atomic, and the workspace's exchanges into Y
-    opcodes = {i.opcode for i in analysis.instructions}
-    assert ("MEMBAR" in opcodes) == join
-    assert any(i.opcode.startswith("ATOM") for i in analysis.instructions) == join
 
 
 @pytest.mark.parametrize("args", ["float, int, 4, 2, 1, 4, 8, 2",

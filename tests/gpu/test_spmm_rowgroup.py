@@ -68,51 +68,22 @@ def test_each_backend_skips_the_other_layout_with_a_reason(awkward_matrices, lay
 @pytest.mark.parametrize("layout", ["row", "col"])
 @pytest.mark.parametrize("k", [1, 6, 64, 600])
 def test_cut_rows_use_atomics_and_match(awkward_matrices, layout, k):
-    """Long rows cut into slices: rowgroup with a small slice floor (the dense 65-row matrix's
-    ~1,000-entry rows and the heavy rows are cut), zero fill plus atomics; colmajor by its own
-    rule (slices of <= 2 x the mean row: the heavy rows), joined in the kernel and with the
-    zero fill."""
+    """Long rows cut into slices: zero fill plus atomics. rowgroup with a small slice floor
+    (the dense 65-row matrix's ~1,000-entry rows and the heavy rows are cut); colmajor by its
+    own rule (slices of <= 2 x the mean row: the heavy rows)."""
     from sparsescope.backends.spmm_colmajor import SpmmCudaColMajor
     from sparsescope.backends.spmm_rowgroup import SpmmCudaRowGroup
 
     names = ("heavy", "dense-rows") if layout == "row" else ("heavy",)
     heavy = [m for m in awkward_matrices if any(n in m.name for n in names)]
     assert heavy
-    backends = ([(SpmmCudaRowGroup(min_slice=8), "yes")] if layout == "row" else
-                [(SpmmCudaColMajor(), "no"), (SpmmCudaColMajor(cut_sum="zero-fill"), "yes")])
     for matrix in heavy:
         for dtype in ("float32", "float64"):
-            for backend, zero_fill in backends:
-                case = _run(matrix, backend, k, layout, dtype, 8)
-                assert case.outcome == "ok", (matrix.name, dtype, case.reason)
-                assert int(case.notes["split_rows"]) > 0
-                assert case.notes["zero_fill"] == zero_fill
-
-
-@pytest.mark.parametrize(("k", "slice_nnz"), [(1, 2), (8, 4), (64, 8), (600, 3)])
-def test_colmajor_join_is_exact_call_after_call(awkward_matrices, k, slice_nnz):
-    """colmajor's in-kernel join, one prepared case called five times (X the same, Y poisoned
-    before each call): every call within the gate's tolerance, and the workspace and its
-    counters zero after each (the kernel leaves them as it found them). Short slices cut most
-    rows: rows of a few slices (an atomic a slice) and the heavy row's hundreds (SEG)."""
-    from sparsescope.backends.spmm_colmajor import SpmmCudaColMajor
-    from sparsescope.ops.registry import get_op
-
-    op = get_op("spmm")
-    for matrix in _small(awkward_matrices):
-        for dtype, index_bytes in (("float32", 4), ("float64", 8)):
-            case = op.make_case(matrix.csr, {"k": k, "layout": "col"}, value_dtype=dtype,
-                                index_bytes=index_bytes, seed=k)
-            backend = SpmmCudaColMajor(slice_nnz=slice_nnz)
-            prepared = backend.prepare_case(case, dtype, index_bytes)
-            for call in range(5):
-                assert backend.poison_case(prepared)
-                out = backend.run_case(prepared)
-                check = op.check(out, case)
-                assert check.passed, (matrix.name, dtype, call, check)
-                if prepared.join:
-                    ws, done = prepared.join[2].get(), prepared.join[3].get()
-                    assert not ws.any() and not done.any(), (matrix.name, dtype, call)
+            backend = (SpmmCudaRowGroup(min_slice=8) if layout == "row"
+                       else SpmmCudaColMajor())
+            case = _run(matrix, backend, k, layout, dtype, 8)
+            assert case.outcome == "ok", (matrix.name, dtype, case.reason)
+            assert int(case.notes["split_rows"]) > 0 and case.notes["zero_fill"] == "yes"
 
 
 #: colmajor's narrower column tiles per k (auto's narrow candidate): C = 1, 2 and 4 instances,

@@ -7,11 +7,9 @@ columns. Host choices, pure functions tested without a GPU and recorded in the c
 
 * :func:`colmajor_tile`: (C, BATCH), columns per thread and pairs per batch (``tile_cols``:
   a narrower C, :func:`narrow_tile_cols`, for grids below one wave);
-* :func:`colmajor_slice_nnz`: S, the longest slice a lane walks (rows longer are cut), cut into
-  slices by :func:`~sparsescope.backends.spmm_cuda.slice_plan`; a cut row's partial sums are
-  joined in the kernel (JOIN, :func:`~sparsescope.backends.spmm_cuda.cut_join`: a workspace
-  row and a counter, the last participant stores Y), or with ``cut_sum="zero-fill"`` summed
-  with atomics into a Y zeroed by a memset first (a second launch);
+* :func:`colmajor_slice_nnz`: S, the longest slice a lane walks (rows longer are cut, summed
+  with atomics into a zero-filled Y), cut into slices by
+  :func:`~sparsescope.backends.spmm_cuda.slice_plan`;
 * the block: :func:`~sparsescope.backends.spmm_cuda.warps_per_block` over ceil(slices / 32)
   warps.
 
@@ -30,10 +28,8 @@ from sparsescope.backends import _gpu
 from sparsescope.backends.base import Capability
 from sparsescope.backends.spmm_cuda import (
     SLICE_UNIT,
-    CutJoin,
     OwnSpmmKernel,
     SlicePlan,
-    cut_join,
     host_output,
     slice_plan,
     upload_csr,
@@ -197,19 +193,12 @@ def segmented(plan: SlicePlan) -> bool:
 
 
 def colmajor_kernel_name(value_dtype: str, index_bytes: int, tile: tuple[int, int],
-                         segment: bool = False, join: bool = False) -> str:
+                         segment: bool = False) -> str:
     """The template instance, e.g. ``spmm_colmajor<float, int, 8, 2>``; with ``segment``
-    (:func:`segmented`) ``spmm_colmajor<float, int, 8, 4, true>``; with ``join`` (cut rows
-    joined in the kernel) ``spmm_colmajor<float, int, 8, 4, false, true>``."""
-    flags = (", true, true" if segment and join else ", true" if segment
-             else ", false, true" if join else "")
+    (:func:`segmented`) ``spmm_colmajor<float, int, 8, 4, true>``."""
     return (f"spmm_colmajor<{_gpu.CUDA_VALUE_TYPES[value_dtype]}, "
-            f"{_gpu.CUDA_INDEX_TYPES[index_bytes]}, {tile[0]}, {tile[1]}{flags}>")
-
-
-CUT_SUMS = ("join", "zero-fill")
-"""How a cut row's slices are summed: ``join`` in the kernel (no second launch), or
-``zero-fill``: a memset of Y, then atomics (two launches; kept to measure the two apart)."""
+            f"{_gpu.CUDA_INDEX_TYPES[index_bytes]}, {tile[0]}, {tile[1]}"
+            f"{', true' if segment else ''}>")
 
 
 @dataclass(frozen=True)
@@ -221,19 +210,15 @@ class ColMajorPlan:
     tiles: int
     warps: int
     notes: dict[str, str]
-    join: CutJoin | None = None
-    """The cut rows' join (JOIN), None where no row is cut or Y is zero-filled instead."""
 
 
 def plan_colmajor(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, index_bytes: int,
                   sm_count: int, *, warps: int | None = None, min_slice: int | None = None,
                   slice_nnz: int | None = None, batch: int | None = None,
-                  tile_cols: int | None = None, cut_sum: str = "join") -> ColMajorPlan:
+                  tile_cols: int | None = None) -> ColMajorPlan:
     """The whole host plan of one call (pure). ``slice_nnz``: S as given, instead of
     :func:`colmajor_slice_nnz`'s rule; ``batch``: BATCH as given; ``tile_cols``: C as given
-    (both :func:`colmajor_tile`); ``cut_sum``: one of :data:`CUT_SUMS`."""
-    if cut_sum not in CUT_SUMS:
-        raise ValueError(f"cut_sum must be one of {', '.join(CUT_SUMS)}, got {cut_sum!r}")
+    (both :func:`colmajor_tile`)."""
     rows = int(np.asarray(indptr).size - 1)
     tile = colmajor_tile(k, batch, tile_cols)
     if slice_nnz is not None and slice_nnz < 1:
@@ -241,17 +226,13 @@ def plan_colmajor(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, index_
     plan = slice_plan(indptr, slice_nnz or colmajor_slice_nnz(rows, nnz, min_slice))
     blocks, tiles, block = colmajor_grid(plan.n_slices, k, tile[0], sm_count, warps)
     segment = segmented(plan)
-    join = cut_join(plan, segment) if plan.split_rows and cut_sum == "join" else None
-    name = colmajor_kernel_name(value_dtype, index_bytes, tile, segment, join is not None)
+    name = colmajor_kernel_name(value_dtype, index_bytes, tile, segment)
     notes = {"kernel": name, "tile_cols": str(tile[0]), "pairs_per_batch": str(tile[1]),
              "slice_nnz": str(plan.slice_nnz), "slices": str(plan.n_slices),
              "split_rows": str(plan.split_rows),
-             "zero_fill": "yes" if plan.split_rows and join is None else "no",
-             "cut_row_sum": ("none" if not plan.split_rows else
-                             ("warp scan, one atomic a warp" if segment else
-                              "an atomic a slice")
-                             + (", joined in the kernel (the last stores Y)" if join else
-                                " into a zero-filled Y")),
+             "zero_fill": "yes" if plan.split_rows else "no",
+             "cut_row_sum": ("warp scan, one atomic a warp" if segment else
+                             "an atomic a slice" if plan.split_rows else "none"),
              "block_threads": str(32 * block), "grid_blocks": str(blocks),
              "column_tiles": str(tiles), "sm_count": str(sm_count),
              "index_dtype": np.dtype(_gpu.INDEX_DTYPES[index_bytes]).name,
@@ -261,7 +242,7 @@ def plan_colmajor(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, index_
              "tile_rule": (f"C = {tile_cols} (given), A's pairs read once per column tile"
                            if tile_cols is not None else
                            f"C = smallest power of two >= k, at most {MAX_TILE_COLS}")}
-    return ColMajorPlan(name, tile, plan, blocks, tiles, block, notes, join)
+    return ColMajorPlan(name, tile, plan, blocks, tiles, block, notes)
 
 
 LAUNCH_BOUND_MINB = 1
@@ -283,26 +264,12 @@ def colmajor_launch(host: ColMajorPlan, registers: int | None = None):
     from sparsescope.model.spmm_predict import SpmmLaunch, plan_fields
 
     tile, batch = host.tile
-    fields = plan_fields(host.plan, host.notes, registers, LAUNCH_BOUND_MINB,
-                         joined=host.join is not None)
+    fields = plan_fields(host.plan, host.notes, registers, LAUNCH_BOUND_MINB)
     widest = max(fields["index_bytes"], fields["value_bytes"])
     return SpmmLaunch(
         kernel=host.kernel, slices_per_warp=32, groups_per_slice=1, slab_cols=tile,
         slabs=host.tiles, vec=1, chunks=tile, stage_pairs=max(1, 32 // widest), batch=batch,
         block_warps=host.warps, x_layout="col", label=f"colmajor {host.kernel}", **fields)
-
-
-def upload_join(host: ColMajorPlan, k: int, value_dtype: str, index_bytes: int) -> tuple:
-    """JOIN's device arrays: each slice's cut-row slot and each cut row's participants (index
-    type), its workspace row (cut rows x k values) and its counters (cut rows x column tiles,
-    uint32), the last two zero."""
-    import cupy
-
-    index = _gpu.INDEX_DTYPES[index_bytes]
-    return (cupy.asarray(host.join.slot.astype(index)),
-            cupy.asarray(host.join.parts.astype(index)),
-            cupy.zeros(host.join.rows * k, dtype=_gpu.VALUE_DTYPES[value_dtype]),
-            cupy.zeros(host.join.rows * host.tiles, dtype=np.uint32))
 
 
 @dataclass
@@ -320,9 +287,6 @@ class PreparedColMajor:
     y: Any
     """Y stored k x rows, C-ordered: column-major Y."""
     working_set_bytes: int
-    join: tuple = ()
-    """JOIN's device arrays (cut slot, cut parts, workspace, counters); the workspace and the
-    counters are zero between calls (the kernel leaves them so)."""
     function: Any = None
     """The compiled kernel, resolved once by ``prepare`` (a per-call lookup of the module and
     its function cost host time on every timed call); None for a matrix without rows."""
@@ -334,7 +298,6 @@ class PreparedColMajor:
 
 class SpmmCudaColMajor(OwnSpmmKernel):
     name = "spmm-cuda-colmajor"
-    TEXT_OPTIONS = {"cut_sum": CUT_SUMS}
     capability = Capability(
         ops=("spmm",), value_dtypes=("float32", "float64"), index_bytes=(4, 8), device="gpu",
         description="own CSR SpMM: column-major X and Y, a lane per row slice, C columns a "
@@ -342,12 +305,7 @@ class SpmmCudaColMajor(OwnSpmmKernel):
 
     def __init__(self, *, warps: int | None = None, min_slice: int | None = None,
                  slice_nnz: int | None = None, batch: int | None = None,
-                 tile_cols: int | None = None, cut_sum: str = "join") -> None:
-        if cut_sum not in CUT_SUMS:
-            raise ValueError(f"cut_sum must be one of {', '.join(CUT_SUMS)}, got {cut_sum!r}")
-        self.cut_sum = cut_sum
-        """How cut rows are summed (:data:`CUT_SUMS`): joined in the kernel, or a zero fill
-        of Y first."""
+                 tile_cols: int | None = None) -> None:
         self.warps = warps
         self.min_slice = min_slice
         self.slice_nnz = slice_nnz
@@ -378,7 +336,7 @@ class SpmmCudaColMajor(OwnSpmmKernel):
         return plan_colmajor(csr.indptr, csr.nnz, case.params.k, value_dtype, index_bytes,
                              sm_count, warps=self.warps, min_slice=self.min_slice,
                              slice_nnz=self.slice_nnz, batch=self.batch,
-                             tile_cols=self.tile_cols, cut_sum=self.cut_sum)
+                             tile_cols=self.tile_cols)
 
     def prepare(self, case: OpCase, value_dtype: str, index_bytes: int) -> PreparedColMajor:
         csr, k = case.matrix, case.params.k
@@ -389,23 +347,19 @@ class SpmmCudaColMajor(OwnSpmmKernel):
         x, y = upload_dense(case.inputs, value_dtype, "col", rows)   # k x cols, k x rows
         function = _gpu.raw_module(SOURCE, (host.kernel,)).get_function(host.kernel) \
             if rows else None
-        join = upload_join(host, k, value_dtype, index_bytes) if host.join else ()
-        # without JOIN the kernel never reads its four join arguments: any pointer will do
-        slot, parts, ws, done = join or (slice_ptr, slice_ptr, y, slice_ptr)
         args = (np.int64(host.plan.n_slices), np.int64(rows), np.int64(cols), np.int32(k),
                 np.int32(host.plan.split_rows > 0),
-                slice_ptr, slice_row, slot, parts, indices, data, x, y, ws, done)
+                slice_ptr, slice_row, indices, data, x, y)
         return PreparedColMajor(
             rows=rows, cols=cols, k=k, host=host, slice_ptr=slice_ptr,
             slice_row=slice_row, indices=indices, data=data, x=x, y=y,
-            working_set_bytes=case.traffic.compulsory_bytes, join=join, function=function,
+            working_set_bytes=case.traffic.compulsory_bytes, function=function,
             grid=(host.blocks, host.tiles), block=(32 * host.warps,), args=args)
 
     def _launch(self, p: PreparedColMajor) -> None:
-        """The zero fill (cut rows not joined in the kernel) and one kernel call: the function
-        and its arguments were resolved by ``prepare`` (Y is filled in place, so the arguments
-        stay valid)."""
-        if p.host.plan.split_rows and p.host.join is None:
+        """The optional zero fill and one kernel call: the function and its arguments were
+        resolved by ``prepare`` (Y is filled in place, so the arguments stay valid)."""
+        if p.host.plan.split_rows:
             zero_fill_async(p.y)
         if p.function is not None:
             p.function(p.grid, p.block, p.args)

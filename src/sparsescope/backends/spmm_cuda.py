@@ -188,50 +188,6 @@ def slice_plan(indptr: np.ndarray, slice_nnz: int) -> SlicePlan:
                      int((pieces > 1).sum()))
 
 
-@dataclass(frozen=True)
-class CutJoin:
-    """What a kernel needs to join a cut row's partial sums itself, with no zero fill of Y
-    (``spmm_colmajor.cu``'s JOIN): each cut row's index q and its participants."""
-
-    slot: np.ndarray
-    """Per slice, its cut row's q (0 for a whole row: never read)."""
-    parts: np.ndarray
-    """Per cut row q, the participants that add into its workspace row: its slices, or with a
-    warp's segmented sum the warps its slices span (a segment's last lane adds for the warp)."""
-
-    @property
-    def rows(self) -> int:
-        return int(self.parts.size)
-
-
-def cut_join(plan: SlicePlan, segment: bool = False) -> CutJoin:
-    """The cut rows of ``plan`` numbered in order (q = 0, 1, ...) and their participants::
-
-        parts[q] = slices of row q                       (segment False)
-                 = distinct warps (slice // 32) among them (segment True)
-
-    Slices [row 0 whole, row 1 cut in 3, row 2 whole, row 3 cut in 2] -> slot [0, 0, 0, 0, 0,
-    1, 1], parts [3, 2]; 40 slices of one cut row from slice 20 on, segment True -> slices 20-31
-    in warp 0, 32-59 in warp 1: parts [2]. No cut row -> empty."""
-    if plan.slice_row is None or not plan.split_rows:
-        return CutJoin(np.zeros(plan.n_slices, dtype=np.int64), np.zeros(0, dtype=np.int64))
-    cut = plan.slice_row < 0
-    where = np.flatnonzero(cut)
-    first = np.ones(where.size, dtype=bool)
-    first[1:] = plan.slice_row[where[1:]] != plan.slice_row[where[:-1]]
-    q = np.cumsum(first) - 1          # a cut row's slices are consecutive
-    slot = np.zeros(plan.n_slices, dtype=np.int64)
-    slot[where] = q
-    if segment:   # one participant per (row, warp): count the pairs that are new
-        warp = where // 32
-        new = first.copy()
-        new[1:] |= warp[1:] != warp[:-1]
-        parts = np.bincount(q[new], minlength=int(q[-1]) + 1)
-    else:
-        parts = np.bincount(q)
-    return CutJoin(slot, parts.astype(np.int64))
-
-
 def kernel_name(value_dtype: str, index_bytes: int, shape: tuple[int, int, int],
                 stages: tuple[int, int] | None = None) -> str:
     """The template instance, e.g. ``spmm_rowwarp<float, int, 4, 2, 1, 4, 8>``."""

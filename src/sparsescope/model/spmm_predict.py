@@ -46,9 +46,6 @@ has used the 32-byte sector of its indices (8 int32 pairs: the loads between hit
 A warp's time is its rounds of loads, each a round trip::
 
     t_warp = (pointer rounds + pair rounds) x DRAM latency + x rounds x x_round
-             + join rounds x L2 latency   (a warp holding a slice of a cut row joined in
-             the kernel, colmajor's JOIN: the fence with the counter's atomic, then the
-             exchange of the workspace into Y: 2 rounds; else 0)
              (pointer rounds 1: the slice pointers, read before the pairs they locate;
              0 for row-major ELL, ``spmm-cuda-ell``, whose lanes find their pairs from
              their row and lane alone and walk the padded width W: A = slices x W pairs)
@@ -93,9 +90,6 @@ PER_PAIR_INSTRUCTIONS = 3
 #: Instructions of one stage of (col, val) pairs: a load of each and their addresses.
 PER_STAGE_INSTRUCTIONS = 4
 BINDING = ("memory", "imbalance", "compute")
-JOIN_ROUNDS = 2
-"""L2 round trips a cut row's in-kernel join adds to a warp (``spmm_colmajor.cu``'s JOIN): its
-fence and the counter's atomic, then the last participant's exchange of the workspace."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -156,9 +150,6 @@ class SpmmLaunch(OwnLaunch):
     pointer_rounds: int = 1
     """Round trips a lane makes for its slice pointers before its pairs: 1 (CSR); 0 for
     row-major ELL (``spmm-cuda-ell``), whose pairs' addresses are the row's own."""
-    join_slices: np.ndarray | None = None
-    """Slices of cut rows joined in the kernel (bool per slice, no zero fill): their warps take
-    :data:`JOIN_ROUNDS` L2 round trips more."""
     ell_width: int = 0
     """> 0: every slice padded to this many pairs (ELL): each lane loads all of them (their
     rounds), A is ``slices x ell_width`` pairs and no pointers; gathers are the real
@@ -175,23 +166,20 @@ class SpmmLaunch(OwnLaunch):
 
 
 def plan_fields(slice_plan, notes: dict[str, str], registers: int | None,
-                min_blocks: int, joined: bool = False) -> dict:
+                min_blocks: int) -> dict:
     """The :class:`SpmmLaunch` fields every own kernel's plan gives alike: its slices, value
-    and index widths (from the plan's notes), the zero fill and its launch (none where the
-    cut rows are ``joined`` in the kernel: their slices instead), and the registers -- the
-    compiled kernel's, else the cap of ``__launch_bounds__(256, min_blocks)`` (65,536 / (256
-    x min_blocks): 128 for 2, 64 for 4)."""
+    and index widths (from the plan's notes), the zero fill and its launch, and the registers
+    -- the compiled kernel's, else the cap of ``__launch_bounds__(256, min_blocks)``
+    (65,536 / (256 x min_blocks): 128 for 2, 64 for 4)."""
     cap = REGISTERS_PER_SM // (256 * min_blocks)
     cut = slice_plan.split_rows > 0
-    join = (slice_plan.slice_row < 0) if cut and joined else None
-    cut = cut and not joined
     return dict(slice_ptr=slice_plan.slice_ptr,
                 value_bytes=4 if notes["value_dtype"] == "float32" else 8,
                 index_bytes=np.dtype(notes["index_dtype"]).itemsize,
                 max_registers=registers if registers else cap,
                 registers_source=("the compiled kernel" if registers
                                   else f"the launch bound's cap ({cap})"),
-                zero_fill=cut, launches=1 + cut, join_slices=join)
+                zero_fill=cut, launches=1 + cut)
 
 
 def resident_warps(launch: SpmmLaunch, *, max_threads_per_sm: int, max_blocks_per_sm: int,
@@ -361,10 +349,6 @@ def predict_spmm(indptr, indices, cols: int, k: int, launch: SpmmLaunch, rates, 
     l2_ns = min(rates.l2_latency_ns, dram_ns) if rates.l2_latency_ns else dram_ns
     x_round = l2_ns + (1.0 - hit) * (dram_ns - l2_ns)
     t_warp = (launch.pointer_rounds + pairs) * dram_ns + xr * x_round
-    if launch.join_slices is not None:
-        joins = _per_warp_max(np.asarray(launch.join_slices, dtype=np.int64),
-                              launch.slices_per_warp)
-        t_warp = t_warp + JOIN_ROUNDS * l2_ns * joins
     per_nz = launch.chunks * (1 + launch.vec) + PER_PAIR_INSTRUCTIONS
     instructions = launch.slabs * float((busiest * per_nz + pairs * PER_STAGE_INSTRUCTIONS).sum())
     per_sm = resident_warps(launch, max_threads_per_sm=rates.max_threads_per_sm,

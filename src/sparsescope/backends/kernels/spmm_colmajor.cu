@@ -1,9 +1,7 @@
 // CSR SpMM Y = A X of sparsescope's own backend spmm-cuda-colmajor (X and Y column-major),
 // compiled at run time by NVRTC through cupy.RawModule, instantiated by name expression, e.g.
 // "spmm_colmajor<float, int, 8, 2>" (T, I, C, BATCH; SEG, default false: "spmm_colmajor<float,
-// int, 8, 4, true>" sums a cut row's slices across the warp before its atomics; JOIN, default
-// false: "spmm_colmajor<float, int, 8, 4, false, true>" joins a cut row's partial sums in the
-// kernel itself, so no zero fill of Y runs before it).
+// int, 8, 4, true>" sums a cut row's slices across the warp before its atomics).
 //
 // X is dense cols x k, column-major (X[j, c] at c * cols + j); Y dense rows x k, column-major
 // (Y[i, c] at c * rows + i).
@@ -35,41 +33,17 @@
 // slices of one cut row it holds with shuffles, so each warp adds once per cut row and
 // column).
 //
-// JOIN: a cut row summed without a zero fill, in this one launch. A second launch (the memset
-// of Y) costs a small call more than its own 1 us: 1.2-2.2 us of the wall of a 5-10 us call
-// (H200, latency mode, results/h200/real-dev/2026-11-28-ell). Instead each cut row q has a
-// zeroed workspace row ws[q, :] (k values) and a counter done[q, tile]; a slice's (or, with
-// SEG, a segment's) sums are added into ws, made visible (__threadfence), and the counter
-// raised; the participant that raises it to cut_parts[q] (the host's count of the row's
-// slices, or of the warps its slices span with SEG) is the last: every other one fenced its
-// adds before its raise, so ws holds the whole sum. It alone moves ws into Y with atomic
-// exchanges that leave ws zero, and puts the counter back to 0: the workspace is zero again
-// for the next call, with no launch to clear it. Cost: two L2 round trips (the fence and
-// the counter's atomic, then the exchange) at the end of a cut row's last slice.
-//
 // BATCH pairs are loaded before their gathers, so BATCH x C loads of X are in flight a lane.
-
-// ws's value moved into Y and ws left zero, in one atomic (atomicExch has no double form).
-__device__ __forceinline__ float colmajor_take(float* p) { return atomicExch(p, 0.0f); }
-__device__ __forceinline__ double colmajor_take(double* p) {
-    return __longlong_as_double(
-        (long long)atomicExch(reinterpret_cast<unsigned long long*>(p), 0ull));
-}
 
 // slice_ptr: n_slices + 1 offsets into col / val (the row pointers themselves when no row is
 // cut: sliced = 0, slice s is row s). slice_row: -(row + 1) for a row cut into several slices.
-// JOIN only (else never read): cut_slot[s], the cut row's index q of slice s; cut_parts[q],
-// its participants; ws, cut rows x k values; done, cut rows x column tiles counters (both
-// zero between calls).
-template <typename T, typename I, int C, int BATCH, bool SEG = false, bool JOIN = false>
+template <typename T, typename I, int C, int BATCH, bool SEG = false>
 __global__ void __launch_bounds__(256) spmm_colmajor(const long long n_slices,
                               const long long rows, const long long cols, const int k,
                               const int sliced,
                               const I* __restrict__ slice_ptr, const I* __restrict__ slice_row,
-                              const I* __restrict__ cut_slot, const I* __restrict__ cut_parts,
                               const I* __restrict__ col, const T* __restrict__ val,
-                              const T* __restrict__ x, T* __restrict__ y,
-                              T* __restrict__ ws, unsigned* __restrict__ done) {
+                              const T* __restrict__ x, T* __restrict__ y) {
     const long long s = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     // Without SEG the lanes are independent and a lane past the end leaves at once. With SEG
     // the warp stays whole for the segmented sum below: a lane past the end walks no pairs
@@ -86,9 +60,6 @@ __global__ void __launch_bounds__(256) spmm_colmajor(const long long n_slices,
         atomic = r < 0;
         row = atomic ? -r - 1 : r;
     }
-    // the join's slot, loaded beside the slice's row (neither waits on the other)
-    const long long q = (JOIN && sliced && live) ? (long long)cut_slot[s] : 0;
-    const unsigned parts = (JOIN && sliced && live) ? (unsigned)cut_parts[q] : 0u;
     const long long begin = live ? (long long)slice_ptr[s] : 0;
     const long long end = live ? (long long)slice_ptr[s + 1] : 0;
     const T* xtile = x + (long long)c0 * cols;  // X[:, c0]
@@ -144,20 +115,6 @@ __global__ void __launch_bounds__(256) spmm_colmajor(const long long n_slices,
     }
 
     T* ycol = y + (long long)c0 * rows + row;  // Y[row, c0]
-    if (JOIN && atomic) {
-        T* w = ws + q * k + c0;  // ws[q, c0]
-#pragma unroll
-        for (int c = 0; c < C; ++c)
-            if (c < cn) atomicAdd(w + c, acc[c]);
-        __threadfence();  // these adds before the raise below, for whoever comes last
-        unsigned* count = done + q * gridDim.y + blockIdx.y;
-        if (atomicAdd(count, 1u) + 1u != parts) return;
-        *count = 0u;  // the next call starts from zero (the launch boundary orders it)
-#pragma unroll
-        for (int c = 0; c < C; ++c)
-            if (c < cn) ycol[(long long)c * rows] = colmajor_take(w + c);
-        return;
-    }
 #pragma unroll
     for (int c = 0; c < C; ++c) {
         if (c >= cn) break;
