@@ -120,7 +120,7 @@ def test_emulated_narrow_tiles_match_the_reference(k, tile_cols):
     csr = _matrix(37, 60, seed=k, long_row=55).csr
     x = np.asfortranarray(np.random.default_rng(k).random((60, k)) * 2 - 1)
     plan = plan_colmajor(csr.indptr, csr.nnz, k, "float64", 8, 132, tile_cols=tile_cols)
-    assert plan.tiles == -(-k // tile_cols) and plan.plan.split_rows == 1
+    assert plan.tiles == -(-k // tile_cols) and plan.notes["split_rows"] == "1"
     y = emulate_colmajor(csr, x, k, plan)
     assert not np.isnan(y).any()
     np.testing.assert_allclose(y, csr @ x, rtol=1e-12, atol=1e-12)
@@ -331,18 +331,38 @@ def test_narrow_tiles_pass_the_gate(fake_device, k, tile_cols, dtype, index_byte
     assert fake_device[-1][1][1] == -(-k // tile_cols)
 
 
-def test_segmented_only_where_a_row_spans_a_warp_of_slices():
-    """SEG (the warp scan before a cut row's atomics) where one row has >= 32 slices: a
-    2,000-nonzero row in 4-pair slices has 500; 40-nonzero rows in 16-pair slices have 3."""
+def test_warp_aligned_slices_keep_rows_of_a_warp_of_slices_inside_one_warp():
+    """warp_aligned_slices: a row of p <= 32 slices that would straddle two warps starts the
+    next warp (32 - lane pads before it, slice_row -(rows + 1)); it keeps slice_row = row (the
+    scan's last lane stores it); a row of more than 32 slices spans warps (-(row + 1), an
+    atomic a warp, the zero fill); span is the scan's reach."""
     import numpy as np
 
-    from sparsescope.backends.spmm_colmajor import SEGMENT_SLICES, segmented
-    from sparsescope.backends.spmm_cuda import slice_plan
+    from sparsescope.backends.spmm_colmajor import warp_aligned_slices
 
-    assert SEGMENT_SLICES == 32
+    ones = np.concatenate(([0], np.cumsum([1] * 30 + [3, 1, 1])))   # 33 rows at S = 1
+    w = warp_aligned_slices(ones, 1)
+    assert (w.cut_rows, w.pads, w.span, w.plan.split_rows) == (1, 2, 4, 0)
+    assert w.plan.slice_row.tolist()[28:] == [28, 29, -34, -34, 30, 30, 30, 31, 32]
+    assert w.plan.slice_ptr.tolist()[28:] == [28, 29, 30, 30, 30, 31, 32, 33, 34, 35]
+    # every row of <= 32 slices lies inside one warp, and its slices cover it in order
+    rng = np.random.default_rng(0)
+    lengths = rng.integers(0, 60, size=500)
+    indptr = np.concatenate(([0], np.cumsum(lengths)))
+    w = warp_aligned_slices(indptr, 4)
+    row = w.plan.slice_row
+    real = row >= 0
+    for r in np.unique(row[real]):
+        at = np.flatnonzero(row == r)
+        assert at[0] // 32 == at[-1] // 32 and (np.diff(at) == 1).all()
+        assert w.plan.slice_ptr[at[0]] == indptr[r]
+        assert w.plan.slice_ptr[at[-1] + 1] == indptr[r + 1]
+    assert w.span == 16 and w.plan.split_rows == 0   # 59 nonzeros: 15 slices
+    # a 2,000-nonzero row in 4-pair slices (500) spans warps: atomics, the zero fill, span 32
     arrow = np.array([0, 2000] + [2000 + 3 * i for i in range(1, 50)])
-    assert segmented(slice_plan(arrow, 4))
-    assert not segmented(slice_plan(np.arange(0, 41 * 20, 40), 16))   # 3 slices a row
-    assert not segmented(slice_plan(np.arange(0, 4 * 20, 4), 16))      # no cut row
-    assert segmented(slice_plan(np.array([0, 32 * 4]), 4))            # exactly 32
-    assert not segmented(slice_plan(np.array([0, 31 * 4]), 4))
+    w = warp_aligned_slices(arrow, 4)
+    assert (w.plan.split_rows, w.span, w.pads) == (1, 32, 0)
+    assert (w.plan.slice_row[:500] == -1).all()
+    # nothing cut: the plain plan, no scan
+    w = warp_aligned_slices(np.arange(0, 4 * 20, 4), 16)
+    assert (w.cut_rows, w.span, w.plan.slice_row) == (0, 1, None)

@@ -160,10 +160,25 @@ def test_cut_rows_zero_fill_and_atomics(fake_device, layout):
     from sparsescope.backends.spmm_rowgroup import SpmmCudaRowGroup
 
     matrix = _matrix(20, 120, seed=4, long_row=110)
-    backend = SpmmCudaRowGroup(min_slice=16) if layout == "row" else SpmmCudaColMajor()
+    # colmajor: 3-pair slices put the 110-entry row in 37 slices, across two warps
+    backend = (SpmmCudaRowGroup(min_slice=16) if layout == "row"
+               else SpmmCudaColMajor(slice_nnz=3))
     case = _run(matrix, backend, 6, layout, "float64", 8)
     assert case.outcome == "ok", case.reason
     assert int(case.notes["split_rows"]) >= 1 and case.notes["zero_fill"] == "yes"
+
+
+def test_colmajor_cut_rows_inside_a_warp_are_one_launch(fake_device):
+    """Rows cut into at most a warp of slices are summed by the warp's scan and stored by
+    their last lane: no zero fill, no atomics, one launch; the gate judges a poisoned Y."""
+    from sparsescope.backends.spmm_colmajor import SpmmCudaColMajor
+
+    matrix = _matrix(300, 120, seed=4, long_row=110)
+    case = _run(matrix, SpmmCudaColMajor(slice_nnz=4, batch=4), 8, "col", "float32", 4)
+    assert case.outcome == "ok", case.reason
+    assert int(case.notes["split_rows"]) > 30 and case.notes["rows_across_warps"] == "0"
+    assert case.notes["zero_fill"] == "no" and int(case.notes["pad_slices"]) > 0
+    assert [launch[0] for launch in fake_device] == ["spmm_colmajor"]
 
 
 def test_a_dropped_slice_fails_the_gate(fake_device):

@@ -362,9 +362,13 @@ def test_colmajor_grid_and_name():
     assert (colmajor_kernel_name("float64", 8, (1, 8))
             == "spmm_colmajor<double, long long, 1, 8>")
     plan = plan_colmajor(np.array([0, 3, 3, 100, 110]), 110, 3, "float32", 4, 132)
-    assert plan.plan.slice_nnz == 64 and plan.plan.split_rows == 1  # 2 x 27.5 -> 64
-    assert plan.notes["slices"] == "5" and plan.notes["zero_fill"] == "yes"
-    assert plan.kernel == "spmm_colmajor<float, int, 4, 4>" and plan.tiles == 1
+    # 2 x 27.5 -> S = 64: the 97-entry row cut into 2 slices inside the warp, no pad
+    assert plan.plan.slice_nnz == 64 and plan.notes["split_rows"] == "1"
+    assert plan.plan.split_rows == 0 and plan.notes["rows_across_warps"] == "0"
+    assert plan.notes["slices"] == "5" and plan.notes["zero_fill"] == "no"
+    assert plan.notes["cut_row_sum"] == "warp scan (1 steps), stored by the row's last lane"
+    assert plan.kernel == "spmm_colmajor<float, int, 4, 4, true>" and plan.tiles == 1
+    assert plan.span == 2
 
 
 def launch_colmajor(template, grid, block, args) -> None:
@@ -372,13 +376,15 @@ def launch_colmajor(template, grid, block, args) -> None:
     lane: slice s = blockIdx.x x blockDim + threadIdx (past n_slices: no pairs), tile c0 =
     blockIdx.y x C, BATCH pairs a step, X[j, c] = x[c * cols + j] and Y[i, c] = y[c * rows +
     i] on the flat arrays the backend uploads (k x cols and k x rows, C-ordered). With SEG
-    (``template[2]``), the warp's segmented inclusive scan (a cut row's consecutive lanes one
-    segment, every other lane its own), and only a segment's last lane adds to Y. Y written
+    (``template[2]``), the warp's segmented inclusive scan of ``log2(span)`` steps (a row's
+    consecutive lanes one segment; pads and lanes past the end key -1), and only a segment's
+    last lane writes Y: a store, or an add for a row across warps (slice_row < 0). Y written
     in place."""
     c_tile, batch, *rest = template
     seg = bool(rest and rest[0])  # the kernel's SEG
-    n_slices, rows, cols, k, sliced, slice_ptr, slice_row, col, val, x, y = args
-    n_slices, rows, cols, k, sliced = (int(v) for v in (n_slices, rows, cols, k, sliced))
+    n_slices, rows, cols, k, sliced, span, slice_ptr, slice_row, col, val, x, y = args
+    n_slices, rows, cols, k, sliced, span = (int(v) for v in (n_slices, rows, cols, k, sliced,
+                                                              span))
     xf, yf = x.reshape(-1), y.reshape(-1)
     for by in range(grid[1]):
         c0 = by * c_tile
@@ -389,12 +395,13 @@ def launch_colmajor(template, grid, block, args) -> None:
                 for t in range(w, w + 32):
                     s = bx * block[0] + t
                     live = s < n_slices
-                    row, atomic = s, False
+                    row, atomic, pad = s, False, False
                     acc = np.zeros(c_tile)
                     if live:
                         if sliced:
                             r = int(slice_row[s])
-                            atomic, row = r < 0, (-r - 1 if r < 0 else r)
+                            pad = r < -rows
+                            atomic, row = r < 0 and not pad, (-r - 1 if r < 0 else r)
                         begin, end = int(slice_ptr[s]), int(slice_ptr[s + 1])
                         for base in range(begin, end, batch):
                             for b in range(batch):
@@ -403,11 +410,11 @@ def launch_colmajor(template, grid, block, args) -> None:
                                 j, a = int(col[base + b]), val[base + b]
                                 for c in range(cn):
                                     acc[c] += a * xf[(c0 + c) * cols + j]
-                    key = (row if atomic else -2 - s) if live else -1
-                    lanes.append([live, atomic, row, key, acc])
+                    key = row if live and not pad else -1
+                    lanes.append([live and not pad, atomic, row, key, acc])
                 if seg:
                     off = 1
-                    while off < 32:  # the shuffles read the values before this step
+                    while off < span:  # the shuffles read the values before this step
                         before = [lane[4].copy() for lane in lanes]
                         for i in range(off, 32):
                             if lanes[i - off][3] == lanes[i][3]:
@@ -416,7 +423,7 @@ def launch_colmajor(template, grid, block, args) -> None:
                 for i, (live, atomic, row, key, acc) in enumerate(lanes):
                     if not live:
                         continue
-                    if seg and atomic and i < 31 and lanes[i + 1][3] == key:
+                    if seg and i < 31 and lanes[i + 1][3] == key:
                         continue  # not the segment's last lane
                     for c in range(cn):
                         at = (c0 + c) * rows + row
@@ -431,8 +438,9 @@ def emulate_colmajor(csr: sp.csr_matrix, x: np.ndarray, k: int, host) -> np.ndar
     if plan.split_rows:
         y[:] = 0.0
     slice_row = plan.slice_row if plan.slice_row is not None else plan.slice_ptr
-    args = (plan.n_slices, rows, cols, k, int(plan.split_rows > 0), plan.slice_ptr, slice_row,
-            csr.indices, csr.data, np.ascontiguousarray(np.asarray(x).T), y)
+    args = (plan.n_slices, rows, cols, k, int(plan.slice_row is not None), host.span,
+            plan.slice_ptr, slice_row, csr.indices, csr.data,
+            np.ascontiguousarray(np.asarray(x).T), y)
     launch_colmajor((*host.tile, host.kernel.endswith("true>")), (host.blocks, host.tiles),
                     (32 * host.warps,), args)
     return y.T
@@ -443,7 +451,8 @@ def test_emulated_colmajor_matches_the_reference(k):
     csr = _matrix(37, 60, seed=k, long_row=55)
     x = np.asfortranarray(np.random.default_rng(k).random((60, k)) * 2 - 1)
     plan = plan_colmajor(csr.indptr, csr.nnz, k, "float64", 8, 132)
-    assert plan.plan.split_rows == 1  # the 55-entry row is cut (S = 32)
+    # the 55-entry row is cut (S = 32) inside its warp: one launch, Y poisoned, no atomics
+    assert plan.notes["split_rows"] == "1" and plan.notes["zero_fill"] == "no"
     y = emulate_colmajor(csr, x, k, plan)
     assert not np.isnan(y).any()
     np.testing.assert_allclose(y, csr @ x, rtol=1e-12, atol=1e-12)
@@ -462,21 +471,25 @@ def test_colmajor_short_slices_and_deep_batches():
     assert short_slices(0, 0, 3) == {"slice_nnz": 8, "batch": 8}            # k = 3: BATCH 4
     plan = plan_colmajor(np.array([0, 3, 3, 100, 110]), 110, 8, "float32", 4, 132,
                          slice_nnz=8, batch=4)
-    # rows of 3, 0, 97, 10 cut at 8: 1 + 1 + 13 + 2 slices, two rows cut
-    assert (plan.plan.n_slices, plan.plan.split_rows) == (17, 2)
-    assert plan.kernel == "spmm_colmajor<float, int, 8, 4>"
+    # rows of 3, 0, 97, 10 cut at 8: 1 + 1 + 13 + 2 slices, two rows cut, each in one warp
+    assert (plan.plan.n_slices, plan.notes["split_rows"], plan.span) == (17, "2", 16)
+    assert plan.kernel == "spmm_colmajor<float, int, 8, 4, true>"
     assert plan.notes["slice_rule"] == "S = 8 (given)"
 
 
+@pytest.mark.parametrize("aligned", [True, False])
 @pytest.mark.parametrize("k", [1, 8, 33])
-def test_emulated_colmajor_with_short_slices_matches_the_reference(k):
+def test_emulated_colmajor_with_short_slices_matches_the_reference(k, aligned):
+    """Short slices cut most rows: kept inside their warps (pads, the scan, stores) or, not
+    aligned, summed with an atomic a slice into a zero-filled Y."""
     from sparsescope.backends.spmm_colmajor import short_slices
 
     csr = _matrix(37, 60, seed=k, long_row=55)
     x = np.asfortranarray(np.random.default_rng(k).random((60, k)) * 2 - 1)
     short = short_slices(csr.shape[0], csr.nnz, k)
-    plan = plan_colmajor(csr.indptr, csr.nnz, k, "float64", 8, 132, **short)
-    assert plan.plan.split_rows > 1 and plan.tile[1] == short["batch"]
+    plan = plan_colmajor(csr.indptr, csr.nnz, k, "float64", 8, 132, aligned=aligned, **short)
+    assert plan.notes["zero_fill"] == ("no" if aligned else "yes")
+    assert int(plan.notes["split_rows"]) > 1 and plan.tile[1] == short["batch"]
     y = emulate_colmajor(csr, x, k, plan)
     np.testing.assert_allclose(y, csr @ x, rtol=1e-12, atol=1e-12)
 

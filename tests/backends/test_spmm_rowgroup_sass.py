@@ -23,7 +23,7 @@ COLMAJOR = ("float, int, 8, 2, false", "double, long long, 4, 4, false", "float,
 def _instance(kernel: str, args: str) -> str:
     t, i = (p.strip() for p in args.split(",")[:2])
     params = ("long long, int, int, int" if kernel == "spmm_rowgroup"
-              else "long long, long long, long long, int, int")
+              else "long long, long long, long long, int, int, int")
     return (f"template __global__ void {kernel}<{args}>({params}, const {i}*, const {i}*, "
             f"const {i}*, const {t}*, const {t}*, {t}*);")
 

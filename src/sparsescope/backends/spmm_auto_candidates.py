@@ -126,7 +126,7 @@ def colmajor_plans(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, index
 
     * with short slices and deep batches, where
       :func:`~sparsescope.backends.spmm_colmajor.short_slices` cuts its lanes' rounds. The
-      zero fill and atomics of the rows cut are not in the model: the trial decides (a
+      warp's scan over the rows cut is not in the model: the trial decides (a
       13,436-row matrix of 99,000 nonzeros at k = 8 on an H100: colmajor 18.0 us, cuSPARSE's
       CSR_ALG3 8.2 us, results/h100/real-dev/2026-11-28-spmm);
     * with narrower column tiles (``tile_cols``), where

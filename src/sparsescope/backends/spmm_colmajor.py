@@ -7,9 +7,10 @@ columns. Host choices, pure functions tested without a GPU and recorded in the c
 
 * :func:`colmajor_tile`: (C, BATCH), columns per thread and pairs per batch (``tile_cols``:
   a narrower C, :func:`narrow_tile_cols`, for grids below one wave);
-* :func:`colmajor_slice_nnz`: S, the longest slice a lane walks (rows longer are cut, summed
-  with atomics into a zero-filled Y), cut into slices by
-  :func:`~sparsescope.backends.spmm_cuda.slice_plan`;
+* :func:`colmajor_slice_nnz`: S, the longest slice a lane walks (rows longer are cut), laid
+  out by :func:`warp_aligned_slices`: a row of at most 32 slices inside one warp, summed by
+  the warp's scan and stored (one launch); a longer row across warps, an atomic a warp into
+  a zero-filled Y;
 * the block: :func:`~sparsescope.backends.spmm_cuda.warps_per_block` over ceil(slices / 32)
   warps.
 
@@ -31,6 +32,7 @@ from sparsescope.backends.spmm_cuda import (
     OwnSpmmKernel,
     SlicePlan,
     host_output,
+    pow2_at_least,
     slice_plan,
     upload_csr,
     upload_dense,
@@ -97,7 +99,8 @@ def short_slices(rows: int, nnz: int, k: int) -> dict[str, int]:
     On a grid of a few warps an SM, nothing hides them; the default rule (twice the mean
     row, at least 32 pairs) leaves a 32-pair lane 16 rounds at k = 8, where a mean-row lane
     takes 4. Deeper batches halve every lane's rounds, shorter slices cut the longest; the
-    cost is a zero fill of Y and atomics for the rows cut, which the trial weighs. k = 8
+    cost is the warp's scan over the rows cut (log2 of their most slices, steps of C + 2
+    shuffles) and the pad lanes that keep each inside its warp, which the trial weighs. k = 8
     (C 8, BATCH 2): deep 4; 13,436 rows, 99,000 nonzeros (mean 7.4) -> slice_nnz 8; k = 1
     (BATCH 8 already): deep 8."""
     tile, batch = colmajor_tile(k)
@@ -169,33 +172,108 @@ def colmajor_grid(n_slices: int, k: int, tile: int, sm_count: int,
     return max(1, -(-max(0, n_slices) // (32 * block))), -(-k // tile), block
 
 
-SEGMENT_SLICES = 32
-"""Slices of one cut row from which a warp sums them before its atomics (the kernel's SEG):
-at 32 a warp's atomic instruction for that row hits one address 32 times, and the L2 serves
-same-address atomics one after another; below, the scan's 5 x (C + 2) shuffles a lane cost
-more than the few atomics they save. Measured on an H200 with every cut row scanned
-(results/h200/real-dev/2026-11-28-spmm-scan-all): arrow at k = 8, a dense row cut into
-thousands of 4-pair slices, went from 31.7 to 10.3 us; calls whose rows were cut into 2-4
-slices ran 20-35 % slower."""
+WARP = 32
 
 
-def segmented(plan: SlicePlan) -> bool:
-    """A row cut into at least :data:`SEGMENT_SLICES` slices (the kernel's SEG)::
+@dataclass(frozen=True)
+class WarpSlices:
+    """Slices laid out so that every row of at most a warp of slices lies inside one warp."""
 
-        max over cut rows of (slices of the row) >= SEGMENT_SLICES
+    plan: SlicePlan
+    """The slices, pads included; ``split_rows`` counts the rows cut across warps only (more
+    than 32 slices: their atomics need Y zeroed first)."""
+    cut_rows: int
+    """Rows cut into several slices, inside a warp or across warps."""
+    pads: int
+    """Empty slices put before rows that would have straddled two warps."""
+    span: int
+    """The kernel's scan reach: the smallest power of two >= the most slices of a row inside a
+    warp, 32 where a row spans warps, 1 where no row is cut (no scan)."""
 
-    An arrowhead's dense row of 2,000 nonzeros in 4-pair slices: 500 -> True; rows of 40
-    nonzeros in 16-pair slices: 3 -> False; no cut row -> False."""
-    if not plan.split_rows or plan.slice_row is None:
-        return False
-    cut = plan.slice_row[plan.slice_row < 0]
-    return int(np.unique(cut, return_counts=True)[1].max()) >= SEGMENT_SLICES
+
+def warp_aligned_slices(indptr: np.ndarray, slice_nnz: int) -> WarpSlices:
+    """Cut each row into ``p = max(1, ceil(len / S))`` consecutive slices, as
+    :func:`~sparsescope.backends.spmm_cuda.slice_plan` does, then move each row of ``1 < p <=
+    32`` slices that would straddle a warp boundary to the next warp's first lane::
+
+        lane = (first slice of the row, pads before it included) mod 32
+        lane + p > 32  ->  32 - lane empty pad slices before the row
+
+    so that the warp's segmented scan sums such a row whole and its last lane stores Y (no
+    atomics, no zero fill: one launch). Rows of more than 32 slices span warps whatever the
+    layout; they keep ``slice_row = -(row + 1)`` (atomics into a zeroed Y). A row inside a
+    warp keeps ``slice_row = row``; a pad is ``-(rows + 1)`` (``spmm_colmajor.cu``).
+
+    30 rows of 1 nonzero, then rows of 3, 1, 1 at S = 1: the row of 3 slices would take lanes
+    30-32 -> 2 pads (lanes 30, 31), the row at lanes 32-34, slice_row [..., 29, -34, -34, 30,
+    30, 30, 31, 32]; span 4, split_rows 0. A row of 40 slices: it spans, -(row + 1), span
+    32, split_rows 1. The pads cost idle lanes: at most p - 1 before a row of p slices, and
+    only where it would straddle."""
+    indptr = np.asarray(indptr, dtype=np.int64)
+    lengths = np.diff(indptr)
+    n = lengths.size
+    pieces = np.maximum(1, -(-lengths // slice_nnz))
+    cut = pieces > 1
+    if not cut.any():
+        return WarpSlices(slice_plan(indptr, slice_nnz), 0, 0, 1)
+    spans = pieces > WARP
+    first = np.cumsum(pieces) - pieces   # each row's first slice before any pad
+    pad_before = np.zeros(n, dtype=np.int64)
+    shift = 0   # pads placed so far: a sequential sum (each pad moves every later row)
+    inside = np.flatnonzero(cut & ~spans)
+    for row, at, p in zip(inside.tolist(), first[inside].tolist(), pieces[inside].tolist(),
+                          strict=True):
+        lane = (at + shift) % WARP
+        if lane + p > WARP:
+            pad_before[row] = WARP - lane
+            shift += WARP - lane
+    per_row = pieces + pad_before
+    total = int(per_row.sum())
+    row_of = np.repeat(np.arange(n, dtype=np.int64), per_row)
+    within = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(per_row) - per_row, per_row)
+    pads = np.repeat(pad_before, per_row)
+    is_pad = within < pads
+    begins = indptr[row_of] + np.where(is_pad, 0, (within - pads) * slice_nnz)
+    slice_row = np.where(is_pad, -(n + 1),
+                         np.where(spans[row_of], -(row_of + 1), row_of))
+    plan = SlicePlan(slice_nnz, np.append(begins, indptr[-1]), slice_row, int(spans.sum()))
+    most = int(pieces[cut & ~spans].max()) if (cut & ~spans).any() else 1
+    span = WARP if spans.any() else pow2_at_least(most, WARP)
+    return WarpSlices(plan, int(cut.sum()), int(pad_before.sum()), span)
+
+
+def unaligned_slices(indptr: np.ndarray, slice_nnz: int) -> WarpSlices:
+    """:func:`~sparsescope.backends.spmm_cuda.slice_plan`'s slices as they fall: every cut row
+    ``-(row + 1)`` (atomics, a zero-filled Y), the warp's scan (span 32) only where a row has
+    32 slices or more, where it saves 32 atomics on one address; below, 5 x (C + 2) shuffles
+    a lane cost more than the few atomics they save (H200,
+    results/h200/real-dev/2026-11-28-spmm-scan-all: calls of rows cut into 2-4 slices ran
+    20-35 % slower scanned)."""
+    plan = slice_plan(indptr, slice_nnz)
+    if not plan.split_rows:
+        return WarpSlices(plan, 0, 0, 1)
+    most = int(np.unique(plan.slice_row[plan.slice_row < 0], return_counts=True)[1].max())
+    return WarpSlices(plan, plan.split_rows, 0, WARP if most >= WARP else 1)
+
+
+def cut_row_sum(slices: WarpSlices, aligned: bool) -> str:
+    """How the plan's cut rows are summed, for the case's notes."""
+    if not slices.cut_rows:
+        return "none"
+    scan = f"warp scan ({slices.span.bit_length() - 1} steps)"
+    if not aligned:
+        return (f"{scan}, an atomic a warp" if slices.span > 1 else "an atomic a slice") + \
+            " into a zero-filled Y"
+    across = slices.plan.split_rows
+    return (f"{scan}, stored by the row's last lane" +
+            (f"; {across} row(s) across warps: an atomic a warp into a zero-filled Y"
+             if across else ""))
 
 
 def colmajor_kernel_name(value_dtype: str, index_bytes: int, tile: tuple[int, int],
                          segment: bool = False) -> str:
-    """The template instance, e.g. ``spmm_colmajor<float, int, 8, 2>``; with ``segment``
-    (:func:`segmented`) ``spmm_colmajor<float, int, 8, 4, true>``."""
+    """The template instance, e.g. ``spmm_colmajor<float, int, 8, 2>``; with ``segment`` (a
+    row is cut: the warp's scan) ``spmm_colmajor<float, int, 8, 4, true>``."""
     return (f"spmm_colmajor<{_gpu.CUDA_VALUE_TYPES[value_dtype]}, "
             f"{_gpu.CUDA_INDEX_TYPES[index_bytes]}, {tile[0]}, {tile[1]}"
             f"{', true' if segment else ''}>")
@@ -210,29 +288,37 @@ class ColMajorPlan:
     tiles: int
     warps: int
     notes: dict[str, str]
+    span: int = 1
+    """The scan's reach (:class:`WarpSlices`); 1: no row cut, no scan."""
 
 
 def plan_colmajor(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, index_bytes: int,
                   sm_count: int, *, warps: int | None = None, min_slice: int | None = None,
                   slice_nnz: int | None = None, batch: int | None = None,
-                  tile_cols: int | None = None) -> ColMajorPlan:
+                  tile_cols: int | None = None, aligned: bool = True) -> ColMajorPlan:
     """The whole host plan of one call (pure). ``slice_nnz``: S as given, instead of
     :func:`colmajor_slice_nnz`'s rule; ``batch``: BATCH as given; ``tile_cols``: C as given
-    (both :func:`colmajor_tile`)."""
+    (both :func:`colmajor_tile`). ``aligned`` False: the slices as
+    :func:`~sparsescope.backends.spmm_cuda.slice_plan` cuts them, no pads, every cut row
+    summed with atomics into a zero-filled Y (a warp's scan first only where a row has 32
+    slices or more): the layout before :func:`warp_aligned_slices`, kept to measure the two in
+    one run."""
     rows = int(np.asarray(indptr).size - 1)
     tile = colmajor_tile(k, batch, tile_cols)
     if slice_nnz is not None and slice_nnz < 1:
         raise ValueError(f"slice_nnz must be >= 1, got {slice_nnz}")
-    plan = slice_plan(indptr, slice_nnz or colmajor_slice_nnz(rows, nnz, min_slice))
+    size = slice_nnz or colmajor_slice_nnz(rows, nnz, min_slice)
+    slices = warp_aligned_slices(indptr, size) if aligned else unaligned_slices(indptr, size)
+    plan = slices.plan
     blocks, tiles, block = colmajor_grid(plan.n_slices, k, tile[0], sm_count, warps)
-    segment = segmented(plan)
+    segment = slices.span > 1
     name = colmajor_kernel_name(value_dtype, index_bytes, tile, segment)
     notes = {"kernel": name, "tile_cols": str(tile[0]), "pairs_per_batch": str(tile[1]),
              "slice_nnz": str(plan.slice_nnz), "slices": str(plan.n_slices),
-             "split_rows": str(plan.split_rows),
+             "split_rows": str(slices.cut_rows), "rows_across_warps": str(plan.split_rows),
+             "pad_slices": str(slices.pads), "scan_span": str(slices.span),
              "zero_fill": "yes" if plan.split_rows else "no",
-             "cut_row_sum": ("warp scan, one atomic a warp" if segment else
-                             "an atomic a slice" if plan.split_rows else "none"),
+             "cut_row_sum": cut_row_sum(slices, aligned),
              "block_threads": str(32 * block), "grid_blocks": str(blocks),
              "column_tiles": str(tiles), "sm_count": str(sm_count),
              "index_dtype": np.dtype(_gpu.INDEX_DTYPES[index_bytes]).name,
@@ -242,7 +328,7 @@ def plan_colmajor(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, index_
              "tile_rule": (f"C = {tile_cols} (given), A's pairs read once per column tile"
                            if tile_cols is not None else
                            f"C = smallest power of two >= k, at most {MAX_TILE_COLS}")}
-    return ColMajorPlan(name, tile, plan, blocks, tiles, block, notes)
+    return ColMajorPlan(name, tile, plan, blocks, tiles, block, notes, slices.span)
 
 
 LAUNCH_BOUND_MINB = 1
@@ -305,7 +391,10 @@ class SpmmCudaColMajor(OwnSpmmKernel):
 
     def __init__(self, *, warps: int | None = None, min_slice: int | None = None,
                  slice_nnz: int | None = None, batch: int | None = None,
-                 tile_cols: int | None = None) -> None:
+                 tile_cols: int | None = None, aligned: int = 1) -> None:
+        self.aligned = bool(aligned)
+        """Rows of at most a warp of slices kept inside one warp (:func:`warp_aligned_slices`),
+        else the plain slices with atomics and a zero fill (``aligned=0``: to compare)."""
         self.warps = warps
         self.min_slice = min_slice
         self.slice_nnz = slice_nnz
@@ -336,7 +425,7 @@ class SpmmCudaColMajor(OwnSpmmKernel):
         return plan_colmajor(csr.indptr, csr.nnz, case.params.k, value_dtype, index_bytes,
                              sm_count, warps=self.warps, min_slice=self.min_slice,
                              slice_nnz=self.slice_nnz, batch=self.batch,
-                             tile_cols=self.tile_cols)
+                             tile_cols=self.tile_cols, aligned=self.aligned)
 
     def prepare(self, case: OpCase, value_dtype: str, index_bytes: int) -> PreparedColMajor:
         csr, k = case.matrix, case.params.k
@@ -348,7 +437,7 @@ class SpmmCudaColMajor(OwnSpmmKernel):
         function = _gpu.raw_module(SOURCE, (host.kernel,)).get_function(host.kernel) \
             if rows else None
         args = (np.int64(host.plan.n_slices), np.int64(rows), np.int64(cols), np.int32(k),
-                np.int32(host.plan.split_rows > 0),
+                np.int32(host.plan.slice_row is not None), np.int32(host.span),
                 slice_ptr, slice_row, indices, data, x, y)
         return PreparedColMajor(
             rows=rows, cols=cols, k=k, host=host, slice_ptr=slice_ptr,

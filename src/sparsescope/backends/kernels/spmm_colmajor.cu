@@ -1,7 +1,8 @@
 // CSR SpMM Y = A X of sparsescope's own backend spmm-cuda-colmajor (X and Y column-major),
 // compiled at run time by NVRTC through cupy.RawModule, instantiated by name expression, e.g.
 // "spmm_colmajor<float, int, 8, 2>" (T, I, C, BATCH; SEG, default false: "spmm_colmajor<float,
-// int, 8, 4, true>" sums a cut row's slices across the warp before its atomics).
+// int, 8, 4, true>" sums a cut row's slices across the warp, the instance the host picks
+// whenever a row is cut).
 //
 // X is dense cols x k, column-major (X[j, c] at c * cols + j); Y dense rows x k, column-major
 // (Y[i, c] at c * rows + i).
@@ -28,19 +29,29 @@
 //   L1 and the L2 hold X[:, tile] (C x cols values), not all of X.
 // * No reduction across lanes for whole rows: each lane owns its slice's C sums.
 // The cost is load imbalance inside a warp (it runs as long as its longest slice), bounded by
-// the host's slice size S (a small multiple of the mean row length; longer rows are cut, and
-// a cut row is summed with atomicAdd into a Y the host zeroed first: a warp first sums the
-// slices of one cut row it holds with shuffles, so each warp adds once per cut row and
-// column).
+// the host's slice size S (a small multiple of the mean row length; longer rows are cut).
+//
+// A cut row's slices sit in consecutive lanes, and the warp sums them with a segmented scan
+// (SEG) whose last lane of the row stores Y. The host keeps every row of at most 32 slices
+// inside one warp (backends/spmm_colmajor.py, warp_aligned_slices: empty pad slices before a
+// row that would straddle two warps), so such a row needs no atomics and Y no zero fill: the
+// call is one launch. On an H200 the memset before the kernel cost 1.2-2.2 us of a 5-10 us
+// call (results/h200/real-dev/2026-11-28-ell); joining the warps' sums in the kernel instead
+// (a workspace, a fence and a counter) cost 3-4 us more (reverted, 8457a0e). Only a row of
+// more than 32 slices spans warps: each warp's last lane of it adds its sum with atomicAdd
+// into a Y the host zeroed first (one atomic a warp and column, not one a slice).
 //
 // BATCH pairs are loaded before their gathers, so BATCH x C loads of X are in flight a lane.
 
 // slice_ptr: n_slices + 1 offsets into col / val (the row pointers themselves when no row is
-// cut: sliced = 0, slice s is row s). slice_row: -(row + 1) for a row cut into several slices.
+// cut: sliced = 0, slice s is row s). slice_row: the slice's row, stored as -(row + 1) for a
+// row cut across warps (atomics), and as -(rows + 1) for a pad slice (no pairs, no row).
+// span (SEG): the scan's reach, a power of two >= the most slices of a row inside one warp
+// (32 where a row spans warps): log2(span) steps.
 template <typename T, typename I, int C, int BATCH, bool SEG = false>
 __global__ void __launch_bounds__(256) spmm_colmajor(const long long n_slices,
                               const long long rows, const long long cols, const int k,
-                              const int sliced,
+                              const int sliced, const int span,
                               const I* __restrict__ slice_ptr, const I* __restrict__ slice_row,
                               const I* __restrict__ col, const T* __restrict__ val,
                               const T* __restrict__ x, T* __restrict__ y) {
@@ -54,11 +65,12 @@ __global__ void __launch_bounds__(256) spmm_colmajor(const long long n_slices,
     const int cn = min(C, k - c0);  // columns of this tile
 
     long long row = s;
-    bool atomic = false;
+    bool atomic = false, pad = false;
     if (sliced && live) {
         const long long r = (long long)slice_row[s];
-        atomic = r < 0;
-        row = atomic ? -r - 1 : r;
+        pad = r < -rows;
+        atomic = r < 0 && !pad;
+        row = r < 0 ? -r - 1 : r;
     }
     const long long begin = live ? (long long)slice_ptr[s] : 0;
     const long long end = live ? (long long)slice_ptr[s + 1] : 0;
@@ -91,17 +103,16 @@ __global__ void __launch_bounds__(256) spmm_colmajor(const long long n_slices,
     }
 
     if (SEG) {
-        // The slices of a cut row sit in consecutive lanes. A segmented inclusive scan over
-        // the warp (lanes of one cut row form a segment; a whole row, or a lane past the end,
-        // is a segment of its own) leaves each segment's sum in its last lane, which alone
-        // adds it to Y: one atomic per (warp, cut row, column) instead of one per slice. An
-        // arrowhead's dense row cut into 4-pair slices made thousands of atomics on one
-        // address per column. The scan costs 5 x (C + 2) shuffles a lane, as much as a short
-        // slice's own work: the host asks for SEG only where a row spans a warp of slices.
+        // The slices of a row sit in consecutive lanes. A segmented inclusive scan over the
+        // warp (the lanes of one row form a segment; pads and lanes past the end share key -1
+        // and store nothing) leaves each segment's sum in its last lane, which alone writes
+        // Y: a store for a row inside the warp, an atomic for a row across warps (one per
+        // warp, row and column: an arrowhead's dense row cut into 4-pair slices made
+        // thousands of atomics on one address per column without it). The scan costs
+        // log2(span) x (C + 2) shuffles a lane: 2 steps for rows of at most 4 slices.
         const int lane = threadIdx.x & 31;
-        const long long key = live ? (atomic ? row : -2 - s) : -1;  // -2 - s: never shared
-#pragma unroll
-        for (int off = 1; off < 32; off <<= 1) {
+        const long long key = (live && !pad) ? row : -1;
+        for (int off = 1; off < span; off <<= 1) {
             const long long other = __shfl_up_sync(0xffffffffu, key, off);
             const bool same = lane >= off && other == key;
 #pragma unroll
@@ -111,8 +122,9 @@ __global__ void __launch_bounds__(256) spmm_colmajor(const long long n_slices,
             }
         }
         const long long next = __shfl_down_sync(0xffffffffu, key, 1);
-        if (!live || (atomic && lane < 31 && next == key)) return;  // not the segment's last
+        if (key < 0 || (lane < 31 && next == key)) return;  // not a segment's last lane
     }
+    if (pad) return;
 
     T* ycol = y + (long long)c0 * rows + row;  // Y[row, c0]
 #pragma unroll
