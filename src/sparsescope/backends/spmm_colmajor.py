@@ -298,17 +298,20 @@ def plan_colmajor(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, index_
                   tile_cols: int | None = None, aligned: bool = True) -> ColMajorPlan:
     """The whole host plan of one call (pure). ``slice_nnz``: S as given, instead of
     :func:`colmajor_slice_nnz`'s rule; ``batch``: BATCH as given; ``tile_cols``: C as given
-    (both :func:`colmajor_tile`). ``aligned`` False: the slices as
-    :func:`~sparsescope.backends.spmm_cuda.slice_plan` cuts them, no pads, every cut row
-    summed with atomics into a zero-filled Y (a warp's scan first only where a row has 32
-    slices or more): the layout before :func:`warp_aligned_slices`, kept to measure the two in
-    one run."""
+    (both :func:`colmajor_tile`). The slices: :func:`warp_aligned_slices` where no row has
+    more than 32 (the call is then one launch, the cut rows summed by the warp's scan), else
+    :func:`unaligned_slices` (a row across warps needs the zero fill whatever the layout); with
+    ``aligned`` False always the latter (to measure the two in one run)."""
     rows = int(np.asarray(indptr).size - 1)
     tile = colmajor_tile(k, batch, tile_cols)
     if slice_nnz is not None and slice_nnz < 1:
         raise ValueError(f"slice_nnz must be >= 1, got {slice_nnz}")
     size = slice_nnz or colmajor_slice_nnz(rows, nnz, min_slice)
-    slices = warp_aligned_slices(indptr, size) if aligned else unaligned_slices(indptr, size)
+    slices = warp_aligned_slices(indptr, size) if aligned else None
+    if slices is None or slices.plan.split_rows:
+        # a row across warps needs the zero fill anyway: the plain layout, whose rows of a
+        # few slices add with an atomic each and need no scan
+        slices = unaligned_slices(indptr, size)
     plan = slices.plan
     blocks, tiles, block = colmajor_grid(plan.n_slices, k, tile[0], sm_count, warps)
     segment = slices.span > 1

@@ -37,9 +37,11 @@
 // row that would straddle two warps), so such a row needs no atomics and Y no zero fill: the
 // call is one launch. On an H200 the memset before the kernel cost 1.2-2.2 us of a 5-10 us
 // call (results/h200/real-dev/2026-11-28-ell); joining the warps' sums in the kernel instead
-// (a workspace, a fence and a counter) cost 3-4 us more (reverted, 8457a0e). Only a row of
-// more than 32 slices spans warps: each warp's last lane of it adds its sum with atomicAdd
-// into a Y the host zeroed first (one atomic a warp and column, not one a slice).
+// (a workspace, a fence and a counter) cost 3-4 us more (reverted, 8457a0e). A row of more
+// than 32 slices spans warps whatever the layout, and needs a zeroed Y: where there is one
+// the host cuts the plain way (no pads) and a cut row's lanes add their sums with atomicAdd
+// into the Y it zeroed first (the scan first only where a row has 32 slices or more: then
+// one atomic a warp and column, not one a slice).
 //
 // BATCH pairs are loaded before their gathers, so BATCH x C loads of X are in flight a lane.
 
@@ -93,9 +95,24 @@ __global__ void __launch_bounds__(256) spmm_colmajor(const long long n_slices,
 #pragma unroll
         for (int b = 0; b < BATCH; ++b)
 #pragma unroll
-            for (int c = 0; c < C; ++c)
-                xv[b][c] = (base + b < end && c < cn)
-                               ? __ldg(xtile + (long long)c * cols + (long long)j[b]) : T(0);
+            for (int c = 0; c < C; ++c) {
+                if constexpr (SEG) {
+                    // Unguarded: a pair past the slice's end gathers X[0, c] (its a is 0), a
+                    // column past k the tile's last column (L1 hits). Guarded, the SEG
+                    // instance (its warp kept whole for the scan) was compiled into a
+                    // convergence region a load and ran 2.3-2.5 us slower a call than the
+                    // instance without the scan (H200, k = 8, 8-pair slices); unguarded,
+                    // ptxas issues all BATCH x C gathers before the first FMA. The instance
+                    // without SEG keeps its guards: unguarded, ptxas interleaved its FMAs
+                    // with the gathers.
+                    xv[b][c] = __ldg(xtile + (long long)(c < cn ? c : cn - 1) * cols
+                                     + (long long)j[b]);
+                } else {
+                    xv[b][c] = (base + b < end && c < cn)
+                                   ? __ldg(xtile + (long long)c * cols + (long long)j[b])
+                                   : T(0);
+                }
+            }
 #pragma unroll
         for (int b = 0; b < BATCH; ++b)
 #pragma unroll
