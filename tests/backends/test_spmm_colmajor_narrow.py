@@ -189,18 +189,24 @@ def test_bcspwr06_gets_the_narrow_candidate():
 
 
 def test_large_matrices_get_no_narrow_candidate():
-    """200,000 rows of 5 at k = 8: one wave of lanes (200,000 <= 132 x 2,048), so short slices
-    are offered, but 782 blocks of 8 warps (6,256) already fill the 4,224-warp wave: no
-    narrower tiles. 1,000,000 rows: more lanes than a wave, neither."""
+    """200,000 rows of 5 at k = 8: short slices (8) and fitted ones (4: rows of 5 in two
+    slices, each row inside its warp) are offered on any grid, but 782 blocks of 8 warps
+    (6,256) already fill the 4,224-warp wave: no narrower tiles. 1,000,000 rows: more lanes
+    than a wave, no narrower tiles either."""
     rates = _h200().rates
     regs = lambda source, kernel: 61   # noqa: E731
     mid = np.arange(0, 5 * 200_001, 5)
     plain = plan_colmajor(mid, 1_000_000, 8, "float32", 4, 132)
     assert (plain.blocks, plain.warps) == (782, 8)
-    assert _params(colmajor_plans(mid, 1_000_000, 8, "float32", 4, 132, rates, regs)) == [
-        {}, {"slice_nnz": 8, "batch": 4}]
+    short, fitted = {"slice_nnz": 8, "batch": 4}, {"slice_nnz": 4, "batch": 4}
+    found = colmajor_plans(mid, 1_000_000, 8, "float32", 4, 132, rates, regs)
+    assert _params(found) == [{}, short, fitted]
+    assert found[2][1].notes["zero_fill"] == "no"   # 200,000 rows cut, each inside a warp
     big = np.arange(0, 5 * 1_000_001, 5)
-    assert _params(colmajor_plans(big, 5_000_000, 8, "float32", 4, 132, rates, regs)) == [{}]
+    found = colmajor_plans(big, 5_000_000, 8, "float32", 4, 132, rates, regs)
+    assert _params(found) == [{}, short, fitted]
+    # 1,000,000 rows cut: more than MAX_ALIGNED_CUT_ROWS, the plain layout and its zero fill
+    assert found[2][1].notes["zero_fill"] == "yes"
 
 
 def test_a_mid_sized_grid_gets_a_partly_narrower_tile():
@@ -338,7 +344,7 @@ def test_warp_aligned_slices_keep_rows_of_a_warp_of_slices_inside_one_warp():
     atomic a warp, the zero fill); span is the scan's reach."""
     import numpy as np
 
-    from sparsescope.backends.spmm_colmajor import warp_aligned_slices
+    from sparsescope.backends.spmm_colmajor import unaligned_slices, warp_aligned_slices
 
     ones = np.concatenate(([0], np.cumsum([1] * 30 + [3, 1, 1])))   # 33 rows at S = 1
     w = warp_aligned_slices(ones, 1)
@@ -358,11 +364,14 @@ def test_warp_aligned_slices_keep_rows_of_a_warp_of_slices_inside_one_warp():
         assert w.plan.slice_ptr[at[0]] == indptr[r]
         assert w.plan.slice_ptr[at[-1] + 1] == indptr[r + 1]
     assert w.span == 16 and w.plan.split_rows == 0   # 59 nonzeros: 15 slices
-    # a 2,000-nonzero row in 4-pair slices (500) spans warps: atomics, the zero fill, span 32
+    # a 2,000-nonzero row in 4-pair slices (500) spans warps: no aligned layout; the plain
+    # one's scan (span 32) and atomics into a zeroed Y
     arrow = np.array([0, 2000] + [2000 + 3 * i for i in range(1, 50)])
-    w = warp_aligned_slices(arrow, 4)
+    assert warp_aligned_slices(arrow, 4) is None
+    w = unaligned_slices(arrow, 4)
     assert (w.plan.split_rows, w.span, w.pads) == (1, 32, 0)
     assert (w.plan.slice_row[:500] == -1).all()
+    assert unaligned_slices(np.array([0, 2, 8, 9]), 2).span == 1   # 3 slices: an atomic each
     # nothing cut: the plain plan, no scan
     w = warp_aligned_slices(np.arange(0, 4 * 20, 4), 16)
     assert (w.cut_rows, w.span, w.plan.slice_row) == (0, 1, None)

@@ -514,18 +514,23 @@ def test_emulated_colmajor_sums_a_row_cut_across_warps_once_a_warp():
     np.testing.assert_allclose(y, csr @ x, rtol=1e-12, atol=1e-12)
 
 
-def test_auto_plans_short_slices_only_on_a_grid_of_one_wave():
+def test_auto_plans_short_slices_on_any_grid_and_narrow_tiles_on_one_wave():
     from sparsescope.backends.spmm_auto_candidates import SM_THREADS, colmajor_plans
 
     small = _matrix(37, 60, seed=1, long_row=55)
     found = colmajor_plans(small.indptr, small.nnz, 8, "float32", 4, 132)
-    assert [c.params for c, _ in found] == [{}, short_slices_of(small, 8), {"tile_cols": 1}]
-    # one SM's worth of lanes and a row more: two waves' worth on a 1-SM device, no short plan
+    # short slices (the mean row, 8) and fitted ones (the 55-entry row in 32: 4)
+    assert [c.params for c, _ in found] == [{}, short_slices_of(small, 8),
+                                            {"slice_nnz": 4, "batch": 4}, {"tile_cols": 1}]
+    # one SM's worth of lanes and a row more: two waves' worth on a 1-SM device: short
+    # slices still (mean 3.2 -> 4; fitted ones no shorter: the longest row, 10, -> 4), no
+    # narrower tiles
     rows = SM_THREADS + 1
     many = sp.random(rows, 64, density=0.05, format="csr", random_state=2)
-    assert [c.params for c, _ in colmajor_plans(many.indptr, many.nnz, 8, "float32", 4, 1)] == [{}]
-    # on 2 SMs one wave of lanes, short slices; 9 blocks of 8 warps (72) already fill the
-    # cap's wave (2 x 8 warps), so no narrower tiles
+    assert [c.params for c, _ in colmajor_plans(many.indptr, many.nnz, 8, "float32", 4, 1)] == [
+        {}, short_slices_of(many, 8)]
+    # on 2 SMs one wave of lanes; 9 blocks of 8 warps (72) already fill the cap's wave (2 x 8
+    # warps), so no narrower tiles
     assert len(colmajor_plans(many.indptr, many.nnz, 8, "float32", 4, 2)) == 2
 
 

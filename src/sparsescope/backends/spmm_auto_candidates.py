@@ -49,6 +49,7 @@ from sparsescope.backends.spmm_blocktc import (
 )
 from sparsescope.backends.spmm_colmajor import (
     colmajor_launch,
+    fitted_slices,
     narrow_tile_cols,
     plan_colmajor,
     short_slices,
@@ -121,15 +122,20 @@ def colmajor_wave_warps(host: Any, sm_count: int, rates: Any = None,
 def colmajor_plans(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, index_bytes: int,
                    sm_count: int, rates: Any = None,
                    registers=None) -> list[tuple[Candidate, Any]]:
-    """(candidate, host plan) of colmajor: at the slice rule's S, BATCH and C; and, where that
-    grid runs in one wave (``slices x column tiles <= SMs x SM_THREADS``):
+    """(candidate, host plan) of colmajor: at the slice rule's S, BATCH and C;
 
     * with short slices and deep batches, where
-      :func:`~sparsescope.backends.spmm_colmajor.short_slices` cuts its lanes' rounds. The
-      warp's scan over the rows cut is not in the model: the trial decides (a
-      13,436-row matrix of 99,000 nonzeros at k = 8 on an H100: colmajor 18.0 us, cuSPARSE's
-      CSR_ALG3 8.2 us, results/h100/real-dev/2026-11-28-spmm);
-    * with narrower column tiles (``tile_cols``), where
+      :func:`~sparsescope.backends.spmm_colmajor.short_slices` cuts its lanes' rounds, and
+      with :func:`~sparsescope.backends.spmm_colmajor.fitted_slices` where those are shorter
+      still (the shortest that keep every row inside one warp: one launch). The warp's scan
+      over the rows cut is not in the model: the trial decides (a 13,436-row matrix of 99,000
+      nonzeros at k = 8 on an H100: colmajor 18.0 us, cuSPARSE's CSR_ALG3 8.2 us,
+      results/h100/real-dev/2026-11-28-spmm). On any grid: short slices were first meant for
+      grids of one wave, but with the rows they cut kept inside their warps they paid on
+      larger ones too (H200, results/h200/real-dev/2026-11-28-aligned: NotreDame_www, 325,729
+      rows, at k = 8 column-major 26.4 us a call in 8-pair slices against 39.6 at the rule's);
+    * where the plain grid runs in one wave (``slices x column tiles <= SMs x SM_THREADS``),
+      with narrower column tiles (``tile_cols``), where
       :func:`~sparsescope.backends.spmm_colmajor.narrow_tile_cols` gives a C below the rule's:
       the largest C whose grid (blocks x column tiles x warps) still reaches one full wave of
       the plain kernel's resident warps (:func:`colmajor_wave_warps`, on the device of
@@ -144,13 +150,17 @@ def colmajor_plans(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, index
     rows = int(np.asarray(indptr).size - 1)
     plain = plan_colmajor(indptr, nnz, k, value_dtype, index_bytes, sm_count)
     out = [(Candidate(COLMAJOR), plain)]
-    one_wave = plain.plan.n_slices * plain.tiles <= sm_count * SM_THREADS
-    if not one_wave:
-        return out
     short = short_slices(rows, nnz, k)
-    if short["slice_nnz"] < plain.plan.slice_nnz or short["batch"] > plain.tile[1]:
-        out.append((Candidate(COLMAJOR, short), plan_colmajor(
-            indptr, nnz, k, value_dtype, index_bytes, sm_count, **short)))
+    longest = int(np.diff(np.asarray(indptr)).max()) if rows else 0
+    fitted = fitted_slices(longest, k)
+    for options in (short, fitted):
+        if options is fitted and fitted["slice_nnz"] >= short["slice_nnz"]:
+            continue
+        if options["slice_nnz"] < plain.plan.slice_nnz or options["batch"] > plain.tile[1]:
+            out.append((Candidate(COLMAJOR, options), plan_colmajor(
+                indptr, nnz, k, value_dtype, index_bytes, sm_count, **options)))
+    if plain.plan.n_slices * plain.tiles > sm_count * SM_THREADS:   # more than one wave
+        return out
     regs = registers(spmm_colmajor.SOURCE, plain.kernel) if registers else None
     wave = colmajor_wave_warps(plain, sm_count, rates, regs)
     narrow = narrow_tile_cols(k, plain.blocks * plain.warps, wave)

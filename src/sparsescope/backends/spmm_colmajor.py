@@ -49,6 +49,8 @@ pair at 3-6 % of the 8 x 32 bytes of X sectors it requests; 8 accumulators."""
 X_LOADS_IN_FLIGHT = 16
 """BATCH x C loads of X issued before their FMAs, per lane (BATCH at most 8)."""
 MAX_BATCH = 8
+WARP = 32
+"""Lanes a warp: a row of at most this many slices can be summed inside one warp."""
 SLICE_MEAN_FACTOR = 2
 """S = 2 x the mean row length (rounded up to 32): no lane of a warp walks more than about
 twice what the average lane does, whatever the row-length distribution's tail."""
@@ -107,6 +109,25 @@ def short_slices(rows: int, nnz: int, k: int) -> dict[str, int]:
     deep = min(MAX_BATCH, 2 * batch)
     mean = -(-max(0, nnz) // max(1, rows))
     return {"slice_nnz": max(deep, -(-mean // deep) * deep), "batch": deep}
+
+
+def fitted_slices(longest: int, k: int) -> dict[str, int]:
+    """The shortest slices (whole deep batches, :func:`short_slices`' deep) that keep the
+    longest row to a warp of slices, so that every cut row stays inside one warp
+    (:func:`warp_aligned_slices`: the scan sums it, one launch, no zero fill)::
+
+        slice_nnz = round_up(max(deep, ceil(longest / 32)), deep)
+
+    Shorter slices give each lane fewer dependent rounds and the grid more warps. k = 8
+    (deep 4): longest 27 -> 4; longest 301 -> 12 (10 rounded up); longest 0 -> 4. On an H200
+    (k = 8, column-major, results/h200/real-dev/2026-11-28-aligned): lp_e226 (longest 110,
+    mean 12.4) took 6.4 us a call in 8-pair slices against 7.3 in the mean rule's 16, and
+    tumorAntiAngiogenesis_2 (longest 301) 6.7 us at 12 pairs (in one warp) against 8.4 at 8
+    (across warps, the zero fill)."""
+    _, batch = colmajor_tile(k)
+    deep = min(MAX_BATCH, 2 * batch)
+    need = max(deep, -(-max(0, longest) // WARP))
+    return {"slice_nnz": -(-need // deep) * deep, "batch": deep}
 
 
 def narrow_tile_cols(k: int, tile_warps: int, wave_warps: int) -> int:
@@ -172,26 +193,29 @@ def colmajor_grid(n_slices: int, k: int, tile: int, sm_count: int,
     return max(1, -(-max(0, n_slices) // (32 * block))), -(-k // tile), block
 
 
-WARP = 32
-
-
 @dataclass(frozen=True)
 class WarpSlices:
     """Slices laid out so that every row of at most a warp of slices lies inside one warp."""
 
     plan: SlicePlan
-    """The slices, pads included; ``split_rows`` counts the rows cut across warps only (more
-    than 32 slices: their atomics need Y zeroed first)."""
+    """The slices, pads included; ``split_rows`` counts the rows whose lanes add with atomics
+    into a zeroed Y (none where the rows are kept inside their warps)."""
     cut_rows: int
     """Rows cut into several slices, inside a warp or across warps."""
     pads: int
     """Empty slices put before rows that would have straddled two warps."""
     span: int
-    """The kernel's scan reach: the smallest power of two >= the most slices of a row inside a
-    warp, 32 where a row spans warps, 1 where no row is cut (no scan)."""
+    """The kernel's scan reach: the smallest power of two >= the most slices of a row kept
+    inside a warp; 32 or 1 in the plain layout (:func:`unaligned_slices`); 1: no scan."""
 
 
-def warp_aligned_slices(indptr: np.ndarray, slice_nnz: int) -> WarpSlices:
+MAX_ALIGNED_CUT_ROWS = 1 << 18
+"""Most rows a plan keeps inside their warps (:func:`warp_aligned_slices`, a Python loop over
+them: about 0.1 s at this many). Beyond, the plain layout: a call of that many cut rows is
+hundreds of microseconds, where the zero fill's launch is a small share."""
+
+
+def warp_aligned_slices(indptr: np.ndarray, slice_nnz: int) -> WarpSlices | None:
     """Cut each row into ``p = max(1, ceil(len / S))`` consecutive slices, as
     :func:`~sparsescope.backends.spmm_cuda.slice_plan` does, then move each row of ``1 < p <=
     32`` slices that would straddle a warp boundary to the next warp's first lane::
@@ -200,15 +224,18 @@ def warp_aligned_slices(indptr: np.ndarray, slice_nnz: int) -> WarpSlices:
         lane + p > 32  ->  32 - lane empty pad slices before the row
 
     so that the warp's segmented scan sums such a row whole and its last lane stores Y (no
-    atomics, no zero fill: one launch). Rows of more than 32 slices span warps whatever the
-    layout; they keep ``slice_row = -(row + 1)`` (atomics into a zeroed Y). A row inside a
-    warp keeps ``slice_row = row``; a pad is ``-(rows + 1)`` (``spmm_colmajor.cu``).
+    atomics, no zero fill: one launch). Every row keeps ``slice_row = row``; a pad is
+    ``-(rows + 1)`` (``spmm_colmajor.cu``).
 
     30 rows of 1 nonzero, then rows of 3, 1, 1 at S = 1: the row of 3 slices would take lanes
     30-32 -> 2 pads (lanes 30, 31), the row at lanes 32-34, slice_row [..., 29, -34, -34, 30,
-    30, 30, 31, 32]; span 4, split_rows 0. A row of 40 slices: it spans, -(row + 1), span
-    32, split_rows 1. The pads cost idle lanes: at most p - 1 before a row of p slices, and
-    only where it would straddle."""
+    30, 30, 31, 32]; span 4, split_rows 0. A row of 40 slices: None (it spans warps). The
+    pads cost idle lanes: at most p - 1 before a row of p slices, and only where it would
+    straddle.
+
+    None where a row has more than 32 slices (it needs the zero fill whatever the layout: the
+    plain one, :func:`unaligned_slices`, serves it) or more than
+    :data:`MAX_ALIGNED_CUT_ROWS` rows are cut."""
     indptr = np.asarray(indptr, dtype=np.int64)
     lengths = np.diff(indptr)
     n = lengths.size
@@ -217,10 +244,12 @@ def warp_aligned_slices(indptr: np.ndarray, slice_nnz: int) -> WarpSlices:
     if not cut.any():
         return WarpSlices(slice_plan(indptr, slice_nnz), 0, 0, 1)
     spans = pieces > WARP
+    if spans.any() or int(cut.sum()) > MAX_ALIGNED_CUT_ROWS:
+        return None
     first = np.cumsum(pieces) - pieces   # each row's first slice before any pad
     pad_before = np.zeros(n, dtype=np.int64)
     shift = 0   # pads placed so far: a sequential sum (each pad moves every later row)
-    inside = np.flatnonzero(cut & ~spans)
+    inside = np.flatnonzero(cut)
     for row, at, p in zip(inside.tolist(), first[inside].tolist(), pieces[inside].tolist(),
                           strict=True):
         lane = (at + shift) % WARP
@@ -234,11 +263,9 @@ def warp_aligned_slices(indptr: np.ndarray, slice_nnz: int) -> WarpSlices:
     pads = np.repeat(pad_before, per_row)
     is_pad = within < pads
     begins = indptr[row_of] + np.where(is_pad, 0, (within - pads) * slice_nnz)
-    slice_row = np.where(is_pad, -(n + 1),
-                         np.where(spans[row_of], -(row_of + 1), row_of))
-    plan = SlicePlan(slice_nnz, np.append(begins, indptr[-1]), slice_row, int(spans.sum()))
-    most = int(pieces[cut & ~spans].max()) if (cut & ~spans).any() else 1
-    span = WARP if spans.any() else pow2_at_least(most, WARP)
+    slice_row = np.where(is_pad, -(n + 1), row_of)
+    plan = SlicePlan(slice_nnz, np.append(begins, indptr[-1]), slice_row, 0)
+    span = pow2_at_least(int(pieces.max()), WARP)
     return WarpSlices(plan, int(cut.sum()), int(pad_before.sum()), span)
 
 
@@ -307,11 +334,10 @@ def plan_colmajor(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, index_
     if slice_nnz is not None and slice_nnz < 1:
         raise ValueError(f"slice_nnz must be >= 1, got {slice_nnz}")
     size = slice_nnz or colmajor_slice_nnz(rows, nnz, min_slice)
-    slices = warp_aligned_slices(indptr, size) if aligned else None
-    if slices is None or slices.plan.split_rows:
-        # a row across warps needs the zero fill anyway: the plain layout, whose rows of a
-        # few slices add with an atomic each and need no scan
-        slices = unaligned_slices(indptr, size)
+    # None where a row spans warps (the zero fill is needed anyway): the plain layout, whose
+    # rows of a few slices add with an atomic each and need no scan
+    slices = (warp_aligned_slices(indptr, size) if aligned else None) or \
+        unaligned_slices(indptr, size)
     plan = slices.plan
     blocks, tiles, block = colmajor_grid(plan.n_slices, k, tile[0], sm_count, warps)
     segment = slices.span > 1
