@@ -69,3 +69,20 @@ def test_x_from_dram_by_sectors_when_a_tile_of_x_overflows_the_l2():
     more, how = x_dram_bytes(indptr, indices, 40, 8, launch, 256)
     assert more == pytest.approx(6 * 256, rel=0.01) and "LRU" in how and "sector" in how
     assert more > 40 * 8 * 4
+
+
+def test_cut_rows_inside_their_warps_are_one_launch_in_the_model():
+    """Rows of 3, 1, 0, 3 in 1-pair slices: two rows cut, each inside one warp (aligned): no
+    zero fill, one launch, Y written once (4 rows x 8 x 4 = 128 bytes of the DRAM term). The plain
+    layout (``aligned=False``) cuts the same rows into atomics: the zero fill, two launches,
+    Y twice."""
+    aligned = colmajor_launch(plan_colmajor(INDPTR, 7, 8, "float32", 4, 2, slice_nnz=1,
+                                            batch=2))
+    plain = colmajor_launch(plan_colmajor(INDPTR, 7, 8, "float32", 4, 2, slice_nnz=1,
+                                          batch=2, aligned=False))
+    assert (aligned.zero_fill, aligned.launches) == (False, 1)
+    assert (plain.zero_fill, plain.launches) == (True, 2)
+    one = predict_spmm(INDPTR, INDICES, 40, 8, aligned, RATES, flushed=False)
+    two = predict_spmm(INDPTR, INDICES, 40, 8, plain, RATES, flushed=False)
+    assert two.term("overhead").time_ms > one.term("overhead").time_ms
+    assert "Y 128 B" in one.term("dram").formula and "Y 256 B" in two.term("dram").formula
