@@ -153,9 +153,8 @@ def colmajor_plans(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, index
     short = short_slices(rows, nnz, k)
     longest = int(np.diff(np.asarray(indptr)).max()) if rows else 0
     fitted = fitted_slices(longest, k)
-    for options in (short, fitted):
-        if options is fitted and fitted["slice_nnz"] >= short["slice_nnz"]:
-            continue
+    shorter = [short] + ([fitted] if fitted["slice_nnz"] < short["slice_nnz"] else [])
+    for options in shorter:
         if options["slice_nnz"] < plain.plan.slice_nnz or options["batch"] > plain.tile[1]:
             out.append((Candidate(COLMAJOR, options), plan_colmajor(
                 indptr, nnz, k, value_dtype, index_bytes, sm_count, **options)))

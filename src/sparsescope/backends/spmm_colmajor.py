@@ -29,7 +29,7 @@ from sparsescope.backends import _gpu
 from sparsescope.backends.base import Capability
 from sparsescope.backends.spmm_cuda import (
     SLICE_UNIT,
-    OwnSpmmKernel,
+    HostPlannedKernel,
     SlicePlan,
     host_output,
     pow2_at_least,
@@ -105,10 +105,15 @@ def short_slices(rows: int, nnz: int, k: int) -> dict[str, int]:
     shuffles) and the pad lanes that keep each inside its warp, which the trial weighs. k = 8
     (C 8, BATCH 2): deep 4; 13,436 rows, 99,000 nonzeros (mean 7.4) -> slice_nnz 8; k = 1
     (BATCH 8 already): deep 8."""
-    tile, batch = colmajor_tile(k)
-    deep = min(MAX_BATCH, 2 * batch)
+    deep = deep_batch(k)
     mean = -(-max(0, nnz) // max(1, rows))
     return {"slice_nnz": max(deep, -(-mean // deep) * deep), "batch": deep}
+
+
+def deep_batch(k: int) -> int:
+    """Twice :func:`colmajor_tile`'s BATCH, at most MAX_BATCH: k = 8 (BATCH 2) -> 4; k = 1
+    (BATCH 8) -> 8."""
+    return min(MAX_BATCH, 2 * colmajor_tile(k)[1])
 
 
 def fitted_slices(longest: int, k: int) -> dict[str, int]:
@@ -124,8 +129,7 @@ def fitted_slices(longest: int, k: int) -> dict[str, int]:
     mean 12.4) took 6.4 us a call in 8-pair slices against 7.3 in the mean rule's 16, and
     tumorAntiAngiogenesis_2 (longest 301) 6.7 us at 12 pairs (in one warp) against 8.4 at 8
     (across warps, the zero fill)."""
-    _, batch = colmajor_tile(k)
-    deep = min(MAX_BATCH, 2 * batch)
+    deep = deep_batch(k)
     need = max(deep, -(-max(0, longest) // WARP))
     return {"slice_nnz": -(-need // deep) * deep, "batch": deep}
 
@@ -236,37 +240,32 @@ def warp_aligned_slices(indptr: np.ndarray, slice_nnz: int) -> WarpSlices | None
     None where a row has more than 32 slices (it needs the zero fill whatever the layout: the
     plain one, :func:`unaligned_slices`, serves it) or more than
     :data:`MAX_ALIGNED_CUT_ROWS` rows are cut."""
+    base = slice_plan(indptr, slice_nnz)
+    if not base.split_rows:
+        return WarpSlices(base, 0, 0, 1)
     indptr = np.asarray(indptr, dtype=np.int64)
-    lengths = np.diff(indptr)
-    n = lengths.size
-    pieces = np.maximum(1, -(-lengths // slice_nnz))
-    cut = pieces > 1
-    if not cut.any():
-        return WarpSlices(slice_plan(indptr, slice_nnz), 0, 0, 1)
-    spans = pieces > WARP
-    if spans.any() or int(cut.sum()) > MAX_ALIGNED_CUT_ROWS:
+    n = indptr.size - 1
+    row_of = np.where(base.slice_row < 0, -base.slice_row - 1, base.slice_row)
+    pieces = np.bincount(row_of, minlength=n)
+    if pieces.max() > WARP or base.split_rows > MAX_ALIGNED_CUT_ROWS:
         return None
     first = np.cumsum(pieces) - pieces   # each row's first slice before any pad
-    pad_before = np.zeros(n, dtype=np.int64)
+    pad_rows, pad_counts = [], []
     shift = 0   # pads placed so far: a sequential sum (each pad moves every later row)
-    inside = np.flatnonzero(cut)
+    inside = np.flatnonzero(pieces > 1)
     for row, at, p in zip(inside.tolist(), first[inside].tolist(), pieces[inside].tolist(),
                           strict=True):
         lane = (at + shift) % WARP
         if lane + p > WARP:
-            pad_before[row] = WARP - lane
+            pad_rows.append(row)
+            pad_counts.append(WARP - lane)
             shift += WARP - lane
-    per_row = pieces + pad_before
-    total = int(per_row.sum())
-    row_of = np.repeat(np.arange(n, dtype=np.int64), per_row)
-    within = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(per_row) - per_row, per_row)
-    pads = np.repeat(pad_before, per_row)
-    is_pad = within < pads
-    begins = indptr[row_of] + np.where(is_pad, 0, (within - pads) * slice_nnz)
-    slice_row = np.where(is_pad, -(n + 1), row_of)
-    plan = SlicePlan(slice_nnz, np.append(begins, indptr[-1]), slice_row, 0)
-    span = pow2_at_least(int(pieces.max()), WARP)
-    return WarpSlices(plan, int(cut.sum()), int(pad_before.sum()), span)
+    padded = np.repeat(np.asarray(pad_rows, dtype=np.int64), pad_counts)
+    at = first[padded]   # each pad goes before its row's first slice
+    slice_ptr = np.insert(base.slice_ptr, at, indptr[padded])
+    slice_row = np.insert(row_of, at, -(n + 1))
+    plan = SlicePlan(slice_nnz, slice_ptr, slice_row, 0)
+    return WarpSlices(plan, base.split_rows, shift, pow2_at_least(int(pieces.max()), WARP))
 
 
 def unaligned_slices(indptr: np.ndarray, slice_nnz: int) -> WarpSlices:
@@ -411,8 +410,9 @@ class PreparedColMajor:
     """The kernel's arguments, built once by ``prepare`` (the NumPy scalars too)."""
 
 
-class SpmmCudaColMajor(OwnSpmmKernel):
+class SpmmCudaColMajor(HostPlannedKernel):
     name = "spmm-cuda-colmajor"
+    SOURCE = SOURCE
     capability = Capability(
         ops=("spmm",), value_dtypes=("float32", "float64"), index_bytes=(4, 8), device="gpu",
         description="own CSR SpMM: column-major X and Y, a lane per row slice, C columns a "
@@ -486,17 +486,5 @@ class SpmmCudaColMajor(OwnSpmmKernel):
         self._launch(prepared)
         return host_output(prepared.y, "col")
 
-    def kernel_shape(self, case: OpCase, prepared: PreparedColMajor | None):
-        """The launch for the SpMM time model, with the compiled kernel's registers."""
-        from sparsescope.backends.spmm_cuda import compiled_registers
-
-        if prepared is None:
-            return None
-        return colmajor_launch(prepared.host, compiled_registers(SOURCE, prepared.host.kernel))
-
-    def host_launch(self, case: OpCase, value_dtype: str, index_bytes: int, sms: int,
-                    rates: Any) -> Any:
-        return colmajor_launch(self.plan(case, value_dtype, index_bytes, sms), None)
-
-    def notes(self, prepared: PreparedColMajor) -> dict[str, str]:
-        return dict(prepared.host.notes)
+    def model_launch(self, host: ColMajorPlan, registers: int | None):
+        return colmajor_launch(host, registers)

@@ -318,6 +318,38 @@ class OwnSpmmKernel(OpBackend):
         return None
 
 
+class HostPlannedKernel(OwnSpmmKernel):
+    """An own kernel whose prepared case keeps its host plan as ``prepared.host`` (with the
+    template instance ``kernel`` and the case's ``notes``), a plan the subclass's
+    :meth:`model_launch` turns into the SpMM time model's launch: with the compiled kernel's
+    registers once prepared, with the launch bound's cap on the host."""
+
+    SOURCE = ""
+    """The kernel's source file under ``backends/kernels`` (its compiled registers)."""
+
+    @abstractmethod
+    def plan(self, case: OpCase, value_dtype: str, index_bytes: int, sm_count: int) -> Any:
+        """The host plan of ``case`` on ``sm_count`` SMs (pure)."""
+
+    @abstractmethod
+    def model_launch(self, host: Any, registers: int | None) -> Any:
+        """The model's launch of host plan ``host`` (``registers`` None: the cap)."""
+
+    def kernel_shape(self, case: OpCase, prepared: Any):
+        """The launch for the SpMM time model, with the compiled kernel's registers."""
+        if prepared is None:
+            return None
+        return self.model_launch(prepared.host,
+                                 compiled_registers(self.SOURCE, prepared.host.kernel))
+
+    def host_launch(self, case: OpCase, value_dtype: str, index_bytes: int, sms: int,
+                    rates: Any) -> Any:
+        return self.model_launch(self.plan(case, value_dtype, index_bytes, sms), None)
+
+    def notes(self, prepared: Any) -> dict[str, str]:
+        return dict(prepared.host.notes)
+
+
 def upload_slices(plan: SlicePlan, index_dtype: Any) -> tuple[Any, Any]:
     """(slice pointers, slice rows) on the device at ``index_dtype``; the slice pointers stand
     in for the rows when no row is cut (the kernels never read them then)."""

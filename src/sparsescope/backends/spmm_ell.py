@@ -31,7 +31,7 @@ from sparsescope.backends import _gpu
 from sparsescope.backends.base import Capability
 from sparsescope.backends.spmm_colmajor import MAX_TILE_COLS
 from sparsescope.backends.spmm_cuda import (
-    OwnSpmmKernel,
+    HostPlannedKernel,
     host_output,
     pow2_at_least,
     upload_dense,
@@ -300,8 +300,9 @@ class PreparedEll:
     args: tuple = ()
 
 
-class SpmmCudaEll(OwnSpmmKernel):
+class SpmmCudaEll(HostPlannedKernel):
     name = "spmm-cuda-ell"
+    SOURCE = SOURCE
     capability = Capability(
         ops=("spmm",), value_dtypes=("float32", "float64"), index_bytes=(4, 8), device="gpu",
         description="own SpMM from row-major ELL, a group of lanes a row, no row pointers: "
@@ -371,18 +372,6 @@ class SpmmCudaEll(OwnSpmmKernel):
                                 prepared.host.width, value_bytes=prepared.val.dtype.itemsize,
                                 index_bytes=prepared.col.dtype.itemsize)
 
-    def kernel_shape(self, case: OpCase, prepared: PreparedEll | None):
-        """The launch for the SpMM time model, with the compiled kernel's registers."""
-        from sparsescope.backends.spmm_cuda import compiled_registers
-
-        if prepared is None:
-            return None
-        return ell_launch(prepared.host, compiled_registers(SOURCE, prepared.host.kernel))
-
-    def host_launch(self, case: OpCase, value_dtype: str, index_bytes: int, sms: int,
-                    rates: Any) -> Any:
-        return ell_launch(self.plan(case, value_dtype, index_bytes, sms), None)
-
-    def notes(self, prepared: PreparedEll) -> dict[str, str]:
-        return dict(prepared.host.notes)
+    def model_launch(self, host: EllPlan, registers: int | None):
+        return ell_launch(host, registers)
 

@@ -42,10 +42,9 @@ from sparsescope.backends.base import Capability
 from sparsescope.backends.spmm_cuda import (
     MAX_WARPS_PER_BLOCK,
     MIN_SLICE_NNZ,
-    OwnSpmmKernel,
+    HostPlannedKernel,
     SlicePlan,
     choose_slice_nnz,
-    compiled_registers,
     pow2_at_least,
     slice_plan,
     upload_csr,
@@ -287,8 +286,9 @@ class PreparedRowGroup:
     """The kernel's arguments, built once by ``prepare`` (the NumPy scalars too)."""
 
 
-class SpmmCudaRowGroup(OwnSpmmKernel):
+class SpmmCudaRowGroup(HostPlannedKernel):
     name = "spmm-cuda-rowgroup"
+    SOURCE = SOURCE
     capability = Capability(
         ops=("spmm",), value_dtypes=("float32", "float64"), index_bytes=(4, 8), device="gpu",
         description="own CSR SpMM: row-major X, G lanes per row slice owning its columns, "
@@ -360,19 +360,12 @@ class SpmmCudaRowGroup(OwnSpmmKernel):
         if p.function is not None:
             p.function(p.grid, p.block, p.args)
 
-    def kernel_shape(self, case: OpCase, prepared: PreparedRowGroup | None):
-        """The launch for the SpMM time model (``model.spmm_predict``), with the compiled
-        kernel's registers."""
-        if prepared is None:
-            return None
-        return rowgroup_launch(prepared.host, compiled_registers(SOURCE, prepared.host.kernel))
+    def model_launch(self, host: RowGroupPlan, registers: int | None):
+        return rowgroup_launch(host, registers)
 
     def host_launch(self, case: OpCase, value_dtype: str, index_bytes: int, sms: int,
                     rates: Any) -> Any:
         """Blocks of the fewest warps that fill an SM of the device of ``rates``."""
         full = (_gpu.full_block_warps(rates.max_threads_per_sm, rates.max_blocks_per_sm)
                 if rates is not None else MAX_WARPS_PER_BLOCK)
-        return rowgroup_launch(self.plan(case, value_dtype, index_bytes, sms, full), None)
-
-    def notes(self, prepared: PreparedRowGroup) -> dict[str, str]:
-        return dict(prepared.host.notes)
+        return self.model_launch(self.plan(case, value_dtype, index_bytes, sms, full), None)

@@ -35,7 +35,7 @@ import numpy as np
 
 from sparsescope.backends import _gpu
 from sparsescope.backends.base import Capability
-from sparsescope.backends.spmm_cuda import OwnSpmmKernel, host_output, upload_dense
+from sparsescope.backends.spmm_cuda import HostPlannedKernel, host_output, upload_dense
 from sparsescope.backends.spmm_rowtile_format import (  # noqa: F401  (re-exported)
     CHUNK_ROWS,
     TILE_ROWS,
@@ -392,8 +392,9 @@ class PreparedRowTile:
     needs more than 48 KB (not on every timed call)."""
 
 
-class SpmmCudaRowTile(OwnSpmmKernel):
+class SpmmCudaRowTile(HostPlannedKernel):
     name = "spmm-cuda-rowtile"
+    SOURCE = SOURCE
     capability = Capability(
         ops=("spmm",), value_dtypes=("float32", "float64"), index_bytes=(4, 8), device="gpu",
         description="own SpMM: a block a tile of rows and a slice of X's columns, X staged in "
@@ -489,14 +490,9 @@ class SpmmCudaRowTile(OwnSpmmKernel):
             return super().traffic(case, prepared)
         return _format_traffic(case, prepared.host)
 
-    def kernel_shape(self, case: OpCase, prepared: PreparedRowTile | None):
-        """The launch for the time model (``model.rowtile``), with the compiled kernel's
-        registers."""
-        from sparsescope.backends.spmm_cuda import compiled_registers
-
-        if prepared is None:
-            return None
-        return rowtile_launch(prepared.host, compiled_registers(SOURCE, prepared.host.kernel))
+    def model_launch(self, host: RowTilePlan, registers: int | None):
+        """The launch for the time model (``model.rowtile``)."""
+        return rowtile_launch(host, registers)
 
     def host_plan_case(self, case: OpCase, value_dtype: str, index_bytes: int, sms: int):
         """(the format's bytes, the launch) planned on the host for ``sms`` SMs (registers at
@@ -505,10 +501,7 @@ class SpmmCudaRowTile(OwnSpmmKernel):
             return None, None
         rates = getattr(self._model, "rates", None)
         host = self.plan(case, value_dtype, index_bytes, sms, rates)
-        return _format_traffic(case, host), rowtile_launch(host, None)
-
-    def notes(self, prepared: PreparedRowTile) -> dict[str, str]:
-        return dict(prepared.host.notes)
+        return _format_traffic(case, host), self.model_launch(host, None)
 
 
 def _format_traffic(case: OpCase, host: RowTilePlan):
