@@ -17,7 +17,7 @@ ROWGROUP = ("float, int, 4, 2, 1, 4, 8, 2", "float, int, 4, 16, 1, 2, 8, 2",
             "double, int, 1, 32, 16, 1, 1, 2",
             "float, int, 4, 32, 1, 1, 4, 4")  # MINB 4: 64 registers, BATCH 4 fits them
 COLMAJOR = ("float, int, 8, 2, false", "double, long long, 4, 4, false", "float, int, 1, 8, false",
-            "float, int, 8, 4, false",
+            "float, int, 8, 4, false", "float, int, 4, 4, false",
             "float, int, 8, 4, true")  # SEG: a cut row's slices summed across the warp
 
 
@@ -79,17 +79,26 @@ def test_colmajor_sass(sass, args):
     assert ("STG", width) in _accesses(analysis)
 
 
-@pytest.mark.parametrize("args", ["float, int, 8, 4, false", "float, int, 8, 4, true"])
+@pytest.mark.parametrize("args", ["float, int, 8, 2, false", "float, int, 4, 4, false",
+                                  "float, int, 1, 8, false", "float, int, 8, 4, false",
+                                  "float, int, 8, 4, true"])
 def test_colmajor_issues_a_batch_of_gathers_before_its_fmas(sass, args):
-    """k = 8, BATCH 4 (the short slices' instance): the 4 pairs and all 32 gathers of X of a
-    batch issued before the first FFMA, with and without the scan (SEG: unguarded gathers; a
-    guarded gather each in a convergence region made it 2.3-2.5 us slower a call)."""
+    """Every float32 instance the host picks (k >= 8: C 8, BATCH 2; k = 4 and k = 1; the short
+    slices' BATCH 4, with and without the scan): a batch's BATCH pairs (col and val: 2 loads
+    each) and all BATCH x C gathers of X issued before its first FFMA, so a batch costs one
+    round trip. An FFMA among them waits on the first gathers before the rest issue: the
+    pad test in <8, 2> did that, 8-20 % slower on uncut matrices. SEG: unguarded gathers; a
+    guarded gather each in a convergence region made it 2.3-2.5 us slower a call."""
+    _, _, c, batch, _ = (p.strip() for p in args.split(","))
+    loads = 2 * int(batch) + int(batch) * int(c)
     instructions = sass[f"void spmm_colmajor<{args}>"].instructions
     first_ffma = next(n for n, i in enumerate(instructions) if i.opcode == "FFMA")
     early = [i for i in instructions[:first_ffma] if i.opcode == "LDG"]
-    assert len(early) >= 8 + 32
-    loop = instructions[first_ffma - 40:first_ffma]
+    assert len(early) >= loads
+    loop = instructions[first_ffma - loads:first_ffma]
     assert not any(i.opcode in ("BSSY", "BSYNC") for i in loop)
+    ffmas = [n for n, i in enumerate(instructions) if i.opcode == "FFMA"][:int(batch) * int(c)]
+    assert not any(i.opcode == "LDG" for i in instructions[ffmas[0]:ffmas[-1]])  # no gather late
 
 
 @pytest.mark.parametrize("args", ["float, int, 4, 2, 1, 4, 8, 2",
