@@ -24,6 +24,7 @@ from sparsescope.backends.spmm_colmajor import (
     colmajor_tile,
     narrow_tile_cols,
     plan_colmajor,
+    round_slices,
     short_slices,
 )
 from sparsescope.ops.registry import get_op
@@ -207,6 +208,39 @@ def test_large_matrices_get_no_narrow_candidate():
     assert _params(found) == [{}, short, fitted]
     # 1,000,000 rows cut: more than MAX_ALIGNED_CUT_ROWS, the plain layout and its zero fill
     assert found[2][1].notes["zero_fill"] == "yes"
+
+
+def test_round_slices_are_one_and_two_deep_batches():
+    assert round_slices(8) == [{"slice_nnz": 8, "batch": 4}, {"slice_nnz": 4, "batch": 4}]
+    assert round_slices(64) == round_slices(8)          # C 8, BATCH 2 -> deep 4
+    assert round_slices(1) == [{"slice_nnz": 16, "batch": 8}, {"slice_nnz": 8, "batch": 8}]
+
+
+def _groebner_like() -> np.ndarray:
+    """4,967 rows: one of 829 nonzeros, the rest 34 or 35 (173,670 in all, mean 35)."""
+    lengths = np.full(4967, 34)
+    lengths[0] = 829
+    lengths[1:1 + (173_670 - int(lengths.sum()))] += 1
+    return np.concatenate([[0], np.cumsum(lengths)])
+
+
+def test_a_grid_under_one_wave_gets_slices_of_one_and_two_batches():
+    """Groebner-like at k = 8 on 132 SMs: short slices 36 (the mean), fitted 28 (829 in 32
+    slices -> 26 -> 28); their grid, 5,062 slices x 1 tile, is far under a wave (132 x 2,048
+    lanes), so the slices of two and one deep batches (8, 4) are offered too, fewest last.
+    The 829-nonzero row in 8-pair slices spans four warps: the zero fill and atomics."""
+    indptr = _groebner_like()
+    assert int(indptr[-1]) == 173_670 and int(np.diff(indptr).max()) == 829
+    found = colmajor_plans(indptr, 173_670, 8, "float32", 4, 132)
+    params = _params(found)
+    assert params[:5] == [{}, {"slice_nnz": 36, "batch": 4}, {"slice_nnz": 28, "batch": 4},
+                          {"slice_nnz": 8, "batch": 4}, {"slice_nnz": 4, "batch": 4}]
+    eight = found[3][1]
+    assert eight.plan.slice_nnz == 8 and eight.notes["zero_fill"] == "yes"
+    # on one SM (a wave of 2,048 lanes) the short slices' grid is more than a wave: no
+    # round slices
+    assert {"slice_nnz": 8, "batch": 4} not in _params(
+        colmajor_plans(indptr, 173_670, 8, "float32", 4, 1))
 
 
 def test_a_mid_sized_grid_gets_a_partly_narrower_tile():

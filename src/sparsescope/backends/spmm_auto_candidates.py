@@ -52,6 +52,7 @@ from sparsescope.backends.spmm_colmajor import (
     fitted_slices,
     narrow_tile_cols,
     plan_colmajor,
+    round_slices,
     short_slices,
 )
 from sparsescope.backends.spmm_cuda import (
@@ -134,6 +135,10 @@ def colmajor_plans(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, index
       grids of one wave, but with the rows they cut kept inside their warps they paid on
       larger ones too (H200, results/h200/real-dev/2026-11-28-aligned: NotreDame_www, 325,729
       rows, at k = 8 column-major 26.4 us a call in 8-pair slices against 39.6 at the rule's);
+    * with slices of one and two deep batches
+      (:func:`~sparsescope.backends.spmm_colmajor.round_slices`) where they are shorter than
+      all of those and the short slices' grid still runs in one wave (where the longest
+      lane's rounds set the time);
     * where the plain grid runs in one wave (``slices x column tiles <= SMs x SM_THREADS``),
       with narrower column tiles (``tile_cols``), where
       :func:`~sparsescope.backends.spmm_colmajor.narrow_tile_cols` gives a C below the rule's:
@@ -154,10 +159,15 @@ def colmajor_plans(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, index
     longest = int(np.diff(np.asarray(indptr)).max()) if rows else 0
     fitted = fitted_slices(longest, k)
     shorter = [short] + ([fitted] if fitted["slice_nnz"] < short["slice_nnz"] else [])
+    wave = sm_count * SM_THREADS
     for options in shorter:
         if options["slice_nnz"] < plain.plan.slice_nnz or options["batch"] > plain.tile[1]:
-            out.append((Candidate(COLMAJOR, options), plan_colmajor(
-                indptr, nnz, k, value_dtype, index_bytes, sm_count, **options)))
+            planned = plan_colmajor(indptr, nnz, k, value_dtype, index_bytes, sm_count,
+                                    **options)
+            out.append((Candidate(COLMAJOR, options), planned))
+            if options is short and planned.plan.n_slices * planned.tiles <= wave:
+                fewest = min(o["slice_nnz"] for o in shorter)
+                shorter += [o for o in round_slices(k) if o["slice_nnz"] < fewest]
     if plain.plan.n_slices * plain.tiles > sm_count * SM_THREADS:   # more than one wave
         return out
     regs = registers(spmm_colmajor.SOURCE, plain.kernel) if registers else None

@@ -134,6 +134,21 @@ def fitted_slices(longest: int, k: int) -> dict[str, int]:
     return {"slice_nnz": -(-need // deep) * deep, "batch": deep}
 
 
+def round_slices(k: int) -> list[dict[str, int]]:
+    """Slices of one and of two deep batches (:func:`deep_batch`), longest first: the fewest
+    dependent rounds a lane can take, for a grid that stays under one wave even in
+    :func:`short_slices`' slices, where the rounds of the longest lane, not the lanes' count,
+    set the time. k = 8 (deep 4): 8 pairs, then 4.
+
+    A row longer than a warp of them is cut across warps (the zero fill and the atomics
+    again), which :func:`fitted_slices` avoids; the trial weighs the two. On an H200 (k = 8,
+    column-major, results/h200/real-dev/2026-11-28-aligned): Groebner_id2003_aug (4,967 rows,
+    mean 35, longest 829) took 10.9 us a call in 8-pair slices across warps against 12.7 in
+    the fitted 28-pair slices auto kept, 7 rounds a lane against 2."""
+    deep = deep_batch(k)
+    return [{"slice_nnz": 2 * deep, "batch": deep}, {"slice_nnz": deep, "batch": deep}]
+
+
 def narrow_tile_cols(k: int, tile_warps: int, wave_warps: int) -> int:
     """C of colmajor's narrow-tile variant, for a grid that leaves the device idle: the
     largest power of two at most :func:`colmajor_tile`'s C whose grid still reaches one full
