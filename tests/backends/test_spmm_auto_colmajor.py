@@ -79,10 +79,15 @@ ELL = ["spmm-cuda-ell"]
 padding, 60 x 16 / 234, is within the limit)."""
 
 
+NARROW_VEC = ["spmm-cuda-rowgroup[vec=2]", "spmm-cuda-rowgroup[vec=1]"]
+"""60 rows at k = 8 in float32 (float4 lanes, G 2: one warp) are far under a wave: rowgroup
+with float2 (G 4) and float (G 8) lanes too; in float64 (float2 lanes, G 4) float ones (G 8)."""
+
+
 @pytest.mark.parametrize(("k", "layout", "dtype", "labels"), [
-    (8, "row", "float32", ["spmm-cuda-rowgroup", "spmm-cuda-rowwarp", *TC, *ELL]),
-    (8, "col", "float32", ["spmm-cuda-rowgroup", "spmm-cuda-rowwarp", *TC, "spmm-cuda-colmajor",
-                           *ELL]),
+    (8, "row", "float32", ["spmm-cuda-rowgroup", *NARROW_VEC, "spmm-cuda-rowwarp", *TC, *ELL]),
+    (8, "col", "float32", ["spmm-cuda-rowgroup", *NARROW_VEC, "spmm-cuda-rowwarp", *TC,
+                           "spmm-cuda-colmajor", *ELL]),
     # k = 256 and 4095: the row-tile kernel too (last), its tiles of 16 / 64 rows staging 200 /
     # 50 X rows for the 234 nonzeros
     (256, "col", "float32", ["spmm-cuda-rowgroup", "spmm-cuda-rowwarp", *TC,
@@ -90,8 +95,8 @@ padding, 60 x 16 / 234, is within the limit)."""
     # k = 4095: rowwarp would need 128 loads a lane, not a candidate in either layout
     (4095, "col", "float32", ["spmm-cuda-rowgroup", *TC,
                               "spmm-cuda-colmajor", "spmm-cuda-rowtile[ks=32,rows=64]", *ELL]),
-    (8, "col", "float64", ["spmm-cuda-rowgroup", "spmm-cuda-rowwarp", *TC, "spmm-cuda-colmajor",
-                           *ELL]),
+    (8, "col", "float64", ["spmm-cuda-rowgroup", NARROW_VEC[1], "spmm-cuda-rowwarp", *TC,
+                           "spmm-cuda-colmajor", *ELL]),
 ])
 def test_planned_candidates_per_layout_and_k(k, layout, dtype, labels):
     from sparsescope.backends.select_predicted import Candidate
@@ -234,6 +239,8 @@ def test_the_trial_times_whole_column_major_calls_and_keeps_the_fastest(
     # register cap -- the fake kernel has no registers to read)
     assert len(short) == 1
     assert trial == {"spmm-cuda-rowgroup": 0.2, "spmm-cuda-rowwarp": 0.3,
+                     # float2 and float lanes: 300 rows at k = 8 are under a wave
+                     "spmm-cuda-rowgroup[vec=2]": 0.2, "spmm-cuda-rowgroup[vec=1]": 0.2,
                      "spmm-cuda-blocktc": None, "spmm-cuda-paneltc": None,
                      "spmm-cuda-colmajor": colmajor_ms,
                      short[0]: colmajor_ms, "spmm-cuda-colmajor[tile_cols=1]": 2 * colmajor_ms,

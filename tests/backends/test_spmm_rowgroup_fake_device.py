@@ -279,11 +279,15 @@ def test_auto_chooses_by_prediction_and_keeps_the_table(fake_device, layout):
     assert case.outcome == "ok", case.reason
     table = json.loads(case.notes["selection_table"])
     assert [row["backend"] for row in table] == [
-        "spmm-cuda-rowgroup", "spmm-cuda-rowwarp", "spmm-cuda-blocktc", "spmm-cuda-paneltc",
+        # 300 rows at k = 64 (float4 lanes, G 16) are under a wave: rowgroup with float2
+        # lanes (G 32) too
+        "spmm-cuda-rowgroup", "spmm-cuda-rowgroup", "spmm-cuda-rowwarp", "spmm-cuda-blocktc",
+        "spmm-cuda-paneltc",
         # column-major: colmajor, and on a grid of one wave (300 rows) its short slices and
         # narrower tiles; then ELL, in either layout (rows of at most 9)
         *(["spmm-cuda-colmajor"] * 3 if layout == "col" else []), "spmm-cuda-ell"]
-    for declined in table[2:4]:   # the tensor-core kernels: fill above their limit
+    assert table[1]["params"] == {"vec": 2}
+    for declined in table[3:5]:   # the tensor-core kernels: fill above their limit
         assert declined["predicted_ms"] is None and "fill" in declined["not_modelled"]
     predicted = [row for row in table if row["predicted_ms"] is not None]
     fastest = min(predicted, key=lambda row: row["predicted_ms"])["backend"]
@@ -359,7 +363,9 @@ def test_auto_times_rowgroup_with_balanced_slices_on_a_long_row(fake_device, mon
     case = _run(matrix, _auto(trial=True), 8, "row")
     assert case.outcome == "ok", case.reason
     labels = [row["label"] for row in json.loads(case.notes["selection_table"])]
+    # 40 rows: under a wave, so float2 and float lanes too (timed 0.5 here)
     assert labels == ["spmm-cuda-rowgroup", "spmm-cuda-rowgroup[min_slice=32]",
+                      "spmm-cuda-rowgroup[vec=2]", "spmm-cuda-rowgroup[vec=1]",
                       "spmm-cuda-rowwarp", "spmm-cuda-blocktc", "spmm-cuda-paneltc",
                       "spmm-cuda-ell"]   # declined: the long row pads every row to 1,500
     assert case.notes["selected"] == "spmm-cuda-rowgroup"

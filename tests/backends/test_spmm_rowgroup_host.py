@@ -312,6 +312,47 @@ def test_emulated_overrides_match_the_reference(k, slab, depth):
     np.testing.assert_allclose(y, csr @ x, rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("k,vec,group", [(64, 2, 32), (64, 1, 32), (8, 2, 4), (8, 1, 8),
+                                          (6, 1, 8)])
+def test_emulated_narrower_vec_matches_the_reference(k, vec, group):
+    """``vec`` below the rule's: more lanes a row slice (k = 64, float2: G 32, one slice a
+    warp; float: G 32 and two loads a lane), the same sums."""
+    csr = _matrix(37, 150, seed=k + vec, long_row=140)
+    x = np.random.default_rng(vec).random((150, k)) * 2 - 1
+    host = plan_rowgroup(csr.indptr, csr.nnz, k, "float32", 4, 132, vec=vec)
+    assert host.shape[:2] == (vec, group) and host.notes["vec"] == str(vec)
+    y = emulate(csr, x, k, host.shape, host.stages, slice_plan(csr.indptr, 16), host.slab)
+    np.testing.assert_allclose(y, csr @ x, rtol=1e-12, atol=1e-12)
+
+
+def test_vector_width_takes_a_narrower_vec_that_divides_k():
+    assert vector_width(64, "float32", 2) == 2 and vector_width(64, "float32") == 4
+    assert vector_width(6, "float32", 1) == 1
+    for k, dtype, vec in ((6, "float32", 4), (64, "float64", 4), (64, "float32", 3)):
+        with pytest.raises(ValueError, match="vec must be"):
+            vector_width(k, dtype, vec)
+
+
+def test_auto_offers_narrower_vec_on_a_grid_under_one_wave():
+    """1,723 rows of about 4 (bcspwr09-like) on 132 SMs: at k = 64 (float4, G 16: 862 warps,
+    under the 8,448 of a wave) float2 lanes give G 32, a warp a row; float lanes give no more
+    lanes (G 32 again), so only vec 2. At k = 8 (float4, G 2): vec 2 (G 4) and 1 (G 8). At
+    k = 256 (G 32 already) none. On one SM (a wave of 64 warps) none."""
+    from sparsescope.backends.spmm_auto_candidates import candidate_plans
+
+    indptr = np.concatenate(([0], np.cumsum(np.tile([3, 4, 5, 4], 431)[:1723])))
+    nnz = int(indptr[-1])
+
+    def labels(k, sms):
+        return [c.label for c, _ in candidate_plans(indptr, nnz, k, "float32", 4, sms, 2)]
+
+    assert labels(64, 132) == ["spmm-cuda-rowgroup", "spmm-cuda-rowgroup[vec=2]",
+                               "spmm-cuda-rowwarp"]
+    assert labels(8, 132)[1:3] == ["spmm-cuda-rowgroup[vec=2]", "spmm-cuda-rowgroup[vec=1]"]
+    assert "vec" not in " ".join(labels(256, 132))
+    assert "vec" not in " ".join(labels(64, 1))
+
+
 def test_emulated_single_row_and_a_dropped_slice_shows_as_nan():
     csr = _matrix(1, 50, seed=5, long_row=45)
     x = np.random.default_rng(2).random((50, 6))

@@ -15,7 +15,9 @@ ROWGROUP = ("float, int, 4, 2, 1, 4, 8, 2", "float, int, 4, 16, 1, 2, 8, 2",
             "float, int, 4, 32, 3, 1, 2, 2", "double, long long, 2, 32, 8, 1, 1, 2",
             "float, int, 1, 4, 1, 4, 8, 2", "float, int, 1, 1, 1, 4, 4, 2",
             "double, int, 1, 32, 16, 1, 1, 2",
-            "float, int, 4, 32, 1, 1, 4, 4")  # MINB 4: 64 registers, BATCH 4 fits them
+            "float, int, 4, 32, 1, 1, 4, 4",  # MINB 4: 64 registers, BATCH 4 fits them
+            # narrower VEC on a grid under a wave: k = 64 in float2 lanes, k = 8 in float ones
+            "float, int, 2, 32, 1, 2, 8, 4", "float, int, 1, 8, 1, 4, 8, 4")
 COLMAJOR = ("float, int, 8, 2, false", "double, long long, 4, 4, false", "float, int, 1, 8, false",
             "float, int, 8, 4, false", "float, int, 4, 4, false",
             "float, int, 8, 4, true")  # SEG: a cut row's slices summed across the warp

@@ -132,13 +132,15 @@ def test_rowgroup_default_rule_cuts_the_heavy_row(awkward_matrices):
 
 def test_rowgroup_slabs_and_overrides_match(awkward_matrices):
     """k = 600 runs as five 120-column slabs (one float4 a lane); wider and narrower slab
-    overrides (300: three loads a lane) and depth / warp overrides match too."""
+    overrides (300: three loads a lane), depth / warp overrides and narrower VEC (float2,
+    float: more lanes a row slice) match too."""
     from sparsescope.backends.spmm_rowgroup import SpmmCudaRowGroup
 
     matrix = next(m for m in awkward_matrices if m.name.startswith("rand-4099x3001"))
     case = _run(matrix, "spmm-cuda-rowgroup", 600, "row", "float32", 4)
     assert case.outcome == "ok" and case.notes["slabs"] == "5", case.notes
-    for options in ({"slab": 64}, {"slab": 100}, {"slab": 300}, {"depth": 1}, {"warps": 1}):
+    for options in ({"slab": 64}, {"slab": 100}, {"slab": 300}, {"depth": 1}, {"warps": 1},
+                    {"vec": 2}, {"vec": 1}, {"vec": 1, "slab": 100}):
         for dtype in ("float32", "float64"):
             case = _run(matrix, SpmmCudaRowGroup(**options), 600, "row", dtype, 4)
             assert case.outcome == "ok", (options, dtype, case.reason)

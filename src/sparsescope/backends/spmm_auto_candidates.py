@@ -244,13 +244,35 @@ def candidate_plans(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, inde
                     sm_count: int, full_warps: int) -> list[tuple[Candidate, Any]]:
     """(candidate, host plan) of each CSR row-major candidate: rowgroup at its default launch;
     rowgroup with balanced slices (``min_slice`` = :data:`BALANCED_MIN_SLICE`) when that cuts
-    more than the default does; rowwarp where it takes k (:func:`rowwarp_supports`)."""
+    more than the default does; rowgroup with a narrower VEC (``vec``: half, then a quarter
+    of the rule's) where the default grid is under one wave of warps (``SMs x SM_THREADS /
+    32``) and the narrower VEC gives a row slice more lanes (G), so fewer slices share a warp
+    and the grid has more warps to hide its loads' latency; rowwarp where it takes k
+    (:func:`rowwarp_supports`).
+
+    The narrower VEC is cuSPARSE's shape on a small grid: its CSR_ALG3 put a warp on each of
+    bcspwr09's 1,723 rows at k = 64 (1,728 warps, 3.2 active a scheduler) where rowgroup's
+    float4 lanes packed two rows a warp (862, 1.6), and rowgroup ran 6.8 us a call against
+    5.9 with the L2 flushed (H200, ncu: both held by long-scoreboard stalls, 6.3 against 4.2
+    cycles an issue). With float2 lanes (G 32): 6.0 us (results/h200/real-dev/
+    2026-11-28-round-slices)."""
     plans: list[tuple[Candidate, Any]] = [(Candidate(ROWGROUP), plan_rowgroup(
         indptr, nnz, k, value_dtype, index_bytes, sm_count, full_warps=full_warps))]
+    default = plans[0][1]
     balanced = plan_rowgroup(indptr, nnz, k, value_dtype, index_bytes, sm_count,
                              full_warps=full_warps, min_slice=BALANCED_MIN_SLICE)
-    if balanced.plan.n_slices > plans[0][1].plan.n_slices:
+    if balanced.plan.n_slices > default.plan.n_slices:
         plans.append((Candidate(ROWGROUP, {"min_slice": BALANCED_MIN_SLICE}), balanced))
+    if default.blocks * default.warps * default.slabs < sm_count * SM_THREADS // 32:
+        group = default.shape[1]
+        for vec in (default.shape[0] // 2, default.shape[0] // 4):
+            if vec < 1:
+                break
+            narrow = plan_rowgroup(indptr, nnz, k, value_dtype, index_bytes, sm_count,
+                                   full_warps=full_warps, vec=vec)
+            if narrow.shape[1] > group:
+                plans.append((Candidate(ROWGROUP, {"vec": vec}), narrow))
+                group = narrow.shape[1]
     if rowwarp_supports(k, value_dtype):
         plans.append((Candidate(ROWWARP), plan_rowwarp(indptr, nnz, k, value_dtype, index_bytes,
                                                       sm_count)))

@@ -83,14 +83,21 @@ X_LOADS_IN_FLIGHT = 8
 """BATCH x CHUNKS vector loads of X in flight per lane (as rowwarp's)."""
 
 
-def vector_width(k: int, value_dtype: str) -> int:
+def vector_width(k: int, value_dtype: str, vec: int | None = None) -> int:
     """VEC: the largest of (4, 2, 1) dividing k, at most 16 bytes a load (2 for float64).
 
     k = 256 -> 4; k = 6 -> 2; k = 3 -> 1; k = 600 -> 4; float64 k = 256 -> 2; float64 k = 33 -> 1.
+    ``vec`` replaces the rule where it is one of those widths and divides k (float32 k = 64,
+    vec 2 -> 2: G 32, one row slice a warp); otherwise ValueError.
     """
     if k < 1:
         raise ValueError(f"k must be >= 1, got {k}")
     widest = 4 if value_dtype == "float32" else 2
+    if vec is not None:
+        if vec not in (1, 2, 4) or vec > widest or k % vec:
+            raise ValueError(f"vec must be 1, 2 or 4 (at most {widest} for {value_dtype}) "
+                             f"and divide k = {k}, got {vec}")
+        return vec
     return next(v for v in (4, 2, 1) if v <= widest and k % v == 0)
 
 
@@ -99,7 +106,8 @@ def warp_slab_cols(value_dtype: str) -> int:
     return WARP_LOAD_BYTES // (4 if value_dtype == "float32" else 8)
 
 
-def choose_slab_cols(k: int, value_dtype: str, slab: int | None = None) -> int:
+def choose_slab_cols(k: int, value_dtype: str, slab: int | None = None,
+                     vec: int | None = None) -> int:
     """Columns per slab (grid.y is ``ceil(k / kslab)``), W = :func:`warp_slab_cols`::
 
         n     = ceil(k / W)
@@ -109,9 +117,9 @@ def choose_slab_cols(k: int, value_dtype: str, slab: int | None = None) -> int:
     four of 128 and one of 88); k = 256 -> 128; k = 512 -> 128; k = 128 -> 128; k = 64 -> 64;
     k = 129 (VEC 1) -> 65 (65 + 64); float64 k = 256 -> 64; k = 1030 (VEC 2) -> 62 (17
     slabs, the last of 38). ``slab`` overrides (a sweep): a positive multiple of VEC, at most
-    MAX_SLAB_COLS.
+    MAX_SLAB_COLS. ``vec``: VEC as given (:func:`vector_width`).
     """
-    vec = vector_width(k, value_dtype)
+    vec = vector_width(k, value_dtype, vec)
     if slab is not None:
         if slab < 1 or slab % vec or slab > MAX_SLAB_COLS:
             raise ValueError(f"slab must be a multiple of VEC = {vec} in [1, {MAX_SLAB_COLS}], "
@@ -221,10 +229,11 @@ class RowGroupPlan:
 def plan_rowgroup(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, index_bytes: int,
                   sm_count: int, *, depth: int | None = None, warps: int | None = None,
                   min_slice: int | None = None, slab: int | None = None,
-                  minb: int | None = None, full_warps: int = MAX_WARPS_PER_BLOCK) -> RowGroupPlan:
+                  minb: int | None = None, full_warps: int = MAX_WARPS_PER_BLOCK,
+                  vec: int | None = None) -> RowGroupPlan:
     """The whole host plan of one call (pure: row pointers in, launch and notes out)."""
-    kslab = choose_slab_cols(k, value_dtype, slab)
-    shape = rowgroup_shape(kslab, vector_width(k, value_dtype))
+    kslab = choose_slab_cols(k, value_dtype, slab, vec)
+    shape = rowgroup_shape(kslab, vector_width(k, value_dtype, vec))
     stages = rowgroup_pipeline(shape, depth)
     floor = MIN_SLICE_NNZ if min_slice is None else min_slice
     plan = slice_plan(indptr, choose_slice_nnz(nnz, sm_count, floor, SLICES_PER_SM))
@@ -296,7 +305,7 @@ class SpmmCudaRowGroup(HostPlannedKernel):
 
     def __init__(self, *, depth: int | None = None, warps: int | None = None,
                  min_slice: int | None = None, slab: int | None = None,
-                 minb: int | None = None) -> None:
+                 minb: int | None = None, vec: int | None = None) -> None:
         self.minb = minb
         """Blocks per SM the registers must allow (None: :data:`DEFAULT_MINB`)."""
         self.depth = depth
@@ -307,15 +316,18 @@ class SpmmCudaRowGroup(HostPlannedKernel):
         """Floor of S override (None: spmm_cuda.MIN_SLICE_NNZ)."""
         self.slab = slab
         """Columns per slab override (None: :func:`choose_slab_cols`'s rule)."""
+        self.vec = vec
+        """VEC override (None: :func:`vector_width`'s rule): a narrower VEC gives a row slice
+        more lanes, so fewer slices share a warp and the grid has more warps."""
 
     def unsupported_params(self, case: OpCase) -> str:
         if case.params.layout != "row":
             return ("the rowgroup SpMM kernel reads row-major X only (layout=col: "
                     "spmm-cuda-colmajor)")
-        if self.slab is not None:
+        if self.slab is not None or self.vec is not None:
             value_dtype = "float32" if case.traffic.value_bytes == 4 else "float64"
             try:
-                choose_slab_cols(case.params.k, value_dtype, self.slab)
+                choose_slab_cols(case.params.k, value_dtype, self.slab, self.vec)
             except ValueError as exc:
                 return str(exc)
         return ""
@@ -326,7 +338,7 @@ class SpmmCudaRowGroup(HostPlannedKernel):
         return plan_rowgroup(csr.indptr, csr.nnz, case.params.k, value_dtype, index_bytes,
                              sm_count, depth=self.depth, warps=self.warps,
                              min_slice=self.min_slice, slab=self.slab, minb=self.minb,
-                             full_warps=full_warps)
+                             full_warps=full_warps, vec=self.vec)
 
     def prepare(self, case: OpCase, value_dtype: str, index_bytes: int) -> PreparedRowGroup:
         import cupy
