@@ -79,6 +79,43 @@ def test_spmm_groups_on_the_committed_real_dev_run(committed):
     assert sum(int(part.split()[-1]) for part in counts.split(";")) == len(rows)
 
 
+def test_spmm_groups_choice_regret_on_the_committed_round_slices_run(committed):
+    """The choice's regret: where the run timed the kernel auto kept on its own (here the
+    ELL kernel and rowgroup with float2 lanes), that case's median stands in for auto's call;
+    k = 8 row-major's largest checked against the cases' own medians."""
+    import json
+    import statistics
+
+    from sparsescope.api import read_runset
+
+    script = load("spmm_backend_table")
+    results = committed("results/h200/real-dev/2026-11-28-round-slices/spmm_results.json.gz")
+    chosen = script.auto_choices(results)
+    assert chosen[("bcspwr09", 64, "row")] == "spmm-cuda-rowgroup[vec=2]"
+    runset = read_runset(results)
+    med, picked = {}, {}
+    for c in runset.cases:
+        if (int(c.params.k), c.params.layout) != (8, "row") or c.outcome != "ok":
+            continue
+        med.setdefault(c.matrix, {})[c.backend] = statistics.median(c.measurement.samples_ms)
+        if c.backend == "spmm-cuda-auto":
+            params = json.loads(c.notes["selected_params"])
+            picked[c.matrix] = c.notes["selected"] + (
+                "[" + ",".join(f"{k}={v}" for k, v in sorted(params.items())) + "]"
+                if params else "")
+    regret = {}
+    for matrix, ms in med.items():
+        own = [v for b, v in ms.items() if b.startswith("spmm-cuda") and b != "spmm-cuda-auto"]
+        if "spmm-cuda-auto" in ms and own:
+            regret[matrix] = ms.get(picked[matrix], ms["spmm-cuda-auto"]) / min(own) - 1
+    worst = max(regret, key=regret.get)
+    line = next(x for x in script.groups_markdown(script.table(results), chosen).splitlines()
+                if x.startswith("| 8 | row |"))
+    cells = [c.strip() for c in line.strip("|").split("|")]
+    assert cells[9] == f"{100 * regret[worst]:+.1f} % ({worst})"
+    assert cells[8] == f"{100 * statistics.median(regret.values()):+.1f} %"
+
+
 def test_spmm_dense_break_even_on_the_committed_weights_run(committed):
     """--dense 0.8: per (k, layout) over the layers at least 80 % sparse (the generated "80 %"
     layers, their nonzeros rounded up, included), auto / dense FP32 checked for weights-20 at
