@@ -333,6 +333,39 @@ def test_auto_times_the_close_candidates_and_keeps_the_fastest(fake_device, monk
     assert fake_device[-1][0] == "spmm_rowwarp"   # the gate ran the chosen kernel
 
 
+def test_auto_times_up_to_trial_most_candidates(fake_device, monkeypatch):
+    """Nine rowgroup launches predicted within the margin (one scored family, no challenger):
+    the TRIAL_MOST fastest predictions are timed, the ninth is not, and the fastest measured
+    (here the last timed: depth 4) is kept."""
+    import json
+
+    from sparsescope.backends import spmm_auto
+    from sparsescope.backends.select_predicted import Candidate, CandidatePrediction
+    from sparsescope.backends.spmm_rowgroup import SpmmCudaRowGroup
+    from sparsescope.timing.types import Measurement
+
+    options = [{}, {"depth": 1}, {"warps": 1}, {"vec": 2}, {"vec": 1}, {"min_slice": 32},
+               {"warps": 2}, {"depth": 4}, {"minb": 2}]
+    assert spmm_auto.TRIAL_MOST == 8 < len(options)
+
+    def predicted(*args, **kwargs):
+        return [CandidatePrediction(Candidate("spmm-cuda-rowgroup", o), 0.010 + 0.001 * n,
+                                    limiter="latency") for n, o in enumerate(options)]
+
+    def timed(self, prepared, config):
+        ms = 0.1 if self.depth == 4 else 0.5
+        return Measurement(samples_ms=(ms,), config=config, clock="fake")
+
+    monkeypatch.setattr(spmm_auto, "predict_candidates", predicted)
+    monkeypatch.setattr(SpmmCudaRowGroup, "time", timed)
+    case = _run(_matrix(300, 200, seed=3), _auto(trial=True), 64, "row")
+    assert case.outcome == "ok", case.reason
+    trial = {row["label"]: row["trial_ms"] for row in json.loads(case.notes["selection_table"])}
+    assert [label for label, ms in trial.items() if ms is not None] == list(trial)[:8]
+    assert trial["spmm-cuda-rowgroup[minb=2]"] is None
+    assert json.loads(case.notes["selected_params"]) == {"depth": 4}
+
+
 def test_auto_rules_backend_and_auto_without_rates_use_the_rules(fake_device):
     from sparsescope.backends.spmm_auto import SpmmCudaAuto
 

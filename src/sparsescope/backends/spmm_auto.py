@@ -136,6 +136,13 @@ MODEL_ERROR = 0.49
 #: errors of +-e, a candidate predicted r times the fastest may still be faster while
 #: r < (1 + e) / (1 - e) (2.92 for e = 0.49).
 TRIAL_MARGIN = (1 + MODEL_ERROR) / (1 - MODEL_ERROR) - 1
+#: Most candidates timed (``select_predicted.shortlist``; SpMV's auto keeps its TRIAL_MAX of
+#: 6). A column-major case plans up to 10 predicted candidates (rowgroup in three widths,
+#: rowwarp, colmajor in five slicings and tiles, ELL), and the colmajor family is not scored:
+#: with 6 places, 4elt at k = 64 left out the plain colmajor kernel (predicted 11.2 us, timed
+#: alone 12.3) and kept 8-pair slices (predicted 8.9, timed 12.9; H200,
+#: results/h200/real-dev/2026-11-28-round-slices).
+TRIAL_MOST = 8
 UNSCORED = (BLOCKTC, PANELTC, COLMAJOR, ROWTILE, ELL)
 """Candidate families whose model has not been scored over a population yet: when one of them
 is the fastest prediction, the scored candidates are shortlisted against the fastest scored
@@ -347,7 +354,7 @@ class SpmmCudaAuto(OpBackend):
                                         "no candidate could be predicted; by the rules: ")
             return Candidate(inner), reason, table, self._backend(Candidate(inner), layout), None
         reason = f"predicted on {rates.name}: {prediction_table(table)}"
-        short = shortlist(table, margin=TRIAL_MARGIN) if self.trial else []
+        short = shortlist(table, margin=TRIAL_MARGIN, most=TRIAL_MOST) if self.trial else []
         short, challenger = with_challenger(short, table) if self.trial else (short, "")
         if len(short) < 2:
             best = order[0].candidate

@@ -228,8 +228,8 @@ def rowtile_candidate(case: OpCase, value_dtype: str, index_bytes: int, sm_count
 def ell_candidate(case: OpCase, value_dtype: str, index_bytes: int, sm_count: int):
     """``((candidate, plan), "")`` of ``spmm-cuda-ell`` at its rule's tile, in either layout,
     or ``(None, why not)``: a padding above ``spmm_ell.MAX_PADDING`` (read from the row
-    pointers: no format is built for a matrix it declines). One candidate: the trial's six
-    places (``select_predicted.TRIAL_MAX``) are shared with colmajor's variants."""
+    pointers: no format is built for a matrix it declines). One candidate: the trial's places
+    (``spmm_auto.TRIAL_MOST``) are shared with colmajor's variants."""
     from sparsescope.backends.spmm_ell import ell_declined, plan_ell
 
     csr = case.matrix
