@@ -193,7 +193,7 @@ def test_large_matrices_get_no_narrow_candidate():
     """200,000 rows of 5 at k = 8: short slices (8) and fitted ones (4: rows of 5 in two
     slices, each row inside its warp) are offered on any grid, but 782 blocks of 8 warps
     (6,256) already fill the 4,224-warp wave: no narrower tiles. 1,000,000 rows: more lanes
-    than a wave, no narrower tiles either."""
+    than a wave, no narrower tiles either, and slices of twice the short ones."""
     rates = _h200().rates
     regs = lambda source, kernel: 61   # noqa: E731
     mid = np.arange(0, 5 * 200_001, 5)
@@ -205,7 +205,10 @@ def test_large_matrices_get_no_narrow_candidate():
     assert found[2][1].notes["zero_fill"] == "no"   # 200,000 rows cut, each inside a warp
     big = np.arange(0, 5 * 1_000_001, 5)
     found = colmajor_plans(big, 5_000_000, 8, "float32", 4, 132, rates, regs)
-    assert _params(found) == [{}, short, fitted]
+    # 1,000,000 short slices are more than a wave (132 x 2,048 lanes): slices of twice the
+    # short ones too (16, deep batches: no row cut)
+    assert _params(found) == [{}, short, fitted, {"slice_nnz": 16, "batch": 4}]
+    assert found[3][1].plan.split_rows == 0
     # 1,000,000 rows cut: more than MAX_ALIGNED_CUT_ROWS, the plain layout and its zero fill
     assert found[2][1].notes["zero_fill"] == "yes"
 

@@ -564,12 +564,13 @@ def test_auto_plans_short_slices_on_any_grid_and_narrow_tiles_on_one_wave():
     assert [c.params for c, _ in found] == [{}, short_slices_of(small, 8),
                                             {"slice_nnz": 4, "batch": 4}, {"tile_cols": 1}]
     # one SM's worth of lanes and a row more: two waves' worth on a 1-SM device: short
-    # slices still (mean 3.2 -> 4; fitted ones no shorter: the longest row, 10, -> 4), no
-    # narrower tiles
+    # slices still (mean 3.2 -> 4; fitted ones no shorter: the longest row, 10, -> 4) and,
+    # over a wave, twice as long ones (8); no narrower tiles
     rows = SM_THREADS + 1
     many = sp.random(rows, 64, density=0.05, format="csr", random_state=2)
+    assert short_slices_of(many, 8) == {"slice_nnz": 4, "batch": 4}
     assert [c.params for c, _ in colmajor_plans(many.indptr, many.nnz, 8, "float32", 4, 1)] == [
-        {}, short_slices_of(many, 8)]
+        {}, {"slice_nnz": 4, "batch": 4}, {"slice_nnz": 8, "batch": 4}]
     # on 2 SMs one wave of lanes; 9 blocks of 8 warps (72) already fill the cap's wave (2 x 8
     # warps), so no narrower tiles
     assert len(colmajor_plans(many.indptr, many.nnz, 8, "float32", 4, 2)) == 2

@@ -138,7 +138,10 @@ def colmajor_plans(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, index
     * with slices of one and two deep batches
       (:func:`~sparsescope.backends.spmm_colmajor.round_slices`) where they are shorter than
       all of those and the short slices' grid still runs in one wave (where the longest
-      lane's rounds set the time);
+      lane's rounds set the time); where it runs in more, with slices of twice the short ones
+      (fewer rows cut, fewer lanes and pads: NotreDame_www at k = 8 on an H200 took 26.8 us a
+      call in 8-pair slices against 28.1 in auto's 4-pair ones,
+      results/h200/real-dev/2026-11-28-round-slices);
     * where the plain grid runs in one wave (``slices x column tiles <= SMs x SM_THREADS``),
       with narrower column tiles (``tile_cols``), where
       :func:`~sparsescope.backends.spmm_colmajor.narrow_tile_cols` gives a C below the rule's:
@@ -168,6 +171,10 @@ def colmajor_plans(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, index
             if options is short and planned.plan.n_slices * planned.tiles <= wave:
                 fewest = min(o["slice_nnz"] for o in shorter)
                 shorter += [o for o in round_slices(k) if o["slice_nnz"] < fewest]
+            elif options is short:   # more than a wave: fewer rows cut, fewer lanes
+                doubled = {"slice_nnz": 2 * short["slice_nnz"], "batch": short["batch"]}
+                if all(o["slice_nnz"] != doubled["slice_nnz"] for o in shorter):
+                    shorter.append(doubled)
     if plain.plan.n_slices * plain.tiles > sm_count * SM_THREADS:   # more than one wave
         return out
     regs = registers(spmm_colmajor.SOURCE, plain.kernel) if registers else None
