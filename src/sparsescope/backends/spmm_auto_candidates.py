@@ -162,20 +162,20 @@ def colmajor_plans(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, index
     longest = int(np.diff(np.asarray(indptr)).max()) if rows else 0
     fitted = fitted_slices(longest, k)
     shorter = [short] + ([fitted] if fitted["slice_nnz"] < short["slice_nnz"] else [])
-    wave = sm_count * SM_THREADS
+    wave_lanes = sm_count * SM_THREADS   # a lane a slice and column tile
     for options in shorter:
         if options["slice_nnz"] < plain.plan.slice_nnz or options["batch"] > plain.tile[1]:
             planned = plan_colmajor(indptr, nnz, k, value_dtype, index_bytes, sm_count,
                                     **options)
             out.append((Candidate(COLMAJOR, options), planned))
-            if options is short and planned.plan.n_slices * planned.tiles <= wave:
+            if options is short and planned.plan.n_slices * planned.tiles <= wave_lanes:
                 fewest = min(o["slice_nnz"] for o in shorter)
                 shorter += [o for o in round_slices(k) if o["slice_nnz"] < fewest]
             elif options is short:   # more than a wave: fewer rows cut, fewer lanes
                 doubled = {"slice_nnz": 2 * short["slice_nnz"], "batch": short["batch"]}
                 if all(o["slice_nnz"] != doubled["slice_nnz"] for o in shorter):
                     shorter.append(doubled)
-    if plain.plan.n_slices * plain.tiles > sm_count * SM_THREADS:   # more than one wave
+    if plain.plan.n_slices * plain.tiles > wave_lanes:   # more than one wave
         return out
     regs = registers(spmm_colmajor.SOURCE, plain.kernel) if registers else None
     wave = colmajor_wave_warps(plain, sm_count, rates, regs)
