@@ -71,6 +71,25 @@ def test_older_offline_score_rows_read_back(tmp_path):
     (c,) = sr.read_scores(path)
     assert (c.op, c.basis, c.error) == ("spmv", sr.MODEL_NOW, pytest.approx(0.2))
 
+def test_a_results_file_read_as_a_score_file_is_a_clear_error(tmp_path, capsys):
+    """``model score --from-json`` on a run's results file (cases without ``gpu``,
+    ``measured_ms``, ``predicted_ms``) names the file and the case, exits 5, no traceback; a
+    file with no list of cases too."""
+    results = tmp_path / "results.json"
+    results.write_text(json.dumps({"cases": [{"matrix": "m", "backend": "b", "op": "spmm"}]}))
+    with pytest.raises(sr.ResultsFormatError,
+                       match=r"results.json: not a score file: case 0 lacks gpu, "
+                             r"measured_ms, predicted_ms"):
+        sr.read_scores(results)
+    assert main(["model", "score", str(results), "--from-json"]) == 5
+    err = capsys.readouterr().err
+    assert "not a score file: case 0 lacks" in err and "Traceback" not in err
+    scalar = tmp_path / "scalar.json"
+    scalar.write_text(json.dumps({"cases": 3}))
+    with pytest.raises(sr.ResultsFormatError, match="no list of scored cases"):
+        sr.read_scores(scalar)
+
+
 def test_spmm_errors_regret_and_trials():
     table = json.dumps([{"backend": "spmm-cuda-rowgroup", "predicted_ms": 0.5},
                         {"backend": "spmm-cuda-rowwarp", "predicted_ms": 0.6}])

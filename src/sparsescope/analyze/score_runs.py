@@ -54,7 +54,7 @@ import json
 import re
 import statistics
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import MISSING, asdict, dataclass, fields, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -259,7 +259,18 @@ def read_scores(path: str | Path) -> tuple[ScoredCase, ...]:
             data = json.load(fh)
     except (OSError, ValueError) as exc:
         raise ResultsFormatError(f"{path}: not a score file ({exc})") from exc
-    rows = data["cases"] if isinstance(data, dict) else data
+    rows = data.get("cases") if isinstance(data, dict) else data
+    need = {f.name for f in fields(ScoredCase) if f.default is MISSING
+            and f.default_factory is MISSING}
+    if not isinstance(rows, list):
+        raise ResultsFormatError(f"{path}: not a score file (no list of scored cases; a run's "
+                                 f"results file is scored without --from-json)")
+    for n, row in enumerate(rows):
+        missing = sorted(need - set(row)) if isinstance(row, dict) else ["a JSON object"]
+        if missing:
+            raise ResultsFormatError(
+                f"{path}: not a score file: case {n} lacks {', '.join(missing)} (a run's "
+                f"results file is scored without --from-json)")
     return tuple(ScoredCase.from_dict(r) for r in rows)
 
 
