@@ -83,3 +83,41 @@ def test_the_runner_up_is_the_second_fastest_whatever_the_order():
     result = time_shortlist(short, table, 0.3, 10, trial.prepare_and_time, trial.retime)
     assert trial.order == ["c", "b", "a", "b", "a", "b", "a"]
     assert result.candidate.backend == "b"
+
+
+def test_out_of_memory_with_a_runner_up_kept_drops_it_and_goes_on():
+    """The third candidate's first prepare runs out of device memory while two prepared calls
+    are alive: the runner-up is let go, the third prepared again, and the trial ends without
+    the tie-break (no re-timing, though a and b lie within 5 %)."""
+    table, short = _shortlist("a", "b", "c")
+    trial = _Trial({"a": 1.0, "b": 1.01, "c": 1.5}, {})
+    failed = []
+
+    def prepare_and_time(cand):
+        if cand.backend == "c" and not failed:
+            failed.append(cand.backend)
+            raise RuntimeError("cudaErrorMemoryAllocation: out of memory")
+        return trial.prepare_and_time(cand)
+
+    result = time_shortlist(short, table, 0.3, 10, prepare_and_time, trial.retime)
+    assert failed == ["c"] and trial.order == ["a", "b", "c"]
+    assert result.candidate.backend == "a" and "within 5 %, timed" not in result.words
+
+
+def test_other_errors_and_out_of_memory_without_a_runner_up_propagate():
+    table, short = _shortlist("a", "b")
+
+    def broken(cand):
+        raise RuntimeError("cudaErrorMemoryAllocation: out of memory")
+
+    with pytest.raises(RuntimeError, match="out of memory"):   # nothing kept to give back
+        time_shortlist(short, table, 0.3, 10, broken, lambda b, p: 1.0)
+    trial = _Trial({"a": 1.0}, {})
+
+    def second_fails(cand):
+        if cand.backend == "b":
+            raise ValueError("a bad plan")
+        return trial.prepare_and_time(cand)
+
+    with pytest.raises(ValueError, match="a bad plan"):
+        time_shortlist(short, table, 0.3, 10, second_fails, trial.retime)

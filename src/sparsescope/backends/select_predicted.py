@@ -32,6 +32,7 @@ import scipy.sparse as sp
 
 from sparsescope import registry
 from sparsescope.backends.choice_samples import chooser_plans
+from sparsescope.backends.gpu_memory import free_device_memory, is_out_of_memory
 from sparsescope.backends.select import (
     BLOCKED_PARAMS,
     MatrixStatistics,
@@ -401,11 +402,22 @@ def time_shortlist(short: list[CandidatePrediction], table: list[CandidatePredic
     within :data:`TIE_MARGIN` of the fastest the two are timed :data:`TIE_ROUNDS` more times
     each, alternated (runner-up, fastest, runner-up, ...), so that a drift of the device
     during the trial falls on both; the one with the lower median of its timings is kept,
-    and the table records those medians."""
+    and the table records those medians. Should a later candidate run out of device memory
+    while the runner-up is kept, the runner-up is dropped, the memory given back, and the
+    candidate prepared once more: the trial then goes on without the tie-break."""
     best = second = None
     timed = []
     for entry in short:
-        backend, prepared, ms = prepare_and_time(entry.candidate)
+        try:
+            backend, prepared, ms = prepare_and_time(entry.candidate)
+        except Exception as exc:
+            if second is None or not is_out_of_memory(exc):
+                raise
+            # the kept runner-up's device memory was the difference: give it back, go on
+            # without the tie-break's second timing, as before it existed
+            second, retime = None, None
+            free_device_memory()
+            backend, prepared, ms = prepare_and_time(entry.candidate)
         timed.append((entry.candidate, ms))
         current = (entry.candidate, backend, ms, prepared)
         if best is None or ms < best[2]:
