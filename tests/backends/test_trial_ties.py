@@ -1,4 +1,4 @@
-"""The auto trial's tie-break (``select_predicted.time_shortlist`` with ``retime``): a
+"""The auto trial's tie-break (``trial.time_shortlist`` with ``retime``): a
 runner-up within TIE_MARGIN of the fastest is re-timed with it, alternated, and the lower
 median of each one's timings wins; further apart, or without ``retime``, the first pass
 decides as before."""
@@ -7,13 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from sparsescope.backends.select_predicted import (
-    TIE_MARGIN,
-    TIE_ROUNDS,
-    Candidate,
-    CandidatePrediction,
-    time_shortlist,
-)
+from sparsescope.backends.select_predicted import Candidate, CandidatePrediction
+from sparsescope.backends.trial import TIE_MARGIN, TIE_ROUNDS, time_shortlist
 
 
 def _shortlist(*names):

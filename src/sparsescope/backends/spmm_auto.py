@@ -74,7 +74,6 @@ from sparsescope.backends.select_predicted import (
     ranked,
     selection_notes,
     shortlist,
-    time_shortlist,
 )
 from sparsescope.backends.spmm_auto_candidates import (  # noqa: F401  (re-exported)
     BALANCED_MIN_SLICE,
@@ -114,6 +113,7 @@ from sparsescope.backends.spmm_rowgroup import (
 )
 from sparsescope.backends.spmm_rowtile import SpmmCudaRowTile
 from sparsescope.backends.spmm_transposed import SpmmCudaTransposed
+from sparsescope.backends.trial import time_shortlist
 from sparsescope.ops.base import OpCase
 from sparsescope.timing.types import Measurement, TimingConfig
 

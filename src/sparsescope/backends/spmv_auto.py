@@ -34,10 +34,10 @@ from sparsescope.backends.select_predicted import (
     selection_notes,
     shortlist,
     statistics_of,
-    time_shortlist,
 )
 from sparsescope.backends.spmv_adaptive import CudaSpmvAdaptive
 from sparsescope.backends.spmv_device import CAPABILITY, OwnSpmvBackend
+from sparsescope.backends.trial import time_shortlist
 from sparsescope.timing.types import Measurement, TimingConfig
 
 #: Environment variable that turns the trial off ("0") for a process: the ncu target sets it,
