@@ -104,9 +104,9 @@
 #                         benchmarks/spmm_latency_probe.py (each case flushed and warm, its
 #                         kernels' warm durations), then ncu of each NCU_CASES case (warp
 #                         states, scheduler, memory, instruction stats). Writes env.txt,
-#                         probe.md, probe.json, ncu.tar.gz (ncu_N.ncu-rep / .txt / .raw.txt
-#                         / .log: the details page and every metric, for
-#                         scripts/ncu_raw_table.py) [, pytest_gpu.log].
+#                         probe.md, probe.json, ncu.tar.gz (ncu_N.ncu-rep / .txt / .log;
+#                         side by side: `sparsescope profile report ncu_*.ncu-rep`)
+#                         [, pytest_gpu.log].
 #   spmm-real-dev {KS="8 64", LAYOUTS="col row", BUDGET_S=300, GPU_TESTS=1, MODE=latency,
 #                         VARIANTS=, EXTRA_BACKENDS=, MATRICES_DIR=.real-dev}
 #                         issue 37 item 3: every GPU-marked test first (GPU_TESTS=0: none),
@@ -904,10 +904,6 @@ recipe_latency_probe() {  # $@: benchmarks/spmm_latency_probe.py arguments
         "$ncu" --import "$OUT/ncu_$i.ncu-rep" --page details --print-units base \
             > "$OUT/ncu_$i.txt" 2>&1
         echo "ncu $i $spec rc=$?" | tee -a "$OUT/env.txt"
-        # every metric, a line each (the stall reasons the details page leaves out): read by
-        # scripts/ncu_raw_table.py here, with no report to carry back to a device
-        "$ncu" --import "$OUT/ncu_$i.ncu-rep" --page raw --print-units base \
-            > "$OUT/ncu_$i.raw.txt" 2>&1
     done
     if [ "$i" -gt 0 ]; then   # one file back, not three a case (the tool returns a few files)
         tar -czf "$OUT/ncu.tar.gz" -C "$OUT" $(cd "$OUT" && ls ncu_*) && rm -f "$OUT"/ncu_*

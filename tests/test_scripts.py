@@ -116,29 +116,6 @@ def test_spmm_groups_choice_regret_on_the_committed_round_slices_run(committed):
     assert cells[8] == f"{100 * statistics.median(regret.values()):+.1f} %"
 
 
-def test_ncu_raw_table_writes_the_committed_stall_table_again(committed, capsys):
-    """The committed ncu raw exports (rowgroup and cuSPARSE ALG3 on bcspwr09 at k = 64) give the
-    committed table's rows back, values as ncu printed them; a metric a file lacks is "-"."""
-    script = load("ncu_raw_table")
-    folder = committed("results/h200/real-dev/2026-11-28-round-slices")
-    rowgroup = folder / "ncu_raw_8bf5e9c_rowgroup_bcspwr09_row64.txt.gz"
-    alg3 = folder / "ncu_raw_8bf5e9c_nvmath_alg3_bcspwr09_row64.txt.gz"
-    values = script.read_raw(rowgroup)
-    assert values["launch__grid_size"] == "431" and values["launch__block_size"] == "64"
-    assert values["gpu__time_duration.sum"] == "4,512"
-    assert script.main([f"rowgroup bcspwr09={rowgroup}", f"nvmath alg3 bcspwr09={alg3}"]) == 0
-    rows = capsys.readouterr().out.splitlines()
-    committed_rows = (folder / "ncu_stalls_8bf5e9c.md").read_text().splitlines()
-    for row in rows[2:]:
-        name = row.split("|")[1]
-        want = next(r for r in committed_rows if r.split("|")[1:2] == [name])
-        assert row.split("|")[2:4] == want.split("|")[2:4]
-    assert len(rows) == 2 + len(script.METRICS)
-    missing = script.table([("x", {})], (("no__such.metric", "none"),))
-    assert missing.splitlines()[-1] == "| none (`no__such.metric`) | - |"
-    assert script.main(["label-without-file"]) == 2
-
-
 def test_spmm_dense_break_even_on_the_committed_weights_run(committed):
     """--dense 0.8: per (k, layout) over the layers at least 80 % sparse (the generated "80 %"
     layers, their nonzeros rounded up, included), auto / dense FP32 checked for weights-20 at
