@@ -163,18 +163,24 @@ def colmajor_plans(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, index
     fitted = fitted_slices(longest, k)
     shorter = [short] + ([fitted] if fitted["slice_nnz"] < short["slice_nnz"] else [])
     wave_lanes = sm_count * SM_THREADS   # a lane a slice and column tile
-    for options in shorter:
-        if options["slice_nnz"] < plain.plan.slice_nnz or options["batch"] > plain.tile[1]:
-            planned = plan_colmajor(indptr, nnz, k, value_dtype, index_bytes, sm_count,
-                                    **options)
-            out.append((Candidate(COLMAJOR, options), planned))
-            if options is short and planned.plan.n_slices * planned.tiles <= wave_lanes:
-                fewest = min(o["slice_nnz"] for o in shorter)
-                shorter += [o for o in round_slices(k) if o["slice_nnz"] < fewest]
-            elif options is short:   # more than a wave: fewer rows cut, fewer lanes
-                doubled = {"slice_nnz": 2 * short["slice_nnz"], "batch": short["batch"]}
-                if all(o["slice_nnz"] != doubled["slice_nnz"] for o in shorter):
-                    shorter.append(doubled)
+
+    def plan(options):
+        return plan_colmajor(indptr, nnz, k, value_dtype, index_bytes, sm_count, **options)
+
+    def offered(options):   # shorter slices or deeper batches than the plain kernel's
+        return options["slice_nnz"] < plain.plan.slice_nnz or options["batch"] > plain.tile[1]
+
+    extra = []
+    if offered(short):
+        short_plan = plan(short)
+        out.append((Candidate(COLMAJOR, short), short_plan))
+        doubled = {"slice_nnz": 2 * short["slice_nnz"], "batch": short["batch"]}
+        if short_plan.plan.n_slices * short_plan.tiles <= wave_lanes:
+            fewest = min(o["slice_nnz"] for o in shorter)
+            extra = [o for o in round_slices(k) if o["slice_nnz"] < fewest]
+        elif all(o["slice_nnz"] != doubled["slice_nnz"] for o in shorter):
+            extra = [doubled]   # more than a wave: fewer rows cut, fewer lanes
+    out += [(Candidate(COLMAJOR, o), plan(o)) for o in shorter[1:] + extra if offered(o)]
     if plain.plan.n_slices * plain.tiles > wave_lanes:   # more than one wave
         return out
     regs = registers(spmm_colmajor.SOURCE, plain.kernel) if registers else None

@@ -86,17 +86,14 @@ def _break_tie(best: tuple, second: tuple, retime, trial_ms: dict) -> tuple:
     """(winner, loser, words) of two trial entries ``(candidate, backend, ms, prepared)``
     within :data:`TIE_MARGIN`: each re-timed :data:`TIE_ROUNDS` times, alternated; the lower
     median of each one's timings (its first included) wins. ``trial_ms`` gets the medians."""
-    times = {id(best): [best[2]], id(second): [second[2]]}
+    best_times, second_times = [best[2]], [second[2]]
     for _ in range(TIE_ROUNDS):
-        for entry in (second, best):
-            times[id(entry)].append(retime(entry[1], entry[3]))
-    medians = {key: statistics.median(values) for key, values in times.items()}
-    for entry in (best, second):
-        trial_ms[entry[0].label] = medians[id(entry)]
-    winner, loser = ((second, best) if medians[id(second)] < medians[id(best)]
-                     else (best, second))
+        second_times.append(retime(second[1], second[3]))
+        best_times.append(retime(best[1], best[3]))
+    best_ms, second_ms = statistics.median(best_times), statistics.median(second_times)
+    trial_ms[best[0].label], trial_ms[second[0].label] = best_ms, second_ms
+    winner, loser = (second, best) if second_ms < best_ms else (best, second)
     words = (f"; {best[0].label} and {second[0].label} within {100 * TIE_MARGIN:.0f} %, "
              f"timed {TIE_ROUNDS} more times each: medians "
-             f"{1e3 * medians[id(best)]:,.1f} and {1e3 * medians[id(second)]:,.1f} us, "
-             f"{winner[0].label} kept")
+             f"{1e3 * best_ms:,.1f} and {1e3 * second_ms:,.1f} us, {winner[0].label} kept")
     return winner, loser, words
