@@ -412,3 +412,97 @@ def test_warp_aligned_slices_keep_rows_of_a_warp_of_slices_inside_one_warp():
     # nothing cut: the plain plan, no scan
     w = warp_aligned_slices(np.arange(0, 4 * 20, 4), 16)
     assert (w.cut_rows, w.span, w.plan.slice_row) == (0, 1, None)
+
+
+def test_slice_plan_takes_each_rows_own_slice_length():
+    """slice_plan's row_slice_nnz: rows [0:2] and [2:12] at 4 and 5 pairs -> [0:2], [2:7],
+    [7:12]; the second row cut (-(1 + 1)), the first whole."""
+    from sparsescope.backends.spmm_cuda import slice_plan
+
+    plan = slice_plan(np.array([0, 2, 12]), 4, np.array([4, 5]))
+    assert plan.slice_ptr.tolist() == [0, 2, 7, 12]
+    assert plan.slice_row.tolist() == [0, -2, -2] and plan.split_rows == 1
+    assert plan.slice_nnz == 4
+
+
+def test_warp_fitted_sizes_cut_a_long_row_into_one_warp_of_slices():
+    """S_row = S up to 32 S nonzeros, else round_up(ceil(len / 32), unit): S = 8, unit 4 ->
+    rows of 10, 632 and 256 get 8, 20 and 8 (256 is exactly 32 slices); None without a long
+    row."""
+    from sparsescope.backends.spmm_colmajor import warp_fitted_sizes
+
+    indptr = np.concatenate(([0], np.cumsum([10, 632, 256])))
+    assert warp_fitted_sizes(indptr, 8, 4).tolist() == [8, 20, 8]
+    assert warp_fitted_sizes(indptr, 8, 8).tolist() == [8, 24, 8]   # 19.75 -> whole batches
+    assert warp_fitted_sizes(np.array([0, 256]), 8, 4) is None
+
+
+def _long_row_matrix(seed: int, long_row: int = 632):
+    """reorientation_1's shape in small (a CSR matrix): 677 rows of a few nonzeros and one of
+    ``long_row`` (its row 338), more than 32 slices at S = 8."""
+    return _matrix(677, 700, seed=seed, long_row=long_row).csr
+
+
+@pytest.mark.parametrize("k", [1, 8, 33])
+@pytest.mark.parametrize("slice_nnz", [4, 8])
+def test_fit_long_keeps_every_row_inside_one_warp_in_one_launch(k, slice_nnz):
+    """A 632-nonzero row in 4- or 8-pair slices spans warps (the plain layout: every cut row
+    an atomic into a zero-filled Y). With fit_long it is cut into a warp of longer slices:
+    no row across warps, no zero fill, the row's slices in one warp, and Y (poisoned with
+    NaN, so a row left unwritten fails) equals the float64 product."""
+    csr = _long_row_matrix(k)
+    batch = 4 if k > 1 else 8
+    across = plan_colmajor(csr.indptr, csr.nnz, k, "float64", 8, 132,
+                           slice_nnz=slice_nnz, batch=batch)
+    assert across.notes["zero_fill"] == "yes" and across.notes["long_rows"] == "1 across warps"
+    fitted = plan_colmajor(csr.indptr, csr.nnz, k, "float64", 8, 132,
+                           slice_nnz=slice_nnz, batch=batch, fit_long=True)
+    assert fitted.notes["zero_fill"] == "no" and fitted.notes["rows_across_warps"] == "0"
+    longest = 20 if batch == 4 else 24   # ceil(632 / 32) = 20 in whole batches
+    assert fitted.notes["long_rows"] == \
+        f"1 fitted to one warp each (slices of up to {longest} pairs)"
+    row = fitted.plan.slice_row
+    lanes = np.flatnonzero(row == 338)
+    assert lanes.size == -(-632 // longest)   # 32 slices at 20 pairs, 27 at 24
+    assert lanes[0] // 32 == lanes[-1] // 32 and (np.diff(lanes) == 1).all()
+    assert fitted.span == 32 and fitted.kernel.endswith(", true>")
+    x = np.asfortranarray(np.random.default_rng(k).random((700, k)) * 2 - 1)
+    y = emulate_colmajor(csr, x, k, fitted)
+    assert not np.isnan(y).any()
+    np.testing.assert_allclose(y, csr @ x, rtol=1e-12, atol=1e-12)
+
+
+def test_scanned_instance_takes_deep_batches_under_the_rule():
+    """Where the warp's scan runs (a row cut inside its warp) and BATCH is the rule's, BATCH
+    is at least SEG_MIN_BATCH: k = 8 -> <8, 4, true>, not the <8, 2, true> whose FMAs ptxas
+    puts among its gathers; BATCH given (2) is kept; no row cut: the rule's <8, 2>."""
+    from sparsescope.backends.spmm_colmajor import SEG_MIN_BATCH
+
+    csr = _matrix(37, 60, seed=1, long_row=55).csr   # 55 > S = 32: cut inside its warp
+    plan = plan_colmajor(csr.indptr, csr.nnz, 8, "float32", 4, 132)
+    assert SEG_MIN_BATCH == 4 and plan.span > 1
+    assert plan.kernel == "spmm_colmajor<float, int, 8, 4, true>"
+    assert plan.notes["pairs_per_batch"] == "4"
+    given = plan_colmajor(csr.indptr, csr.nnz, 8, "float32", 4, 132, batch=2)
+    assert given.kernel == "spmm_colmajor<float, int, 8, 2, true>"
+    whole = _matrix(37, 60, seed=1).csr
+    assert plan_colmajor(whole.indptr, whole.nnz, 8, "float32", 4, 132).kernel == \
+        "spmm_colmajor<float, int, 8, 2>"
+    assert plan_colmajor(csr.indptr, csr.nnz, 1, "float32", 4, 132).tile == (1, 8)
+
+
+def test_auto_offers_each_plan_with_rows_across_warps_again_fitted():
+    """colmajor_plans: every plan of auto's whose rows span warps comes again with fit_long
+    (the same options), and no plan without such rows does."""
+    csr = _long_row_matrix(2)
+    plans = colmajor_plans(csr.indptr, csr.nnz, 8, "float32", 4, 132)
+    labels = {c.label: host for c, host in plans}
+    across = [c for c, host in plans if host.plan.split_rows]
+    assert across   # the short and round slices of 8 and 4 pairs cut the long row across
+    for c in across:
+        again = Candidate(c.backend, {**c.params, "fit_long": 1}).label
+        assert again in labels and labels[again].plan.split_rows == 0
+    assert not [c for c, host in plans if c.params.get("fit_long") and host.plan.split_rows]
+    plain = _matrix(677, 700, seed=2).csr   # no long row: nothing fitted
+    assert not [c for c, _ in colmajor_plans(plain.indptr, plain.nnz, 8, "float32", 4, 132)
+                if c.params.get("fit_long")]

@@ -95,12 +95,15 @@ NARROW_TILES = {3: 2, 8: 1, 64: 2, 600: 4}
 
 
 @pytest.mark.parametrize(("k", "variant"), [
-    *((k, "short") for k in (1, 3, 8, 64, 600)), *((k, "narrow") for k in NARROW_TILES)])
+    *((k, "short") for k in (1, 3, 8, 64, 600)), *((k, "narrow") for k in NARROW_TILES),
+    *((k, "fit") for k in (1, 8, 64))])
 def test_colmajor_short_slices_and_deep_batches_match(awkward_matrices, k, variant):
     """colmajor with auto's short-slice plan (``short_slices``: slices of about the mean row,
     twice the pairs a batch): most rows cut, so zero fill plus atomics, on every awkward
-    matrix, both dtypes and index widths; and with its narrower column tiles (``tile_cols``,
-    :data:`NARROW_TILES`), float32 with INT32 and float64 with INT64 indices (CI time)."""
+    matrix, both dtypes and index widths; with its narrower column tiles (``tile_cols``,
+    :data:`NARROW_TILES`), and with short slices whose rows of more than a warp of them are
+    fitted to one warp (``fit_long``: every row inside its warp, no zero fill), float32 with
+    INT32 and float64 with INT64 indices (CI time)."""
     from sparsescope.backends.spmm_colmajor import SpmmCudaColMajor, short_slices
 
     types = ((("float32", 4), ("float32", 8), ("float64", 4), ("float64", 8))
@@ -108,14 +111,17 @@ def test_colmajor_short_slices_and_deep_batches_match(awkward_matrices, k, varia
     failures = []
     for matrix in _small(awkward_matrices):
         rows, nnz = matrix.csr.shape[0], matrix.csr.nnz
-        options = (short_slices(rows, nnz, k) if variant == "short"
-                   else {"tile_cols": NARROW_TILES[k]})
+        options = ({"tile_cols": NARROW_TILES[k]} if variant == "narrow"
+                   else short_slices(rows, nnz, k) | ({"fit_long": 1} if variant == "fit"
+                                                     else {}))
         for dtype, index_bytes in types:
             case = _run(matrix, SpmmCudaColMajor(**options), k, "col", dtype, index_bytes)
             if case.outcome != "ok":
                 failures.append((matrix.name, dtype, index_bytes, case.reason))
             elif case.notes["rows_across_warps"] == "0":   # one launch: no zero fill
                 assert case.notes["zero_fill"] == "no"
+            if case.outcome == "ok" and variant == "fit":
+                assert case.notes["rows_across_warps"] == "0", (matrix.name, case.notes)
             if case.outcome == "ok" and variant == "narrow":
                 assert case.notes["column_tiles"] == str(-(-k // NARROW_TILES[k]))
     assert not failures, failures

@@ -181,6 +181,8 @@ def colmajor_plans(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, index
         elif all(o["slice_nnz"] != doubled["slice_nnz"] for o in shorter):
             extra = [doubled]   # more than a wave: fewer rows cut, fewer lanes
     out += [(Candidate(COLMAJOR, o), plan(o)) for o in shorter[1:] + extra if offered(o)]
+    fitted_again = [(Candidate(COLMAJOR, o), plan(o)) for o in fitted_long(out)]
+    out += [(c, host) for c, host in fitted_again if not host.plan.split_rows]
     if plain.plan.n_slices * plain.tiles > wave_lanes:   # more than one wave
         return out
     regs = registers(spmm_colmajor.SOURCE, plain.kernel) if registers else None
@@ -191,6 +193,17 @@ def colmajor_plans(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, index
         out.append((Candidate(COLMAJOR, options), plan_colmajor(
             indptr, nnz, k, value_dtype, index_bytes, sm_count, **options)))
     return out
+
+
+def fitted_long(plans: list[tuple[Candidate, Any]]) -> list[dict]:
+    """The options of each colmajor plan whose rows span warps (a row of more than 32 slices:
+    the zero fill and atomics) again with ``fit_long`` (those rows cut into a warp of longer
+    slices, ``spmm_colmajor.warp_fitted_sizes``: one launch, the longest lane walks more):
+    the trial weighs the zero fill's launch against the longer lane. ``colmajor_plans``
+    keeps those whose rows then all lie inside their warps (not so where more rows are cut
+    than the aligned layout takes, ``MAX_ALIGNED_CUT_ROWS``)."""
+    return [{**candidate.params, "fit_long": 1} for candidate, host in plans
+            if host.plan.split_rows and not candidate.params.get("fit_long")]
 
 
 def rowwarp_supports(k: int, value_dtype: str) -> bool:

@@ -49,6 +49,13 @@ pair at 3-6 % of the 8 x 32 bytes of X sectors it requests; 8 accumulators."""
 X_LOADS_IN_FLIGHT = 16
 """BATCH x C loads of X issued before their FMAs, per lane (BATCH at most 8)."""
 MAX_BATCH = 8
+SEG_MIN_BATCH = 4
+"""Fewest pairs a batch of the instance with the warp's scan (SEG) where BATCH is the rule's.
+ptxas schedules ``spmm_colmajor<float, int, 8, 2, true>`` with its FMAs among its gathers (a
+second round trip a batch; the instance without SEG and ``<float, int, 8, 4, true>`` issue
+every gather of a batch first, tests/backends/test_spmm_rowgroup_sass.py). Plain colmajor ran
+Groebner_id2003_aug (a row cut: the whole matrix in the SEG instance) at k = 8 in 58.6 us
+against a predicted 17.2 (H200, results/h200/real-dev/2026-11-28-round-slices)."""
 WARP = 32
 """Lanes a warp: a row of at most this many slices can be summed inside one warp."""
 SLICE_MEAN_FACTOR = 2
@@ -234,7 +241,34 @@ them: about 0.1 s at this many). Beyond, the plain layout: a call of that many c
 hundreds of microseconds, where the zero fill's launch is a small share."""
 
 
-def warp_aligned_slices(indptr: np.ndarray, slice_nnz: int) -> WarpSlices | None:
+def warp_fitted_sizes(indptr: np.ndarray, slice_nnz: int, unit: int) -> np.ndarray | None:
+    """Each row's slice length where the rows longer than a warp of slices are fitted to one
+    warp (``fit_long``): S for a row of at most ``32 x S`` nonzeros, else its length over 32
+    rounded up to whole batches (``unit`` pairs)::
+
+        S_row = S                                   if len <= 32 S
+              = round_up(ceil(len / 32), unit)      else   (so ceil(len / S_row) <= 32)
+
+    None where no row is that long. S = 8, unit 4: rows of 10 and 632 -> (8, 20) (632 / 32 =
+    19.75 -> 20: 32 slices, the last of 12); 256 -> 8 (exactly 32 slices, not fitted).
+
+    Why: one row longer than 32 slices made the whole matrix take the plain layout (every cut
+    row an atomic, Y zero-filled first: a second launch). Fitted, every row stays inside one
+    warp: the scan sums it and the call is one launch. The cost: that warp's lanes walk the
+    long slices (reorientation_1, 677 rows, one of 632 nonzeros: 5 rounds of 4 pairs against
+    2 in 8-pair slices), which the trial weighs against the zero fill."""
+    lengths = np.diff(np.asarray(indptr, dtype=np.int64))
+    long = lengths > WARP * slice_nnz
+    if not long.any():
+        return None
+    sizes = np.full(lengths.size, slice_nnz, dtype=np.int64)
+    need = -(-lengths[long] // WARP)
+    sizes[long] = -(-need // unit) * unit
+    return sizes
+
+
+def warp_aligned_slices(indptr: np.ndarray, slice_nnz: int,
+                        fit_unit: int | None = None) -> WarpSlices | None:
     """Cut each row into ``p = max(1, ceil(len / S))`` consecutive slices, as
     :func:`~sparsescope.backends.spmm_cuda.slice_plan` does, then move each row of ``1 < p <=
     32`` slices that would straddle a warp boundary to the next warp's first lane::
@@ -254,8 +288,10 @@ def warp_aligned_slices(indptr: np.ndarray, slice_nnz: int) -> WarpSlices | None
 
     None where a row has more than 32 slices (it needs the zero fill whatever the layout: the
     plain one, :func:`unaligned_slices`, serves it) or more than
-    :data:`MAX_ALIGNED_CUT_ROWS` rows are cut."""
-    base = slice_plan(indptr, slice_nnz)
+    :data:`MAX_ALIGNED_CUT_ROWS` rows are cut. With ``fit_unit`` (pairs a batch) such rows
+    are cut into a warp of longer slices instead (:func:`warp_fitted_sizes`)."""
+    sizes = warp_fitted_sizes(indptr, slice_nnz, fit_unit) if fit_unit else None
+    base = slice_plan(indptr, slice_nnz, sizes)
     if not base.split_rows:
         return WarpSlices(base, 0, 0, 1)
     indptr = np.asarray(indptr, dtype=np.int64)
@@ -297,6 +333,19 @@ def unaligned_slices(indptr: np.ndarray, slice_nnz: int) -> WarpSlices:
     return WarpSlices(plan, plan.split_rows, 0, WARP if most >= WARP else 1)
 
 
+def long_rows_note(indptr: np.ndarray, plan: SlicePlan, fit_long: bool) -> str:
+    """The rows longer than a warp of S-pair slices, for the case's notes: fitted to one warp
+    (with the longest slice), across warps, or none."""
+    lengths = np.diff(np.asarray(indptr, dtype=np.int64))
+    long = int((lengths > WARP * plan.slice_nnz).sum())
+    if not long:
+        return "none"
+    if not fit_long:
+        return f"{long} across warps"
+    longest = int(np.diff(plan.slice_ptr).max())
+    return f"{long} fitted to one warp each (slices of up to {longest} pairs)"
+
+
 def cut_row_sum(slices: WarpSlices, aligned: bool) -> str:
     """How the plan's cut rows are summed, for the case's notes."""
     if not slices.cut_rows:
@@ -336,13 +385,17 @@ class ColMajorPlan:
 def plan_colmajor(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, index_bytes: int,
                   sm_count: int, *, warps: int | None = None, min_slice: int | None = None,
                   slice_nnz: int | None = None, batch: int | None = None,
-                  tile_cols: int | None = None, aligned: bool = True) -> ColMajorPlan:
+                  tile_cols: int | None = None, aligned: bool = True,
+                  fit_long: bool = False) -> ColMajorPlan:
     """The whole host plan of one call (pure). ``slice_nnz``: S as given, instead of
     :func:`colmajor_slice_nnz`'s rule; ``batch``: BATCH as given; ``tile_cols``: C as given
     (both :func:`colmajor_tile`). The slices: :func:`warp_aligned_slices` where no row has
     more than 32 (the call is then one launch, the cut rows summed by the warp's scan), else
     :func:`unaligned_slices` (a row across warps needs the zero fill whatever the layout); with
-    ``aligned`` False always the latter (to measure the two in one run)."""
+    ``aligned`` False always the latter (to measure the two in one run). ``fit_long``: rows
+    of more than 32 slices cut into a warp of longer slices (:func:`warp_fitted_sizes`), so
+    that the aligned layout holds every row. Where the warp's scan runs and BATCH is the
+    rule's, BATCH is at least :data:`SEG_MIN_BATCH`."""
     rows = int(np.asarray(indptr).size - 1)
     tile = colmajor_tile(k, batch, tile_cols)
     if slice_nnz is not None and slice_nnz < 1:
@@ -350,11 +403,13 @@ def plan_colmajor(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, index_
     size = slice_nnz or colmajor_slice_nnz(rows, nnz, min_slice)
     # None where a row spans warps (the zero fill is needed anyway): the plain layout, whose
     # rows of a few slices add with an atomic each and need no scan
-    slices = (warp_aligned_slices(indptr, size) if aligned else None) or \
-        unaligned_slices(indptr, size)
+    slices = (warp_aligned_slices(indptr, size, tile[1] if fit_long else None)
+              if aligned else None) or unaligned_slices(indptr, size)
     plan = slices.plan
-    blocks, tiles, block = colmajor_grid(plan.n_slices, k, tile[0], sm_count, warps)
     segment = slices.span > 1
+    if segment and batch is None:
+        tile = (tile[0], max(tile[1], SEG_MIN_BATCH))
+    blocks, tiles, block = colmajor_grid(plan.n_slices, k, tile[0], sm_count, warps)
     name = colmajor_kernel_name(value_dtype, index_bytes, tile, segment)
     notes = {"kernel": name, "tile_cols": str(tile[0]), "pairs_per_batch": str(tile[1]),
              "slice_nnz": str(plan.slice_nnz), "slices": str(plan.n_slices),
@@ -362,6 +417,7 @@ def plan_colmajor(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, index_
              "pad_slices": str(slices.pads), "scan_span": str(slices.span),
              "zero_fill": "yes" if plan.split_rows else "no",
              "cut_row_sum": cut_row_sum(slices, aligned),
+             "long_rows": long_rows_note(indptr, plan, fit_long),
              "block_threads": str(32 * block), "grid_blocks": str(blocks),
              "column_tiles": str(tiles), "sm_count": str(sm_count),
              "index_dtype": np.dtype(_gpu.INDEX_DTYPES[index_bytes]).name,
@@ -435,8 +491,11 @@ class SpmmCudaColMajor(HostPlannedKernel):
 
     def __init__(self, *, warps: int | None = None, min_slice: int | None = None,
                  slice_nnz: int | None = None, batch: int | None = None,
-                 tile_cols: int | None = None, aligned: int = 1) -> None:
+                 tile_cols: int | None = None, aligned: int = 1, fit_long: int = 0) -> None:
         self.aligned = bool(aligned)
+        self.fit_long = bool(fit_long)
+        """Rows of more than 32 slices cut into a warp of longer ones
+        (:func:`warp_fitted_sizes`): every row inside its warp, one launch."""
         """Rows of at most a warp of slices kept inside one warp (:func:`warp_aligned_slices`),
         else the plain slices with atomics and a zero fill (``aligned=0``: to compare)."""
         self.warps = warps
@@ -469,7 +528,8 @@ class SpmmCudaColMajor(HostPlannedKernel):
         return plan_colmajor(csr.indptr, csr.nnz, case.params.k, value_dtype, index_bytes,
                              sm_count, warps=self.warps, min_slice=self.min_slice,
                              slice_nnz=self.slice_nnz, batch=self.batch,
-                             tile_cols=self.tile_cols, aligned=self.aligned)
+                             tile_cols=self.tile_cols, aligned=self.aligned,
+                             fit_long=self.fit_long)
 
     def prepare(self, case: OpCase, value_dtype: str, index_bytes: int) -> PreparedColMajor:
         csr, k = case.matrix, case.params.k

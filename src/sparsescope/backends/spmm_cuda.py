@@ -156,7 +156,8 @@ class SlicePlan:
     """How the rows are cut into warps' slices."""
 
     slice_nnz: int
-    """S: most nonzeros per slice."""
+    """S: most nonzeros per slice (a row fitted to a warp of slices has longer ones:
+    ``slice_plan``'s ``row_slice_nnz``)."""
     slice_ptr: np.ndarray
     """n_slices + 1 offsets into the column and value arrays (int64)."""
     slice_row: np.ndarray | None
@@ -169,19 +170,24 @@ class SlicePlan:
         return int(self.slice_ptr.size - 1)
 
 
-def slice_plan(indptr: np.ndarray, slice_nnz: int) -> SlicePlan:
+def slice_plan(indptr: np.ndarray, slice_nnz: int,
+               row_slice_nnz: np.ndarray | None = None) -> SlicePlan:
     """Cut every row into ``max(1, ceil(len / S))`` consecutive slices (an empty row keeps one
     empty slice, which stores its zero row). Slices are consecutive in the nonzero arrays, so
-    the slice pointers are each slice's start plus the final nnz."""
+    the slice pointers are each slice's start plus the final nnz. ``row_slice_nnz``: each
+    row's own S instead (``spmm_colmajor.warp_fitted_sizes``: long rows in longer slices);
+    rows [0:2], [2:12] with sizes (4, 5) -> slices [0:2], [2:7], [7:12]."""
     indptr = np.asarray(indptr, dtype=np.int64)
     lengths = np.diff(indptr)
-    pieces = np.maximum(1, -(-lengths // slice_nnz))
+    sizes = (np.int64(slice_nnz) if row_slice_nnz is None
+             else np.asarray(row_slice_nnz, dtype=np.int64))
+    pieces = np.maximum(1, -(-lengths // sizes))
     if (pieces == 1).all():
         return SlicePlan(slice_nnz, indptr.copy(), None, 0)
     rows = np.repeat(np.arange(lengths.size, dtype=np.int64), pieces)
     first = np.cumsum(pieces) - pieces
     within = np.arange(rows.size, dtype=np.int64) - np.repeat(first, pieces)
-    begins = indptr[rows] + within * slice_nnz
+    begins = indptr[rows] + within * (sizes if row_slice_nnz is None else sizes[rows])
     cut = pieces[rows] > 1
     slice_row = np.where(cut, -(rows + 1), rows)
     return SlicePlan(slice_nnz, np.append(begins, indptr[-1]), slice_row,
