@@ -21,6 +21,12 @@ sparse (1 - nnz / (rows x cols), to 0.05 %: a generated "80 %" layer rounds its 
 (``registry.is_dense``; geomean, highest, cases where auto is not faster), and auto over the
 best sparse library (geomean, lowest, below 1.0x).
 
+``--pair A B``: instead, two backends of one run side by side, per (matrix, k, layout) where
+both were timed: each one's median (us) and kernel instance, and B / A; then the geomean of
+B / A and how many cases B was faster (below 0.98) or slower (above 1.02). ``--pair-note N``
+keeps only the cases whose A has note N not equal to ``none`` (e.g. ``long_rows``), or, as
+``N=V``, note N ending with V (e.g. ``kernel=true>``: the scanned instance).
+
 RESULTS is a run's or a sweep's ``results.json`` (or ``.json.gz``).
 """
 
@@ -91,6 +97,16 @@ def markdown(t: dict, notes: tuple[str, ...] = ()) -> str:
 AUTO = "spmm-cuda-auto"
 
 
+def canonical(label: str) -> str:
+    """A backend label with its options sorted by name, as :func:`auto_choices` names them:
+    ``b[slice_nnz=8,fit_long=1]`` -> ``b[fit_long=1,slice_nnz=8]`` (a run names a variant as
+    it was given)."""
+    name, bracket, inner = label.partition("[")
+    if not bracket:
+        return label
+    return f"{name}[{','.join(sorted(inner.rstrip(']').split(',')))}]"
+
+
 def groups_markdown(t: dict, chosen: dict[tuple, str] | None = None) -> str:
     """Per (k, layout) of :func:`table`'s rows with auto and a library timed: auto over the best
     library (geomean, lowest and where, below 1.0x), auto's regret against the fastest own
@@ -104,7 +120,8 @@ def groups_markdown(t: dict, chosen: dict[tuple, str] | None = None) -> str:
         auto = ms.get(AUTO)
         own = [v for b, v in ms.items() if is_own(b) and b != AUTO and isinstance(v, float)]
         if AUTO in r["speedup"] and own and isinstance(auto, float):
-            alone = ms.get(chosen.get((r["matrix"], r["k"], r["layout"]), ""))
+            named = {canonical(b): v for b, v in ms.items()}
+            alone = named.get(chosen.get((r["matrix"], r["k"], r["layout"]), ""))
             choice = alone if isinstance(alone, float) else auto
             by[(r["k"], r["layout"])].append((r["speedup"][AUTO], auto / min(own) - 1,
                                               r["matrix"], choice / min(own) - 1))
@@ -222,6 +239,42 @@ def dense_markdown(results, min_sparsity: float) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _keeps(notes: dict[str, str], condition: str) -> bool:
+    """``--pair-note``: ``N`` -> note N present and not ``none``; ``N=V`` -> note N ends
+    with V."""
+    name, _, value = condition.partition("=")
+    found = notes.get(name, "none")
+    return found.endswith(value) if value else found != "none"
+
+
+def pair_markdown(results, a: str, b: str, condition: str = "") -> str:
+    """Backends ``a`` and ``b`` of one run side by side (module docstring: ``--pair``)."""
+    runset = read_runset(results) if isinstance(results, (str, Path)) else results
+    by: dict[tuple, dict] = defaultdict(dict)
+    for c in runset.cases:
+        if c.op == "spmm" and c.backend in (a, b) and c.outcome == "ok" and c.measurement:
+            by[(c.matrix, int(c.params.k), str(c.params.layout))][c.backend] = (
+                1000 * float(statistics.median(c.measurement.samples_ms)), c.notes)
+    lines = [f"| matrix | k | layout | {a} (us) | its kernel | {b} (us) | its kernel | B / A |",
+             "|---|---:|---|---:|---|---:|---|---:|"]
+    ratios = []
+    for (matrix, k, layout), both in sorted(by.items()):
+        if len(both) < 2 or (condition and not _keeps(both[a][1], condition)):
+            continue
+        (ta, na), (tb, nb) = both[a], both[b]
+        ratios.append(tb / ta)
+        lines.append(f"| {matrix} | {k} | {layout} | {ta:.2f} | `{na.get('kernel', '')}` | "
+                     f"{tb:.2f} | `{nb.get('kernel', '')}` | {tb / ta:.3f} |")
+    if not ratios:
+        return f"No case where both {a} and {b} were timed" + \
+            (f" and {condition} holds.\n" if condition else ".\n")
+    lines += ["", f"B / A over {len(ratios)} cases: geomean {_geomean(ratios):.3f}, lowest "
+              f"{min(ratios):.3f}, highest {max(ratios):.3f}; B faster (< 0.98) in "
+              f"{sum(r < 0.98 for r in ratios)}, slower (> 1.02) in "
+              f"{sum(r > 1.02 for r in ratios)}."]
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("results", type=Path)
@@ -232,7 +285,15 @@ def main(argv: list[str] | None = None) -> int:
                         help="the per (k, layout) summary of auto instead of the table")
     parser.add_argument("--dense", type=float, metavar="S",
                         help="the dense break-even summary over matrices at least S sparse")
+    parser.add_argument("--pair", nargs=2, metavar=("A", "B"),
+                        help="two backends side by side: each median, B / A")
+    parser.add_argument("--pair-note", default="", metavar="N[=V]",
+                        help="--pair: only cases whose A has note N (not none), or N ending "
+                             "with V")
     args = parser.parse_args(argv)
+    if args.pair:
+        sys.stdout.write(pair_markdown(args.results, *args.pair, args.pair_note))
+        return 0
     if args.dense is not None:
         sys.stdout.write(dense_markdown(args.results, args.dense))
         return 0

@@ -79,25 +79,30 @@ def test_spmm_groups_on_the_committed_real_dev_run(committed):
     assert sum(int(part.split()[-1]) for part in counts.split(";")) == len(rows)
 
 
-def test_spmm_groups_choice_regret_on_the_committed_round_slices_run(committed):
-    """The choice's regret: where the run timed the kernel auto kept on its own (here the
-    ELL kernel and rowgroup with float2 lanes), that case's median stands in for auto's call;
-    k = 8 row-major's largest checked against the cases' own medians."""
+def test_spmm_groups_choice_regret_on_the_committed_fit_long_run(committed):
+    """The choice's regret: where the run timed the kernel auto kept on its own (here colmajor
+    with fit_long, a variant the run names with its options in the order given), that case's
+    median stands in for auto's call; k = 64 column-major's largest checked against the
+    cases' own medians."""
     import json
     import statistics
 
     from sparsescope.api import read_runset
 
     script = load("spmm_backend_table")
-    results = committed("results/h200/real-dev/2026-11-28-round-slices/spmm_results.json.gz")
+    results = committed("results/h200/real-dev/2026-11-28-fit-long/spmm_results.json.gz")
     chosen = script.auto_choices(results)
-    assert chosen[("bcspwr09", 64, "row")] == "spmm-cuda-rowgroup[vec=2]"
+    label = "spmm-cuda-colmajor[batch=4,fit_long=1,slice_nnz=8]"
+    assert chosen[("bp_1200", 64, "col")] == label
+    assert script.canonical("spmm-cuda-colmajor[batch=4,slice_nnz=8,fit_long=1]") == label
+    assert script.canonical("spmm-cuda-auto") == "spmm-cuda-auto"
     runset = read_runset(results)
     med, picked = {}, {}
     for c in runset.cases:
-        if (int(c.params.k), c.params.layout) != (8, "row") or c.outcome != "ok":
+        if (int(c.params.k), c.params.layout) != (64, "col") or c.outcome != "ok":
             continue
-        med.setdefault(c.matrix, {})[c.backend] = statistics.median(c.measurement.samples_ms)
+        med.setdefault(c.matrix, {})[script.canonical(c.backend)] = \
+            statistics.median(c.measurement.samples_ms)
         if c.backend == "spmm-cuda-auto":
             params = json.loads(c.notes["selected_params"])
             picked[c.matrix] = c.notes["selected"] + (
@@ -108,12 +113,42 @@ def test_spmm_groups_choice_regret_on_the_committed_round_slices_run(committed):
         own = [v for b, v in ms.items() if b.startswith("spmm-cuda") and b != "spmm-cuda-auto"]
         if "spmm-cuda-auto" in ms and own:
             regret[matrix] = ms.get(picked[matrix], ms["spmm-cuda-auto"]) / min(own) - 1
+    assert regret["bp_1200"] == 0.0   # its choice is the fastest own case
     worst = max(regret, key=regret.get)
     line = next(x for x in script.groups_markdown(script.table(results), chosen).splitlines()
-                if x.startswith("| 8 | row |"))
+                if x.startswith("| 64 | col |"))
     cells = [c.strip() for c in line.strip("|").split("|")]
     assert cells[9] == f"{100 * regret[worst]:+.1f} % ({worst})"
     assert cells[8] == f"{100 * statistics.median(regret.values()):+.1f} %"
+
+
+def test_spmm_pair_on_the_committed_fit_long_run(committed):
+    """--pair A B: per case where both ran, each median in us and B / A, checked for one case
+    against its samples; --pair-note long_rows keeps the cases whose A has a row of more than
+    a warp of slices, and the summary counts them."""
+    import statistics
+
+    from sparsescope.api import read_runset
+
+    script = load("spmm_backend_table")
+    results = committed("results/h200/real-dev/2026-11-28-fit-long/spmm_results.json.gz")
+    a = "spmm-cuda-colmajor[batch=4,slice_nnz=8]"
+    b = "spmm-cuda-colmajor[batch=4,slice_nnz=8,fit_long=1]"
+    text = script.pair_markdown(results, a, b, "long_rows")
+    cases = {(c.matrix, int(c.params.k), c.params.layout, c.backend): c
+             for c in read_runset(results).cases if c.backend in (a, b) and c.outcome == "ok"}
+    long = {key[:3] for key, c in cases.items()
+            if key[3] == a and c.notes["long_rows"] != "none" and key[:3] + (b,) in cases}
+    rows = [x for x in text.splitlines() if x.startswith("| ") and not x.startswith("| matrix")]
+    assert len(rows) == len(long) and f"over {len(long)} cases" in text
+    ta = 1000 * statistics.median(cases[("arrow", 8, "col", a)].measurement.samples_ms)
+    tb = 1000 * statistics.median(cases[("arrow", 8, "col", b)].measurement.samples_ms)
+    row = next(x for x in rows if x.startswith("| arrow | 8 | col |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[3] == f"{ta:.2f}" and cells[5] == f"{tb:.2f}" and cells[7] == f"{tb / ta:.3f}"
+    everything = script.pair_markdown(results, a, b)
+    assert len([x for x in everything.splitlines() if x.startswith("| ")]) > len(rows) + 1
+    assert script.pair_markdown(results, a, "no-such-backend").startswith("No case")
 
 
 def test_spmm_dense_break_even_on_the_committed_weights_run(committed):

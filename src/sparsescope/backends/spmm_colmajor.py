@@ -55,7 +55,9 @@ ptxas schedules ``spmm_colmajor<float, int, 8, 2, true>`` with its FMAs among it
 second round trip a batch; the instance without SEG and ``<float, int, 8, 4, true>`` issue
 every gather of a batch first, tests/backends/test_spmm_rowgroup_sass.py). Plain colmajor ran
 Groebner_id2003_aug (a row cut: the whole matrix in the SEG instance) at k = 8 in 58.6 us
-against a predicted 17.2 (H200, results/h200/real-dev/2026-11-28-round-slices)."""
+against a predicted 17.2 (H200, results/h200/real-dev/2026-11-28-round-slices); at least 4 pairs
+a batch, 30.0 against 57.5 for BATCH 2 in one run, 0.70x geomean over the 30 cases of that
+instance (results/h200/real-dev/2026-11-28-fit-long/pair_scanned_batch.md)."""
 WARP = 32
 """Lanes a warp: a row of at most this many slices can be summed inside one warp."""
 SLICE_MEAN_FACTOR = 2
@@ -256,7 +258,10 @@ def warp_fitted_sizes(indptr: np.ndarray, slice_nnz: int, unit: int) -> np.ndarr
     row an atomic, Y zero-filled first: a second launch). Fitted, every row stays inside one
     warp: the scan sums it and the call is one launch. The cost: that warp's lanes walk the
     long slices (reorientation_1, 677 rows, one of 632 nonzeros: 5 rounds of 4 pairs against
-    2 in 8-pair slices), which the trial weighs against the zero fill."""
+    2 in 8-pair slices), which the trial weighs against the zero fill. On an H200 (8-pair
+    slices, results/h200/real-dev/2026-11-28-fit-long/pair_fit_long.md): rows of a few hundred
+    nonzeros paid (bp_1200, rajat19, tumorAntiAngiogenesis_2: 0.73-0.81 of the time), arrow's
+    46,500-nonzero row in 32 lanes ran 27x slower."""
     lengths = np.diff(np.asarray(indptr, dtype=np.int64))
     long = lengths > WARP * slice_nnz
     if not long.any():
