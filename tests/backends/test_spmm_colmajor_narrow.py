@@ -381,7 +381,8 @@ def test_warp_aligned_slices_keep_rows_of_a_warp_of_slices_inside_one_warp():
     atomic a warp, the zero fill); span is the scan's reach."""
     import numpy as np
 
-    from sparsescope.backends.spmm_colmajor import unaligned_slices, warp_aligned_slices
+    from sparsescope.backends.spmm_colmajor import unaligned_slices
+    from sparsescope.backends.spmm_cuda import warp_aligned_slices
 
     ones = np.concatenate(([0], np.cumsum([1] * 30 + [3, 1, 1])))   # 33 rows at S = 1
     w = warp_aligned_slices(ones, 1)
@@ -429,7 +430,7 @@ def test_warp_fitted_sizes_cut_a_long_row_into_one_warp_of_slices():
     """S_row = S up to 32 S nonzeros, else round_up(ceil(len / 32), unit): S = 8, unit 4 ->
     rows of 10, 632 and 256 get 8, 20 and 8 (256 is exactly 32 slices); None without a long
     row."""
-    from sparsescope.backends.spmm_colmajor import warp_fitted_sizes
+    from sparsescope.backends.spmm_cuda import warp_fitted_sizes
 
     indptr = np.concatenate(([0], np.cumsum([10, 632, 256])))
     assert warp_fitted_sizes(indptr, 8, 4).tolist() == [8, 20, 8]

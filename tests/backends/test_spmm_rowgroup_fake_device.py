@@ -93,6 +93,8 @@ class _Kernel:
         if kernel == "transpose_tile":
             launch_transpose(grid, block, args)
         elif kernel == "spmm_rowgroup":
+            if ints[-1] is True:   # BLOCKSUM: its sums and keys in dynamic shared memory
+                assert 0 < shared_mem <= self.max_dynamic_shared_size_bytes
             launch_rowgroup(ints, grid, block, args)
         elif kernel == "spmm_colmajor":
             launch_colmajor(ints, grid, block, args)
@@ -386,7 +388,8 @@ def test_auto_times_rowgroup_with_balanced_slices_on_a_long_row(fake_device, mon
     from sparsescope.timing.types import Measurement
 
     def timed(self, prepared, config):
-        ms = 0.1 if getattr(self, "min_slice", None) == 32 else 0.5
+        ms = 0.1 if getattr(self, "min_slice", None) == 32 and \
+            not getattr(self, "block_sum", False) else 0.5
         return Measurement(samples_ms=(ms,), config=config, clock="fake")
 
     monkeypatch.setattr(SpmmCudaRowGroup, "time", timed)
@@ -397,8 +400,13 @@ def test_auto_times_rowgroup_with_balanced_slices_on_a_long_row(fake_device, mon
     assert case.outcome == "ok", case.reason
     labels = [row["label"] for row in json.loads(case.notes["selection_table"])]
     # 40 rows: under a wave, so float2 and float lanes too (timed 0.5 here)
+    # and each of those (all cut the long row) again with its cut rows summed by the block
     assert labels == ["spmm-cuda-rowgroup", "spmm-cuda-rowgroup[min_slice=32]",
                       "spmm-cuda-rowgroup[vec=2]", "spmm-cuda-rowgroup[vec=1]",
+                      "spmm-cuda-rowgroup[block_sum=1]",
+                      "spmm-cuda-rowgroup[block_sum=1,min_slice=32]",
+                      "spmm-cuda-rowgroup[block_sum=1,vec=2]",
+                      "spmm-cuda-rowgroup[block_sum=1,vec=1]",
                       "spmm-cuda-rowwarp", "spmm-cuda-blocktc", "spmm-cuda-paneltc",
                       "spmm-cuda-ell"]   # declined: the long row pads every row to 1,500
     assert case.notes["selected"] == "spmm-cuda-rowgroup"
@@ -535,3 +543,22 @@ def test_an_unscored_model_predicted_fastest_is_timed_against_the_best_scored(fa
     assert {r["backend"] for r in timed_rows} >= {"spmm-cuda-blocktc"} and len(timed_rows) == 2
     assert case.notes["selected"] != "spmm-cuda-blocktc"
     assert "model is not scored yet" in case.notes["selection_reason"]
+
+
+@pytest.mark.parametrize("k", [1, 8, 64])
+@pytest.mark.parametrize(("dtype", "index_bytes"), [("float32", 4), ("float64", 8)])
+def test_rowgroup_block_sum_passes_the_gate_in_one_launch(fake_device, k, dtype, index_bytes):
+    """block_sum through the runner's float64 gate: the 1,500-nonzero row cut at S 32 (47
+    slices) summed by its block in shared memory (the fake launch checks its shared memory);
+    no row across blocks, so no zero fill before the launch."""
+    from sparsescope.backends.spmm_rowgroup import SpmmCudaRowGroup
+
+    matrix = _matrix(40, 1600, seed=6, long_row=1500)
+    case = _run(matrix, SpmmCudaRowGroup(block_sum=1, min_slice=32), k, "row", dtype,
+                index_bytes)
+    assert case.outcome == "ok", case.reason
+    assert case.notes["kernel"].endswith(", true>") and case.notes["zero_fill"] == "no"
+    assert case.notes["split_rows"] == "1"
+    launches = [launch for launch in fake_device if launch[0] == "spmm_rowgroup"]
+    assert launches and all(block == (int(case.notes["block_threads"]),)
+                            for _, _, block in launches)

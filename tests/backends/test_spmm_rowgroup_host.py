@@ -185,14 +185,23 @@ def test_transposed_traffic_hand_check():
     # a Y of 5 M rows: 156,250 row bands, more than grid.y's 65,535, all in grid.x
     assert transpose_grid(5_000_000, 8) == (156_250, 1)
 
+PADS = (np.iinfo(np.int32).min, np.iinfo(np.int64).min)
+"""A pad slice's slice_row in the block-sum layout: the index type's least value."""
+
+
 def launch_rowgroup(template, grid, block, args) -> None:
-    """One launch of ``spmm_rowgroup<T, I, VEC, G, CHUNKS, DEPTH, BATCH, MINB>`` in NumPy, thread
-    for thread as the kernel indexes: blockIdx (x, y), warp = global thread >> 5, group
-    gi = lane / G owning slice warp x 32 / G + gi (a group past n_slices returns), stages of
-    DEPTH x G pairs (lane li holds pair base + G d + li), the group-uniform tail break, entry i
-    read from slot i // G of lane i % G (the shuffle), X and Y through flat row-major arrays.
-    ``args`` are the kernel's arguments in order; Y is written in place."""
-    vec, group, chunks, depth, batch, _minb = template
+    """One launch of ``spmm_rowgroup<T, I, VEC, G, CHUNKS, DEPTH, BATCH, MINB[, BLOCKSUM]>`` in
+    NumPy, thread for thread as the kernel indexes: blockIdx (x, y), warp = global thread >>
+    5, group gi = lane / G owning slice warp x 32 / G + gi (a group past n_slices returns, or
+    with BLOCKSUM walks nothing), stages of DEPTH x G pairs (lane li holds pair base + G d +
+    li), the group-uniform tail break, entry i read from slot i // G of lane i % G (the
+    shuffle), X and Y through flat row-major arrays. BLOCKSUM: a cut row's groups (slice_row
+    < 0) leave their sums in the block's shared memory; after the barrier the row's last group
+    in the block adds those of the groups before it with the same row and stores; pads (the
+    index type's least slice_row) store nothing. ``args`` are the kernel's arguments in order;
+    Y is written in place."""
+    vec, group, chunks, depth, batch, _minb, *rest = template
+    block_sum = bool(rest and rest[0])
     n_slices, k, slab, sliced, slice_ptr, slice_row, col, val, x, y = args
     n_slices, k, slab, sliced = int(n_slices), int(k), int(slab), int(sliced)
     xf, yf = x.reshape(-1), y.reshape(-1)  # views: Y written through
@@ -204,16 +213,19 @@ def launch_rowgroup(template, grid, block, args) -> None:
         slab0 = by * slab
         kk = min(slab, k - slab0)
         for bx in range(grid[0]):
+            records = []   # (row, atomic, key, acc) of each live, non-pad group of the block
             for t0 in range(0, block[0], 32):
                 warp = (bx * block[0] + t0) >> 5
                 for gi in range(groups):
                     s = warp * groups + gi
                     if s >= n_slices:
-                        continue  # the group returns: no store
-                    row, atomic = s, False
+                        records.append((None, False, -1, None))  # returns / walks nothing
+                        continue
+                    row, atomic, pad = s, False, False
                     if sliced:
                         r = int(slice_row[s])
-                        atomic, row = r < 0, (-r - 1 if r < 0 else r)
+                        pad = block_sum and r in PADS
+                        atomic, row = r < 0 and not pad, (-r - 1 if r < 0 else r)
                     begin, end = int(slice_ptr[s]), int(slice_ptr[s + 1])
                     acc = np.zeros((group, chunks, vec))
                     for base in range(begin, end, stage):
@@ -245,16 +257,29 @@ def launch_rowgroup(template, grid, block, args) -> None:
                                         xv[b, m, c, v] = xf[j * k + slab0 + cc[m] + v]
                             for b in range(batch):
                                 acc += a[b] * xv[b]
-                    for lane in li:
-                        for c in range(chunks):
-                            cc = (lane + group * c) * vec
-                            if cc >= kk:
-                                continue
-                            at = slice(row * k + slab0 + cc, row * k + slab0 + cc + vec)
-                            if atomic:
-                                yf[at] += acc[lane, c]
-                            else:
-                                yf[at] = acc[lane, c]
+                    records.append((None if pad else row, atomic, row if atomic else -1, acc))
+            for g, (row, atomic, key, acc) in enumerate(records):
+                if row is None:
+                    continue
+                if block_sum and atomic:
+                    if g + 1 < len(records) and records[g + 1][2] == key:
+                        continue  # not the row's last group in the block
+                    acc = acc.copy()
+                    before = g - 1
+                    while before >= 0 and records[before][2] == key:
+                        acc += records[before][3]
+                        before -= 1
+                    atomic = False
+                for lane in li:
+                    for c in range(chunks):
+                        cc = (lane + group * c) * vec
+                        if cc >= kk:
+                            continue
+                        at = slice(row * k + slab0 + cc, row * k + slab0 + cc + vec)
+                        if atomic:
+                            yf[at] += acc[lane, c]
+                        else:
+                            yf[at] = acc[lane, c]
 
 
 def emulate(csr: sp.csr_matrix, x: np.ndarray, k: int, shape, stages, plan, kslab: int,
@@ -643,3 +668,73 @@ def test_auto_rule_uses_the_sm_count():
     args = (8, "row", "float32", 800_000, 20_000, 40.0, 60)
     assert choose_spmm_kernel(*args, 132)[0] == "spmm-cuda-rowwarp"  # rule 6
     assert "1250 warps" in choose_spmm_kernel(*args, 200)[1]           # rule 3
+
+
+def emulate_block_sum(csr: sp.csr_matrix, x: np.ndarray, k: int, host) -> np.ndarray:
+    """The launch the backend makes for a ``block_sum`` plan (its grid, block and BLOCKSUM
+    instance), on a NaN-poisoned Y: no zero fill, so a row left unstored stays NaN."""
+    from sparsescope.backends.spmm_rowgroup import kernel_minb
+
+    y = np.full((csr.shape[0], k), np.nan)
+    plan = host.plan
+    slice_row = plan.slice_row if plan.slice_row is not None else plan.slice_ptr
+    args = (plan.n_slices, k, host.slab, int(plan.slice_row is not None), plan.slice_ptr,
+            slice_row, csr.indices, csr.data, np.ascontiguousarray(x), y)
+    launch_rowgroup((*host.shape, *host.stages, kernel_minb(host.kernel),
+                     host.kernel.endswith("true>")), (host.blocks, host.slabs),
+                    (32 * host.warps,), args)
+    return y
+
+
+@pytest.mark.parametrize("k", [1, 8, 64, 600])
+@pytest.mark.parametrize("long_row", [140, 3000])
+def test_block_sum_keeps_cut_rows_in_their_block_and_matches(k, long_row):
+    """block_sum: the rows the slice rule cuts (S = 32: the 140- or 3,000-nonzero row, and at
+    most the 12-nonzero others whole) are summed by their block in shared memory: no zero
+    fill, Y poisoned, the float64 product; every cut row's slices inside one block; the
+    BLOCKSUM instance at MINB 2; its shared memory the cut sums and the group keys."""
+    from sparsescope.backends.spmm_rowgroup import BLOCK_SUM_MINB, kernel_minb
+
+    csr = _matrix(300, 3100, seed=k, long_row=long_row)
+    x = np.random.default_rng(k).random((3100, k)) * 2 - 1
+    host = plan_rowgroup(csr.indptr, csr.nnz, k, "float32", 4, 132, min_slice=32,
+                         block_sum=True)
+    assert host.kernel.endswith(", true>") and kernel_minb(host.kernel) == BLOCK_SUM_MINB
+    assert host.notes["zero_fill"] == "no" and host.plan.split_rows == 0
+    assert host.notes["split_rows"] == "1"
+    assert host.notes["cut_row_sum"].startswith("1 row(s) summed in shared memory")
+    vec, group, chunks = host.shape
+    threads = 32 * host.warps
+    assert host.shared_bytes == threads * vec * chunks * 4 + threads // group * 8
+    per_block = 32 // group * host.warps
+    cut = np.flatnonzero(host.plan.slice_row == -(300 // 2 + 1))
+    assert cut.size > 1 and cut[0] // per_block == cut[-1] // per_block
+    y = emulate_block_sum(csr, x, k, host)
+    assert not np.isnan(y).any()
+    np.testing.assert_allclose(y, csr @ x, rtol=1e-12, atol=1e-12)
+
+
+def test_block_sum_slices_size_the_block_pad_and_fit():
+    """block_sum_slices by hand: G 2 (16 groups a warp). A 632-nonzero row at S 32 has 20
+    slices -> 2 warps (32 groups); at S 4, 158 slices are more than 8 warps' 128 groups ->
+    8 warps, the row cut into 128 slices of round_up(ceil(632 / 128), 2) = 6 pairs (106 of
+    them) in whole groups. 30 rows of 1, then a row of 70 at S 32 (3 slices), with 1-warp
+    blocks (16 groups): the row would take groups 30-32 of blocks of 32 (2 warps): fits; with
+    warps = 1 it would straddle groups 14-16 -> 2 pads, the pads at the index type's least
+    value; nothing cut -> None."""
+    from sparsescope.backends.spmm_rowgroup import block_sum_slices
+
+    long = np.concatenate(([0], np.cumsum([3] * 100 + [632] + [3] * 100)))
+    assert block_sum_slices(long, 32, 2, 1, 4).warps == 2
+    fitted = block_sum_slices(long, 4, 2, 1, 4)
+    assert fitted.warps == 8
+    cut = np.flatnonzero(fitted.plan.slice_row == -101)
+    assert cut.size == 106 and (np.diff(fitted.plan.slice_ptr)[cut] <= 6).all()
+    short = np.concatenate(([0], np.cumsum([1] * 14 + [70] + [1] * 5)))
+    padded = block_sum_slices(short, 32, 2, 1, 4, warps=1)
+    assert (padded.warps, padded.pads, padded.cut_rows) == (1, 2, 1)
+    least = np.iinfo(np.int32).min
+    assert padded.plan.slice_row.tolist()[14:19] == [least, least, -15, -15, -15]
+    assert block_sum_slices(short, 32, 2, 1, 8, warps=1).plan.slice_row[14] == \
+        np.iinfo(np.int64).min
+    assert block_sum_slices(np.arange(0, 40, 4), 32, 2, 1, 4) is None

@@ -127,6 +127,27 @@ def test_colmajor_short_slices_and_deep_batches_match(awkward_matrices, k, varia
     assert not failures, failures
 
 
+@pytest.mark.parametrize("k", [1, 8, 64, 600])
+def test_rowgroup_block_sum_matches(awkward_matrices, k):
+    """block_sum (each cut row's slices inside one block, summed there in shared memory: one
+    launch, no zero fill, no atomics) on every awkward matrix in slices of 32 pairs (the
+    heavy row and the dense-ish rows cut), float32 with INT32 and float64 with INT64 indices;
+    k = 600 in five slabs."""
+    from sparsescope.backends.spmm_rowgroup import SpmmCudaRowGroup
+
+    failures = []
+    for matrix in _small(awkward_matrices):
+        for dtype, index_bytes in (("float32", 4), ("float64", 8)):
+            case = _run(matrix, SpmmCudaRowGroup(block_sum=1, min_slice=32), k, "row", dtype,
+                        index_bytes)
+            if case.outcome != "ok":
+                failures.append((matrix.name, dtype, case.reason))
+            elif int(case.notes["split_rows"]) > 0:
+                assert case.notes["zero_fill"] == "no", (matrix.name, case.notes)
+                assert case.notes["kernel"].endswith(", true>"), case.notes
+    assert not failures, failures
+
+
 def test_rowgroup_default_rule_cuts_the_heavy_row(awkward_matrices):
     """heavy-row-3001: one row of ~2,250 nonzeros, over the 1,024 floor -> cut."""
     matrix = next(m for m in awkward_matrices if m.name.startswith("heavy-row-3001"))

@@ -198,7 +198,7 @@ def colmajor_plans(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, index
 def fitted_long(plans: list[tuple[Candidate, Any]]) -> list[dict]:
     """The options of each colmajor plan whose rows span warps (a row of more than 32 slices:
     the zero fill and atomics) again with ``fit_long`` (those rows cut into a warp of longer
-    slices, ``spmm_colmajor.warp_fitted_sizes``: one launch, the longest lane walks more):
+    slices, ``spmm_cuda.warp_fitted_sizes``: one launch, the longest lane walks more):
     the trial weighs the zero fill's launch against the longer lane. ``colmajor_plans``
     keeps those whose rows then all lie inside their warps (not so where more rows are cut
     than the aligned layout takes, ``MAX_ALIGNED_CUT_ROWS``)."""
@@ -273,7 +273,9 @@ def candidate_plans(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, inde
     more than the default does; rowgroup with a narrower VEC (``vec``: half, then a quarter
     of the rule's) where the default grid is under one wave of warps (``SMs x SM_THREADS /
     32``) and the narrower VEC gives a row slice more lanes (G), so fewer slices share a warp
-    and the grid has more warps to hide its loads' latency; rowwarp where it takes k
+    and the grid has more warps to hide its loads' latency; each of those that cuts rows again
+    with ``block_sum`` (every cut row summed by its block in shared memory: one launch, no
+    zero fill, ``spmm_rowgroup.block_sum_slices``); rowwarp where it takes k
     (:func:`rowwarp_supports`).
 
     The narrower VEC is cuSPARSE's shape on a small grid: its CSR_ALG3 put a warp on each of
@@ -299,6 +301,13 @@ def candidate_plans(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, inde
             if narrow.shape[1] > group:
                 plans.append((Candidate(ROWGROUP, {"vec": vec}), narrow))
                 group = narrow.shape[1]
+    for candidate, host in list(plans):   # each plan that cuts rows, summed by its blocks
+        if host.plan.split_rows:
+            options = {**candidate.params, "block_sum": 1}
+            summed = plan_rowgroup(indptr, nnz, k, value_dtype, index_bytes, sm_count,
+                                   full_warps=full_warps, **options)
+            if summed.kernel.endswith("true>"):
+                plans.append((Candidate(ROWGROUP, options), summed))
     if rowwarp_supports(k, value_dtype):
         plans.append((Candidate(ROWWARP), plan_rowwarp(indptr, nnz, k, value_dtype, index_bytes,
                                                       sm_count)))

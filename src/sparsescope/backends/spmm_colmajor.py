@@ -29,14 +29,16 @@ from sparsescope.backends import _gpu
 from sparsescope.backends.base import Capability
 from sparsescope.backends.spmm_cuda import (
     SLICE_UNIT,
+    WARP,
     HostPlannedKernel,
     SlicePlan,
+    WarpSlices,
     host_output,
-    pow2_at_least,
     slice_plan,
     upload_csr,
     upload_dense,
     upload_slices,
+    warp_aligned_slices,
     warps_per_block,
     zero_fill_async,
 )
@@ -58,8 +60,6 @@ Groebner_id2003_aug (a row cut: the whole matrix in the SEG instance) at k = 8 i
 against a predicted 17.2 (H200, results/h200/real-dev/2026-11-28-round-slices); at least 4 pairs
 a batch, 30.0 against 57.5 for BATCH 2 in one run, 0.70x geomean over the 30 cases of that
 instance (results/h200/real-dev/2026-11-28-fit-long/pair_scanned_batch.md)."""
-WARP = 32
-"""Lanes a warp: a row of at most this many slices can be summed inside one warp."""
 SLICE_MEAN_FACTOR = 2
 """S = 2 x the mean row length (rounded up to 32): no lane of a warp walks more than about
 twice what the average lane does, whatever the row-length distribution's tail."""
@@ -219,109 +219,6 @@ def colmajor_grid(n_slices: int, k: int, tile: int, sm_count: int,
     need = -(-max(0, n_slices) // 32)
     block = warps_per_block(need, sm_count, warps)
     return max(1, -(-max(0, n_slices) // (32 * block))), -(-k // tile), block
-
-
-@dataclass(frozen=True)
-class WarpSlices:
-    """Slices laid out so that every row of at most a warp of slices lies inside one warp."""
-
-    plan: SlicePlan
-    """The slices, pads included; ``split_rows`` counts the rows whose lanes add with atomics
-    into a zeroed Y (none where the rows are kept inside their warps)."""
-    cut_rows: int
-    """Rows cut into several slices, inside a warp or across warps."""
-    pads: int
-    """Empty slices put before rows that would have straddled two warps."""
-    span: int
-    """The kernel's scan reach: the smallest power of two >= the most slices of a row kept
-    inside a warp; 32 or 1 in the plain layout (:func:`unaligned_slices`); 1: no scan."""
-
-
-MAX_ALIGNED_CUT_ROWS = 1 << 18
-"""Most rows a plan keeps inside their warps (:func:`warp_aligned_slices`, a Python loop over
-them: about 0.1 s at this many). Beyond, the plain layout: a call of that many cut rows is
-hundreds of microseconds, where the zero fill's launch is a small share."""
-
-
-def warp_fitted_sizes(indptr: np.ndarray, slice_nnz: int, unit: int) -> np.ndarray | None:
-    """Each row's slice length where the rows longer than a warp of slices are fitted to one
-    warp (``fit_long``): S for a row of at most ``32 x S`` nonzeros, else its length over 32
-    rounded up to whole batches (``unit`` pairs)::
-
-        S_row = S                                   if len <= 32 S
-              = round_up(ceil(len / 32), unit)      else   (so ceil(len / S_row) <= 32)
-
-    None where no row is that long. S = 8, unit 4: rows of 10 and 632 -> (8, 20) (632 / 32 =
-    19.75 -> 20: 32 slices, the last of 12); 256 -> 8 (exactly 32 slices, not fitted).
-
-    Why: one row longer than 32 slices made the whole matrix take the plain layout (every cut
-    row an atomic, Y zero-filled first: a second launch). Fitted, every row stays inside one
-    warp: the scan sums it and the call is one launch. The cost: that warp's lanes walk the
-    long slices (reorientation_1, 677 rows, one of 632 nonzeros: 5 rounds of 4 pairs against
-    2 in 8-pair slices), which the trial weighs against the zero fill. On an H200 (8-pair
-    slices, results/h200/real-dev/2026-11-28-fit-long/pair_fit_long.md): rows of a few hundred
-    nonzeros paid (bp_1200, rajat19, tumorAntiAngiogenesis_2: 0.73-0.81 of the time), arrow's
-    46,500-nonzero row in 32 lanes ran 27x slower."""
-    lengths = np.diff(np.asarray(indptr, dtype=np.int64))
-    long = lengths > WARP * slice_nnz
-    if not long.any():
-        return None
-    sizes = np.full(lengths.size, slice_nnz, dtype=np.int64)
-    need = -(-lengths[long] // WARP)
-    sizes[long] = -(-need // unit) * unit
-    return sizes
-
-
-def warp_aligned_slices(indptr: np.ndarray, slice_nnz: int,
-                        fit_unit: int | None = None) -> WarpSlices | None:
-    """Cut each row into ``p = max(1, ceil(len / S))`` consecutive slices, as
-    :func:`~sparsescope.backends.spmm_cuda.slice_plan` does, then move each row of ``1 < p <=
-    32`` slices that would straddle a warp boundary to the next warp's first lane::
-
-        lane = (first slice of the row, pads before it included) mod 32
-        lane + p > 32  ->  32 - lane empty pad slices before the row
-
-    so that the warp's segmented scan sums such a row whole and its last lane stores Y (no
-    atomics, no zero fill: one launch). Every row keeps ``slice_row = row``; a pad is
-    ``-(rows + 1)`` (``spmm_colmajor.cu``).
-
-    30 rows of 1 nonzero, then rows of 3, 1, 1 at S = 1: the row of 3 slices would take lanes
-    30-32 -> 2 pads (lanes 30, 31), the row at lanes 32-34, slice_row [..., 29, -34, -34, 30,
-    30, 30, 31, 32]; span 4, split_rows 0. A row of 40 slices: None (it spans warps). The
-    pads cost idle lanes: at most p - 1 before a row of p slices, and only where it would
-    straddle.
-
-    None where a row has more than 32 slices (it needs the zero fill whatever the layout: the
-    plain one, :func:`unaligned_slices`, serves it) or more than
-    :data:`MAX_ALIGNED_CUT_ROWS` rows are cut. With ``fit_unit`` (pairs a batch) such rows
-    are cut into a warp of longer slices instead (:func:`warp_fitted_sizes`)."""
-    sizes = warp_fitted_sizes(indptr, slice_nnz, fit_unit) if fit_unit else None
-    base = slice_plan(indptr, slice_nnz, sizes)
-    if not base.split_rows:
-        return WarpSlices(base, 0, 0, 1)
-    indptr = np.asarray(indptr, dtype=np.int64)
-    n = indptr.size - 1
-    row_of = np.where(base.slice_row < 0, -base.slice_row - 1, base.slice_row)
-    pieces = np.bincount(row_of, minlength=n)
-    if pieces.max() > WARP or base.split_rows > MAX_ALIGNED_CUT_ROWS:
-        return None
-    first = np.cumsum(pieces) - pieces   # each row's first slice before any pad
-    pad_rows, pad_counts = [], []
-    shift = 0   # pads placed so far: a sequential sum (each pad moves every later row)
-    inside = np.flatnonzero(pieces > 1)
-    for row, at, p in zip(inside.tolist(), first[inside].tolist(), pieces[inside].tolist(),
-                          strict=True):
-        lane = (at + shift) % WARP
-        if lane + p > WARP:
-            pad_rows.append(row)
-            pad_counts.append(WARP - lane)
-            shift += WARP - lane
-    padded = np.repeat(np.asarray(pad_rows, dtype=np.int64), pad_counts)
-    at = first[padded]   # each pad goes before its row's first slice
-    slice_ptr = np.insert(base.slice_ptr, at, indptr[padded])
-    slice_row = np.insert(row_of, at, -(n + 1))
-    plan = SlicePlan(slice_nnz, slice_ptr, slice_row, 0)
-    return WarpSlices(plan, base.split_rows, shift, pow2_at_least(int(pieces.max()), WARP))
 
 
 def unaligned_slices(indptr: np.ndarray, slice_nnz: int) -> WarpSlices:

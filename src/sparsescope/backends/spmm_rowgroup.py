@@ -49,6 +49,7 @@ from sparsescope.backends.spmm_cuda import (
     slice_plan,
     upload_csr,
     upload_slices,
+    warp_aligned_slices,
     warps_per_block,
     zero_fill_async,
 )
@@ -81,6 +82,10 @@ MAX_DEPTH = 4
 with G <= 8, 64 with G = 32)."""
 X_LOADS_IN_FLIGHT = 8
 """BATCH x CHUNKS vector loads of X in flight per lane (as rowwarp's)."""
+BLOCK_SUM_MINB = 2
+"""MINB of the instance that sums cut rows in shared memory (``block_sum``): under MINB 4's
+cap of 64 registers its float32 instances spill (12-32 bytes a thread, nvcc 13.0 for sm_90);
+under 2's they take 63-76 registers and spill nothing."""
 
 
 def vector_width(k: int, value_dtype: str, vec: int | None = None) -> int:
@@ -201,14 +206,72 @@ def rowgroup_grid(n_slices: int, group: int, sm_count: int, warps: int | None = 
 
 
 def rowgroup_kernel_name(value_dtype: str, index_bytes: int, shape: tuple[int, int, int],
-                         stages: tuple[int, int], minb: int | None = None) -> str:
-    """The template instance, e.g. ``spmm_rowgroup<float, int, 4, 2, 1, 4, 8, 2>``."""
+                         stages: tuple[int, int], minb: int | None = None,
+                         block_sum: bool = False) -> str:
+    """The template instance, e.g. ``spmm_rowgroup<float, int, 4, 2, 1, 4, 8, 2>``; with
+    ``block_sum`` (cut rows summed in shared memory) ``spmm_rowgroup<float, int, 4, 2, 1, 4,
+    8, 2, true>``, MINB :data:`BLOCK_SUM_MINB` unless given."""
     vec, group, chunks = shape
     depth, batch = stages
-    minb = DEFAULT_MINB[value_dtype] if minb is None else minb
+    if minb is None:
+        minb = BLOCK_SUM_MINB if block_sum else DEFAULT_MINB[value_dtype]
     return (f"spmm_rowgroup<{_gpu.CUDA_VALUE_TYPES[value_dtype]}, "
             f"{_gpu.CUDA_INDEX_TYPES[index_bytes]}, {vec}, {group}, {chunks}, {depth}, {batch}, "
-            f"{minb}>")
+            f"{minb}{', true' if block_sum else ''}>")
+
+
+def kernel_minb(kernel: str) -> int:
+    """MINB of a rowgroup instance's name: ``spmm_rowgroup<float, int, 4, 2, 1, 4, 8, 2>`` ->
+    2; ``<..., 8, 2, true>`` -> 2."""
+    return int(kernel.rstrip(">").split("<", 1)[1].split(",")[7])
+
+
+@dataclass(frozen=True)
+class BlockSlices:
+    """The slices of a ``block_sum`` plan: every cut row inside one block."""
+
+    plan: SlicePlan
+    """slice_row: a whole row's index, a cut row's ``-(row + 1)``, a pad's the index type's
+    least value; split_rows 0 (no row across blocks: no zero fill)."""
+    warps: int
+    """Warps a block: enough groups for the most slices a row has, at least the rule's."""
+    cut_rows: int
+    pads: int
+
+
+def block_sum_slices(indptr: np.ndarray, slice_nnz: int, group: int, rule_warps: int,
+                     index_bytes: int, warps: int | None = None) -> BlockSlices | None:
+    """Slices for the instance that sums a cut row's groups in shared memory::
+
+        per warp = 32 / G groups;  need = most slices of a row at S
+        warps    = max(rule's warps, smallest power of two >= ceil(need / per warp)), <= 8
+                                                                        (``warps`` overrides)
+        capacity = warps x per warp groups a block
+
+    then :func:`~sparsescope.backends.spmm_cuda.warp_aligned_slices` at that capacity (a row
+    that would straddle two blocks starts the next one, after empty pads; a row of more than
+    ``capacity`` slices is cut into ``capacity`` longer ones, in whole groups of G pairs).
+    None where no row is cut (nothing to sum) or more rows are cut than the aligned layout
+    takes (``spmm_cuda.MAX_ALIGNED_CUT_ROWS``).
+
+    reorientation_1 at k = 8 (G 2, 16 groups a warp), S 32: its 632-nonzero row has 20
+    slices -> 2 warps (32 groups); S 8: 79 slices -> 8 warps (128 groups)."""
+    indptr = np.asarray(indptr, dtype=np.int64)
+    per_warp = 32 // group
+    lengths = np.diff(indptr)
+    need = int(np.maximum(1, -(-lengths // slice_nnz)).max()) if lengths.size else 1
+    if warps is None:
+        warps = max(rule_warps, pow2_at_least(-(-need // per_warp), MAX_WARPS_PER_BLOCK))
+    aligned = warp_aligned_slices(indptr, slice_nnz, group, warps * per_warp)
+    if aligned is None or not aligned.cut_rows:
+        return None
+    rows = np.asarray(aligned.plan.slice_row, dtype=np.int64)
+    pad = rows == -(lengths.size + 1)
+    counts = np.bincount(rows[~pad], minlength=lengths.size)
+    marked = np.where(counts[np.where(pad, 0, rows)] > 1, -(rows + 1), rows)
+    least = np.iinfo(_gpu.INDEX_DTYPES[index_bytes]).min
+    plan = SlicePlan(slice_nnz, aligned.plan.slice_ptr, np.where(pad, least, marked), 0)
+    return BlockSlices(plan, warps, aligned.cut_rows, aligned.pads)
 
 
 @dataclass(frozen=True)
@@ -224,23 +287,39 @@ class RowGroupPlan:
     blocks: int
     warps: int
     notes: dict[str, str]
+    shared_bytes: int = 0
+    """Dynamic shared memory a block (``block_sum``: the cut rows' sums and the groups' row
+    keys); 0 otherwise."""
 
 
 def plan_rowgroup(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, index_bytes: int,
                   sm_count: int, *, depth: int | None = None, warps: int | None = None,
                   min_slice: int | None = None, slab: int | None = None,
                   minb: int | None = None, full_warps: int = MAX_WARPS_PER_BLOCK,
-                  vec: int | None = None) -> RowGroupPlan:
-    """The whole host plan of one call (pure: row pointers in, launch and notes out)."""
+                  vec: int | None = None, block_sum: bool = False) -> RowGroupPlan:
+    """The whole host plan of one call (pure: row pointers in, launch and notes out).
+    ``block_sum``: where rows are cut, each cut row's slices kept inside one block and summed
+    there in shared memory (:func:`block_sum_slices`; one launch, no zero fill, no atomics)."""
     kslab = choose_slab_cols(k, value_dtype, slab, vec)
     shape = rowgroup_shape(kslab, vector_width(k, value_dtype, vec))
     stages = rowgroup_pipeline(shape, depth)
     floor = MIN_SLICE_NNZ if min_slice is None else min_slice
-    plan = slice_plan(indptr, choose_slice_nnz(nnz, sm_count, floor, SLICES_PER_SM))
+    size = choose_slice_nnz(nnz, sm_count, floor, SLICES_PER_SM)
+    plan = slice_plan(indptr, size)
     blocks, block_warps = rowgroup_grid(plan.n_slices, shape[1], sm_count, warps, full_warps)
     if minb is not None and minb not in (1, 2, 3, 4, 6, 8):
         raise ValueError(f"minb must be one of 1, 2, 3, 4, 6, 8 blocks of 256, got {minb}")
-    name = rowgroup_kernel_name(value_dtype, index_bytes, shape, stages, minb)
+    summed = (block_sum_slices(indptr, size, shape[1], block_warps, index_bytes, warps)
+              if block_sum and plan.split_rows else None)
+    shared = 0
+    if summed is not None:
+        plan, block_warps = summed.plan, summed.warps
+        blocks = max(1, -(-plan.n_slices // (32 // shape[1] * block_warps)))
+        threads = 32 * block_warps
+        shared = (threads * shape[0] * shape[2] * (4 if value_dtype == "float32" else 8)
+                  + threads // shape[1] * 8)
+    name = rowgroup_kernel_name(value_dtype, index_bytes, shape, stages, minb,
+                                summed is not None)
     slabs = -(-k // kslab)
     notes = {"kernel": name, "vec": str(shape[0]), "lanes_per_slice": str(shape[1]),
              "slices_per_warp": str(32 // shape[1]), "loads_per_lane": str(shape[2]),
@@ -253,8 +332,15 @@ def plan_rowgroup(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, index_
              "index_dtype": np.dtype(_gpu.INDEX_DTYPES[index_bytes]).name,
              "value_dtype": value_dtype,
              "slice_rule": f"S = max({floor}, round_up(nnz / ({sm_count} SMs x "
-                           f"{SLICES_PER_SM} slices), 32))"}
-    return RowGroupPlan(name, shape, stages, kslab, slabs, plan, blocks, block_warps, notes)
+                           f"{SLICES_PER_SM} slices), 32))",
+             "cut_row_sum": ("none" if not plan.split_rows and summed is None else
+                             f"{summed.cut_rows} row(s) summed in shared memory by their "
+                             f"block ({summed.pads} pad slices)" if summed is not None
+                             else "an atomic a slice into a zero-filled Y")}
+    if summed is not None:
+        notes["split_rows"] = str(summed.cut_rows)
+    return RowGroupPlan(name, shape, stages, kslab, slabs, plan, blocks, block_warps, notes,
+                        shared)
 
 
 def rowgroup_launch(host: RowGroupPlan, registers: int | None = None):
@@ -265,7 +351,7 @@ def rowgroup_launch(host: RowGroupPlan, registers: int | None = None):
 
     vec, group, chunks = host.shape
     depth, batch = host.stages
-    minb = int(host.kernel.rstrip(">").rsplit(",", 1)[1])
+    minb = kernel_minb(host.kernel)
     return SpmmLaunch(
         kernel=host.kernel, slices_per_warp=32 // group, groups_per_slice=1,
         slab_cols=host.slab, slabs=host.slabs, vec=vec, chunks=chunks,
@@ -305,7 +391,10 @@ class SpmmCudaRowGroup(HostPlannedKernel):
 
     def __init__(self, *, depth: int | None = None, warps: int | None = None,
                  min_slice: int | None = None, slab: int | None = None,
-                 minb: int | None = None, vec: int | None = None) -> None:
+                 minb: int | None = None, vec: int | None = None, block_sum: int = 0) -> None:
+        self.block_sum = bool(block_sum)
+        """Cut rows summed in shared memory by their block (:func:`block_sum_slices`): one
+        launch, no zero fill."""
         self.minb = minb
         """Blocks per SM the registers must allow (None: :data:`DEFAULT_MINB`)."""
         self.depth = depth
@@ -338,7 +427,7 @@ class SpmmCudaRowGroup(HostPlannedKernel):
         return plan_rowgroup(csr.indptr, csr.nnz, case.params.k, value_dtype, index_bytes,
                              sm_count, depth=self.depth, warps=self.warps,
                              min_slice=self.min_slice, slab=self.slab, minb=self.minb,
-                             full_warps=full_warps, vec=self.vec)
+                             full_warps=full_warps, vec=self.vec, block_sum=self.block_sum)
 
     def prepare(self, case: OpCase, value_dtype: str, index_bytes: int) -> PreparedRowGroup:
         import cupy
@@ -355,7 +444,7 @@ class SpmmCudaRowGroup(HostPlannedKernel):
         function = _gpu.raw_module(SOURCE, (host.kernel,)).get_function(host.kernel) \
             if rows else None
         args = (np.int64(host.plan.n_slices), np.int32(k), np.int32(host.slab),
-                np.int32(host.plan.split_rows > 0),
+                np.int32(host.plan.slice_row is not None),
                 slice_ptr, slice_row, indices, data, x, y)
         return PreparedRowGroup(
             rows=rows, k=k, host=host, slice_ptr=slice_ptr, slice_row=slice_row,
@@ -370,7 +459,7 @@ class SpmmCudaRowGroup(HostPlannedKernel):
         if p.host.plan.split_rows:
             zero_fill_async(p.y)
         if p.function is not None:
-            p.function(p.grid, p.block, p.args)
+            p.function(p.grid, p.block, p.args, shared_mem=p.host.shared_bytes)
 
     def model_launch(self, host: RowGroupPlan, registers: int | None):
         return rowgroup_launch(host, registers)

@@ -28,6 +28,16 @@
 // Y: uncut rows are stored with VEC-wide stores, lanes of a group on consecutive vectors of
 // one row (coalesced; the 32 / G groups of a warp write 32 / G consecutive rows when no row is
 // cut). A cut row (slice_row < 0) is summed with atomicAdd into a Y the host zeroed first.
+//
+// BLOCKSUM (the last template argument, default false): every cut row lies inside one block
+// (the host puts empty pad slices before a row that would straddle two blocks, and cuts a row
+// longer than the block's groups into that many longer slices: backends/spmm_rowgroup.py,
+// block_sum). Each group of a cut row leaves its sums in shared memory; after the block's
+// barrier the row's last group adds the others' and stores Y. No atomics and no zero fill, so
+// the call is one launch (the memset before the kernel cost colmajor 1.2-2.2 us of a 5-10 us
+// call on an H200). Pads are slice_row = the index type's least value; they walk no pairs.
+// Dynamic shared memory: blockDim.x x CHUNKS x VEC values, then blockDim.x / G row keys
+// (long long).
 
 template <typename T, int VEC> struct RowGroupVec;
 template <> struct RowGroupVec<float, 1> { using type = float; };
@@ -64,7 +74,8 @@ __device__ __forceinline__ void rowgroup_store(T* __restrict__ p, const T (&in)[
 // argument caps registers at 65536 / (256 MINB)): 2 leaves up to 128 registers a thread (16
 // warps an SM), 4 caps them at 64 (32 warps: twice the loads in flight when each lane holds
 // one BATCH of X vectors).
-template <typename T, typename I, int VEC, int G, int CHUNKS, int DEPTH, int BATCH, int MINB>
+template <typename T, typename I, int VEC, int G, int CHUNKS, int DEPTH, int BATCH, int MINB,
+          bool BLOCKSUM = false>
 __global__ void __launch_bounds__(256, MINB) spmm_rowgroup(const long long n_slices, const int k,
                               const int slab, const int sliced,
                               const I* __restrict__ slice_ptr, const I* __restrict__ slice_row,
@@ -84,20 +95,27 @@ __global__ void __launch_bounds__(256, MINB) spmm_rowgroup(const long long n_sli
     const int li = lane % G;
     const long long warp = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     const long long s = warp * GROUPS + gi;
-    if (s >= n_slices) return;  // the whole group: its lanes are in no live group's mask
+    // Without BLOCKSUM the whole group leaves (its lanes are in no live group's mask). With it
+    // every thread must reach the block's barrier: a group past the end walks no pairs.
+    if (!BLOCKSUM && s >= n_slices) return;
+    const bool live = !BLOCKSUM || s < n_slices;
     const unsigned mask = G == 32 ? 0xffffffffu : (GROUP_BITS << (gi * G));
 
     long long row = s;
-    bool atomic = false;
-    if (sliced) {
+    bool atomic = false, pad = false;
+    if (sliced && live) {
         const long long r = (long long)slice_row[s];
-        atomic = r < 0;
+        // the index type's least value: -(2^(8 sizeof(I) - 1) - 1) - 1, with no overflow
+        constexpr long long PAD =
+            -(long long)((1ull << (8 * sizeof(I) - 1)) - 1ull) - 1ll;
+        if constexpr (BLOCKSUM) pad = r == PAD;
+        atomic = r < 0 && !pad;
         row = atomic ? -r - 1 : r;
     }
     const int slab0 = blockIdx.y * slab;
     const int kk = min(slab, k - slab0);  // columns of this slab
-    const long long begin = (long long)slice_ptr[s];
-    const long long end = (long long)slice_ptr[s + 1];
+    const long long begin = live ? (long long)slice_ptr[s] : 0;
+    const long long end = live ? (long long)slice_ptr[s + 1] : 0;
 
     T acc[CHUNKS][VEC];
 #pragma unroll
@@ -156,6 +174,36 @@ __global__ void __launch_bounds__(256, MINB) spmm_rowgroup(const long long n_sli
 #pragma unroll
                     for (int v = 0; v < VEC; ++v) acc[c][v] += a[b] * xv[b][c][v];
         }
+    }
+
+    if constexpr (BLOCKSUM) {
+        extern __shared__ __align__(16) unsigned char rowgroup_shared[];
+        constexpr int ACC = CHUNKS * VEC;
+        T* sums = reinterpret_cast<T*>(rowgroup_shared);  // blockDim.x x ACC
+        long long* keys = reinterpret_cast<long long*>(sums + blockDim.x * ACC);
+        const int gb = threadIdx.x / G;     // the group in the block
+        const int groups = blockDim.x / G;
+        const long long key = atomic ? row : -1;  // cut rows take part; pads, whole rows not
+        if (li == 0) keys[gb] = key;
+        if (atomic) {
+#pragma unroll
+            for (int c = 0; c < CHUNKS; ++c)
+#pragma unroll
+                for (int v = 0; v < VEC; ++v) sums[threadIdx.x * ACC + c * VEC + v] = acc[c][v];
+        }
+        __syncthreads();
+        if (atomic) {
+            if (gb + 1 < groups && keys[gb + 1] == key) return;  // not the row's last group
+            for (int g = gb - 1; g >= 0 && keys[g] == key; --g) {
+                const T* other = sums + (g * G + li) * ACC;
+#pragma unroll
+                for (int c = 0; c < CHUNKS; ++c)
+#pragma unroll
+                    for (int v = 0; v < VEC; ++v) acc[c][v] += other[c * VEC + v];
+            }
+            atomic = false;  // the row's whole sum: stored
+        }
+        if (!live || pad) return;
     }
 
     T* yrow = y + row * (long long)k + slab0;
