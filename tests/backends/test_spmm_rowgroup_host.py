@@ -738,3 +738,21 @@ def test_block_sum_slices_size_the_block_pad_and_fit():
     assert block_sum_slices(short, 32, 2, 1, 8, warps=1).plan.slice_row[14] == \
         np.iinfo(np.int64).min
     assert block_sum_slices(np.arange(0, 40, 4), 32, 2, 1, 4) is None
+
+
+@pytest.mark.parametrize("k", [8, 64])
+def test_rowgroup_slice_nnz_given_with_block_sum_matches(k):
+    """slice_nnz: S as given, below the slice rule's floor of 32 (8: a stage of pairs at
+    k = 8), most rows of up to 12 cut, each inside its block and summed there; the product
+    matches on a NaN-poisoned Y; 0 is refused."""
+    csr = _matrix(300, 700, seed=k, long_row=632)
+    x = np.random.default_rng(k).random((700, k)) * 2 - 1
+    host = plan_rowgroup(csr.indptr, csr.nnz, k, "float32", 4, 132, slice_nnz=8,
+                         block_sum=True)
+    assert host.plan.slice_nnz == 8 and host.notes["slice_rule"] == "S = 8 (given)"
+    assert int(host.notes["split_rows"]) > 50 and host.notes["zero_fill"] == "no"
+    y = emulate_block_sum(csr, x, k, host)
+    assert not np.isnan(y).any()
+    np.testing.assert_allclose(y, csr @ x, rtol=1e-12, atol=1e-12)
+    with pytest.raises(ValueError, match="slice_nnz must be >= 1"):
+        plan_rowgroup(csr.indptr, csr.nnz, k, "float32", 4, 132, slice_nnz=0)

@@ -296,15 +296,20 @@ def plan_rowgroup(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, index_
                   sm_count: int, *, depth: int | None = None, warps: int | None = None,
                   min_slice: int | None = None, slab: int | None = None,
                   minb: int | None = None, full_warps: int = MAX_WARPS_PER_BLOCK,
-                  vec: int | None = None, block_sum: bool = False) -> RowGroupPlan:
+                  vec: int | None = None, block_sum: bool = False,
+                  slice_nnz: int | None = None) -> RowGroupPlan:
     """The whole host plan of one call (pure: row pointers in, launch and notes out).
     ``block_sum``: where rows are cut, each cut row's slices kept inside one block and summed
-    there in shared memory (:func:`block_sum_slices`; one launch, no zero fill, no atomics)."""
+    there in shared memory (:func:`block_sum_slices`; one launch, no zero fill, no atomics).
+    ``slice_nnz``: S as given (no floor; e.g. one stage of pairs, so that no group walks more
+    than one), instead of the slice rule's."""
     kslab = choose_slab_cols(k, value_dtype, slab, vec)
     shape = rowgroup_shape(kslab, vector_width(k, value_dtype, vec))
     stages = rowgroup_pipeline(shape, depth)
     floor = MIN_SLICE_NNZ if min_slice is None else min_slice
-    size = choose_slice_nnz(nnz, sm_count, floor, SLICES_PER_SM)
+    if slice_nnz is not None and slice_nnz < 1:
+        raise ValueError(f"slice_nnz must be >= 1, got {slice_nnz}")
+    size = slice_nnz or choose_slice_nnz(nnz, sm_count, floor, SLICES_PER_SM)
     plan = slice_plan(indptr, size)
     blocks, block_warps = rowgroup_grid(plan.n_slices, shape[1], sm_count, warps, full_warps)
     if minb is not None and minb not in (1, 2, 3, 4, 6, 8):
@@ -331,8 +336,9 @@ def plan_rowgroup(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, index_
              "slab_cols": str(kslab), "slabs": str(slabs), "sm_count": str(sm_count),
              "index_dtype": np.dtype(_gpu.INDEX_DTYPES[index_bytes]).name,
              "value_dtype": value_dtype,
-             "slice_rule": f"S = max({floor}, round_up(nnz / ({sm_count} SMs x "
-                           f"{SLICES_PER_SM} slices), 32))",
+             "slice_rule": (f"S = {slice_nnz} (given)" if slice_nnz else
+                            f"S = max({floor}, round_up(nnz / ({sm_count} SMs x "
+                            f"{SLICES_PER_SM} slices), 32))"),
              "cut_row_sum": ("none" if not plan.split_rows and summed is None else
                              f"{summed.cut_rows} row(s) summed in shared memory by their "
                              f"block ({summed.pads} pad slices)" if summed is not None
@@ -391,7 +397,10 @@ class SpmmCudaRowGroup(HostPlannedKernel):
 
     def __init__(self, *, depth: int | None = None, warps: int | None = None,
                  min_slice: int | None = None, slab: int | None = None,
-                 minb: int | None = None, vec: int | None = None, block_sum: int = 0) -> None:
+                 minb: int | None = None, vec: int | None = None, block_sum: int = 0,
+                 slice_nnz: int | None = None) -> None:
+        self.slice_nnz = slice_nnz
+        """S as given (None: the slice rule's, floored at ``min_slice``)."""
         self.block_sum = bool(block_sum)
         """Cut rows summed in shared memory by their block (:func:`block_sum_slices`): one
         launch, no zero fill."""
@@ -427,7 +436,8 @@ class SpmmCudaRowGroup(HostPlannedKernel):
         return plan_rowgroup(csr.indptr, csr.nnz, case.params.k, value_dtype, index_bytes,
                              sm_count, depth=self.depth, warps=self.warps,
                              min_slice=self.min_slice, slab=self.slab, minb=self.minb,
-                             full_warps=full_warps, vec=self.vec, block_sum=self.block_sum)
+                             full_warps=full_warps, vec=self.vec, block_sum=self.block_sum,
+                             slice_nnz=self.slice_nnz)
 
     def prepare(self, case: OpCase, value_dtype: str, index_bytes: int) -> PreparedRowGroup:
         import cupy
