@@ -84,19 +84,25 @@ NARROW_VEC = ["spmm-cuda-rowgroup[vec=2]", "spmm-cuda-rowgroup[vec=1]"]
 with float2 (G 4) and float (G 8) lanes too; in float64 (float2 lanes, G 4) float ones (G 8)."""
 
 
+SHORT = ["spmm-cuda-rowgroup[block_sum=1,slice_nnz=8]"]
+"""Under a wave, rowgroup in slices of about the mean row (234 / 60 -> 8 pairs), the rows of 9
+it cuts summed by their block."""
+
+
 @pytest.mark.parametrize(("k", "layout", "dtype", "labels"), [
-    (8, "row", "float32", ["spmm-cuda-rowgroup", *NARROW_VEC, "spmm-cuda-rowwarp", *TC, *ELL]),
-    (8, "col", "float32", ["spmm-cuda-rowgroup", *NARROW_VEC, "spmm-cuda-rowwarp", *TC,
+    (8, "row", "float32", ["spmm-cuda-rowgroup", *NARROW_VEC, *SHORT, "spmm-cuda-rowwarp", *TC,
+                           *ELL]),
+    (8, "col", "float32", ["spmm-cuda-rowgroup", *NARROW_VEC, *SHORT, "spmm-cuda-rowwarp", *TC,
                            "spmm-cuda-colmajor", *ELL]),
     # k = 256 and 4095: the row-tile kernel too (last), its tiles of 16 / 64 rows staging 200 /
     # 50 X rows for the 234 nonzeros
-    (256, "col", "float32", ["spmm-cuda-rowgroup", "spmm-cuda-rowwarp", *TC,
+    (256, "col", "float32", ["spmm-cuda-rowgroup", *SHORT, "spmm-cuda-rowwarp", *TC,
                              "spmm-cuda-colmajor", "spmm-cuda-rowtile[ks=32,rows=16]", *ELL]),
     # k = 4095: rowwarp would need 128 loads a lane, not a candidate in either layout
-    (4095, "col", "float32", ["spmm-cuda-rowgroup", *TC,
+    (4095, "col", "float32", ["spmm-cuda-rowgroup", *SHORT, *TC,
                               "spmm-cuda-colmajor", "spmm-cuda-rowtile[ks=32,rows=64]", *ELL]),
-    (8, "col", "float64", ["spmm-cuda-rowgroup", NARROW_VEC[1], "spmm-cuda-rowwarp", *TC,
-                           "spmm-cuda-colmajor", *ELL]),
+    (8, "col", "float64", ["spmm-cuda-rowgroup", NARROW_VEC[1], *SHORT, "spmm-cuda-rowwarp",
+                           *TC, "spmm-cuda-colmajor", *ELL]),
 ])
 def test_planned_candidates_per_layout_and_k(k, layout, dtype, labels):
     from sparsescope.backends.select_predicted import Candidate
@@ -241,6 +247,8 @@ def test_the_trial_times_whole_column_major_calls_and_keeps_the_fastest(
     assert trial == {"spmm-cuda-rowgroup": 0.2, "spmm-cuda-rowwarp": 0.3,
                      # float2 and float lanes: 300 rows at k = 8 are under a wave
                      "spmm-cuda-rowgroup[vec=2]": 0.2, "spmm-cuda-rowgroup[vec=1]": 0.2,
+                     # and in short slices (rows of up to 11 cut at 8), block-summed
+                     "spmm-cuda-rowgroup[block_sum=1,slice_nnz=8]": 0.2,
                      "spmm-cuda-blocktc": None, "spmm-cuda-paneltc": None,
                      "spmm-cuda-colmajor": colmajor_ms,
                      short[0]: colmajor_ms, "spmm-cuda-colmajor[tile_cols=1]": 2 * colmajor_ms,
@@ -385,3 +393,27 @@ def test_the_transposed_backend_and_the_layout_refusals_in_the_host_what_if():
     assert refused.prediction is None
     assert refused.not_modelled.startswith(
         "spmm-cuda-rowgroup: the rowgroup SpMM kernel reads row-major X only")
+
+
+def test_rowgroup_short_slices_by_hand():
+    """S = max(8, round_up(ceil(nnz / rows), 8)): reorientation_1's 677 rows of 7,326
+    nonzeros (mean 10.8) -> 16; a mean of 3.7 -> 8; 40 rows of 1,641 -> 48; no rows -> 8."""
+    from sparsescope.backends.spmm_auto_candidates import rowgroup_short_slices
+
+    assert rowgroup_short_slices(677, 7_326) == 16
+    assert rowgroup_short_slices(1_723, 6_385) == 8
+    assert rowgroup_short_slices(40, 1_641) == 48
+    assert rowgroup_short_slices(0, 0) == 8
+
+
+def test_no_short_rowgroup_slices_over_a_wave_or_where_nothing_is_cut():
+    """The short block-summed candidate only under a wave, and only where its slices cut a
+    row: 200,000 rows of 5 (over a wave) -> none; 60 rows of 1 (nothing cut at 8) -> none."""
+    from sparsescope.backends.spmm_auto_candidates import candidate_plans
+
+    big = np.arange(0, 5 * 200_001, 5)
+    ones = np.arange(0, 61)
+    for indptr in (big, ones):
+        labels = [c.label for c, _ in candidate_plans(indptr, int(indptr[-1]), 8, "float32",
+                                                      4, 132, 2)]
+        assert not [x for x in labels if "slice_nnz" in x], labels

@@ -282,14 +282,15 @@ def test_auto_chooses_by_prediction_and_keeps_the_table(fake_device, layout):
     table = json.loads(case.notes["selection_table"])
     assert [row["backend"] for row in table] == [
         # 300 rows at k = 64 (float4 lanes, G 16) are under a wave: rowgroup with float2
-        # lanes (G 32) too
-        "spmm-cuda-rowgroup", "spmm-cuda-rowgroup", "spmm-cuda-rowwarp", "spmm-cuda-blocktc",
-        "spmm-cuda-paneltc",
+        # lanes (G 32) too, and in slices of about the mean row (8), block-summed
+        "spmm-cuda-rowgroup", "spmm-cuda-rowgroup", "spmm-cuda-rowgroup", "spmm-cuda-rowwarp",
+        "spmm-cuda-blocktc", "spmm-cuda-paneltc",
         # column-major: colmajor, and on a grid of one wave (300 rows) its short slices and
         # narrower tiles; then ELL, in either layout (rows of at most 9)
         *(["spmm-cuda-colmajor"] * 3 if layout == "col" else []), "spmm-cuda-ell"]
     assert table[1]["params"] == {"vec": 2}
-    for declined in table[3:5]:   # the tensor-core kernels: fill above their limit
+    assert table[2]["params"] == {"slice_nnz": 8, "block_sum": 1}
+    for declined in table[4:6]:   # the tensor-core kernels: fill above their limit
         assert declined["predicted_ms"] is None and "fill" in declined["not_modelled"]
     predicted = [row for row in table if row["predicted_ms"] is not None]
     fastest = min(predicted, key=lambda row: row["predicted_ms"])["backend"]
@@ -407,6 +408,8 @@ def test_auto_times_rowgroup_with_balanced_slices_on_a_long_row(fake_device, mon
                       "spmm-cuda-rowgroup[block_sum=1,min_slice=32]",
                       "spmm-cuda-rowgroup[block_sum=1,vec=2]",
                       "spmm-cuda-rowgroup[block_sum=1,vec=1]",
+                      # in slices of about the mean row (1,641 / 40 -> 48), block-summed
+                      "spmm-cuda-rowgroup[block_sum=1,slice_nnz=48]",
                       "spmm-cuda-rowwarp", "spmm-cuda-blocktc", "spmm-cuda-paneltc",
                       "spmm-cuda-ell"]   # declined: the long row pads every row to 1,500
     assert case.notes["selected"] == "spmm-cuda-rowgroup"

@@ -128,17 +128,19 @@ def test_colmajor_short_slices_and_deep_batches_match(awkward_matrices, k, varia
 
 
 @pytest.mark.parametrize("k", [1, 8, 64, 600])
-def test_rowgroup_block_sum_matches(awkward_matrices, k):
+@pytest.mark.parametrize("slices", [{"min_slice": 32}, {"slice_nnz": 8}])
+def test_rowgroup_block_sum_matches(awkward_matrices, k, slices):
     """block_sum (each cut row's slices inside one block, summed there in shared memory: one
     launch, no zero fill, no atomics) on every awkward matrix in slices of 32 pairs (the
-    heavy row and the dense-ish rows cut), float32 with INT32 and float64 with INT64 indices;
-    k = 600 in five slabs."""
+    heavy row and the dense-ish rows cut) and of 8 (auto's short slices: most rows cut, the
+    heavy row fitted to a block), float32 with INT32 and float64 with INT64 indices; k = 600
+    in five slabs."""
     from sparsescope.backends.spmm_rowgroup import SpmmCudaRowGroup
 
     failures = []
     for matrix in _small(awkward_matrices):
         for dtype, index_bytes in (("float32", 4), ("float64", 8)):
-            case = _run(matrix, SpmmCudaRowGroup(block_sum=1, min_slice=32), k, "row", dtype,
+            case = _run(matrix, SpmmCudaRowGroup(block_sum=1, **slices), k, "row", dtype,
                         index_bytes)
             if case.outcome != "ok":
                 failures.append((matrix.name, dtype, case.reason))

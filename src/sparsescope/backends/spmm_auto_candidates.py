@@ -275,8 +275,9 @@ def candidate_plans(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, inde
     32``) and the narrower VEC gives a row slice more lanes (G), so fewer slices share a warp
     and the grid has more warps to hide its loads' latency; each of those that cuts rows again
     with ``block_sum`` (every cut row summed by its block in shared memory: one launch, no
-    zero fill, ``spmm_rowgroup.block_sum_slices``); rowwarp where it takes k
-    (:func:`rowwarp_supports`).
+    zero fill, ``spmm_rowgroup.block_sum_slices``); where the default grid is under a wave,
+    rowgroup in slices of about the mean row (:func:`rowgroup_short_slices`), block-summed;
+    rowwarp where it takes k (:func:`rowwarp_supports`).
 
     The narrower VEC is cuSPARSE's shape on a small grid: its CSR_ALG3 put a warp on each of
     bcspwr09's 1,723 rows at k = 64 (1,728 warps, 3.2 active a scheduler) where rowgroup's
@@ -291,7 +292,8 @@ def candidate_plans(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, inde
                              full_warps=full_warps, min_slice=BALANCED_MIN_SLICE)
     if balanced.plan.n_slices > default.plan.n_slices:
         plans.append((Candidate(ROWGROUP, {"min_slice": BALANCED_MIN_SLICE}), balanced))
-    if default.blocks * default.warps * default.slabs < sm_count * SM_THREADS // 32:
+    under_wave = default.blocks * default.warps * default.slabs < sm_count * SM_THREADS // 32
+    if under_wave:
         group = default.shape[1]
         for vec in (default.shape[0] // 2, default.shape[0] // 4):
             if vec < 1:
@@ -308,10 +310,38 @@ def candidate_plans(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, inde
                                    full_warps=full_warps, **options)
             if summed.kernel.endswith("true>"):
                 plans.append((Candidate(ROWGROUP, options), summed))
+    rows = int(np.asarray(indptr).size - 1)
+    short = rowgroup_short_slices(rows, nnz)
+    if under_wave and short < default.plan.slice_nnz:
+        options = {"slice_nnz": short, "block_sum": 1}
+        summed = plan_rowgroup(indptr, nnz, k, value_dtype, index_bytes, sm_count,
+                               full_warps=full_warps, **options)
+        if summed.kernel.endswith("true>"):   # rows cut at S: else the default's plan
+            plans.append((Candidate(ROWGROUP, options), summed))
     if rowwarp_supports(k, value_dtype):
         plans.append((Candidate(ROWWARP), plan_rowwarp(indptr, nnz, k, value_dtype, index_bytes,
                                                       sm_count)))
     return plans
+
+
+SHORT_SLICE_UNIT = 8
+"""rowgroup's short slices come in whole units of this many (col, val) pairs: a 32-byte
+sector of int32 column indices, and one stage of pairs at k = 8 (DEPTH 4 x G 2)."""
+
+
+def rowgroup_short_slices(rows: int, nnz: int) -> int:
+    """S of rowgroup's short-slice candidate, for a grid under one wave (where the longest
+    group's rounds set the time): about the mean row, in whole units::
+
+        S = max(SHORT_SLICE_UNIT, round_up(ceil(nnz / rows), SHORT_SLICE_UNIT))
+
+    offered with ``block_sum`` (the rows it cuts summed by their block: one launch). 677
+    rows, 7,326 nonzeros (mean 10.8) -> 16; mean 3.7 -> 8; no rows -> 8. On an H200 (k = 8
+    and 64, row-major, L2 flushed, results/h200/real-dev/2026-11-28-block-sum/probe.md):
+    lp_e226 (mean 12.4, longest 110) took 6.5-6.6 us a call in 8-pair slices against 8.6-8.9
+    in the rule's 32 (block-summed too) and 8.9-11.7 for CSR_ALG3."""
+    mean = -(-max(0, nnz) // max(1, rows))
+    return max(SHORT_SLICE_UNIT, -(-mean // SHORT_SLICE_UNIT) * SHORT_SLICE_UNIT)
 
 
 def blocktc_candidate(csr: Any, k: int, value_dtype: str, sm_count: int):
