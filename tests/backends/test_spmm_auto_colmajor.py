@@ -406,14 +406,17 @@ def test_rowgroup_short_slices_by_hand():
     assert rowgroup_short_slices(0, 0) == 8
 
 
-def test_no_short_rowgroup_slices_over_a_wave_or_where_nothing_is_cut():
-    """The short block-summed candidate only under a wave, and only where its slices cut a
-    row: 200,000 rows of 5 (over a wave) -> none; 60 rows of 1 (nothing cut at 8) -> none."""
+def test_short_rowgroup_slices_on_any_grid_where_they_cut():
+    """The short block-summed candidate on any grid, where its slices cut a row: 200,000
+    rows of 3 and 20 (mean 11.5 -> 16: the rows of 20 cut, over a wave) -> offered; 60 rows
+    of 1 (nothing cut at 8) and 200,000 rows of 5 (nothing cut) -> none."""
     from sparsescope.backends.spmm_auto_candidates import candidate_plans
 
-    big = np.arange(0, 5 * 200_001, 5)
-    ones = np.arange(0, 61)
-    for indptr in (big, ones):
-        labels = [c.label for c, _ in candidate_plans(indptr, int(indptr[-1]), 8, "float32",
-                                                      4, 132, 2)]
-        assert not [x for x in labels if "slice_nnz" in x], labels
+    def labels(indptr):
+        return [c.label for c, _ in candidate_plans(indptr, int(indptr[-1]), 8, "float32", 4,
+                                                    132, 2) if "slice_nnz" in c.label]
+
+    mixed = np.concatenate(([0], np.cumsum(np.tile([3, 20], 100_000))))
+    assert labels(mixed) == ["spmm-cuda-rowgroup[block_sum=1,slice_nnz=16]"]
+    assert labels(np.arange(0, 61)) == []
+    assert labels(np.arange(0, 5 * 200_001, 5)) == []
