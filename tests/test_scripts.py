@@ -79,7 +79,7 @@ def test_spmm_groups_on_the_committed_real_dev_run(committed):
     assert sum(int(part.split()[-1]) for part in counts.split(";")) == len(rows)
 
 
-def test_spmm_groups_choice_regret_on_the_committed_fit_long_run(committed):
+def test_spmm_groups_choice_regret_on_the_committed_block_sum_run(committed):
     """The choice's regret: where the run timed the kernel auto kept on its own (here colmajor
     with fit_long, a variant the run names with its options in the order given), that case's
     median stands in for auto's call; k = 64 column-major's largest checked against the
@@ -90,7 +90,7 @@ def test_spmm_groups_choice_regret_on_the_committed_fit_long_run(committed):
     from sparsescope.api import read_runset
 
     script = load("spmm_backend_table")
-    results = committed("results/h200/real-dev/2026-11-28-fit-long/spmm_results.json.gz")
+    results = committed("results/h200/real-dev/2026-11-28-block-sum/spmm_results.json.gz")
     chosen = script.auto_choices(results)
     label = "spmm-cuda-colmajor[batch=4,fit_long=1,slice_nnz=8]"
     assert chosen[("bp_1200", 64, "col")] == label
@@ -113,7 +113,7 @@ def test_spmm_groups_choice_regret_on_the_committed_fit_long_run(committed):
         own = [v for b, v in ms.items() if b.startswith("spmm-cuda") and b != "spmm-cuda-auto"]
         if "spmm-cuda-auto" in ms and own:
             regret[matrix] = ms.get(picked[matrix], ms["spmm-cuda-auto"]) / min(own) - 1
-    assert regret["bp_1200"] == 0.0   # its choice is the fastest own case
+    assert picked["bp_1200"] == label and label in med["bp_1200"]   # its own case found
     worst = max(regret, key=regret.get)
     line = next(x for x in script.groups_markdown(script.table(results), chosen).splitlines()
                 if x.startswith("| 64 | col |"))
@@ -122,33 +122,35 @@ def test_spmm_groups_choice_regret_on_the_committed_fit_long_run(committed):
     assert cells[8] == f"{100 * statistics.median(regret.values()):+.1f} %"
 
 
-def test_spmm_pair_on_the_committed_fit_long_run(committed):
+def test_spmm_pair_on_the_committed_block_sum_run(committed):
     """--pair A B: per case where both ran, each median in us and B / A, checked for one case
-    against its samples; --pair-note long_rows keeps the cases whose A has a row of more than
-    a warp of slices, and the summary counts them."""
+    against its samples; --pair-note cut_row_sum keeps the cases where A cuts rows (rowgroup's
+    note not "none"), and the summary counts them."""
     import statistics
 
     from sparsescope.api import read_runset
 
     script = load("spmm_backend_table")
-    results = committed("results/h200/real-dev/2026-11-28-fit-long/spmm_results.json.gz")
-    a = "spmm-cuda-colmajor[batch=4,slice_nnz=8]"
-    b = "spmm-cuda-colmajor[batch=4,slice_nnz=8,fit_long=1]"
-    text = script.pair_markdown(results, a, b, "long_rows")
+    results = committed("results/h200/real-dev/2026-11-28-block-sum/spmm_results.json.gz")
+    a = "spmm-cuda-rowgroup"
+    b = "spmm-cuda-rowgroup[block_sum=1,slice_nnz=8]"
+    text = script.pair_markdown(results, a, b, "cut_row_sum")
     cases = {(c.matrix, int(c.params.k), c.params.layout, c.backend): c
              for c in read_runset(results).cases if c.backend in (a, b) and c.outcome == "ok"}
-    long = {key[:3] for key, c in cases.items()
-            if key[3] == a and c.notes["long_rows"] != "none" and key[:3] + (b,) in cases}
+    cut = {key[:3] for key, c in cases.items()
+           if key[3] == a and c.notes["cut_row_sum"] != "none" and key[:3] + (b,) in cases}
     rows = [x for x in text.splitlines() if x.startswith("| ") and not x.startswith("| matrix")]
-    assert len(rows) == len(long) and f"over {len(long)} cases" in text
-    ta = 1000 * statistics.median(cases[("arrow", 8, "col", a)].measurement.samples_ms)
-    tb = 1000 * statistics.median(cases[("arrow", 8, "col", b)].measurement.samples_ms)
-    row = next(x for x in rows if x.startswith("| arrow | 8 | col |"))
-    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cut and len(rows) == len(cut) and f"over {len(cut)} cases" in text
+    matrix, k, layout = sorted(cut)[0]
+    ta = 1000 * statistics.median(cases[(matrix, k, layout, a)].measurement.samples_ms)
+    tb = 1000 * statistics.median(cases[(matrix, k, layout, b)].measurement.samples_ms)
+    cells = [c.strip() for c in rows[0].strip("|").split("|")]
+    assert cells[:3] == [matrix, str(k), layout]
     assert cells[3] == f"{ta:.2f}" and cells[5] == f"{tb:.2f}" and cells[7] == f"{tb / ta:.3f}"
     everything = script.pair_markdown(results, a, b)
     assert len([x for x in everything.splitlines() if x.startswith("| ")]) > len(rows) + 1
     assert script.pair_markdown(results, a, "no-such-backend").startswith("No case")
+    assert script.pair_markdown(results, a, b, "kernel=true>").startswith("No case")
 
 
 def test_spmm_dense_break_even_on_the_committed_weights_run(committed):
