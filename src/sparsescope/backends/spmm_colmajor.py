@@ -8,7 +8,7 @@ columns. Host choices, pure functions tested without a GPU and recorded in the c
 * :func:`colmajor_tile`: (C, BATCH), columns per thread and pairs per batch (``tile_cols``:
   a narrower C, :func:`narrow_tile_cols`, for grids below one wave);
 * :func:`colmajor_slice_nnz`: S, the longest slice a lane walks (rows longer are cut), laid
-  out by :func:`warp_aligned_slices`: a row of at most 32 slices inside one warp, summed by
+  out by ``spmm_cuda.warp_aligned_slices``: a row of at most 32 slices inside one warp, summed by
   the warp's scan and stored (one launch); a longer row across warps, an atomic a warp into
   a zero-filled Y;
 * the block: :func:`~sparsescope.backends.spmm_cuda.warps_per_block` over ceil(slices / 32)
@@ -128,7 +128,7 @@ def deep_batch(k: int) -> int:
 def fitted_slices(longest: int, k: int) -> dict[str, int]:
     """The shortest slices (whole deep batches, :func:`short_slices`' deep) that keep the
     longest row to a warp of slices, so that every cut row stays inside one warp
-    (:func:`warp_aligned_slices`: the scan sums it, one launch, no zero fill)::
+    (``spmm_cuda.warp_aligned_slices``: the scan sums it, one launch, no zero fill)::
 
         slice_nnz = round_up(max(deep, ceil(longest / 32)), deep)
 
@@ -291,11 +291,11 @@ def plan_colmajor(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, index_
                   fit_long: bool = False) -> ColMajorPlan:
     """The whole host plan of one call (pure). ``slice_nnz``: S as given, instead of
     :func:`colmajor_slice_nnz`'s rule; ``batch``: BATCH as given; ``tile_cols``: C as given
-    (both :func:`colmajor_tile`). The slices: :func:`warp_aligned_slices` where no row has
+    (both :func:`colmajor_tile`). The slices: ``spmm_cuda.warp_aligned_slices`` where no row has
     more than 32 (the call is then one launch, the cut rows summed by the warp's scan), else
     :func:`unaligned_slices` (a row across warps needs the zero fill whatever the layout); with
     ``aligned`` False always the latter (to measure the two in one run). ``fit_long``: rows
-    of more than 32 slices cut into a warp of longer slices (:func:`warp_fitted_sizes`), so
+    of more than 32 slices cut into a warp of longer slices (``spmm_cuda.warp_fitted_sizes``), so
     that the aligned layout holds every row. Where the warp's scan runs and BATCH is the
     rule's, BATCH is at least :data:`SEG_MIN_BATCH`."""
     rows = int(np.asarray(indptr).size - 1)
@@ -395,11 +395,12 @@ class SpmmCudaColMajor(HostPlannedKernel):
                  slice_nnz: int | None = None, batch: int | None = None,
                  tile_cols: int | None = None, aligned: int = 1, fit_long: int = 0) -> None:
         self.aligned = bool(aligned)
+        """Rows of at most a warp of slices kept inside one warp
+        (``spmm_cuda.warp_aligned_slices``), else the plain slices with atomics and a zero
+        fill (``aligned=0``: to compare)."""
         self.fit_long = bool(fit_long)
         """Rows of more than 32 slices cut into a warp of longer ones
-        (:func:`warp_fitted_sizes`): every row inside its warp, one launch."""
-        """Rows of at most a warp of slices kept inside one warp (:func:`warp_aligned_slices`),
-        else the plain slices with atomics and a zero fill (``aligned=0``: to compare)."""
+        (``spmm_cuda.warp_fitted_sizes``): every row inside its warp, one launch."""
         self.warps = warps
         self.min_slice = min_slice
         self.slice_nnz = slice_nnz
