@@ -66,6 +66,24 @@ def test_largest_magnitude_is_remembered_per_array():
     assert runner.value_range_reason(sp.csr_matrix(np.array([[4.8e38]])), "float32")
 
 
+def test_largest_magnitude_forgets_a_freed_array():
+    """The remembered value belongs to the array object while it lives (a weak reference):
+    the same array is not read again (changed in place here only to show it), and once it
+    is freed the cache holds nothing of it, so a new array of the same size, which may get
+    the freed one's id and buffer, is read afresh (a 3 x 3 matrix of 1.0 was once skipped
+    as holding the previous test's 1e39)."""
+    import gc
+
+    huge = np.array([1e39, 0.5, 2.0, 3.0])
+    assert runner._largest_magnitude(huge) == 1e39
+    huge[0] = 1.0
+    assert runner._largest_magnitude(huge) == 1e39   # the same object: remembered
+    del huge
+    gc.collect()
+    assert runner._LARGEST[0]() is None   # no strong reference kept
+    assert runner._largest_magnitude(np.array([1.0, 0.5, 2.0, 3.0])) == 3.0
+
+
 def test_run_matrix_ahead_packs_every_own_format_in_the_background(monkeypatch):
     """On a GPU run the runner starts each own kernel's host packing before the first case;
     a case's prepare then finds its format built (no second build)."""

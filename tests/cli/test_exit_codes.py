@@ -80,7 +80,7 @@ def test_skipped_case_is_exit_0(tmp_path, capsys, skipping_backend):
     captured = capsys.readouterr()
     assert rc == 0, captured.err
     cases = {c["backend"]: c for c in json.loads(captured.out)["cases"]}
-    assert cases["scipy-cpu"]["outcome"] == "ok", cases["scipy-cpu"]   # the reason, if not
+    assert cases["scipy-cpu"]["outcome"] == "ok", cases["scipy-cpu"]["reason"]
     skipped = cases["torch-cusparse-i64"]
     assert skipped["outcome"] == "skipped", skipped  # skipped, not failed
     assert "unavailable" in skipped["reason"]

@@ -31,6 +31,7 @@ the device context's refiner (:func:`sass_timed`).
 from __future__ import annotations
 
 import sys
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -143,18 +144,21 @@ def value_range_reason(csr, value_dtype: str) -> str:
             f"finite value {limit:.3g}; run it in float64")
 
 
-#: (the data array's identity, its largest |value|) of the last matrix asked: every case of
-#: a matrix asks, and a pass over 10^8 values is a tenth of a second.
+#: (a weak reference to the data array, its largest |value|) of the last matrix asked: every
+#: case of a matrix asks, and a pass over 10^8 values is a tenth of a second.
 _LARGEST: list = [None, 0.0]
 
 
 def _largest_magnitude(data: np.ndarray) -> float:
-    """``max |data|`` (data not empty), remembered for the last array (same object, buffer
-    and size; a matrix changed in place is a new entry only if its buffer moves: the runner
-    never changes a case's matrix)."""
-    identity = (id(data), data.ctypes.data, data.size, data.dtype.str)
-    if _LARGEST[0] != identity:
-        _LARGEST[:] = [identity, float(np.abs(data).max())]
+    """``max |data|`` (data not empty), remembered for the last array while that array lives
+    (the runner never changes a case's matrix in place).
+
+    A weak reference, not the array's id and buffer address: once a matrix is freed, the next
+    one of the same size can get both again, and would have read the freed one's value (a
+    test's 3 x 3 matrix of 1.0 was skipped as holding 1e39, the matrix of the test before)."""
+    cached = _LARGEST[0]() if _LARGEST[0] is not None else None
+    if cached is not data:
+        _LARGEST[:] = [weakref.ref(data), float(np.abs(data).max())]
     return _LARGEST[1]
 
 
