@@ -60,6 +60,7 @@ from sparsescope.backends.spmm_cuda import (
     SLICE_UNIT,
     choose_slab,
     launch_shape,
+    mean_row_slice,
     plan_rowwarp,
     rowwarp_launch,
 )
@@ -288,11 +289,18 @@ def candidate_plans(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, inde
     5.9 with the L2 flushed (H200, ncu: both held by long-scoreboard stalls, 6.3 against 4.2
     cycles an issue). With float2 lanes (G 32): 6.0 us (results/h200/real-dev/
     2026-11-28-round-slices)."""
-    plans: list[tuple[Candidate, Any]] = [(Candidate(ROWGROUP), plan_rowgroup(
-        indptr, nnz, k, value_dtype, index_bytes, sm_count, full_warps=full_warps))]
+    def plan(**options):
+        return plan_rowgroup(indptr, nnz, k, value_dtype, index_bytes, sm_count,
+                             full_warps=full_warps, **options)
+
+    def block_summed(options):   # [(candidate, plan)] where block_sum sums cut rows, else []
+        options = {**options, "block_sum": 1}
+        summed = plan(**options)
+        return [(Candidate(ROWGROUP, options), summed)] if summed.block_summed else []
+
+    plans: list[tuple[Candidate, Any]] = [(Candidate(ROWGROUP), plan())]
     default = plans[0][1]
-    balanced = plan_rowgroup(indptr, nnz, k, value_dtype, index_bytes, sm_count,
-                             full_warps=full_warps, min_slice=BALANCED_MIN_SLICE)
+    balanced = plan(min_slice=BALANCED_MIN_SLICE)
     if balanced.plan.n_slices > default.plan.n_slices:
         plans.append((Candidate(ROWGROUP, {"min_slice": BALANCED_MIN_SLICE}), balanced))
     under_wave = default.blocks * default.warps * default.slabs < sm_count * SM_THREADS // 32
@@ -301,26 +309,16 @@ def candidate_plans(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, inde
         for vec in (default.shape[0] // 2, default.shape[0] // 4):
             if vec < 1:
                 break
-            narrow = plan_rowgroup(indptr, nnz, k, value_dtype, index_bytes, sm_count,
-                                   full_warps=full_warps, vec=vec)
+            narrow = plan(vec=vec)
             if narrow.shape[1] > group:
                 plans.append((Candidate(ROWGROUP, {"vec": vec}), narrow))
                 group = narrow.shape[1]
     for candidate, host in list(plans):   # each plan that cuts rows, summed by its blocks
         if host.plan.split_rows:
-            options = {**candidate.params, "block_sum": 1}
-            summed = plan_rowgroup(indptr, nnz, k, value_dtype, index_bytes, sm_count,
-                                   full_warps=full_warps, **options)
-            if summed.kernel.endswith("true>"):
-                plans.append((Candidate(ROWGROUP, options), summed))
-    rows = int(np.asarray(indptr).size - 1)
-    short = rowgroup_short_slices(rows, nnz)
-    if short < default.plan.slice_nnz:
-        options = {"slice_nnz": short, "block_sum": 1}
-        summed = plan_rowgroup(indptr, nnz, k, value_dtype, index_bytes, sm_count,
-                               full_warps=full_warps, **options)
-        if summed.kernel.endswith("true>"):   # rows cut at S: else the default's plan
-            plans.append((Candidate(ROWGROUP, options), summed))
+            plans += block_summed(candidate.params)
+    short = rowgroup_short_slices(int(np.asarray(indptr).size - 1), nnz)
+    if short < default.plan.slice_nnz:   # none where no row is cut at S: the default's plan
+        plans += block_summed({"slice_nnz": short})
     if rowwarp_supports(k, value_dtype):
         plans.append((Candidate(ROWWARP), plan_rowwarp(indptr, nnz, k, value_dtype, index_bytes,
                                                       sm_count)))
@@ -344,8 +342,7 @@ def rowgroup_short_slices(rows: int, nnz: int) -> int:
     and 64, row-major, L2 flushed, results/h200/real-dev/2026-11-28-block-sum/probe.md):
     lp_e226 (mean 12.4, longest 110) took 6.5-6.6 us a call in 8-pair slices against 8.6-8.9
     in the rule's 32 (block-summed too) and 8.9-11.7 for CSR_ALG3."""
-    mean = -(-max(0, nnz) // max(1, rows))
-    return max(SHORT_SLICE_UNIT, -(-mean // SHORT_SLICE_UNIT) * SHORT_SLICE_UNIT)
+    return mean_row_slice(rows, nnz, SHORT_SLICE_UNIT)
 
 
 def blocktc_candidate(csr: Any, k: int, value_dtype: str, sm_count: int):

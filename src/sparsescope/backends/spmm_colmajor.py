@@ -34,6 +34,7 @@ from sparsescope.backends.spmm_cuda import (
     SlicePlan,
     WarpSlices,
     host_output,
+    mean_row_slice,
     slice_plan,
     upload_csr,
     upload_dense,
@@ -115,8 +116,7 @@ def short_slices(rows: int, nnz: int, k: int) -> dict[str, int]:
     (C 8, BATCH 2): deep 4; 13,436 rows, 99,000 nonzeros (mean 7.4) -> slice_nnz 8; k = 1
     (BATCH 8 already): deep 8."""
     deep = deep_batch(k)
-    mean = -(-max(0, nnz) // max(1, rows))
-    return {"slice_nnz": max(deep, -(-mean // deep) * deep), "batch": deep}
+    return {"slice_nnz": mean_row_slice(rows, nnz, deep), "batch": deep}
 
 
 def deep_batch(k: int) -> int:

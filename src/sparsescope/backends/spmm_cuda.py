@@ -172,12 +172,22 @@ class SlicePlan:
         return int(self.slice_ptr.size - 1)
 
 
+def mean_row_slice(rows: int, nnz: int, unit: int) -> int:
+    """A slice of about the mean row, in whole units of ``unit`` pairs (at least one)::
+
+        S = max(unit, round_up(ceil(nnz / rows), unit))
+
+    677 rows, 7,326 nonzeros (mean 10.8), unit 8 -> 16; unit 4 -> 12; no rows -> unit."""
+    mean = -(-max(0, nnz) // max(1, rows))
+    return max(unit, -(-mean // unit) * unit)
+
+
 def slice_plan(indptr: np.ndarray, slice_nnz: int,
                row_slice_nnz: np.ndarray | None = None) -> SlicePlan:
     """Cut every row into ``max(1, ceil(len / S))`` consecutive slices (an empty row keeps one
     empty slice, which stores its zero row). Slices are consecutive in the nonzero arrays, so
     the slice pointers are each slice's start plus the final nnz. ``row_slice_nnz``: each
-    row's own S instead (``spmm_colmajor.warp_fitted_sizes``: long rows in longer slices);
+    row's own S instead (:func:`warp_fitted_sizes`: long rows in longer slices);
     rows [0:2], [2:12] with sizes (4, 5) -> slices [0:2], [2:7], [7:12]."""
     indptr = np.asarray(indptr, dtype=np.int64)
     lengths = np.diff(indptr)
@@ -220,13 +230,14 @@ hundreds of microseconds, where the zero fill's launch is a small share."""
 
 def warp_fitted_sizes(indptr: np.ndarray, slice_nnz: int, unit: int,
                       capacity: int = WARP) -> np.ndarray | None:
-    """Each row's slice length where the rows longer than a warp of slices are fitted to one
-    warp (colmajor's ``fit_long``; ``capacity``: slices a unit holds, 32 lanes of a warp, or
-    rowgroup's groups of a block): S for a row of at most ``32 x S`` nonzeros, else its length
-    over 32 rounded up to whole batches (``unit`` pairs)::
+    """Each row's slice length where the rows longer than a unit of slices are fitted to one
+    unit (``capacity`` slices: the 32 lanes of a warp for colmajor's ``fit_long``, rowgroup's
+    groups of a block for its ``block_sum``): S for a row of at most ``capacity x S``
+    nonzeros, else its length over ``capacity`` rounded up to whole batches (``unit``
+    pairs)::
 
-        S_row = S                                   if len <= 32 S
-              = round_up(ceil(len / 32), unit)      else   (so ceil(len / S_row) <= 32)
+        S_row = S                                         if len <= capacity x S
+              = round_up(ceil(len / capacity), unit)      else  (ceil(len / S_row) <= capacity)
 
     None where no row is that long. S = 8, unit 4: rows of 10 and 632 -> (8, 20) (632 / 32 =
     19.75 -> 20: 32 slices, the last of 12); 256 -> 8 (exactly 32 slices, not fitted).

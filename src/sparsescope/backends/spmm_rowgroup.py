@@ -291,6 +291,11 @@ class RowGroupPlan:
     """Dynamic shared memory a block (``block_sum``: the cut rows' sums and the groups' row
     keys); 0 otherwise."""
 
+    @property
+    def block_summed(self) -> bool:
+        """The BLOCKSUM instance: cut rows summed by their block in shared memory."""
+        return self.shared_bytes > 0
+
 
 def plan_rowgroup(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, index_bytes: int,
                   sm_count: int, *, depth: int | None = None, warps: int | None = None,
@@ -326,6 +331,13 @@ def plan_rowgroup(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, index_
     name = rowgroup_kernel_name(value_dtype, index_bytes, shape, stages, minb,
                                 summed is not None)
     slabs = -(-k // kslab)
+    if summed is not None:
+        cut_row_sum = (f"{summed.cut_rows} row(s) summed in shared memory by their block "
+                       f"({summed.pads} pad slices)")
+    elif plan.split_rows:
+        cut_row_sum = "an atomic a slice into a zero-filled Y"
+    else:
+        cut_row_sum = "none"
     notes = {"kernel": name, "vec": str(shape[0]), "lanes_per_slice": str(shape[1]),
              "slices_per_warp": str(32 // shape[1]), "loads_per_lane": str(shape[2]),
              "prefetch_pairs": str(stages[0] * shape[1]), "x_rows_per_batch": str(stages[1]),
@@ -339,10 +351,7 @@ def plan_rowgroup(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, index_
              "slice_rule": (f"S = {slice_nnz} (given)" if slice_nnz else
                             f"S = max({floor}, round_up(nnz / ({sm_count} SMs x "
                             f"{SLICES_PER_SM} slices), 32))"),
-             "cut_row_sum": ("none" if not plan.split_rows and summed is None else
-                             f"{summed.cut_rows} row(s) summed in shared memory by their "
-                             f"block ({summed.pads} pad slices)" if summed is not None
-                             else "an atomic a slice into a zero-filled Y")}
+             "cut_row_sum": cut_row_sum}
     if summed is not None:
         notes["split_rows"] = str(summed.cut_rows)
     return RowGroupPlan(name, shape, stages, kslab, slabs, plan, blocks, block_warps, notes,
