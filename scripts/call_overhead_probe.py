@@ -16,6 +16,9 @@ Probes (CuPy raw kernels, each timed with the L2 flushed and without):
 - ``code 4k``: one warp through 4,096 straight-line FMAs (8 independent chains, about 64 KB of
   SASS, no memory access): what fetching a large kernel's code costs when the flush has
   evicted it from the L2 (flushed against not);
+- ``shape GRIDxBLOCK [smem B] [sync]``: an empty kernel in a real SpMM's launch shape (its
+  blocks, threads, dynamic shared memory; ``sync`` also writes shared memory and passes one
+  barrier), to tell a launch shape's fixed cost from the kernel's own work (``--shape``);
 - ``spmv NAME``: the own kernels' calls on a small matrix (``--matrix``, default the
   held-out population's banded-02, 1,321 rows), through their own ``time`` method.
 
@@ -45,6 +48,13 @@ extern "C" __global__ void probe_chain(const unsigned* __restrict__ a,
     out[t] = p;
 }
 
+extern "C" __global__ void probe_shared_sync(float* out) {
+    extern __shared__ float probe_shared[];
+    probe_shared[threadIdx.x] = threadIdx.x;
+    __syncthreads();
+    if (probe_shared[(threadIdx.x + 1) % blockDim.x] < 0.f) out[threadIdx.x] = 1.f;
+}
+
 extern "C" __global__ void probe_code(float seed, float* out) {
     float a[8];
 #pragma unroll
@@ -69,6 +79,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=50)
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--matrix", default="population-held-out#banded-02")
+    parser.add_argument("--shape", action="append", default=[], metavar="GRIDxBLOCK[:SMEM]",
+                        help="also an empty launch of that shape, with SMEM bytes of dynamic "
+                             "shared memory (and the same with a barrier); repeatable")
     args = parser.parse_args(argv)
 
     import cupy as cp
@@ -103,6 +116,15 @@ def main(argv: list[str] | None = None) -> int:
         "chain3 grid": one(3, 132, 256),
         "code 4k": lambda: code((1,), (32,), (np.float32(1.0), out.view(cp.float32))),
     }
+    sync = module.get_function("probe_shared_sync")
+    for spec in args.shape:
+        grid, block, smem = parse_shape(spec)
+        label = f"shape {grid}x{block}" + (f" smem {smem}" if smem else "")
+        probes[label] = (lambda g=grid, b=block, m=smem:
+                         empty((g,), (b,), (), shared_mem=m))
+        shared = max(smem, 4 * block)  # the barrier kernel writes one float a thread
+        probes[label + " sync"] = (lambda g=grid, b=block, m=shared:
+                                   sync((g,), (b,), (out.view(cp.float32),), shared_mem=m))
     rows = []
     for flush in (True, False):
         config = TimingConfig(warmups=3, repeats=args.repeats, flush_l2=flush)
@@ -120,6 +142,21 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
     return 0
+
+
+def parse_shape(spec: str) -> tuple[int, int, int]:
+    """``GRIDxBLOCK[:SMEM]`` -> (blocks, threads a block, bytes of dynamic shared memory).
+
+    >>> parse_shape("92x256:4224")
+    (92, 256, 4224)
+    """
+    shape, _, smem = spec.partition(":")
+    grid, _, block = shape.partition("x")
+    try:
+        return int(grid), int(block), int(smem or 0)
+    except ValueError:
+        raise SystemExit(f"--shape {spec!r}: expected GRIDxBLOCK[:SMEM], e.g. 92x256:4224") \
+            from None
 
 
 def spmv_rows(matrix: str, repeats: int) -> list[dict]:
