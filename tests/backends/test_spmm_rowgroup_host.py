@@ -92,6 +92,21 @@ def test_rowgroup_pipeline(shape, depth, stages):
     assert (d * shape[1]) % batch == 0 and d * shape[1] <= 64
 
 
+@pytest.mark.parametrize(("shape", "depth", "batch", "stages"), [
+    ((4, 16, 1), None, 4, (2, 4)), ((4, 2, 1), None, 2, (4, 2)), ((4, 32, 1), 1, 32, (1, 32)),
+    ((1, 1, 1), None, 4, (4, 4)),
+])
+def test_rowgroup_pipeline_batch_override(shape, depth, batch, stages):
+    assert rowgroup_pipeline(shape, depth, batch) == stages
+
+
+@pytest.mark.parametrize("batch", [3, 0, 16])
+def test_rowgroup_pipeline_rejects_a_batch_that_does_not_divide_the_stage(batch):
+    # (4, 2, 1): DEPTH 4 x G 2 = a stage of 8 pairs
+    with pytest.raises(ValueError, match="dividing DEPTH x G = 8"):
+        rowgroup_pipeline((4, 2, 1), None, batch)
+
+
 def test_rowgroup_pipeline_rejects_a_depth_that_is_not_a_power_of_two():
     with pytest.raises(ValueError, match="power of two"):
         rowgroup_pipeline((4, 2, 1), 3)
@@ -326,14 +341,16 @@ def test_emulated_kernel_matches_the_reference(k, slice_nnz):
     np.testing.assert_allclose(y, csr @ x, rtol=1e-12, atol=1e-12)
 
 
-@pytest.mark.parametrize("k,slab,depth", [(8, 4, 1), (12, 12, 2), (64, 32, None), (40, 8, 4)])
-def test_emulated_overrides_match_the_reference(k, slab, depth):
-    csr = _matrix(9, 40, seed=k + slab, long_row=35)
+@pytest.mark.parametrize("k,slab,depth,batch", [(8, 4, 1, None), (12, 12, 2, None),
+                                                 (64, 32, None, None), (40, 8, 4, None),
+                                                 (64, None, None, 4), (8, None, 1, 1)])
+def test_emulated_overrides_match_the_reference(k, slab, depth, batch):
+    csr = _matrix(9, 40, seed=k + (slab or 0), long_row=35)
     x = np.random.default_rng(3).random((40, k))
     kslab = choose_slab_cols(k, "float64", slab)
     shape = rowgroup_shape(kslab, vector_width(k, "float64"))
     plan = slice_plan(csr.indptr, 8)
-    y = emulate(csr, x, k, shape, rowgroup_pipeline(shape, depth), plan, kslab)
+    y = emulate(csr, x, k, shape, rowgroup_pipeline(shape, depth, batch), plan, kslab)
     np.testing.assert_allclose(y, csr @ x, rtol=1e-12, atol=1e-12)
 
 
@@ -756,3 +773,17 @@ def test_rowgroup_slice_nnz_given_with_block_sum_matches(k):
     np.testing.assert_allclose(y, csr @ x, rtol=1e-12, atol=1e-12)
     with pytest.raises(ValueError, match="slice_nnz must be >= 1"):
         plan_rowgroup(csr.indptr, csr.nnz, k, "float32", 4, 132, slice_nnz=0)
+
+
+def test_a_batch_override_the_stage_does_not_hold_is_a_skip_with_its_reason():
+    from sparsescope.backends.spmm_rowgroup import SpmmCudaRowGroup
+    from sparsescope.ops.registry import get_op
+
+    op = get_op("spmm")
+    case = op.make_case(_matrix(20, 30, seed=1), {"k": 64, "layout": "row"}, seed=1)
+    # float32 k = 64: G 16, DEPTH 2, a stage of 32 pairs
+    assert SpmmCudaRowGroup(batch=4).unsupported_params(case) == ""
+    assert SpmmCudaRowGroup(batch=64).unsupported_params(case) == (
+        "batch must be a power of two dividing DEPTH x G = 32, got 64")
+    plan = SpmmCudaRowGroup(batch=4).plan(case, "float32", 4, 132)
+    assert plan.stages == (2, 4) and plan.kernel == "spmm_rowgroup<float, int, 4, 16, 1, 2, 4, 4>"

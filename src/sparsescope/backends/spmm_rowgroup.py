@@ -152,7 +152,8 @@ def rowgroup_shape(kslab: int, vec: int) -> tuple[int, int, int]:
     return vec, group, -(-kslab // (group * vec))
 
 
-def rowgroup_pipeline(shape: tuple[int, int, int], depth: int | None = None) -> tuple[int, int]:
+def rowgroup_pipeline(shape: tuple[int, int, int], depth: int | None = None,
+                      batch: int | None = None) -> tuple[int, int]:
     """(DEPTH, BATCH) for a shape (VEC, G, CHUNKS)::
 
         DEPTH = min(MAX_DEPTH, max(MIN_DEPTH, 32 / G))        (``depth`` overrides)
@@ -162,13 +163,19 @@ def rowgroup_pipeline(shape: tuple[int, int, int], depth: int | None = None) -> 
     BATCH x CHUNKS <= 8 vector loads of X are in flight a lane. G 1 -> (4, 4); G 2 -> (4, 8);
     G 16, CHUNKS 1 -> (2, 8); G 32, CHUNKS 1 -> (2, 8); CHUNKS 2 -> (2, 4); CHUNKS 3 -> (2, 2);
     CHUNKS 8 -> (2, 1); CHUNKS 16 -> (2, 1).
-    BATCH divides DEPTH x G (both powers of two), as the kernel asserts.
+    BATCH divides DEPTH x G (both powers of two), as the kernel asserts. ``batch`` overrides
+    the rule: a power of two dividing DEPTH x G.
     """
     _, group, chunks = shape
     if depth is None:
         depth = min(MAX_DEPTH, max(MIN_DEPTH, 32 // group))
     if depth < 1 or depth & (depth - 1):
         raise ValueError(f"depth must be a power of two >= 1, got {depth}")
+    if batch is not None:
+        if batch < 1 or batch & (batch - 1) or (depth * group) % batch:
+            raise ValueError(f"batch must be a power of two dividing DEPTH x G = "
+                             f"{depth * group}, got {batch}")
+        return depth, batch
     cap = min(depth * group, max(1, X_LOADS_IN_FLIGHT // chunks))
     batch = 1
     while batch * 2 <= cap:
@@ -302,7 +309,7 @@ def plan_rowgroup(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, index_
                   min_slice: int | None = None, slab: int | None = None,
                   minb: int | None = None, full_warps: int = MAX_WARPS_PER_BLOCK,
                   vec: int | None = None, block_sum: bool = False,
-                  slice_nnz: int | None = None) -> RowGroupPlan:
+                  slice_nnz: int | None = None, batch: int | None = None) -> RowGroupPlan:
     """The whole host plan of one call (pure: row pointers in, launch and notes out).
     ``block_sum``: where rows are cut, each cut row's slices kept inside one block and summed
     there in shared memory (:func:`block_sum_slices`; one launch, no zero fill, no atomics).
@@ -310,7 +317,7 @@ def plan_rowgroup(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, index_
     than one), instead of the slice rule's."""
     kslab = choose_slab_cols(k, value_dtype, slab, vec)
     shape = rowgroup_shape(kslab, vector_width(k, value_dtype, vec))
-    stages = rowgroup_pipeline(shape, depth)
+    stages = rowgroup_pipeline(shape, depth, batch)
     floor = MIN_SLICE_NNZ if min_slice is None else min_slice
     if slice_nnz is not None and slice_nnz < 1:
         raise ValueError(f"slice_nnz must be >= 1, got {slice_nnz}")
@@ -407,7 +414,10 @@ class SpmmCudaRowGroup(HostPlannedKernel):
     def __init__(self, *, depth: int | None = None, warps: int | None = None,
                  min_slice: int | None = None, slab: int | None = None,
                  minb: int | None = None, vec: int | None = None, block_sum: int = 0,
-                 slice_nnz: int | None = None) -> None:
+                 slice_nnz: int | None = None, batch: int | None = None) -> None:
+        self.batch = batch
+        """BATCH override (None: :func:`rowgroup_pipeline`'s rule): pairs whose X loads a lane
+        issues before their FMAs."""
         self.slice_nnz = slice_nnz
         """S as given (None: the slice rule's, floored at ``min_slice``)."""
         self.block_sum = bool(block_sum)
@@ -431,10 +441,12 @@ class SpmmCudaRowGroup(HostPlannedKernel):
         if case.params.layout != "row":
             return ("the rowgroup SpMM kernel reads row-major X only (layout=col: "
                     "spmm-cuda-colmajor)")
-        if self.slab is not None or self.vec is not None:
+        if (self.slab, self.vec, self.depth, self.batch) != (None,) * 4:
             value_dtype = "float32" if case.traffic.value_bytes == 4 else "float64"
             try:
-                choose_slab_cols(case.params.k, value_dtype, self.slab, self.vec)
+                kslab = choose_slab_cols(case.params.k, value_dtype, self.slab, self.vec)
+                shape = rowgroup_shape(kslab, vector_width(case.params.k, value_dtype, self.vec))
+                rowgroup_pipeline(shape, self.depth, self.batch)
             except ValueError as exc:
                 return str(exc)
         return ""
@@ -446,7 +458,7 @@ class SpmmCudaRowGroup(HostPlannedKernel):
                              sm_count, depth=self.depth, warps=self.warps,
                              min_slice=self.min_slice, slab=self.slab, minb=self.minb,
                              full_warps=full_warps, vec=self.vec, block_sum=self.block_sum,
-                             slice_nnz=self.slice_nnz)
+                             slice_nnz=self.slice_nnz, batch=self.batch)
 
     def prepare(self, case: OpCase, value_dtype: str, index_bytes: int) -> PreparedRowGroup:
         import cupy
