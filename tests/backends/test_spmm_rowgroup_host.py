@@ -137,6 +137,28 @@ def test_full_block_warps():
     assert full_block_warps(0, 32) == 8      # unknown: the largest block the kernels use
 
 
+@pytest.mark.parametrize(("value_dtype", "warps", "minb"), [
+    ("float32", 1, 2), ("float32", 2112, 2), ("float32", 2113, 4), ("float32", 10**6, 4),
+    ("float64", 1, 2), ("float64", 10**6, 2),
+])
+def test_wave_minb(value_dtype, warps, minb):
+    from sparsescope.backends.spmm_rowgroup import wave_minb
+
+    # 132 SMs x the 16 warps MINB 2 guarantees = 2,112 warps in one wave
+    assert wave_minb(value_dtype, warps, 132) == minb
+
+
+def test_a_grid_over_a_wave_takes_minb_4_and_an_override_wins():
+    indptr = np.arange(0, 300_001, 3)  # 100,000 rows of 3: one row a slice
+    big = plan_rowgroup(indptr, 300_000, 64, "float32", 4, 132)
+    # G 16: 2 slices a warp -> 50,000 warps, over 2,112: MINB 4
+    assert big.kernel == "spmm_rowgroup<float, int, 4, 16, 1, 2, 8, 4>"
+    assert plan_rowgroup(indptr, 300_000, 64, "float32", 4, 132, minb=2).kernel.endswith(
+        ", 2>")
+    # the same matrix on a device of 4,000 SMs fits one wave (64,000 warps)
+    assert plan_rowgroup(indptr, 300_000, 64, "float32", 4, 4000).kernel.endswith(", 2>")
+
+
 def test_kernel_name_and_plan_notes():
     # MINB by value type: 4 for float32 (64 registers), 2 for float64
     assert (rowgroup_kernel_name("float32", 4, (4, 2, 1), (4, 8))
@@ -148,8 +170,9 @@ def test_kernel_name_and_plan_notes():
     indptr = np.array([0, 3, 3, 2000, 2010])
     plan = plan_rowgroup(indptr, 2010, 600, "float32", 4, 132)
     # 5 slabs of 120: 30 float4 lanes -> G 32, one load a lane, 2 pairs a lane a stage, 8 X
-    # rows in flight, MINB 4
-    assert plan.kernel == "spmm_rowgroup<float, int, 4, 32, 1, 2, 8, 4>"
+    # rows in flight; 5 warps, one wave: MINB 2 (wave_minb)
+    assert plan.kernel == "spmm_rowgroup<float, int, 4, 32, 1, 2, 8, 2>"
+    assert plan.notes["minb"] == "2"
     assert (plan.slab, plan.slabs) == (120, 5)
     assert plan.plan.slice_nnz == 1024 and plan.plan.split_rows == 1  # the 1,997-entry row
     assert plan.notes["zero_fill"] == "yes" and plan.notes["slices"] == "5"
@@ -786,4 +809,4 @@ def test_a_batch_override_the_stage_does_not_hold_is_a_skip_with_its_reason():
     assert SpmmCudaRowGroup(batch=64).unsupported_params(case) == (
         "batch must be a power of two dividing DEPTH x G = 32, got 64")
     plan = SpmmCudaRowGroup(batch=4).plan(case, "float32", 4, 132)
-    assert plan.stages == (2, 4) and plan.kernel == "spmm_rowgroup<float, int, 4, 16, 1, 2, 4, 4>"
+    assert plan.stages == (2, 4) and plan.kernel == "spmm_rowgroup<float, int, 4, 16, 1, 2, 4, 2>"

@@ -65,13 +65,38 @@ SLICES_PER_SM = 32
 """Row slices aimed at per SM (module docstring)."""
 DEFAULT_MINB = {"float32": 4, "float64": 2}
 """Blocks of 256 threads per SM the kernel's registers must allow (``__launch_bounds__(256,
-MINB)``), by value type. float32: 4, at most 64 registers a thread, so 32 warps an SM, where
-MINB 2 let the compiler take 71-79 registers (24 warps). The batch of X loads still fits
-without spilling (nvrtc 13.5 SASS of every float32 shape the rules pick), and the H200 sweep of
-2026-11-25 (results/h200/spmm-tuning/2026-11-25-rowgroup-blocks) measured it at k >= 64 on
-power-law graphs as faster than MINB 2 (graph-08 k = 256: 1.08x of cuSPARSE against 0.99x, both
-with 2-warp blocks). float64: 2: the compiler wants 90-95 registers there, and a cap of 64 was
-not measured."""
+MINB)``), by value type, on a grid larger than :func:`wave_minb`'s one wave. float32: 4, at
+most 64 registers a thread, so 32 warps an SM, where MINB 2 lets the compiler take 72-80
+registers (24 warps). Under that cap the float32 instances with a batch of 8 X vectors spill
+8-48 bytes a thread (CuPy's NVRTC on the H200, and nvrtc 13.5 here), which a grid of many
+waves repays with occupancy: on the real development set (H200, 2026-11-29,
+results/h200/real-dev/2026-11-29-minb) MINB 4 was 13-14 % faster on NotreDame_www and mdual
+at k = 64 and 256 (over 900 warps an SM), and 3-7 % on 4elt, bayer10 and Pd at 30-240.
+float64: 2: the compiler wants 90-95 registers there, and a cap of 64 was not measured."""
+WAVE_MINB = 2
+"""MINB of a float32 grid that fits one wave at that MINB (:func:`wave_minb`)."""
+
+
+def wave_minb(value_dtype: str, grid_warps: int, sm_count: int) -> int:
+    """MINB of a plain (not block-summed) instance, by how many warps the grid has::
+
+        MINB = WAVE_MINB           when grid_warps <= sm_count x 256 x WAVE_MINB / 32
+             = DEFAULT_MINB[dtype] otherwise
+
+    i.e. when the grid fits the 16 warps an SM that ``__launch_bounds__(256, 2)`` guarantees,
+    every warp is resident at either MINB, so MINB 4's extra occupancy buys nothing and its
+    spills (a store and a load to local memory in the gather loop, missed in a cold call)
+    only cost: on the real development set (H200, 2026-11-29) MINB 2 was faster in every
+    such case, by a median 5.5 % (up to 17 %: nnc1374 at k = 256). float64 is MINB 2 already.
+
+    132 SMs: 2,112 warps -> 2 (float32), 2,113 -> 4; float64 -> 2.
+    """
+    resident = 256 * WAVE_MINB // 32  # warps an SM that MINB 2 guarantees: 16
+    if value_dtype == "float32" and grid_warps <= sm_count * resident:
+        return WAVE_MINB
+    return DEFAULT_MINB[value_dtype]
+
+
 MIN_DEPTH = 2
 """Fewest (col, val) pairs a lane loads per stage. With DEPTH 1 the kernel keeps a stage's
 batches a loop; from 2 they are unrolled, so the next batch's X loads can issue before the
@@ -335,9 +360,11 @@ def plan_rowgroup(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, index_
         threads = 32 * block_warps
         shared = (threads * shape[0] * shape[2] * (4 if value_dtype == "float32" else 8)
                   + threads // shape[1] * 8)
+    slabs = -(-k // kslab)
+    if minb is None and summed is None:
+        minb = wave_minb(value_dtype, blocks * block_warps * slabs, sm_count)
     name = rowgroup_kernel_name(value_dtype, index_bytes, shape, stages, minb,
                                 summed is not None)
-    slabs = -(-k // kslab)
     if summed is not None:
         cut_row_sum = (f"{summed.cut_rows} row(s) summed in shared memory by their block "
                        f"({summed.pads} pad slices)")
@@ -358,7 +385,7 @@ def plan_rowgroup(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, index_
              "slice_rule": (f"S = {slice_nnz} (given)" if slice_nnz else
                             f"S = max({floor}, round_up(nnz / ({sm_count} SMs x "
                             f"{SLICES_PER_SM} slices), 32))"),
-             "cut_row_sum": cut_row_sum}
+             "cut_row_sum": cut_row_sum, "minb": str(kernel_minb(name))}
     if summed is not None:
         notes["split_rows"] = str(summed.cut_rows)
     return RowGroupPlan(name, shape, stages, kslab, slabs, plan, blocks, block_warps, notes,
