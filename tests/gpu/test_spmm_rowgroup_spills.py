@@ -23,7 +23,7 @@ from sparsescope.backends.spmm_rowgroup import (
 
 pytestmark = pytest.mark.gpu
 #: Local memory a thread the float32 MINB 4 instances may take: 8-48 bytes measured (H200,
-#: CuPy's NVRTC, 2026-11-29), a trade for 32 warps an SM that wave_minb makes only over a wave.
+#: CuPy's NVRTC, 2026-11-28), a trade for 32 warps an SM that wave_minb makes only over a wave.
 MINB4_LOCAL_BYTES = 64
 
 

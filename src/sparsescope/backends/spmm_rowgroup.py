@@ -69,8 +69,8 @@ MINB)``), by value type, on a grid larger than :func:`wave_minb`'s one wave. flo
 most 64 registers a thread, so 32 warps an SM, where MINB 2 lets the compiler take 72-80
 registers (24 warps). Under that cap the float32 instances with a batch of 8 X vectors spill
 8-48 bytes a thread (CuPy's NVRTC on the H200, and nvrtc 13.5 here), which a grid of many
-waves repays with occupancy: on the real development set (H200, 2026-11-29,
-results/h200/real-dev/2026-11-29-minb) MINB 4 was 13-14 % faster on NotreDame_www and mdual
+waves repays with occupancy: on the real development set (H200, 2026-11-28,
+results/h200/real-dev/2026-11-28-minb) MINB 4 was 13-14 % faster on NotreDame_www and mdual
 at k = 64 and 256 (over 900 warps an SM), and 3-7 % on 4elt, bayer10 and Pd at 30-240.
 float64: 2: the compiler wants 90-95 registers there, and a cap of 64 was not measured."""
 WAVE_MINB = 2
@@ -86,8 +86,12 @@ def wave_minb(value_dtype: str, grid_warps: int, sm_count: int) -> int:
     i.e. when the grid fits the 16 warps an SM that ``__launch_bounds__(256, 2)`` guarantees,
     every warp is resident at either MINB, so MINB 4's extra occupancy buys nothing and its
     spills (a store and a load to local memory in the gather loop, missed in a cold call)
-    only cost: on the real development set (H200, 2026-11-29) MINB 2 was faster in every
-    such case, by a median 5.5 % (up to 17 %: nnc1374 at k = 256). float64 is MINB 2 already.
+    only cost: on the real development set (H200, 2026-11-28, k = 8 / 64 / 256 row-major) MINB 2
+    was faster in all 54 such cases, by a median 5.4 % (up to 15 %: Franz6_id1959_aug at
+    k = 8). Over a wave it was still faster up to 28 warps an SM (its 76-80 registers leave
+    24-25 resident), and mixed beyond (0.83-1.14x, 1.13-1.14x on the four cases of over 900):
+    the threshold is the guarantee of the launch bounds, not a register count one compiler
+    version gives. float64 is MINB 2 already.
 
     132 SMs: 2,112 warps -> 2 (float32), 2,113 -> 4; float64 -> 2.
     """
