@@ -27,6 +27,12 @@ B / A and how many cases B was faster (below 0.98) or slower (above 1.02). ``--p
 keeps only the cases whose A has note N not equal to ``none`` (e.g. ``long_rows``), or, as
 ``N=V``, note N ending with V (e.g. ``kernel=true>``: the scanned instance).
 
+``--against OLD``: instead, this run against an earlier one (OLD, e.g. before a change) over
+the cases both timed: per (k, layout), auto over the best library in each (geomean, cases
+below 1.0x), and the geomean of new / old of auto's time and of the best library's (the
+library's ratio is the two runs' drift, auto's less it is the change); then every case below
+1.0x in either run, with both.
+
 RESULTS is a run's or a sweep's ``results.json`` (or ``.json.gz``).
 """
 
@@ -275,6 +281,38 @@ def pair_markdown(results, a: str, b: str, condition: str = "") -> str:
     return "\n".join(lines) + "\n"
 
 
+def against_markdown(new, old) -> str:
+    """This run against an earlier one (module docstring: ``--against``)."""
+    rows = {}
+    for label, path in (("old", old), ("new", new)):
+        for r in table(path)["rows"]:
+            best = [v for b, v in r["ms"].items() if is_sparse_library(b) and isinstance(v, float)]
+            if AUTO in r["speedup"] and best:
+                rows.setdefault((r["k"], r["layout"], r["matrix"]), {})[label] = (
+                    r["speedup"][AUTO], r["ms"][AUTO], min(best))
+    both = {key: v for key, v in rows.items() if len(v) == 2}
+    lines = ["| k | layout | cases | old: auto over the best library | below 1.0x | new | below "
+             "1.0x | auto new / old: geomean | best library new / old: geomean |",
+             "|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for k, layout in sorted({key[:2] for key in both}):
+        group = [v for key, v in both.items() if key[:2] == (k, layout)]
+        old_x = [v["old"][0] for v in group]
+        new_x = [v["new"][0] for v in group]
+        lines.append(f"| {k} | {layout} | {len(group)} | {_geomean(old_x):.3f}x | "
+                     f"{sum(x < 1 for x in old_x)} | {_geomean(new_x):.3f}x | "
+                     f"{sum(x < 1 for x in new_x)} | "
+                     f"{_geomean([v['new'][1] / v['old'][1] for v in group]):.3f} | "
+                     f"{_geomean([v['new'][2] / v['old'][2] for v in group]):.3f} |")
+    lines += ["", "| matrix | k | layout | old: auto over the best library | new | auto old -> "
+              "new (us) | best library old -> new (us) |", "|---|---:|---|---:|---:|---:|---:|"]
+    for (k, layout, matrix), v in sorted(both.items(), key=lambda kv: (kv[0][2], kv[0][:2])):
+        if v["old"][0] < 1 or v["new"][0] < 1:
+            lines.append(f"| {matrix} | {k} | {layout} | {v['old'][0]:.3f}x | {v['new'][0]:.3f}x"
+                         f" | {1e3 * v['old'][1]:.2f} -> {1e3 * v['new'][1]:.2f} | "
+                         f"{1e3 * v['old'][2]:.2f} -> {1e3 * v['new'][2]:.2f} |")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("results", type=Path)
@@ -290,7 +328,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pair-note", default="", metavar="N[=V]",
                         help="--pair: only cases whose A has note N (not none), or N ending "
                              "with V")
+    parser.add_argument("--against", type=Path, metavar="OLD",
+                        help="this run against an earlier one: auto over the best library in "
+                             "each, and new / old of auto and of the library")
     args = parser.parse_args(argv)
+    if args.against:
+        sys.stdout.write(against_markdown(args.results, args.against))
+        return 0
     if args.pair:
         sys.stdout.write(pair_markdown(args.results, *args.pair, args.pair_note))
         return 0
