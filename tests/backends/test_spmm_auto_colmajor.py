@@ -420,3 +420,26 @@ def test_short_rowgroup_slices_on_any_grid_where_they_cut():
     assert labels(mixed) == ["spmm-cuda-rowgroup[block_sum=1,slice_nnz=16]"]
     assert labels(np.arange(0, 61)) == []
     assert labels(np.arange(0, 5 * 200_001, 5)) == []
+
+
+def test_half_slab_where_a_block_fitted_a_row():
+    """reorientation_1's shape (676 rows of 10, one of 632) at k = 64: the block-summed plans
+    fit the long row to a block's 16 groups (G 16) in slices longer than S, so each is offered
+    again at slab 32 (G 8: 32 groups a block); 677 rows of 10 fit no row: none. fitted_row
+    reads it off the slice plan."""
+    from sparsescope.backends.spmm_auto_candidates import candidate_plans, fitted_row
+
+    long_row = np.concatenate(([0], np.cumsum([632] + [10] * 676)))
+    plans = candidate_plans(long_row, int(long_row[-1]), 64, "float32", 4, 132, 2)
+    halves = [(c.label, h.slab, h.shape[1]) for c, h in plans if "slab" in c.params]
+    assert halves == [
+        ("spmm-cuda-rowgroup[block_sum=1,min_slice=32,slab=32]", 32, 8),
+        ("spmm-cuda-rowgroup[block_sum=1,slab=32,slice_nnz=16]", 32, 8)]
+    summed = {c.label: h for c, h in plans if c.params.get("block_sum")}
+    assert fitted_row(summed["spmm-cuda-rowgroup[block_sum=1,slice_nnz=16]"].plan)
+    # at slab 32 the row takes 32 groups: 20 pairs each (whole groups of G 8: 24 at most)
+    half = summed["spmm-cuda-rowgroup[block_sum=1,slab=32,slice_nnz=16]"].plan
+    assert np.diff(half.slice_ptr).max() <= 24
+    even = np.arange(0, 6771, 10)
+    assert not [c for c, _ in candidate_plans(even, 6770, 64, "float32", 4, 132, 2)
+                if "slab" in c.params]

@@ -281,6 +281,12 @@ def candidate_plans(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, inde
     colmajor's short slices: NotreDame_www at k = 8, 325,729 rows, ran 21.2 us a call in
     8-pair slices against 25.0 in the rule's, and 120 against 88 at k = 64; the trial
     decides);
+    each block-summed plan whose block fitted a row into longer slices (:func:`fitted_row`:
+    the row had more slices than the block has groups) again at half the slab, so that G
+    halves and a block has twice the groups for that row (reorientation_1 at k = 64, its
+    632-nonzero row in 16 groups of 40 pairs: 9.8 us a call with the L2 flushed, against 8.7 in
+    32 groups of 20 at slab 32, and 9.3 for CSR_ALG3; results/h200/real-dev/2026-11-28-minb/
+    probe.md; the trial decides);
     rowwarp where it takes k (:func:`rowwarp_supports`).
 
     The narrower VEC is cuSPARSE's shape on a small grid: its CSR_ALG3 put a warp on each of
@@ -319,10 +325,22 @@ def candidate_plans(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, inde
     short = rowgroup_short_slices(int(np.asarray(indptr).size - 1), nnz)
     if short < default.plan.slice_nnz:   # none where no row is cut at S: the default's plan
         plans += block_summed({"slice_nnz": short})
+    for candidate, host in list(plans):  # a block too small for a row: half the slab
+        half = host.slab // 2
+        if host.block_summed and fitted_row(host.plan) and half >= host.shape[0] \
+                and half % host.shape[0] == 0 and "slab" not in candidate.params:
+            plans += block_summed({**candidate.params, "slab": half})
     if rowwarp_supports(k, value_dtype):
         plans.append((Candidate(ROWWARP), plan_rowwarp(indptr, nnz, k, value_dtype, index_bytes,
                                                       sm_count)))
     return plans
+
+
+def fitted_row(plan: Any) -> bool:
+    """Whether a slice plan has a slice longer than its S: a row fitted to a warp's or a
+    block's groups in longer slices (``spmm_cuda.warp_aligned_slices``)."""
+    lengths = np.diff(np.asarray(plan.slice_ptr, dtype=np.int64))
+    return bool(lengths.size) and int(lengths.max()) > plan.slice_nnz
 
 
 SHORT_SLICE_UNIT = 8
