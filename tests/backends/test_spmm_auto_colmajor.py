@@ -443,3 +443,24 @@ def test_half_slab_where_a_block_fitted_a_row():
     even = np.arange(0, 6771, 10)
     assert not [c for c, _ in candidate_plans(even, 6770, 64, "float32", 4, 132, 2)
                 if "slab" in c.params]
+
+
+def test_spill_free_rowgroup_candidates_over_a_wave():
+    """A float32 grid over a wave (100,000 rows of 5 at k = 64: 50,000 warps, over 132 x 16)
+    runs rowgroup at MINB 4, whose batch of 8 spills: auto offers it again at MINB 2 and at
+    BATCH 4 (both spill-free); under a wave (1,000 rows) the default is MINB 2 already, and
+    neither is offered."""
+    from sparsescope.backends.spmm_auto_candidates import candidate_plans
+
+    def plans(rows):
+        indptr = np.arange(0, 5 * rows + 1, 5)
+        return {c.label: h for c, h in candidate_plans(indptr, 5 * rows, 64, "float32", 4,
+                                                        132, 2)}
+
+    big = plans(100_000)
+    assert big["spmm-cuda-rowgroup"].kernel == "spmm_rowgroup<float, int, 4, 16, 1, 2, 8, 4>"
+    assert big["spmm-cuda-rowgroup[minb=2]"].kernel.endswith(", 8, 2>")
+    assert big["spmm-cuda-rowgroup[batch=4]"].kernel.endswith(", 2, 4, 4>")
+    small = plans(1_000)
+    assert small["spmm-cuda-rowgroup"].kernel.endswith(", 8, 2>")
+    assert not [label for label in small if "minb" in label or "batch" in label]

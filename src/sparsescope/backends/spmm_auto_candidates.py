@@ -64,7 +64,13 @@ from sparsescope.backends.spmm_cuda import (
     plan_rowwarp,
     rowwarp_launch,
 )
-from sparsescope.backends.spmm_rowgroup import plan_rowgroup, rowgroup_launch
+from sparsescope.backends.spmm_rowgroup import (
+    SPILL_FREE_BATCH,
+    WAVE_MINB,
+    kernel_minb,
+    plan_rowgroup,
+    rowgroup_launch,
+)
 from sparsescope.hardware.specs import SM_LIMITS
 from sparsescope.ops.base import OpCase
 
@@ -281,6 +287,13 @@ def candidate_plans(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, inde
     colmajor's short slices: NotreDame_www at k = 8, 325,729 rows, ran 21.2 us a call in
     8-pair slices against 25.0 in the rule's, and 120 against 88 at k = 64; the trial
     decides);
+    each plain plan of a float32 grid over a wave (MINB 4, whose batch of 8 X vectors spills:
+    ``spmm_rowgroup.wave_minb``) again spill-free, at MINB 2 and at BATCH
+    ``spmm_rowgroup.SPILL_FREE_BATCH`` (on the real development set at k = 8-256 over a wave,
+    H200, each was the fastest of the three somewhere: MINB 4 by 13-14 % on NotreDame_www and
+    mdual at k >= 64, BATCH 4 by 12-16 % on Pd and Franz6_id1959_aug at k = 64, MINB 2 on
+    most of the rest, and BATCH 4 30-47 % slower where one long row sets the time; the trial
+    decides, results/h200/real-dev/2026-11-28-minb);
     each block-summed plan whose block fitted a row into longer slices (:func:`fitted_row`:
     the row had more slices than the block has groups) again at half the slab, so that G
     halves and a block has twice the groups for that row (reorientation_1 at k = 64, its
@@ -322,6 +335,14 @@ def candidate_plans(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, inde
     for candidate, host in list(plans):   # each plan that cuts rows, summed by its blocks
         if host.plan.split_rows:
             plans += block_summed(candidate.params)
+    for candidate, host in [(c, h) for c, h in plans if c.params.get("vec") is None]:
+        if kernel_minb(host.kernel) > WAVE_MINB and not host.block_summed:  # over a wave
+            plans.append((Candidate(ROWGROUP, {**candidate.params, "minb": WAVE_MINB}),
+                          plan(**candidate.params, minb=WAVE_MINB)))
+            if host.stages[1] > SPILL_FREE_BATCH:
+                plans.append((Candidate(ROWGROUP, {**candidate.params,
+                                                   "batch": SPILL_FREE_BATCH}),
+                              plan(**candidate.params, batch=SPILL_FREE_BATCH)))
     short = rowgroup_short_slices(int(np.asarray(indptr).size - 1), nnz)
     if short < default.plan.slice_nnz:   # none where no row is cut at S: the default's plan
         plans += block_summed({"slice_nnz": short})

@@ -101,6 +101,12 @@ def wave_minb(value_dtype: str, grid_warps: int, sm_count: int) -> int:
     return DEFAULT_MINB[value_dtype]
 
 
+SPILL_FREE_BATCH = 4
+"""BATCH that fits MINB 4's 64 registers without spilling: 4 float4 X vectors a lane in
+flight (16 registers) where the rule's 8 take 32 (nvrtc 13.5, sm_90: none of the float32
+MINB 4 instances at BATCH 4 with int32 indices spills, and one with int64 does, k = 16's
+``<float, long long, 4, 4, 1, 4, 4, 4>``; checked on the device by
+tests/gpu/test_spmm_rowgroup_spills.py)."""
 MIN_DEPTH = 2
 """Fewest (col, val) pairs a lane loads per stage. With DEPTH 1 the kernel keeps a stage's
 batches a loop; from 2 they are unrolled, so the next batch's X loads can issue before the
