@@ -59,6 +59,8 @@ def _cmds(tmp: Path, fx: Path) -> dict[str, tuple[str | None, list[str]]]:
                                    str(RESULTS / "kernels/results.json.gz")]),
         "results readme": (None, ["results", "readme", str(RESULTS / "seed6"), "--out",
                                   str(tmp / "seed6-readme" / "README.md")]),
+        # the sweep's results.json becomes results.json.xz (nothing after reads it)
+        "results compact": ("sweep", ["results", "compact", str(tmp / "sweep" / "results.json")]),
         # matrices
         "matrices list": (None, ["matrices", "list", "--scale", "0.01"]),
         "matrices generate": (None, ["matrices", "generate", "banded", "--rows", "200",
