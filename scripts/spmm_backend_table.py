@@ -27,7 +27,7 @@ B / A and how many cases B was faster (below 0.98) or slower (above 1.02). ``--p
 keeps only the cases whose A has note N not equal to ``none`` (e.g. ``long_rows``), or, as
 ``N=V``, note N ending with V (e.g. ``kernel=true>``: the scanned instance).
 
-RESULTS is a run's or a sweep's ``results.json`` (or ``.json.gz``).
+RESULTS is a run's or a sweep's ``results.json`` (or ``.json.xz``, ``.json.gz``).
 """
 
 from __future__ import annotations

@@ -9,8 +9,8 @@ naming it and what is wrong (``results.json.xz: cannot read: damaged xz data (Co
 data)``); a missing or unreadable one is the ``OSError`` of the read, for the caller to word.
 
 Writers pick the format by the name asked for (:func:`compress`): ``.xz`` -> xz, ``.gz`` ->
-gzip, anything else as it is; :func:`write_bytes_compressed_atomic` writes the way
-:mod:`sparsescope._atomic` does (a failure midway leaves the old file intact).
+gzip, anything else as it is; :func:`write_bytes_compressed_atomic` and :func:`write_json`
+write the way :mod:`sparsescope._atomic` does (a failure midway leaves the old file intact).
 """
 
 from __future__ import annotations
@@ -101,6 +101,15 @@ def compress(data: bytes, path: str | os.PathLike) -> bytes:
 def write_bytes_compressed_atomic(path: str | os.PathLike, data: bytes) -> Path:
     """Write ``data`` to ``path`` atomically, compressed as the name says (:func:`compress`)."""
     return write_bytes_atomic(path, compress(data, path))
+
+
+def write_json(path: str | os.PathLike, data: Any) -> Path:
+    """``data`` as indented JSON at ``path``, atomically, compressed as the name says (a
+    ``NAME.json.xz`` xz, a ``NAME.json.gz`` gzip, a ``NAME.json`` plain)."""
+    import json
+
+    text = json.dumps(data, indent=2) + "\n"
+    return write_bytes_compressed_atomic(path, text.encode("utf-8"))
 
 
 def json_file(path: str | os.PathLike) -> Path | None:

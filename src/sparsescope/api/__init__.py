@@ -17,7 +17,8 @@
 - :mod:`~sparsescope.api.models`: :func:`model_figures` (Little's law, sensitivity, DAE),
   :func:`what_if_matrices` (the what-if over files or a suite), :func:`default_backends`;
 - :mod:`~sparsescope.api.results`: :func:`show_results`, :func:`compare_results`,
-  :func:`results_readme`, :func:`compact_results`;
+  :func:`results_readme`, :func:`compact_results`; :func:`read_json` and :func:`write_json`,
+  a JSON file as results folders keep it (plain, gzip or xz);
 - the cross-GPU what-if, :func:`what_if` (:mod:`sparsescope.whatif`), and the device context
   (:mod:`sparsescope.context`): :func:`named_gpu`, :func:`rates_context`, the one prediction
   entry point :func:`predict_call` / :func:`predict_plan`.
@@ -27,6 +28,10 @@ calls one of them and prints.
 """
 
 from __future__ import annotations
+
+# JSON files as results folders keep them (plain, gzip or xz, told by their first bytes; a
+# .json.xz / .json.gz name written compressed)
+from sparsescope._compressed import read_json, write_json
 
 # stored runs scored against the model as it is now (`sparsescope model score`), and the
 # building blocks the research scripts in scripts/ use
@@ -146,5 +151,5 @@ __all__ = [
     "RunsScore", "ScoredCase", "blocktc_registers", "read_scores", "score_runs",
     "suite_csr", "get_backend", "get_spec", "load_suite", "hot_set_reach",
     "x_reuse_dram_floors", "is_dense", "is_own", "is_sparse_library", "read_runset", "time_cuda",
-    "TimingConfig",
+    "TimingConfig", "read_json", "write_json",
 ]
