@@ -56,7 +56,7 @@ def _cmds(tmp: Path, fx: Path) -> dict[str, tuple[str | None, list[str]]]:
         "results show (cpu run)": ("run", ["results", "show", str(run_dir / "results.json")]),
         "results show": (None, ["results", "show", str(RESULTS / "seed6/results.json")]),
         "results compare": (None, ["results", "compare", str(RESULTS / "seed6/results.json"),
-                                   str(RESULTS / "kernels/results.json.gz")]),
+                                   str(RESULTS / "kernels/results.json.xz")]),
         "results readme": (None, ["results", "readme", str(RESULTS / "seed6"), "--out",
                                   str(tmp / "seed6-readme" / "README.md")]),
         # the sweep's results.json becomes results.json.xz (nothing after reads it)
@@ -97,7 +97,7 @@ def _cmds(tmp: Path, fx: Path) -> dict[str, tuple[str | None, list[str]]]:
             str(fx / "scalar_source_sass.csv"), "--sass", str(fx / "scalar_device_cuobjdump.sass"),
             "--label", "v2", "--out", str(tmp / "an")]),
         "analyze --compare": (None, ["analyze", "--compare",
-                                     *(str(RESAMPLE / v / "analysis.json.gz")
+                                     *(str(RESAMPLE / v / "analysis.json.xz")
                                        for v in ("naive", "ours", "ours2")),
                                      "--out", str(tmp / "scores")]),
         "analyze --from-measurement": (None, ["analyze", "--from-measurement",

@@ -1,5 +1,6 @@
 """``sparsescope results compact``: results files as ``NAME.json.xz``, floats rounded to 7
-significant digits, checked against the original before it is removed."""
+significant digits, checked against the original before it is removed; and the size of the
+repository's tracked files (issue 32)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,9 @@ import json
 import lzma
 import math
 import os
+import shutil
+import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -241,3 +245,49 @@ def test_a_check_that_fails_removes_nothing(tmp_path, monkeypatch):
                                                  r"nothing removed: \$\.t_ms\[0\]: "):
         compact_files([source])
     assert sorted(os.listdir(tmp_path)) == ["r.json"]
+
+
+# ---- the repository's size (issue 32) -----------------------------------------------------
+
+REPO = Path(__file__).resolve().parents[2]
+TREE_LIMIT = 20_000_000
+"""Issue 32: the whole tracked tree at most 20 MB (``git ls-files | xargs du -cb``)."""
+RESULTS_LIMIT = 10_000_000
+"""Issue 32: ``results/`` at most 10 MB."""
+RESULTS_CEILING = 12_000_000
+"""Where ``results/`` may grow to until it meets :data:`RESULTS_LIMIT`: 11,665,612 bytes on
+2026-11-28, after every committed ``.json.gz`` and large ``.json`` was compacted
+(``sparsescope results compact``); the rest is Markdown, text, logs and gzipped ncu exports."""
+
+
+def _tracked_bytes(*pathspec: str) -> int:
+    names = subprocess.run(["git", "ls-files", "-z", "--", *pathspec], cwd=REPO, check=True,
+                           capture_output=True).stdout.split(b"\0")
+    paths = (REPO / os.fsdecode(n) for n in names if n)
+    return sum(p.stat().st_size for p in paths if p.is_file())  # one deleted, not yet staged
+
+
+needs_git = pytest.mark.skipif(
+    shutil.which("git") is None or subprocess.run(
+        ["git", "rev-parse", "--is-inside-work-tree"], cwd=REPO, capture_output=True
+    ).returncode != 0, reason="not a git checkout (the tracked files are git's)")
+
+
+@needs_git
+def test_the_tracked_tree_stays_small():
+    """Issue 32: the repository stands on its own and stays small. Large results files are
+    kept compacted (``sparsescope results compact``)."""
+    tree, results = _tracked_bytes(), _tracked_bytes("results")
+    assert tree <= TREE_LIMIT, f"the tracked tree is {tree:,} bytes, over {TREE_LIMIT:,}"
+    assert results <= RESULTS_CEILING, \
+        f"results/ is {results:,} bytes, over {RESULTS_CEILING:,} (target {RESULTS_LIMIT:,})"
+
+
+@needs_git
+@pytest.mark.xfail(strict=True, raises=AssertionError,
+                   reason="results/ is 11.7 MB once compacted: issue 32's 10 MB needs more "
+                          "than compacting JSON; when it is met, drop this mark and "
+                          "RESULTS_CEILING")
+def test_results_meets_issue_32s_target():
+    results = _tracked_bytes("results")
+    assert results <= RESULTS_LIMIT, f"results/ is {results:,} bytes, over {RESULTS_LIMIT:,}"

@@ -147,13 +147,13 @@ def test_cli_readme_json_and_check(tmp_path, capsys):
     folder.mkdir()
     src = RESULTS / "h200" / "kernels" / "2026-11-25-short-pieces-seed6-part2" / "part2"
     (folder / "part2").mkdir()
-    (folder / "part2" / "results.json.gz").write_bytes((src / "results.json.gz").read_bytes())
+    (folder / "part2" / "results.json.xz").write_bytes((src / "results.json.xz").read_bytes())
     assert main(["results", "readme", str(folder), "--check"], modules=MODULES) == 5
     capsys.readouterr()
     assert main(["results", "readme", str(folder), "--title", "T", "--json"],
                 modules=MODULES) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert doc["kind"] == "runs" and doc["runs"][0]["path"] == "part2/results.json.gz"
+    assert doc["kind"] == "runs" and doc["runs"][0]["path"] == "part2/results.json.xz"
     assert doc["selection"]["lowest_matrix"] == "circuit5M"
     assert main(["results", "readme", str(folder), "--check"], modules=MODULES) == 0
 
@@ -333,7 +333,7 @@ def test_committed_runs_without_stored_case_models_get_them_computed(capsys):
     from sparsescope.results.case_models import with_case_models
     from sparsescope.results.io import read_runset
 
-    path = RESULTS / "h200/kernels/2026-11-25-selection/part2/results.json.gz"
+    path = RESULTS / "h200/kernels/2026-11-25-selection/part2/results.json.xz"
     runset = read_runset(path)
     assert all(c.model is None for c in runset.cases)
     filled = with_case_models(runset)
