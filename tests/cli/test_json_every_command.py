@@ -208,6 +208,10 @@ def work(tmp_path_factory, cpu_ceilings_cached):
     tmp = tmp_path_factory.mktemp("json_every_command")
     env = dict(os.environ, SPARSESCOPE_STORE=str(cpu_ceilings_cached(tmp / "store.sqlite")),
                SPARSESCOPE_CACHE=str(tmp / "cache"), COLUMNS="100")
+    # the commands run in ``tmp``: a relative PYTHONPATH (``PYTHONPATH=src pytest``) made
+    # absolute, so they import the tree under test and not an installed sparsescope
+    paths = env.get("PYTHONPATH", "").split(os.pathsep)
+    env["PYTHONPATH"] = os.pathsep.join(str(Path(p).resolve()) for p in paths if p)
     return tmp, env
 
 
