@@ -14,7 +14,7 @@ both are measured here, on the CPU, each in a fresh process (``PYTHONPATH`` pick
 
 - **the run's model work** (``--one NAME``, one seed6 entry at scale 1): every backend of
   ``--backend all`` in the run's order, on that run's measured H200 ceilings and L2 (read from
-  its ``seed6_results.json.gz``), in the latency mode, SASS read from the (warm) cache: each
+  its ``seed6_results.json.xz``), in the latency mode, SASS read from the (warm) cache: each
   case's ``predict_call`` on the host plan of its kernel (what the run predicts from the
   prepared call), and auto's choice (``select_by_prediction``: its candidates planned on the
   chooser's row sample and predicted; no trial, which times on the GPU). Recorded: the
@@ -35,8 +35,8 @@ analog (cached after). The page section it writes replaces its own earlier one (
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
+import lzma
 import os
 import subprocess
 import sys
@@ -49,7 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from model_speed import best, machine, timed, versions  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
-RUN = ROOT / "results/h200/gpu-tests/2026-11-28-seed6/seed6_results.json.gz"
+RUN = ROOT / "results/h200/gpu-tests/2026-11-28-seed6/seed6_results.json.xz"
 NAMES = ("webbase-1M", "cant", "pwtk", "ldoor", "circuit5M", "cage15")
 WHAT_IF = ("circuit5M", "cage15")
 BEGIN = "<!-- model_speed_seed6: begin -->"
@@ -77,7 +77,7 @@ def one(name: str, run_file: Path) -> dict:
         r = resource.getrusage(resource.RUSAGE_SELF)
         return r.ru_utime + r.ru_stime
 
-    recorded = json.loads(gzip.open(run_file).read())
+    recorded = json.loads(lzma.decompress(run_file.read_bytes()))  # read by any tree's code
     spec = replace(get_spec("H200"), l2_bytes=int(recorded["device"]["l2_bytes"]))
     ceilings = MeasuredCeilings(**recorded["ceilings"])
     device = rates_context(device_rates(spec, ceilings), refine=sass_refiner(spec), spec=spec,

@@ -216,7 +216,9 @@ def markdown(payload: dict) -> str:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.table:
-        payload = json.loads(args.table.read_text())
+        from sparsescope._compressed import read_json  # a committed table is .json.xz
+
+        payload = read_json(args.table)
     else:
         payload = collect(args)
         if args.out:

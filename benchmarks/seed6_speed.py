@@ -5,7 +5,8 @@ scale, 313 s on an H200 -> <= 90 s), from one device sitting.
     python benchmarks/seed6_speed.py --table DIR --write benchmarks/results/seed6_speed.md
 
 ``DIR`` holds what the recipe wrote: ``env.txt``, ``timings.txt`` (each command's wall and
-exit status) and ``{before,after}_results.json.gz``. The table puts side by side, per stage
+exit status) and ``{before,after}_results.json.gz`` (``.json.xz`` once compacted, as the
+committed folders keep them). The table puts side by side, per stage
 (``sparsescope.stages``), the seconds of each run's own stage clock; then the prepare seconds
 per backend, where the time was; then that the two runs measured the same thing: the same
 cases, their outcomes, and the after/before ratio of each case's median time (the machine's
@@ -15,11 +16,12 @@ noise, not a change of what is timed).
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import statistics
 import sys
 from pathlib import Path
+
+from sparsescope.api import read_json
 
 LABELS = ("before", "after")
 
@@ -28,10 +30,10 @@ def load(folder: Path) -> dict:
     """{label: results dict} of the runs in ``folder``, and the recipe's text files."""
     runs = {}
     for label in LABELS:
-        path = folder / f"{label}_results.json.gz"
-        if path.exists():
-            with gzip.open(path, "rt") as fh:
-                runs[label] = json.load(fh)
+        names = (folder / f"{label}_results{suffix}" for suffix in (".json.xz", ".json.gz"))
+        path = next((p for p in names if p.exists()), None)
+        if path is not None:
+            runs[label] = read_json(path)
     text = {name: (folder / name).read_text() if (folder / name).exists() else ""
             for name in ("env.txt", "timings.txt")}
     return {"runs": runs, **text}

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import lzma
 import math
 import shutil
 import statistics
@@ -36,8 +37,8 @@ from functools import cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-RUNS = ("results/h200/spmm-population/2026-11-25-auto-predicted/results.json.gz",
-        "results/h100/spmm-population/2026-11-25-auto-predicted/results.json.gz")
+RUNS = ("results/h200/spmm-population/2026-11-25-auto-predicted/results.json.xz",
+        "results/h100/spmm-population/2026-11-25-auto-predicted/results.json.xz")
 LIBRARIES = ("spmm-torch-i32", "spmm-cupy-i32")
 AUTO = "spmm-cuda-auto"
 #: spmm-cuda-auto's trial margin (``spmm_auto.TRIAL_MARGIN``: model error 0.49).
@@ -141,11 +142,13 @@ def collect(args) -> dict:
     from sparsescope.analyze.score_runs import run_csr, run_rates
     from sparsescope.backends import _gpu
     from sparsescope.context import rates_context
-    from sparsescope.results import read_runset
+    from sparsescope.results.io import runset_from_dict
 
     rows, transposes = [], []
     for path in RUNS:
-        rs = read_runset(ROOT / path)
+        # the runs are xz (results compact); decompressed here, so a tree from before
+        # read_runset took xz reads them too
+        rs = runset_from_dict(json.loads(lzma.decompress((ROOT / path).read_bytes())))
         rates = run_rates(rs)
         device = rates_context(rates)
         full_warps = _gpu.full_block_warps(rates.max_threads_per_sm, rates.max_blocks_per_sm)

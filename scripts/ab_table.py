@@ -1,16 +1,18 @@
 """The A/B table of `scripts/device.sh ab-kernel`: per case, the medians of runs A1, A2 (the
 kernel file as given) and B1, B2 (the working tree), and B/A = median(B) / median(A).
 
-    python scripts/ab_table.py FOLDER   (A1.json, B1.json, A2.json, B2.json or .json.gz)
+    python scripts/ab_table.py FOLDER   (A1.json, B1.json, A2.json, B2.json, or .json.xz /
+                                         .json.gz)
 """
 
 from __future__ import annotations
 
-import gzip
 import json
 import statistics
 import sys
 from pathlib import Path
+
+from sparsescope.api import read_json
 
 RUNS = ("A1", "A2", "B1", "B2")
 
@@ -19,14 +21,11 @@ def medians(folder: Path) -> dict[tuple, dict[str, float]]:
     """(matrix, backend, params) -> {run: median ms} over the runs present."""
     out: dict[tuple, dict[str, float]] = {}
     for run in RUNS:
-        path = folder / f"{run}.json"
-        if path.exists():
-            data = json.loads(path.read_text())
-        elif path.with_suffix(".json.gz").exists():
-            with gzip.open(path.with_suffix(".json.gz"), "rt") as f:
-                data = json.load(f)
-        else:
+        names = (folder / f"{run}{suffix}" for suffix in (".json", ".json.xz", ".json.gz"))
+        path = next((p for p in names if p.exists()), None)
+        if path is None:
             continue
+        data = read_json(path)
         for c in data["cases"]:
             if c["outcome"] == "ok":
                 key = (c["matrix"], c["backend"], json.dumps(c.get("params", {}), sort_keys=True))

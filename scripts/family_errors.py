@@ -2,7 +2,7 @@
 """Prediction error per backend family (our kernels; the libraries) of stored runs: the
 number issue 36's accuracy targets are stated in.
 
-    python scripts/family_errors.py RESULTS.json[.gz] ... [--json]
+    python scripts/family_errors.py RESULTS.json[.xz|.gz] ... [--json]
 
 Each case's error is the one its run stored, ``(measured - predicted) / measured`` against the
 measured median (``ModelPrediction.error_pct``, the prediction made before the case was

@@ -12,9 +12,10 @@ p90 <= 25 % for our kernels and for the libraries, in each timing mode).
 ``score`` writes ``sparsescope model score``'s cases (``api.model_score``: every own kernel,
 chooser and GPU library re-planned and predicted with the run's own measured rates, in the
 timing mode each case was measured in) of each committed set of :data:`SETS` to
-``DIR/<set>.json.gz``; ``--set NAME`` picks some, and ``--run NAME=RESULTS`` adds a run that
+``DIR/<set>.json.xz``; ``--set NAME`` picks some, and ``--run NAME=RESULTS`` adds a run that
 is not (yet) committed (a fresh device run: ``--run seed6-today=/path/results.json``), scored
-the same way. ``compare`` reads two such folders and writes the Markdown: per set found in
+the same way. ``compare`` reads two such folders (``<set>.json.xz``, or ``<set>.json.gz`` as
+folders made before 2026-11-28 hold them) and writes the Markdown: per set found in
 both (the committed ones first, then the others by name), per GPU, timing mode and family (and
 per backend), the cases both predicted, median and 90th-percentile |error| and the median
 signed error before and now (``model score --by-family --baseline``'s table), with the command
@@ -23,8 +24,6 @@ lines that made it.
 from __future__ import annotations
 
 import argparse
-import gzip
-import json
 import os
 import shlex
 import sys
@@ -32,36 +31,42 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from sparsescope.api import family_comparison_markdown, model_score, read_scores
+from sparsescope.api import (
+    family_comparison_markdown,
+    model_score,
+    read_json,
+    read_scores,
+    write_json,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 REAL_DEV = "results/h200/real-dev/2026-11-27-latency-throughput"
 #: Set name -> (what it is, its results files, relative to the repository).
 SETS: dict[str, tuple[str, tuple[str, ...]]] = {
     "real-dev-h200": ("the real development set (32 SuiteSparse matrices), H200, latency and "
-                      "throughput modes", (f"{REAL_DEV}/latency_results.json.gz",
-                                           f"{REAL_DEV}/throughput_results.json.gz")),
+                      "throughput modes", (f"{REAL_DEV}/latency_results.json.xz",
+                                           f"{REAL_DEV}/throughput_results.json.xz")),
     "seed6-h200": ("the seed6 analogs, H200: the CSR kernels and the libraries",
                    ("results/h200/seed6/results.json",)),
     "model-h200": ("the seed6 analogs, H200: every default backend",
-                   ("results/h200/model/results.json.gz",)),
+                   ("results/h200/model/results.json.xz",)),
     "model-h100": ("the seed6 analogs, H100: every default backend (no retuning)",
-                   ("results/h100/model/results.json.gz",)),
+                   ("results/h100/model/results.json.xz",)),
     "kernels-h200": ("the seed6 analogs, H200: the own kernels' variants",
-                     ("results/h200/kernels/results.json.gz",)),
+                     ("results/h200/kernels/results.json.xz",)),
     "real-dev-h100": ("the real development set, H100 (no retuning), latency and throughput "
                       "modes, with the one-launch and persistent tile variants",
-                      tuple(f"results/h100/real-dev/2026-11-28-finish-warp/{mode}_results.json.gz"
+                      tuple(f"results/h100/real-dev/2026-11-28-finish-warp/{mode}_results.json.xz"
                             for mode in ("latency", "throughput"))),
     "seed6-h200-today": ("the seed6 analogs, H200, every default backend and the planned "
                          "cuSPARSE, 2026-11-28",
-                         ("results/h200/gpu-tests/2026-11-28-seed6/seed6_results.json.gz",)),
+                         ("results/h200/gpu-tests/2026-11-28-seed6/seed6_results.json.xz",)),
     "held-out-h200": ("the generated population's held-out third (66 matrices), H200, every "
                       "default backend", ("results/h200/model/2026-11-28-held-out-population/"
-                                          "latency_results.json.gz",)),
+                                          "latency_results.json.xz",)),
     "real-dev-h200-throughput": (
         "the real development set, H200, throughput mode, auto ranking in that mode",
-        ("results/h200/real-dev/2026-11-28-throughput-ranked/throughput_results.json.gz",)),
+        ("results/h200/real-dev/2026-11-28-throughput-ranked/throughput_results.json.xz",)),
 }
 
 
@@ -76,7 +81,7 @@ def parse_run(text: str) -> tuple[str, Path]:
 
 
 def score(out: Path, names: list[str], runs: Sequence[tuple[str, Path]] = ()) -> None:
-    """Each set's ``model score`` cases to ``out/<set>.json.gz``: the committed ``names``,
+    """Each set's ``model score`` cases to ``out/<set>.json.xz``: the committed ``names``,
     then each ``(name, results file)`` of ``runs``."""
     out.mkdir(parents=True, exist_ok=True)
     # the runs name their matrix files relative to the checkout they ran in (.real-dev/...)
@@ -88,10 +93,19 @@ def score(out: Path, names: list[str], runs: Sequence[tuple[str, Path]] = ()) ->
         doc = model_score(paths).doc
         kept = {"sources": [_shown(Path(p)) for p in doc["sources"]],
                 "notes": doc["notes"], "cases": doc["cases"]}
-        with gzip.open(out / f"{name}.json.gz", "wt") as fh:
-            json.dump(kept, fh)
+        write_json(out / f"{name}.json.xz", kept)
         print(f"{name}: {len(kept['cases'])} cases scored in "
               f"{time.perf_counter() - start:.0f} s", file=sys.stderr)
+
+
+SCORE_SUFFIXES = (".json.xz", ".json.gz")
+"""A set's score file: ``.json.xz`` as ``score`` writes it, ``.json.gz`` as it wrote it before."""
+
+
+def _score_file(folder: Path, name: str) -> Path | None:
+    """``folder``'s score file of set ``name``, or None."""
+    return next((p for p in (folder / f"{name}{s}" for s in SCORE_SUFFIXES) if p.is_file()),
+                None)
 
 
 def _shown(path: Path) -> str:
@@ -113,17 +127,17 @@ def compare(before: Path, now: Path, argv: list[str], notes: list[str]) -> str:
              "medians and 90th percentiles of |error| are linear between ranks "
              "(`analyze.score_family`); only cases both versions predicted are counted. "
              "Target: median |error| <= 10 % and p90 <= 25 % for each family.", ""]
-    found = {p.name.removesuffix(".json.gz") for p in now.glob("*.json.gz")}
+    found = {p.name.removesuffix(suffix) for suffix in SCORE_SUFFIXES
+             for p in now.glob(f"*{suffix}")}
     others = sorted(found - set(SETS))
     for name in [*SETS, *others]:
-        b, n = before / f"{name}.json.gz", now / f"{name}.json.gz"
-        if not (b.is_file() and n.is_file()):
+        b, n = _score_file(before, name), _score_file(now, name)
+        if b is None or n is None:
             continue
         if name in SETS:
             what, paths = SETS[name]
         else:
-            with gzip.open(n, "rt") as fh:
-                paths = tuple(json.load(fh).get("sources", ()))
+            paths = tuple(read_json(n).get("sources", ()))
             what = "a run given to `score --run`"
         lines += [f"## {name}: {what}", "",
                   "Runs: " + ", ".join(f"`{p}`" for p in paths) + ".", "",

@@ -15,14 +15,12 @@ import json
 import statistics
 from pathlib import Path
 
+from sparsescope.api import read_json
+
 
 def load(path: Path) -> dict[str, dict]:
-    """matrix -> row of a ``selection.json`` (``.gz`` read as gzip)."""
-    import gzip
-
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt") as fh:
-        return {row["matrix"]: row for row in json.load(fh)}
+    """matrix -> row of a ``selection.json`` (plain, or compressed: ``.json.xz``, ``.json.gz``)."""
+    return {row["matrix"]: row for row in read_json(path)}
 
 
 def speedup(row: dict) -> float:

@@ -33,7 +33,7 @@ below 1.0x), and the geomean of new / old of auto's time and of the best library
 library's ratio is the two runs' drift, auto's less it is the change); then every case below
 1.0x in either run, with both.
 
-RESULTS is a run's or a sweep's ``results.json`` (or ``.json.gz``).
+RESULTS is a run's or a sweep's ``results.json`` (or ``.json.xz``, ``.json.gz``).
 """
 
 from __future__ import annotations

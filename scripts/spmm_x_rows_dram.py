@@ -2,7 +2,7 @@
 LRU reuse count of X's row slices (``model.xgather.x_gather`` with one X row slice as the
 unit), against a committed run's measured times:
 
-    python scripts/spmm_x_rows_dram.py RESULTS.json.gz MATRIX [--suite S] [--l2-bytes B]
+    python scripts/spmm_x_rows_dram.py RESULTS.json.xz MATRIX [--suite S] [--l2-bytes B]
         [--dram-gb-s G] [--k K ...]
 
 For each k, the floors of ``model.spmm.x_reuse_dram_floors`` (a kernel that walks the rows in
@@ -14,12 +14,10 @@ then the smallest floor and the share of it the run's spmm-cuda-auto and best cu
 from __future__ import annotations
 
 import argparse
-import gzip
-import json
 import statistics
 from pathlib import Path
 
-from sparsescope.api import is_sparse_library, suite_csr, x_reuse_dram_floors
+from sparsescope.api import is_sparse_library, read_json, suite_csr, x_reuse_dram_floors
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -33,8 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--k", type=int, action="append")
     args = ap.parse_args(argv)
     csr = suite_csr(args.suite, args.matrix, 1.0, 0)
-    with gzip.open(args.results, "rt") as f:
-        cases = json.load(f)["cases"]
+    cases = read_json(args.results)["cases"]
     measured: dict[int, dict[str, float]] = {}
     for c in cases:
         if (c["matrix"] == args.matrix and c["outcome"] == "ok"

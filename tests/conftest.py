@@ -55,10 +55,11 @@ def h200_fixtures(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def committed():
     """``committed("results/...")``: a file or folder committed in this repository, compressed
-    or not (``X`` or ``X.gz``); a test that reads one fails, naming it, when it is gone."""
+    or not (``X``, ``X.xz`` as ``sparsescope results compact`` keeps results files, or
+    ``X.gz``); a test that reads one fails, naming it, when it is gone."""
 
     def find(rel: str) -> Path:
-        for path in (REPO_ROOT / rel, REPO_ROOT / f"{rel}.gz"):
+        for path in (REPO_ROOT / rel, REPO_ROOT / f"{rel}.xz", REPO_ROOT / f"{rel}.gz"):
             if path.exists():
                 return path
         raise AssertionError(f"{rel}: not committed (a test reads it)")

@@ -2,8 +2,8 @@
 
 The stages, lowest first (a stage imports only from stages below it, or from itself)::
 
-    errors, _optional, _atomic, _tools, registry   leaves (exceptions and small helpers;
-    stages                                         the stage clock imports nothing of ours)
+    errors, _optional, _atomic, _compressed,       leaves (exceptions and small helpers;
+        _tools, registry, stages                   the stage clock imports nothing of ours)
     record modules: hardware.types, hardware.specs,
         matrices.types, timing.types               records and the datasheet table
     model        the pure first-principles model (bytes, roofline, Little's law, DAE); it may
@@ -332,8 +332,8 @@ def test_known_cycles_are_still_there():
 def test_every_module_has_a_known_stage():
     """Each stage is named in the rules above (a new stage must be placed)."""
     known = LOWER_STAGES | TOP_STAGES | {
-        "", "analyze", "registry", "errors", "_optional", "_atomic", "_tools", "_outputs",
-        "progress", "stages", "target", "__main__"}
+        "", "analyze", "registry", "errors", "_optional", "_atomic", "_compressed", "_tools",
+        "_outputs", "progress", "stages", "target", "__main__"}
     unknown = sorted({_stage(m) for m in _modules()} - known)
     assert not unknown, f"place these stages in tests/test_layering.py: {unknown}"
 

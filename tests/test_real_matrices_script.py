@@ -90,7 +90,7 @@ def test_family_errors_on_a_committed_h200_run(capsys):
     """The script prints ``api.family_errors`` of the stored predictions: each family's row
     holds its backends' cases, its median is that of their |errors|."""
     script = load("family_errors")
-    run = Path(__file__).resolve().parents[1] / "results/h200/model/results.json.gz"
+    run = Path(__file__).resolve().parents[1] / "results/h200/model/results.json.xz"
     assert script.main([str(run), "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     total = {r["family"]: r for r in rows if r["backend"] == "all"}

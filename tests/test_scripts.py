@@ -63,7 +63,7 @@ def test_spmm_groups_on_the_committed_real_dev_run(committed):
     import statistics
 
     script = load("spmm_backend_table")
-    results = committed("results/h200/real-dev/2026-11-28-spmm-narrow/spmm_results.json.gz")
+    results = committed("results/h200/real-dev/2026-11-28-spmm-narrow/spmm_results.json.xz")
     t = script.table(results)
     lines = script.groups_markdown(t).splitlines()
     assert len(lines) == 2 + 4  # k 8 and 64, column- and row-major X
@@ -90,7 +90,7 @@ def test_spmm_groups_choice_regret_on_the_committed_block_sum_run(committed):
     from sparsescope.api import read_runset
 
     script = load("spmm_backend_table")
-    results = committed("results/h200/real-dev/2026-11-28-block-sum/spmm_results.json.gz")
+    results = committed("results/h200/real-dev/2026-11-28-block-sum/spmm_results.json.xz")
     chosen = script.auto_choices(results)
     label = "spmm-cuda-colmajor[batch=4,fit_long=1,slice_nnz=8]"
     assert chosen[("bp_1200", 64, "col")] == label
@@ -131,7 +131,7 @@ def test_spmm_pair_on_the_committed_block_sum_run(committed):
     from sparsescope.api import read_runset
 
     script = load("spmm_backend_table")
-    results = committed("results/h200/real-dev/2026-11-28-block-sum/spmm_results.json.gz")
+    results = committed("results/h200/real-dev/2026-11-28-block-sum/spmm_results.json.xz")
     a = "spmm-cuda-rowgroup"
     b = "spmm-cuda-rowgroup[block_sum=1,slice_nnz=8]"
     text = script.pair_markdown(results, a, b, "cut_row_sum")
@@ -163,7 +163,7 @@ def test_spmm_dense_break_even_on_the_committed_weights_run(committed):
 
     script = load("spmm_backend_table")
     runset = read_runset(committed(
-        "results/h200/spmm-break-even/2026-11-28-weights/results.json.gz"))
+        "results/h200/spmm-break-even/2026-11-28-weights/results.json.xz"))
     lines = script.dense_markdown(runset, 0.8).splitlines()
     rows = {tuple(c.strip() for c in x.strip("|").split("|")[:2]): x for x in lines[4:]}
     assert set(rows) == {("32", "row"), ("32", "col"), ("256", "row"), ("256", "col")}
@@ -322,7 +322,7 @@ def test_spmm_against_an_earlier_run(committed):
     library), and lists the block-sum run's ten cases below 1.0x (1 / 1 / 2 / 6 by group, as
     its README says), each with the same ratio twice."""
     script = load("spmm_backend_table")
-    results = committed("results/h200/real-dev/2026-11-28-block-sum/spmm_results.json")
+    results = committed("results/h200/real-dev/2026-11-28-block-sum/spmm_results.json.xz")
     lines = script.against_markdown(results, results).splitlines()
     groups = [ln.split(" | ") for ln in lines[2:6]]
     assert [(g[0].strip("| "), g[1], g[4], g[6]) for g in groups] == [

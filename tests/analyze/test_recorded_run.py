@@ -30,7 +30,7 @@ pytestmark = pytest.mark.skipif(not (RUN / "ours2" / "measurement.json").is_file
 def test_reanalysis_reproduces_the_live_analysis(version):
     ev = evidence_from_measurement(RUN / version)
     again = analyze_evidence(ev)
-    live = read_analysis(RUN / version / "analysis.json.gz")
+    live = read_analysis(RUN / version / "analysis.json.xz")
     assert ev.time_ms == live.evidence.time_ms and ev.time_source == "cuda-events"
     assert ev.correctness == live.evidence.correctness
     assert [f.rule for f in again.findings] == [f.rule for f in live.findings]
@@ -80,7 +80,7 @@ def test_assign_samples_merges_repeated_blocks_and_keeps_launch_order():
 
 
 def test_what_moved_between_versions():
-    naive, smem = (read_analysis(RUN / v / "analysis.json.gz") for v in ("naive", "smem"))
+    naive, smem = (read_analysis(RUN / v / "analysis.json.xz") for v in ("naive", "smem"))
     changes = {label: (a, b) for label, a, b in evidence_changes(naive, smem)}
     # the profiles' own counters: DRAM read + write bytes, warp instructions of the source page
     assert changes["DRAM bytes"] == (7_860_992 + 4_352, 7_862_784 + 6_144)
@@ -114,7 +114,7 @@ def test_live_measure_assembles_the_evidence_without_a_gpu(tmp_path, monkeypatch
 
     recorded = json.loads((RUN / "ours2" / "measurement.json").read_text())
     workload = Workload.from_dict({**recorded["workload"], "cuda_source": None})
-    live = read_analysis(RUN / "ours2" / "analysis.json.gz")
+    live = read_analysis(RUN / "ours2" / "analysis.json.xz")
     monkeypatch.setattr(M, "_device", lambda: (live.evidence.device, None))
     monkeypatch.setattr(M, "instantiate", lambda w: M.Instance(
         lambda: np.ones(4), "torch", lambda: np.ones(4), None, ("bfloat16",)))

@@ -51,7 +51,9 @@ def test_memory_floor_counts_the_flush_write_back_as_the_prediction_did(committe
     assert case.measurement.flushed and case.prediction.inputs["flush_writeback_bytes"] > 0
     floor = floor_runs.case_floor(case, run_csr(rs, "cant"), run_rates(rs))
     assert floor.binding == "dram"
-    assert floor.floor_ms == pytest.approx(case.prediction.inputs["gather_floor_ms"], rel=1e-9)
+    # the run is kept compacted (its floats to 7 significant digits): the stored floor and the
+    # one computed from the stored rates agree to that
+    assert floor.floor_ms == pytest.approx(case.prediction.inputs["gather_floor_ms"], rel=1e-6)
 
 def test_model_score_memory_floor_on_a_committed_run(committed, capsys):
     path = committed("results/h200/kernels/2026-11-25-held-out-warp-rows/part1/results.json")

@@ -134,6 +134,7 @@ def test_rescore_script_compares_two_score_folders(tmp_path):
         folder.mkdir()
         rows = [ScoredCase(gpu="H200", matrix="m", backend="cupy-cusparse-i32",
                            measured_ms=0.010, predicted_ms=predicted).as_dict()]
+        # a folder `score` wrote before its files were .json.xz: read too
         with gzip.open(folder / "real-dev-h200.json.gz", "wt") as fh:
             json.dump({"cases": rows}, fh)
 

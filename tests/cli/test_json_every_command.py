@@ -56,9 +56,11 @@ def _cmds(tmp: Path, fx: Path) -> dict[str, tuple[str | None, list[str]]]:
         "results show (cpu run)": ("run", ["results", "show", str(run_dir / "results.json")]),
         "results show": (None, ["results", "show", str(RESULTS / "seed6/results.json")]),
         "results compare": (None, ["results", "compare", str(RESULTS / "seed6/results.json"),
-                                   str(RESULTS / "kernels/results.json.gz")]),
+                                   str(RESULTS / "kernels/results.json.xz")]),
         "results readme": (None, ["results", "readme", str(RESULTS / "seed6"), "--out",
                                   str(tmp / "seed6-readme" / "README.md")]),
+        # the sweep's results.json becomes results.json.xz (nothing after reads it)
+        "results compact": ("sweep", ["results", "compact", str(tmp / "sweep" / "results.json")]),
         # matrices
         "matrices list": (None, ["matrices", "list", "--scale", "0.01"]),
         "matrices generate": (None, ["matrices", "generate", "banded", "--rows", "200",
@@ -95,7 +97,7 @@ def _cmds(tmp: Path, fx: Path) -> dict[str, tuple[str | None, list[str]]]:
             str(fx / "scalar_source_sass.csv"), "--sass", str(fx / "scalar_device_cuobjdump.sass"),
             "--label", "v2", "--out", str(tmp / "an")]),
         "analyze --compare": (None, ["analyze", "--compare",
-                                     *(str(RESAMPLE / v / "analysis.json.gz")
+                                     *(str(RESAMPLE / v / "analysis.json.xz")
                                        for v in ("naive", "ours", "ours2")),
                                      "--out", str(tmp / "scores")]),
         "analyze --from-measurement": (None, ["analyze", "--from-measurement",
@@ -206,6 +208,10 @@ def work(tmp_path_factory, cpu_ceilings_cached):
     tmp = tmp_path_factory.mktemp("json_every_command")
     env = dict(os.environ, SPARSESCOPE_STORE=str(cpu_ceilings_cached(tmp / "store.sqlite")),
                SPARSESCOPE_CACHE=str(tmp / "cache"), COLUMNS="100")
+    # the commands run in ``tmp``: a relative PYTHONPATH (``PYTHONPATH=src pytest``) made
+    # absolute, so they import the tree under test and not an installed sparsescope
+    paths = env.get("PYTHONPATH", "").split(os.pathsep)
+    env["PYTHONPATH"] = os.pathsep.join(str(Path(p).resolve()) for p in paths if p)
     return tmp, env
 
 

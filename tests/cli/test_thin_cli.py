@@ -132,13 +132,14 @@ def test_imports_are_seen(source, expected):
 def test_the_commands_api_is_public_and_frozen():
     from sparsescope import api
 
-    for name in ("show_results", "compare_results", "results_readme", "model_figures",
-                 "what_if_matrices", "default_backends", "sass_markdown", "op_entry",
-                 "ResultsTable", "Comparison", "RunInfo", "ReadmeOutput", "ModelFigures",
-                 "CaseFigures", "MeasuredCeilings", "TimingConfig"):
+    for name in ("show_results", "compare_results", "results_readme", "compact_results",
+                 "model_figures", "what_if_matrices", "default_backends", "sass_markdown",
+                 "op_entry", "ResultsTable", "Comparison", "RunInfo", "ReadmeOutput",
+                 "CompactSummary", "CompactedFile", "ModelFigures", "CaseFigures",
+                 "MeasuredCeilings", "TimingConfig"):
         assert name in api.__all__ and hasattr(api, name), name
     for record in (api.ResultsTable, api.Comparison, api.RunInfo, api.ReadmeOutput,
-                   api.ModelFigures, api.CaseFigures):
+                   api.CompactSummary, api.CompactedFile, api.ModelFigures, api.CaseFigures):
         assert record.__dataclass_params__.frozen, record.__name__
         assert dataclasses.is_dataclass(record)
 

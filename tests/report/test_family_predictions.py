@@ -15,7 +15,7 @@ from sparsescope.report.prediction_tables import (
 )
 from sparsescope.results.io import read_runset
 
-RUN = Path(__file__).resolve().parents[2] / "results/h200/model/results.json.gz"
+RUN = Path(__file__).resolve().parents[2] / "results/h200/model/results.json.xz"
 
 
 def _rows():

@@ -123,7 +123,7 @@ def test_report_of_an_spmm_run_gets_the_op_sections(tmp_path, capsys):
     SpMM sections, not SpMV tables with SpMM cases modelled as SpMV."""
     from pathlib import Path
 
-    saved = Path(__file__).resolve().parents[2] / "results" / "h200" / "spmm" / "results.json.gz"
+    saved = Path(__file__).resolve().parents[2] / "results" / "h200" / "spmm" / "results.json.xz"
     assert main(["report", str(saved), "--out", str(tmp_path)], modules=MODULES) == 0
     capsys.readouterr()
     text = (tmp_path / "report.md").read_text()

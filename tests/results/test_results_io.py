@@ -68,6 +68,42 @@ def test_gzipped_results_file_is_read(runset, tmp_path):
         read_runset(packed)
 
 
+def test_xz_results_file_is_written_and_read(runset, tmp_path):
+    """``write_runset`` writes a ``.json.xz`` name compressed (xz, told by its first bytes) and
+    ``read_runset`` reads it back whole; a damaged one is a format error naming the file and
+    what is wrong, and the CLI prints it on one line (exit 5, no traceback)."""
+    import lzma
+
+    path = write_runset(tmp_path / "results.json.xz", runset)
+    packed = path.read_bytes()
+    assert packed.startswith(b"\xfd7zXZ\x00")
+    assert json.loads(lzma.decompress(packed))["run_id"] == runset.run_id
+    assert read_runset(path) == runset
+    # the format is the file's, not its name's: xz under a .json name reads the same
+    (tmp_path / "renamed.json").write_bytes(packed)
+    assert read_runset(tmp_path / "renamed.json") == runset
+    path.write_bytes(packed[: len(packed) // 2])  # cut short
+    with pytest.raises(ResultsFormatError,
+                       match=r"results.json.xz: cannot read: damaged xz data \(Compressed data "
+                             r"ended before the end-of-stream marker"):
+        read_runset(path)
+    path.write_bytes(packed[:6] + bytes(len(packed) - 6))  # the header kept, the rest zeros
+    with pytest.raises(ResultsFormatError, match=r"results.json.xz: cannot read: damaged xz"):
+        read_runset(path)
+
+
+def test_damaged_xz_results_file_at_the_cli(runset, tmp_path, capsys):
+    from sparsescope.cli import main
+
+    path = write_runset(tmp_path / "results.json.xz", runset)
+    path.write_bytes(path.read_bytes()[:100])
+    assert main(["results", "show", str(path)], modules=["sparsescope.cli.results_cmd"]) == 5
+    err = capsys.readouterr().err
+    assert err.strip().splitlines() == [
+        f"sparsescope: error: {path}: cannot read: damaged xz data (Compressed data ended "
+        "before the end-of-stream marker was reached)"]
+
+
 def mutate(d, path, value):
     """Set (or with value=KeyError, delete) the entry at a path like ('cases', 1, 'outcome')."""
     target = d
@@ -174,11 +210,12 @@ def test_a_crash_while_writing_leaves_the_old_file_intact(runset, tmp_path, monk
     assert os.listdir(tmp_path) == ["results.json"]
 
 
-@pytest.mark.parametrize("suffix", [".json", ".json.gz"])
+@pytest.mark.parametrize("suffix", [".json", ".json.gz", ".json.xz"])
 def test_deeply_nested_json_is_a_results_format_error(tmp_path, suffix):
     """A results file nested deeper than the decoder's recursion gave a RecursionError
     traceback (issue 33); it is a format error naming the file, exit 5."""
     import gzip
+    import lzma
 
     from sparsescope.cli import main
 
@@ -186,6 +223,8 @@ def test_deeply_nested_json_is_a_results_format_error(tmp_path, suffix):
     path = tmp_path / f"deep{suffix}"
     if suffix.endswith(".gz"):
         path.write_bytes(gzip.compress(text.encode()))
+    elif suffix.endswith(".xz"):
+        path.write_bytes(lzma.compress(text.encode()))
     else:
         path.write_text(text)
     with pytest.raises(ResultsFormatError, match="nested deeper than"):

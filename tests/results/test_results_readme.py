@@ -147,15 +147,49 @@ def test_cli_readme_json_and_check(tmp_path, capsys):
     folder.mkdir()
     src = RESULTS / "h200" / "kernels" / "2026-11-25-short-pieces-seed6-part2" / "part2"
     (folder / "part2").mkdir()
-    (folder / "part2" / "results.json.gz").write_bytes((src / "results.json.gz").read_bytes())
+    (folder / "part2" / "results.json.xz").write_bytes((src / "results.json.xz").read_bytes())
     assert main(["results", "readme", str(folder), "--check"], modules=MODULES) == 5
     capsys.readouterr()
     assert main(["results", "readme", str(folder), "--title", "T", "--json"],
                 modules=MODULES) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert doc["kind"] == "runs" and doc["runs"][0]["path"] == "part2/results.json.gz"
+    assert doc["kind"] == "runs" and doc["runs"][0]["path"] == "part2/results.json.xz"
     assert doc["selection"]["lowest_matrix"] == "circuit5M"
     assert main(["results", "readme", str(folder), "--check"], modules=MODULES) == 0
+
+
+def test_readme_reads_xz_runs_and_analyses_as_gzipped_ones(tmp_path, committed):
+    """A folder's runs and analyses kept as ``.json.xz`` are found and read as the gzipped
+    ``.json.gz`` ones are (the files reader tells them by their first bytes): the same README
+    block but for the names; a damaged ``.json.xz`` is an error naming it, not a file passed
+    by."""
+    import gzip
+    import lzma
+
+    from sparsescope._compressed import read_bytes
+    from sparsescope.errors import ResultsFormatError
+    from sparsescope.report.readme.files import is_runset, read_json, scan
+
+    run = read_bytes(committed("results/h200/kernels/2026-11-25-short-pieces-seed6-part2/"
+                               "part2/results.json"))
+    analysis = read_bytes(committed("results/h200/resample/ours2/analysis.json"))
+    blocks = {}
+    for suffix, pack in ((".json.gz", gzip.compress), (".json.xz", lzma.compress)):
+        folder = tmp_path / suffix.strip(".").replace(".", "-")
+        (folder / "part2").mkdir(parents=True)
+        (folder / "part2" / f"results{suffix}").write_bytes(pack(run))
+        (folder / f"analysis{suffix}").write_bytes(pack(analysis))
+        files = scan(folder)
+        assert [p.name for p in files.runs] == [f"results{suffix}"]
+        assert [p.name for p in files.analyses] == [f"analysis{suffix}"] and not files.others
+        assert read_json(files.runs[0]) == json.loads(run)
+        blocks[suffix] = readme_for(folder).block.replace(suffix, ".json")
+    assert blocks[".json.xz"] == blocks[".json.gz"]
+    assert "part2/results.json" in blocks[".json.xz"] and "circuit5M" in blocks[".json.xz"]
+    damaged = tmp_path / "damaged.json.xz"
+    damaged.write_bytes(lzma.compress(run)[:200])
+    with pytest.raises(ResultsFormatError, match=r"damaged.json.xz: cannot read: damaged xz"):
+        is_runset(damaged)
 
 
 # ---- every committed folder -------------------------------------------------------------------
@@ -299,7 +333,7 @@ def test_committed_runs_without_stored_case_models_get_them_computed(capsys):
     from sparsescope.results.case_models import with_case_models
     from sparsescope.results.io import read_runset
 
-    path = RESULTS / "h200/kernels/2026-11-25-selection/part2/results.json.gz"
+    path = RESULTS / "h200/kernels/2026-11-25-selection/part2/results.json.xz"
     runset = read_runset(path)
     assert all(c.model is None for c in runset.cases)
     filled = with_case_models(runset)

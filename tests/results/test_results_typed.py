@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import gzip
 import json
 from pathlib import Path
 
 import pytest
 
+from sparsescope._compressed import read_json
 from sparsescope.errors import ResultsFormatError
 from sparsescope.model.traffic import Traffic, csr_slice_traffic
 from sparsescope.ops.params import (
@@ -26,18 +26,17 @@ from sparsescope.results.io import read_runset, runset_from_dict, runset_to_dict
 from sparsescope.results.records import SCHEMA_VERSION, CaseCounters, CaseResult
 
 RESULTS = Path(__file__).resolve().parents[2] / "results" / "h200"
-# spmm and slice are committed gzipped (results/ keeps large JSON compressed)
+# spmm and slice are committed compacted (``results compact``: .json.xz, floats to 7 digits)
 SCHEMA1_FILES = {"seed6": RESULTS / "seed6" / "results.json",
-                 "spmm": RESULTS / "spmm" / "results.json.gz",
-                 "slice": RESULTS / "slice" / "results.json.gz"}
+                 "spmm": RESULTS / "spmm" / "results.json.xz",
+                 "slice": RESULTS / "slice" / "results.json.xz"}
 
 
 def _schema1(name: str) -> dict:
     path = SCHEMA1_FILES[name]
     if not path.is_file():
         pytest.skip(f"{path} is not in this checkout")
-    data = json.loads(gzip.decompress(path.read_bytes()) if path.suffix == ".gz"
-                      else path.read_text())
+    data = read_json(path)
     assert data["schema_version"] == 1  # the committed run predates the typed records
     return data
 

@@ -67,19 +67,16 @@ def analysis_from_dict(data: dict, where: str = "analysis") -> AnalysisResult:
 
 
 def read_analysis(path: str | Path) -> AnalysisResult:
-    """An ``analysis.json`` (or its gzip-compressed ``analysis.json.gz``, as results folders
-    keep them) read back."""
+    """An ``analysis.json`` (or its compressed ``analysis.json.xz`` / ``analysis.json.gz``, as
+    results folders keep them) read back."""
+    from sparsescope._compressed import read_json
+
     path = Path(path)
     try:
-        raw = path.read_bytes()
-        if raw[:2] == b"\x1f\x8b":
-            import gzip
-
-            raw = gzip.decompress(raw)
-        data = json.loads(raw)
+        data = read_json(path)
     except FileNotFoundError:
         raise ResultsFormatError(f"{path}: no such file") from None
-    except (OSError, EOFError, json.JSONDecodeError, UnicodeDecodeError) as exc:
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ResultsFormatError(f"{path}: not readable JSON ({exc})") from None
     return analysis_from_dict(data, str(path))
 

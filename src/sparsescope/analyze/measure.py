@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from sparsescope._compressed import json_file, read_json
 from sparsescope.analyze.workload import Workload, bf16_bits_to_float, host_arrays, resolve_callable
 from sparsescope.errors import DeviceError, SparsescopeError, UsageError
 
@@ -286,6 +287,13 @@ def _profiled_evidence(workload: Workload, device, measured: dict, raw_csv: Path
                        "device": device, "floor_ms": measured["floor_ms"]})
 
 
+def measurement_file(folder: str | Path) -> Path:
+    """``folder``'s ``measurement.json``, or its compressed copy (``measurement.json.xz``, as
+    results folders keep it) where only that is there."""
+    plain = Path(folder) / MEASUREMENT_FILE
+    return json_file(plain) or plain
+
+
 def evidence_from_measurement(folder: str | Path):
     """Rebuild a live analysis's evidence without a GPU: ``measurement.json`` (the timed and
     checked numbers, written before profiling) and the profile's exports in ``folder`` (what
@@ -298,9 +306,9 @@ def evidence_from_measurement(folder: str | Path):
     from sparsescope.errors import ResultsFormatError
 
     folder = Path(folder)
-    path = folder / MEASUREMENT_FILE
+    path = measurement_file(folder)
     try:
-        measured = json.loads(path.read_text())
+        measured = read_json(path)
         workload = Workload.from_dict(measured["workload"])
     except FileNotFoundError:
         raise ResultsFormatError(f"{path}: no such file (written by sparsescope analyze "

@@ -4,8 +4,8 @@ A run stores each case's prediction as the model of its day made it. This module
 model the same question, on this host, with no GPU: the path "stored results -> suite entry ->
 CSR -> predict -> compare", built once.
 
-For each results file (``results.json`` or ``.json.gz``; a folder stands for every results file
-under it):
+For each results file (``results.json``, or compressed ``.json.xz`` / ``.json.gz``; a folder
+stands for every results file under it):
 
 - the matrix of each case is built again as the run built it: from the source it recorded
   (``generated:KIND(rows=..., seed=...)``, or a file), else from its suite entry (seed 0, the
@@ -59,6 +59,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from sparsescope._compressed import JSON_SUFFIXES, read_json, read_text
 from sparsescope.errors import ResultsFormatError, UsageError
 
 #: Basis of a prediction: today's model, or the one the run stored.
@@ -142,16 +143,17 @@ class RunsScore:
 
 # -- inputs -------------------------------------------------------------------------------------
 def results_files(paths: Iterable[str | Path]) -> list[Path]:
-    """Each path as results files: a file as it is; a folder as every ``results.json`` /
-    ``results.json.gz`` under it, sorted. A path that holds none is a usage error."""
+    """Each path as results files: a file as it is; a folder as every ``results.json`` (or
+    ``results.json.xz`` / ``results.json.gz``) under it, sorted. A path that holds none is a
+    usage error."""
+    names = tuple(f"results{suffix}" for suffix in JSON_SUFFIXES)
     out: list[Path] = []
     for given in paths:
         path = Path(given)
         if path.is_dir():
-            found = sorted(p for p in path.rglob("results.json*")
-                           if p.name in ("results.json", "results.json.gz"))
+            found = sorted(p for p in path.rglob("results.json*") if p.name in names)
             if not found:
-                raise UsageError(f"{path}: no results.json or results.json.gz under it")
+                raise UsageError(f"{path}: no results.json (or .json.xz, .json.gz) under it")
             out += found
         elif path.is_file():
             out.append(path)
@@ -213,24 +215,12 @@ def run_csr(runset, matrix: str):
     return suite_csr(runset.suite, matrix, runset.scale)
 
 
-def read_text(path: str | Path) -> str:
-    """A text file's contents; ``.gz`` read as gzip (committed evidence is often compressed)."""
-    import gzip
-
-    path = Path(path)
-    if path.suffix == ".gz":
-        with gzip.open(path, "rt") as fh:
-            return fh.read()
-    return path.read_text()
-
-
 def probe_call_costs(path: str | Path) -> dict[str, float]:
     """``call_us`` and ``next_launch_us`` from ``scripts/call_overhead_probe.py --json``: the
     flushed medians of one empty launch, and of two less one (the quantities ``sparsescope
     ceilings`` measures the same way)."""
     try:
-        rows = {r["probe"]: r["median_us"] for r in json.loads(read_text(path))
-                if r["flushed"]}
+        rows = {r["probe"]: r["median_us"] for r in read_json(path) if r["flushed"]}
         return {"call_us": rows["empty"], "next_launch_us": rows["empty x2"] - rows["empty"]}
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise UsageError(f"{path}: not a call_overhead_probe.py --json file ({exc})") from exc
@@ -249,14 +239,10 @@ def read_regs(path: str | Path) -> dict[str, int]:
 
 def read_scores(path: str | Path) -> tuple[ScoredCase, ...]:
     """The cases of an earlier ``model score --json`` (its ``cases``), or of the older offline
-    score files (a list of rows); ``.gz`` read as gzip."""
-    import gzip
-
+    score files (a list of rows); compressed (xz or gzip) or not."""
     path = Path(path)
-    opener = gzip.open if path.suffix == ".gz" else open
     try:
-        with opener(path, "rt") as fh:
-            data = json.load(fh)
+        data = read_json(path)
     except (OSError, ValueError) as exc:
         raise ResultsFormatError(f"{path}: not a score file ({exc})") from exc
     rows = data.get("cases") if isinstance(data, dict) else data

@@ -17,7 +17,8 @@
 - :mod:`~sparsescope.api.models`: :func:`model_figures` (Little's law, sensitivity, DAE),
   :func:`what_if_matrices` (the what-if over files or a suite), :func:`default_backends`;
 - :mod:`~sparsescope.api.results`: :func:`show_results`, :func:`compare_results`,
-  :func:`results_readme`;
+  :func:`results_readme`, :func:`compact_results`; :func:`read_json` and :func:`write_json`,
+  a JSON file as results folders keep it (plain, gzip or xz);
 - the cross-GPU what-if, :func:`what_if` (:mod:`sparsescope.whatif`), and the device context
   (:mod:`sparsescope.context`): :func:`named_gpu`, :func:`rates_context`, the one prediction
   entry point :func:`predict_call` / :func:`predict_plan`.
@@ -27,6 +28,10 @@ calls one of them and prints.
 """
 
 from __future__ import annotations
+
+# JSON files as results folders keep them (plain, gzip or xz, told by their first bytes; a
+# .json.xz / .json.gz name written compressed)
+from sparsescope._compressed import read_json, write_json
 
 # stored runs scored against the model as it is now (`sparsescope model score`), and the
 # building blocks the research scripts in scripts/ use
@@ -84,10 +89,13 @@ from sparsescope.api.profiles import (
 from sparsescope.api.renderings import sass_markdown
 from sparsescope.api.reports import ReportOutput, report
 from sparsescope.api.results import (
+    CompactedFile,
+    CompactSummary,
     Comparison,
     ReadmeOutput,
     ResultsTable,
     RunInfo,
+    compact_results,
     compare_results,
     results_readme,
     show_results,
@@ -122,7 +130,7 @@ __all__ = [
     "Catalogue", "CeilingsOutput", "DeviceContext", "GeneratedMatrix", "KernelSass",
     "ProfileOutput", "ProfileSectionOutput", "ReportOutput", "RunOutput", "SweepOutput",
     "WhatIf", "WhatIfCase", "CaseFigures", "ModelFigures", "Comparison", "ReadmeOutput",
-    "ResultsTable", "RunInfo", "MeasuredCeilings",
+    "ResultsTable", "RunInfo", "MeasuredCeilings", "CompactedFile", "CompactSummary",
     # run, sweep, report
     "device_context", "report", "run", "sweep",
     # devices, matrices, kernels, profiles, analysis
@@ -136,12 +144,12 @@ __all__ = [
     "expand_backends", "load_matrices", "named_gpu", "predict_call", "predict_plan",
     "rates_context", "sass_refiner", "what_if", "what_if_matrices", "default_backends",
     # the model's figures for a GPU; stored runs read back
-    "model_figures", "show_results", "compare_results", "results_readme",
+    "model_figures", "show_results", "compare_results", "results_readme", "compact_results",
     # stored runs against the model, and the scripts' building blocks
     "Reading", "family_comparison_markdown", "family_errors", "l1_check_reading",
     "memory_floor_reading", "model_score", "profile_check_reading", "spmm_bounds_reading",
     "RunsScore", "ScoredCase", "blocktc_registers", "read_scores", "score_runs",
     "suite_csr", "get_backend", "get_spec", "load_suite", "hot_set_reach",
     "x_reuse_dram_floors", "is_dense", "is_own", "is_sparse_library", "read_runset", "time_cuda",
-    "TimingConfig",
+    "TimingConfig", "read_json", "write_json",
 ]

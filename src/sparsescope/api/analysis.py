@@ -104,14 +104,13 @@ def analyze_measurement(folder: str | Path, *, addresses: Sequence[str] = (),
                         ) -> AnalysisOutput:
     """Analyse an earlier measurement folder again (its ``measurement.json`` and profile
     exports) under today's rules; ``addresses`` default to the workload's recorded ones."""
-    import json
-
-    from sparsescope.analyze.measure import evidence_from_measurement
+    from sparsescope._compressed import read_json
+    from sparsescope.analyze.measure import evidence_from_measurement, measurement_file
 
     _checked_out(out_dir)
     ev = evidence_from_measurement(folder)
     if not addresses:
-        data = json.loads((Path(folder) / "measurement.json").read_text())
+        data = read_json(measurement_file(folder))
         addresses = tuple(data.get("workload", {}).get("addresses", ()))
     return _analysed(ev, addresses, command, out_dir)
 

@@ -1,11 +1,13 @@
-"""Stored runs read back: ``sparsescope results show``, ``compare`` and ``readme``.
+"""Stored runs read back: ``sparsescope results show``, ``compare``, ``readme`` and ``compact``.
 
 - :func:`show_results`: one :class:`~sparsescope.results.tables.ResultRow` per case of a
   results file (time, spread, error, the bandwidth by each op's INT32 / y-written byte model
   and its % of the run's copy bandwidth, the stored prediction), and where the run's time
   went (:class:`~sparsescope.results.tables.StageTable`);
 - :func:`compare_results`: the same cases of two runs side by side, with the verdict;
-- :func:`results_readme`: a results folder's README written (or checked) from its own files.
+- :func:`results_readme`: a results folder's README written (or checked) from its own files;
+- :func:`compact_results`: results files made small (floats to 7 significant digits, xz),
+  checked against the originals before these are removed.
 
 The rows and the verdict are computed by :mod:`sparsescope.results.tables`.
 """
@@ -13,9 +15,11 @@ The rows and the verdict are computed by :mod:`sparsescope.results.tables`.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from sparsescope.results.compact import CompactedFile, CompactSummary
 from sparsescope.results.tables import (
     BYTE_MODEL,
     SPREAD_FORMULA,
@@ -148,3 +152,22 @@ def results_readme(folder: str | Path, *, title: str = "", note: str = "",
     result = write_readme(folder, title=title, note=note, out=out)
     return ReadmeOutput(folder=folder, readme=Path(out) if out else folder / "README.md",
                         result=result)
+
+
+def compact_results(paths: Sequence[str | Path], *,
+                    progress: Callable[[CompactedFile], None] | None = None
+                    ) -> CompactSummary:
+    """Each results file ``paths`` stand for (``NAME.json`` or ``NAME.json.gz``; a folder: every
+    one below it) as ``NAME.json.xz``: every float rounded to 7 significant digits (CUDA event
+    times are float32 milliseconds, about 7.2 significant digits; integral floats, which are
+    counts, kept exact), compressed with xz, read back and checked (each float within a
+    relative 1e-6, everything else equal), and only then the original removed
+    (:mod:`sparsescope.results.compact`). ``progress`` is told of each file as it is done. No
+    path, a missing one or one of another kind is a ``UsageError``; a file that is not JSON or
+    fails the check a ``ResultsFormatError`` naming it."""
+    from sparsescope.errors import UsageError
+    from sparsescope.results.compact import compact_files
+
+    if not paths:
+        raise UsageError("no results file or folder given")
+    return compact_files(paths, progress=progress)

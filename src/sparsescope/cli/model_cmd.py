@@ -147,7 +147,7 @@ def _score_parser() -> argparse.ArgumentParser:
                     "percentile |error|, each variant's median signed error, and per matrix "
                     "the cost of choosing by prediction alone.")
     p.add_argument("results", nargs="*", metavar="RESULTS",
-                   help="results.json / results.json.gz files, or folders (every results file "
+                   help="results.json / .json.xz / .json.gz files, or folders (every results file "
                         "under them)")
     p.add_argument("--matrix", dest="entries", action="append", default=[], metavar="NAME",
                    help="only this matrix (repeatable)")

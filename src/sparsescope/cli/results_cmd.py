@@ -8,11 +8,15 @@ backends by time alone; printed to 3 significant digits), and the stored predict
 case's stages. ``sparsescope results compare A B``: the same cases of two runs side by
 side, per (matrix, backend, op) both medians, B / A and the spread |a - b| / min(a, b); a row
 agrees when its spread is at most ``--within`` (default 0.05). ``sparsescope results readme
-FOLDER``: a results folder's README from its own files.
+FOLDER``: a results folder's README from its own files. ``sparsescope results compact
+PATH...``: results files as ``NAME.json.xz``, floats rounded to 7 significant digits (CUDA
+event times are float32 milliseconds), checked against the originals before these are
+removed; a table of each file's bytes before and after, and the total.
 
 Parsing and printing only: the rows come from :func:`sparsescope.api.show_results`,
-:func:`~sparsescope.api.compare_results` and :func:`~sparsescope.api.results_readme`
-(computed by :mod:`sparsescope.results.tables`).
+:func:`~sparsescope.api.compare_results`, :func:`~sparsescope.api.results_readme` and
+:func:`~sparsescope.api.compact_results` (computed by :mod:`sparsescope.results.tables` and
+:mod:`sparsescope.results.compact`).
 """
 
 from __future__ import annotations
@@ -78,6 +82,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "what the folder's files give")
     add_json_flag(readme)
     readme.set_defaults(handler=handle_readme)
+    compact = sub.add_parser(
+        "compact", help="results files as NAME.json.xz: floats to 7 digits, checked, smaller",
+        description="Write each results file (NAME.json or NAME.json.gz; a folder: every one "
+                    "below it, hidden ones left out) as NAME.json.xz: every float rounded to 7 "
+                    "significant digits (CUDA event times are float32 milliseconds, about 7.2 "
+                    "digits; integral floats, which are counts, kept exact), compact JSON "
+                    "compressed with xz. Each file is read back and checked (every float within "
+                    "a relative 1e-6, keys, ints and strings equal) before its original is "
+                    "removed; a file that would not be smaller is kept as it is.")
+    compact.add_argument("paths", nargs="+", metavar="PATH",
+                         help="results files (.json, .json.gz) or folders")
+    add_json_flag(compact)
+    compact.set_defaults(handler=handle_compact)
 
 
 def _json_float(value):
@@ -266,3 +283,37 @@ def handle_readme(args: argparse.Namespace) -> tuple[dict, str]:
            "speedups": [{"file": f, **dataclasses.asdict(s)} for f, s in result.speedups],
            "block": result.block}
     return doc, result.block if written is None else f"{written}\n{result.block}"
+
+
+# ----------------------------------------------------------------------------- compact
+
+def _compact_text(summary) -> str:
+    """One row per file (file, bytes before and after, what was done) and the total."""
+    body = [[str(f.target if f.status == "compacted" else f.source), f.status,
+             f"{f.before_bytes:,}", f"{f.after_bytes:,}"] for f in summary.files]
+    saved = summary.before_bytes - summary.after_bytes
+    share = f" ({saved / summary.before_bytes:.1%} saved)" if summary.before_bytes else ""
+    lines = _aligned(["file", "done", "bytes before", "after"], body, 2)
+    lines.append(f"total: {len(summary.files)} files, {summary.before_bytes:,} -> "
+                 f"{summary.after_bytes:,} bytes{share}")
+    return "\n".join(lines)
+
+
+def handle_compact(args: argparse.Namespace) -> tuple[dict, str]:
+    """``results compact``: parse, call :func:`sparsescope.api.compact_results`, print; each
+    file's line on stderr as it is done (not under --json)."""
+    import sys
+
+    from sparsescope import api
+
+    def progress(f) -> None:
+        print(f"{f.source}: {f.status} ({f.before_bytes:,} -> {f.after_bytes:,} bytes)",
+              file=sys.stderr, flush=True)
+
+    summary = api.compact_results(args.paths, progress=None if args.json else progress)
+    doc = {"files": [{"source": str(f.source), "target": str(f.target), "status": f.status,
+                      "before_bytes": f.before_bytes, "after_bytes": f.after_bytes,
+                      "floats": f.floats, "max_rel_change": f.max_rel_change}
+                     for f in summary.files],
+           "before_bytes": summary.before_bytes, "after_bytes": summary.after_bytes}
+    return doc, _compact_text(summary)

@@ -23,7 +23,7 @@ import typing
 from pathlib import Path
 from typing import Any
 
-from sparsescope._atomic import write_text_atomic
+from sparsescope._compressed import read_text, write_bytes_compressed_atomic
 from sparsescope.errors import ResultsFormatError
 from sparsescope.results.records import OUTCOMES, SCHEMA_VERSION, RunSet
 from sparsescope.timing.types import TIMING_MODES
@@ -237,26 +237,22 @@ def runset_from_dict(d: Any) -> RunSet:
 # ----------------------------------------------------------------------------- files
 
 def write_runset(path: str | os.PathLike, runset: RunSet) -> Path:
-    """Write ``runset`` as JSON atomically: a failure midway leaves any old file intact."""
+    """Write ``runset`` as JSON atomically: a failure midway leaves any old file intact. A
+    ``.json.xz`` (or ``.json.gz``) name is written compressed."""
     text = json.dumps(runset_to_dict(runset), indent=2, allow_nan=False) + "\n"
-    return write_text_atomic(path, text)
+    return write_bytes_compressed_atomic(path, text.encode("utf-8"))
 
 
 def read_runset(path: str | os.PathLike) -> RunSet:
-    """Read and validate a results file (``results.json``, or gzipped ``results.json.gz``, as
-    large sweeps are committed); every problem is a :class:`ResultsFormatError`."""
-    import gzip
-
+    """Read and validate a results file (``results.json``, or compressed: ``results.json.xz``
+    as ``sparsescope results compact`` keeps large runs, ``results.json.gz`` as they were kept
+    before); every problem is a :class:`ResultsFormatError` naming the file."""
     target = Path(path)
     try:
-        if target.suffix == ".gz":
-            with gzip.open(target, "rt", encoding="utf-8") as f:
-                text = f.read()
-        else:
-            text = target.read_text(encoding="utf-8")
+        text = read_text(target)
     except FileNotFoundError:
         raise ResultsFormatError(f"{target}: no such results file") from None
-    except (OSError, EOFError, UnicodeDecodeError) as exc:
+    except (OSError, UnicodeDecodeError) as exc:
         raise ResultsFormatError(f"{target}: cannot read: {exc}") from None
     try:
         data = json.loads(text)

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-import gzip
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
-RUN_NAMES = (".json", ".json.gz")
-"""Suffixes of a file that may be a RunSet (``results.json``, ``part1/results.json.gz``,
+from sparsescope._compressed import JSON_SUFFIXES, read_json
+
+RUN_NAMES = JSON_SUFFIXES
+"""Suffixes of a file that may be a RunSet (``results.json``, ``part1/results.json.xz``,
 ``A1.json.gz``); :func:`is_runset` decides."""
+ANALYSIS_NAMES = tuple(f"analysis{suffix}" for suffix in JSON_SUFFIXES)
+"""Names of a ``sparsescope analyze`` run's ``analysis.json``, compressed or not."""
 
 
 @dataclass(frozen=True)
@@ -19,13 +21,13 @@ class FolderFiles:
     folder: Path
     """The folder itself."""
     runs: tuple[Path, ...]
-    """RunSet files (``results.json``, gzipped or not), sorted, below the folder but not in a
+    """RunSet files (``results.json``, compressed or not), sorted, below the folder but not in a
     sub-folder that has its own README."""
     env: str
     """The folder's ``env.txt`` (the device, driver and versions of the machine), stripped;
     empty when there is none."""
     analyses: tuple[Path, ...]
-    """``analysis.json`` files of ``sparsescope analyze`` runs, gzipped or not."""
+    """``analysis.json`` files of ``sparsescope analyze`` runs, compressed or not."""
     others: tuple[Path, ...]
     """Every other file (logs, profiles, scripts' outputs), sorted, README.md left out."""
 
@@ -39,22 +41,15 @@ class FolderFiles:
         return "files"
 
 
-def read_json(path: Path):
-    """A JSON file, gzipped or not."""
-    data = path.read_bytes()
-    if data[:2] == b"\x1f\x8b":
-        data = gzip.decompress(data)
-    return json.loads(data)
-
-
 def is_runset(path: Path) -> bool:
     """Whether ``path`` holds a RunSet (``sparsescope run``'s results): a JSON object with
-    ``run_id``, ``provenance`` and ``cases``."""
+    ``run_id``, ``provenance`` and ``cases``. A file that is not JSON is not one; a damaged
+    compressed file is an error (a ``ResultsFormatError`` naming it), not a file passed by."""
     if not path.name.endswith(RUN_NAMES):
         return False
     try:
         data = read_json(path)
-    except (OSError, EOFError, ValueError):
+    except (OSError, ValueError):
         return False
     return isinstance(data, dict) and {"run_id", "provenance", "cases"} <= data.keys()
 
@@ -77,7 +72,7 @@ def scan(folder: str | Path) -> FolderFiles:
     folder = Path(folder)
     files = [p for p in _own_files(folder) if p != folder / "README.md"]
     runs = tuple(p for p in files if is_runset(p))
-    analyses = tuple(p for p in files if p.name in ("analysis.json", "analysis.json.gz"))
+    analyses = tuple(p for p in files if p.name in ANALYSIS_NAMES)
     env = folder / "env.txt"
     others = tuple(p for p in files if p not in runs and p not in analyses and p != env)
     return FolderFiles(folder, runs, env.read_text().strip() if env.is_file() else "",

@@ -12,7 +12,7 @@ import io
 from dataclasses import dataclass
 from pathlib import Path
 
-from sparsescope.report.readme.files import read_json
+from sparsescope._compressed import json_file, read_json
 
 METRICS = (
     ("time us", "gpu__time_duration.sum", 1e-3),
@@ -60,14 +60,15 @@ def main_kernel(rows: list[dict[str, str]]) -> dict[str, str] | None:
 
 
 def profiled_cases(folder: Path) -> tuple[ProfiledCase, ...]:
-    """The folder's cases (``NAME.json`` beside ``NAME_raw.csv.gz``), sorted by name."""
+    """The folder's cases (``NAME.json``, or its compressed ``NAME.json.xz``, beside
+    ``NAME_raw.csv.gz``), sorted by name."""
     from sparsescope.sass.source_page import read_export_text
 
     found = []
     for raw in sorted(folder.glob("*_raw.csv.gz")):
         name = raw.name.removesuffix("_raw.csv.gz")
-        described = folder / f"{name}.json"
-        if not described.is_file():
+        described = json_file(folder / f"{name}.json")
+        if described is None:
             continue
         row = main_kernel(_rows(read_export_text(raw)))
         if row is None:
