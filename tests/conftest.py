@@ -1,14 +1,15 @@
 """Shared test fixtures: the real H200 recordings in ``tests/fixtures/h200`` and a GPU probe.
 
-Everything a test reads lives in this repository. Large recordings are committed gzipped
-(``NAME.gz``); the ``h200_fixtures`` fixture lays them out once per session, decompressed,
-under their recorded names, beside the seed report they are checked against
+Everything a test reads lives in this repository. Large recordings are committed compressed
+(``NAME.xz``, a few ``NAME.gz``); the ``h200_fixtures`` fixture lays them out once per
+session, decompressed, under their recorded names, beside the seed report they are checked against
 (``tests/fixtures/seeds``).
 """
 
 from __future__ import annotations
 
 import gzip
+import lzma
 import os
 import shutil
 from pathlib import Path
@@ -29,14 +30,16 @@ SEED_TEXTS = FIXTURES / "seeds"
 
 
 def _lay_out(source: Path, target: Path) -> None:
-    """Copy ``source``'s files into ``target``, decompressing ``NAME.gz`` to ``NAME``; a
+    """Copy ``source``'s files into ``target``, decompressing ``NAME.gz`` and ``NAME.xz`` to
+    ``NAME``; a
     subfolder (``profile_check/``) likewise into its own."""
     target.mkdir(parents=True)
     for path in sorted(source.iterdir()):
         if path.is_dir():
             _lay_out(path, target / path.name)
-        elif path.suffix == ".gz":
-            with gzip.open(path, "rb") as packed, open(target / path.stem, "wb") as plain:
+        elif path.suffix in (".gz", ".xz"):
+            opener = gzip.open if path.suffix == ".gz" else lzma.open
+            with opener(path, "rb") as packed, open(target / path.stem, "wb") as plain:
                 shutil.copyfileobj(packed, plain)
         else:
             shutil.copy2(path, target / path.name)
