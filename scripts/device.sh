@@ -116,7 +116,7 @@
 #                         cusparse-spmm), colmajor, rowgroup and auto, each of VARIANTS
 #                         (space-separated --variant specs), stopped by SIGINT at the budget
 #                         with its measured cases kept. Writes env.txt, [pytest_gpu.log,]
-#                         run.log, spmm_results.json.gz, spmm_groups.md.
+#                         run.log, spmm_results.json.xz (compacted, as committed), spmm_groups.md.
 #   sweep [SOURCE]        a sweep in process and on a one-worker Dask LocalCluster, then a
 #                         re-run that must resume. Writes env.txt, inprocess.json, local.json,
 #                         resume.json, collection.md, results.json.
@@ -863,8 +863,9 @@ recipe_spmm_real_dev() {
     timeout -s INT "$(( ${BUDGET_S:-300} - ($(date +%s) - start) ))" "${cmd[@]}" \
         > "$OUT/run.log" 2>&1
     echo "run: rc=$? after $(( $(date +%s) - start )) s" | tee -a "$OUT/env.txt"
-    gzip -c /tmp/spmm-real-dev/results.json > "$OUT/spmm_results.json.gz"
-    $PY scripts/spmm_backend_table.py "$OUT/spmm_results.json.gz" --groups \
+    cp /tmp/spmm-real-dev/results.json "$OUT/spmm_results.json"
+    $PY -m sparsescope results compact "$OUT/spmm_results.json" > /dev/null
+    $PY scripts/spmm_backend_table.py "$OUT/spmm_results.json.xz" --groups \
         > "$OUT/spmm_groups.md" 2>&1
     tail -n 12 "$OUT/spmm_groups.md"
     return "$rc"
