@@ -30,8 +30,10 @@ keeps only the cases whose A has note N not equal to ``none`` (e.g. ``long_rows`
 ``--against OLD``: instead, this run against an earlier one (OLD, e.g. before a change) over
 the cases both timed: per (k, layout), auto over the best library in each (geomean, cases
 below 1.0x), and the geomean of new / old of auto's time and of the best library's (the
-library's ratio is the two runs' drift, auto's less it is the change); then every case below
-1.0x in either run, with both.
+library's ratio is the two runs' drift, auto's less it is the change), and how far the
+library's time moved a case (``max(new / old, old / new) - 1``: median, largest; the same
+library code timed twice, so the runs' noise a case); then every case below 1.0x in either
+run, with both.
 
 RESULTS is a run's or a sweep's ``results.json`` (or ``.json.xz``, ``.json.gz``).
 """
@@ -292,17 +294,21 @@ def against_markdown(new, old) -> str:
                     r["speedup"][AUTO], r["ms"][AUTO], min(best))
     both = {key: v for key, v in rows.items() if len(v) == 2}
     lines = ["| k | layout | cases | old: auto over the best library | below 1.0x | new | below "
-             "1.0x | auto new / old: geomean | best library new / old: geomean |",
-             "|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
+             "1.0x | auto new / old: geomean | best library new / old: geomean | the library's "
+             "change a case: median | largest |",
+             "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for k, layout in sorted({key[:2] for key in both}):
         group = [v for key, v in both.items() if key[:2] == (k, layout)]
         old_x = [v["old"][0] for v in group]
         new_x = [v["new"][0] for v in group]
+        # the library's code is the same in both runs: how far its time moves is the noise
+        moved = [max(v["new"][2] / v["old"][2], v["old"][2] / v["new"][2]) - 1 for v in group]
         lines.append(f"| {k} | {layout} | {len(group)} | {_geomean(old_x):.3f}x | "
                      f"{sum(x < 1 for x in old_x)} | {_geomean(new_x):.3f}x | "
                      f"{sum(x < 1 for x in new_x)} | "
                      f"{_geomean([v['new'][1] / v['old'][1] for v in group]):.3f} | "
-                     f"{_geomean([v['new'][2] / v['old'][2] for v in group]):.3f} |")
+                     f"{_geomean([v['new'][2] / v['old'][2] for v in group]):.3f} | "
+                     f"{100 * statistics.median(moved):.1f} % | {100 * max(moved):.1f} % |")
     lines += ["", "| matrix | k | layout | old: auto over the best library | new | auto old -> "
               "new (us) | best library old -> new (us) |", "|---|---:|---|---:|---:|---:|---:|"]
     for (k, layout, matrix), v in sorted(both.items(), key=lambda kv: (kv[0][2], kv[0][:2])):

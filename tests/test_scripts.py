@@ -319,8 +319,9 @@ def test_spmm_latency_probe_times_a_case_flushed_and_warm(tmp_path, capsys):
 
 def test_spmm_against_an_earlier_run(committed):
     """--against: a run against itself changes nothing (new / old 1.000 for auto and for the
-    library), and lists the block-sum run's ten cases below 1.0x (1 / 1 / 2 / 6 by group, as
-    its README says), each with the same ratio twice."""
+    library, the library's time moved 0.0 % in every case), and lists the block-sum run's
+    ten cases below 1.0x (1 / 1 / 2 / 6 by group, as its README says), each with the same
+    ratio twice."""
     script = load("spmm_backend_table")
     results = committed("results/h200/real-dev/2026-11-28-block-sum/spmm_results.json.xz")
     lines = script.against_markdown(results, results).splitlines()
@@ -328,7 +329,8 @@ def test_spmm_against_an_earlier_run(committed):
     assert [(g[0].strip("| "), g[1], g[4], g[6]) for g in groups] == [
         ("8", "col", "1", "1"), ("8", "row", "1", "1"), ("64", "col", "2", "2"),
         ("64", "row", "6", "6")]
-    assert all(g[7] == "1.000" and g[8].rstrip(" |") == "1.000" for g in groups)
+    assert all(g[7] == "1.000" and g[8] == "1.000" and g[9] == "0.0 %"
+               and g[10].rstrip(" |") == "0.0 %" for g in groups)
     below = [ln.split(" | ") for ln in lines[9:]]
     assert len(below) == 10 and all(b[3] == b[4] and float(b[3].rstrip("x")) < 1 for b in below)
     assert ["Pd", "8", "col", "0.948x"] == [below[0][0].strip("| "), *below[0][1:4]]
