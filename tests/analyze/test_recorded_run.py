@@ -6,12 +6,13 @@ series report says moved between versions."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
-from sparsescope._compressed import read_json
+from sparsescope._compressed import compress, read_bytes, read_json, without_compression
 from sparsescope.analyze.api import analyze_evidence, read_analysis
 from sparsescope.analyze.measure import evidence_from_measurement
 from sparsescope.analyze.score import evidence_changes
@@ -108,6 +109,33 @@ def test_cli_from_measurement(tmp_path, capsys):
 def test_from_measurement_needs_the_record(tmp_path):
     with pytest.raises(ResultsFormatError, match="measurement.json: no such file"):
         evidence_from_measurement(tmp_path)
+
+
+def test_from_measurement_reads_xz_exports_as_gzipped_ones(tmp_path):
+    """Results folders keep the profile's exports as xz (``*_raw.csv.xz``, before as ``.gz``):
+    ours2's run laid out both ways re-analyses the same; a damaged xz export is an error
+    naming it."""
+    folders = {kind: tmp_path / kind for kind in ("gz", "xz")}
+    for kind, folder in folders.items():
+        folder.mkdir()
+        for path in (RUN / "ours2").iterdir():
+            name = without_compression(path.name)
+            if name.endswith(".csv"):      # the exports, compressed the one way
+                (folder / f"{name}.{kind}").write_bytes(compress(read_bytes(path), f"x.{kind}"))
+            else:
+                shutil.copy(path, folder / path.name)
+
+    def seen(ev):
+        return (ev.time_ms, [(k.name, k.launches, k.time_share) for k in ev.kernels],
+                [f.rule for f in analyze_evidence(ev).findings])
+
+    assert seen(evidence_from_measurement(folders["xz"])) == \
+        seen(evidence_from_measurement(folders["gz"]))
+    raw = folders["xz"] / "profile_resample_ours2_raw.csv.xz"
+    raw.write_bytes(raw.read_bytes()[:-40])
+    with pytest.raises(ResultsFormatError, match="damaged xz data") as err:
+        evidence_from_measurement(folders["xz"])
+    assert str(err.value).startswith(f"{raw}: ")
 
 
 def test_live_measure_assembles_the_evidence_without_a_gpu(tmp_path, monkeypatch):

@@ -326,6 +326,33 @@ def test_profiled_case_main_kernel_from_a_committed_raw_export():
     assert number("1,234.5") == 1234.5
 
 
+def test_profiled_cases_read_xz_exports_as_gzipped_ones(tmp_path):
+    """The per-case ncu table reads the raw exports as results folders keep them, ``.xz`` (or
+    ``.gz`` as before): the committed cases laid out both ways give the same table; a damaged
+    xz export is an error naming it."""
+    from sparsescope._compressed import compress, read_bytes, without_compression
+    from sparsescope.errors import UsageError
+    from sparsescope.report.readme.profile_cases import profiled_cases, table
+
+    folders = {kind: tmp_path / kind for kind in ("gz", "xz")}
+    for kind, folder in folders.items():
+        folder.mkdir()
+        for path in (RESULTS / "h200/profile/2026-11-25-cases").iterdir():
+            name = without_compression(path.name)
+            if name.endswith("_raw.csv"):
+                (folder / f"{name}.{kind}").write_bytes(compress(read_bytes(path), f"x.{kind}"))
+            elif name.endswith(".json"):
+                (folder / path.name).write_bytes(path.read_bytes())
+    cases = profiled_cases(folders["gz"])
+    assert len(cases) >= 4
+    assert table(profiled_cases(folders["xz"])) == table(cases)
+    raw = folders["xz"] / "rmat-29.spmv0.cupy-cusparse-i32_raw.csv.xz"
+    raw.write_bytes(raw.read_bytes()[:-40])
+    with pytest.raises(UsageError, match="damaged xz data") as err:
+        profiled_cases(folders["xz"])
+    assert str(err.value).startswith(f"{raw}: ")
+
+
 def test_committed_runs_without_stored_case_models_get_them_computed(capsys):
     """The committed RunSets leave out each case's CaseModel where the product computes the
     same one (``with_case_models``; checked case by case when they were taken out): the report
