@@ -95,10 +95,10 @@ def test_the_call_s_kernel_is_picked_past_helpers(committed):
     """rmat-20 (committed H200 exports): two cupy copies, cuSPARSE's partition kernel and
     csrmv_v3_kernel; adaptive's fills, its spmv_tile and the spmv_fixup beside it."""
     folder = committed("results/h200/profile/2026-11-25-cases-rmat20")
-    raw = folder / "rmat-20.spmv0.cupy-cusparse-i32_raw.csv.gz"
+    raw = folder / "rmat-20.spmv0.cupy-cusparse-i32_raw.csv.xz"
     launch, launches, others = main_launch(load_profiles_csv(raw), raw)
     assert (launch.index, launch.name, launches, others) == (3, "csrmv_v3_kernel", 1, ())
-    raw = folder / "rmat-20.spmv0.cuda-spmv-adaptive_raw.csv.gz"
+    raw = folder / "rmat-20.spmv0.cuda-spmv-adaptive_raw.csv.xz"
     launch, _, others = main_launch(load_profiles_csv(raw), raw)
     assert launch.index == 2 and launch.name == "spmv_tile"
     assert others == ("spmv_fixup<float>: 11,260 warp instructions",)

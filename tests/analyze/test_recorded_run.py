@@ -50,7 +50,7 @@ def test_reanalysis_reproduces_the_live_analysis(version):
 
 def test_reference_launches_counted_per_template_instance():
     # 13 launches of 10 distinct kernels; 3 function names are shared by template instances,
-    # the source page (kept gzip-compressed) printed 22 blocks for the 13 launches
+    # the source page (kept xz-compressed) printed 22 blocks for the 13 launches
     ev = evidence_from_measurement(RUN / "pytorch")
     names = [k.name for k in ev.kernels]
     assert len(names) == 10 and len(set(names)) == 10
@@ -159,8 +159,8 @@ def test_live_measure_assembles_the_evidence_without_a_gpu(tmp_path, monkeypatch
         samples, cfg, True, "cuda-events", ()))
     stem = RUN / "ours2" / "profile_resample_ours2"
     monkeypatch.setattr(M, "profile_once", lambda w, out, ncu=None: ProfileRun(
-        Path(f"{stem}.ncu-rep"), Path(f"{stem}_raw.csv.gz"), Path(f"{stem}_details.csv.gz"),
-        Path(f"{stem}_source.csv.gz"), Path(f"{stem}.ncu.log"), (), "ncu 2025.3"))
+        Path(f"{stem}.ncu-rep"), Path(f"{stem}_raw.csv.xz"), Path(f"{stem}_details.csv.xz"),
+        Path(f"{stem}_source.csv.xz"), Path(f"{stem}.ncu.log"), (), "ncu 2025.3"))
     ev = M.measure(workload, timing=TimingConfig(warmups=1, repeats=3), out_dir=tmp_path)
     assert ev.time_ms == 0.0106 and ev.correctness["passed"] and ev.correctness["rel_err"] == 0
     assert ev.floor_ms == pytest.approx(13_893_632 / 4.8e12 * 1e3)

@@ -305,7 +305,7 @@ PROFILE_FOLDERS = [f for f in FOLDERS if "| metric | `" in _prose(
 @pytest.mark.parametrize("folder", PROFILE_FOLDERS, ids=_id)
 def test_profiled_cases_table_the_readme_quotes(folder):
     """Every cell of the README's own per-case ncu table (time, DRAM, L2, L1, instructions,
-    occupancy, top stalls), read again from the committed NAME.json and NAME_raw.csv.gz."""
+    occupancy, top stalls), read again from the committed NAME.json and NAME_raw.csv.xz."""
     prose = _prose((folder / "README.md").read_text(encoding="utf-8"))
     quoted = _columns(_table_after(prose, "| metric | `"))
     block = readme_for(folder).block
@@ -320,7 +320,7 @@ def test_profiled_case_main_kernel_from_a_committed_raw_export():
 
     folder = RESULTS / "h200/profile/2026-11-25-cases"
     row = main_kernel(_rows(read_export_text(
-        folder / "rmat-29.spmv0.cupy-cusparse-i32_raw.csv.gz")))
+        folder / "rmat-29.spmv0.cupy-cusparse-i32_raw.csv.xz")))
     assert row["Kernel Name"].startswith("void cusparse::csrmv_v3_kernel")
     assert number(row["dram__bytes_read.sum"]) == pytest.approx(64_522_240)
     assert number("1,234.5") == 1234.5
