@@ -8,6 +8,11 @@ the same whatever it is called. A damaged file is a :class:`~sparsescope.errors.
 naming it and what is wrong (``results.json.xz: cannot read: damaged xz data (Corrupt input
 data)``); a missing or unreadable one is the ``OSError`` of the read, for the caller to word.
 
+Other large files (ncu's CSV exports ``NAME_raw.csv.xz``, logs, Markdown) are kept compressed
+the same way, under their name plus ``.xz`` (or ``.gz``, as results folders kept them before):
+:func:`kept_file` finds a file as it is kept, :func:`compressed_files` lists a folder's,
+:func:`without_compression` is a name less that suffix.
+
 Writers pick the format by the name asked for (:func:`compress`): ``.xz`` -> xz, ``.gz`` ->
 gzip, anything else as it is; :func:`write_bytes_compressed_atomic` and :func:`write_json`
 write the way :mod:`sparsescope._atomic` does (a failure midway leaves the old file intact).
@@ -29,6 +34,9 @@ XZ_MAGIC = b"\xfd7zXZ\x00"
 JSON_SUFFIXES = (".json", ".json.xz", ".json.gz")
 """The names a JSON file is kept under: plain, xz (what ``results compact`` writes) or gzip
 (what results folders kept before)."""
+COMPRESSED_SUFFIXES = (".xz", ".gz")
+"""The suffixes of a compressed file's name, the preferred first: xz, then gzip (what results
+folders kept before)."""
 
 
 def _xz_preset() -> int:
@@ -112,12 +120,37 @@ def write_json(path: str | os.PathLike, data: Any) -> Path:
     return write_bytes_compressed_atomic(path, text.encode("utf-8"))
 
 
-def json_file(path: str | os.PathLike) -> Path | None:
-    """``path`` (a ``.json`` name) as it is kept: the file itself, else its ``.xz`` or ``.gz``
-    copy; None when there is none of them."""
+def kept_file(path: str | os.PathLike) -> Path | None:
+    """``path`` as it is kept: the file itself, else its ``.xz`` or ``.gz`` copy; None when
+    there is none of them."""
     path = Path(path)
-    for candidate in (path, path.with_name(path.name + ".xz"),
-                      path.with_name(path.name + ".gz")):
+    for candidate in (path, *(path.with_name(path.name + s) for s in COMPRESSED_SUFFIXES)):
         if candidate.is_file():
             return candidate
     return None
+
+
+def json_file(path: str | os.PathLike) -> Path | None:
+    """``path`` (a ``.json`` name) as it is kept: the file itself, else its ``.xz`` or ``.gz``
+    copy; None when there is none of them."""
+    return kept_file(path)
+
+
+def without_compression(name: str) -> str:
+    """``name`` less a ``.xz`` or ``.gz`` suffix: ``A_raw.csv.xz`` -> ``A_raw.csv``."""
+    for suffix in COMPRESSED_SUFFIXES:
+        if name.endswith(suffix):
+            return name[:-len(suffix)]
+    return name
+
+
+def compressed_files(folder: str | os.PathLike, pattern: str) -> list[Path]:
+    """The compressed files in ``folder`` whose name less ``.xz`` / ``.gz`` matches the glob
+    ``pattern`` (``*_raw.csv`` finds ``A_raw.csv.xz`` and ``B_raw.csv.gz``), sorted by name;
+    where both copies of one name are there, the ``.xz`` one."""
+    found: dict[str, Path] = {}
+    for suffix in reversed(COMPRESSED_SUFFIXES):     # the preferred suffix last, so it wins
+        for path in Path(folder).glob(pattern + suffix):
+            if path.is_file():
+                found[without_compression(path.name)] = path
+    return sorted(found.values(), key=lambda p: p.name)

@@ -7,7 +7,9 @@ counts given by hand (no full-scale matrix is generated here: that takes minutes
 
 from __future__ import annotations
 
+import gzip
 import json
+import lzma
 from dataclasses import replace
 from pathlib import Path
 
@@ -22,9 +24,11 @@ from sparsescope.analyze.ncu_counts import (
     profiled_case,
     read_ncu_counts,
     same_kernel,
+    source_page_of,
 )
 from sparsescope.cli import main
 from sparsescope.errors import UsageError
+from sparsescope.profile.errors import ProfileError
 from sparsescope.profile.read_csv import load_profiles_csv
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "h200" / "profile_check"
@@ -67,14 +71,34 @@ def test_cage15_sell_loop_runs_155_instructions_an_iteration():
     assert c.source.outside_instructions == 88_690_947 - 155 * 404_607
 
 
+def test_xz_exports_count_as_the_gzipped_ones(tmp_path):
+    """Results folders keep the exports as xz: the committed gzipped pair (raw and source page)
+    recompressed as xz gives the same counts, the source page found beside the raw one and the
+    case found by its ``_raw.csv.xz`` name; a damaged xz export is an error naming it."""
+    for name in (LDOOR_AUTO.name, LDOOR_AUTO.name.replace("_raw.", "_source.")):
+        xz = tmp_path / name.replace(".csv.gz", ".csv.xz")
+        xz.write_bytes(lzma.compress(gzip.decompress((FIXTURES / name).read_bytes())))
+    raw = tmp_path / "profile_seed6_ldoor_cuda-spmv-auto_raw.csv.xz"
+    assert source_page_of(raw) == tmp_path / "profile_seed6_ldoor_cuda-spmv-auto_source.csv.xz"
+    assert read_ncu_counts(raw) == read_ncu_counts(LDOOR_AUTO)
+    assert read_ncu_counts(raw).source is not None
+    cases, notes = find_cases([tmp_path])
+    assert [(c.raw, c.matrix, c.backend) for c in cases] == [(raw, "ldoor", "cuda-spmv-auto")]
+    assert notes == []
+    raw.write_bytes(raw.read_bytes()[:300])
+    with pytest.raises(ProfileError, match="damaged xz data") as err:
+        read_ncu_counts(raw)
+    assert str(raw) in str(err.value)
+
+
 def test_the_call_s_kernel_is_picked_past_helpers(committed):
     """rmat-20 (committed H200 exports): two cupy copies, cuSPARSE's partition kernel and
     csrmv_v3_kernel; adaptive's fills, its spmv_tile and the spmv_fixup beside it."""
     folder = committed("results/h200/profile/2026-11-25-cases-rmat20")
-    raw = folder / "rmat-20.spmv0.cupy-cusparse-i32_raw.csv.gz"
+    raw = folder / "rmat-20.spmv0.cupy-cusparse-i32_raw.csv.xz"
     launch, launches, others = main_launch(load_profiles_csv(raw), raw)
     assert (launch.index, launch.name, launches, others) == (3, "csrmv_v3_kernel", 1, ())
-    raw = folder / "rmat-20.spmv0.cuda-spmv-adaptive_raw.csv.gz"
+    raw = folder / "rmat-20.spmv0.cuda-spmv-adaptive_raw.csv.xz"
     launch, _, others = main_launch(load_profiles_csv(raw), raw)
     assert launch.index == 2 and launch.name == "spmv_tile"
     assert others == ("spmv_fixup<float>: 11,260 warp instructions",)

@@ -6,12 +6,13 @@ series report says moved between versions."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
-from sparsescope._compressed import read_json
+from sparsescope._compressed import compress, read_bytes, read_json, without_compression
 from sparsescope.analyze.api import analyze_evidence, read_analysis
 from sparsescope.analyze.measure import evidence_from_measurement
 from sparsescope.analyze.score import evidence_changes
@@ -49,7 +50,7 @@ def test_reanalysis_reproduces_the_live_analysis(version):
 
 def test_reference_launches_counted_per_template_instance():
     # 13 launches of 10 distinct kernels; 3 function names are shared by template instances,
-    # the source page (kept gzip-compressed) printed 22 blocks for the 13 launches
+    # the source page (kept xz-compressed) printed 22 blocks for the 13 launches
     ev = evidence_from_measurement(RUN / "pytorch")
     names = [k.name for k in ev.kernels]
     assert len(names) == 10 and len(set(names)) == 10
@@ -110,6 +111,33 @@ def test_from_measurement_needs_the_record(tmp_path):
         evidence_from_measurement(tmp_path)
 
 
+def test_from_measurement_reads_xz_exports_as_gzipped_ones(tmp_path):
+    """Results folders keep the profile's exports as xz (``*_raw.csv.xz``, before as ``.gz``):
+    ours2's run laid out both ways re-analyses the same; a damaged xz export is an error
+    naming it."""
+    folders = {kind: tmp_path / kind for kind in ("gz", "xz")}
+    for kind, folder in folders.items():
+        folder.mkdir()
+        for path in (RUN / "ours2").iterdir():
+            name = without_compression(path.name)
+            if name.endswith(".csv"):      # the exports, compressed the one way
+                (folder / f"{name}.{kind}").write_bytes(compress(read_bytes(path), f"x.{kind}"))
+            else:
+                shutil.copy(path, folder / path.name)
+
+    def seen(ev):
+        return (ev.time_ms, [(k.name, k.launches, k.time_share) for k in ev.kernels],
+                [f.rule for f in analyze_evidence(ev).findings])
+
+    assert seen(evidence_from_measurement(folders["xz"])) == \
+        seen(evidence_from_measurement(folders["gz"]))
+    raw = folders["xz"] / "profile_resample_ours2_raw.csv.xz"
+    raw.write_bytes(raw.read_bytes()[:-40])
+    with pytest.raises(ResultsFormatError, match="damaged xz data") as err:
+        evidence_from_measurement(folders["xz"])
+    assert str(err.value).startswith(f"{raw}: ")
+
+
 def test_live_measure_assembles_the_evidence_without_a_gpu(tmp_path, monkeypatch):
     """measure() with the GPU steps replaced by the run's own outputs: the timing (fixed
     samples), the check (exact), and the ncu exports of ours2."""
@@ -131,8 +159,8 @@ def test_live_measure_assembles_the_evidence_without_a_gpu(tmp_path, monkeypatch
         samples, cfg, True, "cuda-events", ()))
     stem = RUN / "ours2" / "profile_resample_ours2"
     monkeypatch.setattr(M, "profile_once", lambda w, out, ncu=None: ProfileRun(
-        Path(f"{stem}.ncu-rep"), Path(f"{stem}_raw.csv.gz"), Path(f"{stem}_details.csv.gz"),
-        Path(f"{stem}_source.csv.gz"), Path(f"{stem}.ncu.log"), (), "ncu 2025.3"))
+        Path(f"{stem}.ncu-rep"), Path(f"{stem}_raw.csv.xz"), Path(f"{stem}_details.csv.xz"),
+        Path(f"{stem}_source.csv.xz"), Path(f"{stem}.ncu.log"), (), "ncu 2025.3"))
     ev = M.measure(workload, timing=TimingConfig(warmups=1, repeats=3), out_dir=tmp_path)
     assert ev.time_ms == 0.0106 and ev.correctness["passed"] and ev.correctness["rel_err"] == 0
     assert ev.floor_ms == pytest.approx(13_893_632 / 4.8e12 * 1e3)

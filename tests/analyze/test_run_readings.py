@@ -131,3 +131,30 @@ def test_l1_check_on_the_committed_rmat20_profiles(committed, capsys):
     assert "rmat-20.spmv0.cuda-spmv-adaptive[iters=2]" in rows
     assert "uniform-05.spmv0.cuda-spmv-adaptive" in rows
     assert "| rmat-20.spmv0.cuda-spmv-adaptive |" in l1_check.l1_table(list(rows.values()))
+
+
+def test_l1_check_reads_xz_exports_as_gzipped_ones(committed, tmp_path):
+    """The profile folders keep the raw exports as xz (``*_raw.csv.xz``, before ``.gz``): the
+    committed rmat20 exports laid out both ways give the same rows; a damaged xz export is an
+    error naming it."""
+    from sparsescope._compressed import compress, read_bytes, without_compression
+    from sparsescope.profile.errors import ProfileError
+
+    folders = {kind: tmp_path / kind for kind in ("gz", "xz")}
+    for kind, folder in folders.items():
+        folder.mkdir()
+        for path in committed("results/h200/profile/2026-11-25-cases-rmat20").iterdir():
+            name = without_compression(path.name)
+            if name.endswith("_raw.csv"):
+                (folder / f"{name}.{kind}").write_bytes(compress(read_bytes(path), f"x.{kind}"))
+    rows = l1_check.l1_check([folders["gz"]])
+    assert [r["case"] for r in rows] == ["rmat-20.spmv0.cuda-spmv-adaptive[iters=2]",
+                                         "rmat-20.spmv0.cuda-spmv-adaptive",
+                                         "uniform-05.spmv0.cuda-spmv-adaptive"]
+    assert l1_check.l1_check([folders["xz"]]) == rows
+    raw = folders["xz"] / "uniform-05.spmv0.cuda-spmv-adaptive_raw.csv.xz"
+    raw.write_bytes(raw.read_bytes()[:-40])
+    with pytest.raises(ProfileError, match="damaged xz data") as err:
+        l1_check.l1_check([folders["xz"]])
+    assert str(raw) in str(err.value)
+

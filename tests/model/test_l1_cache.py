@@ -123,7 +123,7 @@ def test_x_gather_takes_the_l1_share_off_the_warp_requests():
 
 
 def _ncu_tile(name: str) -> dict[str, float]:
-    rows = read_raw_rows(PROFILES / f"{name}_raw.csv.gz")
+    rows = read_raw_rows(PROFILES / f"{name}_raw.csv.xz")
     row = next(r for r in rows if r["Kernel Name"].startswith("void spmv_tile"))
     return {k: float(row[k].replace(",", "")) for k in (
         "launch__grid_size", "launch__shared_mem_config_size",

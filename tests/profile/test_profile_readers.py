@@ -4,10 +4,13 @@ Expected values are read by hand from the CSV files (row and column given in eac
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
+import lzma
 import math
 import random
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
@@ -25,6 +28,9 @@ from sparsescope.profile.read_report import (
     plain_message,
 )
 from sparsescope.profile.records import short_kernel_name
+
+PROFILE_CHECK = Path(__file__).resolve().parents[1] / "fixtures" / "h200" / "profile_check"
+"""Real H200 exports, kept gzipped (as results folders kept them before xz)."""
 
 # --- raw CSV, metric-group run ------------------------------------------------------------------
 
@@ -253,9 +259,34 @@ def test_csv_reader_takes_gzipped_exports(h200_fixtures, tmp_path):
     assert unpacked[1].grid_size == plain[1].grid_size == 1305
     broken = tmp_path / "cut_raw.csv.gz"
     broken.write_bytes(packed.read_bytes()[:200])
-    with pytest.raises(ProfileError, match="broken gzip") as err:
+    with pytest.raises(ProfileError, match="damaged gzip data") as err:
         load_profiles_csv(broken)
     assert str(broken) in str(err.value)
+
+
+def test_csv_reader_takes_xz_exports_as_it_takes_gzipped_ones(tmp_path):
+    """The results folders keep ncu exports as xz (``*_raw.csv.xz``): a committed gzipped
+    export recompressed as xz reads the same, by its name and by its content; a damaged one is
+    an error naming it."""
+    gz = PROFILE_CHECK / "profile_seed6_ldoor_cuda-spmv-auto_raw.csv.gz"
+    xz = tmp_path / "profile_seed6_ldoor_cuda-spmv-auto_raw.csv.xz"
+    xz.write_bytes(lzma.compress(gzip.decompress(gz.read_bytes())))
+
+    def read(reader, path):         # the profiles less the file they came from
+        return repr([dataclasses.replace(p, source="") for p in reader(path)])
+
+    packed = read(load_profiles_csv, gz)
+    assert "spmv_sell_dae" in packed
+    assert read(load_profiles_csv, xz) == read(load, xz) == read(load, gz) == packed
+    renamed = tmp_path / "export.bin"            # no .csv name: told by the xz magic bytes
+    renamed.write_bytes(xz.read_bytes())
+    assert read(load, renamed) == packed
+    broken = tmp_path / "cut_raw.csv.xz"
+    broken.write_bytes(xz.read_bytes()[:200])
+    for read in (load_profiles_csv, load):
+        with pytest.raises(ProfileError, match="damaged xz data") as err:
+            read(broken)
+        assert str(broken) in str(err.value)
 
 
 def test_load_dispatches_on_content(h200_fixtures, tmp_path):

@@ -5,14 +5,20 @@ the stall-name tables of profile.metrics."""
 from __future__ import annotations
 
 import csv
+import gzip
+import lzma
+from pathlib import Path
 
 import pytest
 
 from sparsescope.cli import main
+from sparsescope.errors import UsageError
 from sparsescope.profile import metrics as M
 from sparsescope.profile.errors import ProfileError
 from sparsescope.profile.read_csv import load_instruction_samples_csv
-from sparsescope.sass.source_page import stall_column
+from sparsescope.sass.source_page import read_source_page, stall_column
+
+PROFILE_CHECK = Path(__file__).resolve().parents[1] / "fixtures" / "h200" / "profile_check"
 
 FIXTURE = "scalar_source_sass.csv"
 
@@ -102,3 +108,19 @@ def test_stall_names_agree_with_profile_metrics(h200_fixtures):
         for suffix in ("", "_not_issued"):
             metric = f"smsp__pcsamp_warps_issue_stalled_{reason}{suffix}"
             assert stall_column(metric) == M.pcsamp_reason(metric)
+
+
+def test_source_page_read_from_xz_as_from_gzip(tmp_path):
+    """A committed gzipped source-page export recompressed as xz (as results folders keep
+    them) reads the same; a damaged xz export is an error naming the file."""
+    gz = PROFILE_CHECK / "profile_seed6_cage15_cuda-spmv-sell_source.csv.gz"
+    xz = tmp_path / "profile_seed6_cage15_cuda-spmv-sell_source.csv.xz"
+    xz.write_bytes(lzma.compress(gzip.decompress(gz.read_bytes())))
+    packed = read_source_page(gz)
+    assert packed and sum(len(page.rows) for page in packed) > 100
+    assert read_source_page(xz) == packed
+    broken = tmp_path / "cut_source.csv.xz"
+    broken.write_bytes(xz.read_bytes()[:-40])
+    with pytest.raises(UsageError, match="damaged xz data") as err:
+        read_source_page(broken)
+    assert str(err.value).startswith(f"{broken}: ")

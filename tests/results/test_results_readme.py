@@ -305,7 +305,7 @@ PROFILE_FOLDERS = [f for f in FOLDERS if "| metric | `" in _prose(
 @pytest.mark.parametrize("folder", PROFILE_FOLDERS, ids=_id)
 def test_profiled_cases_table_the_readme_quotes(folder):
     """Every cell of the README's own per-case ncu table (time, DRAM, L2, L1, instructions,
-    occupancy, top stalls), read again from the committed NAME.json and NAME_raw.csv.gz."""
+    occupancy, top stalls), read again from the committed NAME.json and NAME_raw.csv.xz."""
     prose = _prose((folder / "README.md").read_text(encoding="utf-8"))
     quoted = _columns(_table_after(prose, "| metric | `"))
     block = readme_for(folder).block
@@ -320,10 +320,37 @@ def test_profiled_case_main_kernel_from_a_committed_raw_export():
 
     folder = RESULTS / "h200/profile/2026-11-25-cases"
     row = main_kernel(_rows(read_export_text(
-        folder / "rmat-29.spmv0.cupy-cusparse-i32_raw.csv.gz")))
+        folder / "rmat-29.spmv0.cupy-cusparse-i32_raw.csv.xz")))
     assert row["Kernel Name"].startswith("void cusparse::csrmv_v3_kernel")
     assert number(row["dram__bytes_read.sum"]) == pytest.approx(64_522_240)
     assert number("1,234.5") == 1234.5
+
+
+def test_profiled_cases_read_xz_exports_as_gzipped_ones(tmp_path):
+    """The per-case ncu table reads the raw exports as results folders keep them, ``.xz`` (or
+    ``.gz`` as before): the committed cases laid out both ways give the same table; a damaged
+    xz export is an error naming it."""
+    from sparsescope._compressed import compress, read_bytes, without_compression
+    from sparsescope.errors import UsageError
+    from sparsescope.report.readme.profile_cases import profiled_cases, table
+
+    folders = {kind: tmp_path / kind for kind in ("gz", "xz")}
+    for kind, folder in folders.items():
+        folder.mkdir()
+        for path in (RESULTS / "h200/profile/2026-11-25-cases").iterdir():
+            name = without_compression(path.name)
+            if name.endswith("_raw.csv"):
+                (folder / f"{name}.{kind}").write_bytes(compress(read_bytes(path), f"x.{kind}"))
+            elif name.endswith(".json"):
+                (folder / path.name).write_bytes(path.read_bytes())
+    cases = profiled_cases(folders["gz"])
+    assert len(cases) >= 4
+    assert table(profiled_cases(folders["xz"])) == table(cases)
+    raw = folders["xz"] / "rmat-29.spmv0.cupy-cusparse-i32_raw.csv.xz"
+    raw.write_bytes(raw.read_bytes()[:-40])
+    with pytest.raises(UsageError, match="damaged xz data") as err:
+        profiled_cases(folders["xz"])
+    assert str(err.value).startswith(f"{raw}: ")
 
 
 def test_committed_runs_without_stored_case_models_get_them_computed(capsys):

@@ -2,7 +2,7 @@
 (``sparsescope model score --l1-check PROFILE_DIR``).
 
 For every profiled tile-kernel case (``spmv_tile``, the nonzero split of cuda-spmv-adaptive) in
-the given profile folders (``results/<gpu>/profile/...``, the raw exports ``*_raw.csv.gz``),
+the given profile folders (``results/<gpu>/profile/...``, the raw exports ``*_raw.csv.xz``),
 the matrix is generated again (seed6 or the population suite, seed 0, scale 1) and its x
 requests to the L2 are modelled under the launch ncu read (grid, resident blocks, the L1 its
 shared-memory carveout left) and compared with what ncu counted::
@@ -25,6 +25,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
+from sparsescope._compressed import compressed_files, without_compression
 from sparsescope.analyze.score_runs import suite_csr
 from sparsescope.errors import UnknownNameError, UsageError
 from sparsescope.hardware.specs import UNIFIED_L1_SHARED_KIB, get_spec
@@ -55,7 +56,7 @@ def _number(row: dict[str, str], key: str) -> float:
 
 def check_case(raw: Path) -> dict | None:
     """The case's row of the table, or None when its export holds no tile kernel."""
-    case = raw.name.removesuffix("_raw.csv.gz")
+    case = without_compression(raw.name).removesuffix("_raw.csv")
     row = next((r for r in read_raw_rows(raw) if r["Kernel Name"].startswith("void spmv_tile")),
                None)
     if row is None:
@@ -107,13 +108,13 @@ def l1_table(rows: list[dict]) -> str:
 
 
 def l1_check(folders: Sequence[str | Path]) -> list[dict]:
-    """:func:`check_case` of every ``*_raw.csv.gz`` export in ``folders`` that holds a tile
-    kernel, in name order."""
+    """:func:`check_case` of every ``*_raw.csv.xz`` (or ``.gz``) export in ``folders`` that
+    holds a tile kernel, in name order."""
     rows = []
     for folder in map(Path, folders):
         if not folder.is_dir():
             raise UsageError(f"{folder}: not a profile folder")
-        for raw in sorted(folder.glob("*_raw.csv.gz")):
+        for raw in compressed_files(folder, "*_raw.csv"):
             r = check_case(raw)
             if r is not None:
                 rows.append(r)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sparsescope._compressed import json_file, read_json
+from sparsescope._compressed import json_file, kept_file, read_bytes, read_json
 from sparsescope.analyze.workload import Workload, bf16_bits_to_float, host_arrays, resolve_callable
 from sparsescope.errors import DeviceError, SparsescopeError, UsageError
 
@@ -342,17 +342,13 @@ def evidence_from_measurement(folder: str | Path):
 
 
 def _plain(path: Path) -> Path | None:
-    """``path``, or its gzip-compressed copy ``path.gz`` (results folders keep large exports
-    compressed) decompressed into a temporary file; None when neither exists."""
-    if path.is_file():
-        return path
-    packed = path.with_name(path.name + ".gz")
-    if not packed.is_file():
-        return None
-    import gzip
-    import shutil
-
+    """``path``, or its compressed copy ``path.xz`` / ``path.gz`` (results folders keep large
+    exports compressed) decompressed into a temporary file; None when none exists. A damaged
+    copy is a ``ResultsFormatError`` naming it."""
+    kept = kept_file(path)
+    if kept is None or kept == path:
+        return kept
+    data = read_bytes(kept)
     plain = Path(tempfile.mkdtemp(prefix="sparsescope-analyze-")) / path.name
-    with gzip.open(packed, "rb") as src, open(plain, "wb") as dst:
-        shutil.copyfileobj(src, dst)
+    plain.write_bytes(data)
     return plain

@@ -1,11 +1,11 @@
 """What Nsight Compute counted for one profiled SpMV call: the counts the time model predicts,
 read from an ncu export (``sparsescope model score --profile-check``, :mod:`.profile_check`).
 
-**The kernel.** The raw page (``*_raw.csv``, gzipped or not) holds one row per profiled launch.
-Helper launches are passed over: fills, copies, memsets, the runner's poison of y and a
-library's row partition (:data:`HELPER_KERNEL`). Of the rest, the kernel with the most warp
-instructions is the call's own (``csrmv_v3_kernel`` of a cuSPARSE call, ``spmv_tile`` beside its
-``spmv_fixup``); its first launch is read (older exports hold several calls)::
+**The kernel.** The raw page (``*_raw.csv``, xz- or gzip-compressed or not) holds one row per
+profiled launch. Helper launches are passed over: fills, copies, memsets, the runner's poison
+of y and a library's row partition (:data:`HELPER_KERNEL`). Of the rest, the kernel with the
+most warp instructions is the call's own (``csrmv_v3_kernel`` of a cuSPARSE call, ``spmv_tile``
+beside its ``spmv_fixup``); its first launch is read (older exports hold several calls)::
 
     warp instructions = smsp__inst_executed.sum
     DRAM bytes read   = dram__bytes_read.sum
@@ -40,6 +40,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from sparsescope._compressed import kept_file, without_compression
 from sparsescope.errors import UnknownNameError, UsageError
 from sparsescope.profile import metrics as M
 from sparsescope.profile.records import KernelProfile, short_kernel_name, without_parameters
@@ -52,7 +53,7 @@ DRAM_READ = "dram__bytes_read.sum"
 CHECKED_OPS = frozenset({"spmv"})
 _PROFILE_NAME = re.compile(r"^profile_(?P<suite>[^_]+)_(?P<rest>.+)$")
 _CASE_NAME = re.compile(r"^(?P<matrix>.+)\.(?P<op>[a-z]+)\d+\.(?P<backend>.+)$")
-_RAW = re.compile(r"_raw\.csv(\.gz)?$")
+_RAW = re.compile(r"_raw\.csv(\.xz|\.gz)?$")
 _ANONYMOUS = re.compile(r"(?:<unnamed>|\(anonymous namespace\)|unnamed>)::")
 _CAST = re.compile(r"\((?:unsigned\s+)?(?:int|long|long long|short|char|bool)\)")
 
@@ -235,13 +236,10 @@ def source_counts(path: str | Path, kernel: str) -> SourceCounts | None:
 
 
 def source_page_of(raw: Path) -> Path | None:
-    """The source-page export beside a raw-page export (``X_raw.csv[.gz]`` ->
-    ``X_source.csv[.gz]``), or None."""
-    stem = raw.name.removesuffix(".gz").removesuffix(".csv").removesuffix("_raw")
-    for name in (f"{stem}_source.csv", f"{stem}_source.csv.gz"):
-        if (raw.parent / name).is_file():
-            return raw.parent / name
-    return None
+    """The source-page export beside a raw-page export (``X_raw.csv[.xz|.gz]`` ->
+    ``X_source.csv``, else ``X_source.csv.xz`` or ``.gz``), or None."""
+    stem = without_compression(raw.name).removesuffix(".csv").removesuffix("_raw")
+    return kept_file(raw.parent / f"{stem}_source.csv")
 
 
 def read_ncu_counts(raw: str | Path) -> NcuCounts:
@@ -320,8 +318,8 @@ def find_cases(folders: Sequence[str | Path]) -> tuple[list[ProfiledCase], list[
             raise UsageError(f"{folder}: not a profile folder")
         raws = sorted(p for p in folder.rglob("*") if _RAW.search(p.name) and p.is_file())
         if not raws:
-            raise UsageError(f"{folder}: no ncu raw-page export (*_raw.csv or *_raw.csv.gz) "
-                             f"in it or below")
+            raise UsageError(f"{folder}: no ncu raw-page export (*_raw.csv, *_raw.csv.xz or "
+                             "*_raw.csv.gz) in it or below")
         for raw in raws:
             found = profiled_case(raw)
             (cases.append if isinstance(found, ProfiledCase) else notes.append)(found)

@@ -2,7 +2,7 @@
 (``sparsescope model score --profile-check PROFILE_DIR``, issue 36: where a model-accuracy
 target is missed, "the report names the term that misses it, from a profile").
 
-For every profiled SpMV case under the given folders (a raw-page export ``*_raw.csv[.gz]``; the
+For every profiled SpMV case under the given folders (a raw-page export ``*_raw.csv[.xz|.gz]``; the
 matrix and the backend from its name, ``profile_SUITE_MATRIX_BACKEND`` or
 ``MATRIX.spmvK.BACKEND``, else its folder's), the matrix is generated again (its suite, else
 seed6 or the population suite; seed 0, scale 1) and the same backend is planned on the host and

@@ -30,11 +30,13 @@ def add_reading_options(p: argparse.ArgumentParser) -> None:
                             "instead of the summary")
     study.add_argument("--l1-check", action="append", default=[], metavar="PROFILE_DIR",
                        help="the x-gather model's L2 requests against ncu's, with and without "
-                            "the L1, for every tile-kernel profile (*_raw.csv.gz) in the folder "
+                            "the L1, for every tile-kernel profile (*_raw.csv.xz or .gz) in the "
+                            "folder "
                             "(repeatable; RESULTS not needed)")
     study.add_argument("--profile-check", action="append", default=[], metavar="PROFILE_DIR",
                        help="the time model's counts against ncu's, for every SpMV profile in "
-                            "the folder or below (*_raw.csv[.gz], with the *_source.csv[.gz] "
+                            "the folder or below (*_raw.csv[.xz|.gz], with the "
+                            "*_source.csv[.xz|.gz] "
                             "beside it): warp instructions, DRAM bytes read, blocks, the loops' "
                             "iterations and instructions an iteration, the code outside them; "
                             "a verdict names each count more than 10 %% off and its term. Each "

@@ -21,11 +21,12 @@ __all__ = ["InstructionSample", "KernelProfile", "ProfileError", "RuleMessage", 
 
 
 def load(path, details=None):
-    """Kernel profiles from a ``.ncu-rep`` report or a ``--page raw`` CSV export, gzipped
-    or not (with an optional ``--page details`` export for the rule messages), chosen by the
-    file's content."""
+    """Kernel profiles from a ``.ncu-rep`` report or a ``--page raw`` CSV export, compressed
+    (xz or gzip) or not (with an optional ``--page details`` export for the rule messages),
+    chosen by the file's content."""
     from pathlib import Path
 
+    from sparsescope._compressed import COMPRESSED_SUFFIXES, compression_of
     from sparsescope.profile.read_report import REPORT_MAGIC, load_profiles
 
     path = Path(path)
@@ -34,15 +35,15 @@ def load(path, details=None):
 
         raise UsageError(f"{path}: a .ncu-rep report holds its rule messages; --details is for "
                          "CSV exports")
-    if path.suffix.lower() == ".csv" or path.name.lower().endswith(".csv.gz"):
+    if path.name.lower().endswith((".csv", *(f".csv{s}" for s in COMPRESSED_SUFFIXES))):
         from sparsescope.profile.read_csv import load_profiles_csv
 
         return load_profiles_csv(path, details)
     if path.is_file() and path.suffix.lower() != ".ncu-rep":
         with path.open("rb") as handle:
             head = handle.read(4096)
-        gzipped = head.startswith(b"\x1f\x8b")   # a gzipped export, as results folders keep them
-        if head and not head.startswith(REPORT_MAGIC) and (gzipped or b"\x00" not in head):
+        packed = compression_of(head) is not None   # a compressed export, as results keep them
+        if head and not head.startswith(REPORT_MAGIC) and (packed or b"\x00" not in head):
             from sparsescope.profile.read_csv import load_profiles_csv
 
             return load_profiles_csv(path, details)

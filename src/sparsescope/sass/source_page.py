@@ -32,13 +32,13 @@ stage depends on this one, never the other way round. Bad input raises
 from __future__ import annotations
 
 import csv
-import gzip
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from sparsescope.errors import UsageError
+from sparsescope._compressed import decompress
+from sparsescope.errors import ResultsFormatError, UsageError
 
 #: Every known spelling of a fixed source-page column -> its canonical name (the field of
 #: :class:`SourcePageRow`). Newest spelling first; a header holding two spellings of one column
@@ -206,8 +206,9 @@ def _columns(header: list[str], where: str) -> _Columns:
 
 
 def read_export_text(path: str | Path) -> str:
-    """The text of an ncu CSV export, gzipped or not; UsageError for a missing, unreadable,
-    empty or binary file (a ``.ncu-rep`` report given where an export was expected)."""
+    """The text of an ncu CSV export, compressed (xz or gzip, told by its first bytes) or not;
+    UsageError for a missing, unreadable, damaged, empty or binary file (a ``.ncu-rep`` report
+    given where an export was expected)."""
     path = Path(path)
     if not path.is_file():
         raise UsageError(f"{path}: no such file")
@@ -215,11 +216,10 @@ def read_export_text(path: str | Path) -> str:
         data = path.read_bytes()
     except OSError as exc:
         raise UsageError(f"{path}: cannot read: {exc.strerror}") from exc
-    if data[:2] == b"\x1f\x8b":       # a gzipped export, as the results folders keep them
-        try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError) as exc:
-            raise UsageError(f"{path}: a broken gzip file ({exc})") from exc
+    try:                                # compressed, as the results folders keep exports
+        data = decompress(data, path)
+    except ResultsFormatError as exc:   # damaged: "PATH: cannot read: damaged xz data (...)"
+        raise UsageError(str(exc)) from None
     if not data.strip():
         raise UsageError(f"{path}: empty file, not an ncu CSV export")
     if b"\x00" in data[:4096]:

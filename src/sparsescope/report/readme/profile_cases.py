@@ -1,5 +1,5 @@
 """Profiled cases side by side: per case (``NAME.json`` of ``sparsescope profile run --json``
-with ``NAME_raw.csv.gz``, ncu's raw export), the main kernel's time, DRAM bytes, L2 sectors and
+with ``NAME_raw.csv.xz``, ncu's raw export), the main kernel's time, DRAM bytes, L2 sectors and
 hit rate, L1 hit rate, warp instructions, occupancy, DRAM throughput and its top warp stalls.
 
 The main kernel is the first launch of the kernel that takes the longest launch of the case
@@ -12,7 +12,7 @@ import io
 from dataclasses import dataclass
 from pathlib import Path
 
-from sparsescope._compressed import json_file, read_json
+from sparsescope._compressed import compressed_files, json_file, read_json, without_compression
 
 METRICS = (
     ("time us", "gpu__time_duration.sum", 1e-3),
@@ -61,12 +61,12 @@ def main_kernel(rows: list[dict[str, str]]) -> dict[str, str] | None:
 
 def profiled_cases(folder: Path) -> tuple[ProfiledCase, ...]:
     """The folder's cases (``NAME.json``, or its compressed ``NAME.json.xz``, beside
-    ``NAME_raw.csv.gz``), sorted by name."""
+    ``NAME_raw.csv.xz`` or ``.gz``), sorted by name."""
     from sparsescope.sass.source_page import read_export_text
 
     found = []
-    for raw in sorted(folder.glob("*_raw.csv.gz")):
-        name = raw.name.removesuffix("_raw.csv.gz")
+    for raw in compressed_files(folder, "*_raw.csv"):
+        name = without_compression(raw.name).removesuffix("_raw.csv")
         described = json_file(folder / f"{name}.json")
         if described is None:
             continue
