@@ -71,7 +71,7 @@ registers (24 warps). Under that cap the float32 instances with a batch of 8 X v
 8-48 bytes a thread (CuPy's NVRTC on the H200, and nvrtc 13.5 here), which a grid of many
 waves repays with occupancy: on the real development set (H200, 2026-11-28,
 results/h200/real-dev/2026-11-28-minb) MINB 4 was 13-14 % faster on NotreDame_www and mdual
-at k = 64 and 256 (over 900 warps an SM), and 3-7 % on 4elt, bayer10 and Pd at 30-240.
+at k = 64 and 256 (over 900 warps an SM), and 3-8 % on 4elt, bayer10 and Pd at 30-240.
 float64: 2: the compiler wants 90-95 registers there, and a cap of 64 was not measured."""
 WAVE_MINB = 2
 """MINB of a float32 grid that fits one wave at that MINB (:func:`wave_minb`)."""
@@ -461,7 +461,8 @@ class SpmmCudaRowGroup(HostPlannedKernel):
         """Cut rows summed in shared memory by their block (:func:`block_sum_slices`): one
         launch, no zero fill."""
         self.minb = minb
-        """Blocks per SM the registers must allow (None: :data:`DEFAULT_MINB`)."""
+        """Blocks per SM the registers must allow (None: :func:`wave_minb`, or
+        :data:`BLOCK_SUM_MINB` for the block-summed instance)."""
         self.depth = depth
         """DEPTH override (None: :func:`rowgroup_pipeline`'s rule)."""
         self.warps = warps
