@@ -143,7 +143,7 @@ def groups_markdown(t: dict, chosen: dict[tuple, str] | None = None) -> str:
         worst_choice = max(cases, key=lambda c: c[3])
         lines.append(
             f"| {k} | {layout} | {len(cases)} | "
-            f"{math.exp(sum(map(math.log, speed)) / len(speed)):.2f}x | "
+            f"{_geomean(speed):.2f}x | "
             f"{low[0]:.2f}x ({low[2]}) | {sum(x < 1 for x in speed)} | "
             f"{100 * statistics.median(c[1] for c in cases):+.1f} % | "
             f"{100 * worst[1]:+.1f} % ({worst[2]}) | "

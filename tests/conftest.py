@@ -8,13 +8,13 @@ session, decompressed, under their recorded names, beside the seed report they a
 
 from __future__ import annotations
 
-import gzip
-import lzma
 import os
 import shutil
 from pathlib import Path
 
 import pytest
+
+from sparsescope._compressed import COMPRESSED_SUFFIXES, read_bytes, without_compression
 
 # One OpenBLAS thread a test process (before NumPy loads; xdist's workers and every subprocess
 # inherit it): the README's command runs a worker more than the cores, and OpenBLAS's own
@@ -37,10 +37,8 @@ def _lay_out(source: Path, target: Path) -> None:
     for path in sorted(source.iterdir()):
         if path.is_dir():
             _lay_out(path, target / path.name)
-        elif path.suffix in (".gz", ".xz"):
-            opener = gzip.open if path.suffix == ".gz" else lzma.open
-            with opener(path, "rb") as packed, open(target / path.stem, "wb") as plain:
-                shutil.copyfileobj(packed, plain)
+        elif path.suffix in COMPRESSED_SUFFIXES:
+            (target / without_compression(path.name)).write_bytes(read_bytes(path))
         else:
             shutil.copy2(path, target / path.name)
 

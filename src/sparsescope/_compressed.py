@@ -130,12 +130,6 @@ def kept_file(path: str | os.PathLike) -> Path | None:
     return None
 
 
-def json_file(path: str | os.PathLike) -> Path | None:
-    """``path`` (a ``.json`` name) as it is kept: the file itself, else its ``.xz`` or ``.gz``
-    copy; None when there is none of them."""
-    return kept_file(path)
-
-
 def without_compression(name: str) -> str:
     """``name`` less a ``.xz`` or ``.gz`` suffix: ``A_raw.csv.xz`` -> ``A_raw.csv``."""
     for suffix in COMPRESSED_SUFFIXES:

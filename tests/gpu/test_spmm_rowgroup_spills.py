@@ -16,11 +16,8 @@ from sparsescope.backends.spmm_rowgroup import (
     SOURCE,
     SPILL_FREE_BATCH,
     WAVE_MINB,
-    choose_slab_cols,
     rowgroup_kernel_name,
-    rowgroup_pipeline,
-    rowgroup_shape,
-    vector_width,
+    rowgroup_layout,
 )
 
 pytestmark = pytest.mark.gpu
@@ -35,18 +32,16 @@ def picked_instances() -> dict[str, int]:
     """Each instance the host rules can name (default DEPTH and BATCH) for k = 1 .. 600, both
     value types, both index widths, VEC by the rule and narrowed (auto's vec=2 and vec=1
     candidates), block-summed or not, at each MINB :func:`wave_minb` can give, and auto's
-spill-free candidate (MINB 4 at BATCH 4): name -> MINB (SPILL_FREE for the last)."""
+    spill-free candidate (MINB 4 at BATCH 4): name -> MINB (SPILL_FREE for the last)."""
     names = {}
     for value_dtype in ("float32", "float64"):
         for index_bytes in (4, 8):
             for k in (1, 2, 3, 4, 6, 8, 16, 32, 33, 64, 128, 256, 512, 600):
                 for vec in (None, 2, 1):
                     try:
-                        kslab = choose_slab_cols(k, value_dtype, None, vec)
-                        shape = rowgroup_shape(kslab, vector_width(k, value_dtype, vec))
+                        _, shape, stages = rowgroup_layout(k, value_dtype, vec=vec)
                     except ValueError:
                         continue
-                    stages = rowgroup_pipeline(shape)
                     for minb in {WAVE_MINB, DEFAULT_MINB[value_dtype]}:
                         names[rowgroup_kernel_name(value_dtype, index_bytes, shape, stages,
                                                    minb)] = minb

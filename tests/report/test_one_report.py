@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from sparsescope import registry
-from sparsescope._compressed import json_file, read_json
+from sparsescope._compressed import kept_file, read_json
 from sparsescope.analyze.diagnose import stall_name
 from sparsescope.report.labels import label
 from sparsescope.report.write import write_report
@@ -186,7 +186,7 @@ def _numbers(value, path=""):
 
 def _profiles_of(folder: Path):
     """The ncu profiles a committed op run was reported with (device_ops.sh's ``report``)."""
-    raw, ran = folder / "profiles" / "ncu_raw.csv.xz", json_file(folder / "profiles" / "ran.json")
+    raw, ran = folder / "profiles" / "ncu_raw.csv.xz", kept_file(folder / "profiles" / "ran.json")
     if not raw.is_file() or ran is None:
         return (), None
     from sparsescope.profile import load

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sparsescope._compressed import json_file, kept_file, read_bytes, read_json
+from sparsescope._compressed import kept_file, read_bytes, read_json
 from sparsescope.analyze.workload import Workload, bf16_bits_to_float, host_arrays, resolve_callable
 from sparsescope.errors import DeviceError, SparsescopeError, UsageError
 
@@ -291,7 +291,7 @@ def measurement_file(folder: str | Path) -> Path:
     """``folder``'s ``measurement.json``, or its compressed copy (``measurement.json.xz``, as
     results folders keep it) where only that is there."""
     plain = Path(folder) / MEASUREMENT_FILE
-    return json_file(plain) or plain
+    return kept_file(plain) or plain
 
 
 def evidence_from_measurement(folder: str | Path):

@@ -218,6 +218,17 @@ def rowgroup_pipeline(shape: tuple[int, int, int], depth: int | None = None,
     return depth, batch
 
 
+def rowgroup_layout(k: int, value_dtype: str, *, slab: int | None = None,
+                    vec: int | None = None, depth: int | None = None,
+                    batch: int | None = None) -> tuple[int, tuple[int, int, int], tuple[int, int]]:
+    """(kslab, (VEC, G, CHUNKS), (DEPTH, BATCH)) of a call, by the rules and the overrides
+    given (:func:`choose_slab_cols`, :func:`rowgroup_shape`, :func:`rowgroup_pipeline`); a
+    ``ValueError`` where an override does not fit k."""
+    kslab = choose_slab_cols(k, value_dtype, slab, vec)
+    shape = rowgroup_shape(kslab, vector_width(k, value_dtype, vec))
+    return kslab, shape, rowgroup_pipeline(shape, depth, batch)
+
+
 def rowgroup_grid(n_slices: int, group: int, sm_count: int, warps: int | None = None,
                   full_warps: int = MAX_WARPS_PER_BLOCK) -> tuple[int, int]:
     """(blocks, warps per block) over the slices, 32 / G slices a warp::
@@ -350,9 +361,8 @@ def plan_rowgroup(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, index_
     there in shared memory (:func:`block_sum_slices`; one launch, no zero fill, no atomics).
     ``slice_nnz``: S as given (no floor; e.g. one stage of pairs, so that no group walks more
     than one), instead of the slice rule's."""
-    kslab = choose_slab_cols(k, value_dtype, slab, vec)
-    shape = rowgroup_shape(kslab, vector_width(k, value_dtype, vec))
-    stages = rowgroup_pipeline(shape, depth, batch)
+    kslab, shape, stages = rowgroup_layout(k, value_dtype, slab=slab, vec=vec, depth=depth,
+                                           batch=batch)
     floor = MIN_SLICE_NNZ if min_slice is None else min_slice
     if slice_nnz is not None and slice_nnz < 1:
         raise ValueError(f"slice_nnz must be >= 1, got {slice_nnz}")
@@ -482,9 +492,8 @@ class SpmmCudaRowGroup(HostPlannedKernel):
         if (self.slab, self.vec, self.depth, self.batch) != (None,) * 4:
             value_dtype = "float32" if case.traffic.value_bytes == 4 else "float64"
             try:
-                kslab = choose_slab_cols(case.params.k, value_dtype, self.slab, self.vec)
-                shape = rowgroup_shape(kslab, vector_width(case.params.k, value_dtype, self.vec))
-                rowgroup_pipeline(shape, self.depth, self.batch)
+                rowgroup_layout(case.params.k, value_dtype, slab=self.slab, vec=self.vec,
+                                depth=self.depth, batch=self.batch)
             except ValueError as exc:
                 return str(exc)
         return ""

@@ -12,7 +12,7 @@ import io
 from dataclasses import dataclass
 from pathlib import Path
 
-from sparsescope._compressed import compressed_files, json_file, read_json, without_compression
+from sparsescope._compressed import compressed_files, kept_file, read_json, without_compression
 
 METRICS = (
     ("time us", "gpu__time_duration.sum", 1e-3),
@@ -67,7 +67,7 @@ def profiled_cases(folder: Path) -> tuple[ProfiledCase, ...]:
     found = []
     for raw in compressed_files(folder, "*_raw.csv"):
         name = without_compression(raw.name).removesuffix("_raw.csv")
-        described = json_file(folder / f"{name}.json")
+        described = kept_file(folder / f"{name}.json")
         if described is None:
             continue
         row = main_kernel(_rows(read_export_text(raw)))
