@@ -84,25 +84,33 @@ NARROW_VEC = ["spmm-cuda-rowgroup[vec=2]", "spmm-cuda-rowgroup[vec=1]"]
 with float2 (G 4) and float (G 8) lanes too; in float64 (float2 lanes, G 4) float ones (G 8)."""
 
 
+ROWGROUP_ELL = ["spmm-cuda-rowgroup[ell=1]", "spmm-cuda-rowgroup[ell=1,vec=2]",
+                "spmm-cuda-rowgroup[ell=1,vec=1]"]
+"""rowgroup on the ELL rows (no slice pointers), at the rule's VEC and at each narrower VEC
+offered (the padding, 60 x 16 / 234, is within the limit)."""
+
+
 SHORT = ["spmm-cuda-rowgroup[block_sum=1,slice_nnz=8]"]
 """Under a wave, rowgroup in slices of about the mean row (234 / 60 -> 8 pairs), the rows of 9
 it cuts summed by their block."""
 
 
 @pytest.mark.parametrize(("k", "layout", "dtype", "labels"), [
-    (8, "row", "float32", ["spmm-cuda-rowgroup", *NARROW_VEC, *SHORT, "spmm-cuda-rowwarp", *TC,
-                           *ELL]),
-    (8, "col", "float32", ["spmm-cuda-rowgroup", *NARROW_VEC, *SHORT, "spmm-cuda-rowwarp", *TC,
-                           "spmm-cuda-colmajor", *ELL]),
+    (8, "row", "float32", ["spmm-cuda-rowgroup", *NARROW_VEC, *ROWGROUP_ELL, *SHORT,
+                           "spmm-cuda-rowwarp", *TC, *ELL]),
+    (8, "col", "float32", ["spmm-cuda-rowgroup", *NARROW_VEC, *ROWGROUP_ELL, *SHORT,
+                           "spmm-cuda-rowwarp", *TC, "spmm-cuda-colmajor", *ELL]),
     # k = 256 and 4095: the row-tile kernel too (last), its tiles of 16 / 64 rows staging 200 /
     # 50 X rows for the 234 nonzeros
-    (256, "col", "float32", ["spmm-cuda-rowgroup", *SHORT, "spmm-cuda-rowwarp", *TC,
-                             "spmm-cuda-colmajor", "spmm-cuda-rowtile[ks=32,rows=16]", *ELL]),
+    (256, "col", "float32", ["spmm-cuda-rowgroup", ROWGROUP_ELL[0], *SHORT, "spmm-cuda-rowwarp",
+                             *TC, "spmm-cuda-colmajor", "spmm-cuda-rowtile[ks=32,rows=16]",
+                             *ELL]),
     # k = 4095: rowwarp would need 128 loads a lane, not a candidate in either layout
-    (4095, "col", "float32", ["spmm-cuda-rowgroup", *SHORT, *TC,
+    (4095, "col", "float32", ["spmm-cuda-rowgroup", ROWGROUP_ELL[0], *SHORT, *TC,
                               "spmm-cuda-colmajor", "spmm-cuda-rowtile[ks=32,rows=64]", *ELL]),
-    (8, "col", "float64", ["spmm-cuda-rowgroup", NARROW_VEC[1], *SHORT, "spmm-cuda-rowwarp",
-                           *TC, "spmm-cuda-colmajor", *ELL]),
+    (8, "col", "float64", ["spmm-cuda-rowgroup", NARROW_VEC[1], ROWGROUP_ELL[0],
+                           ROWGROUP_ELL[2], *SHORT, "spmm-cuda-rowwarp", *TC,
+                           "spmm-cuda-colmajor", *ELL]),
 ])
 def test_planned_candidates_per_layout_and_k(k, layout, dtype, labels):
     from sparsescope.backends.select_predicted import Candidate
@@ -244,9 +252,15 @@ def test_the_trial_times_whole_column_major_calls_and_keeps_the_fastest(
     # one-warp blocks at k = 8: C = 1 gives 80 warps, short of a wave of 132 SMs x 8 at the
     # register cap -- the fake kernel has no registers to read)
     assert len(short) == 1
-    assert trial == {"spmm-cuda-rowgroup": 0.2, "spmm-cuda-rowwarp": 0.3,
+    # 12 candidates within the margin, TRIAL_MOST 10 places: the two rowgroup plans at the
+    # rule's VEC (G 2, 16 rows a warp: predicted the slowest of the family) are left out
+    assert trial == {"spmm-cuda-rowgroup": None, "spmm-cuda-rowwarp": 0.3,
                      # float2 and float lanes: 300 rows at k = 8 are under a wave
                      "spmm-cuda-rowgroup[vec=2]": 0.2, "spmm-cuda-rowgroup[vec=1]": 0.2,
+                     # and each on ELL rows (no slice pointers)
+                     "spmm-cuda-rowgroup[ell=1]": None,
+                     "spmm-cuda-rowgroup[ell=1,vec=2]": 0.2,
+                     "spmm-cuda-rowgroup[ell=1,vec=1]": 0.2,
                      # and in short slices (rows of up to 11 cut at 8), block-summed
                      "spmm-cuda-rowgroup[block_sum=1,slice_nnz=8]": 0.2,
                      "spmm-cuda-blocktc": None, "spmm-cuda-paneltc": None,

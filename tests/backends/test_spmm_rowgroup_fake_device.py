@@ -93,8 +93,10 @@ class _Kernel:
         if kernel == "transpose_tile":
             launch_transpose(grid, block, args)
         elif kernel == "spmm_rowgroup":
-            if ints[-1] is True:   # BLOCKSUM: its sums and keys in dynamic shared memory
+            if ints[6:7] == (True,):   # BLOCKSUM: its sums and keys in dynamic shared memory
                 assert 0 < shared_mem <= self.max_dynamic_shared_size_bytes
+            else:
+                assert shared_mem == 0
             launch_rowgroup(ints, grid, block, args)
         elif kernel == "spmm_colmajor":
             launch_colmajor(ints, grid, block, args)
@@ -282,15 +284,17 @@ def test_auto_chooses_by_prediction_and_keeps_the_table(fake_device, layout):
     table = json.loads(case.notes["selection_table"])
     assert [row["backend"] for row in table] == [
         # 300 rows at k = 64 (float4 lanes, G 16) are under a wave: rowgroup with float2
-        # lanes (G 32) too, and in slices of about the mean row (8), block-summed
-        "spmm-cuda-rowgroup", "spmm-cuda-rowgroup", "spmm-cuda-rowgroup", "spmm-cuda-rowwarp",
+        # lanes (G 32) too, both again on ELL rows (no slice pointers), and in slices of
+        # about the mean row (8), block-summed
+        *["spmm-cuda-rowgroup"] * 5, "spmm-cuda-rowwarp",
         "spmm-cuda-blocktc", "spmm-cuda-paneltc",
         # column-major: colmajor, and on a grid of one wave (300 rows) its short slices and
         # narrower tiles; then ELL, in either layout (rows of at most 9)
         *(["spmm-cuda-colmajor"] * 3 if layout == "col" else []), "spmm-cuda-ell"]
     assert table[1]["params"] == {"vec": 2}
-    assert table[2]["params"] == {"slice_nnz": 8, "block_sum": 1}
-    for declined in table[4:6]:   # the tensor-core kernels: fill above their limit
+    assert table[2]["params"] == {"ell": 1} and table[3]["params"] == {"vec": 2, "ell": 1}
+    assert table[4]["params"] == {"slice_nnz": 8, "block_sum": 1}
+    for declined in table[6:8]:   # the tensor-core kernels: fill above their limit
         assert declined["predicted_ms"] is None and "fill" in declined["not_modelled"]
     predicted = [row for row in table if row["predicted_ms"] is not None]
     fastest = min(predicted, key=lambda row: row["predicted_ms"])["backend"]
@@ -337,9 +341,9 @@ def test_auto_times_the_close_candidates_and_keeps_the_fastest(fake_device, monk
 
 
 def test_auto_times_up_to_trial_most_candidates(fake_device, monkeypatch):
-    """Nine rowgroup launches predicted within the margin (one scored family, no challenger):
-    the TRIAL_MOST fastest predictions are timed, the ninth is not, and the fastest measured
-    (here the last timed: depth 4) is kept."""
+    """Eleven rowgroup launches predicted within the margin (one scored family, no
+    challenger): the TRIAL_MOST (10) fastest predictions are timed, the eleventh is not, and
+    the fastest measured (here the last timed: depth 4) is kept."""
     import json
 
     from sparsescope.backends import spmm_auto
@@ -348,8 +352,8 @@ def test_auto_times_up_to_trial_most_candidates(fake_device, monkeypatch):
     from sparsescope.timing.types import Measurement
 
     options = [{}, {"depth": 1}, {"warps": 1}, {"vec": 2}, {"vec": 1}, {"min_slice": 32},
-               {"warps": 2}, {"depth": 4}, {"minb": 2}]
-    assert spmm_auto.TRIAL_MOST == 8 < len(options)
+               {"warps": 2}, {"ell": 1}, {"ell": 1, "vec": 2}, {"depth": 4}, {"minb": 2}]
+    assert spmm_auto.TRIAL_MOST == 10 < len(options)
 
     def predicted(*args, **kwargs):
         return [CandidatePrediction(Candidate("spmm-cuda-rowgroup", o), 0.010 + 0.001 * n,
@@ -364,7 +368,7 @@ def test_auto_times_up_to_trial_most_candidates(fake_device, monkeypatch):
     case = _run(_matrix(300, 200, seed=3), _auto(trial=True), 64, "row")
     assert case.outcome == "ok", case.reason
     trial = {row["label"]: row["trial_ms"] for row in json.loads(case.notes["selection_table"])}
-    assert [label for label, ms in trial.items() if ms is not None] == list(trial)[:8]
+    assert [label for label, ms in trial.items() if ms is not None] == list(trial)[:10]
     assert trial["spmm-cuda-rowgroup[minb=2]"] is None
     assert json.loads(case.notes["selected_params"]) == {"depth": 4}
 

@@ -236,12 +236,16 @@ def launch_rowgroup(template, grid, block, args) -> None:
     shuffle), X and Y through flat row-major arrays. BLOCKSUM: a cut row's groups (slice_row
     < 0) leave their sums in the block's shared memory; after the barrier the row's last group
     in the block adds those of the groups before it with the same row and stores; pads (the
-    index type's least slice_row) store nothing. ``args`` are the kernel's arguments in order;
-    Y is written in place."""
+    index type's least slice_row) store nothing. ELL (the flag after BLOCKSUM): group s walks
+    the ``ell_width`` stored pairs at s x ell_width (no slice pointers), a pad (col -1) loads
+    no X, and the group stops at the first batch after one that held a pad. ``args`` are the
+    kernel's arguments in order; Y is written in place."""
     vec, group, chunks, depth, batch, _minb, *rest = template
     block_sum = bool(rest and rest[0])
-    n_slices, k, slab, sliced, slice_ptr, slice_row, col, val, x, y = args
+    ell = bool(len(rest) > 1 and rest[1])
+    n_slices, k, slab, sliced, slice_ptr, slice_row, col, val, x, y, ell_width = args
     n_slices, k, slab, sliced = int(n_slices), int(k), int(slab), int(sliced)
+    ell_width = int(ell_width)
     xf, yf = x.reshape(-1), y.reshape(-1)  # views: Y written through
     stage = depth * group
     groups = 32 // group
@@ -264,7 +268,10 @@ def launch_rowgroup(template, grid, block, args) -> None:
                         r = int(slice_row[s])
                         pad = block_sum and r in PADS
                         atomic, row = r < 0 and not pad, (-r - 1 if r < 0 else r)
-                    begin, end = int(slice_ptr[s]), int(slice_ptr[s + 1])
+                    if ell:
+                        begin, end = s * ell_width, (s + 1) * ell_width
+                    else:
+                        begin, end = int(slice_ptr[s]), int(slice_ptr[s + 1])
                     acc = np.zeros((group, chunks, vec))
                     for base in range(begin, end, stage):
                         my_col = np.zeros((depth, group), dtype=np.int64)
@@ -275,8 +282,9 @@ def launch_rowgroup(template, grid, block, args) -> None:
                             my_col[d] = np.where(have, col[np.minimum(idx, nnz - 1)], 0)
                             my_val[d] = np.where(have, val[np.minimum(idx, nnz - 1)], 0.0)
                         n = min(stage, end - base)
+                        padded = False
                         for i0 in range(0, stage, batch):
-                            if i0 >= n:
+                            if i0 >= n or padded:
                                 break
                             a = np.zeros(batch)
                             xv = np.zeros((batch, group, chunks, vec))
@@ -286,7 +294,8 @@ def launch_rowgroup(template, grid, block, args) -> None:
                                 e = i % group
                                 assert d < depth and e < group
                                 j, av = int(my_col[d, e]), my_val[d, e]
-                                live = i < n
+                                live = i < n and j >= 0   # col -1: a pad (ELL)
+                                padded |= ell and j < 0
                                 a[b] = av if live else 0.0
                                 for c in range(chunks):
                                     cc = (li + group * c) * vec
@@ -295,6 +304,8 @@ def launch_rowgroup(template, grid, block, args) -> None:
                                         xv[b, m, c, v] = xf[j * k + slab0 + cc[m] + v]
                             for b in range(batch):
                                 acc += a[b] * xv[b]
+                        if padded:
+                            break  # the rest of the row is padding
                     records.append((None if pad else row, atomic, row if atomic else -1, acc))
             for g, (row, atomic, key, acc) in enumerate(records):
                 if row is None:
@@ -332,7 +343,7 @@ def emulate(csr: sp.csr_matrix, x: np.ndarray, k: int, shape, stages, plan, ksla
         y[:] = 0.0
     slice_row = plan.slice_row if plan.slice_row is not None else plan.slice_ptr
     args = (total, k, kslab, int(plan.split_rows > 0), plan.slice_ptr, slice_row,
-            csr.indices, csr.data, np.ascontiguousarray(x), y)
+            csr.indices, csr.data, np.ascontiguousarray(x), y, 0)
     launch_rowgroup((*shape, *stages, 2), (blocks, -(-k // kslab)), (32 * warps,), args)
     return y
 
@@ -402,7 +413,9 @@ def test_auto_offers_narrower_vec_on_a_grid_under_one_wave():
     """1,723 rows of about 4 (bcspwr09-like) on 132 SMs: at k = 64 (float4, G 16: 862 warps,
     under the 8,448 of a wave) float2 lanes give G 32, a warp a row; float lanes give no more
     lanes (G 32 again), so only vec 2. At k = 8 (float4, G 2): vec 2 (G 4) and 1 (G 8). At
-    k = 256 (G 32 already) none. On one SM (a wave of 64 warps) none."""
+    k = 256 (G 32 already) none. On one SM (a wave of 64 warps) none. Each plan of the rule's
+    VEC or a narrower one is offered again on ELL rows (rows of 3-5: padding 5 / 4 = 1.25,
+    within the limit), and a matrix with one long row (padding above it) gets none."""
     from sparsescope.backends.spmm_auto_candidates import candidate_plans
 
     indptr = np.concatenate(([0], np.cumsum(np.tile([3, 4, 5, 4], 431)[:1723])))
@@ -412,10 +425,17 @@ def test_auto_offers_narrower_vec_on_a_grid_under_one_wave():
         return [c.label for c, _ in candidate_plans(indptr, nnz, k, "float32", 4, sms, 2)]
 
     assert labels(64, 132) == ["spmm-cuda-rowgroup", "spmm-cuda-rowgroup[vec=2]",
+                               "spmm-cuda-rowgroup[ell=1]", "spmm-cuda-rowgroup[ell=1,vec=2]",
                                "spmm-cuda-rowwarp"]
-    assert labels(8, 132)[1:3] == ["spmm-cuda-rowgroup[vec=2]", "spmm-cuda-rowgroup[vec=1]"]
+    assert labels(8, 132)[1:6] == ["spmm-cuda-rowgroup[vec=2]", "spmm-cuda-rowgroup[vec=1]",
+                                   "spmm-cuda-rowgroup[ell=1]", "spmm-cuda-rowgroup[ell=1,vec=2]",
+                                   "spmm-cuda-rowgroup[ell=1,vec=1]"]
     assert "vec" not in " ".join(labels(256, 132))
-    assert "vec" not in " ".join(labels(64, 1))
+    over_wave = labels(64, 1)
+    assert "vec" not in " ".join(over_wave) and "spmm-cuda-rowgroup[ell=1]" in over_wave
+    indptr = np.concatenate((indptr, [nnz + 500]))   # a row of 500: ELL padding ~ 72
+    nnz += 500
+    assert "ell" not in " ".join(labels(64, 132))
 
 
 def test_emulated_single_row_and_a_dropped_slice_shows_as_nan():
@@ -719,11 +739,78 @@ def emulate_block_sum(csr: sp.csr_matrix, x: np.ndarray, k: int, host) -> np.nda
     plan = host.plan
     slice_row = plan.slice_row if plan.slice_row is not None else plan.slice_ptr
     args = (plan.n_slices, k, host.slab, int(plan.slice_row is not None), plan.slice_ptr,
-            slice_row, csr.indices, csr.data, np.ascontiguousarray(x), y)
+            slice_row, csr.indices, csr.data, np.ascontiguousarray(x), y, 0)
     launch_rowgroup((*host.shape, *host.stages, kernel_minb(host.kernel),
                      host.kernel.endswith("true>")), (host.blocks, host.slabs),
                     (32 * host.warps,), args)
     return y
+
+
+def emulate_ell(csr: sp.csr_matrix, x: np.ndarray, k: int, host) -> np.ndarray:
+    """The launch the backend makes for an ``ell`` plan: the ELL instance on the padded pairs
+    (``spmm_ell.ell_format``, col -1 in the padding), slice pointers never read (given as
+    NaN to prove it), on a NaN-poisoned Y."""
+    from sparsescope.backends.spmm_ell import ell_format
+    from sparsescope.backends.spmm_rowgroup import kernel_minb
+
+    fmt = ell_format(csr.indptr, csr.indices, csr.data)
+    assert fmt.width == host.ell_width
+    y = np.full((csr.shape[0], k), np.nan)
+    unread = np.full(1, np.nan)
+    args = (host.plan.n_slices, k, host.slab, 0, unread, unread, fmt.col, fmt.val,
+            np.ascontiguousarray(x), y, host.ell_width)
+    launch_rowgroup((*host.shape, *host.stages, kernel_minb(host.kernel), False, True),
+                    (host.blocks, host.slabs), (32 * host.warps,), args)
+    return y
+
+
+@pytest.mark.parametrize("k", [1, 3, 8, 64, 256])
+@pytest.mark.parametrize("lengths", [(3, 0, 5, 1, 4), (40, 1, 0, 33, 2), (16,), (0, 0)])
+def test_emulated_ell_matches_the_reference(k, lengths):
+    """ell: A as row-major ELL, a group a row, no slice pointers; rows of 0 to 40 pairs (a row
+    over several stages, an empty row, a row filling its stage exactly: 16 pairs at G 16 x
+    DEPTH 2 = 32 is a part stage, at k = 8 G 2 x DEPTH 4 = 8 two whole ones) against the
+    float64 product, every row of Y stored."""
+    rng = np.random.default_rng(k + len(lengths))
+    rows = np.repeat(np.arange(len(lengths) * 7), np.tile(lengths, 7))
+    cols = np.concatenate([rng.choice(50, n, replace=False) for n in np.tile(lengths, 7)])
+    csr = sp.csr_matrix((rng.random(rows.size) * 2 - 1, (rows, cols)),
+                        shape=(len(lengths) * 7, 50))
+    x = rng.random((50, k)) * 2 - 1
+    host = plan_rowgroup(csr.indptr, csr.nnz, k, "float32", 4, 132, ell=True)
+    assert host.plan.n_slices == csr.shape[0] and host.plan.split_rows == 0
+    y = emulate_ell(csr, x, k, host)
+    assert not np.isnan(y).any()
+    np.testing.assert_allclose(y, csr @ x, rtol=1e-12, atol=1e-12)
+
+
+def test_ell_plan_name_notes_and_launch():
+    """An ``ell`` plan by hand: rows of 3, 0, 5 and 1 pairs, k = 64 float32: the longest row 5
+    -> the ELL kernel's G 8 -> stored width 8; VEC 4, G 16, one load a lane (the plain
+X (", false,
+    true") at MINB 2 (ELL_MINB, on any grid); the model's launch has no pointer round and
+    stops at a pad; block_sum or slice sizes with ell are refused."""
+    from sparsescope.backends.spmm_rowgroup import rowgroup_launch
+
+    indptr = np.array([0, 3, 3, 8, 9])
+    host = plan_rowgroup(indptr, 9, 64, "float32", 4, 132, ell=True)
+    assert host.kernel == "spmm_rowgroup<float, int, 4, 16, 1, 2, 8, 2, false, true>"
+    assert host.ell_width == 8 and host.plan.slice_nnz == 5
+    assert (host.blocks, host.warps) == (2, 1)
+    assert host.notes["ell_width"] == "8" and host.notes["pointer_rounds"] == "0"
+    assert host.notes["slice_rule"] == "a row a group (ELL)"
+    assert host.notes["zero_fill"] == "no"
+    launch = rowgroup_launch(host)
+    assert (launch.pointer_rounds, launch.ell_width, launch.walks_padding) == (0, 8, False)
+    plain = rowgroup_launch(plan_rowgroup(indptr, 9, 64, "float32", 4, 132))
+    assert (plain.pointer_rounds, plain.ell_width) == (1, 0)
+    # over a wave (20,000 rows on one SM: 10,000 warps) still ELL_MINB, where slices take 4
+    many = np.arange(0, 60_001, 3)
+    assert plan_rowgroup(many, 60_000, 64, "float32", 4, 1, ell=True).notes["minb"] == "2"
+    assert plan_rowgroup(many, 60_000, 64, "float32", 4, 1).notes["minb"] == "4"
+    for options in ({"block_sum": True}, {"slice_nnz": 4}, {"min_slice": 32}):
+        with pytest.raises(ValueError, match="ell cuts no row"):
+            plan_rowgroup(indptr, 9, 64, "float32", 4, 132, ell=True, **options)
 
 
 @pytest.mark.parametrize("k", [1, 8, 64, 600])

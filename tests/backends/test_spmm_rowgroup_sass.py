@@ -22,6 +22,11 @@ BLOCK_SUM = ("float, int, 4, 2, 1, 4, 8, 2, true", "float, int, 4, 16, 1, 2, 8, 
              "float, int, 2, 32, 1, 2, 8, 2, true", "float, int, 1, 4, 1, 4, 8, 2, true",
              "double, long long, 2, 32, 8, 1, 1, 2, true")
 """The instances that sum cut rows in shared memory (``block_sum``, MINB 2)."""
+ELL = ("float, int, 4, 16, 1, 2, 8, 2, false, true", "float, int, 4, 2, 1, 4, 8, 2, false, true",
+       "float, int, 2, 32, 1, 2, 8, 2, false, true", "float, int, 1, 8, 1, 4, 8, 2, false, true",
+       "double, long long, 2, 32, 8, 1, 1, 2, false, true")
+"""The instances on ELL rows (``ell``: no slice pointers), by the rules at k = 64 and 8, with
+auto's narrower VEC, and float64 at k = 512."""
 COLMAJOR = ("float, int, 8, 2, false", "double, long long, 4, 4, false", "float, int, 1, 8, false",
             "float, int, 8, 4, false", "float, int, 4, 4, false",
             "float, int, 8, 4, true")  # SEG: a cut row's slices summed across the warp
@@ -31,8 +36,18 @@ def _instance(kernel: str, args: str) -> str:
     t, i = (p.strip() for p in args.split(",")[:2])
     params = ("long long, int, int, int" if kernel == "spmm_rowgroup"
               else "long long, long long, long long, int, int, int")
+    last = ", int" if kernel == "spmm_rowgroup" else ""   # rowgroup's ell_width
     return (f"template __global__ void {kernel}<{args}>({params}, const {i}*, const {i}*, "
-            f"const {i}*, const {t}*, const {t}*, {t}*);")
+            f"const {i}*, const {t}*, const {t}*, {t}*{last});")
+
+
+def _host_name(demangled: str) -> str:
+    """A compiled instance's name as the host spells it: rowgroup's defaulted BLOCKSUM and ELL
+    flags (", false, false>", ", true, false>") left out, as ``rowgroup_kernel_name`` does."""
+    name = demangled.split("(")[0]
+    if name.startswith("void spmm_rowgroup"):
+        name = name.replace(", false, false>", ">").replace(", true, false>", ", true>")
+    return name
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +59,7 @@ def sass(tmp_path_factory):
     folder = tmp_path_factory.mktemp("spmm_rowgroup_sass")
     lines = []
     for source, kernel, instances in (("spmm_rowgroup.cu", "spmm_rowgroup",
-                                       ROWGROUP + BLOCK_SUM),
+                                       ROWGROUP + BLOCK_SUM + ELL),
                                       ("spmm_colmajor.cu", "spmm_colmajor", COLMAJOR)):
         path = folder / source
         path.write_text(kernel_source(source))
@@ -52,11 +67,7 @@ def sass(tmp_path_factory):
         lines += [_instance(kernel, args) for args in instances]
     wrapper = folder / "instances.cu"
     wrapper.write_text("\n".join(lines) + "\n")
-    # rowgroup's instances without BLOCKSUM are named by their first eight arguments here,
-    # as the host names them; the compiler spells out the defaulted ", false"
-    return {a.demangled.split("(")[0].replace(", false>", ">")
-            if a.demangled.startswith("void spmm_rowgroup") else a.demangled.split("(")[0]: a
-            for a in analyse_source(wrapper, arch="sm_90")}
+    return {_host_name(a.demangled): a for a in analyse_source(wrapper, arch="sm_90")}
 
 
 def _accesses(analysis):
@@ -96,6 +107,30 @@ def test_rowgroup_block_sum_sass(sass, args):
                      if i.opcode in ("FFMA", "DFMA"))
     early = [i for i in analysis.instructions[:first_fma] if i.opcode == "LDG"]
     assert len(early) >= batch * chunks
+
+
+@pytest.mark.parametrize("args", ELL)
+def test_rowgroup_ell_sass(sass, args):
+    """On ELL rows: no spills within the launch bound's registers (counting a stage's real
+    pairs by ballots took 128 registers and spilled), X and Y VEC-wide, no atomics and no
+    shared memory (no row is cut), and fewer global loads than the sliced instance of the
+    same shape: the slice pointers are not read."""
+    analysis = sass[f"void spmm_rowgroup<{args}>"]
+    res = analysis.resources
+    minb = int(args.split(",")[7])
+    assert res.registers <= 65536 // (256 * minb)
+    assert not res.local_bytes and not res.spill_store_bytes
+    t, _, vec = (p.strip() for p in args.split(",")[:3])
+    width = (4 if t == "float" else 8) * int(vec)
+    accesses = _accesses(analysis)
+    assert ("LDG", width) in accesses and ("STG", width) in accesses
+    opcodes = {i.opcode for i in analysis.instructions}
+    assert not opcodes & {"RED", "ATOM", "REDG", "ATOMG", "BAR", "LDS", "STS"}
+    sliced = sass[f"void spmm_rowgroup<{args.rsplit(', false, true', 1)[0]}>"] \
+        if args.rsplit(", false, true", 1)[0] in ROWGROUP else None
+    if sliced is not None:
+        loads = sum(i.opcode == "LDG" for i in analysis.instructions)
+        assert loads < sum(i.opcode == "LDG" for i in sliced.instructions)
 
 
 @pytest.mark.parametrize("args", COLMAJOR)

@@ -150,6 +150,39 @@ def test_rowgroup_block_sum_matches(awkward_matrices, k, slices):
     assert not failures, failures
 
 
+@pytest.mark.parametrize("k", [1, 3, 8, 64, 256, 600])
+def test_rowgroup_ell_matches(awkward_matrices, k):
+    """ell (A as row-major ELL, a group a row, no slice pointers) on every awkward matrix with
+    the padding limit lifted (the heavy row pads every other row to its length: many stages
+    of pads, each group stopping at its own row's end), float32 with INT32 and float64 with
+    INT64 indices, k = 600 in five slabs; the ELL instance, no zero fill, and the ELL bytes
+    (padding counted) in the case's traffic."""
+    from sparsescope.backends.spmm_rowgroup import SpmmCudaRowGroup
+
+    failures = []
+    for matrix in _small(awkward_matrices):
+        for dtype, index_bytes in (("float32", 4), ("float64", 8)):
+            case = _run(matrix, SpmmCudaRowGroup(ell=1, max_padding=1e9), k, "row", dtype,
+                        index_bytes)
+            if case.outcome != "ok":
+                failures.append((matrix.name, dtype, case.outcome, case.reason))
+                continue
+            assert case.notes["kernel"].endswith(", false, true>"), case.notes
+            assert case.notes["zero_fill"] == "no" and case.notes["pointer_rounds"] == "0"
+            assert case.traffic.format.startswith("ELL"), case.traffic
+    assert not failures, failures
+
+
+def test_rowgroup_ell_declines_a_padding_over_the_limit(awkward_matrices):
+    """At the ELL kernel's limit (``spmm_ell.MAX_PADDING``) the heavy row's matrix is skipped
+    with the padding named."""
+    from sparsescope.backends.spmm_rowgroup import SpmmCudaRowGroup
+
+    matrix = next(m for m in awkward_matrices if m.name.startswith("heavy-row-3001"))
+    case = _run(matrix, SpmmCudaRowGroup(ell=1), 8, "row", "float32", 4)
+    assert case.outcome == "skipped" and "ELL padding" in case.reason
+
+
 def test_rowgroup_default_rule_cuts_the_heavy_row(awkward_matrices):
     """heavy-row-3001: one row of ~2,250 nonzeros, over the 1,024 floor -> cut."""
     matrix = next(m for m in awkward_matrices if m.name.startswith("heavy-row-3001"))

@@ -13,6 +13,7 @@ from sparsescope.backends import _gpu
 from sparsescope.backends.spmm_rowgroup import (
     BLOCK_SUM_MINB,
     DEFAULT_MINB,
+    ELL_MINB,
     SOURCE,
     SPILL_FREE_BATCH,
     WAVE_MINB,
@@ -31,8 +32,9 @@ SPILL_FREE = -4
 def picked_instances() -> dict[str, int]:
     """Each instance the host rules can name (default DEPTH and BATCH) for k = 1 .. 600, both
     value types, both index widths, VEC by the rule and narrowed (auto's vec=2 and vec=1
-    candidates), block-summed or not, at each MINB :func:`wave_minb` can give, and auto's
-    spill-free candidate (MINB 4 at BATCH 4): name -> MINB (SPILL_FREE for the last)."""
+    candidates), block-summed or not, at each MINB :func:`wave_minb` can give, on ELL rows
+    (auto's ell=1, at ELL_MINB), and auto's spill-free candidate (MINB 4 at BATCH 4): name ->
+    MINB (SPILL_FREE for the last)."""
     names = {}
     for value_dtype in ("float32", "float64"):
         for index_bytes in (4, 8):
@@ -45,6 +47,9 @@ def picked_instances() -> dict[str, int]:
                     for minb in {WAVE_MINB, DEFAULT_MINB[value_dtype]}:
                         names[rowgroup_kernel_name(value_dtype, index_bytes, shape, stages,
                                                    minb)] = minb
+                    # on ELL rows (auto's ell=1): always ELL_MINB
+                    names[rowgroup_kernel_name(value_dtype, index_bytes, shape, stages,
+                                               ELL_MINB, ell=True)] = ELL_MINB
                     if value_dtype == "float32" and stages[1] > SPILL_FREE_BATCH:
                         # auto's spill-free candidate over a wave: MINB 4 at BATCH 4 (with
                         # int64 indices nvrtc 13.5 spills <float, long long, 4, 4, 1, 4, 4, 4>:

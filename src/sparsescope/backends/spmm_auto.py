@@ -141,8 +141,10 @@ TRIAL_MARGIN = (1 + MODEL_ERROR) / (1 - MODEL_ERROR) - 1
 #: rowwarp, colmajor in five slicings and tiles, ELL), and the colmajor family is not scored:
 #: with 6 places, 4elt at k = 64 left out the plain colmajor kernel (predicted 11.2 us, timed
 #: alone 12.3) and kept 8-pair slices (predicted 8.9, timed 12.9; H200,
-#: results/h200/real-dev/2026-11-28-round-slices).
-TRIAL_MOST = 8
+#: results/h200/real-dev/2026-11-28-round-slices). Rowgroup on ELL rows (no slice pointers) adds
+#: up to three more under a wave, each predicted a round trip ahead of its sliced sibling: with
+#: 8 places they would push the sliced plans out of a trial that must judge the two.
+TRIAL_MOST = 10
 UNSCORED = (BLOCKTC, PANELTC, COLMAJOR, ROWTILE, ELL)
 """Candidate families whose model has not been scored over a population yet: when one of them
 is the fastest prediction, the scored candidates are shortlisted against the fastest scored

@@ -64,6 +64,7 @@ from sparsescope.backends.spmm_cuda import (
     plan_rowwarp,
     rowwarp_launch,
 )
+from sparsescope.backends.spmm_ell import ell_declined
 from sparsescope.backends.spmm_rowgroup import (
     SPILL_FREE_BATCH,
     WAVE_MINB,
@@ -300,6 +301,11 @@ def candidate_plans(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, inde
     632-nonzero row in 16 groups of 40 pairs: 9.8 us a call with the L2 flushed, against 8.7 in
     32 groups of 20 at slab 32, and 9.3 for CSR_ALG3; results/h200/real-dev/2026-11-28-minb/
     probe.md; the trial decides);
+    the default plan and each narrower-VEC one again with A as row-major ELL (``ell``: a
+    group a row, no slice pointers, so one dependent round trip fewer; where the padding is
+    within ``spmm_ell.MAX_PADDING``): on a matrix of a few thousand rows with the L2 flushed
+    a call is its round trips, and CSR_ALG3 beat the sliced plans there by 0.1-0.5 us
+    (results/h200/real-dev/2026-11-28-minb; the trial decides);
     rowwarp where it takes k (:func:`rowwarp_supports`).
 
     The narrower VEC is cuSPARSE's shape on a small grid: its CSR_ALG3 put a warp on each of
@@ -343,6 +349,10 @@ def candidate_plans(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, inde
                 plans.append((Candidate(ROWGROUP, {**candidate.params,
                                                    "batch": SPILL_FREE_BATCH}),
                               plan(**candidate.params, batch=SPILL_FREE_BATCH)))
+    if not ell_declined(indptr):   # no slice pointers: one round trip fewer a call
+        for candidate in [c for c, _ in plans if set(c.params) <= {"vec"}]:
+            plans.append((Candidate(ROWGROUP, {**candidate.params, "ell": 1}),
+                          plan(**candidate.params, ell=True)))
     short = rowgroup_short_slices(int(np.asarray(indptr).size - 1), nnz)
     if short < default.plan.slice_nnz:   # none where no row is cut at S: the default's plan
         plans += block_summed({"slice_nnz": short})

@@ -101,6 +101,11 @@ def wave_minb(value_dtype: str, grid_warps: int, sm_count: int) -> int:
     return DEFAULT_MINB[value_dtype]
 
 
+ELL_MINB = WAVE_MINB
+"""MINB of the instances on ELL rows (``ell``) on any grid: under MINB 4's 64 registers the
+float32 ones spill 12-148 bytes a thread (nvrtc 13.5, sm_90; the sliced instances 0-50), and
+the ELL rows are for calls of a few round trips, whose grids are small."""
+
 SPILL_FREE_BATCH = 4
 """BATCH that fits MINB 4's 64 registers without spilling: 4 float4 X vectors a lane in
 flight (16 registers) where the rule's 8 take 32 (nvrtc 13.5, sm_90: none of the float32
@@ -260,23 +265,35 @@ def rowgroup_grid(n_slices: int, group: int, sm_count: int, warps: int | None = 
 
 def rowgroup_kernel_name(value_dtype: str, index_bytes: int, shape: tuple[int, int, int],
                          stages: tuple[int, int], minb: int | None = None,
-                         block_sum: bool = False) -> str:
+                         block_sum: bool = False, ell: bool = False) -> str:
     """The template instance, e.g. ``spmm_rowgroup<float, int, 4, 2, 1, 4, 8, 2>``; with
     ``block_sum`` (cut rows summed in shared memory) ``spmm_rowgroup<float, int, 4, 2, 1, 4,
-    8, 2, true>``, MINB :data:`BLOCK_SUM_MINB` unless given."""
+    8, 2, true>``, MINB :data:`BLOCK_SUM_MINB` unless given; with ``ell`` (A as row-major
+    ELL, no slice pointers) ``spmm_rowgroup<float, int, 4, 2, 1, 4, 8, 2, false, true>``."""
+    if block_sum and ell:
+        raise ValueError("block_sum and ell exclude each other: ELL rows are never cut")
     vec, group, chunks = shape
     depth, batch = stages
     if minb is None:
         minb = BLOCK_SUM_MINB if block_sum else DEFAULT_MINB[value_dtype]
+    flags = ", true" if block_sum else ", false, true" if ell else ""
     return (f"spmm_rowgroup<{_gpu.CUDA_VALUE_TYPES[value_dtype]}, "
             f"{_gpu.CUDA_INDEX_TYPES[index_bytes]}, {vec}, {group}, {chunks}, {depth}, {batch}, "
-            f"{minb}{', true' if block_sum else ''}>")
+            f"{minb}{flags}>")
 
 
 def kernel_minb(kernel: str) -> int:
     """MINB of a rowgroup instance's name: ``spmm_rowgroup<float, int, 4, 2, 1, 4, 8, 2>`` ->
     2; ``<..., 8, 2, true>`` -> 2."""
     return int(kernel.rstrip(">").split("<", 1)[1].split(",")[7])
+
+
+def ell_rows(indptr: np.ndarray) -> SlicePlan:
+    """The slices of an ``ell`` plan: one a row, uncut (``slice_ptr`` the row pointers, which
+    the model reads for the rows' real lengths; the kernel reads none); S the longest row."""
+    indptr = np.asarray(indptr, dtype=np.int64)
+    lengths = np.diff(indptr)
+    return SlicePlan(int(lengths.max()) if lengths.size else 0, indptr, None, 0)
 
 
 @dataclass(frozen=True)
@@ -343,6 +360,9 @@ class RowGroupPlan:
     shared_bytes: int = 0
     """Dynamic shared memory a block (``block_sum``: the cut rows' sums and the groups' row
     keys); 0 otherwise."""
+    ell_width: int = 0
+    """Stored pairs a row where A is row-major ELL (``ell``: ``spmm_ell.stored_width`` of the
+    longest row); 0 for slices."""
 
     @property
     def block_summed(self) -> bool:
@@ -355,19 +375,30 @@ def plan_rowgroup(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, index_
                   min_slice: int | None = None, slab: int | None = None,
                   minb: int | None = None, full_warps: int = MAX_WARPS_PER_BLOCK,
                   vec: int | None = None, block_sum: bool = False,
-                  slice_nnz: int | None = None, batch: int | None = None) -> RowGroupPlan:
+                  slice_nnz: int | None = None, batch: int | None = None,
+                  ell: bool = False) -> RowGroupPlan:
     """The whole host plan of one call (pure: row pointers in, launch and notes out).
     ``block_sum``: where rows are cut, each cut row's slices kept inside one block and summed
     there in shared memory (:func:`block_sum_slices`; one launch, no zero fill, no atomics).
     ``slice_nnz``: S as given (no floor; e.g. one stage of pairs, so that no group walks more
-    than one), instead of the slice rule's."""
+    than one), instead of the slice rule's. ``ell``: A as row-major ELL of
+    ``spmm_ell.stored_width(longest row)`` pairs a row, a group a row (:func:`ell_rows`): no
+    slice pointers to load, so one dependent round trip fewer a call; it cuts no row, so it
+    takes neither ``block_sum`` nor the slice sizes."""
     kslab, shape, stages = rowgroup_layout(k, value_dtype, slab=slab, vec=vec, depth=depth,
                                            batch=batch)
     floor = MIN_SLICE_NNZ if min_slice is None else min_slice
     if slice_nnz is not None and slice_nnz < 1:
         raise ValueError(f"slice_nnz must be >= 1, got {slice_nnz}")
+    if ell and (block_sum or slice_nnz is not None or min_slice is not None):
+        raise ValueError("ell cuts no row: it takes neither block_sum, slice_nnz nor min_slice")
     size = slice_nnz or choose_slice_nnz(nnz, sm_count, floor, SLICES_PER_SM)
-    plan = slice_plan(indptr, size)
+    plan = ell_rows(indptr) if ell else slice_plan(indptr, size)
+    ell_width = 0
+    if ell:
+        from sparsescope.backends.spmm_ell import stored_width
+
+        ell_width = stored_width(plan.slice_nnz)
     blocks, block_warps = rowgroup_grid(plan.n_slices, shape[1], sm_count, warps, full_warps)
     if minb is not None and minb not in (1, 2, 3, 4, 6, 8):
         raise ValueError(f"minb must be one of 1, 2, 3, 4, 6, 8 blocks of 256, got {minb}")
@@ -381,11 +412,15 @@ def plan_rowgroup(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, index_
         shared = (threads * shape[0] * shape[2] * (4 if value_dtype == "float32" else 8)
                   + threads // shape[1] * 8)
     slabs = -(-k // kslab)
-    if minb is None and summed is None:
+    if minb is None and ell:
+        minb = ELL_MINB
+    elif minb is None and summed is None:
         minb = wave_minb(value_dtype, blocks * block_warps * slabs, sm_count)
     name = rowgroup_kernel_name(value_dtype, index_bytes, shape, stages, minb,
-                                summed is not None)
-    if summed is not None:
+                                summed is not None, ell)
+    if ell:
+        cut_row_sum = "none (ELL: no row cut)"
+    elif summed is not None:
         cut_row_sum = (f"{summed.cut_rows} row(s) summed in shared memory by their block "
                        f"({summed.pads} pad slices)")
     elif plan.split_rows:
@@ -402,14 +437,17 @@ def plan_rowgroup(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, index_
              "slab_cols": str(kslab), "slabs": str(slabs), "sm_count": str(sm_count),
              "index_dtype": np.dtype(_gpu.INDEX_DTYPES[index_bytes]).name,
              "value_dtype": value_dtype,
-             "slice_rule": (f"S = {slice_nnz} (given)" if slice_nnz else
+             "slice_rule": ("a row a group (ELL)" if ell else
+                            f"S = {slice_nnz} (given)" if slice_nnz else
                             f"S = max({floor}, round_up(nnz / ({sm_count} SMs x "
                             f"{SLICES_PER_SM} slices), 32))"),
              "cut_row_sum": cut_row_sum, "minb": str(kernel_minb(name))}
     if summed is not None:
         notes["split_rows"] = str(summed.cut_rows)
+    if ell:
+        notes.update(ell_width=str(ell_width), pointer_rounds="0")
     return RowGroupPlan(name, shape, stages, kslab, slabs, plan, blocks, block_warps, notes,
-                        shared)
+                        shared, ell_width)
 
 
 def rowgroup_launch(host: RowGroupPlan, registers: int | None = None):
@@ -425,6 +463,8 @@ def rowgroup_launch(host: RowGroupPlan, registers: int | None = None):
         kernel=host.kernel, slices_per_warp=32 // group, groups_per_slice=1,
         slab_cols=host.slab, slabs=host.slabs, vec=vec, chunks=chunks,
         stage_pairs=depth * group, batch=batch, block_warps=host.warps,
+        pointer_rounds=0 if host.ell_width else 1, ell_width=host.ell_width,
+        walks_padding=False,
         label=f"rowgroup {host.kernel}", **plan_fields(host.plan, host.notes, registers, minb))
 
 
@@ -461,7 +501,17 @@ class SpmmCudaRowGroup(HostPlannedKernel):
     def __init__(self, *, depth: int | None = None, warps: int | None = None,
                  min_slice: int | None = None, slab: int | None = None,
                  minb: int | None = None, vec: int | None = None, block_sum: int = 0,
-                 slice_nnz: int | None = None, batch: int | None = None) -> None:
+                 slice_nnz: int | None = None, batch: int | None = None,
+                 ell: int = 0, max_padding: float | None = None) -> None:
+        self.ell = bool(ell)
+        """A as row-major ELL, a group a row, no slice pointers (:func:`plan_rowgroup`);
+        declined above ``max_padding`` stored pairs a nonzero."""
+        self.max_padding = max_padding
+        """With ``ell``: the most stored pairs a nonzero taken (None:
+        ``spmm_ell.MAX_PADDING``, as the ELL kernel's)."""
+        if self.ell and (block_sum or slice_nnz is not None or min_slice is not None):
+            raise ValueError("ell cuts no row: it takes neither block_sum, slice_nnz nor "
+                             "min_slice")
         self.batch = batch
         """BATCH override (None: :func:`rowgroup_pipeline`'s rule): pairs whose X loads a lane
         issues before their FMAs."""
@@ -496,6 +546,11 @@ class SpmmCudaRowGroup(HostPlannedKernel):
                                 depth=self.depth, batch=self.batch)
             except ValueError as exc:
                 return str(exc)
+        if self.ell:
+            from sparsescope.backends.spmm_ell import MAX_PADDING, ell_declined
+
+            limit = MAX_PADDING if self.max_padding is None else self.max_padding
+            return ell_declined(case.matrix.indptr, limit)
         return ""
 
     def plan(self, case: OpCase, value_dtype: str, index_bytes: int, sm_count: int,
@@ -505,7 +560,7 @@ class SpmmCudaRowGroup(HostPlannedKernel):
                              sm_count, depth=self.depth, warps=self.warps,
                              min_slice=self.min_slice, slab=self.slab, minb=self.minb,
                              full_warps=full_warps, vec=self.vec, block_sum=self.block_sum,
-                             slice_nnz=self.slice_nnz, batch=self.batch)
+                             slice_nnz=self.slice_nnz, batch=self.batch, ell=self.ell)
 
     def prepare(self, case: OpCase, value_dtype: str, index_bytes: int) -> PreparedRowGroup:
         import cupy
@@ -514,8 +569,16 @@ class SpmmCudaRowGroup(HostPlannedKernel):
         dtype = _gpu.VALUE_DTYPES[value_dtype]
         host = self.plan(case, value_dtype, index_bytes, _gpu.device_sm_count(),
                          _gpu.device_full_block_warps())
-        slice_ptr, slice_row = upload_slices(host.plan, _gpu.INDEX_DTYPES[index_bytes])
-        indices, data = upload_csr(csr, value_dtype, index_bytes)
+        if host.ell_width:   # the padded pairs; no slice pointers (the kernel reads none)
+            from sparsescope.backends.spmm_ell import ell_format_of
+
+            fmt = ell_format_of(csr)
+            indices = cupy.asarray(fmt.col.astype(_gpu.INDEX_DTYPES[index_bytes]))
+            data = cupy.asarray(fmt.val.astype(dtype))
+            slice_ptr = slice_row = indices
+        else:
+            slice_ptr, slice_row = upload_slices(host.plan, _gpu.INDEX_DTYPES[index_bytes])
+            indices, data = upload_csr(csr, value_dtype, index_bytes)
         rows = csr.shape[0]
         x = cupy.asarray(np.ascontiguousarray(case.inputs, dtype=dtype))
         y = cupy.zeros((rows, k), dtype=dtype)
@@ -523,7 +586,7 @@ class SpmmCudaRowGroup(HostPlannedKernel):
             if rows else None
         args = (np.int64(host.plan.n_slices), np.int32(k), np.int32(host.slab),
                 np.int32(host.plan.slice_row is not None),
-                slice_ptr, slice_row, indices, data, x, y)
+                slice_ptr, slice_row, indices, data, x, y, np.int32(host.ell_width))
         return PreparedRowGroup(
             rows=rows, k=k, host=host, slice_ptr=slice_ptr, slice_row=slice_row,
             indices=indices, data=data, x=x, y=y,
@@ -538,6 +601,19 @@ class SpmmCudaRowGroup(HostPlannedKernel):
             zero_fill_async(p.y)
         if p.function is not None:
             p.function(p.grid, p.block, p.args, shared_mem=p.host.shared_bytes)
+
+    def traffic(self, case: OpCase, prepared: PreparedRowGroup | None):
+        """With ``ell``, the padded pairs' bytes (``model.traffic.ell_spmm_traffic``) once
+        prepared; plain CSR's otherwise."""
+        if prepared is None or not prepared.host.ell_width:
+            return super().traffic(case, prepared)
+        from sparsescope.model.traffic import ell_spmm_traffic
+
+        rows, cols = case.matrix.shape
+        return ell_spmm_traffic(rows, cols, case.matrix.nnz, prepared.k,
+                                prepared.host.ell_width,
+                                value_bytes=prepared.data.dtype.itemsize,
+                                index_bytes=prepared.indices.dtype.itemsize)
 
     def model_launch(self, host: RowGroupPlan, registers: int | None):
         return rowgroup_launch(host, registers)

@@ -154,6 +154,11 @@ class SpmmLaunch(OwnLaunch):
     """> 0: every slice padded to this many pairs (ELL): each lane loads all of them (their
     rounds), A is ``slices x ell_width`` pairs and no pointers; gathers are the real
     nonzeros' (``slice_ptr``), the padding's are dropped by the kernel."""
+    walks_padding: bool = True
+    """With ``ell_width``: True where every lane walks the whole padded width
+    (``spmm-cuda-ell``); False where a group stops after its first stage holding a pad
+    (rowgroup's ``ell``): its pair rounds are ``min(ceil(W / stage), floor(len / stage) + 1)``
+    and its gathers the real pairs'."""
 
     @property
     def n_slices(self) -> int:
@@ -207,13 +212,19 @@ def warp_rounds(launch: SpmmLaunch) -> tuple[np.ndarray, np.ndarray, np.ndarray]
 
     Hand check: slices of 10, 3 and 0 nonzeros, 2 slices a warp, 1 group a slice, BATCH 4,
     8 pairs a stage -> warps (10, 3) and (0): pair rounds (2, 0), x rounds (3, 0), busiest
-    group (10, 0).
+    group (10, 0). The same rows as ELL of width 24 that stops at a pad (``walks_padding``
+    False): stages walked min(3, len // 8 + 1) = (2, 1) and (1): pair rounds (2, 1), x rounds
+    (3, 0), busiest (10, 0); walking the padding: pair rounds (3, 3), x rounds (6, 6).
     """
     lengths = np.diff(np.asarray(launch.slice_ptr, dtype=np.int64))
-    if launch.ell_width:   # every lane walks the padded width
-        lengths = np.full(lengths.size, launch.ell_width, dtype=np.int64)
+    stage = max(1, launch.stage_pairs)
+    walked = lengths
+    if launch.ell_width and launch.walks_padding:   # every lane walks the padded width
+        lengths = walked = np.full(lengths.size, launch.ell_width, dtype=np.int64)
+    elif launch.ell_width:   # up to the first stage holding a pad
+        walked = np.minimum(launch.ell_width, (lengths // stage + 1) * stage)
     per_group = -(-lengths // max(1, launch.groups_per_slice))
-    pairs = -(-lengths // max(1, launch.stage_pairs))
+    pairs = -(-walked // stage)
     xr = -(-per_group // max(1, launch.batch))
     return (_per_warp_max(pairs, launch.slices_per_warp), _per_warp_max(xr, launch.slices_per_warp),
             _per_warp_max(per_group, launch.slices_per_warp))

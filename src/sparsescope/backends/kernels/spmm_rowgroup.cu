@@ -38,6 +38,23 @@
 // call on an H200). Pads are slice_row = the index type's least value; they walk no pairs.
 // Dynamic shared memory: blockDim.x x CHUNKS x VEC values, then blockDim.x / G row keys
 // (long long).
+//
+// ELL (the argument after BLOCKSUM, default false): A as row-major ELL instead of slices
+// (backends/spmm_ell.py, ell_format: every row padded to ell_width stored pairs, col = -1 and
+// val = 0 in the padding; slice s is row s, uncut). A group's pairs then start at
+// s x ell_width, known from s alone, so the call has no slice-pointer round trip:
+//
+//   slices:  slice_ptr -> (col, val) -> X gathers -> Y store     3 dependent round trips
+//   ELL:                  (col, val) -> X gathers -> Y store     2
+//
+// On a matrix of a few thousand rows with the L2 flushed the call is its round trips (the grid
+// is a fraction of a wave), so one fewer is a third of the memory chain; the padding costs
+// ell_width - len(row) pairs a row (8-16 bytes each, against the 4 k bytes of X a real pair
+// gathers) and no gathers: a pad's shuffled col (-1, the same in every lane of the group) takes
+// no X load, and since a row's real pairs come first, the group stops at the first batch after
+// one that held a pad. slice_ptr and slice_row are not read. (Counting a stage's real pairs by
+// ballots instead cost ptxas's register allocation dearly: 128 registers and 22-94 bytes of
+// spills a thread at MINB 2, nvrtc 13.5 for sm_90, where this way takes 74-78 and none.)
 
 template <typename T, int VEC> struct RowGroupVec;
 template <> struct RowGroupVec<float, 1> { using type = float; };
@@ -75,12 +92,14 @@ __device__ __forceinline__ void rowgroup_store(T* __restrict__ p, const T (&in)[
 // warps an SM), 4 caps them at 64 (32 warps: twice the loads in flight when each lane holds
 // one BATCH of X vectors).
 template <typename T, typename I, int VEC, int G, int CHUNKS, int DEPTH, int BATCH, int MINB,
-          bool BLOCKSUM = false>
+          bool BLOCKSUM = false, bool ELL = false>
 __global__ void __launch_bounds__(256, MINB) spmm_rowgroup(const long long n_slices, const int k,
                               const int slab, const int sliced,
                               const I* __restrict__ slice_ptr, const I* __restrict__ slice_row,
                               const I* __restrict__ col, const T* __restrict__ val,
-                              const T* __restrict__ x, T* __restrict__ y) {
+                              const T* __restrict__ x, T* __restrict__ y,
+                              const int ell_width) {
+    static_assert(!(BLOCKSUM && ELL), "ELL rows are never cut: nothing to sum in a block");
     static_assert(G >= 1 && G <= 32 && (G & (G - 1)) == 0, "G: a power of two <= 32");
     constexpr int GROUPS = 32 / G;
     constexpr int STAGE = DEPTH * G;  // pairs a group loads per stage
@@ -103,7 +122,7 @@ __global__ void __launch_bounds__(256, MINB) spmm_rowgroup(const long long n_sli
 
     long long row = s;
     bool atomic = false, pad = false;
-    if (sliced && live) {
+    if (!ELL && sliced && live) {  // ELL: no row is cut (and no atomics are compiled)
         const long long r = (long long)slice_row[s];
         // the index type's least value: -(2^(8 sizeof(I) - 1) - 1) - 1, with no overflow
         constexpr long long PAD =
@@ -114,8 +133,14 @@ __global__ void __launch_bounds__(256, MINB) spmm_rowgroup(const long long n_sli
     }
     const int slab0 = blockIdx.y * slab;
     const int kk = min(slab, k - slab0);  // columns of this slab
-    const long long begin = live ? (long long)slice_ptr[s] : 0;
-    const long long end = live ? (long long)slice_ptr[s + 1] : 0;
+    long long begin = 0, end = 0;
+    if constexpr (ELL) {
+        begin = s * (long long)ell_width;  // no pointer load: the row's pairs are at s x width
+        end = begin + ell_width;
+    } else if (live) {
+        begin = (long long)slice_ptr[s];
+        end = (long long)slice_ptr[s + 1];
+    }
 
     T acc[CHUNKS][VEC];
 #pragma unroll
@@ -132,11 +157,13 @@ __global__ void __launch_bounds__(256, MINB) spmm_rowgroup(const long long n_sli
             my_col[d] = idx < end ? col[idx] : I(0);
             my_val[d] = idx < end ? val[idx] : T(0);
         }
+        bool padded = false;  // ELL: this stage reached the row's padding
         const long long left = end - base;
         const int n = left < (long long)STAGE ? (int)left : STAGE;  // same for the group
 #pragma unroll STAGE_UNROLL
         for (int i0 = 0; i0 < STAGE; i0 += BATCH) {
             if (i0 >= n) break;  // group-uniform: the slice's tail
+            if (ELL && padded) break;  // group-uniform: the rest of the row is padding
             T a[BATCH];
             T xv[BATCH][CHUNKS][VEC];
 #pragma unroll
@@ -153,7 +180,8 @@ __global__ void __launch_bounds__(256, MINB) spmm_rowgroup(const long long n_sli
                     j = __shfl_sync(mask, my_col[d], e, G);
                     av = __shfl_sync(mask, my_val[d], e, G);
                 }
-                const bool live = i < n;
+                const bool live = i < n && (!ELL || j >= 0);  // ELL: a pad gathers nothing
+                if constexpr (ELL) padded |= j < 0;  // j is the group's: uniform
                 a[b] = live ? av : T(0);
                 const T* xrow = x + (long long)j * k + slab0;
 #pragma unroll
@@ -174,6 +202,7 @@ __global__ void __launch_bounds__(256, MINB) spmm_rowgroup(const long long n_sli
 #pragma unroll
                     for (int v = 0; v < VEC; ++v) acc[c][v] += a[b] * xv[b][c][v];
         }
+        if (ELL && padded) break;  // group-uniform: the rest of the row is padding
     }
 
     if constexpr (BLOCKSUM) {
