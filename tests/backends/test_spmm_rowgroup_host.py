@@ -237,8 +237,8 @@ def launch_rowgroup(template, grid, block, args) -> None:
     < 0) leave their sums in the block's shared memory; after the barrier the row's last group
     in the block adds those of the groups before it with the same row and stores; pads (the
     index type's least slice_row) store nothing. ELL (the flag after BLOCKSUM): group s walks
-    the ``ell_width`` stored pairs at s x ell_width (no slice pointers), a pad (col -1) loads
-    no X, and the group stops at the first batch after one that held a pad. ``args`` are the
+    the ``ell_width`` stored pairs at s x ell_width (no slice pointers), a pad (col -1, val 0)
+    gathers X's row 0, and the group stops at the first batch after one that held a pad. ``args`` are the
     kernel's arguments in order; Y is written in place."""
     vec, group, chunks, depth, batch, _minb, *rest = template
     block_sum = bool(rest and rest[0])
@@ -294,8 +294,9 @@ def launch_rowgroup(template, grid, block, args) -> None:
                                 e = i % group
                                 assert d < depth and e < group
                                 j, av = int(my_col[d, e]), my_val[d, e]
-                                live = i < n and j >= 0   # col -1: a pad (ELL)
+                                live = i < n
                                 padded |= ell and j < 0
+                                j = max(j, 0) if ell else j   # a pad (val 0) gathers row 0
                                 a[b] = av if live else 0.0
                                 for c in range(chunks):
                                     cc = (li + group * c) * vec

@@ -50,11 +50,11 @@
 // On a matrix of a few thousand rows with the L2 flushed the call is its round trips (the grid
 // is a fraction of a wave), so one fewer is a third of the memory chain; the padding costs
 // ell_width - len(row) pairs a row (8-16 bytes each, against the 4 k bytes of X a real pair
-// gathers) and no gathers: a pad's shuffled col (-1, the same in every lane of the group) takes
-// no X load, and since a row's real pairs come first, the group stops at the first batch after
-// one that held a pad. slice_ptr and slice_row are not read. (Counting a stage's real pairs by
-// ballots instead cost ptxas's register allocation dearly: 128 registers and 22-94 bytes of
-// spills a thread at MINB 2, nvrtc 13.5 for sm_90, where this way takes 74-78 and none.)
+// gathers) and at most BATCH - 1 gathers of X's row 0 a row (a pad's value is 0; its shuffled
+// col, -1, is the same in every lane of the group): since a row's real pairs come first, the
+// group stops at the first batch after one that held a pad. slice_ptr and slice_row are not
+// read. (Counting a stage's real pairs by ballots instead cost ptxas's register allocation
+// dearly: 128 registers and 22-94 bytes of spills a thread at MINB 2, nvrtc 13.5 for sm_90.)
 
 template <typename T, int VEC> struct RowGroupVec;
 template <> struct RowGroupVec<float, 1> { using type = float; };
@@ -180,8 +180,14 @@ __global__ void __launch_bounds__(256, MINB) spmm_rowgroup(const long long n_sli
                     j = __shfl_sync(mask, my_col[d], e, G);
                     av = __shfl_sync(mask, my_val[d], e, G);
                 }
-                const bool live = i < n && (!ELL || j >= 0);  // ELL: a pad gathers nothing
-                if constexpr (ELL) padded |= j < 0;  // j is the group's: uniform
+                const bool live = i < n;
+                if constexpr (ELL) {
+                    padded |= j < 0;  // j is the group's: uniform
+                    // A pad (val 0) gathers X's row 0 rather than nothing: a load predicated
+                    // on the shuffled j made ptxas copy each gather out of its register as it
+                    // landed, one round trip a gather (0.7-1.1 us a call warm, H200).
+                    j = j < 0 ? I(0) : j;
+                }
                 a[b] = live ? av : T(0);
                 const T* xrow = x + (long long)j * k + slab0;
 #pragma unroll
