@@ -118,11 +118,14 @@ def test_planned_candidates_per_layout_and_k(k, layout, dtype, labels):
 
     csr = _matrix(60, 50, seed=2).csr
     found = planned_candidates(_case(csr, k, layout), dtype, 4, 132, 8)
-    if layout == "col":  # 60 rows run in one wave: colmajor with short slices and with
-        # narrower tiles too (before the row-tile and ELL kernels, planned last)
+    if layout == "col":  # 60 rows run in one wave: colmajor with short slices, on ELL rows,
+        # and with narrower tiles, on slices and on ELL rows (before the row-tile and ELL
+        # kernels, planned last)
         at = labels.index("spmm-cuda-colmajor") + 1
+        narrow = {"tile_cols": NARROW_60[k]}
         labels = [*labels[:at], Candidate(COLMAJOR, short_slices(60, csr.nnz, k)).label,
-                  Candidate(COLMAJOR, {"tile_cols": NARROW_60[k]}).label, *labels[at:]]
+                  Candidate(COLMAJOR, {"ell": 1}).label, Candidate(COLMAJOR, narrow).label,
+                  Candidate(COLMAJOR, {"ell": 1, **narrow}).label, *labels[at:]]
     assert [c.label for c, _, _ in found] == labels
     declined = {c.backend: why for c, plan, why in found if plan is None}
     assert set(declined) == {BLOCKTC, PANELTC}   # fill above their limit, or float64
@@ -252,7 +255,8 @@ def test_the_trial_times_whole_column_major_calls_and_keeps_the_fastest(
     # one-warp blocks at k = 8: C = 1 gives 80 warps, short of a wave of 132 SMs x 8 at the
     # register cap -- the fake kernel has no registers to read)
     assert len(short) == 1
-    # 12 candidates within the margin, TRIAL_MOST 10 places: the two rowgroup plans at the
+    # 14 candidates predicted, more than TRIAL_MOST's places (the scored ones added back
+    # beside the unscored colmajor family, with_challenger): the two rowgroup plans at the
     # rule's VEC (G 2, 16 rows a warp: predicted the slowest of the family) are left out
     assert trial == {"spmm-cuda-rowgroup": None, "spmm-cuda-rowwarp": 0.3,
                      # float2 and float lanes: 300 rows at k = 8 are under a wave
@@ -266,6 +270,9 @@ def test_the_trial_times_whole_column_major_calls_and_keeps_the_fastest(
                      "spmm-cuda-blocktc": None, "spmm-cuda-paneltc": None,
                      "spmm-cuda-colmajor": colmajor_ms,
                      short[0]: colmajor_ms, "spmm-cuda-colmajor[tile_cols=1]": 2 * colmajor_ms,
+                     # on ELL rows too, at both tiles
+                     "spmm-cuda-colmajor[ell=1]": colmajor_ms,
+                     "spmm-cuda-colmajor[ell=1,tile_cols=1]": 2 * colmajor_ms,
                      "spmm-cuda-ell": 0.9}
     kernels = [launch[0] for launch in fake_device]
     if selected == "spmm-cuda-colmajor":   # the gate ran the kept kernel on X as it is

@@ -174,9 +174,11 @@ def test_bcspwr06_gets_the_narrow_candidate():
     indptr, rates = _bcspwr06_like(), _h200().rates
     found = colmajor_plans(indptr, 5300, 8, "float32", 4, 132, rates,
                            registers=lambda source, kernel: 61)
-    assert _params(found) == [{}, {"slice_nnz": 4, "batch": 4}, {"tile_cols": 1}]
+    # and each of the plain and narrow tiles again on ELL rows (rows of 1-7: within the limit)
+    assert _params(found) == [{}, {"slice_nnz": 4, "batch": 4}, {"ell": 1}, {"tile_cols": 1},
+                              {"ell": 1, "tile_cols": 1}]
     assert short_slices(1454, 5300, 8) == {"slice_nnz": 4, "batch": 4}
-    cand, narrow = found[-1]
+    cand, narrow = found[-2]
     assert cand == Candidate(COLMAJOR, {"tile_cols": 1})
     assert cand.label == "spmm-cuda-colmajor[tile_cols=1]"
     assert narrow.tiles * narrow.blocks * narrow.warps == 368
@@ -186,7 +188,7 @@ def test_bcspwr06_gets_the_narrow_candidate():
                    registers=lambda source, kernel: asked.append((source, kernel)) or 61)
     assert asked == [("spmm_colmajor.cu", "spmm_colmajor<float, int, 8, 2>")]
     # without rates or registers (the cap's wave, 1,056): the same C
-    assert _params(colmajor_plans(indptr, 5300, 8, "float32", 4, 132))[-1] == {"tile_cols": 1}
+    assert _params(colmajor_plans(indptr, 5300, 8, "float32", 4, 132))[-2] == {"tile_cols": 1}
 
 
 def test_large_matrices_get_no_narrow_candidate():
@@ -201,13 +203,13 @@ def test_large_matrices_get_no_narrow_candidate():
     assert (plain.blocks, plain.warps) == (782, 8)
     short, fitted = {"slice_nnz": 8, "batch": 4}, {"slice_nnz": 4, "batch": 4}
     found = colmajor_plans(mid, 1_000_000, 8, "float32", 4, 132, rates, regs)
-    assert _params(found) == [{}, short, fitted]
+    assert _params(found) == [{}, short, fitted, {"ell": 1}]
     assert found[2][1].notes["zero_fill"] == "no"   # 200,000 rows cut, each inside a warp
     big = np.arange(0, 5 * 1_000_001, 5)
     found = colmajor_plans(big, 5_000_000, 8, "float32", 4, 132, rates, regs)
     # 1,000,000 short slices are more than a wave (132 x 2,048 lanes): slices of twice the
     # short ones too (16, deep batches: no row cut)
-    assert _params(found) == [{}, short, fitted, {"slice_nnz": 16, "batch": 4}]
+    assert _params(found) == [{}, short, fitted, {"slice_nnz": 16, "batch": 4}, {"ell": 1}]
     assert found[3][1].plan.split_rows == 0
     # 1,000,000 rows cut: more than MAX_ALIGNED_CUT_ROWS, the plain layout and its zero fill
     assert found[2][1].notes["zero_fill"] == "yes"
@@ -252,8 +254,8 @@ def test_a_mid_sized_grid_gets_a_partly_narrower_tile():
     indptr = np.arange(0, 5 * 96_001, 5)
     found = colmajor_plans(indptr, 480_000, 8, "float32", 4, 132, _h200().rates,
                            lambda source, kernel: 61)
-    assert _params(found)[-1] == {"tile_cols": 4}
-    assert found[-1][1].tile == (4, 4) and found[-1][1].tiles == 2
+    assert _params(found)[-2:] == [{"tile_cols": 4}, {"ell": 1, "tile_cols": 4}]
+    assert found[-2][1].tile == (4, 4) and found[-2][1].tiles == 2
 
 
 def test_the_model_launch_of_narrow_tiles():

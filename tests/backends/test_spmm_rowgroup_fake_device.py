@@ -289,8 +289,9 @@ def test_auto_chooses_by_prediction_and_keeps_the_table(fake_device, layout):
         *["spmm-cuda-rowgroup"] * 5, "spmm-cuda-rowwarp",
         "spmm-cuda-blocktc", "spmm-cuda-paneltc",
         # column-major: colmajor, and on a grid of one wave (300 rows) its short slices and
-        # narrower tiles; then ELL, in either layout (rows of at most 9)
-        *(["spmm-cuda-colmajor"] * 3 if layout == "col" else []), "spmm-cuda-ell"]
+        # narrower tiles, and both tiles on ELL rows; then ELL, in either layout (rows of at
+        # most 9)
+        *(["spmm-cuda-colmajor"] * 5 if layout == "col" else []), "spmm-cuda-ell"]
     assert table[1]["params"] == {"vec": 2}
     assert table[2]["params"] == {"ell": 1} and table[3]["params"] == {"vec": 2, "ell": 1}
     assert table[4]["params"] == {"slice_nnz": 8, "block_sum": 1}

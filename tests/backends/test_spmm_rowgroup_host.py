@@ -238,8 +238,8 @@ def launch_rowgroup(template, grid, block, args) -> None:
     in the block adds those of the groups before it with the same row and stores; pads (the
     index type's least slice_row) store nothing. ELL (the flag after BLOCKSUM): group s walks
     the ``ell_width`` stored pairs at s x ell_width (no slice pointers), a pad (col -1, val 0)
-    gathers X's row 0, and the group stops at the first batch after one that held a pad. ``args`` are the
-    kernel's arguments in order; Y is written in place."""
+    gathers X's row 0, and the group stops at the first batch after one that held a pad.
+    ``args`` are the kernel's arguments in order; Y is written in place."""
     vec, group, chunks, depth, batch, _minb, *rest = template
     block_sum = bool(rest and rest[0])
     ell = bool(len(rest) > 1 and rest[1])
@@ -505,13 +505,17 @@ def launch_colmajor(template, grid, block, args) -> None:
     i] on the flat arrays the backend uploads (k x cols and k x rows, C-ordered). With SEG
     (``template[2]``), the warp's segmented inclusive scan of ``log2(span)`` steps (a row's
     consecutive lanes one segment; pads and lanes past the end key -1), and only a segment's
-    last lane writes Y: a store, or an add for a row across warps (slice_row < 0). Y written
-    in place."""
+    last lane writes Y: a store, or an add for a row across warps (slice_row < 0). With ELL
+    (``template[3]``), lane s walks the ``ell_width`` stored pairs at s x ell_width, a pad
+    (col -1, val 0) gathers X's row 0, and the lane stops after its first batch holding a
+    pad. Y written in place."""
     c_tile, batch, *rest = template
     seg = bool(rest and rest[0])  # the kernel's SEG
-    n_slices, rows, cols, k, sliced, span, slice_ptr, slice_row, col, val, x, y = args
+    ell = bool(len(rest) > 1 and rest[1])
+    n_slices, rows, cols, k, sliced, span, slice_ptr, slice_row, col, val, x, y, width = args
     n_slices, rows, cols, k, sliced, span = (int(v) for v in (n_slices, rows, cols, k, sliced,
                                                               span))
+    width = int(width)
     xf, yf = x.reshape(-1), y.reshape(-1)
     for by in range(grid[1]):
         c0 = by * c_tile
@@ -529,14 +533,20 @@ def launch_colmajor(template, grid, block, args) -> None:
                             r = int(slice_row[s])
                             pad = r < -rows
                             atomic, row = r < 0 and not pad, (-r - 1 if r < 0 else r)
-                        begin, end = int(slice_ptr[s]), int(slice_ptr[s + 1])
+                        begin, end = ((s * width, (s + 1) * width) if ell else
+                                      (int(slice_ptr[s]), int(slice_ptr[s + 1])))
                         for base in range(begin, end, batch):
+                            padded = False
                             for b in range(batch):
                                 if base + b >= end:
                                     continue
                                 j, a = int(col[base + b]), val[base + b]
+                                padded |= j < 0
+                                j = max(j, 0)   # a pad (val 0) gathers X's row 0
                                 for c in range(cn):
                                     acc[c] += a * xf[(c0 + c) * cols + j]
+                            if padded:
+                                break
                     key = row if live and not pad else -1
                     lanes.append([live and not pad, atomic, row, key, acc])
                 if seg:
@@ -558,19 +568,56 @@ def launch_colmajor(template, grid, block, args) -> None:
 
 
 def emulate_colmajor(csr: sp.csr_matrix, x: np.ndarray, k: int, host) -> np.ndarray:
-    """The launch the backend makes for a :func:`plan_colmajor` plan, Y poisoned first."""
+    """The launch the backend makes for a :func:`plan_colmajor` plan, Y poisoned first; on ELL
+    rows (``host.ell_width``) the padded pairs (``spmm_ell.ell_format``) and slice pointers
+    given as NaN (never read)."""
+    from sparsescope.backends.spmm_ell import ell_format
+
     rows, cols = csr.shape
     plan = host.plan
     y = np.full((k, rows), np.nan)
     if plan.split_rows:
         y[:] = 0.0
     slice_row = plan.slice_row if plan.slice_row is not None else plan.slice_ptr
+    ptr, col, val = plan.slice_ptr, csr.indices, csr.data
+    if host.ell:
+        fmt = ell_format(csr.indptr, csr.indices, csr.data)
+        assert fmt.width == host.ell_width
+        ptr = slice_row = np.full(1, np.nan)
+        col, val = fmt.col, fmt.val
     args = (plan.n_slices, rows, cols, k, int(plan.slice_row is not None), host.span,
-            plan.slice_ptr, slice_row, csr.indices, csr.data,
-            np.ascontiguousarray(np.asarray(x).T), y)
-    launch_colmajor((*host.tile, host.kernel.endswith("true>")), (host.blocks, host.tiles),
-                    (32 * host.warps,), args)
+            ptr, slice_row, col, val, np.ascontiguousarray(np.asarray(x).T), y, host.ell_width)
+    seg = host.kernel.endswith(", true>") and not host.ell
+    launch_colmajor((*host.tile, seg, host.ell), (host.blocks, host.tiles), (32 * host.warps,),
+                    args)
     return y.T
+
+
+@pytest.mark.parametrize("k", [1, 3, 8, 33])
+@pytest.mark.parametrize("lengths", [(3, 0, 5, 1, 4), (40, 1, 0, 33, 2), (16,), (0, 0)])
+def test_emulated_colmajor_ell_matches_the_reference(k, lengths):
+    """colmajor on ELL rows (a lane a row, no slice pointers): rows of 0 to 40 pairs (many
+    batches of pads for the short ones, each lane stopping at its own row's end) against the
+    float64 product; the ELL instance, no scan, no zero fill, no pointer round in the model."""
+    from sparsescope.backends.spmm_colmajor import colmajor_launch
+
+    rng = np.random.default_rng(k + len(lengths))
+    rows = np.repeat(np.arange(len(lengths) * 7), np.tile(lengths, 7))
+    cols = np.concatenate([rng.choice(50, n, replace=False) for n in np.tile(lengths, 7)])
+    csr = sp.csr_matrix((rng.random(rows.size) * 2 - 1, (rows, cols)),
+                        shape=(len(lengths) * 7, 50))
+    x = np.asfortranarray(rng.random((50, k)) * 2 - 1)
+    host = plan_colmajor(csr.indptr, csr.nnz, k, "float64", 8, 132, ell=True)
+    assert host.kernel.endswith(", false, true>") and host.span == 1
+    assert host.plan.n_slices == csr.shape[0] and host.plan.split_rows == 0
+    assert host.notes["pointer_rounds"] == "0" and host.notes["zero_fill"] == "no"
+    launch = colmajor_launch(host)
+    assert (launch.pointer_rounds, launch.ell_width) == (0, host.ell_width)
+    y = emulate_colmajor(csr, x, k, host)
+    assert not np.isnan(y).any()
+    np.testing.assert_allclose(y, csr @ x, rtol=1e-12, atol=1e-12)
+    with pytest.raises(ValueError, match="ell cuts no row"):
+        plan_colmajor(csr.indptr, csr.nnz, k, "float64", 8, 132, ell=True, slice_nnz=4)
 
 
 @pytest.mark.parametrize("k", [1, 3, 6, 33])
@@ -656,10 +703,10 @@ def test_auto_plans_short_slices_on_any_grid_and_narrow_tiles_on_one_wave():
     many = sp.random(rows, 64, density=0.05, format="csr", random_state=2)
     assert short_slices_of(many, 8) == {"slice_nnz": 4, "batch": 4}
     assert [c.params for c, _ in colmajor_plans(many.indptr, many.nnz, 8, "float32", 4, 1)] == [
-        {}, {"slice_nnz": 4, "batch": 4}, {"slice_nnz": 8, "batch": 4}]
+        {}, {"slice_nnz": 4, "batch": 4}, {"slice_nnz": 8, "batch": 4}, {"ell": 1}]
     # on 2 SMs one wave of lanes; 9 blocks of 8 warps (72) already fill the cap's wave (2 x 8
-    # warps), so no narrower tiles
-    assert len(colmajor_plans(many.indptr, many.nnz, 8, "float32", 4, 2)) == 2
+    # warps), so no narrower tiles (the plain, short-slice and ELL plans only)
+    assert len(colmajor_plans(many.indptr, many.nnz, 8, "float32", 4, 2)) == 3
 
 
 def short_slices_of(csr, k):

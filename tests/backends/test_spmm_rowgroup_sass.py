@@ -30,23 +30,30 @@ auto's narrower VEC, and float64 at k = 512."""
 COLMAJOR = ("float, int, 8, 2, false", "double, long long, 4, 4, false", "float, int, 1, 8, false",
             "float, int, 8, 4, false", "float, int, 4, 4, false",
             "float, int, 8, 4, true")  # SEG: a cut row's slices summed across the warp
+COLMAJOR_ELL = ("float, int, 8, 2, false, true", "float, int, 1, 8, false, true",
+                "double, long long, 4, 4, false, true")
+"""colmajor on ELL rows (``ell``: no slice pointers) at the rule's tile for k >= 8, the narrow
+tile C = 1, and float64 at k = 4."""
 
 
 def _instance(kernel: str, args: str) -> str:
     t, i = (p.strip() for p in args.split(",")[:2])
     params = ("long long, int, int, int" if kernel == "spmm_rowgroup"
               else "long long, long long, long long, int, int, int")
-    last = ", int" if kernel == "spmm_rowgroup" else ""   # rowgroup's ell_width
+    last = ", int"   # ell_width
     return (f"template __global__ void {kernel}<{args}>({params}, const {i}*, const {i}*, "
             f"const {i}*, const {t}*, const {t}*, {t}*{last});")
 
 
 def _host_name(demangled: str) -> str:
-    """A compiled instance's name as the host spells it: rowgroup's defaulted BLOCKSUM and ELL
-    flags (", false, false>", ", true, false>") left out, as ``rowgroup_kernel_name`` does."""
+    """A compiled instance's name as the tests spell it: rowgroup's defaulted BLOCKSUM and ELL
+    flags (", false, false>", ", true, false>") left out, as ``rowgroup_kernel_name`` does;
+    colmajor's defaulted ELL flag left out (its SEG flag kept, as :data:`COLMAJOR` has it)."""
     name = demangled.split("(")[0]
     if name.startswith("void spmm_rowgroup"):
         name = name.replace(", false, false>", ">").replace(", true, false>", ", true>")
+    elif name.startswith("void spmm_colmajor") and name.count(",") == 5:
+        name = name.removesuffix(", false>") + ">" if name.endswith(", false>") else name
     return name
 
 
@@ -60,7 +67,8 @@ def sass(tmp_path_factory):
     lines = []
     for source, kernel, instances in (("spmm_rowgroup.cu", "spmm_rowgroup",
                                        ROWGROUP + BLOCK_SUM + ELL),
-                                      ("spmm_colmajor.cu", "spmm_colmajor", COLMAJOR)):
+                                      ("spmm_colmajor.cu", "spmm_colmajor",
+                                       COLMAJOR + COLMAJOR_ELL)):
         path = folder / source
         path.write_text(kernel_source(source))
         lines.append(f'#include "{path}"')
@@ -144,9 +152,27 @@ def test_colmajor_sass(sass, args):
     assert ("STG", width) in _accesses(analysis)
 
 
+@pytest.mark.parametrize("args", COLMAJOR_ELL)
+def test_colmajor_ell_sass(sass, args):
+    """On ELL rows: no spills, scalar stores of Y, no atomics and no shuffles (no row is cut,
+    no scan), and fewer global loads than the sliced instance of the same tile: the slice
+    pointers are not read."""
+    analysis = sass[f"void spmm_colmajor<{args}>"]
+    res = analysis.resources
+    assert not res.local_bytes and not res.spill_store_bytes
+    opcodes = {i.opcode for i in analysis.instructions}
+    assert not opcodes & {"RED", "ATOM", "REDG", "ATOMG", "SHFL"}
+    width = 4 if args.startswith("float") else 8
+    assert ("STG", width) in _accesses(analysis)
+    sliced = sass[f"void spmm_colmajor<{args.removesuffix(', true')}>"]
+    loads = sum(i.opcode == "LDG" for i in analysis.instructions)
+    assert loads < sum(i.opcode == "LDG" for i in sliced.instructions)
+
+
 @pytest.mark.parametrize("args", ["float, int, 8, 2, false", "float, int, 4, 4, false",
                                   "float, int, 1, 8, false", "float, int, 8, 4, false",
-                                  "float, int, 8, 4, true"])
+                                  "float, int, 8, 4, true", "float, int, 8, 2, false, true",
+                                  "float, int, 1, 8, false, true"])
 def test_colmajor_issues_a_batch_of_gathers_before_its_fmas(sass, args):
     """Every float32 instance the host picks (k >= 8: C 8, BATCH 2; k = 4 and k = 1; the short
     slices' BATCH 4, with and without the scan): a batch's BATCH pairs (col and val: 2 loads
@@ -154,7 +180,7 @@ def test_colmajor_issues_a_batch_of_gathers_before_its_fmas(sass, args):
     round trip. An FFMA among them waits on the first gathers before the rest issue: the
     pad test in <8, 2> did that, 8-20 % slower on uncut matrices. SEG: unguarded gathers; a
     guarded gather each in a convergence region made it 2.3-2.5 us slower a call."""
-    _, _, c, batch, _ = (p.strip() for p in args.split(","))
+    _, _, c, batch = (p.strip() for p in args.split(",")[:4])
     loads = 2 * int(batch) + int(batch) * int(c)
     instructions = sass[f"void spmm_colmajor<{args}>"].instructions
     first_ffma = next(n for n, i in enumerate(instructions) if i.opcode == "FFMA")

@@ -173,6 +173,29 @@ def test_rowgroup_ell_matches(awkward_matrices, k):
     assert not failures, failures
 
 
+@pytest.mark.parametrize("k", [1, 3, 8, 64])
+@pytest.mark.parametrize("tile_cols", [None, 1])
+def test_colmajor_ell_matches(awkward_matrices, k, tile_cols):
+    """colmajor on ELL rows (a lane a row, no slice pointers), column-major X and Y, on every
+    awkward matrix with the padding limit lifted, at the rule's tile and the narrow C = 1,
+    float32 with INT32 and float64 with INT64 indices: the ELL instance, no zero fill, the
+    ELL bytes in the case's traffic."""
+    from sparsescope.backends.spmm_colmajor import SpmmCudaColMajor
+
+    failures = []
+    for matrix in _small(awkward_matrices):
+        for dtype, index_bytes in (("float32", 4), ("float64", 8)):
+            backend = SpmmCudaColMajor(ell=1, max_padding=1e9, tile_cols=tile_cols)
+            case = _run(matrix, backend, k, "col", dtype, index_bytes)
+            if case.outcome != "ok":
+                failures.append((matrix.name, dtype, case.outcome, case.reason))
+                continue
+            assert case.notes["kernel"].endswith(", false, true>"), case.notes
+            assert case.notes["zero_fill"] == "no" and case.notes["pointer_rounds"] == "0"
+            assert case.traffic.format.startswith("ELL"), case.traffic
+    assert not failures, failures
+
+
 def test_rowgroup_ell_declines_a_padding_over_the_limit(awkward_matrices):
     """At the ELL kernel's limit (``spmm_ell.MAX_PADDING``) the heavy row's matrix is skipped
     with the padding named."""

@@ -162,7 +162,11 @@ def colmajor_plans(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, index
       4,224 warps, C = 1 gives 368 -> ``tile_cols`` 1 (on the H200: 2.9 us of kernel against
       plain colmajor's 4.2 us and cuSPARSE ALG3's 2.1 us, results/h200/real-dev/
       2026-11-28-spmm-narrow). Its launch in the model has C-column slabs, k / C of them
-      (``colmajor_launch``), so A's extra passes and the extra warps are both predicted."""
+      (``colmajor_launch``), so A's extra passes and the extra warps are both predicted;
+    * on ELL rows (``ell``: a lane a row, no slice pointers, one dependent round trip fewer),
+      at the rule's tile and at the narrower one, where the padding is within
+      ``spmm_ell.MAX_PADDING``: the small matrices' calls are a few round trips
+      (results/h200/real-dev/2026-11-28-minb; the trial decides)."""
     rows = int(np.asarray(indptr).size - 1)
     plain = plan_colmajor(indptr, nnz, k, value_dtype, index_bytes, sm_count)
     out = [(Candidate(COLMAJOR), plain)]
@@ -191,15 +195,17 @@ def colmajor_plans(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, index
     out += [(Candidate(COLMAJOR, o), plan(o)) for o in shorter[1:] + extra if offered(o)]
     fitted_again = [(Candidate(COLMAJOR, o), plan(o)) for o in fitted_long(out)]
     out += [(c, host) for c, host in fitted_again if not host.plan.split_rows]
+    ell = {"ell": 1} if not ell_declined(indptr) else None
+    if ell:   # no slice pointers: one round trip fewer a call
+        out.append((Candidate(COLMAJOR, ell), plan(ell)))
     if plain.plan.n_slices * plain.tiles > wave_lanes:   # more than one wave
         return out
     regs = registers(spmm_colmajor.SOURCE, plain.kernel) if registers else None
     wave = colmajor_wave_warps(plain, sm_count, rates, regs)
     narrow = narrow_tile_cols(k, plain.blocks * plain.warps, wave)
     if narrow < plain.tile[0]:
-        options = {"tile_cols": narrow}
-        out.append((Candidate(COLMAJOR, options), plan_colmajor(
-            indptr, nnz, k, value_dtype, index_bytes, sm_count, **options)))
+        for options in ({"tile_cols": narrow}, *([{**ell, "tile_cols": narrow}] if ell else [])):
+            out.append((Candidate(COLMAJOR, options), plan(options)))
     return out
 
 

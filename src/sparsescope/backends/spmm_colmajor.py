@@ -33,11 +33,14 @@ from sparsescope.backends.spmm_cuda import (
     HostPlannedKernel,
     SlicePlan,
     WarpSlices,
+    ell_rows,
+    ell_rows_traffic,
     host_output,
     mean_row_slice,
     slice_plan,
     upload_csr,
     upload_dense,
+    upload_ell,
     upload_slices,
     warp_aligned_slices,
     warps_per_block,
@@ -263,12 +266,15 @@ def cut_row_sum(slices: WarpSlices, aligned: bool) -> str:
 
 
 def colmajor_kernel_name(value_dtype: str, index_bytes: int, tile: tuple[int, int],
-                         segment: bool = False) -> str:
+                         segment: bool = False, ell: bool = False) -> str:
     """The template instance, e.g. ``spmm_colmajor<float, int, 8, 2>``; with ``segment`` (a
-    row is cut: the warp's scan) ``spmm_colmajor<float, int, 8, 4, true>``."""
+    row is cut: the warp's scan) ``spmm_colmajor<float, int, 8, 4, true>``; with ``ell`` (A
+    as row-major ELL, no slice pointers) ``spmm_colmajor<float, int, 8, 2, false, true>``."""
+    if segment and ell:
+        raise ValueError("segment and ell exclude each other: ELL rows are never cut")
+    flags = ", true" if segment else ", false, true" if ell else ""
     return (f"spmm_colmajor<{_gpu.CUDA_VALUE_TYPES[value_dtype]}, "
-            f"{_gpu.CUDA_INDEX_TYPES[index_bytes]}, {tile[0]}, {tile[1]}"
-            f"{', true' if segment else ''}>")
+            f"{_gpu.CUDA_INDEX_TYPES[index_bytes]}, {tile[0]}, {tile[1]}{flags}>")
 
 
 @dataclass(frozen=True)
@@ -282,13 +288,18 @@ class ColMajorPlan:
     notes: dict[str, str]
     span: int = 1
     """The scan's reach (:class:`WarpSlices`); 1: no row cut, no scan."""
+    ell: bool = False
+    """A as row-major ELL (``ell``): a row a group or lane, no slice pointers."""
+    ell_width: int = 0
+    """Stored pairs a row on ELL rows (``ell``: ``spmm_ell.stored_width`` of the longest
+    row); 0 for slices."""
 
 
 def plan_colmajor(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, index_bytes: int,
                   sm_count: int, *, warps: int | None = None, min_slice: int | None = None,
                   slice_nnz: int | None = None, batch: int | None = None,
                   tile_cols: int | None = None, aligned: bool = True,
-                  fit_long: bool = False) -> ColMajorPlan:
+                  fit_long: bool = False, ell: bool = False) -> ColMajorPlan:
     """The whole host plan of one call (pure). ``slice_nnz``: S as given, instead of
     :func:`colmajor_slice_nnz`'s rule; ``batch``: BATCH as given; ``tile_cols``: C as given
     (both :func:`colmajor_tile`). The slices: ``spmm_cuda.warp_aligned_slices`` where no row has
@@ -297,22 +308,35 @@ def plan_colmajor(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, index_
     ``aligned`` False always the latter (to measure the two in one run). ``fit_long``: rows
     of more than 32 slices cut into a warp of longer slices (``spmm_cuda.warp_fitted_sizes``), so
     that the aligned layout holds every row. Where the warp's scan runs and BATCH is the
-    rule's, BATCH is at least :data:`SEG_MIN_BATCH`."""
+    rule's, BATCH is at least :data:`SEG_MIN_BATCH`. ``ell``: A as row-major ELL of
+    ``spmm_ell.stored_width(longest row)`` pairs a row, a lane a row (``spmm_cuda.ell_rows``):
+    no slice pointers to load, one dependent round trip fewer a call; it cuts no row, so it
+    takes no slice size."""
     rows = int(np.asarray(indptr).size - 1)
     tile = colmajor_tile(k, batch, tile_cols)
     if slice_nnz is not None and slice_nnz < 1:
         raise ValueError(f"slice_nnz must be >= 1, got {slice_nnz}")
+    if ell and (slice_nnz is not None or min_slice is not None or fit_long):
+        raise ValueError("ell cuts no row: it takes neither slice_nnz, min_slice nor fit_long")
     size = slice_nnz or colmajor_slice_nnz(rows, nnz, min_slice)
     # None where a row spans warps (the zero fill is needed anyway): the plain layout, whose
     # rows of a few slices add with an atomic each and need no scan
-    slices = (warp_aligned_slices(indptr, size, tile[1] if fit_long else None)
-              if aligned else None) or unaligned_slices(indptr, size)
+    if ell:
+        slices = WarpSlices(ell_rows(indptr), 0, 0, 1)
+    else:
+        slices = (warp_aligned_slices(indptr, size, tile[1] if fit_long else None)
+                  if aligned else None) or unaligned_slices(indptr, size)
     plan = slices.plan
     segment = slices.span > 1
     if segment and batch is None:
         tile = (tile[0], max(tile[1], SEG_MIN_BATCH))
     blocks, tiles, block = colmajor_grid(plan.n_slices, k, tile[0], sm_count, warps)
-    name = colmajor_kernel_name(value_dtype, index_bytes, tile, segment)
+    name = colmajor_kernel_name(value_dtype, index_bytes, tile, segment, ell)
+    ell_width = 0
+    if ell:
+        from sparsescope.backends.spmm_ell import stored_width  # spmm_ell imports this module
+
+        ell_width = stored_width(plan.slice_nnz)
     notes = {"kernel": name, "tile_cols": str(tile[0]), "pairs_per_batch": str(tile[1]),
              "slice_nnz": str(plan.slice_nnz), "slices": str(plan.n_slices),
              "split_rows": str(slices.cut_rows), "rows_across_warps": str(plan.split_rows),
@@ -324,12 +348,16 @@ def plan_colmajor(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, index_
              "column_tiles": str(tiles), "sm_count": str(sm_count),
              "index_dtype": np.dtype(_gpu.INDEX_DTYPES[index_bytes]).name,
              "value_dtype": value_dtype,
-             "slice_rule": (f"S = {slice_nnz} (given)" if slice_nnz else
+             "slice_rule": ("a row a lane (ELL)" if ell else
+                            f"S = {slice_nnz} (given)" if slice_nnz else
                             f"S = max(32, round_up({SLICE_MEAN_FACTOR} x nnz / rows, 32))"),
              "tile_rule": (f"C = {tile_cols} (given), A's pairs read once per column tile"
                            if tile_cols is not None else
                            f"C = smallest power of two >= k, at most {MAX_TILE_COLS}")}
-    return ColMajorPlan(name, tile, plan, blocks, tiles, block, notes, slices.span)
+    if ell:
+        notes.update(ell_width=str(ell_width), pointer_rounds="0")
+    return ColMajorPlan(name, tile, plan, blocks, tiles, block, notes, slices.span, ell,
+                        ell_width)
 
 
 LAUNCH_BOUND_MINB = 1
@@ -356,7 +384,9 @@ def colmajor_launch(host: ColMajorPlan, registers: int | None = None):
     return SpmmLaunch(
         kernel=host.kernel, slices_per_warp=32, groups_per_slice=1, slab_cols=tile,
         slabs=host.tiles, vec=1, chunks=tile, stage_pairs=max(1, 32 // widest), batch=batch,
-        block_warps=host.warps, x_layout="col", label=f"colmajor {host.kernel}", **fields)
+        block_warps=host.warps, x_layout="col", pointer_rounds=0 if host.ell else 1,
+        ell_width=host.ell_width, walks_padding=False, label=f"colmajor {host.kernel}",
+        **fields)
 
 
 @dataclass
@@ -393,7 +423,16 @@ class SpmmCudaColMajor(HostPlannedKernel):
 
     def __init__(self, *, warps: int | None = None, min_slice: int | None = None,
                  slice_nnz: int | None = None, batch: int | None = None,
-                 tile_cols: int | None = None, aligned: int = 1, fit_long: int = 0) -> None:
+                 tile_cols: int | None = None, aligned: int = 1, fit_long: int = 0,
+                 ell: int = 0, max_padding: float | None = None) -> None:
+        self.ell = bool(ell)
+        """A as row-major ELL, a lane a row, no slice pointers (:func:`plan_colmajor`);
+        declined above ``max_padding`` stored pairs a nonzero (None:
+        ``spmm_ell.MAX_PADDING``)."""
+        if self.ell and (slice_nnz is not None or min_slice is not None or fit_long):
+            raise ValueError("ell cuts no row: it takes neither slice_nnz, min_slice nor "
+                             "fit_long")
+        self.max_padding = max_padding
         self.aligned = bool(aligned)
         """Rows of at most a warp of slices kept inside one warp
         (``spmm_cuda.warp_aligned_slices``), else the plain slices with atomics and a zero
@@ -423,6 +462,11 @@ class SpmmCudaColMajor(HostPlannedKernel):
                 colmajor_tile(case.params.k, self.batch, self.tile_cols)
             except ValueError as exc:
                 return str(exc)
+        if self.ell:
+            from sparsescope.backends.spmm_ell import MAX_PADDING, ell_declined
+
+            limit = MAX_PADDING if self.max_padding is None else self.max_padding
+            return ell_declined(case.matrix.indptr, limit)
         return ""
 
     def plan(self, case: OpCase, value_dtype: str, index_bytes: int,
@@ -432,20 +476,24 @@ class SpmmCudaColMajor(HostPlannedKernel):
                              sm_count, warps=self.warps, min_slice=self.min_slice,
                              slice_nnz=self.slice_nnz, batch=self.batch,
                              tile_cols=self.tile_cols, aligned=self.aligned,
-                             fit_long=self.fit_long)
+                             fit_long=self.fit_long, ell=self.ell)
 
     def prepare(self, case: OpCase, value_dtype: str, index_bytes: int) -> PreparedColMajor:
         csr, k = case.matrix, case.params.k
         host = self.plan(case, value_dtype, index_bytes, _gpu.device_sm_count())
-        slice_ptr, slice_row = upload_slices(host.plan, _gpu.INDEX_DTYPES[index_bytes])
-        indices, data = upload_csr(csr, value_dtype, index_bytes)
+        if host.ell:   # the padded pairs; no slice pointers (the kernel reads none)
+            indices, data = upload_ell(csr, value_dtype, index_bytes)
+            slice_ptr = slice_row = indices
+        else:
+            slice_ptr, slice_row = upload_slices(host.plan, _gpu.INDEX_DTYPES[index_bytes])
+            indices, data = upload_csr(csr, value_dtype, index_bytes)
         rows, cols = csr.shape
         x, y = upload_dense(case.inputs, value_dtype, "col", rows)   # k x cols, k x rows
         function = _gpu.raw_module(SOURCE, (host.kernel,)).get_function(host.kernel) \
             if rows else None
         args = (np.int64(host.plan.n_slices), np.int64(rows), np.int64(cols), np.int32(k),
                 np.int32(host.plan.slice_row is not None), np.int32(host.span),
-                slice_ptr, slice_row, indices, data, x, y)
+                slice_ptr, slice_row, indices, data, x, y, np.int32(host.ell_width))
         return PreparedColMajor(
             rows=rows, cols=cols, k=k, host=host, slice_ptr=slice_ptr,
             slice_row=slice_row, indices=indices, data=data, x=x, y=y,
@@ -463,6 +511,12 @@ class SpmmCudaColMajor(HostPlannedKernel):
     def run(self, prepared: PreparedColMajor) -> np.ndarray:
         self._launch(prepared)
         return host_output(prepared.y, "col")
+
+    def traffic(self, case: OpCase, prepared: PreparedColMajor | None):
+        """With ``ell``, the padded pairs' bytes once prepared; plain CSR's otherwise."""
+        if prepared is None or not prepared.host.ell:
+            return super().traffic(case, prepared)
+        return ell_rows_traffic(case, prepared)
 
     def model_launch(self, host: ColMajorPlan, registers: int | None):
         return colmajor_launch(host, registers)

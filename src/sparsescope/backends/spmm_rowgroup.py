@@ -45,9 +45,12 @@ from sparsescope.backends.spmm_cuda import (
     HostPlannedKernel,
     SlicePlan,
     choose_slice_nnz,
+    ell_rows,
+    ell_rows_traffic,
     pow2_at_least,
     slice_plan,
     upload_csr,
+    upload_ell,
     upload_slices,
     warp_aligned_slices,
     warps_per_block,
@@ -288,13 +291,6 @@ def kernel_minb(kernel: str) -> int:
     return int(kernel.rstrip(">").split("<", 1)[1].split(",")[7])
 
 
-def ell_rows(indptr: np.ndarray) -> SlicePlan:
-    """The slices of an ``ell`` plan: one a row, uncut (``slice_ptr`` the row pointers, which
-    the model reads for the rows' real lengths; the kernel reads none); S the longest row."""
-    indptr = np.asarray(indptr, dtype=np.int64)
-    lengths = np.diff(indptr)
-    return SlicePlan(int(lengths.max()) if lengths.size else 0, indptr, None, 0)
-
 
 @dataclass(frozen=True)
 class BlockSlices:
@@ -360,6 +356,8 @@ class RowGroupPlan:
     shared_bytes: int = 0
     """Dynamic shared memory a block (``block_sum``: the cut rows' sums and the groups' row
     keys); 0 otherwise."""
+    ell: bool = False
+    """A as row-major ELL (``ell``): a row a group or lane, no slice pointers."""
     ell_width: int = 0
     """Stored pairs a row where A is row-major ELL (``ell``: ``spmm_ell.stored_width`` of the
     longest row); 0 for slices."""
@@ -447,7 +445,7 @@ def plan_rowgroup(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, index_
     if ell:
         notes.update(ell_width=str(ell_width), pointer_rounds="0")
     return RowGroupPlan(name, shape, stages, kslab, slabs, plan, blocks, block_warps, notes,
-                        shared, ell_width)
+                        shared, ell, ell_width)
 
 
 def rowgroup_launch(host: RowGroupPlan, registers: int | None = None):
@@ -463,7 +461,7 @@ def rowgroup_launch(host: RowGroupPlan, registers: int | None = None):
         kernel=host.kernel, slices_per_warp=32 // group, groups_per_slice=1,
         slab_cols=host.slab, slabs=host.slabs, vec=vec, chunks=chunks,
         stage_pairs=depth * group, batch=batch, block_warps=host.warps,
-        pointer_rounds=0 if host.ell_width else 1, ell_width=host.ell_width,
+        pointer_rounds=0 if host.ell else 1, ell_width=host.ell_width,
         walks_padding=False,
         label=f"rowgroup {host.kernel}", **plan_fields(host.plan, host.notes, registers, minb))
 
@@ -569,12 +567,8 @@ class SpmmCudaRowGroup(HostPlannedKernel):
         dtype = _gpu.VALUE_DTYPES[value_dtype]
         host = self.plan(case, value_dtype, index_bytes, _gpu.device_sm_count(),
                          _gpu.device_full_block_warps())
-        if host.ell_width:   # the padded pairs; no slice pointers (the kernel reads none)
-            from sparsescope.backends.spmm_ell import ell_format_of
-
-            fmt = ell_format_of(csr)
-            indices = cupy.asarray(fmt.col.astype(_gpu.INDEX_DTYPES[index_bytes]))
-            data = cupy.asarray(fmt.val.astype(dtype))
+        if host.ell:   # the padded pairs; no slice pointers (the kernel reads none)
+            indices, data = upload_ell(csr, value_dtype, index_bytes)
             slice_ptr = slice_row = indices
         else:
             slice_ptr, slice_row = upload_slices(host.plan, _gpu.INDEX_DTYPES[index_bytes])
@@ -605,15 +599,9 @@ class SpmmCudaRowGroup(HostPlannedKernel):
     def traffic(self, case: OpCase, prepared: PreparedRowGroup | None):
         """With ``ell``, the padded pairs' bytes (``model.traffic.ell_spmm_traffic``) once
         prepared; plain CSR's otherwise."""
-        if prepared is None or not prepared.host.ell_width:
+        if prepared is None or not prepared.host.ell:
             return super().traffic(case, prepared)
-        from sparsescope.model.traffic import ell_spmm_traffic
-
-        rows, cols = case.matrix.shape
-        return ell_spmm_traffic(rows, cols, case.matrix.nnz, prepared.k,
-                                prepared.host.ell_width,
-                                value_bytes=prepared.data.dtype.itemsize,
-                                index_bytes=prepared.indices.dtype.itemsize)
+        return ell_rows_traffic(case, prepared)
 
     def model_launch(self, host: RowGroupPlan, registers: int | None):
         return rowgroup_launch(host, registers)

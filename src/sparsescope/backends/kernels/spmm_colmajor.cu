@@ -44,19 +44,28 @@
 // one atomic a warp and column, not one a slice).
 //
 // BATCH pairs are loaded before their gathers, so BATCH x C loads of X are in flight a lane.
+//
+// ELL (the argument after SEG, default false): A as row-major ELL (backends/spmm_ell.py,
+// ell_format: every row padded to ell_width pairs, col -1 and val 0 in the padding), a lane a
+// row, its pairs at s x ell_width: no slice pointer to load first, one dependent round trip
+// fewer a call (as spmm_rowgroup.cu's ELL). A lane's pairs are contiguous, as a CSR row's;
+// a pad (val 0) gathers X's row 0 (a guard on the loaded col is a load ptxas serializes),
+// and a lane stops after its first batch holding a pad (lanes are independent: no scan).
 
 // slice_ptr: n_slices + 1 offsets into col / val (the row pointers themselves when no row is
 // cut: sliced = 0, slice s is row s). slice_row: the slice's row, stored as -(row + 1) for a
 // row cut across warps (atomics), and as -(rows + 1) for a pad slice (no pairs, no row).
 // span (SEG): the scan's reach, a power of two >= the most slices of a row inside one warp
 // (32 where a row spans warps): log2(span) steps.
-template <typename T, typename I, int C, int BATCH, bool SEG = false>
+template <typename T, typename I, int C, int BATCH, bool SEG = false, bool ELL = false>
 __global__ void __launch_bounds__(256) spmm_colmajor(const long long n_slices,
                               const long long rows, const long long cols, const int k,
                               const int sliced, const int span,
                               const I* __restrict__ slice_ptr, const I* __restrict__ slice_row,
                               const I* __restrict__ col, const T* __restrict__ val,
-                              const T* __restrict__ x, T* __restrict__ y) {
+                              const T* __restrict__ x, T* __restrict__ y,
+                              const int ell_width) {
+    static_assert(!(SEG && ELL), "ELL rows are never cut: nothing to scan");
     const long long s = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     // Without SEG the lanes are independent and a lane past the end leaves at once. With SEG
     // the warp stays whole for the segmented sum below: a lane past the end walks no pairs
@@ -68,7 +77,7 @@ __global__ void __launch_bounds__(256) spmm_colmajor(const long long n_slices,
 
     long long row = s;
     bool atomic = false, pad = false;
-    if (sliced && live) {
+    if (!ELL && sliced && live) {  // ELL: no row is cut (and no atomics are compiled)
         const long long r = (long long)slice_row[s];
         // Pads come only with the aligned layout, which is SEG's. Kept out of the instance
         // without SEG: with the pad test in it, ptxas put an FMA before the last two gathers
@@ -78,8 +87,14 @@ __global__ void __launch_bounds__(256) spmm_colmajor(const long long n_slices,
         atomic = r < 0 && !pad;
         row = r < 0 ? -r - 1 : r;
     }
-    const long long begin = live ? (long long)slice_ptr[s] : 0;
-    const long long end = live ? (long long)slice_ptr[s + 1] : 0;
+    long long begin = 0, end = 0;
+    if constexpr (ELL) {
+        begin = s * (long long)ell_width;  // no pointer load: the row's pairs are at s x width
+        end = begin + ell_width;
+    } else if (live) {
+        begin = (long long)slice_ptr[s];
+        end = (long long)slice_ptr[s + 1];
+    }
     const T* xtile = x + (long long)c0 * cols;  // X[:, c0]
 
     T acc[C];
@@ -94,6 +109,14 @@ __global__ void __launch_bounds__(256) spmm_colmajor(const long long n_slices,
             const long long idx = base + b;
             j[b] = idx < end ? __ldg(col + idx) : I(0);
             a[b] = idx < end ? __ldg(val + idx) : T(0);
+        }
+        bool padded = false;  // ELL: this batch reached the row's padding
+        if constexpr (ELL) {
+#pragma unroll
+            for (int b = 0; b < BATCH; ++b) {
+                padded |= j[b] < 0;
+                j[b] = j[b] < 0 ? I(0) : j[b];  // a pad (val 0) gathers X's row 0
+            }
         }
         T xv[BATCH][C];
 #pragma unroll
@@ -121,6 +144,7 @@ __global__ void __launch_bounds__(256) spmm_colmajor(const long long n_slices,
         for (int b = 0; b < BATCH; ++b)
 #pragma unroll
             for (int c = 0; c < C; ++c) acc[c] += a[b] * xv[b][c];
+        if (ELL && padded) break;  // the rest of the row is padding
     }
 
     if (SEG) {
