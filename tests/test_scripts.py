@@ -317,6 +317,37 @@ def test_spmm_latency_probe_times_a_case_flushed_and_warm(tmp_path, capsys):
     assert "flushed_us" not in json.loads(out.read_text())[0]
 
 
+def test_spmm_interleaved_alternates_two_backends_and_sums_up_the_rounds(tmp_path, capsys):
+    """``benchmarks/spmm_interleaved.py``: the rounds' ratios by hand; two CPU backends timed
+    in alternation on one case (each round one timing of each, both checked first); a GPU
+    backend without a GPU named as skipped, not timed."""
+    import scipy.sparse as sp
+
+    from sparsescope.matrices.io import write_matrix
+
+    script = load("spmm_interleaved", "benchmarks")
+    assert script.round_ratios([10, 12, 9], [10, 10, 10]) == {
+        "ratio_median": 1.0, "ratio_low": 0.9, "ratio_high": 1.2, "b_faster": 1, "rounds": 3}
+    path = write_matrix(sp.random(40, 30, density=0.2, format="csr", random_state=1),
+                        tmp_path / "m.npz")
+    out = tmp_path / "rounds.json"
+    assert script.main(["--matrix", str(path), "--k", "3", "--layout", "row", "--a",
+                        "spmm-scipy-cpu", "--b", "spmm-scipy-cpu", "--rounds", "3",
+                        "--repeats", "2", "--json", str(out)]) == 0
+    row, = json.loads(out.read_text())
+    assert row["outcome"] == "ok" and row["rounds"] == 3
+    assert len(row["a_ms"]) == len(row["b_ms"]) == 3 and min(row["a_ms"] + row["b_ms"]) > 0
+    ratios = sorted(a / b for a, b in zip(row["a_ms"], row["b_ms"], strict=True))
+    assert row["ratio_median"] == pytest.approx(ratios[1])
+    assert (row["ratio_low"], row["ratio_high"]) == pytest.approx((ratios[0], ratios[-1]))
+    assert "| m | 3 | row |" in capsys.readouterr().out
+    assert script.main(["--matrix", str(path), "--k", "3", "--layout", "row", "--a",
+                        "spmm-scipy-cpu", "--b", "spmm-cuda-ell", "--rounds", "2",
+                        "--json", str(out)]) == 0
+    row, = json.loads(out.read_text())
+    assert row["outcome"].startswith("b skipped") and "a_ms" not in row
+
+
 def test_spmm_against_an_earlier_run(committed):
     """--against: a run against itself changes nothing (new / old 1.000 for auto and for the
     library, the library's time moved 0.0 % in every case), and lists the block-sum run's

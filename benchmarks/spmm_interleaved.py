@@ -1,0 +1,134 @@
+"""Two SpMM backends timed in alternation on the same case (issue 37 item 3): is a 6 us call
+of ours really below the library's, or is the gap the run's noise?
+
+Two cases of one run are timed minutes apart, and the same library code moved a median
+0.6-2.9 % a case between two runs (H200, results/h200/real-dev/2026-11-28-minb), as much as
+the gaps of the small matrices. Here both backends are checked against float64 and prepared
+once, then timed in ``--rounds`` rounds, A then B in even rounds and B then A in odd ones, each
+timing the latency mode's (the L2 flushed where the working set fits, ``--repeats`` samples
+after three warm-ups, the median). Each round gives a ratio A / B; its median over the rounds
+and their spread say who is faster and by how much the order and the moment move it::
+
+    python benchmarks/spmm_interleaved.py --matrix .real-dev/bcspwr06.npz --k 64 \\
+        --layout row --a 'spmm-nvmath-i32[alg=3,preprocess=0]' --b spmm-cuda-auto \\
+        --rounds 15 --json /tmp/interleaved.json
+
+A / B above 1: B is faster. The table is printed last; ``--json`` keeps every round.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+WARMUPS = 3
+
+
+def round_ratios(a_ms: list[float], b_ms: list[float]) -> dict:
+    """The rounds' A / B ratios summed up: their median, lowest and highest, and in how many
+    rounds B was the faster. Rounds (10, 10), (12, 10), (9, 10) -> ratios 1.0, 1.2, 0.9:
+    median 1.0, lowest 0.9, highest 1.2, B faster in 1 of 3."""
+    ratios = [a / b for a, b in zip(a_ms, b_ms, strict=True)]
+    return {"ratio_median": statistics.median(ratios), "ratio_low": min(ratios),
+            "ratio_high": max(ratios), "b_faster": sum(r > 1.0 for r in ratios),
+            "rounds": len(ratios)}
+
+
+def _prepared(matrix, case, text: str, value_dtype: str, index_bytes: int, config):
+    """(backend, prepared case, "") of the variant ``text`` once its output passed the float64
+    gate, or (None, None, why not)."""
+    from sparsescope.backends.base import tell_timing
+    from sparsescope.backends.runner import run_case
+    from sparsescope.backends.variants import backend_choice
+
+    choice = backend_choice(text)
+    checked = run_case(matrix, choice, "spmm", case.params, config=config, case=case,
+                       value_dtype=value_dtype, index_bytes=index_bytes, timed=False)
+    if checked.outcome != "ok":
+        return None, None, f"{checked.outcome}: {checked.reason}"
+    backend = choice.create()
+    tell_timing(backend, config)
+    return backend, backend.prepare(case, value_dtype, index_bytes), ""
+
+
+def compare(matrix, k: int, layout: str, a: str, b: str, *, rounds: int, repeats: int,
+            value_dtype: str = "float32", index_bytes: int = 4) -> dict:
+    """One case's row: each backend's per-round medians (ms), :func:`round_ratios`, and what
+    B chose where it is an auto backend (``selected``, ``selected_params``)."""
+    from sparsescope.ops.registry import get_op
+    from sparsescope.timing.types import TimingConfig
+
+    config = TimingConfig(warmups=WARMUPS, repeats=repeats)
+    case = get_op("spmm").make_case(matrix.csr, {"k": k, "layout": layout},
+                                    value_dtype=value_dtype, index_bytes=index_bytes, seed=k)
+    row = {"matrix": matrix.name, "k": k, "layout": layout, "a": a, "b": b}
+    sides = {}
+    for label, text in (("a", a), ("b", b)):
+        backend, prepared, why = _prepared(matrix, case, text, value_dtype, index_bytes,
+                                           config)
+        if backend is None:
+            return {**row, "outcome": f"{label} {why}"}
+        sides[label] = (backend, prepared)
+    notes = sides["b"][0].notes(sides["b"][1])
+    row.update(selected=notes.get("selected", ""), selected_params=notes.get("selected_params",
+                                                                             ""))
+    times: dict[str, list[float]] = {"a": [], "b": []}
+    for r in range(rounds):
+        for label in ("a", "b") if r % 2 == 0 else ("b", "a"):
+            backend, prepared = sides[label]
+            times[label].append(backend.time(prepared, config).median_ms)
+    return {**row, "outcome": "ok", "a_ms": times["a"], "b_ms": times["b"],
+            **round_ratios(times["a"], times["b"])}
+
+
+def table(rows: list[dict]) -> str:
+    """The rows as Markdown: each side's median over the rounds (us), the rounds' A / B."""
+    lines = ["| matrix | k | layout | A us | B us | A / B: median of rounds | lowest | highest "
+             "| B faster (rounds) | B's pick |", "|---|---:|---|---:|---:|---:|---:|---:|---:|---|"]
+    for r in rows:
+        if r["outcome"] != "ok":
+            lines.append(f"| {r['matrix']} | {r['k']} | {r['layout']} | {r['outcome'][:60]} "
+                         f"| | | | | | |")
+            continue
+        pick = f"{r['selected']} {r['selected_params']}".strip()
+        lines.append(
+            f"| {r['matrix']} | {r['k']} | {r['layout']} | "
+            f"{1e3 * statistics.median(r['a_ms']):.2f} | {1e3 * statistics.median(r['b_ms']):.2f}"
+            f" | {r['ratio_median']:.3f} | {r['ratio_low']:.3f} | {r['ratio_high']:.3f} | "
+            f"{r['b_faster']} of {r['rounds']} | {pick} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from sparsescope.matrices.io import read_matrix
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--matrix", action="append", required=True)
+    parser.add_argument("--k", action="append", type=int, required=True)
+    parser.add_argument("--layout", action="append", choices=("row", "col"), required=True)
+    parser.add_argument("--a", required=True, help="a registry name or NAME[opt=value,...]")
+    parser.add_argument("--b", required=True, help="the same, timed against --a")
+    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--repeats", type=int, default=20)
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args(argv)
+
+    rows = [compare(read_matrix(path), k, layout, args.a, args.b, rounds=args.rounds,
+                    repeats=args.repeats)
+            for path in args.matrix for k in args.k for layout in args.layout]
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1))
+    print(f"A = {args.a}, B = {args.b}; {args.rounds} rounds, alternating order, "
+          f"{args.repeats} samples a timing\n")
+    print(table(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
