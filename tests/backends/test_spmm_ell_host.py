@@ -10,17 +10,20 @@ import pytest
 import scipy.sparse as sp
 
 from sparsescope.backends.spmm_ell import (
-    MAX_PADDING,
-    ell_declined,
-    ell_format,
     ell_kernel_name,
     ell_launch,
     ell_tile,
+    plan_ell,
+    widest_tile,
+)
+from sparsescope.backends.spmm_ell_format import (
+    MAX_PADDING,
+    ell_declined,
+    ell_format,
+    ell_rows,
     group_lanes,
     padding,
-    plan_ell,
     stored_width,
-    widest_tile,
 )
 
 
@@ -226,3 +229,12 @@ def test_emulated_kernel_matches_float64(layout, k, dtype, index):
     tol = 1e-5 if dtype == "float32" else 1e-12
     np.testing.assert_allclose(got, want, rtol=tol, atol=tol * np.abs(want).max())
 
+
+
+def test_ell_rows_one_slice_a_row_uncut():
+    """The slices of a plan on ELL rows by hand: rows of 3, 0 and 5 -> S 5 (the longest row),
+    3 slices over the row pointers themselves, none cut, no slice rows; no rows -> S 0."""
+    plan = ell_rows(np.array([0, 3, 3, 8]))
+    assert (plan.slice_nnz, plan.n_slices, plan.split_rows) == (5, 3, 0)
+    assert plan.slice_row is None and plan.slice_ptr.tolist() == [0, 3, 3, 8]
+    assert ell_rows(np.array([0])).slice_nnz == 0

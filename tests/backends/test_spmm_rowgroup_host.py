@@ -569,9 +569,9 @@ def launch_colmajor(template, grid, block, args) -> None:
 
 def emulate_colmajor(csr: sp.csr_matrix, x: np.ndarray, k: int, host) -> np.ndarray:
     """The launch the backend makes for a :func:`plan_colmajor` plan, Y poisoned first; on ELL
-    rows (``host.ell_width``) the padded pairs (``spmm_ell.ell_format``) and slice pointers
+    rows (``host.ell_width``) the padded pairs (``spmm_ell_format.ell_format``) and slice pointers
     given as NaN (never read)."""
-    from sparsescope.backends.spmm_ell import ell_format
+    from sparsescope.backends.spmm_ell_format import ell_format
 
     rows, cols = csr.shape
     plan = host.plan
@@ -796,9 +796,9 @@ def emulate_block_sum(csr: sp.csr_matrix, x: np.ndarray, k: int, host) -> np.nda
 
 def emulate_ell(csr: sp.csr_matrix, x: np.ndarray, k: int, host) -> np.ndarray:
     """The launch the backend makes for an ``ell`` plan: the ELL instance on the padded pairs
-    (``spmm_ell.ell_format``, col -1 in the padding), slice pointers never read (given as
+    (``spmm_ell_format.ell_format``, col -1 in the padding), slice pointers never read (given as
     NaN to prove it), on a NaN-poisoned Y."""
-    from sparsescope.backends.spmm_ell import ell_format
+    from sparsescope.backends.spmm_ell_format import ell_format
     from sparsescope.backends.spmm_rowgroup import kernel_minb
 
     fmt = ell_format(csr.indptr, csr.indices, csr.data)

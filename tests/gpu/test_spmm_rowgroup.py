@@ -197,7 +197,7 @@ def test_colmajor_ell_matches(awkward_matrices, k, tile_cols):
 
 
 def test_rowgroup_ell_declines_a_padding_over_the_limit(awkward_matrices):
-    """At the ELL kernel's limit (``spmm_ell.MAX_PADDING``) the heavy row's matrix is skipped
+    """At the ELL kernel's limit (``spmm_ell_format.MAX_PADDING``) the heavy row's matrix is skipped
     with the padding named."""
     from sparsescope.backends.spmm_rowgroup import SpmmCudaRowGroup
 

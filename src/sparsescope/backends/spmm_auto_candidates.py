@@ -12,7 +12,8 @@ The candidates of a case, by X's layout (:func:`candidate_names`)::
     either layout  ``spmm-cuda-rowtile`` (X staged in shared memory, either layout as it is)
                    where its staged X is less than the gathers' (:func:`rowtile_candidate`);
                    ``spmm-cuda-ell`` (width-major ELL, a lane a row, either layout as it is)
-                   where its padding is within ``spmm_ell.MAX_PADDING`` (:func:`ell_candidate`)
+                   where its padding is within ``spmm_ell_format.MAX_PADDING``
+                   (:func:`ell_candidate`)
 
 Column-major X has two strategies, and which is faster depends on the matrix and k, not on the
 layout alone: the transposes cost every value of X and Y twice more (about 2,000 warp
@@ -64,7 +65,7 @@ from sparsescope.backends.spmm_cuda import (
     plan_rowwarp,
     rowwarp_launch,
 )
-from sparsescope.backends.spmm_ell import ell_declined
+from sparsescope.backends.spmm_ell_format import ell_declined
 from sparsescope.backends.spmm_rowgroup import (
     SPILL_FREE_BATCH,
     WAVE_MINB,
@@ -165,7 +166,7 @@ def colmajor_plans(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, index
       (``colmajor_launch``), so A's extra passes and the extra warps are both predicted;
     * on ELL rows (``ell``: a lane a row, no slice pointers, one dependent round trip fewer),
       at the rule's tile and at the narrower one, where the padding is within
-      ``spmm_ell.MAX_PADDING``: the small matrices' calls are a few round trips
+      ``spmm_ell_format.MAX_PADDING``: the small matrices' calls are a few round trips
       (results/h200/real-dev/2026-11-28-minb; the trial decides)."""
     rows = int(np.asarray(indptr).size - 1)
     plain = plan_colmajor(indptr, nnz, k, value_dtype, index_bytes, sm_count)
@@ -267,7 +268,7 @@ def rowtile_candidate(case: OpCase, value_dtype: str, index_bytes: int, sm_count
 
 def ell_candidate(case: OpCase, value_dtype: str, index_bytes: int, sm_count: int):
     """``((candidate, plan), "")`` of ``spmm-cuda-ell`` at its rule's tile, in either layout,
-    or ``(None, why not)``: a padding above ``spmm_ell.MAX_PADDING`` (read from the row
+    or ``(None, why not)``: a padding above ``spmm_ell_format.MAX_PADDING`` (read from the row
     pointers: no format is built for a matrix it declines). One candidate: the trial's places
     (``spmm_auto.TRIAL_MOST``) are shared with colmajor's variants."""
     from sparsescope.backends.spmm_ell import ell_declined, plan_ell
@@ -309,7 +310,7 @@ def candidate_plans(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, inde
     probe.md; the trial decides);
     the default plan and each narrower-VEC one again with A as row-major ELL (``ell``: a
     group a row, no slice pointers, so one dependent round trip fewer; where the padding is
-    within ``spmm_ell.MAX_PADDING``): on a matrix of a few thousand rows with the L2 flushed
+    within ``spmm_ell_format.MAX_PADDING``): on a matrix of a few thousand rows with the L2 flushed
     a call is its round trips, and CSR_ALG3 beat the sliced plans there by 0.1-0.5 us
     (results/h200/real-dev/2026-11-28-minb; the trial decides);
     rowwarp where it takes k (:func:`rowwarp_supports`).

@@ -33,18 +33,23 @@ from sparsescope.backends.spmm_cuda import (
     HostPlannedKernel,
     SlicePlan,
     WarpSlices,
-    ell_rows,
-    ell_rows_traffic,
     host_output,
     mean_row_slice,
     slice_plan,
     upload_csr,
     upload_dense,
-    upload_ell,
     upload_slices,
     warp_aligned_slices,
     warps_per_block,
     zero_fill_async,
+)
+from sparsescope.backends.spmm_ell_format import (
+    MAX_PADDING,
+    ell_declined,
+    ell_rows,
+    ell_rows_traffic,
+    stored_width,
+    upload_ell,
 )
 from sparsescope.ops.base import OpCase
 
@@ -291,7 +296,7 @@ class ColMajorPlan:
     ell: bool = False
     """A as row-major ELL (``ell``): a row a group or lane, no slice pointers."""
     ell_width: int = 0
-    """Stored pairs a row on ELL rows (``ell``: ``spmm_ell.stored_width`` of the longest
+    """Stored pairs a row on ELL rows (``ell``: ``spmm_ell_format.stored_width`` of the longest
     row); 0 for slices."""
 
 
@@ -309,9 +314,9 @@ def plan_colmajor(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, index_
     of more than 32 slices cut into a warp of longer slices (``spmm_cuda.warp_fitted_sizes``), so
     that the aligned layout holds every row. Where the warp's scan runs and BATCH is the
     rule's, BATCH is at least :data:`SEG_MIN_BATCH`. ``ell``: A as row-major ELL of
-    ``spmm_ell.stored_width(longest row)`` pairs a row, a lane a row (``spmm_cuda.ell_rows``):
-    no slice pointers to load, one dependent round trip fewer a call; it cuts no row, so it
-    takes no slice size."""
+    ``spmm_ell_format.stored_width(longest row)`` pairs a row, a lane a row
+    (``spmm_ell_format.ell_rows``): no slice pointers to load, one dependent round trip fewer
+    a call; it cuts no row, so it takes no slice size."""
     rows = int(np.asarray(indptr).size - 1)
     tile = colmajor_tile(k, batch, tile_cols)
     if slice_nnz is not None and slice_nnz < 1:
@@ -332,11 +337,7 @@ def plan_colmajor(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, index_
         tile = (tile[0], max(tile[1], SEG_MIN_BATCH))
     blocks, tiles, block = colmajor_grid(plan.n_slices, k, tile[0], sm_count, warps)
     name = colmajor_kernel_name(value_dtype, index_bytes, tile, segment, ell)
-    ell_width = 0
-    if ell:
-        from sparsescope.backends.spmm_ell import stored_width  # spmm_ell imports this module
-
-        ell_width = stored_width(plan.slice_nnz)
+    ell_width = stored_width(plan.slice_nnz) if ell else 0
     notes = {"kernel": name, "tile_cols": str(tile[0]), "pairs_per_batch": str(tile[1]),
              "slice_nnz": str(plan.slice_nnz), "slices": str(plan.n_slices),
              "split_rows": str(slices.cut_rows), "rows_across_warps": str(plan.split_rows),
@@ -428,7 +429,7 @@ class SpmmCudaColMajor(HostPlannedKernel):
         self.ell = bool(ell)
         """A as row-major ELL, a lane a row, no slice pointers (:func:`plan_colmajor`);
         declined above ``max_padding`` stored pairs a nonzero (None:
-        ``spmm_ell.MAX_PADDING``)."""
+        ``spmm_ell_format.MAX_PADDING``)."""
         if self.ell and (slice_nnz is not None or min_slice is not None or fit_long):
             raise ValueError("ell cuts no row: it takes neither slice_nnz, min_slice nor "
                              "fit_long")
@@ -463,8 +464,6 @@ class SpmmCudaColMajor(HostPlannedKernel):
             except ValueError as exc:
                 return str(exc)
         if self.ell:
-            from sparsescope.backends.spmm_ell import MAX_PADDING, ell_declined
-
             limit = MAX_PADDING if self.max_padding is None else self.max_padding
             return ell_declined(case.matrix.indptr, limit)
         return ""

@@ -172,15 +172,6 @@ class SlicePlan:
         return int(self.slice_ptr.size - 1)
 
 
-def ell_rows(indptr: np.ndarray) -> SlicePlan:
-    """The slices of a plan on ELL rows (rowgroup's and colmajor's ``ell``): one a row, uncut
-    (``slice_ptr`` the row pointers, which the model reads for the rows' real lengths; the
-    kernel reads none); S the longest row. Rows of 3, 0 and 5: S 5, 3 slices, none cut."""
-    indptr = np.asarray(indptr, dtype=np.int64)
-    lengths = np.diff(indptr)
-    return SlicePlan(int(lengths.max()) if lengths.size else 0, indptr, None, 0)
-
-
 def mean_row_slice(rows: int, nnz: int, unit: int) -> int:
     """A slice of about the mean row, in whole units of ``unit`` pairs (at least one)::
 
@@ -494,29 +485,6 @@ def upload_slices(plan: SlicePlan, index_dtype: Any) -> tuple[Any, Any]:
     slice_row = (cupy.asarray(plan.slice_row.astype(index_dtype))
                  if plan.slice_row is not None else slice_ptr)
     return slice_ptr, slice_row
-
-
-def upload_ell(csr: Any, value_dtype: str, index_bytes: int) -> tuple[Any, Any]:
-    """(column indices, values) of ``csr`` as row-major ELL (``spmm_ell.ell_format_of``: col
-    -1 and val 0 in the padding) on the device at the case's index and value types."""
-    import cupy
-
-    from sparsescope.backends.spmm_ell import ell_format_of
-
-    fmt = ell_format_of(csr)
-    return (cupy.asarray(fmt.col.astype(_gpu.INDEX_DTYPES[index_bytes])),
-            cupy.asarray(fmt.val.astype(_gpu.VALUE_DTYPES[value_dtype])))
-
-
-def ell_rows_traffic(case: OpCase, prepared: Any):
-    """The bytes of a call on ELL rows (``model.traffic.ell_spmm_traffic``, the padding
-    counted) for a prepared case with ``k``, ``host.ell_width``, ``indices`` and ``data``."""
-    from sparsescope.model.traffic import ell_spmm_traffic
-
-    rows, cols = case.matrix.shape
-    return ell_spmm_traffic(rows, cols, case.matrix.nnz, prepared.k, prepared.host.ell_width,
-                            value_bytes=prepared.data.dtype.itemsize,
-                            index_bytes=prepared.indices.dtype.itemsize)
 
 
 def upload_csr(csr: Any, value_dtype: str, index_bytes: int) -> tuple[Any, Any]:

@@ -45,16 +45,21 @@ from sparsescope.backends.spmm_cuda import (
     HostPlannedKernel,
     SlicePlan,
     choose_slice_nnz,
-    ell_rows,
-    ell_rows_traffic,
     pow2_at_least,
     slice_plan,
     upload_csr,
-    upload_ell,
     upload_slices,
     warp_aligned_slices,
     warps_per_block,
     zero_fill_async,
+)
+from sparsescope.backends.spmm_ell_format import (
+    MAX_PADDING,
+    ell_declined,
+    ell_rows,
+    ell_rows_traffic,
+    stored_width,
+    upload_ell,
 )
 from sparsescope.ops.base import OpCase
 
@@ -359,7 +364,7 @@ class RowGroupPlan:
     ell: bool = False
     """A as row-major ELL (``ell``): a row a group or lane, no slice pointers."""
     ell_width: int = 0
-    """Stored pairs a row where A is row-major ELL (``ell``: ``spmm_ell.stored_width`` of the
+    """Stored pairs a row where A is row-major ELL (``ell``: ``spmm_ell_format.stored_width`` of the
     longest row); 0 for slices."""
 
     @property
@@ -380,7 +385,7 @@ def plan_rowgroup(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, index_
     there in shared memory (:func:`block_sum_slices`; one launch, no zero fill, no atomics).
     ``slice_nnz``: S as given (no floor; e.g. one stage of pairs, so that no group walks more
     than one), instead of the slice rule's. ``ell``: A as row-major ELL of
-    ``spmm_ell.stored_width(longest row)`` pairs a row, a group a row (:func:`ell_rows`): no
+    ``spmm_ell_format.stored_width(longest row)`` pairs a row, a group a row (:func:`ell_rows`): no
     slice pointers to load, so one dependent round trip fewer a call; it cuts no row, so it
     takes neither ``block_sum`` nor the slice sizes."""
     kslab, shape, stages = rowgroup_layout(k, value_dtype, slab=slab, vec=vec, depth=depth,
@@ -394,8 +399,6 @@ def plan_rowgroup(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, index_
     plan = ell_rows(indptr) if ell else slice_plan(indptr, size)
     ell_width = 0
     if ell:
-        from sparsescope.backends.spmm_ell import stored_width
-
         ell_width = stored_width(plan.slice_nnz)
     blocks, block_warps = rowgroup_grid(plan.n_slices, shape[1], sm_count, warps, full_warps)
     if minb is not None and minb not in (1, 2, 3, 4, 6, 8):
@@ -506,7 +509,7 @@ class SpmmCudaRowGroup(HostPlannedKernel):
         declined above ``max_padding`` stored pairs a nonzero."""
         self.max_padding = max_padding
         """With ``ell``: the most stored pairs a nonzero taken (None:
-        ``spmm_ell.MAX_PADDING``, as the ELL kernel's)."""
+        ``spmm_ell_format.MAX_PADDING``, as the ELL kernel's)."""
         if self.ell and (block_sum or slice_nnz is not None or min_slice is not None):
             raise ValueError("ell cuts no row: it takes neither block_sum, slice_nnz nor "
                              "min_slice")
@@ -545,8 +548,6 @@ class SpmmCudaRowGroup(HostPlannedKernel):
             except ValueError as exc:
                 return str(exc)
         if self.ell:
-            from sparsescope.backends.spmm_ell import MAX_PADDING, ell_declined
-
             limit = MAX_PADDING if self.max_padding is None else self.max_padding
             return ell_declined(case.matrix.indptr, limit)
         return ""
