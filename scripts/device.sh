@@ -107,6 +107,11 @@
 #                         probe.md, probe.json, ncu.tar.gz (ncu_N.ncu-rep / .txt / .log;
 #                         side by side: `sparsescope profile report ncu_*.ncu-rep`)
 #                         [, pytest_gpu.log].
+#   spmm-interleaved ARGS [-- ARGS ...] {GPU_TESTS=FILES}
+#                         benchmarks/spmm_interleaved.py once per argument set (sets split by
+#                         --): two backends checked, prepared once, and timed in alternating
+#                         rounds. Writes env.txt, interleaved.md (every set's table),
+#                         interleaved.json (every set's rows) [, pytest_gpu.log].
 #   spmm-real-dev {KS="8 64", LAYOUTS="col row", BUDGET_S=300, GPU_TESTS=1, MODE=latency,
 #                         VARIANTS=, EXTRA_BACKENDS=, MATRICES_DIR=.real-dev}
 #                         issue 37 item 3: every GPU-marked test first (GPU_TESTS=0: none),
@@ -871,6 +876,33 @@ recipe_spmm_real_dev() {
     return "$rc"
 }
 
+recipe_spmm_interleaved() {  # $@: benchmarks/spmm_interleaved.py argument sets, split by --
+    out_dir /tmp/ss-interleaved
+    wheels
+    nvmath_wheels
+    env_file "$OUT/env.txt" "interleaved args: $*"
+    if [ -n "${GPU_TESTS:-}" ]; then
+        # shellcheck disable=SC2086
+        $PY -m pytest -m gpu -q -p no:cacheprovider $GPU_TESTS > "$OUT/pytest_gpu.log" 2>&1
+        tail -n 2 "$OUT/pytest_gpu.log"
+    fi
+    local n=0 set=() arg
+    : > "$OUT/interleaved.md"
+    for arg in "$@" --; do
+        if [ "$arg" != "--" ]; then set+=("$arg"); continue; fi
+        [ "${#set[@]}" -gt 0 ] || continue
+        n=$((n + 1))
+        $PY benchmarks/spmm_interleaved.py "${set[@]}" --json "$OUT/interleaved_$n.json" \
+            >> "$OUT/interleaved.md" 2>> "$OUT/interleaved.log"
+        echo "set $n rc=$?" | tee -a "$OUT/env.txt"
+        echo >> "$OUT/interleaved.md"
+        set=()
+    done
+    $PY -c 'import json, sys; print(json.dumps([r for p in sys.argv[1:] for r in json.load(open(p))], indent=1))' \
+        "$OUT"/interleaved_*.json > "$OUT/interleaved.json" && rm -f "$OUT"/interleaved_*.json
+    cat "$OUT/interleaved.md"
+}
+
 recipe_latency_probe() {  # $@: benchmarks/spmm_latency_probe.py arguments
     out_dir /tmp/ss-latency-probe
     wheels
@@ -1138,7 +1170,7 @@ PY
 # -- dispatch -----------------------------------------------------------------------------------
 RECIPES=(list gpu-tests real-dev kernels model seed6 seed6-speed profile profile-cases ab-kernel
          finish-ab ops break-even spmm-blocktc spmm-population spmm-real-dev sweep sweep-gpus
-         sweep-scale latency-probe)
+         sweep-scale latency-probe spmm-interleaved)
 if [[ " ${RECIPES[*]} " != *" $RECIPE "* ]]; then
     echo "unknown recipe '$RECIPE'; recipes: ${RECIPES[*]}" >&2
     exit 2

@@ -245,7 +245,7 @@ DEVICE = ROOT / "scripts" / "device.sh"
 RECIPES = ("gpu-tests", "kernels", "model", "seed6", "seed6-speed", "profile", "profile-cases",
            "ab-kernel", "finish-ab", "ops", "spmm-blocktc", "spmm-population", "spmm-real-dev",
            "sweep",
-           "sweep-gpus", "sweep-scale")
+           "sweep-gpus", "sweep-scale", "latency-probe", "spmm-interleaved")
 
 
 def _device(*args: str, env: dict | None = None):
