@@ -6,14 +6,20 @@ Two cases of one run are timed minutes apart, and the same library code moved a 
 the gaps of the small matrices. Here both backends are checked against float64 and prepared
 once, then timed in ``--rounds`` rounds, A then B in even rounds and B then A in odd ones, each
 timing the latency mode's (the L2 flushed where the working set fits, ``--repeats`` samples
-after three warm-ups, the median). Each round gives a ratio A / B; its median over the rounds
-and their spread say who is faster and by how much the order and the moment move it::
+after three warm-ups, the median). Each round gives a ratio A / B.
+
+The order matters: on an H200 the second timing of a round (the one right after the other
+backend's) ran 3-6 % slower than the first on 6 us calls, whichever backend it was
+(results/h200/real-dev/2026-11-28-ell-rows/interleaved.md). So the ratio is read
+order-balanced, the geometric mean of the medians of the rounds with A first and of those with
+B first; the two medians' quotient gives the second timing's slowdown::
 
     python benchmarks/spmm_interleaved.py --matrix .real-dev/bcspwr06.npz --k 64 \\
         --layout row --a 'spmm-nvmath-i32[alg=3,preprocess=0]' --b spmm-cuda-auto \\
         --rounds 15 --json /tmp/interleaved.json
 
-A / B above 1: B is faster. The table is printed last; ``--json`` keeps every round.
+A / B above 1: B is faster. The table is printed last; ``--json`` keeps every round, and
+``--table ROUNDS.json[.xz]`` prints the table again from such a file (its ratios recomputed).
 """
 
 from __future__ import annotations
@@ -31,13 +37,23 @@ WARMUPS = 3
 
 
 def round_ratios(a_ms: list[float], b_ms: list[float]) -> dict:
-    """The rounds' A / B ratios summed up: their median, lowest and highest, and in how many
-    rounds B was the faster. Rounds (10, 10), (12, 10), (9, 10) -> ratios 1.0, 1.2, 0.9:
-    median 1.0, lowest 0.9, highest 1.2, B faster in 1 of 3."""
+    """The rounds' A / B ratios (A first in even rounds, B first in odd ones) summed up::
+
+        a_first  = median of the even rounds' ratios;  b_first = that of the odd rounds'
+        balanced = sqrt(a_first x b_first)
+        second   = sqrt(b_first / a_first)   (the second timing of a round: x slower)
+
+    with the lowest and highest ratio and in how many rounds B was the faster. Rounds (10, 10),
+    (12, 10), (9, 10), (11, 10) -> ratios 1.0, 1.2, 0.9, 1.1: a_first 0.95, b_first 1.15,
+    balanced 1.045, second 1.100; lowest 0.9, highest 1.2, B faster in 2 of 4. One round:
+    balanced = a_first, second 1."""
     ratios = [a / b for a, b in zip(a_ms, b_ms, strict=True)]
-    return {"ratio_median": statistics.median(ratios), "ratio_low": min(ratios),
-            "ratio_high": max(ratios), "b_faster": sum(r > 1.0 for r in ratios),
-            "rounds": len(ratios)}
+    a_first = statistics.median(ratios[0::2])
+    b_first = statistics.median(ratios[1::2]) if len(ratios) > 1 else a_first
+    return {"ratio_balanced": (a_first * b_first) ** 0.5, "ratio_a_first": a_first,
+            "ratio_b_first": b_first, "second_slower": (b_first / a_first) ** 0.5,
+            "ratio_low": min(ratios), "ratio_high": max(ratios),
+            "b_faster": sum(r > 1.0 for r in ratios), "rounds": len(ratios)}
 
 
 def _prepared(matrix, case, text: str, value_dtype: str, index_bytes: int, config):
@@ -88,19 +104,22 @@ def compare(matrix, k: int, layout: str, a: str, b: str, *, rounds: int, repeats
 
 
 def table(rows: list[dict]) -> str:
-    """The rows as Markdown: each side's median over the rounds (us), the rounds' A / B."""
-    lines = ["| matrix | k | layout | A us | B us | A / B: median of rounds | lowest | highest "
-             "| B faster (rounds) | B's pick |", "|---|---:|---|---:|---:|---:|---:|---:|---:|---|"]
+    """The rows as Markdown: each side's median over the rounds (us), the rounds' A / B
+    (:func:`round_ratios`)."""
+    lines = ["| matrix | k | layout | A us | B us | A / B balanced | A first | B first | the "
+             "second x | lowest | highest | B faster (rounds) | B's pick |",
+             "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in rows:
         if r["outcome"] != "ok":
             lines.append(f"| {r['matrix']} | {r['k']} | {r['layout']} | {r['outcome'][:60]} "
-                         f"| | | | | | |")
+                         f"| | | | | | | | | |")
             continue
         pick = f"{r['selected']} {r['selected_params']}".strip()
         lines.append(
             f"| {r['matrix']} | {r['k']} | {r['layout']} | "
             f"{1e3 * statistics.median(r['a_ms']):.2f} | {1e3 * statistics.median(r['b_ms']):.2f}"
-            f" | {r['ratio_median']:.3f} | {r['ratio_low']:.3f} | {r['ratio_high']:.3f} | "
+            f" | {r['ratio_balanced']:.3f} | {r['ratio_a_first']:.3f} | {r['ratio_b_first']:.3f}"
+            f" | {r['second_slower']:.3f} | {r['ratio_low']:.3f} | {r['ratio_high']:.3f} | "
             f"{r['b_faster']} of {r['rounds']} | {pick} |")
     return "\n".join(lines)
 
@@ -109,16 +128,26 @@ def main(argv: list[str] | None = None) -> int:
     from sparsescope.matrices.io import read_matrix
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--matrix", action="append", required=True)
-    parser.add_argument("--k", action="append", type=int, required=True)
-    parser.add_argument("--layout", action="append", choices=("row", "col"), required=True)
-    parser.add_argument("--a", required=True, help="a registry name or NAME[opt=value,...]")
-    parser.add_argument("--b", required=True, help="the same, timed against --a")
-    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--table", type=Path, help="print the table of a --json file again")
+    parser.add_argument("--matrix", action="append")
+    parser.add_argument("--k", action="append", type=int)
+    parser.add_argument("--layout", action="append", choices=("row", "col"))
+    parser.add_argument("--a", help="a registry name or NAME[opt=value,...]")
+    parser.add_argument("--b", help="the same, timed against --a")
+    parser.add_argument("--rounds", type=int, default=16, help="even: as many with A first "
+                        "as with B first")
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
+    if args.table:
+        from sparsescope._compressed import read_json
 
+        rows = read_json(args.table)   # .json, or compressed (.json.xz, .json.gz)
+        print(table([{**r, **round_ratios(r["a_ms"], r["b_ms"])} if r["outcome"] == "ok"
+                     else r for r in rows]))
+        return 0
+    if not (args.matrix and args.k and args.layout and args.a and args.b):
+        parser.error("--matrix, --k, --layout, --a and --b are required (or --table)")
     rows = [compare(read_matrix(path), k, layout, args.a, args.b, rounds=args.rounds,
                     repeats=args.repeats)
             for path in args.matrix for k in args.k for layout in args.layout]

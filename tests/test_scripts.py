@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import statistics
 import sys
 from pathlib import Path
 
@@ -326,8 +327,14 @@ def test_spmm_interleaved_alternates_two_backends_and_sums_up_the_rounds(tmp_pat
     from sparsescope.matrices.io import write_matrix
 
     script = load("spmm_interleaved", "benchmarks")
-    assert script.round_ratios([10, 12, 9], [10, 10, 10]) == {
-        "ratio_median": 1.0, "ratio_low": 0.9, "ratio_high": 1.2, "b_faster": 1, "rounds": 3}
+    got = script.round_ratios([10, 12, 9, 11], [10, 10, 10, 10])
+    assert got == pytest.approx({
+        "ratio_balanced": (0.95 * 1.15) ** 0.5, "ratio_a_first": 0.95, "ratio_b_first": 1.15,
+        "second_slower": (1.15 / 0.95) ** 0.5, "ratio_low": 0.9, "ratio_high": 1.2,
+        "b_faster": 2, "rounds": 4})
+    assert round(got["ratio_balanced"], 3) == 1.045 and round(got["second_slower"], 3) == 1.100
+    one = script.round_ratios([12], [10])
+    assert one["ratio_balanced"] == one["ratio_a_first"] == 1.2 and one["second_slower"] == 1
     path = write_matrix(sp.random(40, 30, density=0.2, format="csr", random_state=1),
                         tmp_path / "m.npz")
     out = tmp_path / "rounds.json"
@@ -337,10 +344,15 @@ def test_spmm_interleaved_alternates_two_backends_and_sums_up_the_rounds(tmp_pat
     row, = json.loads(out.read_text())
     assert row["outcome"] == "ok" and row["rounds"] == 3
     assert len(row["a_ms"]) == len(row["b_ms"]) == 3 and min(row["a_ms"] + row["b_ms"]) > 0
-    ratios = sorted(a / b for a, b in zip(row["a_ms"], row["b_ms"], strict=True))
-    assert row["ratio_median"] == pytest.approx(ratios[1])
-    assert (row["ratio_low"], row["ratio_high"]) == pytest.approx((ratios[0], ratios[-1]))
+    ratios = [a / b for a, b in zip(row["a_ms"], row["b_ms"], strict=True)]
+    first = statistics.median(ratios[0::2])   # rounds 0 and 2: A first
+    assert row["ratio_a_first"] == pytest.approx(first)
+    assert row["ratio_balanced"] == pytest.approx((first * ratios[1]) ** 0.5)
+    assert (row["ratio_low"], row["ratio_high"]) == pytest.approx((min(ratios), max(ratios)))
     assert "| m | 3 | row |" in capsys.readouterr().out
+    assert script.main(["--table", str(out)]) == 0   # the same rows, printed again
+    again = capsys.readouterr().out
+    assert "| m | 3 | row |" in again and f"| {row['ratio_balanced']:.3f} |" in again
     assert script.main(["--matrix", str(path), "--k", "3", "--layout", "row", "--a",
                         "spmm-scipy-cpu", "--b", "spmm-cuda-ell", "--rounds", "2",
                         "--json", str(out)]) == 0

@@ -261,8 +261,8 @@ RESULTS_CEILING = 12_900_000
 12,879,117 with the same session's SpMM evidence (results/h200/real-dev/2026-11-28-minb: four
 compacted runs, 1.04 MB of its 1.23). 12,396,010 once the 96 gzipped ncu CSV exports and the
 10 gzipped logs and Markdown pages were recompressed as xz (-0.48 MB, the same content; the
-readers take ``.csv.xz`` as they take ``.csv.gz``). 12,887,870 with the next session's SpMM
-evidence (results/h200/real-dev/2026-11-28-ell-rows: two compacted runs, 0.41 MB of its 0.50).
+readers take ``.csv.xz`` as they take ``.csv.gz``). 12,898,976 with the next session's SpMM
+evidence (results/h200/real-dev/2026-11-28-ell-rows: two compacted runs, 0.41 MB of its 0.51).
 Measured way down, not taken yet: the logs and text (-0.61 MB, no longer readable on the
 forge)."""
 
