@@ -106,17 +106,17 @@ def compare(matrix, k: int, layout: str, a: str, b: str, *, rounds: int, repeats
 def table(rows: list[dict]) -> str:
     """The rows as Markdown: each side's median over the rounds (us), the rounds' A / B
     (:func:`round_ratios`)."""
-    lines = ["| matrix | k | layout | A us | B us | A / B balanced | A first | B first | the "
-             "second x | lowest | highest | B faster (rounds) | B's pick |",
-             "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    lines = ["| matrix | k | layout | A | B | A us | B us | A / B balanced | A first | B first "
+             "| the second x | lowest | highest | B faster (rounds) | B's pick |",
+             "|---|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in rows:
         if r["outcome"] != "ok":
-            lines.append(f"| {r['matrix']} | {r['k']} | {r['layout']} | {r['outcome'][:60]} "
-                         f"| | | | | | | | | |")
+            lines.append(f"| {r['matrix']} | {r['k']} | {r['layout']} | {r['a']} | {r['b']} "
+                         f"| {r['outcome'][:60]} | | | | | | | | | |")
             continue
         pick = f"{r['selected']} {r['selected_params']}".strip()
         lines.append(
-            f"| {r['matrix']} | {r['k']} | {r['layout']} | "
+            f"| {r['matrix']} | {r['k']} | {r['layout']} | `{r['a']}` | `{r['b']}` | "
             f"{1e3 * statistics.median(r['a_ms']):.2f} | {1e3 * statistics.median(r['b_ms']):.2f}"
             f" | {r['ratio_balanced']:.3f} | {r['ratio_a_first']:.3f} | {r['ratio_b_first']:.3f}"
             f" | {r['second_slower']:.3f} | {r['ratio_low']:.3f} | {r['ratio_high']:.3f} | "

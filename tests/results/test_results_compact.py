@@ -254,15 +254,15 @@ TREE_LIMIT = 20_000_000
 """Issue 32: the whole tracked tree at most 20 MB (``git ls-files | xargs du -cb``)."""
 RESULTS_LIMIT = 10_000_000
 """Issue 32: ``results/`` at most 10 MB."""
-RESULTS_CEILING = 12_900_000
+RESULTS_CEILING = 12_910_000
 """Where ``results/`` may grow to until it meets :data:`RESULTS_LIMIT`: 11,665,612 bytes on
 2026-11-28, after every committed ``.json.gz`` and large ``.json`` was compacted
 (``sparsescope results compact``); the rest is Markdown, text, logs and compressed ncu exports.
 12,879,117 with the same session's SpMM evidence (results/h200/real-dev/2026-11-28-minb: four
 compacted runs, 1.04 MB of its 1.23). 12,396,010 once the 96 gzipped ncu CSV exports and the
 10 gzipped logs and Markdown pages were recompressed as xz (-0.48 MB, the same content; the
-readers take ``.csv.xz`` as they take ``.csv.gz``). 12,898,976 with the next session's SpMM
-evidence (results/h200/real-dev/2026-11-28-ell-rows: two compacted runs, 0.41 MB of its 0.51).
+readers take ``.csv.xz`` as they take ``.csv.gz``). 12,904,989 with the next session's SpMM
+evidence (results/h200/real-dev/2026-11-28-ell-rows: two compacted runs, 0.41 MB of its 0.52).
 Measured way down, not taken yet: the logs and text (-0.61 MB, no longer readable on the
 forge)."""
 
