@@ -12,7 +12,11 @@ columns. Host choices, pure functions tested without a GPU and recorded in the c
   the warp's scan and stored (one launch); a longer row across warps, an atomic a warp into
   a zero-filled Y;
 * the block: :func:`~sparsescope.backends.spmm_cuda.warps_per_block` over ceil(slices / 32)
-  warps.
+  warps;
+* ``ell``: A as row-major ELL (``spmm_ell_format``), a lane a row at s x width: no slice
+  pointers, one dependent round trip fewer a call (H200: a geomean 0.925 of the plain
+  plan's time over the 30 column-major cases of the real development set that take it,
+  results/h200/real-dev/2026-11-28-ell-rows).
 
 Row-major X is :mod:`.spmm_rowgroup`'s and :mod:`.spmm_cuda`'s; this backend skips layout
 ``row`` with that reason.

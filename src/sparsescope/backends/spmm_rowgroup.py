@@ -26,6 +26,12 @@ Host choices, all pure functions tested without a GPU and recorded in the case's
   a slice much longer than the average warp's share (nnz / (SMs x resident warps)) ends last
   alone; 32 per SM keeps the longest slice near a resident warp's share.
 
+``ell``: A as row-major ELL (``spmm_ell_format``), a group a row at s x width: no slice
+pointers, one dependent round trip fewer a call; a pad gathers X's row 0 rather than a load
+predicated on its loaded column, which ptxas serialized (H200: 0.8-1.1 us a call slower on the
+small power networks at k = 64 before; after, a geomean 0.979 of the plain plan's time over the
+45 row-major cases that take it, results/h200/real-dev/2026-11-28-ell-rows).
+
 Column-major X goes through ``spmm-cuda-transposed`` (:mod:`.spmm_transposed`: this kernel
 between two device transposes) or ``spmm-cuda-colmajor``; this backend skips layout ``col``.
 """
