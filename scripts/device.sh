@@ -166,6 +166,14 @@ nvmath_wheels() {  # nvmath-python and its cuSPARSE wheels (the planned cuSPARSE
     $PY -m pip install -q --no-index --no-deps .device-wheels-nvmath/*.whl 2>&1 | tail -1
 }
 
+gpu_test_files() {  # the GPU-marked tests of the files in GPU_TESTS, if any: pytest_gpu.log
+    if [ -n "${GPU_TESTS:-}" ]; then
+        # shellcheck disable=SC2086
+        $PY -m pytest -m gpu -q -p no:cacheprovider $GPU_TESTS > "$OUT/pytest_gpu.log" 2>&1
+        tail -n 2 "$OUT/pytest_gpu.log"
+    fi
+}
+
 dask_wheels() {  # Dask for --cluster local (its dependencies from the image where it has them)
     $PY -m pip install -q --no-index --find-links .device-wheels distributed 2>&1 | tail -1
 }
@@ -881,11 +889,7 @@ recipe_spmm_interleaved() {  # $@: benchmarks/spmm_interleaved.py argument sets,
     wheels
     nvmath_wheels
     env_file "$OUT/env.txt" "interleaved args: $*"
-    if [ -n "${GPU_TESTS:-}" ]; then
-        # shellcheck disable=SC2086
-        $PY -m pytest -m gpu -q -p no:cacheprovider $GPU_TESTS > "$OUT/pytest_gpu.log" 2>&1
-        tail -n 2 "$OUT/pytest_gpu.log"
-    fi
+    gpu_test_files
     local n=0 set=() arg
     : > "$OUT/interleaved.md"
     for arg in "$@" --; do
@@ -908,11 +912,7 @@ recipe_latency_probe() {  # $@: benchmarks/spmm_latency_probe.py arguments
     wheels
     nvmath_wheels
     env_file "$OUT/env.txt" "probe args: $*"
-    if [ -n "${GPU_TESTS:-}" ]; then
-        # shellcheck disable=SC2086
-        $PY -m pytest -m gpu -q -p no:cacheprovider $GPU_TESTS > "$OUT/pytest_gpu.log" 2>&1
-        tail -n 2 "$OUT/pytest_gpu.log"
-    fi
+    gpu_test_files
     $PY benchmarks/spmm_latency_probe.py "$@" --json "$OUT/probe.json" > "$OUT/probe.md" \
         2> "$OUT/probe.log"
     echo "probe rc=$?"

@@ -150,6 +150,24 @@ def test_rowgroup_block_sum_matches(awkward_matrices, k, slices):
     assert not failures, failures
 
 
+def _ell_rows_match(matrices, make_backend, k: int, layout: str) -> None:
+    """A backend on ELL rows (``make_backend()``, a fresh one a case) against float64 on every
+    matrix, float32 with INT32 and float64 with INT64 indices: each case ok, run by the ELL
+    instance, with no zero fill and no pointer round, and the ELL bytes (padding counted) in
+    its traffic."""
+    failures = []
+    for matrix in _small(matrices):
+        for dtype, index_bytes in (("float32", 4), ("float64", 8)):
+            case = _run(matrix, make_backend(), k, layout, dtype, index_bytes)
+            if case.outcome != "ok":
+                failures.append((matrix.name, dtype, case.outcome, case.reason))
+                continue
+            assert case.notes["kernel"].endswith(", false, true>"), case.notes
+            assert case.notes["zero_fill"] == "no" and case.notes["pointer_rounds"] == "0"
+            assert case.traffic.format.startswith("ELL"), case.traffic
+    assert not failures, failures
+
+
 @pytest.mark.parametrize("k", [1, 3, 8, 64, 256, 600])
 def test_rowgroup_ell_matches(awkward_matrices, k):
     """ell (A as row-major ELL, a group a row, no slice pointers) on every awkward matrix with
@@ -159,18 +177,8 @@ def test_rowgroup_ell_matches(awkward_matrices, k):
     (padding counted) in the case's traffic."""
     from sparsescope.backends.spmm_rowgroup import SpmmCudaRowGroup
 
-    failures = []
-    for matrix in _small(awkward_matrices):
-        for dtype, index_bytes in (("float32", 4), ("float64", 8)):
-            case = _run(matrix, SpmmCudaRowGroup(ell=1, max_padding=1e9), k, "row", dtype,
-                        index_bytes)
-            if case.outcome != "ok":
-                failures.append((matrix.name, dtype, case.outcome, case.reason))
-                continue
-            assert case.notes["kernel"].endswith(", false, true>"), case.notes
-            assert case.notes["zero_fill"] == "no" and case.notes["pointer_rounds"] == "0"
-            assert case.traffic.format.startswith("ELL"), case.traffic
-    assert not failures, failures
+    _ell_rows_match(awkward_matrices, lambda: SpmmCudaRowGroup(ell=1, max_padding=1e9), k,
+                    "row")
 
 
 @pytest.mark.parametrize("k", [1, 3, 8, 64])
@@ -182,23 +190,14 @@ def test_colmajor_ell_matches(awkward_matrices, k, tile_cols):
     ELL bytes in the case's traffic."""
     from sparsescope.backends.spmm_colmajor import SpmmCudaColMajor
 
-    failures = []
-    for matrix in _small(awkward_matrices):
-        for dtype, index_bytes in (("float32", 4), ("float64", 8)):
-            backend = SpmmCudaColMajor(ell=1, max_padding=1e9, tile_cols=tile_cols)
-            case = _run(matrix, backend, k, "col", dtype, index_bytes)
-            if case.outcome != "ok":
-                failures.append((matrix.name, dtype, case.outcome, case.reason))
-                continue
-            assert case.notes["kernel"].endswith(", false, true>"), case.notes
-            assert case.notes["zero_fill"] == "no" and case.notes["pointer_rounds"] == "0"
-            assert case.traffic.format.startswith("ELL"), case.traffic
-    assert not failures, failures
+    _ell_rows_match(awkward_matrices,
+                    lambda: SpmmCudaColMajor(ell=1, max_padding=1e9, tile_cols=tile_cols), k,
+                    "col")
 
 
 def test_rowgroup_ell_declines_a_padding_over_the_limit(awkward_matrices):
-    """At the ELL kernel's limit (``spmm_ell_format.MAX_PADDING``) the heavy row's matrix is skipped
-    with the padding named."""
+    """At the ELL kernel's limit (``spmm_ell_format.MAX_PADDING``) the heavy row's matrix is
+    skipped with the padding named."""
     from sparsescope.backends.spmm_rowgroup import SpmmCudaRowGroup
 
     matrix = next(m for m in awkward_matrices if m.name.startswith("heavy-row-3001"))

@@ -271,7 +271,7 @@ def ell_candidate(case: OpCase, value_dtype: str, index_bytes: int, sm_count: in
     or ``(None, why not)``: a padding above ``spmm_ell_format.MAX_PADDING`` (read from the row
     pointers: no format is built for a matrix it declines). One candidate: the trial's places
     (``spmm_auto.TRIAL_MOST``) are shared with colmajor's variants."""
-    from sparsescope.backends.spmm_ell import ell_declined, plan_ell
+    from sparsescope.backends.spmm_ell import plan_ell
 
     csr = case.matrix
     why = ell_declined(csr.indptr)

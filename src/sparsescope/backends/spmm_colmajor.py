@@ -40,20 +40,18 @@ from sparsescope.backends.spmm_cuda import (
     host_output,
     mean_row_slice,
     slice_plan,
-    upload_csr,
     upload_dense,
-    upload_slices,
     warp_aligned_slices,
     warps_per_block,
     zero_fill_async,
 )
 from sparsescope.backends.spmm_ell_format import (
-    MAX_PADDING,
+    EllRowsTraffic,
     ell_declined,
     ell_rows,
-    ell_rows_traffic,
+    refuse_row_cuts,
     stored_width,
-    upload_ell,
+    upload_pairs,
 )
 from sparsescope.ops.base import OpCase
 
@@ -325,8 +323,8 @@ def plan_colmajor(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, index_
     tile = colmajor_tile(k, batch, tile_cols)
     if slice_nnz is not None and slice_nnz < 1:
         raise ValueError(f"slice_nnz must be >= 1, got {slice_nnz}")
-    if ell and (slice_nnz is not None or min_slice is not None or fit_long):
-        raise ValueError("ell cuts no row: it takes neither slice_nnz, min_slice nor fit_long")
+    if ell:
+        refuse_row_cuts(slice_nnz=slice_nnz, min_slice=min_slice, fit_long=bool(fit_long))
     size = slice_nnz or colmajor_slice_nnz(rows, nnz, min_slice)
     # None where a row spans warps (the zero fill is needed anyway): the plain layout, whose
     # rows of a few slices add with an atomic each and need no scan
@@ -418,7 +416,7 @@ class PreparedColMajor:
     """The kernel's arguments, built once by ``prepare`` (the NumPy scalars too)."""
 
 
-class SpmmCudaColMajor(HostPlannedKernel):
+class SpmmCudaColMajor(EllRowsTraffic, HostPlannedKernel):
     name = "spmm-cuda-colmajor"
     SOURCE = SOURCE
     capability = Capability(
@@ -434,9 +432,8 @@ class SpmmCudaColMajor(HostPlannedKernel):
         """A as row-major ELL, a lane a row, no slice pointers (:func:`plan_colmajor`);
         declined above ``max_padding`` stored pairs a nonzero (None:
         ``spmm_ell_format.MAX_PADDING``)."""
-        if self.ell and (slice_nnz is not None or min_slice is not None or fit_long):
-            raise ValueError("ell cuts no row: it takes neither slice_nnz, min_slice nor "
-                             "fit_long")
+        if self.ell:   # a bad variant fails before any case
+            refuse_row_cuts(slice_nnz=slice_nnz, min_slice=min_slice, fit_long=bool(fit_long))
         self.max_padding = max_padding
         self.aligned = bool(aligned)
         """Rows of at most a warp of slices kept inside one warp
@@ -467,10 +464,7 @@ class SpmmCudaColMajor(HostPlannedKernel):
                 colmajor_tile(case.params.k, self.batch, self.tile_cols)
             except ValueError as exc:
                 return str(exc)
-        if self.ell:
-            limit = MAX_PADDING if self.max_padding is None else self.max_padding
-            return ell_declined(case.matrix.indptr, limit)
-        return ""
+        return ell_declined(case.matrix.indptr, self.max_padding) if self.ell else ""
 
     def plan(self, case: OpCase, value_dtype: str, index_bytes: int,
              sm_count: int) -> ColMajorPlan:
@@ -484,12 +478,7 @@ class SpmmCudaColMajor(HostPlannedKernel):
     def prepare(self, case: OpCase, value_dtype: str, index_bytes: int) -> PreparedColMajor:
         csr, k = case.matrix, case.params.k
         host = self.plan(case, value_dtype, index_bytes, _gpu.device_sm_count())
-        if host.ell:   # the padded pairs; no slice pointers (the kernel reads none)
-            indices, data = upload_ell(csr, value_dtype, index_bytes)
-            slice_ptr = slice_row = indices
-        else:
-            slice_ptr, slice_row = upload_slices(host.plan, _gpu.INDEX_DTYPES[index_bytes])
-            indices, data = upload_csr(csr, value_dtype, index_bytes)
+        slice_ptr, slice_row, indices, data = upload_pairs(host, csr, value_dtype, index_bytes)
         rows, cols = csr.shape
         x, y = upload_dense(case.inputs, value_dtype, "col", rows)   # k x cols, k x rows
         function = _gpu.raw_module(SOURCE, (host.kernel,)).get_function(host.kernel) \
@@ -514,12 +503,6 @@ class SpmmCudaColMajor(HostPlannedKernel):
     def run(self, prepared: PreparedColMajor) -> np.ndarray:
         self._launch(prepared)
         return host_output(prepared.y, "col")
-
-    def traffic(self, case: OpCase, prepared: PreparedColMajor | None):
-        """With ``ell``, the padded pairs' bytes once prepared; plain CSR's otherwise."""
-        if prepared is None or not prepared.host.ell:
-            return super().traffic(case, prepared)
-        return ell_rows_traffic(case, prepared)
 
     def model_launch(self, host: ColMajorPlan, registers: int | None):
         return colmajor_launch(host, registers)

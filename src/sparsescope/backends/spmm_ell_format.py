@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from sparsescope.backends import _gpu
-from sparsescope.backends.spmm_cuda import SlicePlan, pow2_at_least
+from sparsescope.backends.spmm_cuda import SlicePlan, pow2_at_least, upload_csr, upload_slices
 from sparsescope.ops.base import OpCase
 
 MAX_PADDING = 8.0
@@ -107,9 +107,11 @@ def padding(indptr: np.ndarray) -> float:
     return float(lengths.size * stored_width(int(lengths.max()))) / nnz if nnz else 1.0
 
 
-def ell_declined(indptr: np.ndarray, limit: float = MAX_PADDING) -> str:
+def ell_declined(indptr: np.ndarray, limit: float | None = MAX_PADDING) -> str:
     """Why the ELL kernel does not take a matrix, or "": its padding (:func:`padding`) above
-    ``limit``. Read from the row pointers alone, before any format is built."""
+    ``limit`` (None: :data:`MAX_PADDING`). Read from the row pointers alone, before any format
+    is built."""
+    limit = MAX_PADDING if limit is None else limit
     pad = padding(indptr)
     if pad > limit:
         lengths = np.diff(np.asarray(indptr))
@@ -127,22 +129,45 @@ def ell_rows(indptr: np.ndarray) -> SlicePlan:
     return SlicePlan(int(lengths.max()) if lengths.size else 0, indptr, None, 0)
 
 
-def upload_ell(csr: Any, value_dtype: str, index_bytes: int) -> tuple[Any, Any]:
-    """(column indices, values) of ``csr`` as row-major ELL (:func:`ell_format_of`: col
-    -1 and val 0 in the padding) on the device at the case's index and value types."""
+def refuse_row_cuts(**cutting: Any) -> None:
+    """ValueError where a plan on ELL rows is given an option that cuts rows (one not None or
+    False): ELL rows are never cut. ``refuse_row_cuts(block_sum=False, slice_nnz=4,
+    min_slice=None)`` -> "ell cuts no row: it takes neither block_sum, slice_nnz nor
+    min_slice"."""
+    if any(v is not None and v is not False for v in cutting.values()):
+        *first, last = cutting
+        raise ValueError(f"ell cuts no row: it takes neither {', '.join(first)} nor {last}")
+
+
+def upload_pairs(host: Any, csr: Any, value_dtype: str, index_bytes: int
+                 ) -> tuple[Any, Any, Any, Any]:
+    """(slice pointers, slice rows, column indices, values) on the device for a host plan with
+    ``ell`` and ``plan`` (rowgroup's, colmajor's): on ELL rows the padded pairs
+    (:func:`ell_format_of`: col -1 and val 0 in the padding), the pointer arguments standing
+    in by the indices (the kernel reads none); else the slices and plain CSR."""
+    if not host.ell:
+        slice_ptr, slice_row = upload_slices(host.plan, _gpu.INDEX_DTYPES[index_bytes])
+        return (slice_ptr, slice_row, *upload_csr(csr, value_dtype, index_bytes))
     import cupy
 
     fmt = ell_format_of(csr)
-    return (cupy.asarray(fmt.col.astype(_gpu.INDEX_DTYPES[index_bytes])),
-            cupy.asarray(fmt.val.astype(_gpu.VALUE_DTYPES[value_dtype])))
+    indices = cupy.asarray(fmt.col.astype(_gpu.INDEX_DTYPES[index_bytes]))
+    return indices, indices, indices, cupy.asarray(fmt.val.astype(_gpu.VALUE_DTYPES[value_dtype]))
 
 
-def ell_rows_traffic(case: OpCase, prepared: Any):
-    """The bytes of a call on ELL rows (``model.traffic.ell_spmm_traffic``, the padding
-    counted) for a prepared case with ``k``, ``host.ell_width``, ``indices`` and ``data``."""
-    from sparsescope.model.traffic import ell_spmm_traffic
+class EllRowsTraffic:
+    """``traffic`` for a backend whose prepared case (``k``, ``host.ell``, ``host.ell_width``,
+    ``indices``, ``data``) may run on ELL rows: the padded pairs' bytes
+    (``model.traffic.ell_spmm_traffic``) once prepared on them; the next class's (plain CSR)
+    otherwise. Put before the backend's base class."""
 
-    rows, cols = case.matrix.shape
-    return ell_spmm_traffic(rows, cols, case.matrix.nnz, prepared.k, prepared.host.ell_width,
-                            value_bytes=prepared.data.dtype.itemsize,
-                            index_bytes=prepared.indices.dtype.itemsize)
+    def traffic(self, case: OpCase, prepared: Any):
+        if prepared is None or not prepared.host.ell:
+            return super().traffic(case, prepared)
+        from sparsescope.model.traffic import ell_spmm_traffic
+
+        rows, cols = case.matrix.shape
+        return ell_spmm_traffic(rows, cols, case.matrix.nnz, prepared.k,
+                                prepared.host.ell_width,
+                                value_bytes=prepared.data.dtype.itemsize,
+                                index_bytes=prepared.indices.dtype.itemsize)

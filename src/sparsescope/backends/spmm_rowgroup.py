@@ -53,19 +53,17 @@ from sparsescope.backends.spmm_cuda import (
     choose_slice_nnz,
     pow2_at_least,
     slice_plan,
-    upload_csr,
-    upload_slices,
     warp_aligned_slices,
     warps_per_block,
     zero_fill_async,
 )
 from sparsescope.backends.spmm_ell_format import (
-    MAX_PADDING,
+    EllRowsTraffic,
     ell_declined,
     ell_rows,
-    ell_rows_traffic,
+    refuse_row_cuts,
     stored_width,
-    upload_ell,
+    upload_pairs,
 )
 from sparsescope.ops.base import OpCase
 
@@ -399,8 +397,8 @@ def plan_rowgroup(indptr: np.ndarray, nnz: int, k: int, value_dtype: str, index_
     floor = MIN_SLICE_NNZ if min_slice is None else min_slice
     if slice_nnz is not None and slice_nnz < 1:
         raise ValueError(f"slice_nnz must be >= 1, got {slice_nnz}")
-    if ell and (block_sum or slice_nnz is not None or min_slice is not None):
-        raise ValueError("ell cuts no row: it takes neither block_sum, slice_nnz nor min_slice")
+    if ell:
+        refuse_row_cuts(block_sum=bool(block_sum), slice_nnz=slice_nnz, min_slice=min_slice)
     size = slice_nnz or choose_slice_nnz(nnz, sm_count, floor, SLICES_PER_SM)
     plan = ell_rows(indptr) if ell else slice_plan(indptr, size)
     ell_width = 0
@@ -497,7 +495,7 @@ class PreparedRowGroup:
     """The kernel's arguments, built once by ``prepare`` (the NumPy scalars too)."""
 
 
-class SpmmCudaRowGroup(HostPlannedKernel):
+class SpmmCudaRowGroup(EllRowsTraffic, HostPlannedKernel):
     name = "spmm-cuda-rowgroup"
     SOURCE = SOURCE
     capability = Capability(
@@ -516,9 +514,8 @@ class SpmmCudaRowGroup(HostPlannedKernel):
         self.max_padding = max_padding
         """With ``ell``: the most stored pairs a nonzero taken (None:
         ``spmm_ell_format.MAX_PADDING``, as the ELL kernel's)."""
-        if self.ell and (block_sum or slice_nnz is not None or min_slice is not None):
-            raise ValueError("ell cuts no row: it takes neither block_sum, slice_nnz nor "
-                             "min_slice")
+        if self.ell:   # a bad variant fails before any case
+            refuse_row_cuts(block_sum=bool(block_sum), slice_nnz=slice_nnz, min_slice=min_slice)
         self.batch = batch
         """BATCH override (None: :func:`rowgroup_pipeline`'s rule): pairs whose X loads a lane
         issues before their FMAs."""
@@ -553,10 +550,7 @@ class SpmmCudaRowGroup(HostPlannedKernel):
                                 depth=self.depth, batch=self.batch)
             except ValueError as exc:
                 return str(exc)
-        if self.ell:
-            limit = MAX_PADDING if self.max_padding is None else self.max_padding
-            return ell_declined(case.matrix.indptr, limit)
-        return ""
+        return ell_declined(case.matrix.indptr, self.max_padding) if self.ell else ""
 
     def plan(self, case: OpCase, value_dtype: str, index_bytes: int, sm_count: int,
              full_warps: int = MAX_WARPS_PER_BLOCK) -> RowGroupPlan:
@@ -574,12 +568,7 @@ class SpmmCudaRowGroup(HostPlannedKernel):
         dtype = _gpu.VALUE_DTYPES[value_dtype]
         host = self.plan(case, value_dtype, index_bytes, _gpu.device_sm_count(),
                          _gpu.device_full_block_warps())
-        if host.ell:   # the padded pairs; no slice pointers (the kernel reads none)
-            indices, data = upload_ell(csr, value_dtype, index_bytes)
-            slice_ptr = slice_row = indices
-        else:
-            slice_ptr, slice_row = upload_slices(host.plan, _gpu.INDEX_DTYPES[index_bytes])
-            indices, data = upload_csr(csr, value_dtype, index_bytes)
+        slice_ptr, slice_row, indices, data = upload_pairs(host, csr, value_dtype, index_bytes)
         rows = csr.shape[0]
         x = cupy.asarray(np.ascontiguousarray(case.inputs, dtype=dtype))
         y = cupy.zeros((rows, k), dtype=dtype)
@@ -602,13 +591,6 @@ class SpmmCudaRowGroup(HostPlannedKernel):
             zero_fill_async(p.y)
         if p.function is not None:
             p.function(p.grid, p.block, p.args, shared_mem=p.host.shared_bytes)
-
-    def traffic(self, case: OpCase, prepared: PreparedRowGroup | None):
-        """With ``ell``, the padded pairs' bytes (``model.traffic.ell_spmm_traffic``) once
-        prepared; plain CSR's otherwise."""
-        if prepared is None or not prepared.host.ell:
-            return super().traffic(case, prepared)
-        return ell_rows_traffic(case, prepared)
 
     def model_launch(self, host: RowGroupPlan, registers: int | None):
         return rowgroup_launch(host, registers)
