@@ -8,11 +8,13 @@ once, then timed in ``--rounds`` rounds, A then B in even rounds and B then A in
 timing the latency mode's (the L2 flushed where the working set fits, ``--repeats`` samples
 after three warm-ups, the median). Each round gives a ratio A / B.
 
-The order matters: on an H200 the second timing of a round (the one right after the other
-backend's) ran 3-6 % slower than the first on 6 us calls, whichever backend it was
-(results/h200/real-dev/2026-11-28-ell-rows/interleaved.md). So the ratio is read
-order-balanced, the geometric mean of the medians of the rounds with A first and of those with
-B first; the two medians' quotient gives the second timing's slowdown::
+The order mattered: on an H200 the second timing of a round (the one right after the other
+backend's) ran 3-6 % off the first on 6 us calls, whichever backend it was
+(results/h200/real-dev/2026-11-28-ell-rows/interleaved.md). The cause was the profiler session
+of each timing's kernel breakdown, which the protocol now follows with a settle
+(``sparsescope.timing.cuda``, step 4; ``benchmarks/timing_after_profiler.py``). The ratio is
+still read order-balanced, the geometric mean of the medians of the rounds with A first and of
+those with B first; the two medians' quotient gives the second timing's slowdown::
 
     python benchmarks/spmm_interleaved.py --matrix .real-dev/bcspwr06.npz --k 64 \\
         --layout row --a 'spmm-nvmath-i32[alg=3,preprocess=0]' --b spmm-cuda-auto \\
@@ -56,7 +58,7 @@ def round_ratios(a_ms: list[float], b_ms: list[float]) -> dict:
             "b_faster": sum(r > 1.0 for r in ratios), "rounds": len(ratios)}
 
 
-def _prepared(matrix, case, text: str, value_dtype: str, index_bytes: int, config):
+def checked_and_prepared(matrix, case, text: str, value_dtype: str, index_bytes: int, config):
     """(backend, prepared case, "") of the variant ``text`` once its output passed the float64
     gate, or (None, None, why not)."""
     from sparsescope.backends.base import tell_timing
@@ -86,7 +88,7 @@ def compare(matrix, k: int, layout: str, a: str, b: str, *, rounds: int, repeats
     row = {"matrix": matrix.name, "k": k, "layout": layout, "a": a, "b": b}
     sides = {}
     for label, text in (("a", a), ("b", b)):
-        backend, prepared, why = _prepared(matrix, case, text, value_dtype, index_bytes,
+        backend, prepared, why = checked_and_prepared(matrix, case, text, value_dtype, index_bytes,
                                            config)
         if backend is None:
             return {**row, "outcome": f"{label} {why}"}

@@ -112,6 +112,11 @@
 #                         --): two backends checked, prepared once, and timed in alternating
 #                         rounds. Writes env.txt, interleaved.md (every set's table),
 #                         interleaved.json (every set's rows) [, pytest_gpu.log].
+#   timing-after-profiler ARGS {GPU_TESTS=FILES}
+#                         benchmarks/timing_after_profiler.py: each backend timed again and
+#                         again with the protocol's profiler session after each timing, settled,
+#                         unsettled and without it. Writes env.txt, after_profiler.md,
+#                         after_profiler.json [, pytest_gpu.log].
 #   spmm-real-dev {KS="8 64", LAYOUTS="col row", BUDGET_S=300, GPU_TESTS=1, MODE=latency,
 #                         VARIANTS=, EXTRA_BACKENDS=, MATRICES_DIR=.real-dev}
 #                         issue 37 item 3: every GPU-marked test first (GPU_TESTS=0: none),
@@ -907,6 +912,18 @@ recipe_spmm_interleaved() {  # $@: benchmarks/spmm_interleaved.py argument sets,
     cat "$OUT/interleaved.md"
 }
 
+recipe_timing_after_profiler() {  # $@: benchmarks/timing_after_profiler.py arguments
+    out_dir /tmp/ss-after-profiler
+    wheels
+    nvmath_wheels
+    env_file "$OUT/env.txt" "after-profiler args: $*"
+    gpu_test_files
+    $PY benchmarks/timing_after_profiler.py "$@" --json "$OUT/after_profiler.json" \
+        > "$OUT/after_profiler.md" 2> "$OUT/after_profiler.log"
+    echo "after-profiler rc=$?" | tee -a "$OUT/env.txt"
+    cat "$OUT/after_profiler.md"
+}
+
 recipe_latency_probe() {  # $@: benchmarks/spmm_latency_probe.py arguments
     out_dir /tmp/ss-latency-probe
     wheels
@@ -1170,7 +1187,7 @@ PY
 # -- dispatch -----------------------------------------------------------------------------------
 RECIPES=(list gpu-tests real-dev kernels model seed6 seed6-speed profile profile-cases ab-kernel
          finish-ab ops break-even spmm-blocktc spmm-population spmm-real-dev sweep sweep-gpus
-         sweep-scale latency-probe spmm-interleaved)
+         sweep-scale latency-probe spmm-interleaved timing-after-profiler)
 if [[ " ${RECIPES[*]} " != *" $RECIPE "* ]]; then
     echo "unknown recipe '$RECIPE'; recipes: ${RECIPES[*]}" >&2
     exit 2

@@ -246,7 +246,8 @@ DEVICE = ROOT / "scripts" / "device.sh"
 RECIPES = ("gpu-tests", "kernels", "model", "seed6", "seed6-speed", "profile", "profile-cases",
            "ab-kernel", "finish-ab", "ops", "spmm-blocktc", "spmm-population", "spmm-real-dev",
            "sweep",
-           "sweep-gpus", "sweep-scale", "latency-probe", "spmm-interleaved")
+           "sweep-gpus", "sweep-scale", "latency-probe", "spmm-interleaved",
+           "timing-after-profiler")
 
 
 def _device(*args: str, env: dict | None = None):
@@ -358,6 +359,46 @@ def test_spmm_interleaved_alternates_two_backends_and_sums_up_the_rounds(tmp_pat
                         "--json", str(out)]) == 0
     row, = json.loads(out.read_text())
     assert row["outcome"].startswith("b skipped") and "a_ms" not in row
+
+
+def test_timing_after_profiler_reads_a_sequence_by_parity(tmp_path, capsys):
+    """``benchmarks/timing_after_profiler.py``: the parity of a sequence by hand; the modes
+    change the protocol's step after the samples only inside their block; a CPU backend timed
+    in each mode (no profiler there: the three rows are timings of one kind); a GPU backend
+    without a GPU named as skipped."""
+    import scipy.sparse as sp
+
+    from sparsescope.matrices.io import write_matrix
+    from sparsescope.timing import cuda as cuda_timing
+
+    script = load("timing_after_profiler", "benchmarks")
+    assert script.parity([6, 5, 6, 5]) == pytest.approx(
+        {"median_us": 5.5, "odd_over_even": 5 / 6, "low_us": 5, "high_us": 6})
+    assert script.parity([4.0])["odd_over_even"] == 1.0
+    profile = cuda_timing.kernel_breakdown
+    with script.breakdown_mode("unsettled"):
+        assert cuda_timing.SETTLE_LAUNCHES == 0 and cuda_timing.kernel_breakdown is profile
+    with script.breakdown_mode("none"):
+        assert cuda_timing.kernel_breakdown(lambda: None, synchronize=lambda: None) == ()
+    assert cuda_timing.SETTLE_LAUNCHES == 3 and cuda_timing.kernel_breakdown is profile
+    with pytest.raises(ValueError, match="mode must be one of protocol, unsettled, none"):
+        with script.breakdown_mode("sometimes"):
+            pass
+    path = write_matrix(sp.random(40, 30, density=0.2, format="csr", random_state=1),
+                        tmp_path / "m.npz")
+    out = tmp_path / "after.json"
+    assert script.main(["--matrix", str(path), "--k", "3", "--layout", "row", "--backend",
+                        "spmm-scipy-cpu", "--backend", "spmm-cuda-ell", "--timings", "3",
+                        "--repeats", "2", "--json", str(out)]) == 0
+    rows = json.loads(out.read_text())
+    assert [r["mode"] for r in rows[:3]] == ["protocol", "unsettled", "none"]
+    for r in rows[:3]:
+        seq = r["timings_us"]
+        assert len(seq) == 3 and min(seq) > 0
+        assert r["odd_over_even"] == pytest.approx(seq[1] / statistics.median(seq[0::2]))
+    assert rows[3]["backend"] == "spmm-cuda-ell" and rows[3]["outcome"].startswith("skipped")
+    table = capsys.readouterr().out
+    assert "| m | 3 | row | `spmm-scipy-cpu` | unsettled |" in table
 
 
 def test_spmm_against_an_earlier_run(committed):

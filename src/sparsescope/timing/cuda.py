@@ -16,6 +16,9 @@ returned :class:`Measurement` (``clock="cuda-events"``):
    still launching them (as the seed report's CUDA-event timing measured).
 4. A kernel breakdown of one call (:func:`kernel_breakdown`, PyTorch profiler with CUDA
    activity): name, time per call, % of GPU time, launches per call -- the seed's nsys table.
+   Then the library settles (:data:`SETTLE_LAUNCHES` launches of its own small add and a
+   synchronise): a profiler session otherwise leaves the *next* timing a few per cent off,
+   one way after one session and the other way after the next (:func:`_breakdown`).
 
 Throughput mode (``config.mode == "throughput"``, :mod:`sparsescope.timing.modes`): after the
 warm-ups, each sample is N calls back to back between one event pair (one replay of a graph
@@ -45,6 +48,11 @@ from sparsescope.timing.types import Measurement, TimingConfig
 LIBRARIES = ("torch", "cupy")
 #: Calls profiled for the breakdown; times are divided by this (per call).
 BREAKDOWN_CALLS = 3
+
+#: Launches of the library's small add after each profiler session (:func:`_breakdown`).
+SETTLE_LAUNCHES = 3
+#: int32 elements of the buffer those launches add 1 to.
+SETTLE_INTS = 256
 
 #: First hold before a batch, and the most it grows to (see :func:`_timed_batch`).
 HOLD_START_S = 0.005
@@ -90,6 +98,13 @@ class _TorchLib:
 
     def flush(self, buffer) -> None:
         buffer.add_(1)
+
+    def settle(self) -> None:
+        """:data:`SETTLE_LAUNCHES` adds on a small buffer, then a synchronise."""
+        small = self.torch.zeros(SETTLE_INTS, dtype=self.torch.int32, device="cuda")
+        for _ in range(SETTLE_LAUNCHES):
+            small.add_(1)
+        self.synchronize()
 
     def capture(self, fn: Callable[[], object]):
         """(replay, keep-alive) of a CUDA graph of one call (torch.cuda.graph)."""
@@ -137,6 +152,13 @@ class _CupyLib:
 
     def flush(self, buffer) -> None:
         buffer += 1
+
+    def settle(self) -> None:
+        """:data:`SETTLE_LAUNCHES` adds on a small buffer, then a synchronise."""
+        small = self.cupy.zeros(SETTLE_INTS, dtype=self.cupy.int32)
+        for _ in range(SETTLE_LAUNCHES):
+            small += 1
+        self.synchronize()
 
     def capture(self, fn: Callable[[], object]):
         """(replay, keep-alive) of a CUDA graph of one call, captured on a side stream.
@@ -221,7 +243,7 @@ def time_cuda(fn: Callable[[], object], config: TimingConfig, *, library: str,
 
     kernels: tuple[dict, ...] = ()
     if breakdown:
-        kernels = kernel_breakdown(call, synchronize=lib.synchronize)
+        kernels = _breakdown(lib, call)
     del keep_alive
     recorded = replace(config, clock="cuda-events", graph_capture=graph)
     return Measurement(samples_ms=tuple(samples), config=recorded, flushed=flushed,
@@ -265,7 +287,7 @@ def _time_throughput(lib, fn: Callable[[], object], config: TimingConfig, *,
                                            and len(totals) < MAX_SAMPLES):
         # one sample per hold: at most N calls' launches wait in the queue at a time
         totals.extend(_timed_batch(lib, call, 1, None))
-    kernels = kernel_breakdown(fn, synchronize=lib.synchronize) if breakdown else ()
+    kernels = _breakdown(lib, fn) if breakdown else ()
     del keep_alive
     recorded = replace(config, clock="cuda-events", graph_capture=graph, throughput_calls=calls)
     return Measurement(samples_ms=tuple(per_call_samples(totals, calls)), config=recorded,
@@ -327,6 +349,23 @@ def _waits_for_device(lib, call: Callable[[], object]) -> bool:
 
 
 # ----------------------------------------------------------------------------- breakdown
+
+def _breakdown(lib, call: Callable[[], object]) -> tuple[dict, ...]:
+    """:func:`kernel_breakdown` of ``call``, then ``lib.settle()``.
+
+    Why the settle: on an H200 (PyTorch 2.11, CUDA 13.0, driver 580), a backend timed 16 times
+    in a row with a profiler session after each timing ran 6.02, 5.81, 6.16, 5.63, ... us: the
+    timings alternate, by 3.5-6 %, with the parity of the sessions before them, and another
+    kernel alternated the other way round. Without sessions, or with three launches of the
+    library's small add and a synchronise after each, they did not (odd / even 0.99-1.01);
+    a 5-100 ms sleep or the next timing's own warm-ups did not remove it (cause not known;
+    CUPTI is attached and detached by each session). It showed up as the "order effect" of
+    benchmarks/spmm_interleaved.py, and it shifted each backend of a case by its position
+    (results/h200/timing/2026-11-28-profiler-settle/)."""
+    kernels = kernel_breakdown(call, synchronize=lib.synchronize)
+    lib.settle()
+    return kernels
+
 
 def kernel_breakdown(fn: Callable[[], object], *, synchronize: Callable[[], None],
                      calls: int = BREAKDOWN_CALLS) -> tuple[dict, ...]:
