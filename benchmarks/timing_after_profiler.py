@@ -11,7 +11,7 @@ each mode and reads the sequence by parity::
     protocol   as sparsescope times: the breakdown, then the library's settle launches
     unsettled  the breakdown and a synchronise, no settle launches (the protocol before
                2026-11-28, but for the synchronise)
-    none       no breakdown at all (the reference)
+    none       no breakdown and no settle launches (the reference)
 
     odd / even = median of the timings 2, 4, 6, ... / median of the timings 1, 3, 5, ...
 
@@ -53,13 +53,14 @@ def parity(seq_us: list[float]) -> dict:
 def breakdown_mode(mode: str):
     """The CUDA protocol's step after the samples as ``mode`` has it, for the block's length:
     ``unsettled`` sets ``SETTLE_LAUNCHES`` to 0 (the settle only synchronises, which does not
-    remove the effect), ``none`` makes ``kernel_breakdown`` profile nothing."""
+    remove the effect); ``none`` also makes ``kernel_breakdown`` profile nothing. (The settle
+    launches alone, without a session, make the timings alternate as a session alone does.)"""
     from sparsescope.timing import cuda as cuda_timing
 
     saved = cuda_timing.SETTLE_LAUNCHES, cuda_timing.kernel_breakdown
-    if mode == "unsettled":
+    if mode in ("unsettled", "none"):
         cuda_timing.SETTLE_LAUNCHES = 0
-    elif mode == "none":
+    if mode == "none":
         cuda_timing.kernel_breakdown = lambda call, *, synchronize: ()
     elif mode != "protocol":
         raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")

@@ -380,6 +380,7 @@ def test_timing_after_profiler_reads_a_sequence_by_parity(tmp_path, capsys):
         assert cuda_timing.SETTLE_LAUNCHES == 0 and cuda_timing.kernel_breakdown is profile
     with script.breakdown_mode("none"):
         assert cuda_timing.kernel_breakdown(lambda: None, synchronize=lambda: None) == ()
+        assert cuda_timing.SETTLE_LAUNCHES == 0
     assert cuda_timing.SETTLE_LAUNCHES == 3 and cuda_timing.kernel_breakdown is profile
     with pytest.raises(ValueError, match="mode must be one of protocol, unsettled, none"):
         with script.breakdown_mode("sometimes"):
