@@ -57,13 +57,13 @@ def breakdown_mode(mode: str):
     launches alone, without a session, make the timings alternate as a session alone does.)"""
     from sparsescope.timing import cuda as cuda_timing
 
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
     saved = cuda_timing.SETTLE_LAUNCHES, cuda_timing.kernel_breakdown
     if mode in ("unsettled", "none"):
         cuda_timing.SETTLE_LAUNCHES = 0
     if mode == "none":
         cuda_timing.kernel_breakdown = lambda call, *, synchronize: ()
-    elif mode != "protocol":
-        raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
     try:
         yield
     finally:
