@@ -187,3 +187,15 @@ def test_each_profiler_session_is_followed_by_the_settle(lib, monkeypatch):
                                                         throughput_calls=2), library="x")
     assert t.kernel_breakdown == rows and lib.steps[-2:] == ["breakdown", "settle"]
     assert lib.steps.count("settle") == 1
+
+
+def test_a_trial_timing_profiles_nothing(lib, monkeypatch):
+    """``TimingConfig(breakdown=False)``, as the auto backends' trials time: no profiler
+    session and no settle; their breakdown would be thrown away."""
+    from sparsescope.backends import spmm_auto, spmv_auto
+
+    monkeypatch.setattr(cuda_timing, "kernel_breakdown", lambda call, *, synchronize: 1 / 0)
+    for trial in (spmm_auto.TRIAL_TIMING, spmv_auto.TRIAL_TIMING):
+        assert trial.breakdown is False
+        m = cuda_timing.time_cuda(_calls(lib), trial, library="x", working_set_bytes=10**9)
+        assert m.kernel_breakdown == () and "settle" not in lib.steps

@@ -181,7 +181,7 @@ def with_challenger(short: list, table: list) -> tuple[list, str]:
 
 #: Environment variable that turns the trial off ("0"), as for cuda-spmv-auto (the ncu target).
 AUTO_TRIAL_ENV = "SPARSESCOPE_AUTO_TRIAL"
-TRIAL_TIMING = TimingConfig(warmups=3, repeats=10)
+TRIAL_TIMING = TimingConfig(warmups=3, repeats=10, breakdown=False)
 PREDICTED_RULE = "spmm-predicted"
 
 

@@ -48,7 +48,7 @@ AUTO_TRIAL_ENV = "SPARSESCOPE_AUTO_TRIAL"
 #: timing mode (:meth:`CudaSpmvAuto.use_timing`): back to back in a throughput run, where a
 #: kernel in one launch can win that loses a latency run (the tile kernels' finish=1 on the
 #: real development set, results/h100/real-dev/2026-11-28-finish-warp).
-TRIAL_TIMING = TimingConfig(warmups=3, repeats=10)
+TRIAL_TIMING = TimingConfig(warmups=3, repeats=10, breakdown=False)
 
 #: Backend name -> class, for the names the selection may return: the kernels of
 #: ``select_predicted.AUTO_KERNELS`` (declared there, with the ones auto leaves out and why).

@@ -242,7 +242,7 @@ def time_cuda(fn: Callable[[], object], config: TimingConfig, *, library: str,
         samples.extend(_timed_batch(lib, call, batch, buffer))
 
     kernels: tuple[dict, ...] = ()
-    if breakdown:
+    if breakdown and config.breakdown:
         kernels = _breakdown(lib, call)
     del keep_alive
     recorded = replace(config, clock="cuda-events", graph_capture=graph)
@@ -287,7 +287,7 @@ def _time_throughput(lib, fn: Callable[[], object], config: TimingConfig, *,
                                            and len(totals) < MAX_SAMPLES):
         # one sample per hold: at most N calls' launches wait in the queue at a time
         totals.extend(_timed_batch(lib, call, 1, None))
-    kernels = _breakdown(lib, fn) if breakdown else ()
+    kernels = _breakdown(lib, fn) if breakdown and config.breakdown else ()
     del keep_alive
     recorded = replace(config, clock="cuda-events", graph_capture=graph, throughput_calls=calls)
     return Measurement(samples_ms=tuple(per_call_samples(totals, calls)), config=recorded,

@@ -40,6 +40,9 @@ class TimingConfig:
     throughput_calls: int = 0
     """Calls per sample in ``throughput`` mode; 0: chosen from the warm-up's time
     (``timing.modes.calls_per_sample``)."""
+    breakdown: bool = True
+    """Profile a few calls for the per-kernel breakdown after the samples (GPU timing); a
+    selection's trial timings, which nobody reads kernel by kernel, turn it off."""
 
     def checked(self) -> TimingConfig:
         """This config, or a :class:`~sparsescope.errors.UsageError` naming the first setting
