@@ -203,6 +203,10 @@ env_file() {  # $1: file; $2...: extra lines
     {
         date -u +"date_utc %Y-%m-%dT%H:%M:%SZ"
         echo "commit ${SPARSESCOPE_GIT_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}"
+        # the device's copy can carry a git HEAD older than its files (2026-11-28: HEAD stayed
+        # at the session's first commit): name the commit from here, and say how far it is off
+        echo "tracked files that differ from the copy's git HEAD: $(git status --porcelain \
+            --untracked-files=no 2>/dev/null | wc -l)"
         for line in "$@"; do echo "$line"; done
         nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw,power.limit \
             --format=csv

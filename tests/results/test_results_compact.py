@@ -254,7 +254,7 @@ TREE_LIMIT = 20_000_000
 """Issue 32: the whole tracked tree at most 20 MB (``git ls-files | xargs du -cb``)."""
 RESULTS_LIMIT = 10_000_000
 """Issue 32: ``results/`` at most 10 MB."""
-RESULTS_CEILING = 12_910_000
+RESULTS_CEILING = 13_380_000
 """Where ``results/`` may grow to until it meets :data:`RESULTS_LIMIT`: 11,665,612 bytes on
 2026-11-28, after every committed ``.json.gz`` and large ``.json`` was compacted
 (``sparsescope results compact``); the rest is Markdown, text, logs and compressed ncu exports.
@@ -263,7 +263,9 @@ compacted runs, 1.04 MB of its 1.23). 12,396,010 once the 96 gzipped ncu CSV exp
 10 gzipped logs and Markdown pages were recompressed as xz (-0.48 MB, the same content; the
 readers take ``.csv.xz`` as they take ``.csv.gz``). 12,904,989 with the next session's SpMM
 evidence (results/h200/real-dev/2026-11-28-ell-rows: two compacted runs, 0.41 MB of its 0.52).
-Measured way down, not taken yet: the logs and text (-0.61 MB, no longer readable on the
+13,372,896 with the runs after the timing protocol's settle (results/h200/real-dev/
+2026-11-28-profiler-settle: two compacted runs, 0.41 MB of its 0.45); the tracked tree is then
+19.91 MB, 0.09 MB under its limit. Measured way down, not taken yet: the logs and text (-0.61 MB, no longer readable on the
 forge)."""
 
 
@@ -292,7 +294,7 @@ def test_the_tracked_tree_stays_small():
 
 @needs_git
 @pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="results/ is 12.9 MB once compacted: issue 32's 10 MB needs more "
+                   reason="results/ is 13.4 MB once compacted: issue 32's 10 MB needs more "
                           "than compacting JSON; when it is met, drop this mark and "
                           "RESULTS_CEILING")
 def test_results_meets_issue_32s_target():
