@@ -112,6 +112,10 @@
 #                         --): two backends checked, prepared once, and timed in alternating
 #                         rounds. Writes env.txt, interleaved.md (every set's table),
 #                         interleaved.json (every set's rows) [, pytest_gpu.log].
+#   bench NAME ARGS {GPU_TESTS=FILES}
+#                         benchmarks/NAME.py ARGS --json $OUT/NAME.json, the wheels installed
+#                         first. Writes env.txt, NAME.md (its table), NAME.json, NAME.log
+#                         [, pytest_gpu.log].
 #   timing-after-profiler ARGS {GPU_TESTS=FILES}
 #                         benchmarks/timing_after_profiler.py: each backend timed again and
 #                         again with the protocol's profiler session after each timing, settled,
@@ -916,6 +920,20 @@ recipe_spmm_interleaved() {  # $@: benchmarks/spmm_interleaved.py argument sets,
     cat "$OUT/interleaved.md"
 }
 
+recipe_bench() {  # $1: a script of benchmarks/ (no .py), $2...: its arguments
+    local name="$1"
+    shift
+    [ -f "benchmarks/$name.py" ] || { echo "no benchmarks/$name.py" >&2; exit 2; }
+    out_dir "/tmp/ss-$name"
+    wheels
+    nvmath_wheels
+    env_file "$OUT/env.txt" "bench $name args: $*"
+    gpu_test_files
+    $PY "benchmarks/$name.py" "$@" --json "$OUT/$name.json" > "$OUT/$name.md" 2> "$OUT/$name.log"
+    echo "$name rc=$?" | tee -a "$OUT/env.txt"
+    cat "$OUT/$name.md"
+}
+
 recipe_timing_after_profiler() {  # $@: benchmarks/timing_after_profiler.py arguments
     out_dir /tmp/ss-after-profiler
     wheels
@@ -1191,7 +1209,7 @@ PY
 # -- dispatch -----------------------------------------------------------------------------------
 RECIPES=(list gpu-tests real-dev kernels model seed6 seed6-speed profile profile-cases ab-kernel
          finish-ab ops break-even spmm-blocktc spmm-population spmm-real-dev sweep sweep-gpus
-         sweep-scale latency-probe spmm-interleaved timing-after-profiler)
+         sweep-scale latency-probe spmm-interleaved timing-after-profiler bench)
 if [[ " ${RECIPES[*]} " != *" $RECIPE "* ]]; then
     echo "unknown recipe '$RECIPE'; recipes: ${RECIPES[*]}" >&2
     exit 2

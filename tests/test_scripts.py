@@ -247,7 +247,7 @@ RECIPES = ("gpu-tests", "kernels", "model", "seed6", "seed6-speed", "profile", "
            "ab-kernel", "finish-ab", "ops", "spmm-blocktc", "spmm-population", "spmm-real-dev",
            "sweep",
            "sweep-gpus", "sweep-scale", "latency-probe", "spmm-interleaved",
-           "timing-after-profiler")
+           "timing-after-profiler", "bench")
 
 
 def _device(*args: str, env: dict | None = None):
