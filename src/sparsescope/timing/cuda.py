@@ -354,14 +354,16 @@ def _breakdown(lib, call: Callable[[], object]) -> tuple[dict, ...]:
     """:func:`kernel_breakdown` of ``call``, then ``lib.settle()``.
 
     Why the settle: on an H200 (PyTorch 2.11, CUDA 13.0, driver 580), a backend timed 16 times
-    in a row with a profiler session after each timing ran 6.02, 5.81, 6.16, 5.63, ... us: the
+    in a row with a profiler session after each timing ran 6.16, 5.92, 6.14, 5.90, ... us: the
     timings alternate, by 3.5-6 %, with the parity of the sessions before them, and another
     kernel alternated the other way round. Without sessions, or with three launches of the
-    library's small add and a synchronise after each, they did not (odd / even 0.99-1.01);
-    a 5-100 ms sleep or the next timing's own warm-ups did not remove it (cause not known;
-    CUPTI is attached and detached by each session). It showed up as the "order effect" of
-    benchmarks/spmm_interleaved.py, and it shifted each backend of a case by its position
-    (results/h200/timing/2026-11-28-profiler-settle/)."""
+    library's small add and a synchronise after each session, they did not (odd / even
+    0.99-1.01), and the settled timings matched the session-free ones. The launches alone,
+    without a session, made them alternate too: each flips a state the two together leave as
+    it was. A 5-100 ms sleep did not remove it; the cause below the profiler is not known. It
+    was the "order effect" of benchmarks/spmm_interleaved.py, and it shifted each backend of a
+    case by its position (results/h200/real-dev/2026-11-28-profiler-settle/,
+    benchmarks/timing_after_profiler.py)."""
     kernels = kernel_breakdown(call, synchronize=lib.synchronize)
     lib.settle()
     return kernels
