@@ -402,6 +402,63 @@ def test_timing_after_profiler_reads_a_sequence_by_parity(tmp_path, capsys):
     assert "| m | 3 | row | `spmm-scipy-cpu` | unsettled |" in table
 
 
+def test_timing_placements_separates_the_two_spreads(tmp_path, capsys):
+    """``benchmarks/timing_placements.py``: the spreads by hand; a CPU backend prepared twice
+    and timed in three rotated rounds."""
+    import scipy.sparse as sp
+
+    from sparsescope.matrices.io import write_matrix
+
+    script = load("timing_placements", "benchmarks")
+    got = script.spreads([[10, 11], [12, 12.6]])
+    assert got == pytest.approx({"medians_us": [10.5, 12.3], "median_us": 11.4,
+                                 "within": 1.075, "between": 12.3 / 10.5})
+    path = write_matrix(sp.random(40, 30, density=0.2, format="csr", random_state=1),
+                        tmp_path / "m.npz")
+    out = tmp_path / "placements.json"
+    assert script.main(["--matrix", str(path), "--k", "3", "--layout", "row", "--backend",
+                        "spmm-scipy-cpu", "--preparations", "2", "--rounds", "3",
+                        "--repeats", "2", "--json", str(out)]) == 0
+    row, = json.loads(out.read_text())
+    assert row["outcome"] == "ok" and [len(t) for t in row["timings_us"]] == [3, 3]
+    assert row["between"] == pytest.approx(max(row["medians_us"]) / min(row["medians_us"]))
+    assert "| m | 3 | row | `spmm-scipy-cpu` |" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        script.main(["--matrix", str(path), "--k", "3", "--layout", "row", "--backend",
+                     "spmm-scipy-cpu", "--rounds", "0"])
+
+
+def test_timing_state_flips_times_two_backends_in_cycles(tmp_path, capsys):
+    """``benchmarks/timing_state_flips.py``: odd / even by hand; two CPU backends timed in
+    cycles with each chosen kind of work between them (a preparation kept alive, the float64
+    check); a GPU backend without a GPU named, not timed."""
+    import scipy.sparse as sp
+
+    from sparsescope.matrices.io import write_matrix
+
+    script = load("timing_state_flips", "benchmarks")
+    assert script.odd_over_even([6, 5, 6, 5]) == pytest.approx(5 / 6)
+    assert script.odd_over_even([4.0]) == 1.0
+    path = write_matrix(sp.random(40, 30, density=0.2, format="csr", random_state=1),
+                        tmp_path / "m.npz")
+    out = tmp_path / "flips.json"
+    assert script.main(["--matrix", str(path), "--k", "3", "--layout", "row", "--a",
+                        "spmm-scipy-cpu", "--b", "spmm-scipy-cpu", "--cycles", "3",
+                        "--repeats", "2", "--after", "none", "--after", "a-prepare",
+                        "--after", "a-check", "--json", str(out)]) == 0
+    rows = json.loads(out.read_text())
+    assert [r["after_each_cycle"] for r in rows] == ["none", "a-prepare", "a-check"]
+    for r in rows:
+        assert len(r["a_us"]) == len(r["b_us"]) == 3 and min(r["a_us"] + r["b_us"]) > 0
+        assert r["a_odd_over_even"] == pytest.approx(
+            r["a_us"][1] / statistics.median(r["a_us"][0::2]))
+    assert "| m | 3 | row | a-check |" in capsys.readouterr().out
+    assert script.main(["--matrix", str(path), "--k", "3", "--layout", "row", "--a",
+                        "spmm-cuda-ell", "--b", "spmm-scipy-cpu", "--json", str(out)]) == 0
+    row, = json.loads(out.read_text())
+    assert row["outcome"].startswith("spmm-cuda-ell: skipped")
+
+
 def test_spmm_against_an_earlier_run(committed):
     """--against: a run against itself changes nothing (new / old 1.000 for auto and for the
     library, the library's time moved 0.0 % in every case), and lists the block-sum run's
