@@ -254,7 +254,7 @@ TREE_LIMIT = 20_000_000
 """Issue 32: the whole tracked tree at most 20 MB (``git ls-files | xargs du -cb``)."""
 RESULTS_LIMIT = 10_000_000
 """Issue 32: ``results/`` at most 10 MB."""
-RESULTS_CEILING = 13_380_000
+RESULTS_CEILING = 13_400_000
 """Where ``results/`` may grow to until it meets :data:`RESULTS_LIMIT`: 11,665,612 bytes on
 2026-11-28, after every committed ``.json.gz`` and large ``.json`` was compacted
 (``sparsescope results compact``); the rest is Markdown, text, logs and compressed ncu exports.
@@ -263,10 +263,10 @@ compacted runs, 1.04 MB of its 1.23). 12,396,010 once the 96 gzipped ncu CSV exp
 10 gzipped logs and Markdown pages were recompressed as xz (-0.48 MB, the same content; the
 readers take ``.csv.xz`` as they take ``.csv.gz``). 12,904,989 with the next session's SpMM
 evidence (results/h200/real-dev/2026-11-28-ell-rows: two compacted runs, 0.41 MB of its 0.52).
-13,372,896 with the runs after the timing protocol's settle (results/h200/real-dev/
-2026-11-28-profiler-settle: two compacted runs, 0.41 MB of its 0.45); the tracked tree is then
-19.91 MB, 0.09 MB under its limit. Measured way down, not taken yet: the logs and text (-0.61 MB, no longer readable on the
-forge)."""
+13,380,492 with the runs after the timing protocol's settle (results/h200/real-dev/
+2026-11-28-profiler-settle: two compacted runs, 0.41 MB of its 0.46); the tracked tree is then
+19.93 MB, 0.07 MB under its limit. Measured way down, not taken yet: the logs and text
+(-0.61 MB, no longer readable on the forge)."""
 
 
 def _tracked_bytes(*pathspec: str) -> int:
