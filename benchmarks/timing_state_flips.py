@@ -16,6 +16,8 @@ came before it::
 
     odd / even = median of cycles 2, 4, ... / median of cycles 1, 3, ...   (1.00: no flip)
 
+``--state-halves`` times each in two halves with a flip of the state between them
+(``TimingConfig.state_halves``); if that removes the state's effect, every row reads 1.00.
 The table is printed last; ``--json`` keeps every cycle's two times (us).
 """
 
@@ -61,17 +63,19 @@ def odd_over_even(times: list[float]) -> float:
 
 
 def measure(matrix, k: int, layout: str, a: str, b: str, *, cycles: int, repeats: int,
-            names=ACTIVITIES) -> list[dict]:
-    """A row per kind of work: the cycles' (A, B) times (us) and each side's odd / even."""
+            names=ACTIVITIES, state_halves: bool = False) -> list[dict]:
+    """A row per kind of work: the cycles' (A, B) times (us) and each side's odd / even;
+    ``state_halves``: each timing in two halves with a flip between (``TimingConfig``)."""
     from spmm_interleaved import WARMUPS, checked_and_prepared
 
     from sparsescope.ops.registry import get_op
     from sparsescope.timing.types import TimingConfig
 
-    config = TimingConfig(warmups=WARMUPS, repeats=repeats)
+    config = TimingConfig(warmups=WARMUPS, repeats=repeats, state_halves=state_halves)
     case = get_op("spmm").make_case(matrix.csr, {"k": k, "layout": layout},
                                     value_dtype="float32", index_bytes=4, seed=k)
-    row = {"matrix": matrix.name, "k": k, "layout": layout, "a": a, "b": b}
+    row = {"matrix": matrix.name, "k": k, "layout": layout, "a": a, "b": b,
+           "state_halves": state_halves}
     sides = []
     for text in (a, b):
         backend, prepared, why = checked_and_prepared(matrix, case, text, "float32", 4, config)
@@ -119,11 +123,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--after", action="append", choices=ACTIVITIES,
                         help="the work between cycles (repeatable; default: each)")
+    parser.add_argument("--state-halves", action="store_true",
+                        help="time in two halves with a flip between (TimingConfig."
+                             "state_halves): the times should stay level after any work")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     rows = measure(read_matrix(args.matrix), args.k, args.layout, args.a, args.b,
                    cycles=args.cycles, repeats=args.repeats,
-                   names=tuple(args.after or ACTIVITIES))
+                   names=tuple(args.after or ACTIVITIES), state_halves=args.state_halves)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
     print(f"A = {args.a}, B = {args.b}; {args.cycles} cycles, {args.repeats} samples a timing\n")

@@ -445,9 +445,10 @@ def test_timing_state_flips_times_two_backends_in_cycles(tmp_path, capsys):
     assert script.main(["--matrix", str(path), "--k", "3", "--layout", "row", "--a",
                         "spmm-scipy-cpu", "--b", "spmm-scipy-cpu", "--cycles", "3",
                         "--repeats", "2", "--after", "none", "--after", "a-prepare",
-                        "--after", "a-check", "--json", str(out)]) == 0
+                        "--after", "a-check", "--state-halves", "--json", str(out)]) == 0
     rows = json.loads(out.read_text())
     assert [r["after_each_cycle"] for r in rows] == ["none", "a-prepare", "a-check"]
+    assert all(r["state_halves"] for r in rows)
     for r in rows:
         assert len(r["a_us"]) == len(r["b_us"]) == 3 and min(r["a_us"] + r["b_us"]) > 0
         assert r["a_odd_over_even"] == pytest.approx(

@@ -11,7 +11,14 @@ import pytest
 
 from sparsescope import _atomic
 from sparsescope.errors import ResultsFormatError
-from sparsescope.results.io import read_runset, runset_from_dict, runset_to_dict, write_runset
+from sparsescope.results.io import (
+    read_runset,
+    record_from_dict,
+    record_to_dict,
+    runset_from_dict,
+    runset_to_dict,
+    write_runset,
+)
 from sparsescope.results.records import SCHEMA_VERSION
 
 
@@ -35,6 +42,9 @@ def test_round_trip_is_exact(runset):
     assert isinstance(back.cases, tuple) and isinstance(back.matrices, tuple)
     assert back.cases[0].measurement.samples_ms == (0.1964, 0.1971, 0.1958, 0.2012)
     assert back.cases[0].time_ms == pytest.approx(0.19675)
+    halves = runset.cases[0].measurement.__class__(
+        samples_ms=(0.1, 0.1, 0.2, 0.2), config=runset.cases[0].measurement.config, halves_at=2)
+    assert record_from_dict(record_to_dict(halves), type(halves)) == halves
     assert back.cases[2].correctness.rel_err == math.inf
     assert back.ceilings.read_bw_gb_s is None
     assert back.matrices[1].analog_of == "webbase-1M" and back.matrices[0].analog_of is None

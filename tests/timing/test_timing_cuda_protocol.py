@@ -199,3 +199,18 @@ def test_a_trial_timing_profiles_nothing(lib, monkeypatch):
         assert trial.breakdown is False
         m = cuda_timing.time_cuda(_calls(lib), trial, library="x", working_set_bytes=10**9)
         assert m.kernel_breakdown == () and "settle" not in lib.steps
+
+
+def test_state_halves_flip_the_state_between_two_halves_of_the_samples(lib):
+    """``TimingConfig(state_halves=True)``: repeats // 2 samples, the settle launches (a flip
+    of the two-state effect), the rest; the Measurement says where the halves meet."""
+    m = cuda_timing.time_cuda(_calls(lib), TimingConfig(warmups=1, repeats=5, state_halves=True),
+                              library="x", working_set_bytes=10, breakdown=False)
+    assert lib.steps[1:] == ["call", "sync", "flush", "call", "flush", "call", "sync", "settle",
+                             "flush", "call", "flush", "call", "flush", "call", "sync"]
+    assert m.halves_at == 2 and len(m.samples_ms) == 5
+    lib.steps.clear()
+    one = cuda_timing.time_cuda(_calls(lib), TimingConfig(warmups=0, repeats=1,
+                                                          state_halves=True),
+                                library="x", working_set_bytes=10, breakdown=False)
+    assert one.halves_at == 0 and "settle" not in lib.steps

@@ -25,6 +25,16 @@ def test_measurement_statistics_hand_computed():
     assert Measurement((2.5,), TimingConfig()).std_ms == 0.0
 
 
+def test_a_timing_in_two_halves_reports_the_mean_of_their_medians():
+    """``halves_at``: samples (5, 5, 6, 6, 6) split at 2 -> (5 + 6) / 2 = 5.5 where the whole
+    median is 6; out of range (0, or past the end) -> the whole median."""
+    samples = (5.0, 5.0, 6.0, 6.0, 6.0)
+    assert Measurement(samples, TimingConfig(), halves_at=2).median_ms == 5.5
+    assert Measurement(samples, TimingConfig(), halves_at=2).time_ms == 5.5
+    assert Measurement(samples, TimingConfig()).median_ms == 6.0
+    assert Measurement(samples, TimingConfig(), halves_at=5).median_ms == 6.0
+
+
 class Counter:
     def __init__(self, sleep_s: float = 0.0):
         self.calls = 0

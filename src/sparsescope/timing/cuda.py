@@ -11,7 +11,10 @@ returned :class:`Measurement` (``clock="cuda-events"``):
    and the recorded config says ``graph_capture=False``.
 3. Repeat: optionally flush L2, then record a start event, make the call, record an end
    event -- only the event pair is timed, never the flush. At least ``config.repeats``
-   samples, more until they add up to ``config.min_total_ms``. A sample is the *end-to-end*
+   samples, more until they add up to ``config.min_total_ms``. With ``config.state_halves``
+   the first ``repeats // 2`` samples, then the library's settle launches (a flip of the
+   two-state effect of :func:`_breakdown`), then the rest; the median is then the mean of
+   the two halves' (``Measurement.halves_at``). A sample is the *end-to-end*
    time of one call on the device's stream: its kernels plus any gaps while the host was
    still launching them (as the seed report's CUDA-event timing measured).
 4. A kernel breakdown of one call (:func:`kernel_breakdown`, PyTorch profiler with CUDA
@@ -235,9 +238,13 @@ def time_cuda(fn: Callable[[], object], config: TimingConfig, *, library: str,
     call, keep_alive, graph = _captured(lib, fn, config)
 
     samples: list[float] = []
+    half = config.repeats // 2 if config.state_halves else 0
+    if half:   # the first half, then a flip of the two-state effect (see _breakdown)
+        samples.extend(_timed_batch(lib, call, half, buffer))
+        lib.settle()
     while len(samples) < config.repeats or (sum(samples) < config.min_total_ms
                                             and len(samples) < MAX_SAMPLES):
-        batch = config.repeats if len(samples) < config.repeats else min(
+        batch = config.repeats - len(samples) if len(samples) < config.repeats else min(
             config.repeats, MAX_SAMPLES - len(samples))
         samples.extend(_timed_batch(lib, call, batch, buffer))
 
@@ -247,7 +254,7 @@ def time_cuda(fn: Callable[[], object], config: TimingConfig, *, library: str,
     del keep_alive
     recorded = replace(config, clock="cuda-events", graph_capture=graph)
     return Measurement(samples_ms=tuple(samples), config=recorded, flushed=flushed,
-                       clock="cuda-events", kernel_breakdown=kernels)
+                       clock="cuda-events", kernel_breakdown=kernels, halves_at=half)
 
 
 def _captured(lib, fn: Callable[[], object], config: TimingConfig

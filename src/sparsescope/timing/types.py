@@ -43,6 +43,12 @@ class TimingConfig:
     breakdown: bool = True
     """Profile a few calls for the per-kernel breakdown after the samples (GPU timing); a
     selection's trial timings, which nobody reads kernel by kernel, turn it off."""
+    state_halves: bool = False
+    """Latency mode on a GPU: take the samples in two halves and flip the two-state effect
+    between them (the library's settle launches), the median then being the mean of the two
+    halves' medians, so the time no longer depends on the state the timing started in
+    (``timing.cuda``; results/h200/real-dev/2026-11-28-profiler-settle, section 5). Off until
+    measured on a device."""
 
     def checked(self) -> TimingConfig:
         """This config, or a :class:`~sparsescope.errors.UsageError` naming the first setting
@@ -91,9 +97,17 @@ class Measurement:
     clock: str = "host"
     kernel_breakdown: tuple[dict, ...] = field(default=(), compare=False)
     """Optional per-kernel split of one call: ``{"name", "time_ms", "pct"}``."""
+    halves_at: int = 0
+    """Where the second half of the samples begins when the timing flipped the two-state
+    effect between its halves (``TimingConfig.state_halves``); 0: one run of samples."""
 
     @property
     def median_ms(self) -> float:
+        """The samples' median; with :attr:`halves_at`, the mean of the two halves' medians:
+        samples (5, 5, 6, 6, 6) split at 2 -> (5 + 6) / 2 = 5.5."""
+        if 0 < self.halves_at < len(self.samples_ms):
+            return (statistics.median(self.samples_ms[:self.halves_at])
+                    + statistics.median(self.samples_ms[self.halves_at:])) / 2
         return statistics.median(self.samples_ms)
 
     @property
