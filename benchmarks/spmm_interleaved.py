@@ -58,6 +58,15 @@ def round_ratios(a_ms: list[float], b_ms: list[float]) -> dict:
             "b_faster": sum(r > 1.0 for r in ratios), "rounds": len(ratios)}
 
 
+def spmm_case(matrix, k: int, layout: str, value_dtype: str = "float32", index_bytes: int = 4):
+    """The SpMM case of ``matrix`` at ``k`` and ``layout``, X seeded by ``k`` (every benchmark
+    of this folder that times a case builds it so)."""
+    from sparsescope.ops.registry import get_op
+
+    return get_op("spmm").make_case(matrix.csr, {"k": k, "layout": layout},
+                                    value_dtype=value_dtype, index_bytes=index_bytes, seed=k)
+
+
 def checked_and_prepared(matrix, case, text: str, value_dtype: str, index_bytes: int, config):
     """(backend, prepared case, "") of the variant ``text`` once its output passed the float64
     gate, or (None, None, why not)."""
@@ -79,12 +88,10 @@ def compare(matrix, k: int, layout: str, a: str, b: str, *, rounds: int, repeats
             value_dtype: str = "float32", index_bytes: int = 4) -> dict:
     """One case's row: each backend's per-round medians (ms), :func:`round_ratios`, and what
     B chose where it is an auto backend (``selected``, ``selected_params``)."""
-    from sparsescope.ops.registry import get_op
     from sparsescope.timing.types import TimingConfig
 
     config = TimingConfig(warmups=WARMUPS, repeats=repeats)
-    case = get_op("spmm").make_case(matrix.csr, {"k": k, "layout": layout},
-                                    value_dtype=value_dtype, index_bytes=index_bytes, seed=k)
+    case = spmm_case(matrix, k, layout, value_dtype, index_bytes)
     row = {"matrix": matrix.name, "k": k, "layout": layout, "a": a, "b": b}
     sides = {}
     for label, text in (("a", a), ("b", b)):

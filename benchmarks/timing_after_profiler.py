@@ -74,14 +74,12 @@ def measure(matrix, k: int, layout: str, text: str, *, timings: int, repeats: in
             modes=MODES) -> list[dict]:
     """One row a mode: ``timings`` timings of the checked, prepared backend in a row, each
     the latency protocol's median of ``repeats`` samples (us), and :func:`parity`."""
-    from spmm_interleaved import WARMUPS, checked_and_prepared
+    from spmm_interleaved import WARMUPS, checked_and_prepared, spmm_case
 
-    from sparsescope.ops.registry import get_op
     from sparsescope.timing.types import TimingConfig
 
     config = TimingConfig(warmups=WARMUPS, repeats=repeats)
-    case = get_op("spmm").make_case(matrix.csr, {"k": k, "layout": layout},
-                                    value_dtype="float32", index_bytes=4, seed=k)
+    case = spmm_case(matrix, k, layout)
     row = {"matrix": matrix.name, "k": k, "layout": layout, "backend": text}
     backend, prepared, why = checked_and_prepared(matrix, case, text, "float32", 4, config)
     if backend is None:

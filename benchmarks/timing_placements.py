@@ -44,14 +44,12 @@ def spreads(timings_us: list[list[float]]) -> dict:
 def measure(matrix, k: int, layout: str, text: str, *, preparations: int, rounds: int,
             repeats: int) -> dict:
     """The row of one (matrix, k, layout, backend): each preparation's timings, in rounds."""
-    from spmm_interleaved import WARMUPS, checked_and_prepared
+    from spmm_interleaved import WARMUPS, checked_and_prepared, spmm_case
 
-    from sparsescope.ops.registry import get_op
     from sparsescope.timing.types import TimingConfig
 
     config = TimingConfig(warmups=WARMUPS, repeats=repeats)
-    case = get_op("spmm").make_case(matrix.csr, {"k": k, "layout": layout},
-                                    value_dtype="float32", index_bytes=4, seed=k)
+    case = spmm_case(matrix, k, layout)
     row = {"matrix": matrix.name, "k": k, "layout": layout, "backend": text}
     backend, first, why = checked_and_prepared(matrix, case, text, "float32", 4, config)
     if backend is None:

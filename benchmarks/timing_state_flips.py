@@ -66,14 +66,12 @@ def measure(matrix, k: int, layout: str, a: str, b: str, *, cycles: int, repeats
             names=ACTIVITIES, state_halves: bool = False) -> list[dict]:
     """A row per kind of work: the cycles' (A, B) times (us) and each side's odd / even;
     ``state_halves``: each timing in two halves with a flip between (``TimingConfig``)."""
-    from spmm_interleaved import WARMUPS, checked_and_prepared
+    from spmm_interleaved import WARMUPS, checked_and_prepared, spmm_case
 
-    from sparsescope.ops.registry import get_op
     from sparsescope.timing.types import TimingConfig
 
     config = TimingConfig(warmups=WARMUPS, repeats=repeats, state_halves=state_halves)
-    case = get_op("spmm").make_case(matrix.csr, {"k": k, "layout": layout},
-                                    value_dtype="float32", index_bytes=4, seed=k)
+    case = spmm_case(matrix, k, layout)
     row = {"matrix": matrix.name, "k": k, "layout": layout, "a": a, "b": b,
            "state_halves": state_halves}
     sides = []
