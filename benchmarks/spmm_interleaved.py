@@ -34,8 +34,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
-
-WARMUPS = 3
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 
 def round_ratios(a_ms: list[float], b_ms: list[float]) -> dict:
@@ -58,36 +57,12 @@ def round_ratios(a_ms: list[float], b_ms: list[float]) -> dict:
             "b_faster": sum(r > 1.0 for r in ratios), "rounds": len(ratios)}
 
 
-def spmm_case(matrix, k: int, layout: str, value_dtype: str = "float32", index_bytes: int = 4):
-    """The SpMM case of ``matrix`` at ``k`` and ``layout``, X seeded by ``k`` (every benchmark
-    of this folder that times a case builds it so)."""
-    from sparsescope.ops.registry import get_op
-
-    return get_op("spmm").make_case(matrix.csr, {"k": k, "layout": layout},
-                                    value_dtype=value_dtype, index_bytes=index_bytes, seed=k)
-
-
-def checked_and_prepared(matrix, case, text: str, value_dtype: str, index_bytes: int, config):
-    """(backend, prepared case, "") of the variant ``text`` once its output passed the float64
-    gate, or (None, None, why not)."""
-    from sparsescope.backends.base import tell_timing
-    from sparsescope.backends.runner import run_case
-    from sparsescope.backends.variants import backend_choice
-
-    choice = backend_choice(text)
-    checked = run_case(matrix, choice, "spmm", case.params, config=config, case=case,
-                       value_dtype=value_dtype, index_bytes=index_bytes, timed=False)
-    if checked.outcome != "ok":
-        return None, None, f"{checked.outcome}: {checked.reason}"
-    backend = choice.create()
-    tell_timing(backend, config)
-    return backend, backend.prepare(case, value_dtype, index_bytes), ""
-
-
 def compare(matrix, k: int, layout: str, a: str, b: str, *, rounds: int, repeats: int,
             value_dtype: str = "float32", index_bytes: int = 4) -> dict:
     """One case's row: each backend's per-round medians (ms), :func:`round_ratios`, and what
     B chose where it is an auto backend (``selected``, ``selected_params``)."""
+    from spmm_bench import WARMUPS, checked_and_prepared, spmm_case
+
     from sparsescope.timing.types import TimingConfig
 
     config = TimingConfig(warmups=WARMUPS, repeats=repeats)

@@ -21,28 +21,19 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
-
-
-def _cases(args):
-    for path in args.matrix:
-        for k in args.k:
-            for layout in args.layout:
-                for backend in args.backend:
-                    yield path, k, layout, backend
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 
 def main(argv: list[str] | None = None) -> int:
+    from spmm_bench import add_case_grid, case_grid
+
     from sparsescope.backends.runner import run_case
     from sparsescope.backends.variants import backend_choice
     from sparsescope.matrices.io import read_matrix
     from sparsescope.timing.types import TimingConfig
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--matrix", action="append", required=True)
-    parser.add_argument("--k", action="append", type=int, required=True)
-    parser.add_argument("--layout", action="append", choices=("row", "col"), required=True)
-    parser.add_argument("--backend", action="append", required=True,
-                        help="a registry name or NAME[opt=value,...] (repeatable)")
+    add_case_grid(parser, "a registry name or NAME[opt=value,...] (repeatable)")
     parser.add_argument("--repeats", type=int, default=50)
     parser.add_argument("--once", action="store_true", help="the gate only, untimed")
     parser.add_argument("--json", type=Path)
@@ -50,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
 
     matrices = {path: read_matrix(path) for path in args.matrix}
     rows = []
-    for path, k, layout, text in _cases(args):
+    for path, k, layout, text in case_grid(args):
         choice = backend_choice(text)
         backend = choice.create() if choice.options else choice.name
         row = {"matrix": Path(path).stem, "k": k, "layout": layout, "backend": text}

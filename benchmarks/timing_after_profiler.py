@@ -74,7 +74,7 @@ def measure(matrix, k: int, layout: str, text: str, *, timings: int, repeats: in
             modes=MODES) -> list[dict]:
     """One row a mode: ``timings`` timings of the checked, prepared backend in a row, each
     the latency protocol's median of ``repeats`` samples (us), and :func:`parity`."""
-    from spmm_interleaved import WARMUPS, checked_and_prepared, spmm_case
+    from spmm_bench import WARMUPS, checked_and_prepared, spmm_case
 
     from sparsescope.timing.types import TimingConfig
 
@@ -106,20 +106,17 @@ def table(rows: list[dict]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from spmm_bench import add_case_grid, case_grid
+
     from sparsescope.matrices.io import read_matrix
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--matrix", action="append", required=True)
-    parser.add_argument("--k", action="append", type=int, required=True)
-    parser.add_argument("--layout", action="append", choices=("row", "col"), required=True)
-    parser.add_argument("--backend", action="append", required=True,
-                        help="a registry name or NAME[opt=value,...]")
+    add_case_grid(parser)
     parser.add_argument("--timings", type=int, default=16, help="timings in a row a mode")
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
-    rows = [r for path in args.matrix for k in args.k for layout in args.layout
-            for text in args.backend
+    rows = [r for path, k, layout, text in case_grid(args)
             for r in measure(read_matrix(path), k, layout, text, timings=args.timings,
                              repeats=args.repeats)]
     if args.json:

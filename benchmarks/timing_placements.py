@@ -44,7 +44,7 @@ def spreads(timings_us: list[list[float]]) -> dict:
 def measure(matrix, k: int, layout: str, text: str, *, preparations: int, rounds: int,
             repeats: int) -> dict:
     """The row of one (matrix, k, layout, backend): each preparation's timings, in rounds."""
-    from spmm_interleaved import WARMUPS, checked_and_prepared, spmm_case
+    from spmm_bench import WARMUPS, checked_and_prepared, spmm_case
 
     from sparsescope.timing.types import TimingConfig
 
@@ -78,14 +78,12 @@ def table(rows: list[dict]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from spmm_bench import add_case_grid, case_grid
+
     from sparsescope.matrices.io import read_matrix
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--matrix", action="append", required=True)
-    parser.add_argument("--k", action="append", type=int, required=True)
-    parser.add_argument("--layout", action="append", choices=("row", "col"), required=True)
-    parser.add_argument("--backend", action="append", required=True,
-                        help="a registry name or NAME[opt=value,...]")
+    add_case_grid(parser)
     parser.add_argument("--preparations", type=int, default=6)
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--repeats", type=int, default=20)
@@ -95,8 +93,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--preparations and --rounds must be at least 1")
     rows = [measure(read_matrix(path), k, layout, text, preparations=args.preparations,
                     rounds=args.rounds, repeats=args.repeats)
-            for path in args.matrix for k in args.k for layout in args.layout
-            for text in args.backend]
+            for path, k, layout, text in case_grid(args)]
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
     print(f"{args.preparations} preparations x {args.rounds} rounds, {args.repeats} samples "

@@ -66,7 +66,7 @@ def measure(matrix, k: int, layout: str, a: str, b: str, *, cycles: int, repeats
             names=ACTIVITIES, state_halves: bool = False) -> list[dict]:
     """A row per kind of work: the cycles' (A, B) times (us) and each side's odd / even;
     ``state_halves``: each timing in two halves with a flip between (``TimingConfig``)."""
-    from spmm_interleaved import WARMUPS, checked_and_prepared, spmm_case
+    from spmm_bench import WARMUPS, checked_and_prepared, spmm_case
 
     from sparsescope.timing.types import TimingConfig
 

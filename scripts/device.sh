@@ -920,30 +920,28 @@ recipe_spmm_interleaved() {  # $@: benchmarks/spmm_interleaved.py argument sets,
     cat "$OUT/interleaved.md"
 }
 
-recipe_bench() {  # $1: a script of benchmarks/ (no .py), $2...: its arguments
-    local name="$1"
-    shift
+bench_script() {  # $1: a script of benchmarks/ (no .py), $2: its files' stem, $3...: arguments
+    local name="$1" stem="$2"
+    shift 2
     [ -f "benchmarks/$name.py" ] || { echo "no benchmarks/$name.py" >&2; exit 2; }
-    out_dir "/tmp/ss-$name"
+    out_dir "/tmp/ss-$stem"
     wheels
     nvmath_wheels
     env_file "$OUT/env.txt" "bench $name args: $*"
     gpu_test_files
-    $PY "benchmarks/$name.py" "$@" --json "$OUT/$name.json" > "$OUT/$name.md" 2> "$OUT/$name.log"
+    $PY "benchmarks/$name.py" "$@" --json "$OUT/$stem.json" > "$OUT/$stem.md" 2> "$OUT/$stem.log"
     echo "$name rc=$?" | tee -a "$OUT/env.txt"
-    cat "$OUT/$name.md"
+    cat "$OUT/$stem.md"
+}
+
+recipe_bench() {  # $1: a script of benchmarks/ (no .py), $2...: its arguments
+    local name="$1"
+    shift
+    bench_script "$name" "$name" "$@"
 }
 
 recipe_timing_after_profiler() {  # $@: benchmarks/timing_after_profiler.py arguments
-    out_dir /tmp/ss-after-profiler
-    wheels
-    nvmath_wheels
-    env_file "$OUT/env.txt" "after-profiler args: $*"
-    gpu_test_files
-    $PY benchmarks/timing_after_profiler.py "$@" --json "$OUT/after_profiler.json" \
-        > "$OUT/after_profiler.md" 2> "$OUT/after_profiler.log"
-    echo "after-profiler rc=$?" | tee -a "$OUT/env.txt"
-    cat "$OUT/after_profiler.md"
+    bench_script timing_after_profiler after_profiler "$@"
 }
 
 recipe_latency_probe() {  # $@: benchmarks/spmm_latency_probe.py arguments

@@ -72,7 +72,18 @@ _hold_kernel = None
 _flush_buffers: dict[str, object] = {}
 
 
-class _TorchLib:
+class _Settles:
+    """The settle after a profiler session (:func:`_breakdown`), in the library's own flush
+    op: a buffer of :data:`SETTLE_INTS` int32, :data:`SETTLE_LAUNCHES` adds, a synchronise."""
+
+    def settle(self) -> None:
+        small = self.new_flush_buffer(4 * SETTLE_INTS)
+        for _ in range(SETTLE_LAUNCHES):
+            self.flush(small)
+        self.synchronize()
+
+
+class _TorchLib(_Settles):
     name = "torch"
 
     def __init__(self) -> None:
@@ -102,13 +113,6 @@ class _TorchLib:
     def flush(self, buffer) -> None:
         buffer.add_(1)
 
-    def settle(self) -> None:
-        """:data:`SETTLE_LAUNCHES` adds on a small buffer, then a synchronise."""
-        small = self.torch.zeros(SETTLE_INTS, dtype=self.torch.int32, device="cuda")
-        for _ in range(SETTLE_LAUNCHES):
-            small.add_(1)
-        self.synchronize()
-
     def capture(self, fn: Callable[[], object]):
         """(replay, keep-alive) of a CUDA graph of one call (torch.cuda.graph)."""
         torch = self.torch
@@ -123,7 +127,7 @@ class _TorchLib:
         return graph.replay, (graph, out)
 
 
-class _CupyLib:
+class _CupyLib(_Settles):
     name = "cupy"
 
     def __init__(self) -> None:
@@ -155,13 +159,6 @@ class _CupyLib:
 
     def flush(self, buffer) -> None:
         buffer += 1
-
-    def settle(self) -> None:
-        """:data:`SETTLE_LAUNCHES` adds on a small buffer, then a synchronise."""
-        small = self.cupy.zeros(SETTLE_INTS, dtype=self.cupy.int32)
-        for _ in range(SETTLE_LAUNCHES):
-            small += 1
-        self.synchronize()
 
     def capture(self, fn: Callable[[], object]):
         """(replay, keep-alive) of a CUDA graph of one call, captured on a side stream.
